@@ -1,0 +1,61 @@
+import Router from '@koa/router';
+import { RequestContext } from '@mikro-orm/postgresql';
+import Koa from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import { BadRequestError, PayloadTooLargeError, PlatformError } from '../shared/errors.js';
+import type { AppDeps } from './deps.js';
+import { mountRoutes } from './http/mount.js';
+import type { AnyRoute } from './http/route.js';
+import { errorEnvelope } from './middleware/errors.js';
+import { requestIdAndAccessLog } from './middleware/request-id.js';
+import { allRoutes } from './routes/index.js';
+
+/** Maps co-body's parse failures (plain errors carrying `status`) to the platform's refusals. */
+function bodyParseError(err: Error, limitBytes: number): PlatformError {
+  const status = (err as { status?: number }).status;
+  if (status === 413) return new PayloadTooLargeError(`The request body is larger than ${limitBytes} bytes.`, { limit_bytes: limitBytes });
+  if (status === 415) return new PlatformError('unsupported_media_type', 'Unsupported request body encoding.');
+  return new BadRequestError('The request body is not valid JSON.', { reason: 'malformed_json' });
+}
+
+/** The Koa application: request id and access log, one error middleware, JSON bodies, then the routes. */
+export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa {
+  const app = new Koa({ proxy: true });
+  app.silent = true;
+  app.use(requestIdAndAccessLog(deps.log));
+  app.use(errorEnvelope(deps.log));
+  app.use(
+    koaBody({
+      json: true,
+      jsonStrict: true,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+      jsonLimit: deps.config.limits.jsonBodyBytes,
+      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+      onError: (err) => {
+        throw bodyParseError(err, deps.config.limits.jsonBodyBytes);
+      },
+    }),
+  );
+  app.use((ctx, next) => {
+    // A body on a JSON route must be JSON; anything else is refused before any handler runs.
+    const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(ctx.method) && !ctx.is('application/json', '+json') && !ctx.path.startsWith('/mcp')) {
+      throw new PlatformError('unsupported_media_type', 'Send the request body as application/json.');
+    }
+    return next();
+  });
+  app.use((_ctx, next) => RequestContext.create(deps.orm.em, next));
+  const router = new Router();
+  mountRoutes(router, routes, deps);
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new PlatformError('method_not_allowed', 'This method is not allowed on this path.'),
+      notImplemented: () => new PlatformError('not_available_here', 'This method is not implemented.'),
+    }),
+  );
+  return app;
+}

@@ -1,0 +1,154 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { JWTPayload } from 'jose';
+import type { Principal } from '../../shared/auth/principal.js';
+import { permissionsFor } from '../../shared/auth/rbac.js';
+import { findPat, findSandboxToken, recordSignIn } from '../../shared/auth/store.js';
+import { PAT_PREFIX, SANDBOX_PREFIX, secretsEqual } from '../../shared/auth/tokens.js';
+import type { AppConfig } from '../../shared/config.js';
+import { AuthenticationError } from '../../shared/errors.js';
+import type { TokenVerifier } from './jwt.js';
+
+/** The identity used for every request when AUTH_PROVIDER=none (embedded local default only). */
+export const LOCAL_ADMIN_ID = 'local-admin';
+
+export interface AuthInput {
+  authorization: string | undefined;
+  serviceToken: string | undefined;
+}
+
+/** The credential forms this deployment accepts, for 401 messages. */
+export function acceptedForms(config: AppConfig): string[] {
+  const forms: string[] = [];
+  if (config.auth.jwksUrl) forms.push('Authorization: Bearer <access token from the identity provider>');
+  forms.push('Authorization: Bearer gp_<personal access token>');
+  forms.push('Authorization: Bearer gsk_<sandbox thread token> (agents)');
+  if (config.auth.serviceToken) forms.push('X-Platform-Service-Token: <service token>');
+  return forms;
+}
+
+export function authenticationRequired(config: AppConfig, message = 'Authentication required.'): AuthenticationError {
+  return new AuthenticationError(
+    `${message} This deployment uses the "${config.auth.provider}" identity provider; send one of: ${acceptedForms(config).join('; ')}.`,
+    { provider: config.auth.provider, accepted: acceptedForms(config) },
+  );
+}
+
+/** Reads roles from a claim; a dotted name reaches nested claims (`realm_access.roles`). */
+function rolesFromClaims(claims: JWTPayload, claimName: string): string[] {
+  let value: unknown = claims;
+  for (const part of claimName.split('.')) value = (value as Record<string, unknown> | undefined)?.[part];
+  if (Array.isArray(value)) return value.filter((r): r is string => typeof r === 'string');
+  if (typeof value === 'string') return value.split(/[\s,]+/).filter(Boolean);
+  return [];
+}
+
+/** App-only tokens: client-credentials grants, or a subject equal to the client (azp / client_id). */
+export function isAppOnlyToken(claims: JWTPayload): boolean {
+  const c = claims as JWTPayload & { gty?: unknown; azp?: unknown; client_id?: unknown };
+  return c.gty === 'client-credentials' || (c.sub !== undefined && (c.sub === c.azp || c.sub === c.client_id));
+}
+
+/**
+ * Resolves the caller from the request's credentials. Returns null when none was presented (and
+ * auth is on); throws AuthenticationError for a presented credential that does not hold.
+ */
+export async function authenticate(
+  input: AuthInput,
+  deps: { config: AppConfig; verifier: TokenVerifier | undefined; em: EntityManager },
+): Promise<Principal | null> {
+  const { config, em } = deps;
+  if (input.serviceToken !== undefined) {
+    if (!config.auth.serviceToken || !secretsEqual(input.serviceToken, config.auth.serviceToken)) {
+      throw authenticationRequired(config, 'The X-Platform-Service-Token header is not recognised.');
+    }
+    return {
+      kind: 'system',
+      id: 'system',
+      tenant: config.auth.deploymentTenant,
+      displayName: 'Platform system',
+      roles: ['admin'],
+      permissions: permissionsFor(['admin']),
+      credential: 'service_token',
+    };
+  }
+
+  if (input.authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(input.authorization);
+    if (!match) throw authenticationRequired(config, 'The Authorization header is not a Bearer credential.');
+    const token = match[1]!;
+
+    if (token.startsWith(PAT_PREFIX)) {
+      const found = await findPat(em, token);
+      if (found === 'revoked') throw authenticationRequired(config, 'This personal access token has been revoked.');
+      if (found === 'expired') throw authenticationRequired(config, 'This personal access token has expired.');
+      if (found === 'unknown') throw authenticationRequired(config, 'The personal access token is not recognised.');
+      const { pat, owner } = found;
+      return {
+        kind: owner.kind === 'app' ? 'app' : 'person',
+        id: owner.id,
+        tenant: owner.tenant,
+        displayName: owner.displayName ?? owner.id,
+        roles: owner.roles,
+        permissions: permissionsFor(owner.roles),
+        credential: 'pat',
+        patId: pat.id,
+      };
+    }
+
+    if (token.startsWith(SANDBOX_PREFIX)) {
+      const found = await findSandboxToken(em, token);
+      if (found === 'expired') throw authenticationRequired(config, 'This sandbox thread token has expired with its run.');
+      if (typeof found === 'string') throw authenticationRequired(config, 'The sandbox thread token is not recognised.');
+      return {
+        kind: 'agent',
+        id: found.botId,
+        tenant: found.tenant,
+        displayName: `agent ${found.botId}`,
+        roles: [],
+        permissions: new Set(),
+        credential: 'sandbox_token',
+        botId: found.botId,
+        threadId: found.threadId,
+      };
+    }
+
+    if (!deps.verifier) {
+      throw authenticationRequired(config, 'Identity-provider bearer tokens are not accepted: no identity provider is configured.');
+    }
+    const claims = await deps.verifier.verify(token);
+    const c = claims as JWTPayload & { tenant?: unknown; name?: unknown; preferred_username?: unknown; email?: unknown };
+    const tenant = typeof c.tenant === 'string' && c.tenant ? c.tenant : config.auth.deploymentTenant;
+    if (config.auth.provider === 'hosted' && tenant !== config.auth.deploymentTenant) {
+      throw authenticationRequired(config, 'The signed assertion belongs to another tenant.');
+    }
+    const roles = rolesFromClaims(claims, config.auth.rolesClaim);
+    const appOnly = isAppOnlyToken(claims);
+    const email = typeof c.email === 'string' ? c.email : null;
+    const displayName =
+      (typeof c.name === 'string' && c.name) || (typeof c.preferred_username === 'string' && c.preferred_username) || email || claims.sub!;
+    await recordSignIn(em, { id: claims.sub!, tenant, kind: appOnly ? 'app' : 'person', displayName, email, roles });
+    return {
+      kind: appOnly ? 'app' : 'person',
+      id: claims.sub!,
+      tenant,
+      displayName,
+      roles,
+      permissions: permissionsFor(roles),
+      credential: 'idp_jwt',
+    };
+  }
+
+  if (config.auth.provider === 'none') {
+    await recordSignIn(em, { id: LOCAL_ADMIN_ID, tenant: config.auth.deploymentTenant, kind: 'person', displayName: 'Local admin', email: null, roles: ['admin'] });
+    return {
+      kind: 'person',
+      id: LOCAL_ADMIN_ID,
+      tenant: config.auth.deploymentTenant,
+      displayName: 'Local admin',
+      roles: ['admin'],
+      permissions: permissionsFor(['admin']),
+      credential: 'auth_disabled',
+    };
+  }
+  return null;
+}

@@ -1,0 +1,16 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client, Connection } from '@temporalio/client';
+import type { AppConfig } from '../shared/config.js';
+import type { Logger } from '../shared/log.js';
+import type { TokenVerifier } from './auth/jwt.js';
+
+/** Everything the API needs, built once per process by api/server.ts (or a test). */
+export interface AppDeps {
+  config: AppConfig;
+  orm: MikroORM;
+  temporal: Client;
+  temporalConnection: Connection;
+  log: Logger;
+  /** Present when an identity provider is configured. */
+  verifier: TokenVerifier | undefined;
+}

@@ -1,0 +1,103 @@
+import type Router from '@koa/router';
+import { RequestContext, type EntityManager } from '@mikro-orm/postgresql';
+import type Koa from 'koa';
+import type { z } from 'zod';
+import { authenticate, authenticationRequired } from '../auth/authenticate.js';
+import { requireInternalToken } from '../auth/internal.js';
+import type { AppDeps } from '../deps.js';
+import { BadRequestError, ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import type { AnyRoute } from './route.js';
+
+type Location = 'params' | 'query' | 'body';
+
+function issuesToFields(location: Location, error: z.ZodError) {
+  return error.issues.map((issue) => ({
+    field: [location, ...issue.path.map(String)].join('.'),
+    message: issue.message,
+    code: issue.code,
+  }));
+}
+
+function undeclaredKeys(location: Location, error: z.ZodError): string[] {
+  return error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [location, ...issue.path.map(String), k].join('.')) : [],
+  );
+}
+
+function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | undefined, value: unknown): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  if (location === 'body' && route.bodyKind === 'config') {
+    const undeclared = undeclaredKeys(location, result.error);
+    if (undeclared.length > 0) throw new UndeclaredFieldsError(undeclared);
+  }
+  throw new BadRequestError(`Invalid request ${location}: ${result.error.issues.map((i) => `${[location, ...i.path.map(String)].join('.')}: ${i.message}`).join('; ')}`, {
+    fields: issuesToFields(location, result.error),
+  });
+}
+
+const PERMISSION_GUIDANCE =
+  'Ask an administrator to grant you a role that includes it (the built-in "admin" role holds every permission).';
+
+function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps): Principal {
+  if (route.access.kind !== 'authenticated') throw new Error('authorize() is for authenticated routes');
+  if (!principal) throw authenticationRequired(deps.config);
+  const { permission, principalKinds } = route.access;
+  if (principalKinds && !principalKinds.includes(principal.kind)) {
+    throw new ForbiddenError(
+      `This action is limited to ${principalKinds.join(' or ')} callers; you are calling as ${principal.kind} "${principal.displayName}". ${
+        principalKinds.includes('person') ? 'Sign in as a person (identity-provider login or your own personal access token).' : ''
+      }`.trim(),
+      { required_principal_kinds: principalKinds, principal_kind: principal.kind },
+    );
+  }
+  if (permission && !principal.permissions.has(permission)) {
+    throw new ForbiddenError(`Permission denied: this action needs the "${permission}" permission. ${PERMISSION_GUIDANCE}`, {
+      required_permission: permission,
+      roles: principal.roles,
+    });
+  }
+  return principal;
+}
+
+/** Registers every route on the router: validation, authentication and permission guard, then the handler. */
+export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
+  for (const route of routes) {
+    router[route.method](route.path, async (ctx: Koa.Context) => {
+      const em = RequestContext.getEntityManager() as EntityManager | undefined;
+      if (!em) throw new Error('no request context: mountRoutes needs the RequestContext middleware');
+      let principal: Principal | null = null;
+      if (route.access.kind === 'internal') {
+        requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);
+      } else if (route.access.kind === 'authenticated') {
+        principal = await authenticate(
+          { authorization: ctx.get('authorization') || undefined, serviceToken: ctx.get('x-platform-service-token') || undefined },
+          { config: deps.config, verifier: deps.verifier, em },
+        );
+        principal = authorize(route, principal, deps);
+        ctx.state.principal = principal;
+      }
+      const params = parsePart(route, 'params', route.params, ctx.params);
+      const query = parsePart(route, 'query', route.query, ctx.query);
+      const rawBody = (ctx.request as { body?: unknown }).body;
+      const body = parsePart(route, 'body', route.body, rawBody ?? {});
+      const result = await route.handler({
+        params,
+        query,
+        body,
+        principal: principal as Principal,
+        deps,
+        em,
+        requestId: ctx.state.requestId as string,
+        log: ctx.state.log,
+        koa: ctx,
+      });
+      if (ctx.body === undefined || ctx.body === null) {
+        ctx.status = route.successStatus ?? 200;
+        if (result !== undefined) ctx.body = result;
+      }
+    });
+  }
+}

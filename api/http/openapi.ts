@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { ErrorEnvelopeSchema, type AnyRoute } from './route.js';
+
+type Json = Record<string, unknown>;
+
+/** Converts a zod schema to JSON Schema 2020-12 (OpenAPI 3.1's dialect), hoisting named schemas to components. */
+function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): Json {
+  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io, cycles: 'ref' }) as Json;
+  delete json.$schema;
+  const defs = json.$defs as Record<string, Json> | undefined;
+  delete json.$defs;
+  const rewritten = JSON.parse(JSON.stringify(json).replace(/"#\/\$defs\/([^"]+)"/g, '"#/components/schemas/$1"')) as Json;
+  for (const [name, def] of Object.entries(defs ?? {})) {
+    components[name] ??= JSON.parse(JSON.stringify(def).replace(/"#\/\$defs\/([^"]+)"/g, '"#/components/schemas/$1"'));
+  }
+  const id = (schema.meta() as { id?: string } | undefined)?.id;
+  if (id) {
+    const { id: _omit, ...rest } = rewritten;
+    components[id] ??= rest;
+    return { $ref: `#/components/schemas/${id}` };
+  }
+  return rewritten;
+}
+
+function parameters(location: 'path' | 'query', schema: z.ZodObject | undefined, components: Json): Json[] {
+  if (!schema) return [];
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const fieldSchema = field as z.ZodType;
+    const description = (fieldSchema.meta() as { description?: string } | undefined)?.description ?? fieldSchema.description;
+    return {
+      name,
+      in: location,
+      required: location === 'path' || !fieldSchema.safeParse(undefined).success,
+      ...(description ? { description } : {}),
+      schema: toSchema(fieldSchema, 'input', components),
+    };
+  });
+}
+
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+});
+
+export interface OpenApiInfo {
+  title: string;
+  version: string;
+  description: string;
+  serverUrl?: string;
+}
+
+/** The OpenAPI 3.1 document for every mounted route, generated from the same zod schemas that validate requests. */
+export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
+  const components: Json = {};
+  toSchema(ErrorEnvelopeSchema, 'output', components);
+  const paths: Record<string, Json> = {};
+  for (const route of routes) {
+    const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const responses: Json = {};
+    for (const [status, spec] of Object.entries(route.responses)) {
+      responses[status] = spec.schema
+        ? { description: spec.description, content: { 'application/json': { schema: toSchema(spec.schema, 'output', components) } } }
+        : { description: spec.description };
+    }
+    if (route.params || route.query || route.body) responses['400'] ??= errorResponse('Validation failure (`bad_request`); `payload.fields` lists the failing fields');
+    if (route.body) responses['413'] ??= errorResponse('Body larger than the configured limit (`payload_too_large`)');
+    if (route.bodyKind === 'config') responses['422'] ??= errorResponse('Undeclared field in a configuration body (`unprocessable_entity`)');
+    if (route.access.kind !== 'public') responses['401'] ??= errorResponse('Missing or invalid credential (`authentication`)');
+    if (route.access.kind === 'authenticated' && (route.access.permission || route.access.principalKinds)) {
+      responses['403'] ??= errorResponse('Permission refusal (`forbidden`) with administrator guidance');
+    }
+    responses['503'] ??= errorResponse('A dependency is unavailable (`service_unavailable`)');
+    const security =
+      route.access.kind === 'public'
+        ? []
+        : route.access.kind === 'internal'
+          ? [{ internalToken: [] }]
+          : [{ bearer: [] }, { serviceToken: [] }];
+    const operation: Json = {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      tags: route.tags,
+      security,
+      parameters: [...parameters('path', route.params, components), ...parameters('query', route.query, components)],
+      ...(route.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input', components) } } } }
+        : {}),
+      responses,
+      ...(route.access.kind === 'authenticated' && route.access.permission ? { 'x-permission': route.access.permission } : {}),
+      ...(route.access.kind === 'authenticated' && route.access.principalKinds ? { 'x-principal-kinds': route.access.principalKinds } : {}),
+    };
+    paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: info.title, version: info.version, description: info.description },
+    ...(info.serverUrl ? { servers: [{ url: info.serverUrl }] } : {}),
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An identity-provider access token (JWT), a personal access token `gp_…`, or a sandbox thread token `gsk_…`',
+        },
+        serviceToken: { type: 'apiKey', in: 'header', name: 'X-Platform-Service-Token', description: 'The system identity' },
+        internalToken: { type: 'apiKey', in: 'header', name: 'X-Platform-Internal-Token', description: 'Internal routes only' },
+      },
+    },
+  };
+}

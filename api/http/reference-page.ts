@@ -1,0 +1,81 @@
+type Json = Record<string, unknown>;
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function schemaBlock(schema: unknown): string {
+  return `<pre class="schema">${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
+}
+
+/**
+ * A self-contained, browsable API reference rendered on the server from the OpenAPI document: no
+ * script, no external assets, so it works on a closed network.
+ */
+export function renderReferencePage(doc: Json): string {
+  const info = doc.info as { title: string; version: string; description: string };
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  const byTag = new Map<string, Array<{ method: string; path: string; op: Json }>>();
+  for (const [path, ops] of Object.entries(paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const tag = ((op.tags as string[] | undefined) ?? ['other'])[0]!;
+      if (!byTag.has(tag)) byTag.set(tag, []);
+      byTag.get(tag)!.push({ method, path, op });
+    }
+  }
+  const tags = [...byTag.keys()].sort();
+  const nav = tags
+    .map(
+      (tag) =>
+        `<li><strong>${escapeHtml(tag)}</strong><ul>${byTag
+          .get(tag)!
+          .map(({ method, path, op }) => `<li><a href="#${escapeHtml(String(op.operationId))}"><code class="m ${method}">${method.toUpperCase()}</code> ${escapeHtml(path)}</a></li>`)
+          .join('')}</ul></li>`,
+    )
+    .join('');
+  const sections = tags
+    .map((tag) => {
+      const ops = byTag
+        .get(tag)!
+        .map(({ method, path, op }) => {
+          const params = (op.parameters as Json[]) ?? [];
+          const security = (op.security as Json[]) ?? [];
+          const auth = security.length === 0 ? 'public' : security.map((s) => Object.keys(s)[0]).join(' or ');
+          const permission = op['x-permission'] ? ` · needs <code>${escapeHtml(String(op['x-permission']))}</code>` : '';
+          const kinds = op['x-principal-kinds'] ? ` · callers: ${escapeHtml((op['x-principal-kinds'] as string[]).join(', '))}` : '';
+          const paramRows = params
+            .map((p) => `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td></tr>`)
+            .join('');
+          const body = op.requestBody as { content: { 'application/json': { schema: unknown } } } | undefined;
+          const responses = Object.entries(op.responses as Record<string, Json>)
+            .map(([status, r]) => {
+              const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.['application/json']?.schema;
+              return `<details><summary><code>${escapeHtml(status)}</code> ${escapeHtml(String(r.description))}</summary>${schema ? schemaBlock(schema) : ''}</details>`;
+            })
+            .join('');
+          return `<section class="op" id="${escapeHtml(String(op.operationId))}">
+<h3><code class="m ${method}">${method.toUpperCase()}</code> <code>${escapeHtml(path)}</code></h3>
+<p>${escapeHtml(String(op.summary ?? ''))}</p>${op.description ? `<p>${escapeHtml(String(op.description))}</p>` : ''}
+<p class="auth">Auth: ${escapeHtml(auth)}${permission}${kinds}</p>
+${paramRows ? `<table><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>schema</th></tr>${paramRows}</table>` : ''}
+${body ? `<h4>Request body</h4>${schemaBlock(body.content['application/json'].schema)}` : ''}
+<h4>Responses</h4>${responses}</section>`;
+        })
+        .join('');
+      return `<h2>${escapeHtml(tag)}</h2>${ops}`;
+    })
+    .join('');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(info.title)} API reference</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:0;display:flex;color:#1d2330}
+nav{width:340px;height:100vh;overflow:auto;position:sticky;top:0;background:#f4f6f9;padding:1rem;font-size:.85rem;box-sizing:border-box}
+nav ul{list-style:none;padding-left:.5rem} nav a{text-decoration:none;color:inherit}
+main{flex:1;padding:1rem 2rem;max-width:1000px}
+.op{border-top:1px solid #dde2ea;padding:.5rem 0}
+.m{font-weight:bold;padding:0 .3rem;border-radius:3px;color:#fff}
+.get{background:#2f7d32}.post{background:#1565c0}.put{background:#8e5a00}.patch{background:#6a1b9a}.delete{background:#b71c1c}
+pre.schema{background:#f7f7f9;padding:.5rem;overflow:auto;font-size:.8rem}
+table{border-collapse:collapse;font-size:.85rem} td,th{border:1px solid #dde2ea;padding:.2rem .4rem;text-align:left}
+.auth{color:#555;font-size:.85rem}
+</style></head><body><nav><p><strong>${escapeHtml(info.title)}</strong> ${escapeHtml(info.version)}</p><p><a href="/openapi.json">openapi.json</a></p><ul>${nav}</ul></nav>
+<main><h1>${escapeHtml(info.title)}</h1><p>${escapeHtml(info.description)}</p>${sections}</main></body></html>`;
+}

@@ -1,0 +1,90 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type Koa from 'koa';
+import { z } from 'zod';
+import type { Principal, PrincipalKind } from '../../shared/auth/principal.js';
+import type { Permission } from '../../shared/auth/rbac.js';
+import type { Logger } from '../../shared/log.js';
+import type { AppDeps } from '../deps.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Who may call a route. `authenticated` routes may name one permission and the principal kinds
+ * they accept; `internal` routes take only `X-Platform-Internal-Token`.
+ */
+export type Access =
+  | { kind: 'public' }
+  | { kind: 'internal' }
+  | { kind: 'authenticated'; permission?: Permission; principalKinds?: readonly PrincipalKind[] };
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+}
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+
+export interface RouteContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** Present on every route but public and internal ones. */
+  principal: Principal;
+  deps: AppDeps;
+  em: EntityManager;
+  requestId: string;
+  log: Logger;
+  koa: Koa.Context;
+}
+
+export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z.ZodType> {
+  method: HttpMethod;
+  /** Koa-style path (`/api/things/:id`); the OpenAPI document shows `{id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  access: Access;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them. */
+  bodyKind?: 'json' | 'config';
+  successStatus?: number;
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;
+}
+
+// Routes are heterogenous in their schemas; the registry only needs the erased shape.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteSpec<any, any, any>;
+
+/** Declares a route; the identity function exists for type inference of handler arguments. */
+export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
+  spec: RouteSpec<P, Q, B>,
+): RouteSpec<P, Q, B> {
+  return spec;
+}
+
+/** Query-string boolean: `true`/`false`/`1`/`0`, with a default. */
+export function queryBoolean(defaultValue: boolean) {
+  return z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => (v === undefined ? defaultValue : v === 'true' || v === '1'));
+}
+
+/** The spec's common success envelope `{success: true, data}`. */
+export function successEnvelope<T extends z.ZodType>(data: T) {
+  return z.object({ success: z.literal(true), data });
+}
+
+export const ErrorEnvelopeSchema = z
+  .object({
+    error: z.string().describe('Human-readable message'),
+    error_type: z.string().describe('Stable error class, e.g. bad_request, authentication, forbidden'),
+    request_id: z.string().describe('Same value as the X-Request-Id response header'),
+    payload: z.record(z.string(), z.unknown()).optional().describe('Details, e.g. failing fields or a named code'),
+  })
+  .meta({ id: 'ErrorEnvelope' });

@@ -1,0 +1,38 @@
+import type Koa from 'koa';
+import { isDatabaseUnavailable } from '../../shared/db/errors.js';
+import { NotFoundError, PlatformError, ServiceUnavailableError } from '../../shared/errors.js';
+import { describeError, type Logger } from '../../shared/log.js';
+import { isTemporalUnavailable } from '../../shared/temporal/errors.js';
+
+/** Turns any thrown value into a PlatformError a caller may see; unknown errors become a generic 500. */
+export function toPlatformError(err: unknown): { error: PlatformError; unexpected: boolean } {
+  if (err instanceof PlatformError) return { error: err, unexpected: false };
+  if (isDatabaseUnavailable(err)) return { error: new ServiceUnavailableError('database', 'The database is unavailable; retry shortly.'), unexpected: false };
+  if (isTemporalUnavailable(err)) return { error: new ServiceUnavailableError('temporal', 'The workflow service is unavailable; retry shortly.'), unexpected: false };
+  return { error: new PlatformError('internal', 'Internal error; the request id identifies it in the logs.'), unexpected: true };
+}
+
+/** The one error middleware (top of the stack): every refusal leaves as the spec's envelope. */
+export function errorEnvelope(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      // Nothing matched and nothing answered: an unknown route.
+      if (ctx.status === 404 && ctx.body == null) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+    } catch (err) {
+      const { error, unexpected } = toPlatformError(err);
+      const requestLog = (ctx.state.log as Logger | undefined) ?? log;
+      if (unexpected) requestLog.error('unhandled error', describeError(err));
+      else if (error.status >= 500) requestLog.warn('dependency failure', { error_type: error.errorType, ...describeError(err) });
+      ctx.status = error.status;
+      ctx.type = 'application/json';
+      ctx.body = {
+        error: error.message,
+        error_type: error.errorType,
+        request_id: ctx.state.requestId as string,
+        ...(error.payload ? { payload: error.payload } : {}),
+      };
+      if (error.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+    }
+  };
+}

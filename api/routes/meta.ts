@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { ServiceUnavailableError } from '../../shared/errors.js';
+import { checkDependencies } from '../health.js';
+import { buildOpenApi } from '../http/openapi.js';
+import { renderReferencePage } from '../http/reference-page.js';
+import { defineRoute, type AnyRoute } from '../http/route.js';
+
+const HealthSchema = z.object({ status: z.literal('ok'), uptime_seconds: z.number() });
+const ReadySchema = z.object({
+  status: z.literal('ready'),
+  checks: z.object({ database: z.literal('ok'), temporal: z.literal('ok') }),
+});
+
+export const API_TITLE = 'Data-Agent Platform API';
+export const API_VERSION = '0.1.0';
+
+/** Liveness, readiness and the API's own description. `allRoutes` is read lazily so the document covers every route. */
+export function metaRoutes(allRoutes: () => AnyRoute[]): AnyRoute[] {
+  let cachedDoc: Record<string, unknown> | undefined;
+  const openApi = () =>
+    (cachedDoc ??= buildOpenApi(allRoutes(), {
+      title: API_TITLE,
+      version: API_VERSION,
+      description:
+        'Durable backend of the data-agent platform. Refusals use the envelope {error, error_type, request_id, payload?}; every response carries X-Request-Id.',
+    }));
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/healthz',
+      operationId: 'getHealth',
+      summary: 'Liveness: the process is up',
+      tags: ['operations'],
+      access: { kind: 'public' },
+      responses: { 200: { description: 'Alive', schema: HealthSchema } },
+      handler: async () => ({ status: 'ok', uptime_seconds: Math.round(process.uptime()) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/readyz',
+      operationId: 'getReadiness',
+      summary: 'Readiness: PostgreSQL and Temporal both answer',
+      description: '503 `service_unavailable` names the failing dependencies in `payload.failed`.',
+      tags: ['operations'],
+      access: { kind: 'public' },
+      responses: { 200: { description: 'Ready', schema: ReadySchema } },
+      handler: async ({ deps }) => {
+        const checks = await checkDependencies(deps);
+        const failed = Object.entries(checks)
+          .filter(([, v]) => v !== 'ok')
+          .map(([k]) => k);
+        if (failed.length > 0) {
+          const error = new ServiceUnavailableError(failed.join(','), `Not ready: ${failed.join(' and ')} unavailable.`);
+          Object.assign(error.payload!, { checks, failed });
+          throw error;
+        }
+        return { status: 'ready', checks };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/openapi.json',
+      operationId: 'getOpenApi',
+      summary: 'This OpenAPI 3.1 document',
+      tags: ['operations'],
+      access: { kind: 'public' },
+      responses: { 200: { description: 'OpenAPI document' } },
+      handler: async () => openApi(),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/docs',
+      operationId: 'getApiReference',
+      summary: 'Browsable API reference (HTML)',
+      tags: ['operations'],
+      access: { kind: 'public' },
+      responses: { 200: { description: 'HTML page' } },
+      handler: async ({ koa }) => {
+        koa.type = 'text/html; charset=utf-8';
+        koa.body = renderReferencePage(openApi());
+      },
+    }),
+  ];
+}

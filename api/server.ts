@@ -1,0 +1,81 @@
+import { createServer, type Server } from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig, type AppConfig } from '../shared/config.js';
+import { initOrm } from '../shared/db/orm.js';
+import { isMain } from '../shared/is-main.js';
+import { createLogger, describeError, type Logger } from '../shared/log.js';
+import { createApp } from './app.js';
+import { createJwtVerifier } from './auth/jwt.js';
+import type { AppDeps } from './deps.js';
+
+/** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
+export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
+  const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
+  const temporalConnection = Connection.lazy({ address: config.temporal.address });
+  const temporal = new Client({ connection: temporalConnection, namespace: config.temporal.namespace });
+  const verifier =
+    config.auth.jwksUrl && config.auth.issuer && config.auth.audience
+      ? createJwtVerifier({ jwksUrl: config.auth.jwksUrl, issuer: config.auth.issuer, audience: config.auth.audience })
+      : undefined;
+  return { config, orm, temporal, temporalConnection, log, verifier };
+}
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  deps: AppDeps;
+  close(): Promise<void>;
+}
+
+/** Starts the HTTP server on config.port (0 picks a free port). */
+export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): Promise<RunningApi> {
+  const d = deps ?? (await buildDeps(config, log));
+  const app = createApp(d);
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  const address = server.address() as { port: number };
+  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${address.port}`;
+  return {
+    server,
+    url,
+    deps: d,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      if (!deps) {
+        await d.orm.close();
+        await d.temporalConnection.close();
+      }
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger({ level: config.logLevel, base: { service: 'api' } });
+  const api = await startApi(config, log);
+  log.info('api listening', { url: api.url, auth_provider: config.auth.provider });
+  let stopping = false;
+  const stop = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('api stopping', { reason });
+    await api.close().catch((err: unknown) => log.error('api stop failed', describeError(err)));
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Started by `npm start` with an IPC channel: when the parent goes, so do we (no orphans).
+  process.on('disconnect', () => void stop('parent exited'));
+}
+
+if (isMain(import.meta.url)) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

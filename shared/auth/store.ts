@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  PersonalAccessTokenSchema,
+  SandboxTokenSchema,
+  UserSchema,
+  type PersonalAccessToken,
+  type SandboxToken,
+  type User,
+} from '../db/entities/index.js';
+import { hashToken, mintToken, PAT_PREFIX, SANDBOX_PREFIX } from './tokens.js';
+
+/** How often a user's sign-in time and a PAT's last use are written at most, per process. */
+const TOUCH_INTERVAL_MS = 60_000;
+const recentlyTouched = new Map<string, number>();
+
+function dueForTouch(key: string, now: number): boolean {
+  const last = recentlyTouched.get(key);
+  if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return false;
+  recentlyTouched.set(key, now);
+  if (recentlyTouched.size > 10_000) recentlyTouched.clear();
+  return true;
+}
+
+export interface SeenUser {
+  id: string;
+  tenant: string;
+  kind: 'person' | 'app';
+  displayName: string | null;
+  email: string | null;
+  roles: string[];
+}
+
+/**
+ * Records a signed-in identity (roles as of this sign-in, sign-in time). Throttled: at most one
+ * write a minute per identity and process, so authentication stays off the write path.
+ */
+export async function recordSignIn(em: EntityManager, user: SeenUser, now = new Date()): Promise<void> {
+  const key = `${user.id}|${user.roles.join(',')}|${user.displayName ?? ''}`;
+  if (!dueForTouch(key, now.getTime())) return;
+  await em.getConnection().execute(
+    `insert into users (id, tenant, kind, display_name, email, roles, first_seen_at, last_sign_in_at)
+     values (?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+     on conflict (id) do update set tenant = excluded.tenant, kind = excluded.kind,
+       display_name = excluded.display_name, email = excluded.email, roles = excluded.roles,
+       last_sign_in_at = excluded.last_sign_in_at`,
+    [user.id, user.tenant, user.kind, user.displayName, user.email, JSON.stringify(user.roles), now, now],
+  );
+}
+
+export interface PatLookup {
+  pat: PersonalAccessToken;
+  owner: User;
+}
+
+/** Finds a PAT by its token; answers why it cannot be used instead of returning it. */
+export async function findPat(
+  em: EntityManager,
+  token: string,
+  now = new Date(),
+): Promise<PatLookup | 'unknown' | 'revoked' | 'expired'> {
+  const pat = await em.findOne(PersonalAccessTokenSchema, { tokenHash: hashToken(token) });
+  if (!pat) return 'unknown';
+  if (pat.revokedAt) return 'revoked';
+  if (pat.expiresAt && pat.expiresAt <= now) return 'expired';
+  const owner = await em.findOne(UserSchema, { id: pat.ownerId });
+  if (!owner) return 'unknown';
+  if (dueForTouch(`pat:${pat.id}`, now.getTime())) {
+    await em.nativeUpdate(PersonalAccessTokenSchema, { id: pat.id }, { lastUsedAt: now });
+  }
+  return { pat, owner };
+}
+
+export interface MintedPat {
+  pat: PersonalAccessToken;
+  token: string;
+}
+
+export async function mintPat(
+  em: EntityManager,
+  input: { owner: SeenUser; name: string; expiresAt: Date | null },
+  now = new Date(),
+): Promise<MintedPat> {
+  // The owner row must exist for the PAT to resolve roles later, even if sign-in recording was throttled.
+  recentlyTouched.delete(`${input.owner.id}|${input.owner.roles.join(',')}|${input.owner.displayName ?? ''}`);
+  await recordSignIn(em, input.owner, now);
+  const minted = mintToken(PAT_PREFIX);
+  const pat: PersonalAccessToken = {
+    id: randomUUID(),
+    ownerId: input.owner.id,
+    tenant: input.owner.tenant,
+    name: input.name,
+    tokenHash: minted.hash,
+    tokenPrefix: minted.displayPrefix,
+    createdAt: now,
+    expiresAt: input.expiresAt,
+    lastUsedAt: null,
+    revokedAt: null,
+  };
+  await em.insert(PersonalAccessTokenSchema, pat);
+  return { pat, token: minted.token };
+}
+
+export async function listPats(em: EntityManager, ownerId: string): Promise<PersonalAccessToken[]> {
+  return em.find(PersonalAccessTokenSchema, { ownerId }, { orderBy: { createdAt: 'desc' } });
+}
+
+/** Revokes one of the owner's PATs; false when the owner has no such token. */
+export async function revokePat(em: EntityManager, ownerId: string, id: string, now = new Date()): Promise<PersonalAccessToken | null> {
+  const pat = await em.findOne(PersonalAccessTokenSchema, { id, ownerId });
+  if (!pat) return null;
+  if (!pat.revokedAt) {
+    await em.nativeUpdate(PersonalAccessTokenSchema, { id }, { revokedAt: now });
+    pat.revokedAt = now;
+  }
+  return pat;
+}
+
+export async function mintSandboxToken(
+  em: EntityManager,
+  input: { botId: string; threadId: string; tenant: string; ttlSeconds: number },
+  now = new Date(),
+): Promise<{ record: SandboxToken; token: string }> {
+  const minted = mintToken(SANDBOX_PREFIX);
+  const record: SandboxToken = {
+    id: randomUUID(),
+    tokenHash: minted.hash,
+    botId: input.botId,
+    threadId: input.threadId,
+    tenant: input.tenant,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000),
+    revokedAt: null,
+  };
+  await em.insert(SandboxTokenSchema, record);
+  return { record, token: minted.token };
+}
+
+export async function findSandboxToken(
+  em: EntityManager,
+  token: string,
+  now = new Date(),
+): Promise<SandboxToken | 'unknown' | 'revoked' | 'expired'> {
+  const record = await em.findOne(SandboxTokenSchema, { tokenHash: hashToken(token) });
+  if (!record) return 'unknown';
+  if (record.revokedAt) return 'revoked';
+  if (record.expiresAt <= now) return 'expired';
+  return record;
+}

@@ -1,0 +1,145 @@
+import { z } from 'zod';
+
+/** The authentication providers the spec names (`auth.provider`), plus `none` for the embedded default. */
+export const AUTH_PROVIDERS = ['oidc', 'proxy', 'hosted', 'none'] as const;
+export type AuthProvider = (typeof AUTH_PROVIDERS)[number];
+
+const truthy = (value: string | undefined): boolean =>
+  value !== undefined && ['1', 'true', 'yes', 'on'].includes(value.trim().toLowerCase());
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const port = (fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback;
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) {
+        ctx.addIssue({ code: 'custom', message: `not a TCP port: ${value}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const EnvSchema = z.object({
+  NODE_ENV: optionalString,
+  PORT: port(8080),
+  HOST: optionalString,
+  PLATFORM_PUBLIC_BASE_URL: optionalString,
+  DATABASE_URL: optionalString,
+  DATABASE_POOL_MAX: optionalString,
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: optionalString,
+  TEMPORAL_TASK_QUEUE: optionalString,
+  TEMPORAL_UI_URL: optionalString,
+  AUTH_PROVIDER: optionalString,
+  AUTH_JWKS_URL: optionalString,
+  AUTH_ISSUER: optionalString,
+  AUTH_AUDIENCE: optionalString,
+  AUTH_CLIENT_ID: optionalString,
+  AUTH_ROLES_CLAIM: optionalString,
+  PLATFORM_TENANT: optionalString,
+  PLATFORM_SERVICE_TOKEN: optionalString,
+  PLATFORM_INTERNAL_TOKEN: optionalString,
+  MAX_JSON_BODY_BYTES: optionalString,
+  LOG_LEVEL: optionalString,
+});
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  publicBaseUrl: string | undefined;
+  /** Unset until the start script or the environment provides one. */
+  databaseUrl: string | undefined;
+  databasePoolMax: number;
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    uiUrl: string | undefined;
+  };
+  auth: {
+    provider: AuthProvider;
+    jwksUrl: string | undefined;
+    issuer: string | undefined;
+    audience: string | undefined;
+    clientId: string | undefined;
+    rolesClaim: string;
+    deploymentTenant: string;
+    serviceToken: string | undefined;
+    internalToken: string | undefined;
+  };
+  limits: { jsonBodyBytes: number };
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** Thrown when the environment cannot describe a runnable deployment. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Reads the deployment settings from the environment. Every setting has an env name; the
+ * README lists them. Invalid values stop the process with a message naming the variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const detail = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid environment: ${detail}`);
+  }
+  const e = parsed.data;
+  const provider = (e.AUTH_PROVIDER ?? 'none').toLowerCase();
+  if (!(AUTH_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new ConfigError(`AUTH_PROVIDER must be one of ${AUTH_PROVIDERS.join(', ')} (got "${provider}")`);
+  }
+  if (provider === 'oidc' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
+    throw new ConfigError('AUTH_PROVIDER=oidc needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
+  }
+  if (provider === 'hosted' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
+    throw new ConfigError('AUTH_PROVIDER=hosted needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
+  }
+  const positiveInt = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer (got "${raw}")`);
+    return n;
+  };
+  const logLevel = (e.LOG_LEVEL ?? 'info').toLowerCase();
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST ?? '0.0.0.0',
+    publicBaseUrl: e.PLATFORM_PUBLIC_BASE_URL,
+    databaseUrl: e.DATABASE_URL,
+    databasePoolMax: positiveInt('DATABASE_POOL_MAX', e.DATABASE_POOL_MAX, 10),
+    temporal: {
+      address: e.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+      namespace: e.TEMPORAL_NAMESPACE ?? 'default',
+      taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'platform',
+      uiUrl: e.TEMPORAL_UI_URL,
+    },
+    auth: {
+      provider: provider as AuthProvider,
+      jwksUrl: e.AUTH_JWKS_URL,
+      issuer: e.AUTH_ISSUER,
+      audience: e.AUTH_AUDIENCE,
+      clientId: e.AUTH_CLIENT_ID,
+      rolesClaim: e.AUTH_ROLES_CLAIM ?? 'roles',
+      deploymentTenant: e.PLATFORM_TENANT ?? 'default',
+      serviceToken: e.PLATFORM_SERVICE_TOKEN,
+      internalToken: e.PLATFORM_INTERNAL_TOKEN,
+    },
+    limits: { jsonBodyBytes: positiveInt('MAX_JSON_BODY_BYTES', e.MAX_JSON_BODY_BYTES, 1024 * 1024) },
+    logLevel: logLevel as AppConfig['logLevel'],
+  };
+}
+
+export { truthy as isTruthy };

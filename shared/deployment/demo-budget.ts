@@ -1,0 +1,77 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { DeploymentSettingSchema, LlmUsageSchema } from '../db/entities/index.js';
+
+export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
+
+export interface LlmCall {
+  tenant: string;
+  provider: string;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  threadId?: string | null;
+  occurredAt?: Date;
+}
+
+/** Records one language-model call's spend; every caller of a model goes through this. */
+export async function recordLlmUsage(em: EntityManager, call: LlmCall): Promise<void> {
+  await em.insert(LlmUsageSchema, {
+    tenant: call.tenant,
+    provider: call.provider,
+    model: call.model,
+    promptTokens: call.promptTokens,
+    completionTokens: call.completionTokens,
+    costUsd: call.costUsd.toFixed(6),
+    threadId: call.threadId ?? null,
+    occurredAt: call.occurredAt ?? new Date(),
+  });
+}
+
+export interface DemoBudgetAggregate {
+  spend_usd: number;
+  cap_usd: number | null;
+  remaining_usd: number | null;
+  exhausted: boolean;
+  llm_call_count: number;
+  latest_llm_call_at: string | null;
+  latest_sign_in_at: string | null;
+}
+
+/** Deployment spend versus cap; the latest-activity times are null when they cannot be read. */
+export async function demoBudgetAggregate(em: EntityManager): Promise<DemoBudgetAggregate> {
+  const conn = em.getConnection();
+  const [spend] = await conn.execute<Array<{ spend: string; calls: string }>>(
+    'select coalesce(sum(cost_usd), 0)::text as spend, count(*)::text as calls from llm_usage',
+  );
+  const capSetting = await em.findOne(DeploymentSettingSchema, { key: DEMO_BUDGET_CAP_KEY });
+  const spendUsd = Number(spend?.spend ?? 0);
+  const cap = typeof capSetting?.value === 'number' ? capSetting.value : null;
+  const latest = async (sql: string): Promise<string | null> => {
+    try {
+      const [row] = await conn.execute<Array<{ at: Date | null }>>(sql);
+      return row?.at ? new Date(row.at).toISOString() : null;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    spend_usd: spendUsd,
+    cap_usd: cap,
+    remaining_usd: cap === null ? null : Math.max(0, Number((cap - spendUsd).toFixed(6))),
+    exhausted: cap !== null && spendUsd >= cap,
+    llm_call_count: Number(spend?.calls ?? 0),
+    latest_llm_call_at: await latest('select max(occurred_at) as at from llm_usage'),
+    latest_sign_in_at: await latest(`select max(last_sign_in_at) as at from users where kind = 'person'`),
+  };
+}
+
+/** Sets the effective cap immediately (upsert); returns what is now stored. */
+export async function setDemoBudgetCap(em: EntityManager, capUsd: number, updatedBy: string, now = new Date()) {
+  await em.getConnection().execute(
+    `insert into deployment_settings (key, value, updated_at, updated_by) values (?, ?::jsonb, ?, ?)
+     on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+    [DEMO_BUDGET_CAP_KEY, JSON.stringify(capUsd), now, updatedBy],
+  );
+  return { cap_usd: capUsd, updated_at: now.toISOString() };
+}

@@ -1,0 +1,103 @@
+/**
+ * The platform's one error model. Every refusal a caller sees is one of these, turned into the
+ * spec's envelope `{error, error_type, request_id, payload?}` by the API's error middleware.
+ */
+export const ErrorTypes = {
+  bad_request: 400,
+  authentication: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable_entity: 422,
+  internal: 500,
+  not_available_here: 501,
+  service_unavailable: 503,
+} as const;
+export type ErrorType = keyof typeof ErrorTypes;
+
+export type ErrorPayload = Record<string, unknown>;
+
+/** Base of every refusal the platform answers on purpose. */
+export class PlatformError extends Error {
+  override name = 'PlatformError';
+  readonly status: number;
+  constructor(
+    readonly errorType: ErrorType,
+    message: string,
+    readonly payload?: ErrorPayload,
+    status?: number,
+  ) {
+    super(message);
+    this.status = status ?? ErrorTypes[errorType];
+  }
+}
+
+/** Thrown when input fails validation; `payload.fields` names the failing fields. */
+export class BadRequestError extends PlatformError {
+  override name = 'BadRequestError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('bad_request', message, payload);
+  }
+}
+
+/** Thrown when a credential is missing or invalid. */
+export class AuthenticationError extends PlatformError {
+  override name = 'AuthenticationError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('authentication', message, payload);
+  }
+}
+
+/** Thrown when the caller is known but lacks the right; the message carries administrator guidance. */
+export class ForbiddenError extends PlatformError {
+  override name = 'ForbiddenError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('forbidden', message, payload);
+  }
+}
+
+/** Thrown for unknown resources and for subjects the caller may not see (never 403 for those). */
+export class NotFoundError extends PlatformError {
+  override name = 'NotFoundError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('not_found', message, payload);
+  }
+}
+
+/** Thrown when the request conflicts with the current state; `payload.code` carries the spec's code. */
+export class ConflictError extends PlatformError {
+  override name = 'ConflictError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('conflict', message, payload);
+  }
+}
+
+/** Thrown when a configuration body carries fields the schema does not declare. */
+export class UndeclaredFieldsError extends PlatformError {
+  override name = 'UndeclaredFieldsError';
+  constructor(fields: string[]) {
+    super('unprocessable_entity', `undeclared field(s): ${fields.join(', ')}`, { fields });
+  }
+}
+
+/** Thrown when a body or stored form is larger than allowed. */
+export class PayloadTooLargeError extends PlatformError {
+  override name = 'PayloadTooLargeError';
+  constructor(message: string, payload?: ErrorPayload) {
+    super('payload_too_large', message, payload);
+  }
+}
+
+/** Thrown when a dependency (PostgreSQL, Temporal) cannot be reached; the message never carries driver text. */
+export class ServiceUnavailableError extends PlatformError {
+  override name = 'ServiceUnavailableError';
+  constructor(dependency: 'database' | 'temporal' | string, message?: string) {
+    super('service_unavailable', message ?? `A dependency is unavailable (${dependency}); retry shortly.`, {
+      dependency,
+    });
+  }
+}

@@ -1,0 +1,26 @@
+import type { ActivityOptions } from '@temporalio/common';
+
+/**
+ * Named activity option profiles; every workflow picks one per activity family. Workflow-safe
+ * (plain data). An irreversible effect uses `irreversible`: one attempt, never a blind retry.
+ */
+export const ActivityProfiles = {
+  /** Idempotent writes and reads in PostgreSQL. */
+  database: {
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+  },
+  /** Calls to external HTTP systems that are safe to repeat (reads, idempotent writes). */
+  externalIdempotent: {
+    startToCloseTimeout: '60 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+  },
+  /** Effects that must not run twice: one attempt; an unknown outcome is reconciled by a person. */
+  irreversible: {
+    startToCloseTimeout: '10 minutes',
+    retry: { maximumAttempts: 1 },
+  },
+} as const satisfies Record<string, ActivityOptions>;
+
+/** The task queue every workflow and activity of the platform runs on unless configured otherwise. */
+export const DEFAULT_TASK_QUEUE = 'platform';

@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createActivities } from '../../activities/index.js';
+import type { AppConfig } from '../../shared/config.js';
+import type { Logger } from '../../shared/log.js';
+import { workerDefaults } from '../../worker/index.js';
+
+let runtimeInstalled = false;
+
+/** Quiet SDK logs in tests (warnings and errors still show). Must run before any worker or native connection. */
+export function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Already installed in this process: keep it.
+  }
+}
+
+export const uniqueTaskQueue = () => `test-${randomUUID()}`;
+
+export interface RunningWorker {
+  worker: Worker;
+  taskQueue: string;
+  /** Stops the worker; resolves when it has drained. */
+  stop(): Promise<void>;
+  /** Kills the worker without draining (simulates a crash of the worker process as far as Temporal can tell). */
+  connection: NativeConnection;
+}
+
+/** A worker on its own task queue running the prebuilt bundle of the real workflows and activities. */
+export async function startWorker(options: {
+  orm: MikroORM;
+  config: AppConfig;
+  log: Logger;
+  taskQueue?: string;
+  activities?: Record<string, (...args: never[]) => unknown>;
+}): Promise<RunningWorker> {
+  installQuietRuntime();
+  const taskQueue = options.taskQueue ?? options.config.temporal.taskQueue;
+  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const worker = await Worker.create({
+    connection,
+    namespace: options.config.temporal.namespace,
+    taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: options.activities ?? createActivities({ orm: options.orm, config: options.config, log: options.log }),
+    ...workerDefaults,
+  });
+  const running = worker.run();
+  return {
+    worker,
+    taskQueue,
+    connection,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities/index.js';
+import { loadConfig } from '../shared/config.js';
+import { initOrm } from '../shared/db/orm.js';
+import { isMain } from '../shared/is-main.js';
+import { createLogger, describeError } from '../shared/log.js';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Worker options shared by production and tests: non-determinism fails the workflow task loudly. */
+export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = {
+  workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
+};
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger({ level: config.logLevel, base: { service: 'worker' } });
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    workflowsPath,
+    activities: createActivities({ orm, config, log }),
+    ...workerDefaults,
+  });
+  log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
+  // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
+  // with an IPC channel: when the parent goes, so do we (no orphans).
+  process.on('disconnect', () => {
+    log.info('worker stopping', { reason: 'parent exited' });
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
+  await worker.run();
+  await connection.close();
+  await orm.close();
+  log.info('worker stopped');
+}
+
+if (isMain(import.meta.url)) {
+  main().catch((err: unknown) => {
+    console.error(JSON.stringify({ level: 'error', msg: 'worker failed', ...describeError(err) }));
+    process.exit(1);
+  });
+}
