@@ -1,0 +1,184 @@
+/**
+ * The production deployment description (docker-compose.yml + Dockerfile) stays consistent with the
+ * repository: every service it needs exists, dependencies point at real services, mounted files
+ * exist, the search attributes match temporal-config/search-attributes.json, and the image runs as
+ * a non-root user. Where the `docker compose` CLI is installed, `docker compose config` validates
+ * the file against the Compose specification too (it needs no Docker engine).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const composePath = path.join(root, 'docker-compose.yml');
+const composeText = readFileSync(composePath, 'utf8');
+
+type DependsOn = string[] | Record<string, { condition?: string }>;
+interface Service {
+  image?: string;
+  build?: string | { context?: string; dockerfile?: string };
+  command?: string | string[];
+  entrypoint?: string | string[];
+  environment?: Record<string, unknown> | string[];
+  env_file?: unknown;
+  depends_on?: DependsOn;
+  volumes?: (string | { type?: string; source?: string; target?: string })[];
+}
+interface ComposeFile {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+// `merge: true`: the file shares settings through YAML merge keys (`<<: *platform-env`).
+const compose = parse(composeText, { merge: true }) as ComposeFile;
+const services = compose?.services ?? {};
+
+const REQUIRED_SERVICES = ['postgres', 'temporal', 'temporal-setup', 'temporal-ui', 'migrate', 'worker', 'api'];
+
+function dependsOn(service: Service): string[] {
+  const deps = service.depends_on;
+  if (!deps) return [];
+  return Array.isArray(deps) ? deps : Object.keys(deps);
+}
+
+function envNames(service: Service): string[] {
+  const env = service.environment;
+  if (!env) return [];
+  if (Array.isArray(env)) return env.map((entry) => entry.split('=')[0]!);
+  return Object.keys(env);
+}
+
+function asText(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? value.join(' ') : (value ?? '');
+}
+
+/** The host side of a bind mount, or undefined for named volumes and anonymous ones. */
+function hostPath(volume: string | { type?: string; source?: string }): string | undefined {
+  if (typeof volume === 'string') {
+    const parts = volume.split(':');
+    return parts.length > 1 ? parts[0] : undefined;
+  }
+  return volume.type === 'bind' || volume.source?.startsWith('.') ? volume.source : undefined;
+}
+
+describe('docker-compose.yml', () => {
+  it('is YAML with a services map', () => {
+    expect(compose).toBeTypeOf('object');
+    expect(compose.services).toBeTypeOf('object');
+    expect(Array.isArray(compose.services)).toBe(false);
+  });
+
+  it('defines every service the deployment needs', () => {
+    for (const name of REQUIRED_SERVICES) expect(Object.keys(services), name).toContain(name);
+  });
+
+  it('depends only on defined services', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const target of dependsOn(service)) {
+        expect(services, `${name} depends on undefined service ${target}`).toHaveProperty([target]);
+      }
+    }
+  });
+
+  it('runs the API and the worker as separate services built from the Dockerfile, configured by environment', () => {
+    expect(services.api).not.toBe(services.worker);
+    for (const name of ['api', 'worker', 'migrate']) {
+      const service = services[name]!;
+      const build = typeof service.build === 'string' ? { context: service.build } : service.build;
+      expect(build, `${name} is built`).toBeDefined();
+      expect(path.resolve(root, build!.context ?? '.'), `${name} build context`).toBe(path.resolve(root));
+      expect(build!.dockerfile ?? 'Dockerfile', `${name} dockerfile`).toBe('Dockerfile');
+      expect(service.env_file, `${name} uses no env_file`).toBeUndefined();
+    }
+    expect(asText(services.api!.command)).toContain('dist/api/server.js');
+    expect(asText(services.worker!.command)).toContain('dist/worker/index.js');
+    expect(asText(services.migrate!.command)).toContain('dist/scripts/migrate.js');
+    for (const name of ['api', 'worker']) {
+      const env = envNames(services[name]!);
+      expect(env, name).toContain('DATABASE_URL');
+      expect(env, name).toContain('TEMPORAL_ADDRESS');
+    }
+    expect(envNames(services.migrate!)).toContain('DATABASE_URL');
+  });
+
+  it('orders start-up: migrations and search attributes before the worker, the worker before the API', () => {
+    const conditions = (name: string) => services[name]!.depends_on as Record<string, { condition?: string }>;
+    expect(conditions('worker').migrate?.condition).toBe('service_completed_successfully');
+    expect(conditions('worker')['temporal-setup']?.condition).toBe('service_completed_successfully');
+    expect(conditions('api').migrate?.condition).toBe('service_completed_successfully');
+    expect(Object.keys(conditions('api'))).toContain('worker');
+    expect(conditions('temporal').postgres?.condition).toBe('service_healthy');
+    expect(conditions('temporal-setup').temporal?.condition).toBe('service_healthy');
+  });
+
+  it('mounts only host paths that exist in the repository', () => {
+    const mounted: string[] = [];
+    for (const service of Object.values(services)) {
+      for (const volume of service.volumes ?? []) {
+        const source = hostPath(volume);
+        if (source?.startsWith('./')) mounted.push(source);
+      }
+    }
+    expect(mounted).toContain('./temporal-config/dynamic-config.yaml');
+    for (const source of mounted) expect(existsSync(path.resolve(root, source)), source).toBe(true);
+  });
+
+  it('registers every search attribute of temporal-config/search-attributes.json in temporal-setup', () => {
+    const file = JSON.parse(readFileSync(path.join(root, 'temporal-config/search-attributes.json'), 'utf8')) as {
+      searchAttributes: Record<string, string>;
+    };
+    const attributes = Object.entries(file.searchAttributes);
+    expect(attributes.length).toBeGreaterThan(0);
+    const setup = services['temporal-setup']!;
+    const script = `${asText(setup.entrypoint)} ${asText(setup.command)}`;
+    expect(script).toContain('temporal operator search-attribute create');
+    for (const [name, type] of attributes) expect(script, name).toContain(`${name}:${type}`);
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfilePath = path.join(root, 'Dockerfile');
+
+  it('exists and its final stage runs as a non-root user', () => {
+    expect(existsSync(dockerfilePath)).toBe(true);
+    const lines = readFileSync(dockerfilePath, 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#'));
+    const lastFrom = lines.findLastIndex((line) => /^FROM\s/i.test(line));
+    expect(lastFrom).toBeGreaterThanOrEqual(0);
+    const users = lines.slice(lastFrom).filter((line) => /^USER\s/i.test(line));
+    expect(users.length, 'final stage sets USER').toBeGreaterThan(0);
+    const user = users.at(-1)!.split(/\s+/)[1]!.split(':')[0]!;
+    expect(['root', '0']).not.toContain(user);
+  });
+
+  it('ships the workflow sources next to the compiled worker (the bundler reads dist/workflows/index.ts)', () => {
+    const text = readFileSync(dockerfilePath, 'utf8');
+    expect(text).toMatch(/workflows\/?\.? +dist\/workflows/);
+  });
+});
+
+function composeCliWorks(): boolean {
+  const result = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8', timeout: 20_000 });
+  return result.status === 0;
+}
+
+describe('docker compose config', () => {
+  it.skipIf(!composeCliWorks())('validates the file against the Compose specification', () => {
+    // Every `${VAR:?message}` must be set for `config` to succeed: give dummy values.
+    const required = new Set([...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*):?\?/g)].map((m) => m[1]!));
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const name of required) env[name] = env[name] || `dummy-${name.toLowerCase()}`;
+    const result = spawnSync('docker', ['compose', '-f', composePath, 'config', '-q'], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(result.status, result.stderr || result.error?.message).toBe(0);
+  });
+});
