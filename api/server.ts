@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
@@ -12,7 +12,13 @@ import type { AppDeps } from './deps.js';
 export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
-  const temporalConnection = Connection.lazy({ address: config.temporal.address });
+  // A request must not hang for long while Temporal is down: fewer gRPC retries than the SDK default,
+  // then the error middleware answers 503.
+  const temporalConnection = Connection.lazy({
+    address: config.temporal.address,
+    connectTimeout: 5_000,
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 4, maxIntervalMs: () => 2_000 }))],
+  });
   const temporal = new Client({ connection: temporalConnection, namespace: config.temporal.namespace });
   const verifier =
     config.auth.jwksUrl && config.auth.issuer && config.auth.audience

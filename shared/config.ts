@@ -48,6 +48,15 @@ const EnvSchema = z.object({
   PLATFORM_INTERNAL_TOKEN: optionalString,
   MAX_JSON_BODY_BYTES: optionalString,
   LOG_LEVEL: optionalString,
+  ACTION_REVIEW_SWEEP_INTERVAL_SECONDS: optionalString,
+  ACTION_REVIEW_MAX_PROPOSAL_BYTES: optionalString,
+  ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: optionalString,
+  ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: optionalString,
+  ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS: optionalString,
+  LOCAL_CLI_ALLOWED_COMMANDS: optionalString,
+  LOCAL_CLI_TIMEOUT_SECONDS: optionalString,
+  TICKET_TRACKER_URL: optionalString,
+  TICKET_TRACKER_TOKEN: optionalString,
 });
 
 export interface AppConfig {
@@ -75,6 +84,23 @@ export interface AppConfig {
     internalToken: string | undefined;
   };
   limits: { jsonBodyBytes: number };
+  actionReview: {
+    /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
+    sweepIntervalSeconds: number;
+    /** A proposal whose stored form (JSON) is larger answers 413. */
+    maxProposalBytes: number;
+    /** Start-to-close and heartbeat timeouts of the one-attempt effect activity. */
+    effectTimeoutSeconds: number;
+    effectHeartbeatSeconds: number;
+    /** Delivery attempts of one hand-back workflow before it leaves the rest to the sweep. */
+    handbackMaxAttempts: number;
+    /** Executables `local_cli.run.v1` may run (absolute paths or names on PATH); empty allows none. */
+    localCliAllowedCommands: string[];
+    localCliTimeoutSeconds: number;
+    /** Issue tracker `ticket.write.v1` posts to; unset refuses with TICKETING_SETUP_REQUIRED. */
+    ticketTrackerUrl: string | undefined;
+    ticketTrackerToken: string | undefined;
+  };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -138,6 +164,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       internalToken: e.PLATFORM_INTERNAL_TOKEN,
     },
     limits: { jsonBodyBytes: positiveInt('MAX_JSON_BODY_BYTES', e.MAX_JSON_BODY_BYTES, 1024 * 1024) },
+    actionReview: {
+      sweepIntervalSeconds: positiveInt('ACTION_REVIEW_SWEEP_INTERVAL_SECONDS', e.ACTION_REVIEW_SWEEP_INTERVAL_SECONDS, 600),
+      maxProposalBytes: positiveInt('ACTION_REVIEW_MAX_PROPOSAL_BYTES', e.ACTION_REVIEW_MAX_PROPOSAL_BYTES, 256 * 1024),
+      effectTimeoutSeconds: positiveInt('ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS', e.ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS, 600),
+      effectHeartbeatSeconds: positiveInt('ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS', e.ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS, 30),
+      handbackMaxAttempts: positiveInt('ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS', e.ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS, 20),
+      localCliAllowedCommands: (e.LOCAL_CLI_ALLOWED_COMMANDS ?? '').split(',').map((c) => c.trim()).filter(Boolean),
+      localCliTimeoutSeconds: positiveInt('LOCAL_CLI_TIMEOUT_SECONDS', e.LOCAL_CLI_TIMEOUT_SECONDS, 120),
+      ticketTrackerUrl: e.TICKET_TRACKER_URL,
+      ticketTrackerToken: e.TICKET_TRACKER_TOKEN,
+    },
     logLevel: logLevel as AppConfig['logLevel'],
   };
 }

@@ -7,8 +7,8 @@ import { isTemporalUnavailable } from '../../shared/temporal/errors.js';
 /** Turns any thrown value into a PlatformError a caller may see; unknown errors become a generic 500. */
 export function toPlatformError(err: unknown): { error: PlatformError; unexpected: boolean } {
   if (err instanceof PlatformError) return { error: err, unexpected: false };
-  if (isDatabaseUnavailable(err)) return { error: new ServiceUnavailableError('database', 'The database is unavailable; retry shortly.'), unexpected: false };
   if (isTemporalUnavailable(err)) return { error: new ServiceUnavailableError('temporal', 'The workflow service is unavailable; retry shortly.'), unexpected: false };
+  if (isDatabaseUnavailable(err)) return { error: new ServiceUnavailableError('database', 'The database is unavailable; retry shortly.'), unexpected: false };
   return { error: new PlatformError('internal', 'Internal error; the request id identifies it in the logs.'), unexpected: true };
 }
 

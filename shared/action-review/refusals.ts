@@ -1,0 +1,32 @@
+/**
+ * Why Action Review refuses a decision, execution or reconciliation. Workflow validators throw
+ * these codes (as the `type` of a non-retryable ApplicationFailure); the API maps them to HTTP in
+ * one place (`refusalStatus`). Workflow-safe.
+ */
+export const REFUSAL_CODES = {
+  /** Approve, reject and reconcile are person-only. */
+  person_only: 403,
+  /** The proposal was already approved or rejected. */
+  already_decided: 409,
+  /** The client pinned a version or digest that no longer matches the proposal. */
+  decision_context_mismatch: 409,
+  /** Execute on a proposal that is not approved (still requested, or rejected). */
+  not_approved: 409,
+  /** Execute from an origin the proposal does not allow; refused before claiming the grant. */
+  execution_origin_required: 409,
+  /** Reconcile on a proposal that does not need reconciliation. */
+  not_reconciliation_required: 409,
+} as const;
+export type RefusalCode = keyof typeof REFUSAL_CODES;
+
+/** The ApplicationFailure type every refusal carries; the code rides in `details[0]`. */
+export const REFUSAL_FAILURE_TYPE = 'ActionReviewRefusal';
+
+export function isRefusalCode(value: unknown): value is RefusalCode {
+  return typeof value === 'string' && Object.hasOwn(REFUSAL_CODES, value);
+}
+
+export interface Refusal {
+  code: RefusalCode;
+  message: string;
+}
