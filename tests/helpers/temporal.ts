@@ -9,12 +9,12 @@ import { workerDefaults } from '../../worker/index.js';
 
 let runtimeInstalled = false;
 
-/** Quiet SDK logs in tests (warnings and errors still show). Must run before any worker or native connection. */
+/** Quiet SDK logs in tests (errors still show; expected activity failures would drown the output). Must run before any worker or native connection. */
 export function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {
     // Already installed in this process: keep it.
   }
