@@ -31,13 +31,15 @@ async function stopAll(): Promise<void> {
       (child) =>
         new Promise<void>((resolve) => {
           if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
           child.once('exit', () => (clearTimeout(timer), resolve()));
           child.kill('SIGTERM');
         }),
     ),
   );
+  say('worker and API stopped');
   await temporal?.stop().catch(() => undefined);
+  say('Temporal stopped');
   await postgres?.stop().catch(() => undefined);
   say('stopped');
 }
@@ -125,6 +127,8 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
+// Stopping drains the worker, then Temporal, then PostgreSQL: give it time before the hook forces exit.
+exitHook.forceExitTimeout(45_000);
 exitHook((done) => {
   void stopAll().finally(done);
 });

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import protoPackage from '@temporalio/proto';
 import { parse } from 'yaml';
 import { projectRoot } from './paths.js';
 
@@ -29,14 +29,16 @@ export async function dynamicConfigFlags(): Promise<string[]> {
   return flags;
 }
 
-const VALUE_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
-  Text: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
-  Keyword: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  Int: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
-  Double: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
-  Bool: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
-  Datetime: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
-  KeywordList: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+// The proto package is CommonJS: under plain Node ESM only its default export is reliable.
+const { IndexedValueType } = protoPackage.temporal.api.enums.v1;
+const VALUE_TYPES: Record<string, number> = {
+  Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 };
 
 /**
@@ -47,7 +49,7 @@ export async function registerSearchAttributes(connection: Connection, namespace
   const file = JSON.parse(await readFile(path.join(configDir, 'search-attributes.json'), 'utf8')) as {
     searchAttributes: Record<string, string>;
   };
-  const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
+  const searchAttributes: Record<string, number> = {};
   for (const [name, type] of Object.entries(file.searchAttributes)) {
     const valueType = VALUE_TYPES[type];
     if (valueType === undefined) throw new Error(`unknown search attribute type ${type} for ${name}`);

@@ -1,0 +1,109 @@
+/**
+ * `npm start` as a newcomer runs it: the Temporal dev server with its UI, embedded PostgreSQL,
+ * migrations, worker and API come up; a signal to the start process stops every process it
+ * started (no orphans).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../../scripts/lib/net.js';
+import { http } from '../helpers/stack.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Every live descendant of `pid` (walks /proc). */
+async function descendants(pid: number): Promise<number[]> {
+  const parents = new Map<number, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(Number(entry), ppid);
+    } catch {
+      // exited while we looked
+    }
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parents) if (parent === p) (found.push(child), walk(child));
+  };
+  walk(pid);
+  return found;
+}
+
+/** Running (a zombie has exited: it only waits to be reaped by whoever inherited it). */
+const alive = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+};
+
+let child: ChildProcess | undefined;
+let dataDir: string | undefined;
+afterAll(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start', () => {
+  it('brings the whole system up and a signal stops everything it started', async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
+    await chmod(dataDir, 0o755);
+    const [port, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PLATFORM_DATA_DIR: dataDir,
+      PORT: String(port),
+      TEMPORAL_DEV_PORT: String(temporalPort),
+      TEMPORAL_UI_PORT: String(uiPort),
+      EMBEDDED_PG_PORT: String(pgPort),
+      TEMPORAL_CLI_PATH: inject('temporalCliPath'),
+      AUTH_PROVIDER: 'none',
+      LOG_LEVEL: 'warn',
+    };
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete env[name];
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+
+    for (let i = 0; i < 240 && !output.includes('Ctrl-C stops everything'); i++) {
+      if (child.exitCode !== null) break;
+      await sleep(500);
+    }
+    expect(output).toContain('Ctrl-C stops everything');
+    expect(output).toContain(`API            http://127.0.0.1:${port}`);
+    expect(output).toContain(`/openapi.json`);
+    expect(output).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
+    expect(output).toContain('authentication is OFF');
+
+    const base = `http://127.0.0.1:${port}`;
+    expect((await http(base, 'GET', '/readyz')).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
+    let echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
+    for (let i = 0; i < 10 && echo.status === 202; i++) echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
+    expect(echo.status).toBe(200);
+    expect(echo.body.data.message).toBe('from npm start');
+
+    const started = await descendants(child.pid!);
+    // Temporal CLI, PostgreSQL (with its helpers), the worker and the API.
+    expect(started.length).toBeGreaterThanOrEqual(4);
+
+    child.kill('SIGINT');
+    for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
+    expect(child.exitCode ?? child.signalCode).not.toBeNull();
+    for (let i = 0; i < 40 && started.some(alive); i++) await sleep(250);
+    const survivors = started.filter(alive).map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+    expect(survivors).toEqual([]);
+    expect(output).toContain('[start] stopped');
+  });
+});
