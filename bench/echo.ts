@@ -1,0 +1,36 @@
+/**
+ * The backbone's overhead: the echo lifecycle (workflow + activity writing a PostgreSQL row) through
+ * the HTTP API (request id, auth, validation, ORM read-back) versus the bare Temporal client.
+ */
+import { randomUUID } from 'node:crypto';
+import { measure, report } from './lib/measure.js';
+import type { BenchStack } from './lib/stack.js';
+
+export async function benchEcho(stack: BenchStack, count: number, concurrency: number): Promise<string> {
+  const run = randomUUID().slice(0, 8);
+  // Warm both paths (workflow bundle caches, pool connections).
+  await measure('warm-up', 20, 4, async (i) => {
+    await stack.bareClient.workflow.execute('echoWorkflow', {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: `echo/warm-${run}-${i}`,
+      args: [{ jobId: `warm-${run}-${i}`, tenant: 'default', message: 'warm', requestedBy: 'bench' }],
+    });
+  });
+  const bare = await measure('bare Temporal client', count, concurrency, async (i) => {
+    const jobId = `bare-${run}-${i}`;
+    await stack.bareClient.workflow.execute('echoWorkflow', {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: `echo/${jobId}`,
+      args: [{ jobId, tenant: 'default', message: 'bench', requestedBy: 'bench' }],
+    });
+  });
+  const api = await measure('HTTP API', count, concurrency, async (i) => {
+    const res = await fetch(`${stack.api.url}/api/jobs/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'bench', job_id: `api-${run}-${i}` }),
+    });
+    if (res.status !== 200) throw new Error(`echo answered ${res.status}: ${await res.text()}`);
+  });
+  return report(`Echo lifecycle, ${count} runs at concurrency ${concurrency}`, api, bare);
+}
