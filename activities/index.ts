@@ -1,18 +1,27 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import type { AgentToolbox } from '../shared/threads/toolbox.js';
+import { createActionReviewActivities } from './action-review.js';
 import { createEchoActivities } from './echo.js';
+import { createHandbackActivities } from './handback.js';
+import { createThreadActivities } from './thread.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
   config: AppConfig;
   log: Logger;
+  /** Tools agents may call during thread turns; without it agents answer without tools. */
+  toolbox?: AgentToolbox;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createEchoActivities(deps),
+    ...createActionReviewActivities(deps),
+    ...createHandbackActivities(deps),
+    ...createThreadActivities(deps),
   };
 }
 

@@ -28,7 +28,9 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
     koaBody({
       json: true,
       jsonStrict: true,
-      urlencoded: false,
+      // Form bodies are parsed for every route but admitted only on `bodyKind: 'form'` routes (below).
+      urlencoded: true,
+      formLimit: deps.config.limits.jsonBodyBytes,
       text: false,
       multipart: false,
       jsonLimit: deps.config.limits.jsonBodyBytes,
@@ -38,10 +40,12 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
       },
     }),
   );
+  const formRoutes = new Set(routes.filter((r) => r.bodyKind === 'form').map((r) => `${r.method.toUpperCase()} ${r.path}`));
   app.use((ctx, next) => {
     // A body on a JSON route must be JSON; anything else is refused before any handler runs.
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(ctx.method) && !ctx.is('application/json', '+json') && !ctx.path.startsWith('/mcp')) {
+    const formAllowed = formRoutes.has(`${ctx.method} ${ctx.path}`) && ctx.is('application/x-www-form-urlencoded');
+    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(ctx.method) && !ctx.is('application/json', '+json') && !formAllowed) {
       throw new PlatformError('unsupported_media_type', 'Send the request body as application/json.');
     }
     return next();

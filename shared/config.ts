@@ -42,6 +42,11 @@ const EnvSchema = z.object({
   AUTH_ISSUER: optionalString,
   AUTH_AUDIENCE: optionalString,
   AUTH_CLIENT_ID: optionalString,
+  AUTH_CLIENT_SECRET: optionalString,
+  AUTH_MCP_CLIENT_REDIRECT_URIS: optionalString,
+  PLATFORM_MCP_PUBLIC_URL: optionalString,
+  PLATFORM_OAUTH_PROXY_ENABLED: optionalString,
+  PLATFORM_SIGNING_KEY: optionalString,
   AUTH_ROLES_CLAIM: optionalString,
   PLATFORM_TENANT: optionalString,
   PLATFORM_SERVICE_TOKEN: optionalString,
@@ -57,6 +62,12 @@ const EnvSchema = z.object({
   LOCAL_CLI_TIMEOUT_SECONDS: optionalString,
   TICKET_TRACKER_URL: optionalString,
   TICKET_TRACKER_TOKEN: optionalString,
+  PLATFORM_MCP_DEFAULT_AGENT_ID: optionalString,
+  PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY: optionalString,
+  PLATFORM_LLM_BASE_URL: optionalString,
+  PLATFORM_LLM_API_KEY: optionalString,
+  PLATFORM_LLM_MODEL: optionalString,
+  PLATFORM_LLM_TIMEOUT_SECONDS: optionalString,
 });
 
 export interface AppConfig {
@@ -78,12 +89,30 @@ export interface AppConfig {
     issuer: string | undefined;
     audience: string | undefined;
     clientId: string | undefined;
+    /** Upstream client secret the OAuth proxy presents at the identity provider's token endpoint. */
+    clientSecret: string | undefined;
+    /** `auth.mcp_client_redirect_uris`: extra MCP client callbacks, accepted verbatim. */
+    mcpClientRedirectUris: string[];
     rolesClaim: string;
     deploymentTenant: string;
     serviceToken: string | undefined;
     internalToken: string | undefined;
   };
   limits: { jsonBodyBytes: number };
+  mcp: {
+    /** Customer-facing HTTPS origin of the gateway (`PLATFORM_MCP_PUBLIC_URL`, else `PLATFORM_PUBLIC_BASE_URL`); unset: the request's origin. */
+    publicOrigin: string | undefined;
+    /** `PLATFORM_OAUTH_PROXY_ENABLED`: serve /authorize, /oauth/callback and /oauth/token. */
+    oauthProxyEnabled: boolean;
+  };
+  /** HS256 key for signed download URLs; unset: a random key per process (logged warning). */
+  signingKey: string | undefined;
+  gateway: {
+    defaultAgentId: string | undefined;
+    defaultAgentUnavailablePolicy: 'require_selection' | 'first_available' | undefined;
+  };
+  /** The active language-model provider (any OpenAI-compatible chat endpoint); unset means none configured. */
+  llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string | undefined; timeoutSeconds: number };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
     sweepIntervalSeconds: number;
@@ -136,6 +165,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer (got "${raw}")`);
     return n;
   };
+  const publicOrigin = publicOriginOf(e.PLATFORM_MCP_PUBLIC_URL ? 'PLATFORM_MCP_PUBLIC_URL' : 'PLATFORM_PUBLIC_BASE_URL', e.PLATFORM_MCP_PUBLIC_URL ?? e.PLATFORM_PUBLIC_BASE_URL);
+  const oauthProxyEnabled = truthy(e.PLATFORM_OAUTH_PROXY_ENABLED);
+  if (oauthProxyEnabled && (!e.AUTH_ISSUER || !e.AUTH_CLIENT_ID)) {
+    throw new ConfigError('PLATFORM_OAUTH_PROXY_ENABLED needs AUTH_ISSUER and AUTH_CLIENT_ID (the upstream identity provider and the platform\'s client there)');
+  }
   const logLevel = (e.LOG_LEVEL ?? 'info').toLowerCase();
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
@@ -158,12 +192,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       issuer: e.AUTH_ISSUER,
       audience: e.AUTH_AUDIENCE,
       clientId: e.AUTH_CLIENT_ID,
+      clientSecret: e.AUTH_CLIENT_SECRET,
+      mcpClientRedirectUris: (e.AUTH_MCP_CLIENT_REDIRECT_URIS ?? '').split(/[\s,]+/).filter(Boolean),
       rolesClaim: e.AUTH_ROLES_CLAIM ?? 'roles',
       deploymentTenant: e.PLATFORM_TENANT ?? 'default',
       serviceToken: e.PLATFORM_SERVICE_TOKEN,
       internalToken: e.PLATFORM_INTERNAL_TOKEN,
     },
     limits: { jsonBodyBytes: positiveInt('MAX_JSON_BODY_BYTES', e.MAX_JSON_BODY_BYTES, 1024 * 1024) },
+    mcp: { publicOrigin, oauthProxyEnabled },
+    signingKey: e.PLATFORM_SIGNING_KEY,
+    gateway: {
+      defaultAgentId: e.PLATFORM_MCP_DEFAULT_AGENT_ID,
+      defaultAgentUnavailablePolicy: unavailablePolicy(e.PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY),
+    },
+    llm: {
+      baseUrl: e.PLATFORM_LLM_BASE_URL?.replace(/\/+$/, ''),
+      apiKey: e.PLATFORM_LLM_API_KEY,
+      model: e.PLATFORM_LLM_MODEL,
+      timeoutSeconds: positiveInt('PLATFORM_LLM_TIMEOUT_SECONDS', e.PLATFORM_LLM_TIMEOUT_SECONDS, 120),
+    },
     actionReview: {
       sweepIntervalSeconds: positiveInt('ACTION_REVIEW_SWEEP_INTERVAL_SECONDS', e.ACTION_REVIEW_SWEEP_INTERVAL_SECONDS, 600),
       maxProposalBytes: positiveInt('ACTION_REVIEW_MAX_PROPOSAL_BYTES', e.ACTION_REVIEW_MAX_PROPOSAL_BYTES, 256 * 1024),
@@ -177,6 +225,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     logLevel: logLevel as AppConfig['logLevel'],
   };
+}
+
+function unavailablePolicy(value: string | undefined): AppConfig['gateway']['defaultAgentUnavailablePolicy'] {
+  if (value === undefined) return undefined;
+  if (value === 'require_selection' || value === 'first_available') return value;
+  throw new ConfigError(`PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY must be require_selection or first_available (got "${value}")`);
+}
+
+/**
+ * The public URL's origin (only the origin is used: the gateway lives at <origin>/mcp/). It must be
+ * HTTPS; plain http is accepted for loopback hosts only (local runs and tests).
+ */
+function publicOriginOf(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a URL (got "${raw}")`);
+  }
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError(`${name} must be an https:// URL (plain http only for loopback), got "${raw}"`);
+  }
+  return url.origin;
 }
 
 export { truthy as isTruthy };

@@ -14,6 +14,7 @@ export const ErrorTypes = {
   unsupported_media_type: 415,
   unprocessable_entity: 422,
   internal: 500,
+  llm_error: 502,
   not_available_here: 501,
   service_unavailable: 503,
 } as const;
@@ -25,6 +26,8 @@ export type ErrorPayload = Record<string, unknown>;
 export class PlatformError extends Error {
   override name = 'PlatformError';
   readonly status: number;
+  /** Response headers sent with the envelope, e.g. a specific WWW-Authenticate challenge. */
+  headers: Record<string, string> = {};
   constructor(
     readonly errorType: ErrorType,
     message: string,
@@ -99,5 +102,13 @@ export class ServiceUnavailableError extends PlatformError {
     super('service_unavailable', message ?? `A dependency is unavailable (${dependency}); retry shortly.`, {
       dependency,
     });
+  }
+}
+
+/** Thrown when a classified language-model failure ends a turn; `payload.llm_failure` never carries provider text. */
+export class LlmFailureError extends PlatformError {
+  override name = 'LlmFailureError';
+  constructor(failure: { kind: string; message: string; action: string; error_id: string }) {
+    super('llm_error', failure.message, { llm_failure: failure });
   }
 }

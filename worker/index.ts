@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
+import { createWorkerToolbox } from './toolbox.js';
+import { ensureHandbackSweepScheduleAtStart } from '../shared/action-review/sweep-schedule.js';
 import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
@@ -19,14 +21,16 @@ async function main(): Promise<void> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const tools = createWorkerToolbox({ orm, config, log });
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowsPath,
-    activities: createActivities({ orm, config, log }),
+    activities: createActivities({ orm, config, log, toolbox: tools.toolbox }),
     ...workerDefaults,
   });
+  await ensureHandbackSweepScheduleAtStart(config, log);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).
@@ -35,6 +39,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
   await worker.run();
+  await tools.close();
   await connection.close();
   await orm.close();
   log.info('worker stopped');

@@ -1,2 +1,5 @@
 // The worker's workflow entry point: every lifecycle is re-exported here.
 export { echoWorkflow } from './echo.js';
+export { actionReviewProposalWorkflow } from './action-review.js';
+export { actionReviewHandbackSweepWorkflow, actionReviewHandbackWorkflow } from './handback.js';
+export { threadWorkflow } from './thread.js';

@@ -84,7 +84,12 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       security,
       parameters: [...parameters('path', route.params, components), ...parameters('query', route.query, components)],
       ...(route.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input', components) } } } }
+        ? {
+            requestBody: {
+              required: true,
+              content: { [route.bodyKind === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: { schema: toSchema(route.body, 'input', components) } },
+            },
+          }
         : {}),
       responses,
       ...(route.access.kind === 'authenticated' && route.access.permission ? { 'x-permission': route.access.permission } : {}),

@@ -49,8 +49,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   params?: P;
   query?: Q;
   body?: B;
-  /** `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them. */
-  bodyKind?: 'json' | 'config';
+  /**
+   * `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them;
+   * `form` routes take `application/x-www-form-urlencoded` (OAuth token requests) instead of JSON.
+   */
+  bodyKind?: 'json' | 'config' | 'form';
   successStatus?: number;
   responses: Record<number, ResponseSpec>;
   handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;

@@ -32,7 +32,9 @@ export function errorEnvelope(log: Logger): Koa.Middleware {
         request_id: ctx.state.requestId as string,
         ...(error.payload ? { payload: error.payload } : {}),
       };
-      if (error.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      // A route with its own challenge (the MCP gateway's resource_metadata) keeps it.
+      if (error.status === 401 && !ctx.response.get('WWW-Authenticate')) ctx.set('WWW-Authenticate', 'Bearer');
     }
   };
 }

@@ -1,12 +1,18 @@
 import type { AnyRoute } from '../http/route.js';
+import { actionReviewRoutes } from './action-review.js';
+import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
+import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { metaRoutes } from './meta.js';
+import { toolCallRoutes } from './tool-call.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
   const routes: AnyRoute[] = [];
   routes.push(...metaRoutes(() => routes), ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
+  routes.push(...actionReviewRoutes, ...toolCallRoutes);
+  routes.push(...agentRoutes, ...gatewaySettingsRoutes);
   return routes;
 }

@@ -6,6 +6,7 @@ import { createActivities } from '../../activities/index.js';
 import type { AppConfig } from '../../shared/config.js';
 import type { Logger } from '../../shared/log.js';
 import { workerDefaults } from '../../worker/index.js';
+import { createWorkerToolbox } from '../../worker/toolbox.js';
 
 let runtimeInstalled = false;
 
@@ -42,12 +43,13 @@ export async function startWorker(options: {
   installQuietRuntime();
   const taskQueue = options.taskQueue ?? options.config.temporal.taskQueue;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const tools = createWorkerToolbox(options);
   const worker = await Worker.create({
     connection,
     namespace: options.config.temporal.namespace,
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: options.activities ?? createActivities({ orm: options.orm, config: options.config, log: options.log }),
+    activities: options.activities ?? createActivities({ orm: options.orm, config: options.config, log: options.log, toolbox: tools.toolbox }),
     ...workerDefaults,
   });
   const running = worker.run();
@@ -59,6 +61,7 @@ export async function startWorker(options: {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
+      await tools.close();
     },
   };
 }

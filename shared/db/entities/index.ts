@@ -1,7 +1,13 @@
+import { HandbackRowSchema, ProposalEventRowSchema, ProposalRowSchema } from './action-review.js';
+import { AgentRowSchema } from './agents.js';
+import { ConversationMessageSchema, ConversationThreadSchema } from './conversation.js';
 import { DeploymentSettingSchema, LlmUsageSchema } from './deployment.js';
 import { EchoJobSchema } from './echo-job.js';
 import { PersonalAccessTokenSchema, SandboxTokenSchema, UserSchema } from './identity.js';
 
+export * from './action-review.js';
+export * from './agents.js';
+export * from './conversation.js';
 export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
@@ -14,4 +20,10 @@ export const allEntities = [
   LlmUsageSchema,
   DeploymentSettingSchema,
   EchoJobSchema,
+  ConversationThreadSchema,
+  ConversationMessageSchema,
+  ProposalRowSchema,
+  ProposalEventRowSchema,
+  HandbackRowSchema,
+  AgentRowSchema,
 ];

@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { ActionType } from '../../shared/action-review/action-types.js';
+import { proposalDigest } from '../../shared/action-review/digest.js';
+import { PayloadSchemas } from '../../shared/action-review/payloads.js';
+import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from '../../shared/action-review/types.js';
+import { principalRef, type Principal } from '../../shared/auth/principal.js';
+import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../../shared/errors.js';
+import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
+import type { AppDeps } from '../deps.js';
+import { subjectProbes, THREAD_SUBJECT, viewerOf } from './visibility.js';
+
+export interface CreateProposalInput {
+  actionType: ActionType;
+  payload: unknown;
+  expectedEffect: string;
+  requestedStatement: string | null;
+  botId: string | null;
+  threadId: string | null;
+  subject: ProposalSubject | null;
+  executionOrigin: ExecutionOrigin | null;
+}
+
+function parsePayload(actionType: ActionType, payload: unknown): unknown {
+  const parsed = PayloadSchemas[actionType].safeParse(payload);
+  if (parsed.success) return parsed.data;
+  throw new BadRequestError(`Invalid payload for ${actionType}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
+    fields: parsed.error.issues.map((i) => ({ field: ['body', 'payload', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
+  });
+}
+
+/**
+ * The conversation a proposal is raised in must be one the requester can see. An agent's own
+ * thread (from its token) is registered on first use, shared in its tenant; a person's new
+ * thread is registered as theirs.
+ */
+async function ensureThread(em: EntityManager, principal: Principal, threadId: string, botId: string | null): Promise<void> {
+  const thread = await em.findOne(ConversationThreadSchema, { id: threadId });
+  if (!thread) {
+    const owned = principal.kind === 'person';
+    await em.getConnection().execute(
+      `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
+      [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
+    );
+    return;
+  }
+  const mine = principal.kind === 'agent' ? thread.botId === principal.botId : thread.ownerId === principal.id || thread.visibility === 'tenant';
+  if (thread.tenant !== principal.tenant || !mine) throw new NotFoundError(`No conversation thread ${threadId}.`);
+}
+
+async function checkSubject(em: EntityManager, principal: Principal, subject: ProposalSubject): Promise<void> {
+  const probe = subjectProbes(em)[subject.kind];
+  if (!probe) throw new BadRequestError(`Subject kind "${subject.kind}" has no visibility handler.`, { fields: [{ field: 'body.subject.kind', message: 'unknown subject kind' }] });
+  if (subject.kind === THREAD_SUBJECT && principal.kind === 'agent') return; // an agent's subject thread is checked as its thread
+  if (!(await probe(subject, viewerOf(principal)))) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
+}
+
+/** Validates, sizes and starts one proposal workflow; answers once its creation is in PostgreSQL. */
+export async function createProposal(deps: AppDeps, em: EntityManager, principal: Principal, input: CreateProposalInput): Promise<ProposalRow> {
+  const payload = parsePayload(input.actionType, input.payload);
+  if (input.subject) await checkSubject(em, principal, input.subject);
+  const proposalId = randomUUID();
+  const record: ProposalRecord = {
+    proposalId,
+    tenant: principal.tenant,
+    actionType: input.actionType,
+    payload,
+    payloadDigest: proposalDigest({ actionType: input.actionType, payload, expectedEffect: input.expectedEffect, subject: input.subject }),
+    expectedEffect: input.expectedEffect,
+    requestedStatement: input.requestedStatement,
+    requester: principalRef(principal),
+    requesterKind: principal.kind,
+    botId: input.botId,
+    threadId: input.threadId,
+    subject: input.subject,
+    executionOrigin: input.executionOrigin ?? (input.threadId ? 'proposal_thread' : 'any'),
+    createdAt: new Date().toISOString(),
+  };
+  const bytes = Buffer.byteLength(JSON.stringify(record));
+  const limit = deps.config.actionReview.maxProposalBytes;
+  if (bytes > limit) throw new PayloadTooLargeError(`The proposal is too large to store (${bytes} bytes; the limit is ${limit}).`, { limit_bytes: limit, size_bytes: bytes });
+  if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
+
+  const { actionReview } = deps.config;
+  const workflowInput: ProposalWorkflowInput = {
+    record,
+    runtime: {
+      effectTimeoutSeconds: actionReview.effectTimeoutSeconds,
+      effectHeartbeatSeconds: actionReview.effectHeartbeatSeconds,
+      handbackMaxAttempts: actionReview.handbackMaxAttempts,
+    },
+  };
+  await deps.temporal.workflow.executeUpdateWithStart(createdUpdate, {
+    startWorkflowOperation: new WithStartWorkflowOperation('actionReviewProposalWorkflow', {
+      taskQueue: deps.config.temporal.taskQueue,
+      workflowId: proposalWorkflowId(proposalId),
+      args: [workflowInput],
+      workflowIdConflictPolicy: 'FAIL',
+      typedSearchAttributes: [
+        { key: SearchAttributes.tenant, value: principal.tenant },
+        { key: SearchAttributes.resourceId, value: proposalId },
+        { key: SearchAttributes.proposalStatus, value: 'requested' },
+        { key: SearchAttributes.actionType, value: input.actionType },
+      ],
+      memo: { action_type: input.actionType, requester: { kind: principal.kind, id: principal.id, label: principal.displayName }, bot_id: input.botId, thread_id: input.threadId },
+    }),
+  });
+  return deps.orm.em.fork().findOneOrFail(ProposalRowSchema, { proposalId });
+}

@@ -1,0 +1,40 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Principal } from '../../shared/auth/principal.js';
+import { HandbackRowSchema, ProposalEventRowSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { detailView, type ProposalDetail } from './views.js';
+
+export interface DetailOptions {
+  includeEvents: boolean;
+  summary: boolean;
+  includeStatement: boolean;
+  includePackageSignability: boolean;
+}
+
+/** Whether this caller could sign (decide) or apply (execute) the proposal now, and if not, why. */
+function signability(row: ProposalRow, principal: Principal) {
+  const permitted = principal.permissions.has('APPROVE_AGENT_ACTION');
+  let reason: string | null = null;
+  if (principal.kind !== 'person') reason = 'person_only';
+  else if (!permitted) reason = 'missing_permission';
+  else if (row.status !== 'requested') reason = 'already_decided';
+  return {
+    viewer_can_sign: reason === null,
+    viewer_can_apply: permitted && row.status === 'approved' && !row.claimed,
+    viewer_cannot_sign_reason: reason,
+  };
+}
+
+/** The detail view of a row the caller may see, read fresh from PostgreSQL (events in order). */
+export async function proposalDetail(em: EntityManager, principal: Principal, row: ProposalRow, options: DetailOptions): Promise<ProposalDetail> {
+  const fresh = em.fork();
+  const current = await fresh.findOneOrFail(ProposalRowSchema, { proposalId: row.proposalId });
+  const events = options.includeEvents ? await fresh.find(ProposalEventRowSchema, { proposalId: row.proposalId }, { orderBy: { seq: 'asc' } }) : null;
+  const handback = await fresh.findOne(HandbackRowSchema, { proposalId: row.proposalId });
+  return {
+    ...detailView(current, { summary: options.summary, includeStatement: options.includeStatement, events, handback }),
+    ...(options.includePackageSignability ? signability(current, principal) : {}),
+  };
+}
+
+/** What decision and creation responses carry: the full view, statement withheld as on reads without include_statement. */
+export const FULL_DETAIL: DetailOptions = { includeEvents: true, summary: false, includeStatement: false, includePackageSignability: false };

@@ -1,0 +1,57 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { isActionType } from '../../shared/action-review/action-types.js';
+import { PROPOSAL_STATUSES, type ProposalSubject } from '../../shared/action-review/types.js';
+import { filterVisible, PROBE_BUDGET, type SubjectProbe, type Viewer } from '../../shared/action-review/visibility.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { NotFoundError } from '../../shared/errors.js';
+
+export const THREAD_SUBJECT = 'conversation_thread';
+
+/** A thread is visible in its tenant when shared, or to its owner when private; an unknown thread is hidden. */
+function threadProbe(em: EntityManager): SubjectProbe {
+  return async (subject, viewer) => {
+    const thread = await em.findOne(ConversationThreadSchema, { id: subject.id });
+    return !!thread && thread.tenant === viewer.tenant && (thread.visibility === 'tenant' || thread.ownerId === viewer.id);
+  };
+}
+
+/** Subject kinds with a visibility handler; a proposal may only name these (others answer 400 at creation). */
+export function subjectProbes(em: EntityManager): Record<string, SubjectProbe> {
+  return { [THREAD_SUBJECT]: threadProbe(em) };
+}
+
+export const viewerOf = (p: Principal): Viewer => ({ kind: p.kind, id: p.id, tenant: p.tenant });
+
+/** The subjects a row touches, or null when the row is not one this version can read. */
+export function subjectsOfRow(row: ProposalRow): ProposalSubject[] | null {
+  if (!isActionType(row.actionType) || !(PROPOSAL_STATUSES as readonly string[]).includes(row.status)) return null;
+  const subjects: ProposalSubject[] = [];
+  if (row.threadId) subjects.push({ kind: THREAD_SUBJECT, id: row.threadId });
+  if (row.subjectKind && row.subjectId && !(row.subjectKind === THREAD_SUBJECT && row.subjectId === row.threadId)) {
+    subjects.push({ kind: row.subjectKind, id: row.subjectId });
+  }
+  return subjects;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const notFound = (proposalId: string) => new NotFoundError(`No proposal ${proposalId}.`);
+
+/**
+ * The proposal if the caller may see it. Agents see their own bot's proposals; people and other
+ * callers see their tenant's proposals whose subjects are visible to them. Hidden, other-tenant
+ * and unknown proposals all answer the same 404.
+ */
+export async function findVisibleProposal(em: EntityManager, principal: Principal, proposalId: string): Promise<ProposalRow> {
+  if (!UUID.test(proposalId)) throw notFound(proposalId);
+  const row = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
+  if (!row) throw notFound(proposalId);
+  if (principal.kind === 'agent') {
+    if (row.botId === null || row.botId !== principal.botId) throw notFound(proposalId);
+    return row;
+  }
+  const { visible } = await filterVisible([row], { viewer: viewerOf(principal), subjectsOf: subjectsOfRow, probes: subjectProbes(em), budget: PROBE_BUDGET });
+  if (visible.length === 0) throw notFound(proposalId);
+  return row;
+}

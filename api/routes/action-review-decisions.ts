@@ -1,0 +1,198 @@
+import { z } from 'zod';
+import { FINAL_STATUSES, RECONCILED_STATUSES } from '../../shared/action-review/types.js';
+import { principalRef } from '../../shared/auth/principal.js';
+import {
+  approveAndExecuteUpdate,
+  approveUpdate,
+  reconcileUpdate,
+  rejectUpdate,
+  type ExecutionOutcome,
+} from '../../workflows/action-review-definitions.js';
+import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
+import { executeProposal } from '../action-review/execute.js';
+import { refusalError, sendUpdate } from '../action-review/updates.js';
+import { ProposalDetailSchema, ProposalIdParams } from '../action-review/views.js';
+import { findVisibleProposal } from '../action-review/visibility.js';
+import { defineRoute } from '../http/route.js';
+
+const DecideBody = z.object({
+  reason: z.string().trim().max(4_000).optional(),
+  expected_version: z.number().int().min(1).optional().describe('`decision_context.expected_version` from the detail you reviewed; 409 if the proposal moved on'),
+  expected_payload_digest: z.string().max(200).optional().describe('`decision_context.payload_digest` from the detail you reviewed; 409 if it no longer matches'),
+});
+
+const ExecutionFields = {
+  claimed: z.boolean(),
+  final_status: z.enum(FINAL_STATUSES).nullable(),
+  execution_refusal_reason: z.string().nullable().describe('claim_lost, outcome_not_recorded, or the executor’s not_applied reason'),
+  execution_refusal_detail: z.string().nullable(),
+  execution_error_detail: z.string().nullable(),
+  execution_result: z.record(z.string(), z.unknown()).nullable(),
+};
+
+const DecisionResponse = z.object({
+  success: z.boolean(),
+  decided: z.boolean(),
+  refusal_reason: z.string().nullable(),
+  proposal: ProposalDetailSchema,
+  ...Object.fromEntries(Object.entries(ExecutionFields).map(([k, v]) => [k, v.optional()])),
+}).describe('Execution fields are present when approving is the action');
+
+const ApproveAndExecuteResponse = z.object({
+  success: z.boolean(),
+  decided: z.boolean(),
+  refusal_reason: z.string().nullable(),
+  ...ExecutionFields,
+  proposal: ProposalDetailSchema.nullable(),
+});
+
+const ExecuteResponse = z.object({
+  success: z.boolean().describe('True when the effect is recorded as executed'),
+  claimed: z.boolean().describe('False when refused before claiming the grant'),
+  final_status: z.enum(FINAL_STATUSES).nullable(),
+  replayed: z.boolean().describe('True when this answer repeats the recorded outcome of an earlier execution'),
+  refusal_reason: z.string().nullable(),
+  refusal_detail: z.string().nullable(),
+  error_detail: z.string().nullable(),
+  execution_result: z.record(z.string(), z.unknown()).nullable(),
+});
+
+const ReconcileBody = z.object({
+  final_status: z.enum(RECONCILED_STATUSES).describe('What the person found: the effect was applied (executed) or not (not_applied)'),
+  note: z.string().trim().max(4_000).optional(),
+});
+
+const ReconcileResponse = z.object({
+  resolved: z.boolean(),
+  final_status: z.string().nullable(),
+  refusal_reason: z.string().nullable(),
+  proposal: ProposalDetailSchema,
+});
+
+const executionFields = (e: ExecutionOutcome | null) =>
+  e
+    ? {
+        claimed: e.claimed,
+        final_status: e.finalStatus,
+        execution_refusal_reason: e.refusalReason,
+        execution_refusal_detail: e.refusalDetail,
+        execution_error_detail: e.errorDetail,
+        execution_result: e.result,
+      }
+    : {};
+
+const alreadyDecided = { code: 'already_decided' as const, message: 'The proposal was already decided.' };
+const personAccess = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
+const tags = ['action-review'];
+
+function decideRoute(kind: 'approve' | 'reject') {
+  return defineRoute({
+    method: 'post',
+    path: `/api/action-review/proposals/:proposal_id/${kind}`,
+    operationId: `${kind}ActionReviewProposal`,
+    summary: kind === 'approve' ? 'Approve (person-only); applies the change too when approving is the action' : 'Reject (person-only)',
+    tags,
+    access: personAccess,
+    params: ProposalIdParams,
+    body: DecideBody,
+    responses: {
+      200: { description: 'Decided', schema: DecisionResponse },
+      403: { description: 'Not a person (agent, system identity, app-only token) or missing APPROVE_AGENT_ACTION' },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+      409: { description: '`payload.code`: already_decided or decision_context_mismatch' },
+    },
+    handler: async ({ params, body, principal, deps, em }) => {
+      const row = await findVisibleProposal(em, principal, params.proposal_id);
+      const args = {
+        caller: principalRef(principal),
+        reason: body.reason || null,
+        expectedVersion: body.expected_version ?? null,
+        expectedPayloadDigest: body.expected_payload_digest ?? null,
+      };
+      const answer = await sendUpdate(deps, row.proposalId, kind === 'approve' ? approveUpdate : rejectUpdate, args);
+      if (!answer.ok) throw refusalError('refusal' in answer ? answer.refusal : alreadyDecided);
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      const execution = answer.value.execution;
+      return { success: true, decided: true, refusal_reason: null, proposal, ...executionFields(execution) };
+    },
+  });
+}
+
+export const actionReviewDecisionRoutes = [
+  decideRoute('approve'),
+  decideRoute('reject'),
+  defineRoute({
+    method: 'post',
+    path: '/api/action-review/proposals/:proposal_id/approve-and-execute',
+    operationId: 'approveAndExecuteActionReviewProposal',
+    summary: 'Approve and execute in one request (person-only); refusals answer 200 with success false',
+    tags,
+    access: personAccess,
+    params: ProposalIdParams,
+    body: DecideBody,
+    responses: {
+      200: { description: 'Outcome, or a refusal with success false', schema: ApproveAndExecuteResponse },
+      403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+    },
+    handler: async ({ params, body, principal, deps, em }) => {
+      const row = await findVisibleProposal(em, principal, params.proposal_id);
+      const answer = await sendUpdate(deps, row.proposalId, approveAndExecuteUpdate, {
+        caller: principalRef(principal),
+        reason: body.reason || null,
+        expectedVersion: body.expected_version ?? null,
+        expectedPayloadDigest: body.expected_payload_digest ?? null,
+        origin: { surface: 'api', threadId: null },
+      });
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      if (!answer.ok) {
+        const refusal = 'refusal' in answer ? answer.refusal : alreadyDecided;
+        return {
+          success: false, decided: false, refusal_reason: refusal.code, claimed: false, final_status: null,
+          execution_refusal_reason: null, execution_refusal_detail: refusal.message, execution_error_detail: null, execution_result: null, proposal,
+        };
+      }
+      const e = answer.value.execution!;
+      return { success: e.finalStatus === 'executed', decided: true, refusal_reason: null, ...executionFields(e), proposal };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/action-review/proposals/:proposal_id/execute',
+    operationId: 'executeActionReviewProposal',
+    summary: 'Execute an approved proposal once; a repeat answers the recorded outcome without running the effect',
+    tags,
+    access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
+    params: ProposalIdParams,
+    responses: {
+      200: { description: 'Outcome, or a refusal (success false; claimed false before the grant is claimed)', schema: ExecuteResponse },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+    },
+    handler: ({ params, principal, deps, em }) => executeProposal(deps, em, principal, params.proposal_id, { surface: 'api', threadId: null }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/action-review/proposals/:proposal_id/reconcile',
+    operationId: 'reconcileActionReviewProposal',
+    summary: 'Record what a person found after reconciliation_required and resolve with a final_status',
+    tags,
+    access: personAccess,
+    params: ProposalIdParams,
+    body: ReconcileBody,
+    responses: {
+      200: { description: 'Resolved, or refused (resolved false, refusal_reason)', schema: ReconcileResponse },
+      403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+    },
+    handler: async ({ params, body, principal, deps, em }) => {
+      const row = await findVisibleProposal(em, principal, params.proposal_id);
+      const answer = await sendUpdate(deps, row.proposalId, reconcileUpdate, { caller: principalRef(principal), finalStatus: body.final_status, note: body.note || null });
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      if (!answer.ok) {
+        if ('refusal' in answer && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
+        return { resolved: false, final_status: proposal.final_status, refusal_reason: 'refusal' in answer ? answer.refusal.code : 'not_reconciliation_required', proposal };
+      }
+      return { resolved: true, final_status: answer.value.finalStatus, refusal_reason: null, proposal };
+    },
+  }),
+];

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import { ACTION_TYPES } from '../../shared/action-review/action-types.js';
+import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
+import { createProposal } from '../action-review/create.js';
+import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
+import { listVisibleProposals } from '../action-review/list.js';
+import { ProposalDetailSchema, ProposalIdParams, ProposalRowViewSchema, rowView } from '../action-review/views.js';
+import { findVisibleProposal } from '../action-review/visibility.js';
+import { defineRoute, queryBoolean } from '../http/route.js';
+import { actionReviewDecisionRoutes } from './action-review-decisions.js';
+
+export const CreateProposalBody = z.object({
+  action_type: z.enum(ACTION_TYPES),
+  payload: z.record(z.string(), z.unknown()).describe("Checked against the action type's payload schema"),
+  expected_effect: z.string().trim().min(1).max(20_000).describe('What the reviewer should expect to happen'),
+  requested_statement: z.string().max(100_000).optional(),
+  bot_id: z.string().trim().min(1).max(200).optional(),
+  thread_id: z.string().trim().min(1).max(200).optional().describe('The conversation the decision is handed back into'),
+  subject: z.object({ kind: z.string().min(1).max(100), id: z.string().min(1).max(200) }).optional().describe('Must be visible to the caller'),
+  execution_origin: z
+    .enum(['any', 'proposal_thread'])
+    .optional()
+    .describe('`proposal_thread` (default with a thread): tool-call executions only from that thread; people may always execute from the inbox'),
+});
+
+const csv = <T extends readonly [string, ...string[]]>(values: T) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []))
+    .pipe(z.array(z.enum(values)));
+
+const ListQuery = z.object({
+  status: csv(PROPOSAL_STATUSES).describe('Comma-separated statuses'),
+  action_type: csv(ACTION_TYPES).describe('Comma-separated action types'),
+  offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  dossier_scope: z.enum(['headline', 'full']).default('headline'),
+  include_statement: queryBoolean(false),
+});
+
+const ListResponse = z.object({
+  success: z.literal(true),
+  proposals: z.array(ProposalRowViewSchema),
+  total_count: z.number().int().describe('Visible proposals among those scanned'),
+  offset: z.number().int(),
+  limit: z.number().int(),
+  truncated: z.boolean().describe('More proposals exist than were looked at (probe budget of 100 subjects, or the scan ceiling)'),
+  incomplete_reason: z.enum(['probe_failure', 'probe_budget', 'handler_unavailable', 'row_unreadable', 'scan_ceiling']).nullable(),
+  visible_threads_only: z.boolean().describe('Always true: only proposals whose conversation thread and subject the caller may see'),
+});
+
+const DetailQuery = z.object({
+  include_events: queryBoolean(true),
+  view: z.enum(['full', 'summary']).default('full'),
+  include_package_signability: queryBoolean(false),
+  include_statement: queryBoolean(false),
+});
+
+const access = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' } as const;
+const tags = ['action-review'];
+
+export const actionReviewRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/api/action-review/proposals',
+    operationId: 'createActionReviewProposal',
+    summary: 'Create a proposal (starts workflow action-review/<proposal_id>)',
+    tags,
+    access,
+    body: CreateProposalBody,
+    successStatus: 201,
+    responses: {
+      201: { description: 'Created, status requested', schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }) },
+      404: { description: 'The subject or thread is not visible to the caller' },
+      413: { description: 'The stored form of the proposal exceeds ACTION_REVIEW_MAX_PROPOSAL_BYTES' },
+    },
+    handler: async ({ body, principal, deps, em }) => {
+      const row = await createProposal(deps, em, principal, {
+        actionType: body.action_type,
+        payload: body.payload,
+        expectedEffect: body.expected_effect,
+        requestedStatement: body.requested_statement ?? null,
+        botId: body.bot_id ?? null,
+        threadId: body.thread_id ?? null,
+        subject: body.subject ?? null,
+        executionOrigin: body.execution_origin ?? null,
+      });
+      return { success: true, proposal: await proposalDetail(em, principal, row, FULL_DETAIL) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/action-review/proposals',
+    operationId: 'listActionReviewProposals',
+    summary: 'The inbox: proposals visible to the caller, newest first',
+    tags,
+    access,
+    query: ListQuery,
+    responses: { 200: { description: 'One page', schema: ListResponse } },
+    handler: async ({ query, principal, em }) => {
+      const list = await listVisibleProposals(em, principal, { status: query.status, actionType: query.action_type, offset: query.offset, limit: query.limit });
+      return {
+        success: true,
+        proposals: list.rows.map((r) => rowView(r, { scope: query.dossier_scope, includeStatement: query.include_statement })),
+        total_count: list.totalCount,
+        offset: query.offset,
+        limit: query.limit,
+        truncated: list.truncated,
+        incomplete_reason: list.incompleteReason,
+        visible_threads_only: true,
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/action-review/proposals/:proposal_id',
+    operationId: 'getActionReviewProposal',
+    summary: 'One proposal with its event trail',
+    tags,
+    access,
+    params: ProposalIdParams,
+    query: DetailQuery,
+    responses: {
+      200: { description: 'The proposal', schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }) },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+    },
+    handler: async ({ params, query, principal, em }) => {
+      const row = await findVisibleProposal(em, principal, params.proposal_id);
+      const proposal = await proposalDetail(em, principal, row, {
+        includeEvents: query.include_events,
+        summary: query.view === 'summary',
+        includeStatement: query.include_statement,
+        includePackageSignability: query.include_package_signability,
+      });
+      return { success: true, proposal };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/action-review/proposals/:proposal_id/status',
+    operationId: 'getActionReviewProposalStatus',
+    summary: 'The compact status view (list-row shape with effective_status)',
+    tags,
+    access,
+    params: ProposalIdParams,
+    query: z.object({ include_statement: queryBoolean(false) }),
+    responses: {
+      200: { description: 'Status', schema: z.object({ success: z.literal(true), proposal: ProposalRowViewSchema }) },
+      404: { description: 'Unknown, hidden or another tenant’s proposal' },
+    },
+    handler: async ({ params, query, principal, em }) => {
+      const row = await findVisibleProposal(em, principal, params.proposal_id);
+      return { success: true, proposal: rowView(row, { scope: 'full', includeStatement: query.include_statement }) };
+    },
+  }),
+  ...actionReviewDecisionRoutes,
+];

@@ -1,0 +1,86 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { resolveDefaultAgent } from '../../shared/agents/default-agent.js';
+import { defaultAgentSettings } from '../../shared/agents/gateway-settings.js';
+import { listUsableAgents } from '../../shared/agents/registry.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import type { AgentRow } from '../../shared/db/entities/index.js';
+import { ConflictError, ForbiddenError, LlmFailureError, NotFoundError } from '../../shared/errors.js';
+import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { createThread, getOwnThread, listMessages, type ThreadRecord } from '../../shared/threads/store.js';
+import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../workflows/thread-definitions.js';
+import type { AppDeps } from '../deps.js';
+
+/** New gateway thread ids: `mcp_` + 32 lowercase hex (spec, Hosted gateway). */
+export const newMcpThreadId = () => `mcp_${randomBytes(16).toString('hex')}`;
+
+/** The agent a new thread talks to: the one named (if the caller may use it), else the default. */
+export async function chooseAgent(deps: AppDeps, em: EntityManager, principal: Principal, agentId?: string): Promise<AgentRow> {
+  const usable = await listUsableAgents(em, principal);
+  if (agentId) {
+    const agent = usable.find((a) => a.id === agentId);
+    if (!agent) throw new NotFoundError(`No agent ${agentId} is available to you; list_agents shows yours.`);
+    return agent;
+  }
+  const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config));
+  if (resolved.ok) return resolved.agent;
+  if (resolved.code === 'no_accessible_agent') throw new ForbiddenError(resolved.message, { code: resolved.code });
+  throw new ConflictError(resolved.message, { code: resolved.code, available_agents: usable.map((a) => ({ agent_id: a.id, name: a.name })) });
+}
+
+export interface StartThreadInput {
+  agentId?: string;
+  callerPersona?: string;
+  callerGoal?: string;
+  initialPrompt: string;
+  origin: string;
+}
+
+/** Creates the caller's thread and runs its first turn. */
+export async function startThread(deps: AppDeps, em: EntityManager, principal: Principal, input: StartThreadInput) {
+  const agent = await chooseAgent(deps, em, principal, input.agentId);
+  const thread = await createThread(em, {
+    id: newMcpThreadId(),
+    tenant: principal.tenant,
+    agentId: agent.id,
+    ownerId: principal.id,
+    origin: input.origin,
+    callerPersona: input.callerPersona ?? null,
+    callerGoal: input.callerGoal ?? null,
+    title: input.initialPrompt.slice(0, 120),
+  });
+  const turn = await postMessage(deps, principal, thread, input.initialPrompt);
+  return { thread, agent, turn };
+}
+
+/**
+ * One turn: update-with-start on `thread/<id>` (the first message starts the workflow, later ones
+ * reuse it), answered with the agent's reply. A classified model failure becomes `llm_error`.
+ */
+export async function postMessage(deps: AppDeps, principal: Principal, thread: ThreadRecord, content: string, messageId: string = randomUUID()) {
+  const startWorkflowOperation = new WithStartWorkflowOperation('threadWorkflow', {
+    workflowId: threadWorkflowId(thread.id),
+    taskQueue: deps.config.temporal.taskQueue,
+    args: [{ threadId: thread.id, tenant: thread.tenant, agentId: thread.agentId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: SearchAttributes.tenant, value: thread.tenant },
+      { key: SearchAttributes.resourceId, value: thread.id },
+    ],
+    memo: { agent_id: thread.agentId, owner: thread.ownerId, origin: thread.origin },
+  });
+  const result: TurnResult = await deps.temporal.workflow.executeUpdateWithStart(postMessageUpdate, {
+    args: [{ messageId, content, authorKind: principal.kind, authorId: principal.id }],
+    startWorkflowOperation,
+  });
+  if (!result.ok) throw new LlmFailureError(result.llmFailure);
+  return result;
+}
+
+/** The caller's own thread with its messages (others' threads answer 404). */
+export async function readThread(em: EntityManager, principal: Principal, threadId: string) {
+  const thread = await getOwnThread(em, principal, threadId);
+  const messages = await listMessages(em, thread.id);
+  return { thread, messages };
+}

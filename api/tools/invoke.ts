@@ -1,0 +1,32 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Principal } from '../../shared/auth/principal.js';
+import { BadRequestError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import type { AppDeps } from '../deps.js';
+import { toolRegistry } from './index.js';
+
+/**
+ * Calls a registered tool as `principal`: who may call it, its permission, its input schema, then
+ * its handler. The one path for `POST /api/tool_call` and for agents during thread turns.
+ */
+export async function invokeTool(name: string, args: unknown, principal: Principal, ctx: { deps: AppDeps; em: EntityManager; requestId: string }): Promise<unknown> {
+  const tool = toolRegistry.get(name);
+  if (!tool) throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
+  if (!tool.principalKinds.includes(principal.kind)) {
+    throw new ForbiddenError(`The ${tool.name} tool is limited to ${tool.principalKinds.join(' or ')} callers; you are calling as ${principal.kind}.`, {
+      required_principal_kinds: tool.principalKinds,
+      principal_kind: principal.kind,
+    });
+  }
+  if (tool.permission && principal.kind !== 'agent' && !principal.permissions.has(tool.permission)) {
+    throw new ForbiddenError(`Permission denied: the ${tool.name} tool needs the "${tool.permission}" permission. Ask an administrator to grant you a role that includes it.`, {
+      required_permission: tool.permission,
+    });
+  }
+  const parsed = tool.input.safeParse(args);
+  if (!parsed.success) {
+    throw new BadRequestError(`Invalid arguments for ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
+      fields: parsed.error.issues.map((i) => ({ field: ['body', 'arguments', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
+    });
+  }
+  return tool.handler({ input: parsed.data, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId });
+}

@@ -1,0 +1,55 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { Principal, PrincipalKind } from '../../shared/auth/principal.js';
+import type { Permission } from '../../shared/auth/rbac.js';
+import type { AppDeps } from '../deps.js';
+
+export interface ToolContext<I> {
+  input: I;
+  principal: Principal;
+  deps: AppDeps;
+  em: EntityManager;
+  requestId: string;
+}
+
+/**
+ * One tool callers (agents over `POST /api/tool_call`, later the MCP gateway) can invoke: its
+ * name, input schema, who may call it, and its handler. The handler returns the tool's result.
+ */
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  input: S;
+  /** Principal kinds allowed to call; others answer 403. */
+  principalKinds: readonly PrincipalKind[];
+  /** A permission required of non-agent callers (agents act within their token's bot and thread). */
+  permission?: Permission;
+  handler(ctx: ToolContext<z.output<S>>): Promise<unknown>;
+}
+
+/** Declares a tool; the identity function exists for type inference of the handler's input. */
+export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDefinition<S> {
+  return tool;
+}
+
+// Tools are heterogenous in their input schemas; the registry only needs the erased shape.
+export type AnyTool = ToolDefinition<z.ZodType>;
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, AnyTool>();
+
+  constructor(tools: readonly AnyTool[]) {
+    for (const tool of tools) {
+      if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} is registered twice`);
+      this.tools.set(tool.name, tool);
+    }
+  }
+
+  get(name: string): AnyTool | undefined {
+    return this.tools.get(name);
+  }
+
+  names(): string[] {
+    return [...this.tools.keys()].sort();
+  }
+}

@@ -1,0 +1,54 @@
+import { notApplied, type Executor } from './types.js';
+
+/** Connection errors that prove the request never reached the tracker. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function errorCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: unknown } }).cause;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+}
+
+/**
+ * Creates an issue in the configured tracker (`POST {TICKET_TRACKER_URL}/issues`) with the
+ * proposal id as idempotency key. A refused connection or a 4xx wrote nothing (`not_applied`);
+ * a reset, timeout or 5xx after sending may have created the issue, so that outcome is unknown.
+ */
+export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
+  actionType: 'ticket.write.v1',
+  async execute(payload, ctx) {
+    const { ticketTrackerUrl, ticketTrackerToken } = ctx.config.actionReview;
+    if (!ticketTrackerUrl) return notApplied('TICKETING_SETUP_REQUIRED', 'No issue tracker is configured (TICKET_TRACKER_URL).');
+    let res: Response;
+    try {
+      res = await fetch(new URL('issues', ticketTrackerUrl.endsWith('/') ? ticketTrackerUrl : `${ticketTrackerUrl}/`), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': ctx.proposalId,
+          ...(ticketTrackerToken ? { authorization: `Bearer ${ticketTrackerToken}` } : {}),
+        },
+        body: JSON.stringify({ ...payload, external_id: ctx.proposalId }),
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      const code = errorCode(err);
+      if (code && NOT_SENT.has(code)) return notApplied('tracker_unreachable', `The issue tracker could not be reached (${code}); nothing was sent.`);
+      throw err;
+    }
+    const text = await res.text();
+    if (res.status >= 400 && res.status < 500) {
+      return notApplied('tracker_refused', `The issue tracker refused the ticket (HTTP ${res.status}): ${text.slice(0, 500)}`);
+    }
+    if (!res.ok) throw new Error(`The issue tracker answered HTTP ${res.status}; the ticket may have been created.`);
+    let body: { id?: unknown; url?: unknown } = {};
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      // A created ticket whose answer we cannot parse is still created: keep the status in the receipt.
+    }
+    return {
+      outcome: 'executed',
+      result: { http_status: res.status, ticket_id: body.id === undefined ? null : String(body.id), ticket_url: typeof body.url === 'string' ? body.url : null },
+    };
+  },
+};

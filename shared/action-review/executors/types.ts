@@ -1,0 +1,29 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { PrincipalRef } from '../../auth/principal.js';
+import type { AppConfig } from '../../config.js';
+import type { ActionType } from '../action-types.js';
+import type { Payload } from '../payloads.js';
+import type { EffectOutcome } from '../types.js';
+
+export interface ExecutorContext {
+  proposalId: string;
+  tenant: string;
+  executedBy: PrincipalRef;
+  em: EntityManager;
+  config: AppConfig;
+  /** Aborted when the activity is cancelled (worker shutdown); executors stop what they can. */
+  signal: AbortSignal;
+  heartbeat(): void;
+}
+
+/**
+ * Applies one action type's effect. Return `not_applied` only when certain nothing was written;
+ * throw when the effect may have started but its outcome is unknown (the proposal then needs
+ * reconciliation, never a retry).
+ */
+export interface Executor<T extends ActionType> {
+  actionType: T;
+  execute(payload: Payload<T>, ctx: ExecutorContext): Promise<EffectOutcome>;
+}
+
+export const notApplied = (reason: string, detail: string): EffectOutcome => ({ outcome: 'not_applied', reason, detail });

@@ -1,0 +1,52 @@
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import type { AppConfig } from '../config.js';
+import { describeError, type Logger } from '../log.js';
+
+/** The schedule that sweeps undelivered hand-backs (`action_review.sweep_interval_seconds`). */
+export const HANDBACK_SWEEP_SCHEDULE_ID = 'action-review-handback-sweep';
+
+function scheduleOptions(config: AppConfig, scheduleId: string) {
+  return {
+    scheduleId,
+    spec: { intervals: [{ every: `${config.actionReview.sweepIntervalSeconds} seconds` }] },
+    action: {
+      type: 'startWorkflow' as const,
+      workflowType: 'actionReviewHandbackSweepWorkflow',
+      workflowId: `${scheduleId}-run`,
+      taskQueue: config.temporal.taskQueue,
+      args: [{}],
+    },
+    // A slow sweep is never doubled: the next tick is skipped while one runs.
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    memo: { purpose: 'Retries Action Review decision hand-backs that were not delivered' },
+  };
+}
+
+/**
+ * Creates the sweep schedule, or brings an existing one in line with the configuration (interval,
+ * task queue). Idempotent: every worker start may call it.
+ */
+export async function ensureHandbackSweepSchedule(client: Client, config: AppConfig, scheduleId = HANDBACK_SWEEP_SCHEDULE_ID): Promise<'created' | 'updated'> {
+  const options = scheduleOptions(config, scheduleId);
+  try {
+    await client.schedule.create(options);
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: { ...previous.policies, overlap: options.policies.overlap } }));
+  return 'updated';
+}
+
+/** For the worker's start: its own short-lived client; a failure is logged, not fatal (the next start retries). */
+export async function ensureHandbackSweepScheduleAtStart(config: AppConfig, log: Logger): Promise<void> {
+  const connection = await Connection.connect({ address: config.temporal.address });
+  try {
+    const outcome = await ensureHandbackSweepSchedule(new Client({ connection, namespace: config.temporal.namespace }), config);
+    log.info('hand-back sweep schedule ensured', { schedule_id: HANDBACK_SWEEP_SCHEDULE_ID, outcome, every_seconds: config.actionReview.sweepIntervalSeconds });
+  } catch (err) {
+    log.warn('could not ensure the hand-back sweep schedule', describeError(err));
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ConversationMessageSchema, type ConversationMessage } from '../db/entities/index.js';
+import { NotFoundError } from '../errors.js';
+
+export interface ThreadRecord {
+  id: string;
+  tenant: string;
+  agentId: string;
+  ownerId: string | null;
+  origin: string | null;
+  callerPersona: string | null;
+  callerGoal: string | null;
+  title: string | null;
+  createdAt: Date;
+}
+
+interface ThreadRow {
+  id: string;
+  tenant: string;
+  bot_id: string;
+  owner_id: string | null;
+  origin: string | null;
+  caller_persona: string | null;
+  caller_goal: string | null;
+  title: string | null;
+  created_at: Date;
+}
+
+const toRecord = (r: ThreadRow): ThreadRecord => ({
+  id: r.id,
+  tenant: r.tenant,
+  agentId: r.bot_id,
+  ownerId: r.owner_id,
+  origin: r.origin,
+  callerPersona: r.caller_persona,
+  callerGoal: r.caller_goal,
+  title: r.title,
+  createdAt: new Date(r.created_at),
+});
+
+/** Creates an agent thread owned by one person (private: only the owner sees it and its proposals). */
+export async function createThread(
+  em: EntityManager,
+  t: { id: string; tenant: string; agentId: string; ownerId: string; origin: string | null; callerPersona: string | null; callerGoal: string | null; title: string | null },
+): Promise<ThreadRecord> {
+  const [row] = await em.getConnection().execute<ThreadRow[]>(
+    `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility, title, origin, caller_persona, caller_goal, created_at)
+     values (?, ?, ?, ?, 'private', ?, ?, ?, ?, now()) returning *`,
+    [t.id, t.tenant, t.agentId, t.ownerId, t.title, t.origin, t.callerPersona, t.callerGoal],
+  );
+  return toRecord(row!);
+}
+
+export async function findThread(em: EntityManager, id: string): Promise<ThreadRecord | null> {
+  const [row] = await em.getConnection().execute<ThreadRow[]>('select * from conversation_threads where id = ?', [id]);
+  return row ? toRecord(row) : null;
+}
+
+/** The caller's own thread; anyone else's (or another tenant's) answers 404 like an unknown one. */
+export async function getOwnThread(em: EntityManager, owner: { id: string; tenant: string }, id: string): Promise<ThreadRecord> {
+  const thread = await findThread(em, id);
+  if (!thread || thread.tenant !== owner.tenant || thread.ownerId !== owner.id) throw new NotFoundError(`No thread ${id}.`);
+  return thread;
+}
+
+export async function updateCallerGoal(em: EntityManager, id: string, goal: string): Promise<void> {
+  await em.getConnection().execute('update conversation_threads set caller_goal = ? where id = ?', [goal, id]);
+}
+
+export interface NewMessage {
+  threadId: string;
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  authorKind: string;
+  authorId: string;
+  content: string;
+  metadata?: Record<string, unknown>;
+  /** Writers that may retry pass a key: a second write with it returns the first message. */
+  idempotencyKey: string;
+}
+
+/** Appends a message once per idempotency key; returns the stored message either way. */
+export async function appendMessage(em: EntityManager, m: NewMessage): Promise<ConversationMessage> {
+  await em.getConnection().execute(
+    `insert into conversation_messages (id, thread_id, role, author_kind, author_id, content, metadata, idempotency_key, created_at)
+     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, clock_timestamp()) on conflict (idempotency_key) do nothing`,
+    [randomUUID(), m.threadId, m.role, m.authorKind, m.authorId, m.content, JSON.stringify(m.metadata ?? {}), m.idempotencyKey],
+  );
+  return em.findOneOrFail(ConversationMessageSchema, { idempotencyKey: m.idempotencyKey });
+}
+
+export async function listMessages(em: EntityManager, threadId: string): Promise<ConversationMessage[]> {
+  return em.find(ConversationMessageSchema, { threadId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}

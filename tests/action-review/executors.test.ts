@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../helpers/db.js';
+import { http } from '../helpers/stack.js';
+import { path, propose, recordHistory, startFakeTracker, startReviewStack, ticket, type FakeTracker, type ReviewStack } from './support.js';
+
+let r: ReviewStack;
+let tracker: FakeTracker;
+
+beforeAll(async () => {
+  tracker = await startFakeTracker();
+  r = await startReviewStack({
+    TICKET_TRACKER_URL: tracker.url,
+    LOCAL_CLI_ALLOWED_COMMANDS: 'echo,env,sleep',
+    LOCAL_CLI_TIMEOUT_SECONDS: '1',
+  });
+});
+afterAll(async () => {
+  await r?.close();
+  await tracker?.close();
+});
+
+const cli = (command: string, args: string[]) => ({ action_type: 'local_cli.run.v1', payload: { command, args }, expected_effect: `runs ${command}` });
+const approve = async (id: string) => {
+  const res = await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: {} });
+  expect(res.status).toBe(200);
+  return res.body;
+};
+
+describe('local_cli.run.v1 (approving is the action)', () => {
+  it('runs an allow-listed command on approve and captures exit code and output', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, cli('echo', ['hello', 'world']));
+    const res = await approve(id);
+    expect(res).toMatchObject({ decided: true, claimed: true, final_status: 'executed' });
+    expect(res.execution_result).toMatchObject({ command: 'echo', exit_code: 0, succeeded: true, stdout: 'hello world\n' });
+    expect(res.proposal.execution_receipt).toEqual(res.execution_result);
+    await recordHistory(r.stack.api.deps.temporal, `action-review/${id}`, 'action-review-self-applying-local-cli');
+  });
+
+  it('gives the command a scrubbed environment', async () => {
+    const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('env', [])));
+    const names = (res.execution_result.stdout as string).trim().split('\n').map((l) => l.split('=')[0]).sort();
+    expect(names).toEqual(['LANG', 'PATH']);
+  });
+
+  it('refuses a command off the allow-list as not_applied', async () => {
+    const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('rm', ['-rf', '/tmp/x'])));
+    expect(res).toMatchObject({ final_status: 'not_applied', execution_refusal_reason: 'command_not_allowed' });
+  });
+
+  it('a command cut short by the timeout may have done work: reconciliation_required, outcome_not_recorded', async () => {
+    const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('sleep', ['5'])));
+    expect(res).toMatchObject({ final_status: 'reconciliation_required', execution_refusal_reason: 'outcome_not_recorded' });
+    expect(res.execution_error_detail).toContain('timed out');
+  });
+});
+
+describe('internal action types', () => {
+  it('applies test-case approval on approve (self-applying) into prover_decisions', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, {
+      action_type: 'prover.approve_view_test_cases.v1',
+      payload: { view_id: 'v_orders', test_case_ids: ['t1', 't2'] },
+      expected_effect: 'Two test cases approved for v_orders.',
+    });
+    expect(await approve(id)).toMatchObject({ final_status: 'executed', proposal: { approving_is_the_action: true } });
+    expect(await query(r.stack.db.url, 'select action_type, subject_id from prover_decisions where proposal_id = $1', [id])).toEqual([
+      { action_type: 'prover.approve_view_test_cases.v1', subject_id: 'v_orders' },
+    ]);
+  });
+
+  it('does not apply a non-self-applying type on approve', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, {
+      action_type: 'prover.approve_composite_bundle.v1',
+      payload: { bundle_id: 'b1', member_ids: ['m1'] },
+      expected_effect: 'Bundle b1 approved.',
+    });
+    const res = await approve(id);
+    expect(res.proposal).toMatchObject({ status: 'approved', approving_is_the_action: false });
+    expect(await query(r.stack.db.url, 'select * from prover_decisions where proposal_id = $1', [id])).toEqual([]);
+  });
+});
+
+describe('external action types', () => {
+  it('crm.merge.v1 refuses with not_applied until the CRM merge capability exists', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, {
+      action_type: 'crm.merge.v1',
+      payload: { object_kind: 'Contact', survivor_id: 'c1', loser_ids: ['c2'] },
+      expected_effect: 'c2 merged into c1.',
+    });
+    await approve(id);
+    const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
+    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'not_applied', refusal_reason: 'crm_merge_unavailable' });
+    expect(res.body.refusal_detail).toContain('nothing was written');
+  });
+
+  it('ticket.write.v1 refused by the tracker (4xx) is not_applied', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, ticket('archived project'));
+    await approve(id);
+    tracker.mode = 'reject';
+    const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
+    tracker.mode = 'ok';
+    expect(res.body).toMatchObject({ final_status: 'not_applied', refusal_reason: 'tracker_refused' });
+    expect(res.body.refusal_detail).toContain('422');
+  });
+});

@@ -1,0 +1,67 @@
+import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import type { HandbackActivities } from '../activities/handback.js';
+import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+
+export interface HandbackInput {
+  proposalId: string;
+  /** Delivery attempts before this run gives up and leaves the hand-back to the sweep. */
+  maxAttempts: number;
+}
+
+export interface HandbackResult {
+  proposalId: string;
+  delivered: boolean;
+  messageId: string | null;
+}
+
+/**
+ * Delivers one decision into the conversation that raised the proposal, retrying with backoff
+ * while the conversation store fails. The delivery is idempotent (keyed by proposal), so this
+ * workflow and the sweep may both try without a duplicate message.
+ */
+export async function actionReviewHandbackWorkflow(input: HandbackInput): Promise<HandbackResult> {
+  const { deliverHandback } = proxyActivities<HandbackActivities>({
+    ...ActivityProfiles.database,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: input.maxAttempts },
+  });
+  try {
+    const r = await deliverHandback({ proposalId: input.proposalId });
+    return { proposalId: input.proposalId, delivered: r.delivered, messageId: r.messageId };
+  } catch (err) {
+    // Out of attempts: the hand-back stays pending in PostgreSQL and the scheduled sweep retries it.
+    if (err instanceof ActivityFailure) return { proposalId: input.proposalId, delivered: false, messageId: null };
+    throw err;
+  }
+}
+
+export interface HandbackSweepInput {
+  /** How many pending hand-backs one sweep handles at most. */
+  limit?: number;
+}
+
+export interface HandbackSweepResult {
+  pending: number;
+  delivered: number;
+  failed: number;
+}
+
+/** Run by the `action-review-handback-sweep` schedule: retries every hand-back still pending. */
+export async function actionReviewHandbackSweepWorkflow(input: HandbackSweepInput = {}): Promise<HandbackSweepResult> {
+  const { listPendingHandbacks } = proxyActivities<HandbackActivities>(ActivityProfiles.database);
+  const { deliverHandback } = proxyActivities<HandbackActivities>({
+    ...ActivityProfiles.database,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+  });
+  const pending = await listPendingHandbacks({ limit: input.limit ?? 500 });
+  let delivered = 0;
+  let failed = 0;
+  for (const proposalId of pending) {
+    try {
+      if ((await deliverHandback({ proposalId })).delivered) delivered++;
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      failed++; // the next sweep tries again
+    }
+  }
+  return { pending: pending.length, delivered, failed };
+}

@@ -1,0 +1,94 @@
+import {
+  ApplicationFailure,
+  ActivityFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ThreadActivities } from '../activities/thread.js';
+import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import { postMessageUpdate, turnsQuery, type LlmFailureView, type PostMessageInput, type ThreadWorkflowInput, type TurnResult } from './thread-definitions.js';
+
+const { recordUserMessage, callModel } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
+const { runToolCall } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, retry: { maximumAttempts: 3 } });
+
+/** How many model ↔ tool round trips one turn may take before the agent must answer. */
+const MAX_TOOL_ROUNDS = 6;
+/** A thread's workflow ends after a day without messages; the next message starts it again. */
+const IDLE_TIMEOUT = '1 day';
+
+/**
+ * An agent thread (`thread/<thread_id>`). Each user message is an Update that returns the agent's
+ * reply; the model call and each tool call are activities, so a crashed worker resumes the turn
+ * instead of losing the message. Messages live in PostgreSQL; the workflow carries only ids.
+ */
+export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> {
+  let busy = false;
+  let turns = 0;
+
+  setHandler(turnsQuery, () => ({ turns, busy }));
+  setHandler(
+    postMessageUpdate,
+    async (message: PostMessageInput): Promise<TurnResult> => {
+      await condition(() => !busy);
+      busy = true;
+      try {
+        return await runTurn(input, message);
+      } finally {
+        busy = false;
+        turns++;
+      }
+    },
+    {
+      validator: (message) => {
+        if (!message.content || !message.content.trim()) throw new Error('The message is empty.');
+        if (!message.messageId) throw new Error('The message has no id.');
+      },
+    },
+  );
+
+  for (;;) {
+    const seen = turns;
+    const active = await condition(() => turns !== seen || busy, IDLE_TIMEOUT);
+    if (!active) break;
+    if (workflowInfo().continueAsNewSuggested) {
+      await condition(() => !busy && allHandlersFinished());
+      await continueAsNew<typeof threadWorkflow>(input);
+    }
+  }
+  await condition(allHandlersFinished);
+}
+
+async function runTurn(input: ThreadWorkflowInput, message: PostMessageInput): Promise<TurnResult> {
+  const turnId = message.messageId;
+  await recordUserMessage({ threadId: input.threadId, ...message });
+  let toolCalls = 0;
+  for (let round = 0; round <= MAX_TOOL_ROUNDS; round++) {
+    // The last round disables tools: the agent must answer with what it has.
+    const toolsDisabled = round === MAX_TOOL_ROUNDS;
+    let step: Awaited<ReturnType<typeof callModel>>;
+    try {
+      step = await callModel({ threadId: input.threadId, agentId: input.agentId, tenant: input.tenant, turnId, round, toolsDisabled });
+    } catch (err) {
+      const llmFailure = llmFailureOf(err);
+      if (llmFailure) return { ok: false, llmFailure };
+      throw err;
+    }
+    if (step.toolCalls.length === 0 || toolsDisabled) return { ok: true, reply: step.content ?? '', messageId: step.messageId, toolCalls };
+    for (const call of step.toolCalls) {
+      toolCalls++;
+      await runToolCall({ threadId: input.threadId, agentId: input.agentId, tenant: input.tenant, turnId, call });
+    }
+  }
+  throw ApplicationFailure.nonRetryable('unreachable: the last round always answers');
+}
+
+/** The classified model failure an activity attached (never the provider's raw text). */
+function llmFailureOf(err: unknown): LlmFailureView | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.type === 'LlmError') return cause.details?.[0] as LlmFailureView | undefined;
+  return undefined;
+}
