@@ -28,11 +28,13 @@ const IDLE_TIMEOUT = '1 day';
 export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> {
   let busy = false;
   let turns = 0;
+  let received = 0;
 
   setHandler(turnsQuery, () => ({ turns, busy }));
   setHandler(
     postMessageUpdate,
     async (message: PostMessageInput): Promise<TurnResult> => {
+      received++;
       await condition(() => !busy);
       busy = true;
       try {
@@ -51,9 +53,9 @@ export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> 
   );
 
   for (;;) {
-    const seen = turns;
-    const active = await condition(() => turns !== seen || busy, IDLE_TIMEOUT);
-    if (!active) break;
+    const seen = received;
+    const active = await condition(() => received !== seen, IDLE_TIMEOUT);
+    if (!active && !busy) break;
     if (workflowInfo().continueAsNewSuggested) {
       await condition(() => !busy && allHandlersFinished());
       await continueAsNew<typeof threadWorkflow>(input);

@@ -50,8 +50,14 @@ export async function startThread(deps: AppDeps, em: EntityManager, principal: P
     callerGoal: input.callerGoal ?? null,
     title: input.initialPrompt.slice(0, 120),
   });
-  const turn = await postMessage(deps, principal, thread, input.initialPrompt);
-  return { thread, agent, turn };
+  try {
+    const turn = await postMessage(deps, principal, thread, input.initialPrompt);
+    return { thread, agent, turn };
+  } catch (err) {
+    // The thread exists: tell the caller where to retry.
+    if (err instanceof LlmFailureError) Object.assign(err.payload!, { platform_thread_id: thread.id });
+    throw err;
+  }
 }
 
 /**

@@ -41,7 +41,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = createLogger({ level: lines ? 'debug' : 'error', sink: lines ? (line) => lines.push(line) : () => {} });
   const api = await startApi(config, log);
   const worker = options.worker === false ? undefined : await startWorker({ orm: api.deps.orm, config, log });
-  return {
+  const stack: Stack = {
     url: api.url,
     config,
     db,
@@ -49,11 +49,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     worker,
     log,
     async close() {
-      await worker?.stop();
+      // A test may have replaced the worker (to simulate a restart): stop whichever runs now.
+      await stack.worker?.stop();
       await api.close();
       await db.drop();
     },
   };
+  return stack;
 }
 
 export interface HttpResult<T = Record<string, unknown>> {

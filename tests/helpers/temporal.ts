@@ -53,15 +53,19 @@ export async function startWorker(options: {
     ...workerDefaults,
   });
   const running = worker.run();
+  let stopped: Promise<void> | undefined;
   return {
     worker,
     taskQueue,
     connection,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-      await connection.close();
-      await tools.close();
+    stop() {
+      stopped ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+        await connection.close();
+        await tools.close();
+      })();
+      return stopped;
     },
   };
 }

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readThread, postMessage, startThread } from '../../api/threads/service.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import { permissionsFor } from '../../shared/auth/rbac.js';
+import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
+import { findThread } from '../../shared/threads/store.js';
+import { query } from '../helpers/db.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { http, startStack, type Stack } from '../helpers/stack.js';
+import { startWorker } from '../helpers/temporal.js';
+
+let llm: FakeLlm;
+let stack: Stack;
+
+const person = (id: string): Principal => ({
+  kind: 'person',
+  id,
+  tenant: 'default',
+  displayName: id,
+  roles: ['admin'],
+  permissions: permissionsFor(['admin']),
+  credential: 'idp_jwt',
+});
+const owner = person('local-admin');
+const lastUser = (req: { messages: Array<{ role: string; content: string | null }> }) => [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  stack = await startStack({ env: { PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model', PLATFORM_LLM_API_KEY: 'sk-test' } });
+});
+afterAll(async () => {
+  await stack?.close();
+  await llm?.close();
+});
+
+const em = () => stack.api.deps.orm.em.fork();
+
+describe('agent thread turns', () => {
+  it('answers a first message through the model and stores the conversation', async () => {
+    llm.respond = (req) => ({ content: `echo: ${lastUser(req)}` });
+    const { thread, agent, turn } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'hello agent',
+      callerPersona: 'a data engineer',
+      callerGoal: 'check the pipeline',
+      origin: 'mcp_origin',
+    });
+    expect(thread.id).toMatch(/^mcp_[0-9a-f]{32}$/);
+    expect(agent.name).toBe('Eve');
+    expect(turn).toMatchObject({ ok: true, reply: 'echo: hello agent', toolCalls: 0 });
+    const sent = llm.requests.at(-1)!;
+    expect(sent.model).toBe('fake-model');
+    expect(sent.messages[0]!.role).toBe('system');
+    expect(sent.messages[0]!.content).toContain('a data engineer');
+    expect(sent.messages[0]!.content).toContain('check the pipeline');
+    const { messages } = await readThread(em(), owner, thread.id);
+    expect(messages.map((m) => `${m.role}:${m.content}`)).toEqual(['user:hello agent', 'assistant:echo: hello agent']);
+    expect((await findThread(em(), thread.id))!.origin).toBe('mcp_origin');
+    const usage = await query(stack.db.url, 'select model, prompt_tokens, completion_tokens, thread_id from llm_usage where thread_id = $1', [thread.id]);
+    expect(usage).toEqual([{ model: 'fake-model', prompt_tokens: 11, completion_tokens: 7, thread_id: thread.id }]);
+
+    const second = await postMessage(stack.api.deps, owner, thread, 'and again');
+    expect(second.reply).toBe('echo: and again');
+    expect(llm.requests.at(-1)!.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['hello agent', 'echo: hello agent', 'and again']);
+  });
+
+  it('keeps threads private to their owner', async () => {
+    llm.respond = () => ({ content: 'mine' });
+    const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'secret', origin: 'mcp_origin' });
+    await expect(readThread(em(), person('someone-else'), thread.id)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('lets the agent raise an Action Review proposal, and sees the decision on its next turn', async () => {
+    llm.respond = (req) => {
+      const last = req.messages.at(-1)!;
+      if (last.role === 'user' && last.content?.includes('please propose')) {
+        return {
+          toolCalls: [
+            {
+              name: 'action_review',
+              arguments: { action: 'CREATE_PROPOSAL', action_type: 'learning.adopt.v1', payload: { learning_id: 'lrn-1', title: 'UTC', content: 'Prefer UTC timestamps' }, expected_effect: 'Adopts one learning' },
+            },
+          ],
+        };
+      }
+      if (last.role === 'tool') return { content: `Raised: ${last.content}` };
+      return { content: `seen ${req.messages.filter((m) => m.role === 'system' && m.content?.includes('[platform note]')).length} notes` };
+    };
+    const { thread, turn } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'please propose adopting it', origin: 'mcp_origin' });
+    expect(turn.toolCalls).toBe(1);
+    expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual(['action_review']);
+    const toolResult = JSON.parse(turn.reply.replace(/^Raised: /, ''));
+    const proposalId = toolResult.proposal?.proposal_id ?? toolResult.proposal_id;
+    expect(typeof proposalId).toBe('string');
+    const [row] = await query<{ requester_kind: string; bot_id: string; thread_id: string }>(
+      stack.db.url,
+      'select requester_kind, bot_id, thread_id from action_review_proposals where proposal_id = $1',
+      [proposalId],
+    );
+    expect(row).toMatchObject({ requester_kind: 'agent', bot_id: 'eve', thread_id: thread.id });
+
+    const approved = await http(stack.url, 'POST', `/api/action-review/proposals/${proposalId}/approve`, { body: { reason: 'looks right' } });
+    expect(approved.status).toBe(200);
+    let handedBack = 0;
+    for (let i = 0; i < 40 && handedBack === 0; i++) {
+      handedBack = (await query(stack.db.url, `select 1 from conversation_messages where thread_id = $1 and role not in ('user', 'assistant', 'tool')`, [thread.id])).length;
+      if (!handedBack) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(handedBack).toBe(1);
+    const next = await postMessage(stack.api.deps, owner, thread, 'any news?');
+    expect(next.reply).toBe('seen 1 notes');
+    const note = llm.requests.at(-1)!.messages.find((m) => m.content?.includes('[platform note]'))!;
+    expect(note.content).toContain('looks right');
+  });
+
+  it('answers llm_error with a classified failure, no provider text, and the thread to retry in', async () => {
+    llm.respond = () => ({ status: 401, body: '{"error":{"message":"Incorrect API key provided: sk-test"}}' });
+    const err = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'x', origin: 'mcp_origin' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LlmFailureError);
+    const payload = (err as LlmFailureError).payload as { llm_failure: Record<string, string>; platform_thread_id: string };
+    expect((err as LlmFailureError).errorType).toBe('llm_error');
+    expect(payload.llm_failure.kind).toBe('authentication');
+    expect(payload.llm_failure.error_id).toMatch(/^llm_[0-9a-f]{16}$/);
+    expect(Object.keys(payload.llm_failure).sort()).toEqual(['action', 'error_id', 'kind', 'message']);
+    expect(JSON.stringify(err)).not.toContain('Incorrect API key');
+
+    llm.respond = () => ({ content: 'recovered' });
+    const record = (await findThread(em(), payload.platform_thread_id))!;
+    expect((await postMessage(stack.api.deps, owner, record, 'x again')).reply).toBe('recovered');
+  });
+
+  it('resumes a turn on another worker when its worker stops mid-call, storing the message once', async () => {
+    llm.respond = () => ({ hang: true });
+    const before = llm.requests.length;
+    const pending = startThread(stack.api.deps, em(), owner, { initialPrompt: 'survive this', origin: 'mcp_origin' });
+    for (let i = 0; i < 80 && llm.requests.length === before; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(llm.requests.length).toBe(before + 1);
+
+    const stopping = stack.worker!.stop();
+    // The held call now fails while its worker drains; the retry must run elsewhere.
+    llm.respond = () => ({ content: 'answered after restart' });
+    llm.release({ status: 503, body: 'upstream restarting' });
+    await stopping;
+    stack.worker = await startWorker({ orm: stack.api.deps.orm, config: stack.config, log: stack.log });
+
+    const { thread, turn } = await pending;
+    expect(turn.reply).toBe('answered after restart');
+    const rows = await query(stack.db.url, `select role, content from conversation_messages where thread_id = $1 order by created_at`, [thread.id]);
+    expect(rows).toEqual([
+      { role: 'user', content: 'survive this' },
+      { role: 'assistant', content: 'answered after restart' },
+    ]);
+  });
+});
