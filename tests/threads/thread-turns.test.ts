@@ -5,6 +5,7 @@ import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { findThread } from '../../shared/threads/store.js';
 import { query } from '../helpers/db.js';
+import { recordHistory } from '../helpers/histories.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { startWorker } from '../helpers/temporal.js';
@@ -61,6 +62,7 @@ describe('agent thread turns', () => {
     const second = await postMessage(stack.api.deps, owner, thread, 'and again');
     expect(second.reply).toBe('echo: and again');
     expect(llm.requests.at(-1)!.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['hello agent', 'echo: hello agent', 'and again']);
+    await recordHistory('thread-two-turns', stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`));
   });
 
   it('keeps threads private to their owner', async () => {
@@ -110,6 +112,7 @@ describe('agent thread turns', () => {
     expect(next.reply).toBe('seen 1 notes');
     const note = llm.requests.at(-1)!.messages.find((m) => m.content?.includes('[platform note]'))!;
     expect(note.content).toContain('looks right');
+    await recordHistory('thread-tool-call-then-handback', stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`));
   });
 
   it('answers llm_error with a classified failure, no provider text, and the thread to retry in', async () => {

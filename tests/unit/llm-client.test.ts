@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatCompletion, LlmError } from '../../shared/llm/client.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+
+let llm: FakeLlm;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+});
+afterAll(async () => {
+  await llm?.close();
+});
+
+const settings = () => ({ baseUrl: llm.baseUrl, apiKey: 'sk-secret', model: 'm1', timeoutSeconds: 5 });
+const failureOf = async (p: Promise<unknown>) => {
+  const err = await p.catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(LlmError);
+  return err as LlmError;
+};
+
+describe('chatCompletion', () => {
+  it('sends the OpenAI chat format with tools and reads content, tool calls and usage', async () => {
+    llm.respond = () => ({ toolCalls: [{ name: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', proposal_id: 'p1' } }] });
+    const tools = [{ type: 'function' as const, function: { name: 'action_review', description: 'x', parameters: { type: 'object' } } }];
+    const res = await chatCompletion(settings(), [{ role: 'user', content: 'hi' }], tools);
+    expect(res.toolCalls).toHaveLength(1);
+    expect(JSON.parse(res.toolCalls[0]!.function.arguments)).toEqual({ action: 'GET_REQUEST_STATUS', proposal_id: 'p1' });
+    expect(res.usage).toEqual({ promptTokens: 11, completionTokens: 7 });
+    const sent = llm.requests.at(-1)!;
+    expect(sent).toMatchObject({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
+    expect(sent.tools).toEqual(tools);
+  });
+
+  it.each([
+    [401, 'authentication', false],
+    [429, 'rate_limited', true],
+    [503, 'unavailable', true],
+    [400, 'bad_request', false],
+  ])('classifies HTTP %i as %s (retryable %s) without provider text', async (status, kind, retryable) => {
+    llm.respond = () => ({ status, body: '{"error":"provider secret detail sk-secret"}' });
+    const err = await failureOf(chatCompletion(settings(), [{ role: 'user', content: 'x' }], []));
+    expect(err.failure.kind).toBe(kind);
+    expect(err.retryable).toBe(retryable);
+    expect(JSON.stringify(err.failure)).not.toContain('provider secret');
+    expect(err.detailForLogs).toContain('provider secret');
+  });
+
+  it('says when no provider is configured, and when the answer is not a chat completion', async () => {
+    expect((await failureOf(chatCompletion({ ...settings(), baseUrl: undefined }, [], []))).failure.kind).toBe('not_configured');
+    llm.respond = () => ({ status: 200, body: '<html>proxy login</html>' });
+    expect((await failureOf(chatCompletion(settings(), [], []))).failure.kind).toBe('bad_response');
+  });
+
+  it('times out a hanging provider as a retryable timeout', async () => {
+    llm.respond = () => ({ hang: true });
+    const err = await failureOf(chatCompletion({ ...settings(), timeoutSeconds: 1 }, [], []));
+    expect(err.failure.kind).toBe('timeout');
+    expect(err.retryable).toBe(true);
+    llm.release({ content: 'late' });
+  });
+});
