@@ -1,4 +1,5 @@
 /** `npm run bench`: starts its own stack and prints each benchmark beside its baseline, with ratios. */
+import { benchActionReview } from './action-review.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
 
@@ -8,6 +9,7 @@ const stack = await startBenchStack();
 try {
   process.stdout.write(`# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores)\n\n`);
   process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
+  process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
 } finally {
   await stack.close();
 }

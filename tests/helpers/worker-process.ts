@@ -1,0 +1,126 @@
+/**
+ * A Temporal worker in a process of its own, so a test can kill it for real (SIGKILL: no shutdown,
+ * no drain, no goodbye to the server) and start another.
+ *
+ * As a script (`node --import tsx tests/helpers/worker-process.ts`) it reads DATABASE_URL,
+ * TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, the Action Review settings (ACTION_REVIEW_*, TICKET_TRACKER_URL,
+ * LOCAL_CLI_*) and WORKFLOW_BUNDLE_PATH (the test run's prebuilt bundle) from the environment, runs
+ * the real workflows and activities, and writes `ready` on a line of stdout once it polls. SIGTERM
+ * (or the parent going away) stops it gracefully. Logs go to stderr.
+ *
+ * From a test, `spawnWorkerProcess` starts one and answers a handle to wait for, kill and stop it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import { loadConfig } from '../../shared/config.js';
+import { initOrm } from '../../shared/db/orm.js';
+import { isMain } from '../../shared/is-main.js';
+import { createLogger, describeError } from '../../shared/log.js';
+import { workerDefaults } from '../../worker/index.js';
+
+const scriptPath = fileURLToPath(import.meta.url);
+const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+const READY = 'ready';
+
+async function main(): Promise<void> {
+  const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
+  if (!bundlePath) throw new Error('WORKFLOW_BUNDLE_PATH is not set');
+  const config = loadConfig();
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const log = createLogger({ level: config.logLevel, base: { service: 'worker-process', pid: process.pid }, sink: (line) => process.stderr.write(line + '\n') });
+  const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: 2 });
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    workflowBundle: { codePath: bundlePath },
+    activities: createActivities({ orm, config, log }),
+    ...workerDefaults,
+  });
+  // The SDK's runtime turns SIGINT/SIGTERM into a graceful shutdown; a vanished parent does too.
+  process.channel?.unref(); // the channel alone must not keep the process alive
+  process.on('disconnect', () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
+  const running = worker.run();
+  process.stdout.write(`${READY}\n`);
+  await running;
+  await connection.close();
+  await orm.close();
+  process.exit(0);
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves once the worker polls its task queue; rejects if the process ends first. */
+  ready: Promise<void>;
+  /** Resolves with how the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What the process wrote to stderr so far (for failure messages). */
+  stderr(): string;
+  /** SIGKILL: the process dies on the spot, as in a crash or an OOM kill. */
+  kill(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Safe to call on an exited process. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts `tests/helpers/worker-process.ts` as a child process with the given environment on top of ours. */
+export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', scriptPath], {
+    cwd: projectRoot,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    // An IPC channel only so that the worker notices when its parent (the test run) is gone.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker process ${child.pid} not ready after ${readyTimeoutMs} ms\n${stderr}`)), readyTimeoutMs);
+    child.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.split('\n').includes(READY)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process ${child.pid} ended before it was ready (code ${code}, signal ${signal})\n${stderr}`));
+    });
+  });
+  ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    child,
+    ready,
+    exited,
+    stderr: () => stderr,
+    async kill() {
+      if (running()) child.kill('SIGKILL');
+      return exited;
+    },
+    async stop(graceMs = 10_000) {
+      if (!running()) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+if (isMain(import.meta.url)) {
+  main().catch((err: unknown) => {
+    process.stderr.write(JSON.stringify({ level: 'error', msg: 'worker process failed', ...describeError(err) }) + '\n');
+    process.exit(1);
+  });
+}
