@@ -5,6 +5,7 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import { BadRequestError, PayloadTooLargeError, PlatformError } from '../shared/errors.js';
 import type { AppDeps } from './deps.js';
 import { mountRoutes } from './http/mount.js';
+import { gatewayCors } from './mcp/cors.js';
 import type { AnyRoute } from './http/route.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { requestIdAndAccessLog } from './middleware/request-id.js';
@@ -51,6 +52,7 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
     return next();
   });
   app.use((_ctx, next) => RequestContext.create(deps.orm.em, next));
+  app.use(gatewayCors(deps.config));
   const router = new Router();
   mountRoutes(router, routes, deps);
   app.use(router.routes());

@@ -2,14 +2,23 @@
 import { benchActionReview } from './action-review.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
+import { benchThreads } from './threads.js';
+import { startFakeLlm } from '../tests/helpers/fake-llm.js';
 
 const count = Number(process.env.BENCH_COUNT ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const stack = await startBenchStack();
+/** `BENCH_ONLY=echo,threads` runs a subset. */
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const wanted = (name: string) => !only || only.includes(name);
+// Thread turns talk to a local OpenAI-compatible fake model, so the figures measure the platform, not a provider.
+const llm = await startFakeLlm((req) => ({ content: `ok ${req.messages.length}` }));
+const stack = await startBenchStack({ PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'bench-model' });
 try {
   process.stdout.write(`# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores)\n\n`);
-  process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
-  process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
+  if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
+  if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
+  if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
 } finally {
   await stack.close();
+  await llm.close();
 }

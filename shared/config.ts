@@ -68,6 +68,11 @@ const EnvSchema = z.object({
   PLATFORM_LLM_API_KEY: optionalString,
   PLATFORM_LLM_MODEL: optionalString,
   PLATFORM_LLM_TIMEOUT_SECONDS: optionalString,
+  PLATFORM_DATA_DIR: optionalString,
+  PLATFORM_SECRETS_KEY: optionalString,
+  CRM_ALLOW_INSECURE_LOOPBACK: optionalString,
+  CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
+  PLATFORM_SKILLS_DIR: optionalString,
 });
 
 export interface AppConfig {
@@ -113,6 +118,8 @@ export interface AppConfig {
   };
   /** The active language-model provider (any OpenAI-compatible chat endpoint); unset means none configured. */
   llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string | undefined; timeoutSeconds: number };
+  /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
+  skillsDir: string | undefined;
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
     sweepIntervalSeconds: number;
@@ -131,6 +138,19 @@ export interface AppConfig {
     ticketTrackerToken: string | undefined;
   };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Secrets at rest (connection credentials, cached tokens): AES-256-GCM with a key derived from `key`. */
+  secrets: {
+    /** `PLATFORM_SECRETS_KEY`; unset: a random key generated once into `keyFile` (one machine only). */
+    key: string | undefined;
+    /** `<PLATFORM_DATA_DIR>/secrets.key`. */
+    keyFile: string;
+  };
+  crm: {
+    /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
+    allowInsecureLoopback: boolean;
+    /** `crm.max_approval_ttl_seconds`: cap on a merge approval's lifetime. */
+    maxApprovalTtlSeconds: number;
+  };
 }
 
 /** Thrown when the environment cannot describe a runnable deployment. */
@@ -206,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       defaultAgentId: e.PLATFORM_MCP_DEFAULT_AGENT_ID,
       defaultAgentUnavailablePolicy: unavailablePolicy(e.PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY),
     },
+    skillsDir: e.PLATFORM_SKILLS_DIR,
     llm: {
       baseUrl: e.PLATFORM_LLM_BASE_URL?.replace(/\/+$/, ''),
       apiKey: e.PLATFORM_LLM_API_KEY,
@@ -224,6 +245,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ticketTrackerToken: e.TICKET_TRACKER_TOKEN,
     },
     logLevel: logLevel as AppConfig['logLevel'],
+    secrets: { key: e.PLATFORM_SECRETS_KEY, keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key` },
+    crm: {
+      allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
+      maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
+    },
   };
 }
 

@@ -45,7 +45,7 @@ export function renderReferencePage(doc: Json): string {
           const paramRows = params
             .map((p) => `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td></tr>`)
             .join('');
-          const body = op.requestBody as { content: { 'application/json': { schema: unknown } } } | undefined;
+          const body = op.requestBody as { content: Record<string, { schema: unknown }> } | undefined;
           const responses = Object.entries(op.responses as Record<string, Json>)
             .map(([status, r]) => {
               const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.['application/json']?.schema;
@@ -57,7 +57,7 @@ export function renderReferencePage(doc: Json): string {
 <p>${escapeHtml(String(op.summary ?? ''))}</p>${op.description ? `<p>${escapeHtml(String(op.description))}</p>` : ''}
 <p class="auth">Auth: ${escapeHtml(auth)}${permission}${kinds}</p>
 ${paramRows ? `<table><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>schema</th></tr>${paramRows}</table>` : ''}
-${body ? `<h4>Request body</h4>${schemaBlock(body.content['application/json'].schema)}` : ''}
+${body ? `<h4>Request body</h4>${Object.entries(body.content).map(([type, c]) => `<p><code>${escapeHtml(type)}</code></p>${schemaBlock(c.schema)}`).join('')}` : ''}
 <h4>Responses</h4>${responses}</section>`;
         })
         .join('');

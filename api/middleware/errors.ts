@@ -18,7 +18,8 @@ export function errorEnvelope(log: Logger): Koa.Middleware {
     try {
       await next();
       // Nothing matched and nothing answered: an unknown route.
-      if (ctx.status === 404 && ctx.body == null) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+      // (A handler that answered on the raw response, like the MCP transport, set respond = false.)
+      if (ctx.status === 404 && ctx.body == null && ctx.respond !== false) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
     } catch (err) {
       const { error, unexpected } = toPlatformError(err);
       const requestLog = (ctx.state.log as Logger | undefined) ?? log;

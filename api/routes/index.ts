@@ -2,11 +2,15 @@ import type { AnyRoute } from '../http/route.js';
 import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
+import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
+import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
+import { oauthProxyRoutes } from './oauth-proxy.js';
 import { toolCallRoutes } from './tool-call.js';
+import { wellKnownRoutes } from './well-known.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -14,5 +18,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...metaRoutes(() => routes), ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
   routes.push(...actionReviewRoutes, ...toolCallRoutes);
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
+  routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   return routes;
 }

@@ -4,6 +4,7 @@ import { ConversationMessageSchema, ConversationThreadSchema } from './conversat
 import { DeploymentSettingSchema, LlmUsageSchema } from './deployment.js';
 import { EchoJobSchema } from './echo-job.js';
 import { PersonalAccessTokenSchema, SandboxTokenSchema, UserSchema } from './identity.js';
+import { DownloadGrantSchema, DownloadSchema, McpOAuthAuthorizationSchema } from './mcp.js';
 
 export * from './action-review.js';
 export * from './agents.js';
@@ -11,6 +12,7 @@ export * from './conversation.js';
 export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
+export * from './mcp.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
 export const allEntities = [
@@ -26,4 +28,7 @@ export const allEntities = [
   ProposalEventRowSchema,
   HandbackRowSchema,
   AgentRowSchema,
+  McpOAuthAuthorizationSchema,
+  DownloadSchema,
+  DownloadGrantSchema,
 ];

@@ -1,11 +1,15 @@
 import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261122050000Rooms } from './Migration20261122050000Rooms.js';
 import { Migration20261122030000Agents } from './Migration20261122030000Agents.js';
 import { Migration20261122000000Backbone } from './Migration20261122000000Backbone.js';
 import { Migration20261122010000ActionReview } from './Migration20261122010000ActionReview.js';
+import { Migration20261122020000McpGateway } from './Migration20261122020000McpGateway.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122000000Backbone', class: Migration20261122000000Backbone },
   { name: 'Migration20261122010000ActionReview', class: Migration20261122010000ActionReview },
   { name: 'Migration20261122030000Agents', class: Migration20261122030000Agents },
+  { name: 'Migration20261122020000McpGateway', class: Migration20261122020000McpGateway },
+  { name: 'Migration20261122050000Rooms', class: Migration20261122050000Rooms },
 ];

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { resolveDefaultAgent } from '../../../shared/agents/default-agent.js';
+import { defaultAgentSettings } from '../../../shared/agents/gateway-settings.js';
+import { listUsableAgents } from '../../../shared/agents/registry.js';
+import { defineMcpAction, setDefaultAgentReporter } from './registry.js';
+
+defineMcpAction({
+  name: 'list_agents',
+  versions: ['v1', 'v2'],
+  description: 'The agents you may hold threads with, and which one is your default.',
+  params: z.object({}),
+  handler: async ({ em, principal, deps }) => {
+    const agents = await listUsableAgents(em, principal);
+    const resolved = resolveDefaultAgent(agents, await defaultAgentSettings(em, deps.config));
+    return {
+      agents: agents.map((a) => ({ agent_id: a.id, name: a.name, description: a.description, is_default: resolved.ok && resolved.agent.id === a.id })),
+      default_agent: resolved.ok ? { agent_id: resolved.agent.id, name: resolved.agent.name, reason: resolved.reason } : null,
+      ...(resolved.ok ? {} : { default_agent_refusal: { code: resolved.code, message: resolved.message } }),
+    };
+  },
+});
+
+setDefaultAgentReporter(async ({ em, principal, deps }) => {
+  const resolved = resolveDefaultAgent(await listUsableAgents(em, principal), await defaultAgentSettings(em, deps.config));
+  return resolved.ok
+    ? { agent_id: resolved.agent.id, name: resolved.agent.name, reason: resolved.reason }
+    : { agent_id: null, refusal: { code: resolved.code, message: resolved.message } };
+});

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { ForbiddenError } from '../../../shared/errors.js';
+import { createRoom, joinRoom, listRooms, readRoom, roomMembers, sendToRoom } from '../../../shared/rooms/store.js';
+import { defineMcpAction, type McpActionContext } from './registry.js';
+
+const RoomId = z.string().regex(/^room_[0-9a-f]{16}$/, 'a room_id from room_list or room_create');
+
+/** Rooms name who speaks, so they need a signed-in caller: with sign-in off everyone is the same local admin. */
+function member(ctx: McpActionContext<unknown>) {
+  const p: Principal = ctx.principal;
+  if (p.credential === 'auth_disabled') {
+    throw new ForbiddenError('Rooms need sign-in: this deployment runs with authentication off (AUTH_PROVIDER=none), so callers cannot be told apart.', {
+      reason: 'rooms_need_sign_in',
+    });
+  }
+  return { id: p.id, label: p.displayName, tenant: p.tenant };
+}
+
+defineMcpAction({
+  name: 'room_list',
+  versions: ['v1', 'v2'],
+  description: 'Rooms of your tenant.',
+  params: z.object({}),
+  handler: async (ctx) => ({ rooms: await listRooms(ctx.em, member(ctx).tenant) }),
+});
+
+defineMcpAction({
+  name: 'room_create',
+  versions: ['v1', 'v2'],
+  description: 'Create a room (you join it).',
+  params: z.object({ room_name: z.string().trim().min(1).max(100), topic: z.string().trim().max(1_000).optional() }),
+  handler: async (ctx) => ({ room: await createRoom(ctx.em, member(ctx), ctx.params.room_name, ctx.params.topic ?? null) }),
+});
+
+defineMcpAction({
+  name: 'room_join',
+  versions: ['v1', 'v2'],
+  description: 'Join a room.',
+  params: z.object({ room_id: RoomId }),
+  handler: async (ctx) => {
+    await joinRoom(ctx.em, member(ctx), ctx.params.room_id);
+    return { room_id: ctx.params.room_id, joined: true };
+  },
+});
+
+defineMcpAction({
+  name: 'room_send',
+  versions: ['v1', 'v2'],
+  description: 'Post a message to a room you joined.',
+  params: z.object({ room_id: RoomId, message: z.string().trim().min(1).max(20_000) }),
+  handler: async (ctx) => ({ message: await sendToRoom(ctx.em, member(ctx), ctx.params.room_id, ctx.params.message) }),
+});
+
+defineMcpAction({
+  name: 'room_read',
+  versions: ['v1', 'v2'],
+  description: 'Messages of a room you joined after a cursor (pass the last seq you saw; 0 for the start).',
+  params: z.object({ room_id: RoomId, after_seq: z.number().int().min(0).optional(), limit: z.number().int().min(1).max(200).optional() }),
+  handler: async (ctx) => {
+    const messages = await readRoom(ctx.em, member(ctx), ctx.params.room_id, ctx.params.after_seq ?? 0, ctx.params.limit ?? 50);
+    return { room_id: ctx.params.room_id, messages, next_after_seq: messages.at(-1)?.seq ?? ctx.params.after_seq ?? 0 };
+  },
+});
+
+defineMcpAction({
+  name: 'room_who',
+  versions: ['v1', 'v2'],
+  description: 'Who is in a room.',
+  params: z.object({ room_id: RoomId }),
+  handler: async (ctx) => ({ room_id: ctx.params.room_id, members: await roomMembers(ctx.em, member(ctx), ctx.params.room_id) }),
+});

@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { readThread, postMessage, startThread, chooseAgent, newMcpThreadId } from '../../threads/service.js';
+import { createThread, getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js';
+import { defineMcpAction } from './registry.js';
+
+/** Tag of threads opened through the gateway (spec: new v2 threads are tagged `mcp_origin`). */
+export const MCP_ORIGIN = 'mcp_origin';
+const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'a platform_thread_id returned by thread_create');
+const Text = (max: number) => z.string().trim().min(1).max(max);
+
+defineMcpAction({
+  name: 'thread_create',
+  versions: ['v1', 'v2'],
+  description: 'Open a thread with an agent (yours by default) and get its answer to initial_prompt. Keep platform_thread_id to continue.',
+  params: z.object({
+    initial_prompt: Text(20_000),
+    caller_persona: Text(2_000).optional(),
+    caller_goal: Text(2_000).optional(),
+    agent_id: z.string().min(1).max(200).optional(),
+  }),
+  handler: async ({ deps, em, principal, params }) => {
+    const { thread, agent, turn } = await startThread(deps, em, principal, {
+      agentId: params.agent_id,
+      callerPersona: params.caller_persona,
+      callerGoal: params.caller_goal,
+      initialPrompt: params.initial_prompt,
+      origin: MCP_ORIGIN,
+    });
+    return { platform_thread_id: thread.id, origin: MCP_ORIGIN, agent: { agent_id: agent.id, name: agent.name }, reply: turn.reply, tool_calls: turn.toolCalls };
+  },
+});
+
+defineMcpAction({
+  name: 'start_thread',
+  versions: ['v1', 'v2'],
+  description: 'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
+  params: z.object({ caller_persona: Text(2_000).optional(), caller_goal: Text(2_000).optional(), agent_id: z.string().min(1).max(200).optional() }),
+  handler: async ({ deps, em, principal, params }) => {
+    const agent = await chooseAgent(deps, em, principal, params.agent_id);
+    const thread = await createThread(em, {
+      id: newMcpThreadId(),
+      tenant: principal.tenant,
+      agentId: agent.id,
+      ownerId: principal.id,
+      origin: MCP_ORIGIN,
+      callerPersona: params.caller_persona ?? null,
+      callerGoal: params.caller_goal ?? null,
+      title: null,
+    });
+    return { platform_thread_id: thread.id, origin: MCP_ORIGIN, agent: { agent_id: agent.id, name: agent.name } };
+  },
+});
+
+defineMcpAction({
+  name: 'thread_continue',
+  versions: ['v1', 'v2'],
+  description: 'Send the next message in one of your threads and get the agent’s reply.',
+  params: z.object({ platform_thread_id: ThreadId, message: Text(20_000) }),
+  handler: async ({ deps, em, principal, params }) => {
+    const thread = await getOwnThread(em, principal, params.platform_thread_id);
+    const turn = await postMessage(deps, principal, thread, params.message);
+    return { platform_thread_id: thread.id, reply: turn.reply, tool_calls: turn.toolCalls };
+  },
+});
+
+defineMcpAction({
+  name: 'thread_get',
+  versions: ['v1', 'v2'],
+  description: 'One of your threads with its messages.',
+  params: z.object({ platform_thread_id: ThreadId }),
+  handler: async ({ em, principal, params }) => {
+    const { thread, messages } = await readThread(em, principal, params.platform_thread_id);
+    return {
+      platform_thread_id: thread.id,
+      agent_id: thread.agentId,
+      origin: thread.origin,
+      caller_persona: thread.callerPersona,
+      caller_goal: thread.callerGoal,
+      created_at: thread.createdAt.toISOString(),
+      messages: messages.map((m) => ({ role: m.role, author: m.authorId, content: m.content, created_at: m.createdAt.toISOString() })),
+    };
+  },
+});
+
+defineMcpAction({
+  name: 'update_goal',
+  versions: ['v1', 'v2'],
+  description: 'Change the goal you pursue in one of your threads; the agent sees it from the next turn.',
+  params: z.object({ platform_thread_id: ThreadId, caller_goal: Text(2_000) }),
+  handler: async ({ em, principal, params }) => {
+    const thread = await getOwnThread(em, principal, params.platform_thread_id);
+    await updateCallerGoal(em, thread.id, params.caller_goal);
+    return { platform_thread_id: thread.id, caller_goal: params.caller_goal };
+  },
+});
+
+defineMcpAction({
+  name: 'ask',
+  versions: ['v1'],
+  description: 'Legacy one-shot question to your default agent (opens a thread you may continue).',
+  params: z.object({ question: Text(20_000), agent_id: z.string().min(1).max(200).optional() }),
+  handler: async ({ deps, em, principal, params }) => {
+    const { thread, agent, turn } = await startThread(deps, em, principal, { agentId: params.agent_id, initialPrompt: params.question, origin: MCP_ORIGIN });
+    return { answer: turn.reply, platform_thread_id: thread.id, agent: { agent_id: agent.id, name: agent.name } };
+  },
+});

@@ -1,0 +1,90 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { Principal } from '../../shared/auth/principal.js';
+import { BadRequestError, PlatformError } from '../../shared/errors.js';
+import { describeError, type Logger } from '../../shared/log.js';
+import type { AppDeps } from '../deps.js';
+import { toPlatformError } from '../middleware/errors.js';
+import { actionNames, findAction, GATEWAY_VERSIONS, RawToolResult, type GatewayContext } from './actions/registry.js';
+
+export interface DispatchContext {
+  principal: Principal;
+  deps: AppDeps;
+  em: EntityManager;
+  gateway: GatewayContext;
+  requestId: string;
+  log: Logger;
+}
+
+/** A tool failure: `isError` with the spec's envelope as JSON text, so clients and models can read the error class. */
+export function toolError(error: PlatformError, requestId: string): CallToolResult {
+  const envelope = { error: error.message, error_type: error.errorType, request_id: requestId, ...(error.payload ? { payload: error.payload } : {}) };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(envelope) }] };
+}
+
+function toolSuccess(result: unknown): CallToolResult {
+  if (result instanceof RawToolResult) return result.result;
+  const structured = result !== null && typeof result === 'object' && !Array.isArray(result);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(result ?? null) }],
+    ...(structured ? { structuredContent: result as Record<string, unknown> } : {}),
+  };
+}
+
+/** Finds the action for this version or explains why there is none (other version, not yet available, unknown). */
+function resolveAction(name: string, gateway: GatewayContext) {
+  const { version, publicOrigin } = gateway;
+  if (!actionNames(version).includes(name)) {
+    const other = GATEWAY_VERSIONS.find((v) => v !== version && actionNames(v).includes(name));
+    if (other) {
+      throw new BadRequestError(
+        `The "${name}" action is not part of the ${version} gateway; it is only on /mcp/${other}/ (connect to ${publicOrigin}/mcp/${other}/ to use it).`,
+        { reason: 'action_not_in_version', action: name, gateway_version: version, available_on: `/mcp/${other}/` },
+      );
+    }
+    throw new BadRequestError(`Unknown action "${name}". Actions on this gateway: ${actionNames(version).join(', ')}.`, {
+      reason: 'unknown_action',
+      action: name,
+      actions: actionNames(version),
+    });
+  }
+  const def = findAction(name, version);
+  if (!def) {
+    throw new PlatformError('not_available_here', `The "${name}" action is not available on this deployment yet.`, {
+      reason: 'action_not_available',
+      action: name,
+    });
+  }
+  return def;
+}
+
+/** Runs one `platform` tool call: picks the action, validates its own parameters, maps refusals to tool errors. */
+export async function dispatchPlatformCall(args: Record<string, unknown>, ctx: DispatchContext): Promise<CallToolResult> {
+  const { action, ...rest } = args;
+  try {
+    const def = resolveAction(String(action), ctx.gateway);
+    const given = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined && v !== null));
+    const allowed = Object.keys(def.params.shape);
+    const extra = Object.keys(given).filter((k) => !allowed.includes(k));
+    if (extra.length > 0) {
+      throw new BadRequestError(
+        `Parameter(s) ${extra.join(', ')} are not used by "${def.name}"; it takes: ${allowed.length ? allowed.join(', ') : 'no parameters'}.`,
+        { reason: 'undeclared_parameters', action: def.name, fields: extra },
+      );
+    }
+    const parsed = (def.params as z.ZodObject).safeParse(given);
+    if (!parsed.success) {
+      const fields = parsed.error.issues.map((i) => ({ field: i.path.map(String).join('.'), message: i.message, code: i.code }));
+      throw new BadRequestError(`Invalid parameters for "${def.name}": ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, {
+        action: def.name,
+        fields,
+      });
+    }
+    return toolSuccess(await def.handler({ ...ctx, params: parsed.data, version: ctx.gateway.version }));
+  } catch (err) {
+    const { error, unexpected } = toPlatformError(err);
+    if (unexpected) ctx.log.error('mcp action failed', { action: String(action), ...describeError(err) });
+    return toolError(error, ctx.requestId);
+  }
+}

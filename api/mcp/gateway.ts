@@ -1,0 +1,89 @@
+import type { IncomingMessage } from 'node:http';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type Koa from 'koa';
+import type { Principal } from '../../shared/auth/principal.js';
+import { AuthenticationError, PlatformError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
+import { authenticate, authenticationRequired } from '../auth/authenticate.js';
+import type { AppDeps } from '../deps.js';
+import type { GatewayVersion } from './actions/registry.js';
+import { credentialGuidance, gatewayAuthMode } from './auth-mode.js';
+import { originRefused } from './cors.js';
+import { originAllowed, publicOrigin, resourceMetadataUrl } from './public-url.js';
+import { createPlatformServer } from './server.js';
+
+export interface GatewayRequest {
+  koa: Koa.Context;
+  deps: AppDeps;
+  em: EntityManager;
+  requestId: string;
+  log: Logger;
+}
+
+/** Refuses a browser Origin that is neither the public origin nor loopback (403, DNS-rebinding guard). */
+export function checkOrigin(ctx: Koa.Context, deps: AppDeps): void {
+  const origin = ctx.get('origin');
+  if (origin && !originAllowed(origin, deps.config)) throw originRefused(origin);
+}
+
+/**
+ * Authenticates like the rest of the API (IdP bearer tokens, `gp_` PATs, the local admin with auth
+ * off), but a refusal carries the MCP challenge: `WWW-Authenticate: Bearer resource_metadata="…"`,
+ * plus `error="invalid_token"` when a credential was presented and did not hold.
+ */
+export async function authenticateGateway(req: GatewayRequest, mountPath: string): Promise<{ principal: Principal; token: string }> {
+  const { koa: ctx, deps, em } = req;
+  const metadata = resourceMetadataUrl(publicOrigin(ctx, deps.config), mountPath);
+  const authorization = ctx.get('authorization') || undefined;
+  let principal: Principal | null;
+  try {
+    principal = await authenticate({ authorization, serviceToken: ctx.get('x-platform-service-token') || undefined }, { config: deps.config, verifier: deps.verifier, em });
+  } catch (err) {
+    if (err instanceof AuthenticationError) err.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}", error="invalid_token"`;
+    throw err;
+  }
+  if (!principal) {
+    const error = authenticationRequired(deps.config, `Authentication required. ${credentialGuidance(gatewayAuthMode(deps.config))}`);
+    error.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}"`;
+    throw error;
+  }
+  const token = /^Bearer\s+(\S+)/i.exec(authorization ?? '')?.[1] ?? '';
+  return { principal, token };
+}
+
+/** POST on a gateway path: a new server and transport for this one request (stateless Streamable HTTP, JSON responses). */
+export async function handleGatewayPost(req: GatewayRequest, mount: { path: string; version: GatewayVersion }): Promise<void> {
+  const { koa: ctx, deps } = req;
+  checkOrigin(ctx, deps);
+  const { principal, token } = await authenticateGateway(req, mount.path);
+  const origin = publicOrigin(ctx, deps.config);
+  const server = createPlatformServer({
+    deps,
+    em: req.em,
+    requestId: req.requestId,
+    log: req.log,
+    gateway: { version: mount.version, publicOrigin: origin, endpoint: `${origin}${mount.path}/` },
+  });
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const authInfo: AuthInfo = { token, clientId: principal.id, scopes: [], extra: { principal } };
+  ctx.respond = false;
+  (ctx.req as IncomingMessage & { auth?: AuthInfo }).auth = authInfo;
+  ctx.res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(ctx.req, ctx.res, (ctx.request as { body?: unknown }).body);
+}
+
+/** GET and DELETE: stateless mode has no standalone SSE stream and no session to end. */
+export function refuseGatewayMethod(ctx: Koa.Context, deps: AppDeps): never {
+  checkOrigin(ctx, deps);
+  const error = new PlatformError('method_not_allowed', 'This gateway is stateless: send MCP messages with POST (no SSE stream to open, no session to delete).', {
+    allowed: ['POST'],
+  });
+  error.headers.Allow = 'POST';
+  throw error;
+}

@@ -1,0 +1,114 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { errors, jwtVerify, SignJWT } from 'jose';
+import type { AppConfig } from '../config.js';
+import { DownloadGrantSchema, DownloadSchema, type Download } from '../db/entities/index.js';
+import { NotFoundError, PayloadTooLargeError, PlatformError } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+
+/**
+ * Short-lived, single-use signed download URLs for files agents produce (spec, Hosted gateway).
+ * A URL carries an HS256 JWT (jose) naming the file, its tenant and a `jti`; serving it records the
+ * `jti` in `download_grants`, so a second use is refused. Refusals: expired or used 410 `gone`;
+ * forged, malformed or for a missing file 404 `not_found` (nothing about the link is confirmed).
+ */
+
+const AUDIENCE = 'platform-download';
+export const MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024;
+export const MAX_DOWNLOAD_TTL_SECONDS = 86_400;
+
+let processKey: Uint8Array | undefined;
+
+/** PLATFORM_SIGNING_KEY, else one random key per process: links then only work on the process that signed them. */
+function signingKey(config: AppConfig, log?: Logger): Uint8Array {
+  if (config.signingKey) return new TextEncoder().encode(config.signingKey);
+  if (!processKey) {
+    processKey = randomBytes(32);
+    (log ?? createLogger({ base: { component: 'downloads' } })).warn(
+      'PLATFORM_SIGNING_KEY is not set: download links are signed with a random per-process key and stop working on restart or on another process',
+    );
+  }
+  return processKey;
+}
+
+export interface SignDownloadInput {
+  fileId: string;
+  tenant: string;
+  ttlSeconds: number;
+  /** Origin for the URL; defaults to the configured public origin, else http://localhost:<PORT>. */
+  publicOrigin?: string;
+  /** Signing time (tests sign already-expired links with a past time). */
+  now?: Date;
+  log?: Logger;
+}
+
+/** Signs a single-use link: `<public origin>/api/downloads/<token>`. */
+export async function signDownload(config: AppConfig, input: SignDownloadInput): Promise<string> {
+  if (!Number.isInteger(input.ttlSeconds) || input.ttlSeconds < 1 || input.ttlSeconds > MAX_DOWNLOAD_TTL_SECONDS) {
+    throw new RangeError(`ttlSeconds must be an integer from 1 to ${MAX_DOWNLOAD_TTL_SECONDS}`);
+  }
+  const issuedAt = Math.floor((input.now ?? new Date()).getTime() / 1000);
+  const token = await new SignJWT({ tenant: input.tenant })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(input.fileId)
+    .setAudience(AUDIENCE)
+    .setJti(randomUUID())
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + input.ttlSeconds)
+    .sign(signingKey(config, input.log));
+  const origin = input.publicOrigin ?? config.mcp.publicOrigin ?? `http://localhost:${config.port}`;
+  return `${origin}/api/downloads/${token}`;
+}
+
+const invalidLink = () => new NotFoundError('This download link is not valid.', { reason: 'invalid_link' });
+
+/** Checks the signature and expiry; returns the file, tenant and jti. */
+export async function verifyDownloadToken(config: AppConfig, token: string, now = new Date()) {
+  try {
+    const { payload } = await jwtVerify(token, signingKey(config), { audience: AUDIENCE, algorithms: ['HS256'], currentDate: now, requiredClaims: ['jti', 'sub', 'exp'] });
+    if (typeof payload.tenant !== 'string') throw invalidLink();
+    return { jti: payload.jti!, fileId: payload.sub!, tenant: payload.tenant };
+  } catch (err) {
+    if (err instanceof errors.JWTExpired) throw new PlatformError('gone', 'This download link has expired; ask the agent for a new one.', { reason: 'expired' });
+    throw invalidLink();
+  }
+}
+
+/** Serves a link once: verifies it, finds the file, records the jti (a second use answers 410). */
+export async function redeemDownload(em: EntityManager, config: AppConfig, token: string, now = new Date()): Promise<Download> {
+  const claims = await verifyDownloadToken(config, token, now);
+  const download = await em.findOne(DownloadSchema, { id: claims.fileId, tenant: claims.tenant }, { populate: ['content'] });
+  if (!download) throw invalidLink();
+  try {
+    await em.insert(DownloadGrantSchema, { jti: claims.jti, downloadId: download.id, tenant: claims.tenant, usedAt: now });
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) {
+      throw new PlatformError('gone', 'This download link has already been used; ask the agent for a new one.', { reason: 'used' });
+    }
+    throw err;
+  }
+  return download;
+}
+
+/** Stores a file an agent produced; sign a link to it with `signDownload`. */
+export async function storeDownload(
+  em: EntityManager,
+  input: { tenant: string; name: string; contentType: string; bytes: Buffer | Uint8Array },
+): Promise<{ id: string; name: string; contentType: string; byteSize: number }> {
+  const content = Buffer.from(input.bytes);
+  if (content.byteLength > MAX_DOWNLOAD_BYTES) {
+    throw new PayloadTooLargeError(`A download may hold at most ${MAX_DOWNLOAD_BYTES} bytes.`, { limit_bytes: MAX_DOWNLOAD_BYTES });
+  }
+  const id = randomUUID();
+  await em.insert(DownloadSchema, {
+    id,
+    tenant: input.tenant,
+    fileName: input.name,
+    contentType: input.contentType,
+    content,
+    byteSize: content.byteLength,
+    createdAt: new Date(),
+  });
+  return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
+}
