@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
 import { AgentRowSchema } from '../shared/db/entities/index.js';
 import { recordLlmUsage } from '../shared/deployment/demo-budget.js';
@@ -43,6 +43,8 @@ export function createThreadActivities(deps: ActivityDeps) {
       const chat: ChatMessage[] = [{ role: 'system', content: system }, ...messages.map(toChatMessage)];
       const tools = input.toolsDisabled ? [] : (deps.toolbox?.specs(agent.toolGroups) ?? []);
       let result;
+      // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
+      const heartbeat = setInterval(() => Context.current().heartbeat(), 2_000);
       try {
         result = await chatCompletion(deps.config.llm, chat, tools);
       } catch (err) {
@@ -52,6 +54,8 @@ export function createThreadActivities(deps: ActivityDeps) {
           throw err.retryable ? ApplicationFailure.retryable(err.message, 'LlmError', failure) : ApplicationFailure.nonRetryable(err.message, 'LlmError', failure);
         }
         throw err;
+      } finally {
+        clearInterval(heartbeat);
       }
       await recordLlmUsage(em, {
         tenant: input.tenant,

@@ -12,7 +12,9 @@ import type { ThreadActivities } from '../activities/thread.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { postMessageUpdate, turnsQuery, type LlmFailureView, type PostMessageInput, type ThreadWorkflowInput, type TurnResult } from './thread-definitions.js';
 
-const { recordUserMessage, callModel } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
+const { recordUserMessage } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
+// The model call heartbeats: a worker that dies mid-call is detected within the heartbeat timeout.
+const { callModel } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' });
 const { runToolCall } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, retry: { maximumAttempts: 3 } });
 
 /** How many model ↔ tool round trips one turn may take before the agent must answer. */

@@ -81,7 +81,7 @@ export async function postMessage(deps: AppDeps, principal: Principal, thread: T
     startWorkflowOperation,
   });
   if (!result.ok) throw new LlmFailureError(result.llmFailure);
-  return result;
+  return { ...result, turnId: messageId };
 }
 
 /** The caller's own thread with its messages (others' threads answer 404). */

@@ -92,3 +92,17 @@ export async function appendMessage(em: EntityManager, m: NewMessage): Promise<C
 export async function listMessages(em: EntityManager, threadId: string): Promise<ConversationMessage[]> {
   return em.find(ConversationMessageSchema, { threadId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
 }
+
+/** Files the agent wrote (tool `agent_files`) during one turn, in order. */
+export async function filesOfTurn(em: EntityManager, threadId: string, turnId: string): Promise<Array<{ fileId: string; name: string }>> {
+  const rows = await em.getConnection().execute<Array<{ content: string }>>(
+    `select content from conversation_messages
+     where thread_id = ? and role = 'tool' and idempotency_key like ? and metadata->>'tool' = 'agent_files' and (metadata->>'ok')::boolean
+     order by created_at`,
+    [threadId, `${turnId}:tool:%`],
+  );
+  return rows.flatMap((r) => {
+    const parsed = JSON.parse(r.content) as { file_id?: string; name?: string };
+    return parsed.file_id ? [{ fileId: parsed.file_id, name: parsed.name ?? parsed.file_id }] : [];
+  });
+}

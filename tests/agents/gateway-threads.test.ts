@@ -185,6 +185,36 @@ describe('threads over the gateway', () => {
     }
   });
 
+  it('returns files the agent wrote as single-use signed download links', async () => {
+    llm.respond = (req) => {
+      const last = req.messages.at(-1)!;
+      if (last.role === 'user' && last.content === 'export it') {
+        return { toolCalls: [{ name: 'agent_files', arguments: { action: 'WRITE_FILE', name: 'report.csv', content: 'id,total\n1,42\n', content_type: 'text/csv' } }] };
+      }
+      return { content: 'here is your report' };
+    };
+    try {
+      const created = await callPlatform(alice, { action: 'thread_create', initial_prompt: 'export it' });
+      expect(created.data.reply).toBe('here is your report');
+      expect(created.data.files).toHaveLength(1);
+      const link = created.data.files[0];
+      expect(link).toMatchObject({ name: 'report.csv', single_use: true, expires_in_seconds: 600 });
+      const url = new URL(link.download_url);
+      expect(url.pathname).toMatch(/^\/api\/downloads\//);
+      const first = await fetch(stack.url + url.pathname);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('content-type')).toContain('text/csv');
+      expect(await first.text()).toBe('id,total\n1,42\n');
+      const second = await fetch(stack.url + url.pathname);
+      expect(second.status).toBe(410);
+      expect((await second.json()).error_type).toBe('gone');
+      const plain = await callPlatform(alice, { action: 'thread_continue', platform_thread_id: created.data.platform_thread_id, message: 'thanks' });
+      expect(plain.data.files).toEqual([]);
+    } finally {
+      llm.respond = (req) => ({ content: `re: ${lastOf(req, 'user')}` });
+    }
+  });
+
   it('answers a model failure as llm_error with the classified failure only', async () => {
     llm.respond = () => ({ status: 400, body: 'stack trace of the provider' });
     try {

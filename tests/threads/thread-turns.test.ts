@@ -89,7 +89,7 @@ describe('agent thread turns', () => {
     };
     const { thread, turn } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'please propose adopting it', origin: 'mcp_origin' });
     expect(turn.toolCalls).toBe(1);
-    expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual(['action_review']);
+    expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual(['action_review', 'agent_files']);
     const toolResult = JSON.parse(turn.reply.replace(/^Raised: /, ''));
     const proposalId = toolResult.proposal?.proposal_id ?? toolResult.proposal_id;
     expect(typeof proposalId).toBe('string');

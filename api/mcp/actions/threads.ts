@@ -1,7 +1,25 @@
 import { z } from 'zod';
 import { readThread, postMessage, startThread, chooseAgent, newMcpThreadId } from '../../threads/service.js';
 import { createThread, getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js';
-import { defineMcpAction } from './registry.js';
+import { defineMcpAction, type McpActionContext } from './registry.js';
+import { signDownload } from '../../../shared/downloads/signed-urls.js';
+import { filesOfTurn } from '../../../shared/threads/store.js';
+
+/** How long a file link an agent produced stays valid (single use either way). */
+export const FILE_LINK_TTL_SECONDS = 600;
+
+/** Signed, single-use links to the files the agent wrote during this turn. */
+async function fileLinks(ctx: McpActionContext<unknown>, threadId: string, turnId: string) {
+  const files = await filesOfTurn(ctx.em, threadId, turnId);
+  return Promise.all(
+    files.map(async (f) => ({
+      name: f.name,
+      download_url: await signDownload(ctx.deps.config, { fileId: f.fileId, tenant: ctx.principal.tenant, ttlSeconds: FILE_LINK_TTL_SECONDS, publicOrigin: ctx.gateway.publicOrigin }),
+      expires_in_seconds: FILE_LINK_TTL_SECONDS,
+      single_use: true,
+    })),
+  );
+}
 
 /** Tag of threads opened through the gateway (spec: new v2 threads are tagged `mcp_origin`). */
 export const MCP_ORIGIN = 'mcp_origin';
@@ -18,7 +36,8 @@ defineMcpAction({
     caller_goal: Text(2_000).optional(),
     agent_id: z.string().min(1).max(200).optional(),
   }),
-  handler: async ({ deps, em, principal, params }) => {
+  handler: async (ctx) => {
+    const { deps, em, principal, params } = ctx;
     const { thread, agent, turn } = await startThread(deps, em, principal, {
       agentId: params.agent_id,
       callerPersona: params.caller_persona,
@@ -26,7 +45,14 @@ defineMcpAction({
       initialPrompt: params.initial_prompt,
       origin: MCP_ORIGIN,
     });
-    return { platform_thread_id: thread.id, origin: MCP_ORIGIN, agent: { agent_id: agent.id, name: agent.name }, reply: turn.reply, tool_calls: turn.toolCalls };
+    return {
+      platform_thread_id: thread.id,
+      origin: MCP_ORIGIN,
+      agent: { agent_id: agent.id, name: agent.name },
+      reply: turn.reply,
+      tool_calls: turn.toolCalls,
+      files: await fileLinks(ctx, thread.id, turn.turnId),
+    };
   },
 });
 
@@ -56,10 +82,11 @@ defineMcpAction({
   versions: ['v1', 'v2'],
   description: 'Send the next message in one of your threads and get the agent’s reply.',
   params: z.object({ platform_thread_id: ThreadId, message: Text(20_000) }),
-  handler: async ({ deps, em, principal, params }) => {
+  handler: async (ctx) => {
+    const { deps, em, principal, params } = ctx;
     const thread = await getOwnThread(em, principal, params.platform_thread_id);
     const turn = await postMessage(deps, principal, thread, params.message);
-    return { platform_thread_id: thread.id, reply: turn.reply, tool_calls: turn.toolCalls };
+    return { platform_thread_id: thread.id, reply: turn.reply, tool_calls: turn.toolCalls, files: await fileLinks(ctx, thread.id, turn.turnId) };
   },
 });
 
