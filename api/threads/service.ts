@@ -37,8 +37,8 @@ export interface StartThreadInput {
   origin: string;
 }
 
-/** Creates the caller's thread and runs its first turn. */
-export async function startThread(deps: AppDeps, em: EntityManager, principal: Principal, input: StartThreadInput) {
+/** Creates the caller's thread with the chosen agent, without a turn yet. */
+export async function openThread(deps: AppDeps, em: EntityManager, principal: Principal, input: Omit<StartThreadInput, 'initialPrompt'> & { title?: string | null }) {
   const agent = await chooseAgent(deps, em, principal, input.agentId);
   const thread = await createThread(em, {
     id: newMcpThreadId(),
@@ -48,8 +48,14 @@ export async function startThread(deps: AppDeps, em: EntityManager, principal: P
     origin: input.origin,
     callerPersona: input.callerPersona ?? null,
     callerGoal: input.callerGoal ?? null,
-    title: input.initialPrompt.slice(0, 120),
+    title: input.title ?? null,
   });
+  return { thread, agent };
+}
+
+/** Creates the caller's thread and runs its first turn. */
+export async function startThread(deps: AppDeps, em: EntityManager, principal: Principal, input: StartThreadInput) {
+  const { thread, agent } = await openThread(deps, em, principal, { ...input, title: input.initialPrompt.slice(0, 120) });
   try {
     const turn = await postMessage(deps, principal, thread, input.initialPrompt);
     return { thread, agent, turn };

@@ -207,7 +207,7 @@ describe('threads over the gateway', () => {
       expect(await first.text()).toBe('id,total\n1,42\n');
       const second = await fetch(stack.url + url.pathname);
       expect(second.status).toBe(410);
-      expect((await second.json()).error_type).toBe('gone');
+      expect(((await second.json()) as { error_type: string }).error_type).toBe('gone');
       const plain = await callPlatform(alice, { action: 'thread_continue', platform_thread_id: created.data.platform_thread_id, message: 'thanks' });
       expect(plain.data.files).toEqual([]);
     } finally {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { readThread, postMessage, startThread, chooseAgent, newMcpThreadId } from '../../threads/service.js';
-import { createThread, getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js';
+import { openThread, postMessage, readThread, startThread } from '../../threads/service.js';
+import { getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js';
 import { defineMcpAction, type McpActionContext } from './registry.js';
 import { signDownload } from '../../../shared/downloads/signed-urls.js';
 import { filesOfTurn } from '../../../shared/threads/store.js';
@@ -62,16 +62,11 @@ defineMcpAction({
   description: 'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
   params: z.object({ caller_persona: Text(2_000).optional(), caller_goal: Text(2_000).optional(), agent_id: z.string().min(1).max(200).optional() }),
   handler: async ({ deps, em, principal, params }) => {
-    const agent = await chooseAgent(deps, em, principal, params.agent_id);
-    const thread = await createThread(em, {
-      id: newMcpThreadId(),
-      tenant: principal.tenant,
-      agentId: agent.id,
-      ownerId: principal.id,
+    const { thread, agent } = await openThread(deps, em, principal, {
+      agentId: params.agent_id,
+      callerPersona: params.caller_persona,
+      callerGoal: params.caller_goal,
       origin: MCP_ORIGIN,
-      callerPersona: params.caller_persona ?? null,
-      callerGoal: params.caller_goal ?? null,
-      title: null,
     });
     return { platform_thread_id: thread.id, origin: MCP_ORIGIN, agent: { agent_id: agent.id, name: agent.name } };
   },
