@@ -3,6 +3,7 @@ import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import { createActionReviewActivities } from './action-review.js';
+import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
 import { createHandbackActivities } from './handback.js';
 import { createThreadActivities } from './thread.js';
@@ -20,6 +21,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createEchoActivities(deps),
     ...createActionReviewActivities(deps),
+    ...createCrmMergeActivities(deps),
     ...createHandbackActivities(deps),
     ...createThreadActivities(deps),
   };

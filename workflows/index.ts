@@ -3,3 +3,4 @@ export { echoWorkflow } from './echo.js';
 export { actionReviewProposalWorkflow } from './action-review.js';
 export { actionReviewHandbackSweepWorkflow, actionReviewHandbackWorkflow } from './handback.js';
 export { threadWorkflow } from './thread.js';
+export { crmMergeApprovalWorkflow } from './crm-merge.js';

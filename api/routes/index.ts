@@ -2,6 +2,8 @@ import type { AnyRoute } from '../http/route.js';
 import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
+import { connectionRoutes } from './connections.js';
+import { crmMergeRoutes } from './crm-merge.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
@@ -19,5 +21,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...actionReviewRoutes, ...toolCallRoutes);
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
+  routes.push(...connectionRoutes, ...crmMergeRoutes);
   return routes;
 }

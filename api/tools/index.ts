@@ -1,9 +1,11 @@
 import { actionReviewTool } from './action-review.js';
 import { agentFilesTool } from './agent-files.js';
+import { crmConnectorTool } from './crm-connector.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
-/** Every tool the platform offers; `POST /api/tool_call` and (later) the MCP gateway dispatch through it. */
+/** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
 export const toolRegistry = new ToolRegistry([
   actionReviewTool as AnyTool,
   agentFilesTool as AnyTool,
+  crmConnectorTool as AnyTool,
 ]);

@@ -80,7 +80,7 @@ describe('internal action types', () => {
 });
 
 describe('external action types', () => {
-  it('crm.merge.v1 refuses with not_applied until the CRM merge capability exists', async () => {
+  it('crm.merge.v1 raised without a CRM merge approval refuses with not_applied', async () => {
     const id = await propose(r.stack.url, r.tokens.rita, {
       action_type: 'crm.merge.v1',
       payload: { object_kind: 'Contact', survivor_id: 'c1', loser_ids: ['c2'] },
@@ -88,8 +88,8 @@ describe('external action types', () => {
     });
     await approve(id);
     const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
-    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'not_applied', refusal_reason: 'crm_merge_unavailable' });
-    expect(res.body.refusal_detail).toContain('nothing was written');
+    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'not_applied', refusal_reason: 'crm_approval_missing' });
+    expect(res.body.refusal_detail).toContain('POST /api/crm/merge/approvals');
   });
 
   it('ticket.write.v1 refused by the tracker (4xx) is not_applied', async () => {

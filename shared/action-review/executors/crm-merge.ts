@@ -1,8 +1,101 @@
+import { CrmMergeApprovalSchema } from '../../db/entities/index.js';
+import { CrmApiError } from '../../crm/errors.js';
+import { computePreview, mergeConnection } from '../../crm/merge-preview.js';
+import { checkSelection } from '../../crm/merge-selection.js';
+import { updateRecord } from '../../crm/rest.js';
+import { CrmSession } from '../../crm/session.js';
+import { mergeRecords } from '../../crm/soap.js';
 import { notApplied, type Executor } from './types.js';
 
-/** Wired to the CRM merge capability once that exists; until then it refuses before writing anything. */
+/** Connection errors that prove the request never reached the CRM. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const neverSent = (err: unknown) => {
+  const code = (err as { cause?: { code?: unknown } }).cause?.code;
+  return typeof code === 'string' && NOT_SENT.has(code);
+};
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * The approved CRM merge (the approval with the proposal's id binds connection, records and digest):
+ * claim within the lifetime, re-read the records and re-check the digest, PATCH the survivor's
+ * merged fields per the policy, then the SOAP `merge`. Anything refused before a write is
+ * `not_applied`; once a write may have happened an unknown or failed outcome throws, so the proposal
+ * goes to `reconciliation_required` and the merge is never called twice.
+ */
 export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
   actionType: 'crm.merge.v1',
-  execute: async () =>
-    notApplied('crm_merge_unavailable', 'The CRM merge capability is not available in this deployment yet; nothing was written to the CRM.'),
+  async execute(payload, ctx) {
+    const approval = await ctx.em.findOne(CrmMergeApprovalSchema, { approvalId: ctx.proposalId, tenant: ctx.tenant });
+    if (!approval) return notApplied('crm_approval_missing', 'This proposal has no CRM merge approval; request one with POST /api/crm/merge/approvals.');
+    if (payload.connection_name && payload.connection_name !== approval.connectionName) {
+      return notApplied('connection_mismatch', `The approval is bound to connection "${approval.connectionName}".`);
+    }
+    const claimed = await ctx.em.getConnection().execute<Array<{ approval_id: string }>>(
+      `update crm_merge_approvals set execution_started_at = coalesce(execution_started_at, now())
+       where approval_id = ? and status = 'open' and expires_at > now() returning approval_id`,
+      [approval.approvalId],
+    );
+    if (claimed.length === 0) return notApplied('approval_expired', `The approval expired at ${approval.expiresAt.toISOString()}; nothing was written. Request a new approval.`);
+
+    const selection = checkSelection({
+      connection_name: approval.connectionName,
+      record_kind: approval.recordKind,
+      survivor_id: approval.survivorId,
+      loser_ids: approval.loserIds,
+    });
+    let session: CrmSession;
+    let preview;
+    try {
+      const conn = await mergeConnection(ctx.em, ctx.config, ctx.tenant, approval.connectionName);
+      session = new CrmSession(conn, ctx.em, ctx.config);
+      preview = await computePreview(session, conn.policy, selection);
+    } catch (err) {
+      return notApplied('records_unreadable', `The records could not be re-read before writing (${message(err)}); nothing was written.`);
+    }
+    if (preview.digest !== approval.digest) {
+      return notApplied('stale_digest', 'The records (or the policy version) changed after the preview; nothing was written. Preview again and request a new approval.');
+    }
+    ctx.heartbeat();
+
+    const writes = preview.projection.writes;
+    const wrote = Object.keys(writes).length > 0;
+    if (wrote) {
+      try {
+        await updateRecord(session, selection.kind, selection.survivorId, writes);
+      } catch (err) {
+        if (neverSent(err)) return notApplied('crm_unreachable', `The CRM could not be reached (${message(err)}); nothing was written.`);
+        if (err instanceof CrmApiError && err.httpStatus >= 400 && err.httpStatus < 500) {
+          return notApplied('survivor_update_refused', `${err.message}; nothing was written.`);
+        }
+        throw err;
+      }
+    }
+    ctx.heartbeat();
+
+    let result;
+    try {
+      result = await mergeRecords(session, { kind: selection.kind, masterId: selection.survivorId, loserIds: selection.loserIds });
+    } catch (err) {
+      if (!wrote && (neverSent(err) || err instanceof CrmApiError)) return notApplied('merge_refused', `${message(err)}; nothing was written.`);
+      throw new Error(`The merge call failed after the survivor's fields were written (${message(err)}); check the records before anything else.`, { cause: err });
+    }
+    if (!result.success) {
+      const codes = result.errors.map((e) => `${e.statusCode}: ${e.message}`).join('; ');
+      if (!wrote) return notApplied('merge_refused', `The CRM refused the merge (${codes}); nothing was written.`);
+      throw new Error(`The CRM refused the merge after the survivor's fields were written (${codes}).`);
+    }
+    return {
+      outcome: 'executed',
+      result: {
+        approval_id: approval.approvalId,
+        connection_name: approval.connectionName,
+        record_kind: selection.kind,
+        survivor_id: result.id ?? selection.survivorId,
+        merged_record_ids: result.mergedRecordIds,
+        updated_related_ids: result.updatedRelatedIds,
+        fields_written: writes,
+        digest: approval.digest,
+      },
+    };
+  },
 };

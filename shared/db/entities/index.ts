@@ -1,5 +1,6 @@
 import { HandbackRowSchema, ProposalEventRowSchema, ProposalRowSchema } from './action-review.js';
 import { AgentRowSchema } from './agents.js';
+import { CrmConnectionSchema, CrmMergeApprovalSchema } from './crm.js';
 import { ConversationMessageSchema, ConversationThreadSchema } from './conversation.js';
 import { DeploymentSettingSchema, LlmUsageSchema } from './deployment.js';
 import { EchoJobSchema } from './echo-job.js';
@@ -9,6 +10,7 @@ import { DownloadGrantSchema, DownloadSchema, McpOAuthAuthorizationSchema } from
 export * from './action-review.js';
 export * from './agents.js';
 export * from './conversation.js';
+export * from './crm.js';
 export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
@@ -31,4 +33,6 @@ export const allEntities = [
   McpOAuthAuthorizationSchema,
   DownloadSchema,
   DownloadGrantSchema,
+  CrmConnectionSchema,
+  CrmMergeApprovalSchema,
 ];

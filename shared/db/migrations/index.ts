@@ -4,6 +4,7 @@ import { Migration20261122030000Agents } from './Migration20261122030000Agents.j
 import { Migration20261122000000Backbone } from './Migration20261122000000Backbone.js';
 import { Migration20261122010000ActionReview } from './Migration20261122010000ActionReview.js';
 import { Migration20261122020000McpGateway } from './Migration20261122020000McpGateway.js';
+import { Migration20261122040000Crm } from './Migration20261122040000Crm.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -12,4 +13,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122030000Agents', class: Migration20261122030000Agents },
   { name: 'Migration20261122020000McpGateway', class: Migration20261122020000McpGateway },
   { name: 'Migration20261122050000Rooms', class: Migration20261122050000Rooms },
+  { name: 'Migration20261122040000Crm', class: Migration20261122040000Crm },
 ];

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import type { CrmMergeApprovalRow, ProposalRow } from '../../shared/db/entities/index.js';
+import { crmMergeWorkflowId } from '../../workflows/crm-merge-definitions.js';
+
+/** The approval's state, derived from its record (lifetime) and its Action Review proposal (decision, execution). */
+export const APPROVAL_STATUSES = ['awaiting_approval', 'approved', 'rejected', 'executing', 'merged', 'not_applied', 'reconciliation_required', 'resolved', 'expired'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+const FROM_PROPOSAL: Record<string, ApprovalStatus> = {
+  requested: 'awaiting_approval',
+  approved: 'approved',
+  rejected: 'rejected',
+  executing: 'executing',
+  executed: 'merged',
+  not_applied: 'not_applied',
+  reconciliation_required: 'reconciliation_required',
+  resolved: 'resolved',
+};
+
+export function approvalStatus(row: CrmMergeApprovalRow, proposal: ProposalRow | null, now = Date.now()): ApprovalStatus {
+  if (row.status === 'expired') return 'expired';
+  const fromProposal = FROM_PROPOSAL[proposal?.status ?? 'requested'] ?? 'awaiting_approval';
+  // Past its lifetime and never claimed: expired, even before the workflow has recorded it.
+  if (!row.executionStartedAt && !proposal?.claimed && row.expiresAt.getTime() <= now) return 'expired';
+  return fromProposal;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+export const ApprovalViewSchema = z
+  .object({
+    approval_id: z.string().describe('Also the id of its Action Review proposal (action type crm.merge.v1)'),
+    status: z.enum(APPROVAL_STATUSES),
+    connection_name: z.string().describe('Execute must name this connection'),
+    record_kind: z.string(),
+    survivor_id: z.string(),
+    loser_ids: z.array(z.string()),
+    digest: z.string(),
+    policy_version: z.string(),
+    projection: z.record(z.string(), z.unknown()).describe('The preview the approval was requested with'),
+    ttl_seconds: z.number().int(),
+    expires_at: z.string(),
+    expired_at: z.string().nullable(),
+    requested_by: z.record(z.string(), z.unknown()),
+    approved_by: z.record(z.string(), z.unknown()).nullable(),
+    final_status: z.string().nullable(),
+    execution_result: z.record(z.string(), z.unknown()).nullable(),
+    execution_refusal_reason: z.string().nullable(),
+    execution_error_detail: z.string().nullable(),
+    workflow_id: z.string(),
+    action_review_path: z.string(),
+    created_at: z.string(),
+  })
+  .meta({ id: 'CrmMergeApproval' });
+
+export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | null): z.output<typeof ApprovalViewSchema> {
+  return {
+    approval_id: row.approvalId,
+    status: approvalStatus(row, proposal),
+    connection_name: row.connectionName,
+    record_kind: row.recordKind,
+    survivor_id: row.survivorId,
+    loser_ids: row.loserIds,
+    digest: row.digest,
+    policy_version: row.policyVersion,
+    projection: row.projection,
+    ttl_seconds: row.ttlSeconds,
+    expires_at: iso(row.expiresAt)!,
+    expired_at: iso(row.expiredAt),
+    requested_by: row.requestedBy,
+    approved_by: row.approvedBy ?? (proposal?.decidedBy && proposal.status !== 'rejected' ? (proposal.decidedBy as unknown as Record<string, unknown>) : null),
+    final_status: proposal?.finalStatus ?? null,
+    execution_result: proposal?.executionReceipt ?? null,
+    execution_refusal_reason: proposal?.executionRefusalReason ?? null,
+    execution_error_detail: proposal?.executionErrorDetail ?? null,
+    workflow_id: crmMergeWorkflowId(row.approvalId),
+    action_review_path: `/api/action-review/proposals/${row.approvalId}`,
+    created_at: iso(row.createdAt)!,
+  };
+}

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Principal } from '../../shared/auth/principal.js';
+import { validateCrmConnection, type ValidatedConnection } from '../../shared/crm/connection-config.js';
+import { CRM_MODE_FIELDS, MASK, SECRET_FIELDS } from '../../shared/crm/connection-types.js';
+import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
+import { CrmConnectionSchema, type CrmConnectionRow } from '../../shared/db/entities/index.js';
+import { ConflictError } from '../../shared/errors.js';
+import { secretBox } from '../../shared/secrets/secret-box.js';
+import type { AppDeps } from '../deps.js';
+import { testConnection } from './connection-test.js';
+
+/** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
+const egressHosts = (v: ValidatedConnection) => [...new Set([v.settings.login_host, v.settings.instance_url].filter((h): h is string => !!h).map((h) => new URL(h).host))];
+
+/** The callback a user_oauth connection's OAuth app must register: it embeds the connection name. */
+export function redirectUriFor(baseUrl: string, name: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/api/connections/${encodeURIComponent(name)}/oauth/callback`;
+}
+
+/** A connection as callers read it: settings, secrets masked, egress hosts, last test. */
+export function connectionView(row: CrmConnectionRow, baseUrl: string) {
+  const settings = row.settings as Record<string, unknown>;
+  const config: Record<string, unknown> = {};
+  for (const spec of CRM_MODE_FIELDS[row.authMode as keyof typeof CRM_MODE_FIELDS]) {
+    if (SECRET_FIELDS.has(spec.name)) config[spec.name] = MASK;
+    else if (spec.name === 'scopes') config.scopes = (settings.scopes as string[] | undefined)?.join(' ') ?? null;
+    else config[spec.name] = settings[spec.name] ?? null;
+  }
+  config.merge_enabled = row.mergeEnabled ? 'true' : 'false';
+  config.merge_survivorship_policy = row.policy ? JSON.stringify(row.policy) : null;
+  return {
+    name: row.name,
+    type: row.type,
+    category: 'Dev Tools',
+    auth_mode: row.authMode,
+    config,
+    egress_hosts: row.egressHosts,
+    redirect_uri: row.authMode === 'user_oauth' ? redirectUriFor(baseUrl, row.name) : null,
+    authorized: row.tokensSealed !== null,
+    connection_test: row.testResult,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
+  const result = await testConnection(em, deps.config, openConnection(deps.config, row));
+  await em.getConnection().execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
+  return findConnectionRow(em, row.tenant, row.name);
+}
+
+function columns(deps: AppDeps, v: ValidatedConnection) {
+  return {
+    authMode: v.authMode,
+    settings: v.settings as unknown as Record<string, unknown>,
+    secretsSealed: secretBox(deps.config).seal(JSON.stringify(v.secrets)),
+    mergeEnabled: v.mergeEnabled,
+    policy: v.policy as Record<string, unknown> | null,
+    egressHosts: egressHosts(v),
+  };
+}
+
+/** Validates (nothing saved on a bad field), stores secrets sealed, then runs and stores the connection test. */
+export async function createConnection(deps: AppDeps, em: EntityManager, principal: Principal, body: { name: string; auth_mode: string; config: Record<string, unknown> }) {
+  const v = await validateCrmConnection(body.auth_mode, body.config, { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback });
+  if (await em.findOne(CrmConnectionSchema, { tenant: principal.tenant, name: body.name })) {
+    throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
+  }
+  const now = new Date();
+  const row = em.create(CrmConnectionSchema, {
+    id: randomUUID(),
+    tenant: principal.tenant,
+    name: body.name,
+    type: 'crm',
+    ...columns(deps, v),
+    testResult: null,
+    tokensSealed: null,
+    oauthPendingSealed: null,
+    createdBy: principal.id,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await em.persistAndFlush(row);
+  return runTest(deps, em, row);
+}
+
+/** PATCH: the given config fields over the stored ones (secrets kept unless replaced); tokens are dropped when auth settings change. */
+export async function updateConnection(deps: AppDeps, em: EntityManager, principal: Principal, name: string, body: { auth_mode?: string; config?: Record<string, unknown> }) {
+  const row = await findConnectionRow(em, principal.tenant, name);
+  const current = openConnection(deps.config, row);
+  const stored = connectionView(row, '').config;
+  const authMode = body.auth_mode ?? row.authMode;
+  const login = (row.settings as { login_host?: string }).login_host;
+  const derived = new Set([`${login}/services/oauth2/token`, `${login}/services/oauth2/authorize`]);
+  // Kept: merge settings always; the mode's settings only while the mode stays (derived URLs re-derive).
+  const merged: Record<string, unknown> = {};
+  for (const [k, value] of Object.entries(stored)) {
+    const keep = authMode === row.authMode || k.startsWith('merge_');
+    if (keep && value !== null && value !== MASK && !derived.has(String(value))) merged[k] = value;
+  }
+  Object.assign(merged, body.config ?? {});
+  const v = await validateCrmConnection(authMode, merged, { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback, storedSecrets: authMode === row.authMode ? current.secrets : {} });
+  const authChanged = JSON.stringify(v.settings) !== JSON.stringify(row.settings) || JSON.stringify(v.secrets) !== JSON.stringify(current.secrets) || authMode !== row.authMode;
+  em.assign(row, { ...columns(deps, v), ...(authChanged ? { tokensSealed: null } : {}), updatedAt: new Date() });
+  await em.flush();
+  return runTest(deps, em, row);
+}
+
+export async function deleteConnection(em: EntityManager, principal: Principal, name: string): Promise<void> {
+  const row = await findConnectionRow(em, principal.tenant, name);
+  await em.removeAndFlush(row);
+}

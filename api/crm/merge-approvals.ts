@@ -1,0 +1,127 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { principalRef, type Principal } from '../../shared/auth/principal.js';
+import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
+import { checkSelection, type MergeSelectionInput } from '../../shared/crm/merge-selection.js';
+import { CrmMergeApprovalSchema, ProposalRowSchema, type CrmMergeApprovalRow } from '../../shared/db/entities/index.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { approveUpdate, type ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
+import { approveMergeUpdate, claimMergeUpdate, crmMergeWorkflowId, mergeSettledSignal, type CrmMergeWorkflowInput } from '../../workflows/crm-merge-definitions.js';
+import { createProposal } from '../action-review/create.js';
+import { executeProposal } from '../action-review/execute.js';
+import { refusalError, sendUpdate } from '../action-review/updates.js';
+import type { AppDeps } from '../deps.js';
+import { approvalView } from './approval-views.js';
+import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
+
+export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
+
+export async function findApproval(em: EntityManager, principal: Principal, approvalId: string): Promise<CrmMergeApprovalRow> {
+  const row = await em.findOne(CrmMergeApprovalSchema, { approvalId, tenant: principal.tenant }, { refresh: true });
+  if (!row) throw new NotFoundError(`No merge approval ${approvalId}.`);
+  return row;
+}
+
+export async function approvalWithProposal(em: EntityManager, row: CrmMergeApprovalRow) {
+  const proposal = await em.findOne(ProposalRowSchema, { proposalId: row.approvalId }, { refresh: true });
+  return approvalView(row, proposal);
+}
+
+/**
+ * Previews fresh, refuses a stale `expected_digest`, raises the `crm.merge.v1` proposal (one inbox;
+ * its id is the approval id), records the approval and starts `crm-merge/<approval_id>` with the TTL.
+ */
+export async function requestApproval(deps: AppDeps, em: EntityManager, principal: Principal, input: MergeSelectionInput & { expected_digest?: string; ttl_seconds?: number }) {
+  const selection = checkSelection(input);
+  const preview = await previewMerge(em, deps.config, principal.tenant, selection);
+  if (input.expected_digest && input.expected_digest !== preview.digest) {
+    throw new ConflictError('The records changed since the preview (expected_digest is stale); preview again.', { code: 'stale_digest', digest: preview.digest });
+  }
+  const ttlSeconds = Math.min(input.ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS, deps.config.crm.maxApprovalTtlSeconds);
+  const agent = principal.kind === 'agent';
+  if (agent && (!principal.botId || !principal.threadId)) throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
+  const view = previewView(preview);
+  const proposal = await createProposal(deps, em, principal, {
+    actionType: 'crm.merge.v1',
+    payload: { object_kind: selection.kind, survivor_id: selection.survivorId, loser_ids: selection.loserIds, connection_name: selection.connectionName },
+    expectedEffect: `Merge ${selection.kind} ${selection.loserIds.join(', ')} into ${selection.survivorId} on connection ${selection.connectionName} (irreversible; losers are deleted). Survivor afterwards: ${JSON.stringify(view.projected_survivor)}`,
+    requestedStatement: null,
+    botId: agent ? principal.botId! : null,
+    threadId: agent ? principal.threadId! : null,
+    subject: null,
+    executionOrigin: null,
+  });
+  const approvalId = proposal.proposalId;
+  const now = new Date();
+  const row = em.create(CrmMergeApprovalSchema, {
+    approvalId,
+    tenant: principal.tenant,
+    connectionName: selection.connectionName,
+    recordKind: selection.kind,
+    survivorId: selection.survivorId,
+    loserIds: selection.loserIds,
+    digest: preview.digest,
+    policyVersion: preview.policy.version,
+    projection: view as unknown as Record<string, unknown>,
+    ttlSeconds,
+    expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+    status: 'open',
+    expiredAt: null,
+    executionStartedAt: null,
+    requestedBy: principalRef(principal) as unknown as Record<string, unknown>,
+    approvedBy: null,
+    createdAt: now,
+  });
+  await em.persistAndFlush(row);
+  const input_: CrmMergeWorkflowInput = { approvalId, tenant: principal.tenant, connectionName: selection.connectionName, ttlSeconds, settleWaitSeconds: deps.config.actionReview.effectTimeoutSeconds + 60 };
+  await deps.temporal.workflow.start('crmMergeApprovalWorkflow', {
+    taskQueue: deps.config.temporal.taskQueue,
+    workflowId: crmMergeWorkflowId(approvalId),
+    args: [input_],
+    workflowIdConflictPolicy: 'FAIL',
+    typedSearchAttributes: [
+      { key: SearchAttributes.tenant, value: principal.tenant },
+      { key: SearchAttributes.resourceId, value: approvalId },
+      { key: SearchAttributes.status, value: 'open' },
+      { key: SearchAttributes.actionType, value: 'crm.merge.v1' },
+    ],
+  });
+  return { approval: await approvalWithProposal(em, row), preview: view };
+}
+
+/** Person-only (the workflow checks again), within the lifetime; then the proposal's own approve. */
+export async function approveApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, reason: string | null) {
+  const row = await findApproval(em, principal, approvalId);
+  const caller = principalRef(principal);
+  const answer = await sendMergeUpdate(deps, approvalId, approveMergeUpdate, { caller });
+  if (!answer.ok) throw mergeRefusalError('refusal' in answer ? answer.refusal : { code: 'approval_expired', message: 'The approval is no longer open.' });
+  const decided = await sendUpdate(deps, approvalId, approveUpdate, { caller, reason, expectedVersion: null, expectedPayloadDigest: null });
+  if (!decided.ok) throw refusalError('refusal' in decided ? decided.refusal : { code: 'already_decided', message: 'The approval was already decided.' });
+  return approvalWithProposal(em, row);
+}
+
+/**
+ * Executes with the bound connection name, within the lifetime. The merge itself runs once on the
+ * Action Review proposal (one claim, one attempt; unknown outcome → reconciliation_required); a
+ * repeat answers the recorded outcome.
+ */
+export async function executeApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, connectionName: string, origin: ExecutionOriginRef) {
+  const row = await findApproval(em, principal, approvalId);
+  const proposal = await em.findOne(ProposalRowSchema, { proposalId: approvalId }, { refresh: true });
+  const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
+  if (connectionName !== row.connectionName) throw mergeRefusalError({ code: 'connection_mismatch', message: `The approval is bound to connection "${row.connectionName}".` });
+  if (notYet) {
+    const approval = await approvalWithProposal(em, row);
+    if (approval.status === 'expired') throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${approval.expires_at}.` });
+    throw new ConflictError(`The merge is not approved (status ${approval.status}).`, { code: 'not_approved' });
+  }
+  const claim = await sendMergeUpdate(deps, approvalId, claimMergeUpdate, { caller: principalRef(principal), connectionName });
+  if (!claim.ok && 'refusal' in claim) throw mergeRefusalError(claim.refusal);
+  if (!claim.ok && row.status === 'expired' && !proposal.claimed) throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${row.expiresAt.toISOString()}.` });
+  const execution = await executeProposal(deps, em, principal, approvalId, origin);
+  if (execution.final_status) {
+    // Only lets the workflow end early; a closed workflow (expired wait, earlier signal) needs nothing.
+    await deps.temporal.workflow.getHandle(crmMergeWorkflowId(approvalId)).signal(mergeSettledSignal, { finalStatus: execution.final_status }).catch(() => undefined);
+  }
+  return { ...execution, approval: await approvalWithProposal(em, await findApproval(em, principal, approvalId)) };
+}

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
+import { checkSelection, MergeSelectionSchema } from '../../shared/crm/merge-selection.js';
+import { listApprovals } from '../crm/approval-list.js';
+import { ApprovalViewSchema } from '../crm/approval-views.js';
+import { approvalWithProposal, approveApproval, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
+import { defineRoute } from '../http/route.js';
+
+const tags = ['crm-merge'];
+const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
+const view = { kind: 'authenticated', permission: 'view_connections' } as const;
+const PreviewSchema = z.record(z.string(), z.unknown()).describe('projected_survivor (preview_fields first), field_sources, field_writes, records, digest').meta({ id: 'CrmMergePreview' });
+const RequestBody = MergeSelectionSchema.extend({
+  expected_digest: z.string().max(200).optional().describe('The digest from a preview; a mismatch with a fresh preview answers 409 stale_digest'),
+  ttl_seconds: z.number().int().min(1).optional().describe('Approval lifetime; default 3600, capped by CRM_MAX_APPROVAL_TTL_SECONDS (86400)'),
+});
+const ExecuteResponse = z.object({
+  success: z.boolean().describe('True when the merge is recorded as executed'),
+  claimed: z.boolean(),
+  final_status: z.string().nullable().describe('executed, not_applied (nothing written, e.g. stale_digest) or reconciliation_required (never retried)'),
+  replayed: z.boolean().describe('True when this repeats the recorded outcome: the merge ran at most once'),
+  refusal_reason: z.string().nullable(),
+  refusal_detail: z.string().nullable(),
+  error_detail: z.string().nullable(),
+  execution_result: z.record(z.string(), z.unknown()).nullable(),
+  approval: ApprovalViewSchema,
+});
+const rules = 'Kinds Lead, Contact, Account; one survivor; one or two losers; distinct ids; merge_enabled on the connection. A refusal names the rule (payload.rule).';
+
+export const crmMergeRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/api/crm/merge/preview',
+    operationId: 'previewCrmMerge',
+    summary: 'Project the merged survivor from fresh records with the survivorship policy; nothing is written',
+    description: `${rules} The digest is SHA-256 over connection, kind, survivor, losers (in order), policy version and the records' LastModifiedDate stamps. Needs view_connections.`,
+    tags,
+    access: view,
+    body: MergeSelectionSchema,
+    responses: { 200: { description: 'Projection and digest', schema: z.object({ success: z.literal(true), data: PreviewSchema }) }, 400: { description: 'A merge rule is broken (payload.rule)' }, 409: { description: 'merge_not_enabled' } },
+    handler: async ({ body, deps, em, principal }) => ({ success: true, data: previewView(await previewMerge(em, deps.config, principal.tenant, checkSelection(body))) }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/crm/merge/approvals',
+    operationId: 'requestCrmMergeApproval',
+    summary: 'Request approval: starts workflow crm-merge/<approval_id> holding the approval for its lifetime',
+    description: `${rules} The approval also appears in Action Review as a crm.merge.v1 proposal with the same id (one inbox). Expiry is a recorded state. Needs view_connections.`,
+    tags,
+    access: view,
+    body: RequestBody,
+    successStatus: 201,
+    responses: {
+      201: { description: 'Awaiting approval', schema: z.object({ success: z.literal(true), approval_id: z.string(), expires_at: z.string(), digest: z.string(), ttl_seconds: z.number().int(), approval: ApprovalViewSchema, preview: PreviewSchema }) },
+      400: { description: 'A merge rule is broken' },
+      409: { description: 'stale_digest or merge_not_enabled' },
+    },
+    handler: async ({ body, deps, em, principal }) => {
+      const { approval, preview } = await requestApproval(deps, em, principal, body);
+      return { success: true, approval_id: approval.approval_id, expires_at: approval.expires_at, digest: approval.digest, ttl_seconds: approval.ttl_seconds, approval, preview };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/crm/merge/approvals',
+    operationId: 'listCrmMergeApprovals',
+    summary: 'Approvals of the tenant, newest first; the read performs on-demand stale-claim recovery',
+    description: 'An open approval past its lifetime whose workflow is gone is released as expired; an execution claim whose workflow died is marked reconciliation_required.',
+    tags,
+    access: view,
+    query: z.object({ offset: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(200).default(50) }),
+    responses: { 200: { description: 'Approvals', schema: z.object({ success: z.literal(true), approvals: z.array(ApprovalViewSchema), total_count: z.number().int(), offset: z.number().int(), limit: z.number().int(), recovered_stale_claims: z.number().int() }) } },
+    handler: async ({ query, deps, em, principal }) => ({ success: true, ...(await listApprovals(deps, em, principal, query)) }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/crm/merge/approvals/:approval_id',
+    operationId: 'getCrmMergeApproval',
+    summary: 'One approval',
+    tags,
+    access: view,
+    params: IdParams,
+    responses: { 200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) }, 404: { description: 'Unknown or another tenant’s approval' } },
+    handler: async ({ params, em, principal }) => ({ success: true, approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/crm/merge/approvals/:approval_id/approve',
+    operationId: 'approveCrmMerge',
+    summary: 'Approve (genuinely authenticated people only; agents, the system identity and app-only tokens are refused)',
+    description: 'Needs APPROVE_AGENT_ACTION. Also approves the crm.merge.v1 proposal.',
+    tags,
+    access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] },
+    params: IdParams,
+    body: z.object({ reason: z.string().trim().max(4_000).optional() }),
+    responses: {
+      200: { description: 'Approved', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
+      403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
+      409: { description: 'already_decided' },
+      410: { description: 'approval_expired' },
+    },
+    handler: async ({ params, body, deps, em, principal }) => ({ success: true, approval: await approveApproval(deps, em, principal, params.approval_id, body.reason || null) }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/crm/merge/approvals/:approval_id/execute',
+    operationId: 'executeCrmMerge',
+    summary: 'Execute once: digest re-checked on fresh records, survivor fields PATCHed per policy, then the SOAP merge',
+    description: 'Needs APPROVE_AGENT_ACTION. Changed records answer final_status not_applied (stale_digest) with nothing written; an unknown outcome becomes reconciliation_required and is never retried.',
+    tags,
+    access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
+    params: IdParams,
+    body: z.object({ connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to') }),
+    responses: {
+      200: { description: 'Outcome (a repeat answers the recorded one)', schema: ExecuteResponse },
+      409: { description: 'connection_mismatch or not_approved' },
+      410: { description: 'approval_expired' },
+    },
+    handler: async ({ params, body, deps, em, principal }) =>
+      executeApproval(deps, em, principal, params.approval_id, body.connection_name, { surface: 'api', threadId: null }),
+  }),
+];

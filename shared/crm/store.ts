@@ -1,0 +1,54 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppConfig } from '../config.js';
+import { CrmConnectionSchema, type CrmConnectionRow } from '../db/entities/index.js';
+import { NotFoundError } from '../errors.js';
+import { secretBox } from '../secrets/secret-box.js';
+import type { CrmSettings } from './connection-config.js';
+import type { CrmAuthMode } from './connection-types.js';
+import type { TokenSet } from './oauth.js';
+import { SurvivorshipPolicySchema, type SurvivorshipPolicy } from './survivorship.js';
+
+/** A connection with its secrets and cached tokens opened: only ever held in memory. */
+export interface LoadedConnection {
+  row: CrmConnectionRow;
+  name: string;
+  authMode: CrmAuthMode;
+  settings: CrmSettings;
+  secrets: Record<string, string>;
+  tokens: TokenSet | null;
+  policy: SurvivorshipPolicy | null;
+}
+
+export async function findConnectionRow(em: EntityManager, tenant: string, name: string): Promise<CrmConnectionRow> {
+  const row = await em.findOne(CrmConnectionSchema, { tenant, name }, { refresh: true });
+  if (!row) throw new NotFoundError(`No connection named "${name}".`);
+  return row;
+}
+
+export function openConnection(config: AppConfig, row: CrmConnectionRow): LoadedConnection {
+  const box = secretBox(config);
+  return {
+    row,
+    name: row.name,
+    authMode: row.authMode as CrmAuthMode,
+    settings: row.settings as unknown as CrmSettings,
+    secrets: JSON.parse(box.open(row.secretsSealed)) as Record<string, string>,
+    tokens: row.tokensSealed ? (JSON.parse(box.open(row.tokensSealed)) as TokenSet) : null,
+    policy: row.policy ? SurvivorshipPolicySchema.parse(row.policy) : null,
+  };
+}
+
+export async function loadConnection(em: EntityManager, config: AppConfig, tenant: string, name: string): Promise<LoadedConnection> {
+  return openConnection(config, await findConnectionRow(em, tenant, name));
+}
+
+/** Caches tokens (sealed); a discovered instance URL is kept too, unless one was configured. */
+export async function saveTokens(em: EntityManager, config: AppConfig, conn: LoadedConnection, tokens: TokenSet): Promise<void> {
+  conn.tokens = tokens;
+  if (!conn.settings.instance_url && tokens.instance_url) conn.settings = { ...conn.settings, instance_url: tokens.instance_url };
+  await em.getConnection().execute(`update crm_connections set tokens_sealed = ?, settings = ?::jsonb, updated_at = now() where id = ?`, [
+    secretBox(config).seal(JSON.stringify(tokens)),
+    JSON.stringify(conn.settings),
+    conn.row.id,
+  ]);
+}

@@ -1,0 +1,87 @@
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { CrmMergeActivities } from '../activities/crm-merge.js';
+import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import { SearchAttributes } from '../shared/temporal/search-attributes.js';
+import {
+  approveMergeUpdate,
+  claimMergeUpdate,
+  CRM_MERGE_REFUSAL_TYPE,
+  crmMergeStateQuery,
+  mergeSettledSignal,
+  type CrmMergeRefusalCode,
+  type CrmMergeState,
+  type CrmMergeWorkflowInput,
+} from './crm-merge-definitions.js';
+
+const db = proxyActivities<CrmMergeActivities>(ActivityProfiles.database);
+
+/** Validators throw this: the update is rejected synchronously and nothing enters history. */
+function refuse(code: CrmMergeRefusalCode | null, message = ''): void {
+  if (code) throw ApplicationFailure.create({ type: CRM_MERGE_REFUSAL_TYPE, message, details: [code], nonRetryable: true });
+}
+
+/**
+ * One CRM merge approval, held for its lifetime: approve and execute are Updates refused once the
+ * TTL has ended (`condition(fn, ttl)`), and expiry is recorded as a state. The decision and the
+ * one-time merge itself run on the Action Review proposal with the same id (one inbox); this
+ * workflow guards the lifetime and the bound connection.
+ */
+export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Promise<CrmMergeState> {
+  const state: CrmMergeState = { phase: 'open', approvedBy: null, finalStatus: null };
+  // True from the moment the TTL fires: no update may slip in while expiry is being recorded.
+  let ttlEnded = false;
+  const setPhase = (phase: CrmMergeState['phase']) => {
+    state.phase = phase;
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: phase }]);
+  };
+  const expiredRefusal = () => (ttlEnded || state.phase === 'expired' ? 'approval_expired' : null);
+
+  setHandler(crmMergeStateQuery, () => ({ ...state }));
+  setHandler(
+    approveMergeUpdate,
+    async (args) => {
+      await db.recordMergeApproved({ approvalId: input.approvalId, approvedBy: args.caller });
+      state.approvedBy = args.caller;
+      return { ...state };
+    },
+    {
+      validator: (args) => {
+        refuse(args.caller.kind !== 'person' ? 'person_only' : null, 'Only a genuinely authenticated person can approve a merge.');
+        refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
+      },
+    },
+  );
+  setHandler(
+    claimMergeUpdate,
+    (args) => {
+      if (state.phase === 'open') setPhase('executing');
+      return { ...state };
+    },
+    {
+      validator: (args) => {
+        refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
+        refuse(args.connectionName !== input.connectionName ? 'connection_mismatch' : null, `The approval is bound to connection "${input.connectionName}".`);
+      },
+    },
+  );
+  setHandler(mergeSettledSignal, ({ finalStatus }) => {
+    state.finalStatus = finalStatus;
+    setPhase('settled');
+  });
+
+  const claimedInTime = await condition(() => state.phase !== 'open', `${input.ttlSeconds} seconds`);
+  if (!claimedInTime) {
+    ttlEnded = true;
+    const { expired } = await db.expireMergeApproval({ approvalId: input.approvalId });
+    if (expired) {
+      setPhase('expired');
+      await condition(allHandlersFinished);
+      return { ...state };
+    }
+    // The execution started from the Action Review inbox just before the TTL: its outcome stands.
+    setPhase('executing');
+  }
+  await condition(() => state.phase === 'settled', `${input.settleWaitSeconds} seconds`);
+  await condition(allHandlersFinished);
+  return { ...state };
+}
