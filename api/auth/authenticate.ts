@@ -42,10 +42,19 @@ function rolesFromClaims(claims: JWTPayload, claimName: string): string[] {
   return [];
 }
 
-/** App-only tokens: client-credentials grants, or a subject equal to the client (azp / client_id). */
+/**
+ * App-only tokens: client-credentials grants (`gty`), a subject equal to the client (azp /
+ * client_id), an Entra ID app token (`idtyp: app`), or a Keycloak service account
+ * (`preferred_username: service-account-…`).
+ */
 export function isAppOnlyToken(claims: JWTPayload): boolean {
-  const c = claims as JWTPayload & { gty?: unknown; azp?: unknown; client_id?: unknown };
-  return c.gty === 'client-credentials' || (c.sub !== undefined && (c.sub === c.azp || c.sub === c.client_id));
+  const c = claims as JWTPayload & { gty?: unknown; azp?: unknown; client_id?: unknown; idtyp?: unknown; preferred_username?: unknown };
+  return (
+    c.gty === 'client-credentials' ||
+    c.idtyp === 'app' ||
+    (typeof c.preferred_username === 'string' && c.preferred_username.startsWith('service-account-')) ||
+    (c.sub !== undefined && (c.sub === c.azp || c.sub === c.client_id))
+  );
 }
 
 /**
@@ -83,13 +92,15 @@ export async function authenticate(
       if (found === 'expired') throw authenticationRequired(config, 'This personal access token has expired.');
       if (found === 'unknown') throw authenticationRequired(config, 'The personal access token is not recognised.');
       const { pat, owner } = found;
+      // A PAT acts in the tenant it was minted in; the owner's roles count only if they are that tenant's.
+      const roles = owner.tenant === pat.tenant ? owner.roles : [];
       return {
         kind: owner.kind === 'app' ? 'app' : 'person',
         id: owner.id,
-        tenant: owner.tenant,
+        tenant: pat.tenant,
         displayName: owner.displayName ?? owner.id,
-        roles: owner.roles,
-        permissions: permissionsFor(owner.roles),
+        roles,
+        permissions: permissionsFor(roles),
         credential: 'pat',
         patId: pat.id,
       };

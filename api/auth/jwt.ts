@@ -23,6 +23,8 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string; au
           audience: options.audience,
           algorithms: ALLOWED_ALGORITHMS,
           clockTolerance: 30,
+          // A token without an expiry would never expire.
+          requiredClaims: ['exp', 'sub'],
         });
         if (typeof payload.sub !== 'string' || payload.sub === '') throw new AuthenticationError('The access token has no subject (sub).');
         return payload;
@@ -36,6 +38,9 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string; au
 function mapJoseError(err: unknown): Error {
   if (err instanceof AuthenticationError) return err;
   if (err instanceof errors.JWTExpired) return new AuthenticationError('The access token has expired; sign in again.', { reason: 'token_expired' });
+  if (err instanceof errors.JWTClaimValidationFailed && err.reason === 'missing') {
+    return new AuthenticationError(`The access token lacks the required claim "${err.claim}".`, { reason: 'missing_claim', claim: err.claim });
+  }
   if (err instanceof errors.JWTClaimValidationFailed) {
     return new AuthenticationError(`The access token was not issued for this service (claim "${err.claim}" does not match).`, {
       reason: 'claim_mismatch',

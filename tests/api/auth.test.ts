@@ -91,6 +91,7 @@ describe('identity-provider tokens', () => {
         'algorithm_not_allowed',
       ],
       ['garbage', async () => 'not.a.jwt', 'invalid_token'],
+      ['no expiry', () => idp.sign({ sub: 'mallory' }, { expiresIn: null }), 'missing_claim'],
     ];
     it.each(cases)('%s', async (_name, makeToken, reason) => {
       const before = await userCount();

@@ -7,7 +7,7 @@ export interface FakeIdp {
   jwksUrl: string;
   publicKeyPem: string;
   /** Signs a token with the IdP's key (kid k1) unless told otherwise. */
-  sign(claims: JWTPayload, options?: { expiresIn?: string | number; issuer?: string; audience?: string; kid?: string; foreignKey?: boolean }): Promise<string>;
+  sign(claims: JWTPayload, options?: { expiresIn?: string | number | null; issuer?: string; audience?: string; kid?: string; foreignKey?: boolean }): Promise<string>;
   /** Number of JWKS fetches served (to check caching). */
   jwksHits(): number;
   close(): Promise<void>;
@@ -38,13 +38,14 @@ export async function startFakeIdp(): Promise<FakeIdp> {
     jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     publicKeyPem: await exportSPKI(publicKey),
     async sign(claims, options = {}) {
-      return new SignJWT(claims)
+      const jwt = new SignJWT(claims)
         .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? 'k1' })
         .setIssuer(options.issuer ?? issuer)
         .setAudience(options.audience ?? audience)
-        .setIssuedAt()
-        .setExpirationTime(options.expiresIn ?? '5m')
-        .sign(options.foreignKey ? foreign.privateKey : privateKey);
+        .setIssuedAt();
+      // `expiresIn: null` leaves the token without an exp claim (which must be refused).
+      if (options.expiresIn !== null) jwt.setExpirationTime(options.expiresIn ?? '5m');
+      return jwt.sign(options.foreignKey ? foreign.privateKey : privateKey);
     },
     jwksHits: () => hits,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

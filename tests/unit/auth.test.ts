@@ -24,7 +24,10 @@ describe('app-only tokens', () => {
     [{ sub: 'x', gty: 'client-credentials' }, true],
     [{ sub: 'c1', azp: 'c1' }, true],
     [{ sub: 'c1', client_id: 'c1' }, true],
+    [{ sub: 'sp-object-id', azp: 'app-id', idtyp: 'app' }, true],
+    [{ sub: 'f3a1', azp: 'etl', preferred_username: 'service-account-etl' }, true],
     [{ sub: 'alice', azp: 'spa-client' }, false],
+    [{ sub: 'alice', azp: 'spa-client', idtyp: 'user', preferred_username: 'alice' }, false],
     [{ sub: 'alice', gty: 'password' }, false],
   ])('%o → %s', (claims, expected) => {
     expect(isAppOnlyToken(claims)).toBe(expected);
