@@ -4,6 +4,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -16,6 +17,9 @@ const { recordUserMessage } = proxyActivities<ThreadActivities>(ActivityProfiles
 // The model call heartbeats: a worker that dies mid-call is detected within the heartbeat timeout.
 const { callModel } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' });
 const { runToolCall } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, retry: { maximumAttempts: 3 } });
+
+/** Concurrent messages once could start turns together; the fix changes command order, hence a patch. */
+const TURN_LOCK_PATCH = 'thread-turn-lock';
 
 /** How many model ↔ tool round trips one turn may take before the agent must answer. */
 const MAX_TOOL_ROUNDS = 6;
@@ -37,7 +41,14 @@ export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> 
     postMessageUpdate,
     async (message: PostMessageInput): Promise<TurnResult> => {
       received++;
-      await condition(() => !busy);
+      if (patched(TURN_LOCK_PATCH)) {
+        // A loop, not one wait: every waiter whose condition holds is released in the same pass, and
+        // only the first to resume may take the turn.
+        while (busy) await condition(() => !busy);
+      } else {
+        // Threads started before the fix keep their recorded command order.
+        await condition(() => !busy);
+      }
       busy = true;
       try {
         return await runTurn(input, message);

@@ -3,6 +3,25 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
+import { ensureBuiltInAgents } from '../../shared/agents/registry.js';
+import { AgentRowSchema } from '../../shared/db/entities/index.js';
+
+/**
+ * An agent registered in the agent registry may call only the tools of its tool groups, whichever
+ * path it calls from (its own turns or a `gsk_` token on `POST /api/tool_call`). Bots the registry
+ * does not know (external sandbox runs) are limited by each tool's accepted principal kinds.
+ */
+async function assertAgentMayUse(em: EntityManager, principal: Principal, toolName: string): Promise<void> {
+  await ensureBuiltInAgents(em, principal.tenant);
+  const agent = await em.findOne(AgentRowSchema, { id: principal.botId ?? principal.id, tenant: principal.tenant });
+  if (agent && !agent.toolGroups.includes(toolName)) {
+    throw new ForbiddenError(`Agent ${agent.name} is not given the ${toolName} tool; an administrator can add it to the agent's tool groups.`, {
+      reason: 'tool_not_in_agent_groups',
+      tool: toolName,
+      tool_groups: agent.toolGroups,
+    });
+  }
+}
 
 /**
  * Calls a registered tool as `principal`: who may call it, its permission, its input schema, then
@@ -11,6 +30,7 @@ import { toolRegistry } from './index.js';
 export async function invokeTool(name: string, args: unknown, principal: Principal, ctx: { deps: AppDeps; em: EntityManager; requestId: string }): Promise<unknown> {
   const tool = toolRegistry.get(name);
   if (!tool) throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
+  if (principal.kind === 'agent') await assertAgentMayUse(ctx.em, principal, tool.name);
   if (!tool.principalKinds.includes(principal.kind)) {
     throw new ForbiddenError(`The ${tool.name} tool is limited to ${tool.principalKinds.join(' or ')} callers; you are calling as ${principal.kind}.`, {
       required_principal_kinds: tool.principalKinds,

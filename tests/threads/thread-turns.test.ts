@@ -115,6 +115,31 @@ describe('agent thread turns', () => {
     await recordHistory('thread-tool-call-then-handback', stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`));
   });
 
+  it('refuses a tool outside the agent’s groups and shows the model why', async () => {
+    llm.respond = (req) => {
+      const last = req.messages.at(-1)!;
+      if (last.role === 'user') return { toolCalls: [{ name: 'crm_connector', arguments: { action: 'query', connection_name: 'x', soql: 'SELECT Id FROM Contact' } }] };
+      return { content: `tool said: ${last.content}` };
+    };
+    const { turn } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'read the CRM', origin: 'mcp_origin' });
+    const result = JSON.parse(turn.reply.replace(/^tool said: /, ''));
+    expect(result).toMatchObject({ error_type: 'forbidden', payload: { reason: 'tool_not_in_agent_groups', tool: 'crm_connector' } });
+  });
+
+  it('runs concurrent messages of one thread one turn at a time', async () => {
+    llm.respond = (req) => ({ content: `re: ${lastUser(req)}` });
+    const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'start', origin: 'mcp_origin' });
+    const turns = await Promise.all(['one', 'two', 'three'].map((m) => postMessage(stack.api.deps, owner, thread, m)));
+    expect(turns.map((t) => t.reply).sort()).toEqual(['re: one', 're: three', 're: two']);
+    const rows = await query<{ role: string; content: string }>(stack.db.url, 'select role, content from conversation_messages where thread_id = $1 order by created_at', [thread.id]);
+    // Every user message is followed by its own answer: turns never interleave.
+    for (let i = 0; i < rows.length; i += 2) {
+      expect(rows[i]!.role).toBe('user');
+      expect(rows[i + 1]).toEqual({ role: 'assistant', content: `re: ${rows[i]!.content}` });
+    }
+    expect(rows).toHaveLength(8);
+  });
+
   it('answers llm_error with a classified failure, no provider text, and the thread to retry in', async () => {
     llm.respond = () => ({ status: 401, body: '{"error":{"message":"Incorrect API key provided: sk-test"}}' });
     const err = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'x', origin: 'mcp_origin' }).catch((e: unknown) => e);
