@@ -54,7 +54,11 @@ async function ensureThread(em: EntityManager, principal: Principal, threadId: s
 async function checkSubject(em: EntityManager, principal: Principal, subject: ProposalSubject): Promise<void> {
   const probe = subjectProbes(em)[subject.kind];
   if (!probe) throw new BadRequestError(`Subject kind "${subject.kind}" has no visibility handler.`, { fields: [{ field: 'body.subject.kind', message: 'unknown subject kind' }] });
-  if (subject.kind === THREAD_SUBJECT && principal.kind === 'agent') return; // an agent's subject thread is checked as its thread
+  if (subject.kind === THREAD_SUBJECT && principal.kind === 'agent') {
+    // An agent may name only the thread its token is bound to.
+    if (subject.id !== principal.threadId) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
+    return;
+  }
   if (!(await probe(subject, viewerOf(principal)))) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
 }
 

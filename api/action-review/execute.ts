@@ -36,7 +36,7 @@ export interface ExecuteAnswer {
  * `claimed: false`; a repeat answers the recorded outcome (`replayed`) without running the effect.
  */
 export async function executeProposal(deps: AppDeps, em: EntityManager, principal: Principal, proposalId: string, origin: ExecutionOriginRef): Promise<ExecuteAnswer> {
-  const row = await findVisibleProposal(em, principal, proposalId);
+  const row = await findVisibleProposal(em, principal, proposalId, 'execute');
   const answer = await sendUpdate(deps, row.proposalId, executeUpdate, { caller: principalRef(principal), origin });
   const outcome = answer.ok ? answer.value : 'closed' in answer ? recordedOutcome(row) : null;
   if (!outcome) {

@@ -39,16 +39,25 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = (proposalId: string) => new NotFoundError(`No proposal ${proposalId}.`);
 
 /**
- * The proposal if the caller may see it. Agents see their own bot's proposals; people and other
+ * The proposal if the caller may see it. Agents see their bot's proposals of their own thread; people and other
  * callers see their tenant's proposals whose subjects are visible to them. Hidden, other-tenant
  * and unknown proposals all answer the same 404.
  */
-export async function findVisibleProposal(em: EntityManager, principal: Principal, proposalId: string): Promise<ProposalRow> {
+export async function findVisibleProposal(
+  em: EntityManager,
+  principal: Principal,
+  proposalId: string,
+  purpose: 'read' | 'execute' = 'read',
+): Promise<ProposalRow> {
   if (!UUID.test(proposalId)) throw notFound(proposalId);
   const row = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
   if (!row) throw notFound(proposalId);
   if (principal.kind === 'agent') {
     if (row.botId === null || row.botId !== principal.botId) throw notFound(proposalId);
+    // Reads stay within the agent run's own thread (another person's thread of the same bot is not its
+    // business). An execute from another thread reaches the proposal so that it is refused for what
+    // it is: `execution_origin_required`, unclaimed.
+    if (purpose === 'read' && row.threadId !== (principal.threadId ?? null)) throw notFound(proposalId);
     return row;
   }
   const { visible } = await filterVisible([row], { viewer: viewerOf(principal), subjectsOf: subjectsOfRow, probes: subjectProbes(em), budget: PROBE_BUDGET });

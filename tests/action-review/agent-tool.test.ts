@@ -87,6 +87,36 @@ describe('execution origin', () => {
     expect(await query(r.stack.db.url, 'select count(*)::int as n from prover_decisions where proposal_id = $1', [id])).toEqual([{ n: 1 }]);
   });
 
+  it('keeps an agent run to its own thread: other threads’ proposals are hidden, and it names only its thread as a subject', async () => {
+    const own = await r.agent('bot-scope', 'thread-s1');
+    const created = await tool(r.stack.url, own, {
+      action: 'CREATE_PROPOSAL',
+      action_type: 'prover.request_finding_evidence.v1',
+      payload: { finding_id: 'F-9', evidence_request: 'Attach logs.' },
+      expected_effect: 'Evidence is requested for F-9.',
+    });
+    const id = created.body.result.proposal.proposal_id as string;
+    const other = await r.agent('bot-scope', 'thread-s2');
+    const hidden = await tool(r.stack.url, other, { action: 'GET_REQUEST_STATUS', proposal_id: id });
+    expect(hidden.status).toBe(404);
+    expect((await tool(r.stack.url, own, { action: 'GET_REQUEST_STATUS', proposal_id: id })).status).toBe(200);
+    const foreignSubject = await tool(r.stack.url, other, {
+      action: 'CREATE_PROPOSAL',
+      action_type: 'prover.request_finding_evidence.v1',
+      payload: { finding_id: 'F-10', evidence_request: 'x' },
+      expected_effect: 'x',
+      subject: { kind: 'conversation_thread', id: 'thread-s1' },
+    });
+    expect(foreignSubject.status).toBe(404);
+  });
+
+  it('lets a registered agent call only the tools of its tool groups', async () => {
+    const eve = await r.agent('eve', 'thread-e1');
+    const res = await http(r.stack.url, 'POST', '/api/tool_call', { token: eve, body: { tool: 'crm_connector', arguments: { action: 'get_record' } } });
+    expect(res.status).toBe(403);
+    expect(res.body.payload).toMatchObject({ reason: 'tool_not_in_agent_groups', tool: 'crm_connector' });
+  });
+
   it('refuses unknown tools, bad arguments and callers the tool does not accept', async () => {
     const agent = await r.agent('bot-ops', 'thread-o3');
     expect((await http(r.stack.url, 'POST', '/api/tool_call', { token: agent, body: { tool: 'nope', arguments: {} } })).status).toBe(404);
