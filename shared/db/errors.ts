@@ -5,6 +5,10 @@
 const connectionCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
 
 export function isDatabaseUnavailable(err: unknown): boolean {
+  // An outbound HTTP call (undici's "fetch failed", cause ECONNREFUSED…) is not the database.
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++, e = (e as { cause?: unknown }).cause) {
+    if ((e as { message?: unknown }).message === 'fetch failed') return false;
+  }
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
     const x = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; sqlState?: unknown };
     const code = typeof x.code === 'string' ? x.code : typeof x.sqlState === 'string' ? x.sqlState : '';

@@ -56,6 +56,7 @@ export async function chatCompletion(settings: LlmSettings, messages: ChatMessag
     throw fail('not_configured', 'No language-model provider is configured for this deployment.', 'Ask an administrator to configure the active provider (PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL).', false);
   }
   let res: Response;
+  let text: string;
   try {
     res = await fetch(`${settings.baseUrl}/chat/completions`, {
       method: 'POST',
@@ -63,6 +64,8 @@ export async function chatCompletion(settings: LlmSettings, messages: ChatMessag
       body: JSON.stringify({ model: settings.model, messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) }),
       signal: AbortSignal.timeout(settings.timeoutSeconds * 1000),
     });
+    // Read the body inside the same guard: a reset or timeout mid-body is the provider's failure too.
+    text = await res.text();
   } catch (err) {
     const timedOut = (err as Error).name === 'TimeoutError';
     throw fail(
@@ -73,7 +76,6 @@ export async function chatCompletion(settings: LlmSettings, messages: ChatMessag
       String((err as Error).message),
     );
   }
-  const text = await res.text();
   if (res.status === 401 || res.status === 403) throw fail('authentication', 'The language-model provider refused the platform\'s credentials.', 'Ask an administrator to check the provider API key.', false, text);
   if (res.status === 429) throw fail('rate_limited', 'The language-model provider is rate limiting requests.', 'Wait a little and try again.', true, text);
   if (res.status >= 500) throw fail('unavailable', 'The language-model provider had an internal error.', 'Try again in a moment.', true, text);

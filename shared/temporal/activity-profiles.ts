@@ -8,7 +8,9 @@ export const ActivityProfiles = {
   /** Idempotent writes and reads in PostgreSQL. */
   database: {
     startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+    // No attempt limit: a projection must land even after a long database outage, or the workflow's
+    // state and the rows the API reads would part ways.
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
   },
   /** Calls to external HTTP systems that are safe to repeat (reads, idempotent writes). */
   externalIdempotent: {

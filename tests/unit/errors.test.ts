@@ -16,6 +16,8 @@ describe('dependency failure classification', () => {
     expect(isDatabaseUnavailable(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))).toBe(true);
     expect(isDatabaseUnavailable({ name: 'KnexTimeoutError', message: 'Knex: Timeout acquiring a connection' })).toBe(true);
     expect(isDatabaseUnavailable(Object.assign(new Error('duplicate key'), { code: '23505' }))).toBe(false);
+    // An unreachable external HTTP host (e.g. a CRM) is not a database outage.
+    expect(isDatabaseUnavailable(new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' }) }))).toBe(false);
   });
 
   it('recognises Temporal outages only in gRPC-shaped errors', () => {
