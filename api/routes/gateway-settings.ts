@@ -17,12 +17,12 @@ export const gatewaySettingsRoutes = [
     method: 'get',
     path: '/api/config/gateway',
     operationId: 'getGatewaySettings',
-    summary: 'Hosted gateway settings (default agent and what happens when it is unavailable)',
+    summary: "Hosted gateway settings of the caller's tenant (default agent and what happens when it is unavailable)",
     tags: ['config'],
     access: { kind: 'authenticated', permission: 'access_config_panel' },
     responses: { 200: { description: 'Settings', schema: successEnvelope(SettingsView) } },
-    handler: async ({ em, deps }) => {
-      const s = await readGatewaySettings(em);
+    handler: async ({ em, deps, principal }) => {
+      const s = await readGatewaySettings(em, principal.tenant);
       return { success: true, data: withEffective(s, deps.config.gateway) };
     },
   }),
@@ -42,7 +42,7 @@ export const gatewaySettingsRoutes = [
     bodyKind: 'config',
     responses: { 200: { description: 'Stored', schema: successEnvelope(SettingsView) } },
     handler: async ({ em, deps, body, principal }) => {
-      const s = await writeGatewaySettings(em, body, principal.id);
+      const s = await writeGatewaySettings(em, principal.tenant, body, principal.id);
       return { success: true, data: withEffective(s, deps.config.gateway) };
     },
   }),

@@ -23,7 +23,7 @@ export async function chooseAgent(deps: AppDeps, em: EntityManager, principal: P
     if (!agent) throw new NotFoundError(`No agent ${agentId} is available to you; list_agents shows yours.`);
     return agent;
   }
-  const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config));
+  const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config, principal.tenant));
   if (resolved.ok) return resolved.agent;
   if (resolved.code === 'no_accessible_agent') throw new ForbiddenError(resolved.message, { code: resolved.code });
   throw new ConflictError(resolved.message, { code: resolved.code, available_agents: usable.map((a) => ({ agent_id: a.id, name: a.name })) });

@@ -3,8 +3,9 @@ import type { AppConfig } from '../config.js';
 import { DeploymentSettingSchema } from '../db/entities/index.js';
 import type { DefaultAgentSettings, UnavailablePolicy } from './default-agent.js';
 
-const AGENT_KEY = 'gateway.default_agent_id';
-const POLICY_KEY = 'gateway.default_agent_unavailable_policy';
+/** Gateway settings belong to one tenant: one tenant's administrator never changes another's default. */
+const agentKey = (tenant: string) => `gateway.${tenant}.default_agent_id`;
+const policyKey = (tenant: string) => `gateway.${tenant}.default_agent_unavailable_policy`;
 
 export interface GatewaySettings {
   default_agent_id: string | null;
@@ -12,7 +13,8 @@ export interface GatewaySettings {
 }
 
 /** The stored gateway settings (null when unset or cleared). */
-export async function readGatewaySettings(em: EntityManager): Promise<GatewaySettings> {
+export async function readGatewaySettings(em: EntityManager, tenant: string): Promise<GatewaySettings> {
+  const [AGENT_KEY, POLICY_KEY] = [agentKey(tenant), policyKey(tenant)];
   const rows = await em.find(DeploymentSettingSchema, { key: { $in: [AGENT_KEY, POLICY_KEY] } });
   const value = (key: string) => (rows.find((r) => r.key === key)?.value ?? null) as string | null;
   return {
@@ -22,11 +24,17 @@ export async function readGatewaySettings(em: EntityManager): Promise<GatewaySet
 }
 
 /** Applies a partial update; `null` clears a setting (falling back to the deployment's env). */
-export async function writeGatewaySettings(em: EntityManager, patch: Partial<GatewaySettings>, updatedBy: string, now = new Date()): Promise<GatewaySettings> {
+export async function writeGatewaySettings(
+  em: EntityManager,
+  tenant: string,
+  patch: Partial<GatewaySettings>,
+  updatedBy: string,
+  now = new Date(),
+): Promise<GatewaySettings> {
   const conn = em.getConnection();
   for (const [key, value] of [
-    [AGENT_KEY, patch.default_agent_id],
-    [POLICY_KEY, patch.default_agent_unavailable_policy],
+    [agentKey(tenant), patch.default_agent_id],
+    [policyKey(tenant), patch.default_agent_unavailable_policy],
   ] as const) {
     if (value === undefined) continue;
     if (value === null) await conn.execute('delete from deployment_settings where key = ?', [key]);
@@ -37,12 +45,12 @@ export async function writeGatewaySettings(em: EntityManager, patch: Partial<Gat
         [key, JSON.stringify(value), now, updatedBy],
       );
   }
-  return readGatewaySettings(em);
+  return readGatewaySettings(em, tenant);
 }
 
 /** Settings and env together, as `resolveDefaultAgent` takes them. */
-export async function defaultAgentSettings(em: EntityManager, config: AppConfig): Promise<DefaultAgentSettings> {
-  const stored = await readGatewaySettings(em);
+export async function defaultAgentSettings(em: EntityManager, config: AppConfig, tenant: string): Promise<DefaultAgentSettings> {
+  const stored = await readGatewaySettings(em, tenant);
   return {
     settingAgentId: stored.default_agent_id,
     envAgentId: config.gateway.defaultAgentId ?? null,

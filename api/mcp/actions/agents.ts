@@ -11,7 +11,7 @@ defineMcpAction({
   params: z.object({}),
   handler: async ({ em, principal, deps }) => {
     const agents = await listUsableAgents(em, principal);
-    const resolved = resolveDefaultAgent(agents, await defaultAgentSettings(em, deps.config));
+    const resolved = resolveDefaultAgent(agents, await defaultAgentSettings(em, deps.config, principal.tenant));
     return {
       agents: agents.map((a) => ({ agent_id: a.id, name: a.name, description: a.description, is_default: resolved.ok && resolved.agent.id === a.id })),
       default_agent: resolved.ok ? { agent_id: resolved.agent.id, name: resolved.agent.name, reason: resolved.reason } : null,
@@ -21,7 +21,7 @@ defineMcpAction({
 });
 
 setDefaultAgentReporter(async ({ em, principal, deps }) => {
-  const resolved = resolveDefaultAgent(await listUsableAgents(em, principal), await defaultAgentSettings(em, deps.config));
+  const resolved = resolveDefaultAgent(await listUsableAgents(em, principal), await defaultAgentSettings(em, deps.config, principal.tenant));
   return resolved.ok
     ? { agent_id: resolved.agent.id, name: resolved.agent.name, reason: resolved.reason }
     : { agent_id: null, refusal: { code: resolved.code, message: resolved.message } };
