@@ -18,6 +18,8 @@ const FROM_PROPOSAL: Record<string, ApprovalStatus> = {
 };
 
 export function approvalStatus(row: CrmMergeApprovalRow, proposal: ProposalRow | null, now = Date.now()): ApprovalStatus {
+  // A rejection is a person's decision: the lifetime running out afterwards changes nothing about it.
+  if (proposal?.status === 'rejected') return 'rejected';
   if (row.status === 'expired') return 'expired';
   const fromProposal = FROM_PROPOSAL[proposal?.status ?? 'requested'] ?? 'awaiting_approval';
   // Past its lifetime and never claimed: expired, even before the workflow has recorded it.
@@ -43,6 +45,8 @@ export const ApprovalViewSchema = z
     expired_at: z.string().nullable(),
     requested_by: z.record(z.string(), z.unknown()),
     approved_by: z.record(z.string(), z.unknown()).nullable(),
+    rejected_by: z.record(z.string(), z.unknown()).nullable(),
+    decision_reason: z.string().nullable().describe('The reason given with the approval or rejection'),
     final_status: z.string().nullable(),
     execution_result: z.record(z.string(), z.unknown()).nullable(),
     execution_refusal_reason: z.string().nullable(),
@@ -54,6 +58,7 @@ export const ApprovalViewSchema = z
   .meta({ id: 'CrmMergeApproval' });
 
 export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | null): z.output<typeof ApprovalViewSchema> {
+  const approved = proposal !== null && proposal.status !== 'requested' && proposal.status !== 'rejected';
   return {
     approval_id: row.approvalId,
     status: approvalStatus(row, proposal),
@@ -68,7 +73,10 @@ export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | n
     expires_at: iso(row.expiresAt)!,
     expired_at: iso(row.expiredAt),
     requested_by: row.requestedBy,
-    approved_by: row.approvedBy ?? (proposal?.decidedBy && proposal.status !== 'rejected' ? (proposal.decidedBy as unknown as Record<string, unknown>) : null),
+    // The proposal's decision is authoritative; the row's approver only stands in if the decision lacks one.
+    approved_by: approved ? ((proposal.decidedBy as unknown as Record<string, unknown> | null) ?? row.approvedBy) : null,
+    rejected_by: proposal?.status === 'rejected' && proposal.decidedBy ? (proposal.decidedBy as unknown as Record<string, unknown>) : null,
+    decision_reason: proposal?.decisionReason ?? null,
     final_status: proposal?.finalStatus ?? null,
     execution_result: proposal?.executionReceipt ?? null,
     execution_refusal_reason: proposal?.executionRefusalReason ?? null,

@@ -44,7 +44,8 @@ export function connectionView(row: CrmConnectionRow, baseUrl: string) {
   };
 }
 
-async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
+/** Runs the connection test, stores its result on the row and answers the row as stored. */
+export async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
   const result = await testConnection(em, deps.config, openConnection(deps.config, row));
   await em.getConnection().execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
   return findConnectionRow(em, row.tenant, row.name);

@@ -5,11 +5,10 @@ import { checkSelection, type MergeSelectionInput } from '../../shared/crm/merge
 import { CrmMergeApprovalSchema, ProposalRowSchema, type CrmMergeApprovalRow } from '../../shared/db/entities/index.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
-import { approveUpdate, type ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
-import { approveMergeUpdate, claimMergeUpdate, crmMergeWorkflowId, mergeSettledSignal, type CrmMergeWorkflowInput } from '../../workflows/crm-merge-definitions.js';
+import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
+import { claimMergeUpdate, crmMergeWorkflowId, mergeSettledSignal, type CrmMergeWorkflowInput } from '../../workflows/crm-merge-definitions.js';
 import { createProposal } from '../action-review/create.js';
 import { executeProposal } from '../action-review/execute.js';
-import { refusalError, sendUpdate } from '../action-review/updates.js';
 import type { AppDeps } from '../deps.js';
 import { approvalView } from './approval-views.js';
 import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
@@ -87,17 +86,6 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
     ],
   });
   return { approval: await approvalWithProposal(em, row), preview: view };
-}
-
-/** Person-only (the workflow checks again), within the lifetime; then the proposal's own approve. */
-export async function approveApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, reason: string | null) {
-  const row = await findApproval(em, principal, approvalId);
-  const caller = principalRef(principal);
-  const answer = await sendMergeUpdate(deps, approvalId, approveMergeUpdate, { caller });
-  if (!answer.ok) throw mergeRefusalError('refusal' in answer ? answer.refusal : { code: 'approval_expired', message: 'The approval is no longer open.' });
-  const decided = await sendUpdate(deps, approvalId, approveUpdate, { caller, reason, expectedVersion: null, expectedPayloadDigest: null });
-  if (!decided.ok) throw refusalError('refusal' in decided ? decided.refusal : { code: 'already_decided', message: 'The approval was already decided.' });
-  return approvalWithProposal(em, row);
 }
 
 /**

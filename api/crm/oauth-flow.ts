@@ -8,7 +8,7 @@ import { CrmConnectionSchema } from '../../shared/db/entities/index.js';
 import { BadRequestError, ConflictError } from '../../shared/errors.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
-import { redirectUriFor } from './connections.js';
+import { redirectUriFor, runTest } from './connections.js';
 
 /** A started authorization must come back within this time. */
 const PENDING_TTL_MS = 10 * 60 * 1000;
@@ -46,7 +46,8 @@ const sameText = (a: string, b: string) => a.length === b.length && timingSafeEq
 
 /**
  * The CRM redirects the browser here: the `state` (unguessable, single use, 10 minutes) identifies
- * the connection and stands in for the caller's credential. Exchanges the code and caches the tokens.
+ * the connection and stands in for the caller's credential. Exchanges the code, caches the tokens,
+ * then runs and stores the connection test.
  */
 export async function completeAuthorization(deps: AppDeps, em: EntityManager, name: string, q: { code?: string; state?: string; error?: string; error_description?: string }) {
   if (!q.state) throw new BadRequestError('The callback carries no state.', { fields: [{ field: 'query.state', message: 'required' }] });
@@ -64,5 +65,7 @@ export async function completeAuthorization(deps: AppDeps, em: EntityManager, na
   const conn = openConnection(deps.config, row);
   const tokens = await authorizationCodeGrant(conn.settings, conn.secrets.client_secret!, q.code, pending.redirectUri, pending.verifier);
   await saveTokens(em, deps.config, conn, tokens);
-  return findConnectionRow(em, row.tenant, row.name);
+  // The save-time test could only reach the hosts; with tokens it can prove both, so its stored
+  // result stops saying authorization_required.
+  return runTest(deps, em, await findConnectionRow(em, row.tenant, row.name));
 }

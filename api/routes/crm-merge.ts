@@ -3,7 +3,8 @@ import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, MergeSelectionSchema } from '../../shared/crm/merge-selection.js';
 import { listApprovals } from '../crm/approval-list.js';
 import { ApprovalViewSchema } from '../crm/approval-views.js';
-import { approvalWithProposal, approveApproval, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
+import { approvalWithProposal, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
+import { approveApproval, rejectApproval } from '../crm/merge-decisions.js';
 import { defineRoute } from '../http/route.js';
 
 const tags = ['crm-merge'];
@@ -26,6 +27,41 @@ const ExecuteResponse = z.object({
   approval: ApprovalViewSchema,
 });
 const rules = 'Kinds Lead, Contact, Account; one survivor; one or two losers; distinct ids; merge_enabled on the connection. A refusal names the rule (payload.rule).';
+
+const personOnly = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
+
+/** Approve and reject: the same person-only guard, body and refusals; both decide the crm.merge.v1 proposal. */
+function decisionRoute(kind: 'approve' | 'reject') {
+  const approve = kind === 'approve';
+  const refusals: Record<number, { description: string }> = {
+    403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
+    404: { description: 'Unknown or another tenant’s approval' },
+    409: { description: 'already_decided' },
+  };
+  // Only approving is bound to the lifetime: a rejection stays possible after it.
+  if (approve) refusals[410] = { description: 'approval_expired' };
+  return defineRoute({
+    method: 'post',
+    path: `/api/crm/merge/approvals/:approval_id/${kind}`,
+    operationId: approve ? 'approveCrmMerge' : 'rejectCrmMerge',
+    summary: `${approve ? 'Approve' : 'Reject'} (genuinely authenticated people only; agents, the system identity and app-only tokens are refused)`,
+    description: approve
+      ? 'Needs APPROVE_AGENT_ACTION. Also approves the crm.merge.v1 proposal.'
+      : 'Needs APPROVE_AGENT_ACTION. Also rejects the crm.merge.v1 proposal (the decision and reason are handed back to a requesting agent); executing afterwards is refused. Allowed at any point of the lifetime.',
+    tags,
+    access: personOnly,
+    params: IdParams,
+    body: z.object({ reason: z.string().trim().max(4_000).optional() }),
+    responses: {
+      200: { description: approve ? 'Approved' : 'Rejected', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
+      ...refusals,
+    },
+    handler: async ({ params, body, deps, em, principal }) => ({
+      success: true as const,
+      approval: await (approve ? approveApproval : rejectApproval)(deps, em, principal, params.approval_id, body.reason || null),
+    }),
+  });
+}
 
 export const crmMergeRoutes = [
   defineRoute({
@@ -83,24 +119,8 @@ export const crmMergeRoutes = [
     responses: { 200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) }, 404: { description: 'Unknown or another tenant’s approval' } },
     handler: async ({ params, em, principal }) => ({ success: true, approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) }),
   }),
-  defineRoute({
-    method: 'post',
-    path: '/api/crm/merge/approvals/:approval_id/approve',
-    operationId: 'approveCrmMerge',
-    summary: 'Approve (genuinely authenticated people only; agents, the system identity and app-only tokens are refused)',
-    description: 'Needs APPROVE_AGENT_ACTION. Also approves the crm.merge.v1 proposal.',
-    tags,
-    access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] },
-    params: IdParams,
-    body: z.object({ reason: z.string().trim().max(4_000).optional() }),
-    responses: {
-      200: { description: 'Approved', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
-      403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
-      409: { description: 'already_decided' },
-      410: { description: 'approval_expired' },
-    },
-    handler: async ({ params, body, deps, em, principal }) => ({ success: true, approval: await approveApproval(deps, em, principal, params.approval_id, body.reason || null) }),
-  }),
+  decisionRoute('approve'),
+  decisionRoute('reject'),
   defineRoute({
     method: 'post',
     path: '/api/crm/merge/approvals/:approval_id/execute',

@@ -116,8 +116,21 @@ describe('user_oauth (authorization code with PKCE)', () => {
     expect(refused.payload.fix).toMatch(/Re-copy the displayed redirect URI/);
 
     s.crm.app.callbackUrl = created.body.data.redirect_uri;
+    const refreshes = s.crm.counts.token.refresh_token ?? 0;
+    s.crm.calls = [];
     const done = await follow();
     expect(done.status).toBe(200);
-    expect(((await done.json()) as { data: { authorized: boolean } }).data.authorized).toBe(true);
+    const authorized = ((await done.json()) as { data: Record<string, any> }).data;
+    // The callback re-runs the connection test with the new tokens: a refresh grant at the login
+    // host and a REST call at the instance host, stored and returned.
+    expect(authorized).toMatchObject({ authorized: true, connection_test: { status: 'passed' } });
+    expect(authorized.connection_test.checks.map((c: Record<string, unknown>) => [c.target, c.ok, c.detail])).toEqual([
+      ['login_host', true, 'token obtained'],
+      ['instance_url', true, 'REST API answered'],
+    ]);
+    expect(s.crm.counts.token.refresh_token).toBe(refreshes + 1);
+    expect(s.crm.calls).toEqual([{ method: 'GET', path: '/services/data/' }]);
+    const stored = await http(s.r.stack.url, 'GET', '/api/connections/crm_oauth_main', { token: s.r.tokens.rita });
+    expect(stored.body.data.connection_test).toEqual(authorized.connection_test);
   });
 });

@@ -2,19 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 import { recordHistory, waitFor } from '../action-review/support.js';
-import { createJwtConnection, LOSER_A, LOSER_B, seedContacts, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
+import { APPROVALS, createJwtConnection, LOSER_A, LOSER_B, requestAndApprove as approveNew, requestMerge, seedContacts, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
 
 let s: CrmStack;
 const post = (path: string, token: string, body: unknown = {}) => http(s.r.stack.url, 'POST', path, { token, body });
-const approvals = '/api/crm/merge/approvals';
-
-async function requestAndApprove(): Promise<string> {
-  const req = await post(approvals, s.r.tokens.rita, selection());
-  expect(req.status, req.text).toBe(201);
-  const id = req.body.approval_id as string;
-  expect((await post(`${approvals}/${id}/approve`, s.r.tokens.ravi)).status).toBe(200);
-  return id;
-}
+const approvals = APPROVALS;
+const requestAndApprove = () => approveNew(s);
 
 beforeAll(async () => {
   s = await startCrmStack();
@@ -135,5 +128,40 @@ describe('merge approval lifecycle', () => {
       return d.body.approval.status === 'reconciliation_required' && d.body.approval;
     }, 'the approval to show reconciliation_required');
     expect(detail.execution_error_detail).toEqual(expect.any(String));
+  });
+});
+
+describe('merge rejection', () => {
+  it('people reject through the CRM route; the proposal is rejected, executing is refused, nothing is written', async () => {
+    const id = await requestMerge(s);
+    const reject = (token: string, body: unknown = {}) => post(`${approvals}/${id}/reject`, token, body);
+    const agent = await s.r.agent('bot-1', 'thread-1');
+    for (const token of [agent, s.r.tokens.app, s.r.tokens.member]) expect((await reject(token)).status).toBe(403);
+
+    const res = await reject(s.r.tokens.ravi, { reason: 'different people' });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.approval).toMatchObject({ status: 'rejected', approved_by: null, rejected_by: { id: 'ravi', kind: 'person' }, decision_reason: 'different people' });
+    const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
+    expect(inbox.body.proposal).toMatchObject({ status: 'rejected', decision_reason: 'different people' });
+    expect(inbox.body.proposal.events.map((e: { type: string }) => e.type)).toEqual(['proposed', 'rejected']);
+
+    expect((await reject(s.r.tokens.rita)).body.payload.code).toBe('already_decided');
+    const approve = await post(`${approvals}/${id}/approve`, s.r.tokens.rita);
+    expect([approve.status, approve.body.payload.code]).toEqual([409, 'already_decided']);
+    const execute = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
+    expect([execute.status, execute.body.payload.code]).toEqual([409, 'not_approved']);
+    const viaTool = await http(s.r.stack.url, 'POST', '/api/tool_call', { token: agent, body: { tool: 'crm_connector', arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' } } });
+    expect(viaTool.body.payload.code).toBe('not_approved');
+    expect(s.crm.counts.patch + s.crm.counts.soap).toBe(0);
+    expect(s.crm.records.get(LOSER_A)!.deleted).toBe(false);
+    expect(s.crm.records.get(SURVIVOR)!.fields.Email).toBeNull();
+
+    // The approval's workflow has nothing left to guard: it ends now, not at the TTL.
+    expect(await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).result()).toMatchObject({ phase: 'settled', finalStatus: 'rejected' });
+    // Past its lifetime with its workflow gone, a rejected approval stays rejected: nothing to release.
+    await query(s.r.stack.db.url, `update crm_merge_approvals set expires_at = now() - interval '1 hour' where approval_id = $1`, [id]);
+    const list = await http(s.r.stack.url, 'GET', approvals, { token: s.r.tokens.rita });
+    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({ status: 'rejected' });
+    expect((await query(s.r.stack.db.url, 'select status from crm_merge_approvals where approval_id = $1', [id]))[0]!.status).toBe('open');
   });
 });

@@ -53,3 +53,24 @@ export async function createJwtConnection(s: CrmStack, name = 'crm_main', extra:
 }
 
 export const selection = (connection = 'crm_main') => ({ connection_name: connection, record_kind: 'Contact', survivor_id: SURVIVOR, loser_ids: [LOSER_A, LOSER_B] });
+
+export const APPROVALS = '/api/crm/merge/approvals';
+
+/** Requests an approval for the default selection (as Rita); answers its id. */
+export async function requestMerge(s: CrmStack): Promise<string> {
+  const res = await http(s.r.stack.url, 'POST', APPROVALS, { token: s.r.tokens.rita, body: selection() });
+  expect(res.status, res.text).toBe(201);
+  return res.body.approval_id as string;
+}
+
+/** Requests and approves (as Ravi, a person with APPROVE_AGENT_ACTION); answers the id. */
+export async function requestAndApprove(s: CrmStack): Promise<string> {
+  const id = await requestMerge(s);
+  const res = await http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/approve`, { token: s.r.tokens.ravi, body: {} });
+  expect(res.status, res.text).toBe(200);
+  return id;
+}
+
+/** Calls the crm_connector tool through POST /api/tool_call. */
+export const crmTool = (s: CrmStack, token: string, args: Record<string, unknown>) =>
+  http(s.r.stack.url, 'POST', '/api/tool_call', { token, body: { tool: 'crm_connector', arguments: { connection_name: 'crm_main', ...args } } });

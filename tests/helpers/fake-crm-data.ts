@@ -19,9 +19,25 @@ const tag = (xml: string, name: string) => [...xml.matchAll(new RegExp(`<(?:\\w+
 export async function finishFakeCrm(crm: FakeCrm, parts: Parts): Promise<FakeCrm> {
   const { json, restError } = parts;
   const dropped: ServerResponse[] = [];
+  const hanging: ServerResponse[] = [];
+  const cursors = new Map<string, Array<Record<string, unknown>>>();
+  crm.releaseHanging = () => {
+    for (const res of hanging.splice(0)) res.socket?.destroy();
+  };
+
+  /** One page of a result set from `offset`; the rest stays behind a `nextRecordsUrl` locator. */
+  function queryPage(res: ServerResponse, locator: string, offset: number) {
+    const rows = cursors.get(locator);
+    if (!rows) return restError(res, 400, 'INVALID_QUERY_LOCATOR', 'invalid query locator');
+    const records = rows.slice(offset, offset + crm.queryPageSize);
+    const next = offset + records.length;
+    const done = next >= rows.length;
+    json(res, 200, { totalSize: rows.length, done, records, ...(done ? {} : { nextRecordsUrl: `/services/data/v62.0/query/${locator}-${next}` }) });
+  }
 
   function merge(xml: string, res: ServerResponse) {
     crm.counts.soap++;
+    if (crm.soapMode === 'hang') return void hanging.push(res);
     const send = (status: number, body: string) => res.writeHead(status, { 'content-type': 'text/xml; charset=utf-8' }).end(body);
     if (!xml.includes(ENV) || !xml.includes('urn:partner.soap.sforce.com') || !/<(\w+:)?merge>/.test(xml)) return send(500, soapFault('INVALID_XML', 'not a merge envelope'));
     const [session] = tag(xml, 'sessionId');
@@ -53,6 +69,7 @@ export async function finishFakeCrm(crm: FakeCrm, parts: Parts): Promise<FakeCrm
   }
 
   function rest(req: IncomingMessage, url: URL, raw: string, res: ServerResponse) {
+    crm.calls.push({ method: req.method ?? 'GET', path: `${url.pathname}${url.search}` });
     const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
     if (!parts.accessTokens.has(token)) return restError(res, 401, 'INVALID_SESSION_ID', 'Session expired or invalid');
     if (url.pathname === '/services/data/') return json(res, 200, [{ version: '62.0', url: '/services/data/v62.0' }]);
@@ -79,8 +96,12 @@ export async function finishFakeCrm(crm: FakeCrm, parts: Parts): Promise<FakeCrm
       const fields = sel[1]!.split(',').map((f) => f.trim());
       const rows = [...crm.records.entries()].filter(([, r]) => r.type === sel[2] && !r.deleted);
       const records = rows.map(([id, r]) => ({ attributes: { type: r.type }, ...Object.fromEntries(fields.map((f) => [f, f === 'Id' ? id : (r.fields[f] ?? null)])) }));
-      return json(res, 200, { totalSize: records.length, done: true, records });
+      const locator = `01g${String(cursors.size + 1).padStart(15, '0')}`;
+      cursors.set(locator, records);
+      return queryPage(res, locator, 0);
     }
+    const more = url.pathname.match(/^\/services\/data\/v62\.0\/query\/(\w+)-(\d+)$/);
+    if (more) return queryPage(res, more[1]!, Number(more[2]));
     restError(res, 404, 'NOT_FOUND', 'The requested resource does not exist');
   }
 

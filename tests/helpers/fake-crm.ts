@@ -17,10 +17,16 @@ export interface FakeCrm {
   app: { clientId: string; clientSecret: string; publicKeyPem: string; callbackUrl: string; jwtUser: string; runAsUser: boolean };
   /** Behaves as the standard login host (refuses client credentials) unless false. */
   customDomain: boolean;
-  /** `ok` answers the merge; `apply_then_drop` applies it and drops the connection before answering. */
-  soapMode: 'ok' | 'apply_then_drop';
+  /** `ok` answers the merge; `apply_then_drop` applies it and drops the connection before answering; `hang` holds the request unanswered (nothing applied) until `releaseHanging`. */
+  soapMode: 'ok' | 'apply_then_drop' | 'hang';
   counts: { soap: number; patch: number; token: Record<string, number> };
+  /** Every REST data API request as received (method, path with query), in order. */
+  calls: Array<{ method: string; path: string }>;
+  /** Rows per query page; more rows come through `nextRecordsUrl`, as the real API pages them. */
+  queryPageSize: number;
   revokeAccessTokens(): void;
+  /** Drops the connections of held (`hang`) merge requests, so the caller sees the answer lost. */
+  releaseHanging(): void;
   issueRefreshToken(): string;
   /** Changes a field the way a CRM user would (new LastModifiedDate). */
   touch(id: string, field: string, value: unknown): void;
@@ -49,7 +55,10 @@ export async function startFakeCrm(publicKeyPem: string): Promise<FakeCrm> {
     customDomain: true,
     soapMode: 'ok',
     counts: { soap: 0, patch: 0, token: {} },
+    calls: [],
+    queryPageSize: 2000,
     revokeAccessTokens: () => accessTokens.clear(),
+    releaseHanging: () => {},
     issueRefreshToken() {
       const t = `rt-${b64url(randomBytes(12))}`;
       refreshTokens.add(t);
