@@ -22,9 +22,22 @@ let postgres: RunningPostgres | undefined;
 let temporal: DevServer | undefined;
 let shuttingDown = false;
 
+let stopping: Promise<void> | undefined;
+
+/** Stops everything started so far; a second call (e.g. a start step finishing after the signal) stops the rest. */
 async function stopAll(): Promise<void> {
-  if (shuttingDown) return;
   shuttingDown = true;
+  const previous = stopping;
+  stopping = (async () => {
+    await previous;
+    await stopStarted();
+  })();
+  return stopping;
+}
+
+async function stopStarted(): Promise<void> {
+  const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
+  if (running.length === 0 && !temporal && !postgres) return;
   say('stopping…');
   await Promise.all(
     children.map(
@@ -39,8 +52,10 @@ async function stopAll(): Promise<void> {
   );
   say('worker and API stopped');
   await temporal?.stop().catch(() => undefined);
+  temporal = undefined;
   say('Temporal stopped');
   await postgres?.stop().catch(() => undefined);
+  postgres = undefined;
   say('stopped');
 }
 
@@ -85,6 +100,7 @@ async function main(): Promise<void> {
     });
     env.TEMPORAL_ADDRESS = temporal.address;
     env.TEMPORAL_UI_URL ??= temporal.uiUrl;
+    if (shuttingDown) return stopAll(); // the signal came while it was starting
   }
 
   if (process.env.DATABASE_URL) {
@@ -95,6 +111,7 @@ async function main(): Promise<void> {
     say(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in ${path.join(dataDir, 'postgres')})`);
     postgres = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port, database: 'platform', persistent: true });
     env.DATABASE_URL = postgres.url;
+    if (shuttingDown) return stopAll();
   }
 
   const orm = await initOrm({ clientUrl: env.DATABASE_URL! });
@@ -105,6 +122,7 @@ async function main(): Promise<void> {
     await orm.close();
   }
 
+  if (shuttingDown) return stopAll();
   runChild('worker', 'worker/index.ts', env);
   runChild('api', 'api/server.ts', env);
 
@@ -127,14 +145,19 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-// Stopping drains the worker, then Temporal, then PostgreSQL: give it time before the hook forces exit.
-exitHook.forceExitTimeout(45_000);
-exitHook((done) => {
-  void stopAll().finally(done);
-});
-
-main().catch(async (err: unknown) => {
+const started = main().catch(async (err: unknown) => {
   say(`failed: ${err instanceof Error ? err.message : String(err)}`);
   await stopAll();
   process.exit(1);
+});
+
+// Stopping drains the worker, then Temporal, then PostgreSQL: give it time before the hook forces exit.
+exitHook.forceExitTimeout(45_000);
+exitHook((done) => {
+  void (async () => {
+    await stopAll();
+    // A signal during start-up: let the step in progress finish (it then stops what it started).
+    await Promise.race([started, sleep(30_000)]);
+    await stopAll();
+  })().finally(done);
 });

@@ -54,13 +54,19 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   const urlFor = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
-  const admin = new pg.Client({ connectionString: urlFor('postgres') });
-  await admin.connect();
   try {
-    const found = await admin.query('select 1 from pg_database where datname = $1', [options.database]);
-    if (found.rowCount === 0) await admin.query(`create database "${options.database.replace(/"/g, '""')}"`);
-  } finally {
-    await admin.end();
+    const admin = new pg.Client({ connectionString: urlFor('postgres') });
+    await admin.connect();
+    try {
+      const found = await admin.query('select 1 from pg_database where datname = $1', [options.database]);
+      if (found.rowCount === 0) await admin.query(`create database "${options.database.replace(/"/g, '""')}"`);
+    } finally {
+      await admin.end();
+    }
+  } catch (err) {
+    // Never leave a running cluster behind a failed start.
+    await cluster.stop().catch(() => undefined);
+    throw err;
   }
   return {
     url: urlFor(options.database),

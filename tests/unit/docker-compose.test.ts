@@ -100,6 +100,8 @@ describe('docker-compose.yml', () => {
       const env = envNames(services[name]!);
       expect(env, name).toContain('DATABASE_URL');
       expect(env, name).toContain('TEMPORAL_ADDRESS');
+      // The API seals secrets and the worker opens them: one shared key, never a per-container file.
+      expect(env, name).toEqual(expect.arrayContaining(['PLATFORM_SECRETS_KEY', 'PLATFORM_SIGNING_KEY']));
     }
     expect(envNames(services.migrate!)).toContain('DATABASE_URL');
   });
