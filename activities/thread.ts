@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
 import { AgentRowSchema } from '../shared/db/entities/index.js';
-import { recordLlmUsage } from '../shared/deployment/demo-budget.js';
-import { chatCompletion, LlmError, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
+import { demoBudgetExhausted, recordLlmUsage } from '../shared/deployment/demo-budget.js';
+import { chatCompletion, LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
 import type { ActivityDeps } from './index.js';
 
@@ -42,6 +42,12 @@ export function createThreadActivities(deps: ActivityDeps) {
       ].filter(Boolean).join('\n\n');
       const chat: ChatMessage[] = [{ role: 'system', content: system }, ...messages.map(toChatMessage)];
       const tools = input.toolsDisabled ? [] : (deps.toolbox?.specs(agent.toolGroups) ?? []);
+      // A hosted demo stops spending at its cap (`PUT /api/internal/demo-budget/cap`).
+      if (await demoBudgetExhausted(em)) {
+        throw ApplicationFailure.nonRetryable('The demo budget is used up.', 'LlmError', {
+          ...llmFailure('budget_exhausted', 'This deployment has used its language-model budget.', 'Ask the deployment owner to raise the cap.', false).failure,
+        });
+      }
       let result;
       // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
       const heartbeat = setInterval(() => Context.current().heartbeat(), 2_000);
@@ -63,7 +69,7 @@ export function createThreadActivities(deps: ActivityDeps) {
         model: result.model,
         promptTokens: result.usage.promptTokens,
         completionTokens: result.usage.completionTokens,
-        costUsd: 0,
+        costUsd: (result.usage.promptTokens * deps.config.llm.inputUsdPerMtok + result.usage.completionTokens * deps.config.llm.outputUsdPerMtok) / 1_000_000,
         threadId: input.threadId,
       });
       const stored = await appendMessage(em, {

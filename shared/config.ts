@@ -68,6 +68,8 @@ const EnvSchema = z.object({
   PLATFORM_LLM_API_KEY: optionalString,
   PLATFORM_LLM_MODEL: optionalString,
   PLATFORM_LLM_TIMEOUT_SECONDS: optionalString,
+  PLATFORM_LLM_INPUT_USD_PER_MTOK: optionalString,
+  PLATFORM_LLM_OUTPUT_USD_PER_MTOK: optionalString,
   PLATFORM_DATA_DIR: optionalString,
   PLATFORM_SECRETS_KEY: optionalString,
   CRM_ALLOW_INSECURE_LOOPBACK: optionalString,
@@ -117,7 +119,15 @@ export interface AppConfig {
     defaultAgentUnavailablePolicy: 'require_selection' | 'first_available' | undefined;
   };
   /** The active language-model provider (any OpenAI-compatible chat endpoint); unset means none configured. */
-  llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string | undefined; timeoutSeconds: number };
+  llm: {
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string | undefined;
+    timeoutSeconds: number;
+    /** Prices in USD per million tokens, for the spend each call records (0 when unknown). */
+    inputUsdPerMtok: number;
+    outputUsdPerMtok: number;
+  };
   /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
   skillsDir: string | undefined;
   actionReview: {
@@ -232,6 +242,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       apiKey: e.PLATFORM_LLM_API_KEY,
       model: e.PLATFORM_LLM_MODEL,
       timeoutSeconds: positiveInt('PLATFORM_LLM_TIMEOUT_SECONDS', e.PLATFORM_LLM_TIMEOUT_SECONDS, 120),
+      inputUsdPerMtok: nonNegative('PLATFORM_LLM_INPUT_USD_PER_MTOK', e.PLATFORM_LLM_INPUT_USD_PER_MTOK),
+      outputUsdPerMtok: nonNegative('PLATFORM_LLM_OUTPUT_USD_PER_MTOK', e.PLATFORM_LLM_OUTPUT_USD_PER_MTOK),
     },
     actionReview: {
       sweepIntervalSeconds: positiveInt('ACTION_REVIEW_SWEEP_INTERVAL_SECONDS', e.ACTION_REVIEW_SWEEP_INTERVAL_SECONDS, 600),
@@ -251,6 +263,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
     },
   };
+}
+
+function nonNegative(name: string, raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new ConfigError(`${name} must be a number >= 0 (got "${raw}")`);
+  return n;
 }
 
 function unavailablePolicy(value: string | undefined): AppConfig['gateway']['defaultAgentUnavailablePolicy'] {

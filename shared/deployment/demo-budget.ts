@@ -75,3 +75,11 @@ export async function setDemoBudgetCap(em: EntityManager, capUsd: number, update
   );
   return { cap_usd: capUsd, updated_at: now.toISOString() };
 }
+
+/** True when a cap is set and spend has reached it; without a cap this is one key lookup. */
+export async function demoBudgetExhausted(em: EntityManager): Promise<boolean> {
+  const cap = await em.findOne(DeploymentSettingSchema, { key: DEMO_BUDGET_CAP_KEY });
+  if (typeof cap?.value !== 'number') return false;
+  const [row] = await em.getConnection().execute<Array<{ spend: string }>>('select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
+  return Number(row?.spend ?? 0) >= cap.value;
+}

@@ -27,7 +27,9 @@ const lastUser = (req: { messages: Array<{ role: string; content: string | null 
 
 beforeAll(async () => {
   llm = await startFakeLlm();
-  stack = await startStack({ env: { PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model', PLATFORM_LLM_API_KEY: 'sk-test' } });
+  stack = await startStack({
+    env: { PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model', PLATFORM_LLM_API_KEY: 'sk-test', PLATFORM_LLM_INPUT_USD_PER_MTOK: '3', PLATFORM_LLM_OUTPUT_USD_PER_MTOK: '15' },
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -154,6 +156,23 @@ describe('agent thread turns', () => {
     llm.respond = () => ({ content: 'recovered' });
     const record = (await findThread(em(), payload.platform_thread_id))!;
     expect((await postMessage(stack.api.deps, owner, record, 'x again')).reply).toBe('recovered');
+  });
+
+  it('records what each call costs and stops at the demo budget cap with a classified llm_error', async () => {
+    llm.respond = () => ({ content: 'priced' });
+    const before = llm.requests.length;
+    const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'price me', origin: 'mcp_origin' });
+    // 11 prompt tokens at $3/M + 7 completion tokens at $15/M.
+    expect(await query(stack.db.url, 'select cost_usd from llm_usage where thread_id = $1', [thread.id])).toEqual([{ cost_usd: '0.000138' }]);
+    await query(stack.db.url, `insert into deployment_settings (key, value, updated_at, updated_by) values ('demo_budget.cap_usd', '0.0001', now(), 'test')`);
+    try {
+      const err = await postMessage(stack.api.deps, owner, thread, 'one more').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LlmFailureError);
+      expect(((err as LlmFailureError).payload!.llm_failure as { kind: string }).kind).toBe('budget_exhausted');
+      expect(llm.requests.length).toBe(before + 1);
+    } finally {
+      await query(stack.db.url, `delete from deployment_settings where key = 'demo_budget.cap_usd'`);
+    }
   });
 
   it('resumes a turn on another worker when its worker stops mid-call, storing the message once', async () => {
