@@ -17,6 +17,8 @@ import { createLogger, type Logger } from '../log.js';
 const AUDIENCE = 'platform-download';
 export const MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024;
 export const MAX_DOWNLOAD_TTL_SECONDS = 86_400;
+/** Stored files are kept this long, well past any link's lifetime, then removed. */
+export const DOWNLOAD_RETENTION_DAYS = 7;
 
 let processKey: Uint8Array | undefined;
 
@@ -100,6 +102,11 @@ export async function storeDownload(
   if (content.byteLength > MAX_DOWNLOAD_BYTES) {
     throw new PayloadTooLargeError(`A download may hold at most ${MAX_DOWNLOAD_BYTES} bytes.`, { limit_bytes: MAX_DOWNLOAD_BYTES });
   }
+  // Opportunistic retention: files past DOWNLOAD_RETENTION_DAYS go (a bounded batch per new file).
+  await em.getConnection().execute(
+    `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
+    [DOWNLOAD_RETENTION_DAYS],
+  );
   const id = randomUUID();
   await em.insert(DownloadSchema, {
     id,

@@ -1,6 +1,7 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDownload, storeDownload } from '../../shared/downloads/signed-urls.js';
+import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -64,5 +65,13 @@ describe('signed download URLs', () => {
   it('refuses TTLs outside 1 second to 1 day', async () => {
     await expect(signDownload(stack.config, { fileId: 'x', tenant: 'default', ttlSeconds: 0 })).rejects.toThrow(RangeError);
     await expect(signDownload(stack.config, { fileId: 'x', tenant: 'default', ttlSeconds: 86_401 })).rejects.toThrow(RangeError);
+  });
+
+  it('removes stored files past their retention when new ones arrive', async () => {
+    const old = await store('default', 'old.csv');
+    await query(stack.db.url, `update downloads set created_at = now() - interval '8 days' where id = $1`, [old.id]);
+    const fresh = await store('default', 'fresh.csv');
+    const left = await query<{ id: string }>(stack.db.url, 'select id from downloads where id = any($1::uuid[])', [[old.id, fresh.id]]);
+    expect(left.map((r) => r.id)).toEqual([fresh.id]);
   });
 });
