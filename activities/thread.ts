@@ -108,7 +108,7 @@ export function createThreadActivities(deps: ActivityDeps) {
         } catch {
           args = undefined;
         }
-        outcome = args === undefined ? { ok: false, result: { error: 'The tool arguments are not valid JSON.' } } : await deps.toolbox.invoke(input.call.function.name, args, principal);
+        outcome = args === undefined ? { ok: false, result: { error: 'The tool arguments are not valid JSON.' } } : await deps.toolbox.invoke(input.call.function.name, args, principal, key);
       }
       await appendMessage(em, {
         threadId: input.threadId,

@@ -1,6 +1,13 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storeDownload } from '../../shared/downloads/signed-urls.js';
 import { defineTool } from './registry.js';
+
+/** A stable UUID (version-4 shaped) derived from an idempotency key. */
+function uuidFromKey(key: string): string {
+  const h = createHash('sha256').update(key).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 /** Names an agent may give a file: one path segment, no control characters. */
 const FileName = z
@@ -26,8 +33,10 @@ export const agentFilesTool = defineTool({
     encoding: z.enum(['utf8', 'base64']).default('utf8').describe('base64 for binary content such as screenshots'),
   }),
   principalKinds: ['agent'],
-  async handler({ input, principal, em }) {
+  async handler({ input, principal, em, idempotencyKey }) {
     const stored = await storeDownload(em, {
+      // A retried call of the same turn stores nothing new.
+      id: idempotencyKey ? uuidFromKey(idempotencyKey) : undefined,
       tenant: principal.tenant,
       name: input.name,
       contentType: input.content_type,

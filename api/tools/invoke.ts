@@ -27,7 +27,12 @@ async function assertAgentMayUse(em: EntityManager, principal: Principal, toolNa
  * Calls a registered tool as `principal`: who may call it, its permission, its input schema, then
  * its handler. The one path for `POST /api/tool_call` and for agents during thread turns.
  */
-export async function invokeTool(name: string, args: unknown, principal: Principal, ctx: { deps: AppDeps; em: EntityManager; requestId: string }): Promise<unknown> {
+export async function invokeTool(
+  name: string,
+  args: unknown,
+  principal: Principal,
+  ctx: { deps: AppDeps; em: EntityManager; requestId: string; idempotencyKey?: string },
+): Promise<unknown> {
   const tool = toolRegistry.get(name);
   if (!tool) throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
   if (principal.kind === 'agent') await assertAgentMayUse(ctx.em, principal, tool.name);
@@ -48,5 +53,5 @@ export async function invokeTool(name: string, args: unknown, principal: Princip
       fields: parsed.error.issues.map((i) => ({ field: ['body', 'arguments', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
     });
   }
-  return tool.handler({ input: parsed.data, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId });
+  return tool.handler({ input: parsed.data, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey });
 }

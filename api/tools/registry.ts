@@ -10,6 +10,11 @@ export interface ToolContext<I> {
   deps: AppDeps;
   em: EntityManager;
   requestId: string;
+  /**
+   * Set when the caller may retry the same call (an agent turn's tool call after a worker crash):
+   * tools with effects use it so a retry finds the first result instead of acting twice.
+   */
+  idempotencyKey?: string;
 }
 
 /**

@@ -21,9 +21,9 @@ export function createAgentToolbox(deps: AppDeps): AgentToolbox {
           return { type: 'function' as const, function: { name, description: tool.description, parameters: { type: 'object', ...schema } } };
         });
     },
-    async invoke(name, args, principal) {
+    async invoke(name, args, principal, idempotencyKey) {
       try {
-        const result = await invokeTool(name, args, principal, { deps, em: deps.orm.em.fork(), requestId: `turn_${randomUUID().replace(/-/g, '')}` });
+        const result = await invokeTool(name, args, principal, { deps, em: deps.orm.em.fork(), requestId: `turn_${randomUUID().replace(/-/g, '')}`, idempotencyKey });
         return { ok: true, result };
       } catch (err) {
         if (err instanceof PlatformError) return { ok: false, result: { error: err.message, error_type: err.errorType, ...(err.payload ? { payload: err.payload } : {}) } };

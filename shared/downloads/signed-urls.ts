@@ -96,7 +96,7 @@ export async function redeemDownload(em: EntityManager, config: AppConfig, token
 /** Stores a file an agent produced; sign a link to it with `signDownload`. */
 export async function storeDownload(
   em: EntityManager,
-  input: { tenant: string; name: string; contentType: string; bytes: Buffer | Uint8Array },
+  input: { tenant: string; name: string; contentType: string; bytes: Buffer | Uint8Array; id?: string },
 ): Promise<{ id: string; name: string; contentType: string; byteSize: number }> {
   const content = Buffer.from(input.bytes);
   if (content.byteLength > MAX_DOWNLOAD_BYTES) {
@@ -107,7 +107,9 @@ export async function storeDownload(
     `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
     [DOWNLOAD_RETENTION_DAYS],
   );
-  const id = randomUUID();
+  const id = input.id ?? randomUUID();
+  // A caller retrying with the same id (an agent's retried tool call) finds the first file.
+  if (input.id && (await em.findOne(DownloadSchema, { id: input.id }))) return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
   await em.insert(DownloadSchema, {
     id,
     tenant: input.tenant,
