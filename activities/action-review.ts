@@ -1,11 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { PrincipalRef } from '../shared/auth/principal.js';
 import type { ActionType } from '../shared/action-review/action-types.js';
+import { EFFECT_OUTCOME_UNKNOWN, type EffectFailureDetails } from '../shared/action-review/effect-failure.js';
 import { runExecutor } from '../shared/action-review/executors/index.js';
+import { EffectOutcomeUnknownError } from '../shared/action-review/executors/types.js';
 import type { EffectOutcome, ProposalEvent, ProposalProgress, ProposalRecord } from '../shared/action-review/types.js';
 import type { AppConfig } from '../shared/config.js';
-import type { Logger } from '../shared/log.js';
+import { describeError, type Logger } from '../shared/log.js';
 
 export interface RecordCreatedInput {
   record: ProposalRecord;
@@ -106,14 +109,16 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
           config: deps.config,
           signal: ctx.cancellationSignal,
           heartbeat: () => ctx.heartbeat(),
+          log: deps.log,
         });
       } catch (err) {
-        deps.log.warn('action review effect outcome unknown', { proposal_id: input.proposalId, action_type: input.actionType, error_message: String(err) });
-        throw ApplicationFailure.create({
-          type: 'EffectOutcomeUnknown',
-          message: err instanceof Error ? err.message : String(err),
-          nonRetryable: true,
-        });
+        // People see the executor's classified sentence (or a generic one) and an error_id; the raw
+        // failure, whatever the target system said, is logged under that id.
+        const errorId = randomUUID();
+        const summary = err instanceof EffectOutcomeUnknownError ? err.message : 'The effect failed unexpectedly after it may have started; its outcome is unknown.';
+        deps.log.warn('action review effect outcome unknown', { proposal_id: input.proposalId, action_type: input.actionType, error_id: errorId, ...describeError(err) });
+        const details: EffectFailureDetails = { summary, error_id: errorId };
+        throw ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: summary, details: [details], nonRetryable: true });
       } finally {
         clearInterval(beat);
       }

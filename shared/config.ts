@@ -168,6 +168,19 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** AES-256 wants 32 bytes of key; HKDF cannot add entropy a shorter passphrase lacks. */
+export const MIN_SECRETS_KEY_BYTES = 32;
+
+/** Refuses a configured secrets key too short to protect anything (checked at start and at use). */
+export function checkSecretsKey(key: string): void {
+  const bytes = new TextEncoder().encode(key).length;
+  if (bytes < MIN_SECRETS_KEY_BYTES) {
+    throw new ConfigError(
+      `PLATFORM_SECRETS_KEY must be at least ${MIN_SECRETS_KEY_BYTES} bytes (got ${bytes}); generate one with \`openssl rand -hex 32\`, or unset it to use a generated key file (one machine only).`,
+    );
+  }
+}
+
 /**
  * Reads the deployment settings from the environment. Every setting has an env name; the
  * README lists them. Invalid values stop the process with a message naming the variable.
@@ -200,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (oauthProxyEnabled && (!e.AUTH_ISSUER || !e.AUTH_CLIENT_ID)) {
     throw new ConfigError('PLATFORM_OAUTH_PROXY_ENABLED needs AUTH_ISSUER and AUTH_CLIENT_ID (the upstream identity provider and the platform\'s client there)');
   }
+  if (e.PLATFORM_SECRETS_KEY !== undefined) checkSecretsKey(e.PLATFORM_SECRETS_KEY);
   const logLevel = (e.LOG_LEVEL ?? 'info').toLowerCase();
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);

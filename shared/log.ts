@@ -34,8 +34,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   };
 }
 
-/** A short description of an unknown thrown value, for logs only (never for responses). */
+/**
+ * A short description of an unknown thrown value, for logs only (never for responses): with the
+ * error's `logDetail` (text a dependency answered, kept out of responses) and its cause's message.
+ */
 export function describeError(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) return { error_name: err.name, error_message: err.message, stack: err.stack };
-  return { error_message: String(err) };
+  if (!(err instanceof Error)) return { error_message: String(err) };
+  const { logDetail } = err as { logDetail?: unknown };
+  const c = err.cause as { code?: unknown; logDetail?: unknown } | undefined;
+  const cause = err.cause instanceof Error ? { cause_name: err.cause.name, cause_message: err.cause.message, cause_code: c?.code, cause_log_detail: c?.logDetail } : {};
+  return { error_name: err.name, error_message: err.message, stack: err.stack, ...cause, ...(logDetail === undefined ? {} : { log_detail: logDetail }) };
 }

@@ -3,17 +3,20 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  log,
   ParentClosePolicy,
   proxyActivities,
   setHandler,
   startChild,
   upsertSearchAttributes,
+  uuid4,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { ActionReviewActivities } from '../activities/action-review.js';
 import type { PrincipalRef } from '../shared/auth/principal.js';
 import { approvingIsTheAction } from '../shared/action-review/action-types.js';
 import { checkDecision, checkExecute, checkReconcile, initialProgress, isTerminal } from '../shared/action-review/checks.js';
+import { classifyEffectFailure, errorDetail } from '../shared/action-review/effect-failure.js';
 import { REFUSAL_FAILURE_TYPE, type Refusal } from '../shared/action-review/refusals.js';
 import type { ProposalEventType, ProposalProgress, ProposalWorkflowInput } from '../shared/action-review/types.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
@@ -121,14 +124,19 @@ export async function actionReviewProposalWorkflow(input: ProposalWorkflowInput)
       if (!(err instanceof ActivityFailure)) throw err;
       // Executors answer not_applied when nothing was written; a failed or timed-out attempt (a dead
       // worker, a lost answer) may have applied the effect, so a person reconciles: never a retry.
-      const cause = err.cause;
+      // What people see is classified from the failure's type; its own text goes to the log only.
+      const failure = classifyEffectFailure(err.cause);
+      const errorId = failure.errorId ?? uuid4();
+      if (!failure.errorId) {
+        log.warn('action review effect attempt failed', { proposal_id: record.proposalId, error_id: errorId, failure_name: err.cause?.name, failure_message: err.cause?.message });
+      }
       outcome = {
         claimed: true,
         finalStatus: 'reconciliation_required',
         replayed: false,
         refusalReason: null,
         refusalDetail: null,
-        errorDetail: cause ? `${cause.name}: ${cause.message}` : err.message,
+        errorDetail: errorDetail(failure.summary, errorId),
         result: null,
       };
     }

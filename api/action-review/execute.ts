@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
-import type { ProposalRow } from '../../shared/db/entities/index.js';
+import { ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
 import { executeUpdate, type ExecutionOriginRef, type ExecutionOutcome } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sendUpdate } from './updates.js';
@@ -31,6 +31,48 @@ export interface ExecuteAnswer {
   execution_result: Record<string, unknown> | null;
 }
 
+const answerOf = (outcome: ExecutionOutcome): ExecuteAnswer => ({
+  success: outcome.finalStatus === 'executed',
+  claimed: outcome.claimed,
+  final_status: outcome.finalStatus,
+  replayed: outcome.replayed,
+  refusal_reason: outcome.refusalReason,
+  refusal_detail: outcome.refusalDetail,
+  error_detail: outcome.errorDetail,
+  execution_result: outcome.result,
+});
+
+/** A refusal before the grant was claimed: nothing ran. */
+export const refusedAnswer = (refusal: { code: string; message: string }): ExecuteAnswer => ({
+  success: false,
+  claimed: false,
+  final_status: null,
+  replayed: false,
+  refusal_reason: refusal.code,
+  refusal_detail: refusal.message,
+  error_detail: null,
+  execution_result: null,
+});
+
+/**
+ * The answer once the proposal's workflow has ended, possibly while this very update ran: what the
+ * projection recorded, read fresh. A claim without a recorded outcome (the workflow was terminated
+ * mid-effect) says so rather than pretending nothing was claimed.
+ */
+async function answerAfterClose(em: EntityManager, proposalId: string): Promise<ExecuteAnswer> {
+  const current = await em.fork().findOneOrFail(ProposalRowSchema, { proposalId });
+  const recorded = recordedOutcome(current);
+  if (recorded) return answerOf(recorded);
+  if (!current.claimed) return refusedAnswer({ code: 'not_approved', message: `The proposal is ${current.status}.` });
+  return {
+    ...refusedAnswer({
+      code: 'outcome_not_recorded',
+      message: 'The proposal workflow ended before it recorded the outcome; the effect may have happened. Check the target system before anything else.',
+    }),
+    claimed: true,
+  };
+}
+
 /**
  * Executes a visible proposal once from the given origin. A refusal answers `success: false` with
  * `claimed: false`; a repeat answers the recorded outcome (`replayed`) without running the effect.
@@ -38,19 +80,7 @@ export interface ExecuteAnswer {
 export async function executeProposal(deps: AppDeps, em: EntityManager, principal: Principal, proposalId: string, origin: ExecutionOriginRef): Promise<ExecuteAnswer> {
   const row = await findVisibleProposal(em, principal, proposalId, 'execute');
   const answer = await sendUpdate(deps, row.proposalId, executeUpdate, { caller: principalRef(principal), origin });
-  const outcome = answer.ok ? answer.value : 'closed' in answer ? recordedOutcome(row) : null;
-  if (!outcome) {
-    const refusal = !answer.ok && 'refusal' in answer ? answer.refusal : { code: 'not_approved', message: `The proposal is ${row.status}.` };
-    return { success: false, claimed: false, final_status: null, replayed: false, refusal_reason: refusal.code, refusal_detail: refusal.message, error_detail: null, execution_result: null };
-  }
-  return {
-    success: outcome.finalStatus === 'executed',
-    claimed: outcome.claimed,
-    final_status: outcome.finalStatus,
-    replayed: outcome.replayed,
-    refusal_reason: outcome.refusalReason,
-    refusal_detail: outcome.refusalDetail,
-    error_detail: outcome.errorDetail,
-    execution_result: outcome.result,
-  };
+  if (answer.ok) return answerOf(answer.value);
+  if ('refusal' in answer) return refusedAnswer(answer.refusal);
+  return answerAfterClose(em, row.proposalId);
 }

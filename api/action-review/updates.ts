@@ -8,9 +8,17 @@ import type { AppDeps } from '../deps.js';
 /** An update's answer: its value, the workflow's refusal, or "the lifecycle already ended". */
 export type UpdateAnswer<T> = { ok: true; value: T } | { ok: false; refusal: Refusal } | { ok: false; closed: true };
 
-/** The server's answer to an update on a workflow that has completed. */
-function isClosedWorkflow(err: unknown): boolean {
+/**
+ * The server's failure for an Update the workflow accepted but had not finished when it closed
+ * (terminated, or completed meanwhile): "Workflow Update failed because the Workflow completed
+ * before the Update completed". The SDK has no constant for it; the type is the server's.
+ */
+export const UPDATE_OUTLIVED_WORKFLOW_TYPE = 'AcceptedUpdateCompletedWorkflow';
+
+/** The server's answer to an update on a workflow that has completed, before or while the update ran. */
+export function isClosedWorkflow(err: unknown): boolean {
   if (err instanceof WorkflowNotFoundError) return true;
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_OUTLIVED_WORKFLOW_TYPE) return true;
   const message = (err as { message?: unknown }).message;
   return typeof message === 'string' && /workflow execution already completed/i.test(message);
 }

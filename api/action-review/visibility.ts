@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isActionType } from '../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES, type ProposalSubject } from '../../shared/action-review/types.js';
-import { filterVisible, PROBE_BUDGET, type SubjectProbe, type Viewer } from '../../shared/action-review/visibility.js';
+import { filterVisible, PROBE_BUDGET, type FilterResult, type SubjectProbe, type Viewer } from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
 import { NotFoundError } from '../../shared/errors.js';
@@ -38,29 +38,34 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const notFound = (proposalId: string) => new NotFoundError(`No proposal ${proposalId}.`);
 
+export type VisibilityPurpose = 'read' | 'execute';
+
 /**
- * The proposal if the caller may see it. Agents see their bot's proposals of their own thread; people and other
- * callers see their tenant's proposals whose subjects are visible to them. Hidden, other-tenant
- * and unknown proposals all answer the same 404.
+ * The rows the caller may see, in order. Agents see their bot's proposals of their own thread; people
+ * and other callers see their tenant's proposals whose subjects are visible to them (at most
+ * `PROBE_BUDGET` subjects probed; `reasons` says why a list is incomplete).
  */
-export async function findVisibleProposal(
-  em: EntityManager,
-  principal: Principal,
-  proposalId: string,
-  purpose: 'read' | 'execute' = 'read',
-): Promise<ProposalRow> {
-  if (!UUID.test(proposalId)) throw notFound(proposalId);
-  const row = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
-  if (!row) throw notFound(proposalId);
+export async function visibleRows(em: EntityManager, principal: Principal, rows: readonly ProposalRow[], purpose: VisibilityPurpose = 'read'): Promise<FilterResult<ProposalRow>> {
   if (principal.kind === 'agent') {
-    if (row.botId === null || row.botId !== principal.botId) throw notFound(proposalId);
     // Reads stay within the agent run's own thread (another person's thread of the same bot is not its
     // business). An execute from another thread reaches the proposal so that it is refused for what
     // it is: `execution_origin_required`, unclaimed.
-    if (purpose === 'read' && row.threadId !== (principal.threadId ?? null)) throw notFound(proposalId);
-    return row;
+    const visible = rows.filter(
+      (row) => row.tenant === principal.tenant && row.botId !== null && row.botId === principal.botId && (purpose === 'execute' || row.threadId === (principal.threadId ?? null)),
+    );
+    return { visible, reasons: new Set(), truncated: false };
   }
-  const { visible } = await filterVisible([row], { viewer: viewerOf(principal), subjectsOf: subjectsOfRow, probes: subjectProbes(em), budget: PROBE_BUDGET });
-  if (visible.length === 0) throw notFound(proposalId);
+  const own = rows.filter((row) => row.tenant === principal.tenant);
+  return filterVisible(own, { viewer: viewerOf(principal), subjectsOf: subjectsOfRow, probes: subjectProbes(em), budget: PROBE_BUDGET });
+}
+
+/**
+ * The proposal if the caller may see it (`visibleRows`). Hidden, other-tenant and unknown proposals
+ * all answer the same 404.
+ */
+export async function findVisibleProposal(em: EntityManager, principal: Principal, proposalId: string, purpose: VisibilityPurpose = 'read'): Promise<ProposalRow> {
+  if (!UUID.test(proposalId)) throw notFound(proposalId);
+  const row = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
+  if (!row || (await visibleRows(em, principal, [row], purpose)).visible.length === 0) throw notFound(proposalId);
   return row;
 }

@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { checkExecute } from '../../shared/action-review/checks.js';
+import type { ExecutionOrigin, ProposalStatus } from '../../shared/action-review/types.js';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
 import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, type MergeSelectionInput } from '../../shared/crm/merge-selection.js';
@@ -8,16 +10,30 @@ import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
 import { claimMergeUpdate, crmMergeWorkflowId, mergeSettledSignal, type CrmMergeWorkflowInput } from '../../workflows/crm-merge-definitions.js';
 import { createProposal } from '../action-review/create.js';
-import { executeProposal } from '../action-review/execute.js';
+import { executeProposal, refusedAnswer } from '../action-review/execute.js';
+import { findVisibleProposal, type VisibilityPurpose } from '../action-review/visibility.js';
 import type { AppDeps } from '../deps.js';
 import { approvalView } from './approval-views.js';
 import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
 
 export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
 
-export async function findApproval(em: EntityManager, principal: Principal, approvalId: string): Promise<CrmMergeApprovalRow> {
+const notFound = (approvalId: string) => new NotFoundError(`No merge approval ${approvalId}.`);
+
+/**
+ * The approval if the caller may see its `crm.merge.v1` proposal (Action Review's visibility: an
+ * agent's request from a private thread is its owner's business). Hidden, other-tenant and unknown
+ * approvals answer the same 404.
+ */
+export async function findApproval(em: EntityManager, principal: Principal, approvalId: string, purpose: VisibilityPurpose = 'read'): Promise<CrmMergeApprovalRow> {
+  try {
+    await findVisibleProposal(em, principal, approvalId, purpose);
+  } catch (err) {
+    if (err instanceof NotFoundError) throw notFound(approvalId);
+    throw err;
+  }
   const row = await em.findOne(CrmMergeApprovalSchema, { approvalId, tenant: principal.tenant }, { refresh: true });
-  if (!row) throw new NotFoundError(`No merge approval ${approvalId}.`);
+  if (!row) throw notFound(approvalId);
   return row;
 }
 
@@ -94,7 +110,7 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
  * repeat answers the recorded outcome.
  */
 export async function executeApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, connectionName: string, origin: ExecutionOriginRef) {
-  const row = await findApproval(em, principal, approvalId);
+  const row = await findApproval(em, principal, approvalId, 'execute');
   const proposal = await em.findOne(ProposalRowSchema, { proposalId: approvalId }, { refresh: true });
   const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
   if (connectionName !== row.connectionName) throw mergeRefusalError({ code: 'connection_mismatch', message: `The approval is bound to connection "${row.connectionName}".` });
@@ -103,6 +119,9 @@ export async function executeApproval(deps: AppDeps, em: EntityManager, principa
     if (approval.status === 'expired') throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${approval.expires_at}.` });
     throw new ConflictError(`The merge is not approved (status ${approval.status}).`, { code: 'not_approved' });
   }
+  // The proposal's own guard first: a caller it refuses must not mark the approval's lifetime as claimed.
+  const refused = checkExecute({ executionOrigin: proposal.executionOrigin as ExecutionOrigin, threadId: proposal.threadId }, { status: proposal.status as ProposalStatus }, { caller: principalRef(principal), origin });
+  if (refused) return { ...refusedAnswer(refused), approval: await approvalWithProposal(em, row) };
   const claim = await sendMergeUpdate(deps, approvalId, claimMergeUpdate, { caller: principalRef(principal), connectionName });
   if (!claim.ok && 'refusal' in claim) throw mergeRefusalError(claim.refusal);
   if (!claim.ok && row.status === 'expired' && !proposal.claimed) throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${row.expiresAt.toISOString()}.` });
@@ -111,5 +130,5 @@ export async function executeApproval(deps: AppDeps, em: EntityManager, principa
     // Only lets the workflow end early; a closed workflow (expired wait, earlier signal) needs nothing.
     await deps.temporal.workflow.getHandle(crmMergeWorkflowId(approvalId)).signal(mergeSettledSignal, { finalStatus: execution.final_status }).catch(() => undefined);
   }
-  return { ...execution, approval: await approvalWithProposal(em, await findApproval(em, principal, approvalId)) };
+  return { ...execution, approval: await approvalWithProposal(em, await findApproval(em, principal, approvalId, 'execute')) };
 }

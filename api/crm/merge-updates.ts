@@ -2,16 +2,12 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
 import { ConflictError, ForbiddenError, PlatformError } from '../../shared/errors.js';
 import { CRM_MERGE_REFUSAL_TYPE, CRM_MERGE_REFUSALS, crmMergeWorkflowId, type CrmMergeRefusalCode } from '../../workflows/crm-merge-definitions.js';
+import { isClosedWorkflow } from '../action-review/updates.js';
 import type { AppDeps } from '../deps.js';
 
 export type MergeUpdateAnswer<T> = { ok: true; value: T } | { ok: false; refusal: { code: CrmMergeRefusalCode; message: string } } | { ok: false; closed: true };
 
 const isRefusal = (v: unknown): v is CrmMergeRefusalCode => typeof v === 'string' && Object.hasOwn(CRM_MERGE_REFUSALS, v);
-const isClosed = (err: unknown) => {
-  const m = (err as { message?: unknown }).message;
-  return (err as { name?: string }).name === 'WorkflowNotFoundError' || (typeof m === 'string' && /workflow execution already completed/i.test(m));
-};
-
 /** Sends one update to the approval's workflow; the validator's refusal and "already ended" become data. */
 export async function sendMergeUpdate<T, A>(deps: AppDeps, approvalId: string, update: UpdateDefinition<T, [A]>, arg: A): Promise<MergeUpdateAnswer<T>> {
   try {
@@ -21,7 +17,7 @@ export async function sendMergeUpdate<T, A>(deps: AppDeps, approvalId: string, u
       const code = err.cause.details?.[0];
       if (isRefusal(code)) return { ok: false, refusal: { code, message: err.cause.message } };
     }
-    if (isClosed(err)) return { ok: false, closed: true };
+    if (isClosedWorkflow(err)) return { ok: false, closed: true };
     throw err;
   }
 }

@@ -25,6 +25,8 @@ export function errorEnvelope(log: Logger): Koa.Middleware {
       const requestLog = (ctx.state.log as Logger | undefined) ?? log;
       if (unexpected) requestLog.error('unhandled error', describeError(err));
       else if (error.status >= 500) requestLog.warn('dependency failure', { error_type: error.errorType, ...describeError(err) });
+      // A refusal relaying a dependency's answer keeps that text out of the response: it is logged here, under the error_id the response names.
+      else if ('logDetail' in error) requestLog.info('refusal detail', { error_type: error.errorType, ...describeError(err) });
       ctx.status = error.status;
       ctx.type = 'application/json';
       ctx.body = {

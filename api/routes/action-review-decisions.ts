@@ -4,12 +4,12 @@ import { principalRef } from '../../shared/auth/principal.js';
 import {
   approveAndExecuteUpdate,
   approveUpdate,
-  reconcileUpdate,
   rejectUpdate,
   type ExecutionOutcome,
 } from '../../workflows/action-review-definitions.js';
 import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
 import { executeProposal } from '../action-review/execute.js';
+import { reconcileProposal } from '../action-review/reconcile.js';
 import { refusalError, sendUpdate } from '../action-review/updates.js';
 import { ProposalDetailSchema, ProposalIdParams } from '../action-review/views.js';
 import { findVisibleProposal } from '../action-review/visibility.js';
@@ -186,13 +186,11 @@ export const actionReviewDecisionRoutes = [
     },
     handler: async ({ params, body, principal, deps, em }) => {
       const row = await findVisibleProposal(em, principal, params.proposal_id);
-      const answer = await sendUpdate(deps, row.proposalId, reconcileUpdate, { caller: principalRef(principal), finalStatus: body.final_status, note: body.note || null });
+      const answer = await reconcileProposal(deps, em, principal, row.proposalId, body.final_status, body.note || null);
+      if (!answer.resolved && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
       const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
-      if (!answer.ok) {
-        if ('refusal' in answer && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
-        return { resolved: false, final_status: proposal.final_status, refusal_reason: 'refusal' in answer ? answer.refusal.code : 'not_reconciliation_required', proposal };
-      }
-      return { resolved: true, final_status: answer.value.finalStatus, refusal_reason: null, proposal };
+      if (!answer.resolved) return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };
+      return { resolved: true, final_status: answer.finalStatus, refusal_reason: null, proposal };
     },
   }),
 ];

@@ -35,7 +35,7 @@ function decisionRoute(kind: 'approve' | 'reject') {
   const approve = kind === 'approve';
   const refusals: Record<number, { description: string }> = {
     403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
-    404: { description: 'Unknown or another tenant’s approval' },
+    404: { description: 'Unknown, hidden or another tenant’s approval' },
     409: { description: 'already_decided' },
   };
   // Only approving is bound to the lifetime: a rejection stays possible after it.
@@ -100,12 +100,27 @@ export const crmMergeRoutes = [
     method: 'get',
     path: '/api/crm/merge/approvals',
     operationId: 'listCrmMergeApprovals',
-    summary: 'Approvals of the tenant, newest first; the read performs on-demand stale-claim recovery',
-    description: 'An open approval past its lifetime whose workflow is gone is released as expired; an execution claim whose workflow died is marked reconciliation_required.',
+    summary: 'Approvals the caller may see, newest first; the read performs on-demand stale-claim recovery',
+    description:
+      'Visibility is Action Review’s: an approval whose crm.merge.v1 proposal the caller cannot see (e.g. raised in another person’s private thread) is left out. An open approval past its lifetime whose workflow is gone is released as expired; an execution claim whose workflow died is marked reconciliation_required.',
     tags,
     access: view,
     query: z.object({ offset: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(200).default(50) }),
-    responses: { 200: { description: 'Approvals', schema: z.object({ success: z.literal(true), approvals: z.array(ApprovalViewSchema), total_count: z.number().int(), offset: z.number().int(), limit: z.number().int(), recovered_stale_claims: z.number().int() }) } },
+    responses: {
+      200: {
+        description: 'Approvals',
+        schema: z.object({
+          success: z.literal(true),
+          approvals: z.array(ApprovalViewSchema),
+          total_count: z.number().int().describe('Visible approvals'),
+          offset: z.number().int(),
+          limit: z.number().int(),
+          truncated: z.boolean().describe('True when approvals exist that were not looked at (probe budget or scan ceiling)'),
+          incomplete_reason: z.string().nullable().describe('Why the list is incomplete, as in the Action Review inbox'),
+          recovered_stale_claims: z.number().int(),
+        }),
+      },
+    },
     handler: async ({ query, deps, em, principal }) => ({ success: true, ...(await listApprovals(deps, em, principal, query)) }),
   }),
   defineRoute({
@@ -116,7 +131,7 @@ export const crmMergeRoutes = [
     tags,
     access: view,
     params: IdParams,
-    responses: { 200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) }, 404: { description: 'Unknown or another tenant’s approval' } },
+    responses: { 200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) }, 404: { description: 'Unknown, hidden or another tenant’s approval' } },
     handler: async ({ params, em, principal }) => ({ success: true, approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) }),
   }),
   decisionRoute('approve'),
@@ -132,7 +147,8 @@ export const crmMergeRoutes = [
     params: IdParams,
     body: z.object({ connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to') }),
     responses: {
-      200: { description: 'Outcome (a repeat answers the recorded one)', schema: ExecuteResponse },
+      200: { description: 'Outcome (a repeat answers the recorded one), or a refusal before the approval is claimed (execution_origin_required)', schema: ExecuteResponse },
+      404: { description: 'Unknown, hidden or another tenant’s approval' },
       409: { description: 'connection_mismatch or not_approved' },
       410: { description: 'approval_expired' },
     },

@@ -26,7 +26,8 @@ export const crmConnectorTool = defineTool({
     `1 to ${CRM_TOOL_LIMITS.maxFields} fields, values up to ${CRM_TOOL_LIMITS.maxValueChars} characters, ${CRM_TOOL_LIMITS.maxUpdateChars} in all).`,
   input: Input,
   principalKinds: ['agent', 'person'],
-  permission: 'view_connections',
+  // The REST routes' permissions, action by action: reading a connection is not approving a merge.
+  permission: (input) => (input.action === 'execute_merge' ? 'APPROVE_AGENT_ACTION' : 'view_connections'),
   async handler({ input, principal, deps, em }) {
     switch (input.action) {
       case 'preview_merge':

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
+import type { Permission } from '../../shared/auth/rbac.js';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
@@ -23,6 +24,14 @@ async function assertAgentMayUse(em: EntityManager, principal: Principal, toolNa
   }
 }
 
+/** Non-agent callers need the permission; agents act within their token's bot and thread. */
+function requirePermission(toolName: string, principal: Principal, permission: Permission): void {
+  if (principal.kind === 'agent' || principal.permissions.has(permission)) return;
+  throw new ForbiddenError(`Permission denied: this call of the ${toolName} tool needs the "${permission}" permission. Ask an administrator to grant you a role that includes it.`, {
+    required_permission: permission,
+  });
+}
+
 /**
  * Calls a registered tool as `principal`: who may call it, its permission, its input schema, then
  * its handler. The one path for `POST /api/tool_call` and for agents during thread turns.
@@ -42,16 +51,13 @@ export async function invokeTool(
       principal_kind: principal.kind,
     });
   }
-  if (tool.permission && principal.kind !== 'agent' && !principal.permissions.has(tool.permission)) {
-    throw new ForbiddenError(`Permission denied: the ${tool.name} tool needs the "${tool.permission}" permission. Ask an administrator to grant you a role that includes it.`, {
-      required_permission: tool.permission,
-    });
-  }
+  if (typeof tool.permission === 'string') requirePermission(tool.name, principal, tool.permission);
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) {
     throw new BadRequestError(`Invalid arguments for ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
       fields: parsed.error.issues.map((i) => ({ field: ['body', 'arguments', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
     });
   }
+  if (typeof tool.permission === 'function') requirePermission(tool.name, principal, tool.permission(parsed.data));
   return tool.handler({ input: parsed.data, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey });
 }

@@ -27,8 +27,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   input: S;
   /** Principal kinds allowed to call; others answer 403. */
   principalKinds: readonly PrincipalKind[];
-  /** A permission required of non-agent callers (agents act within their token's bot and thread). */
-  permission?: Permission;
+  /**
+   * A permission required of non-agent callers (agents act within their token's bot and thread); a
+   * function when the tool's actions need different ones (checked once the input is parsed).
+   */
+  permission?: Permission | ((input: z.output<S>) => Permission);
   handler(ctx: ToolContext<z.output<S>>): Promise<unknown>;
 }
 

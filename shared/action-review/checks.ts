@@ -53,7 +53,11 @@ export function originAllowed(requirement: ExecutionOrigin, proposalThreadId: st
 }
 
 /** Execute: the origin is allowed (checked first, so a refusal never claims) and the grant exists. */
-export function checkExecute(record: ProposalRecord, progress: ProposalProgress, input: OriginInput): Refusal | null {
+export function checkExecute(
+  record: Pick<ProposalRecord, 'executionOrigin' | 'threadId'>,
+  progress: Pick<ProposalProgress, 'status'>,
+  input: OriginInput,
+): Refusal | null {
   if (!originAllowed(record.executionOrigin, record.threadId, input)) {
     return {
       code: 'execution_origin_required',
@@ -66,7 +70,7 @@ export function checkExecute(record: ProposalRecord, progress: ProposalProgress,
   return null;
 }
 
-export function checkReconcile(progress: ProposalProgress, caller: PrincipalRef): Refusal | null {
+export function checkReconcile(progress: Pick<ProposalProgress, 'status'>, caller: PrincipalRef): Refusal | null {
   const who = personOnly(caller, 'reconcile');
   if (who) return who;
   if (progress.status !== 'reconciliation_required') {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { PlatformError, type ErrorType } from '../errors.js';
 
 /** Advice shown with the CRM's own OAuth error pairs (PROTOCOLS.md): what to change, not only what failed. */
@@ -30,12 +31,22 @@ export class CrmAuthError extends PlatformError {
   }
 }
 
-/** Thrown when a REST or SOAP call answers an error; `crmCode` is the CRM's errorCode or fault code. */
+/**
+ * Thrown when a REST or SOAP call answers an error; `crmCode` is the CRM's errorCode or fault code
+ * (or `HTTP_<status>`). The message and payload carry only those structured codes and an `error_id`:
+ * the CRM's own text (its message, or a body it could not structure) can quote record data, so it is
+ * kept in `logDetail` for the log, under the same id.
+ */
 export class CrmApiError extends PlatformError {
   override name = 'CrmApiError';
-  constructor(readonly httpStatus: number, readonly crmCode: string, message: string) {
+  readonly errorId: string;
+  readonly logDetail: { error_id: string; crm_status: number; crm_code: string; crm_text: string };
+  constructor(readonly httpStatus: number, readonly crmCode: string, crmText = '') {
     const type: ErrorType = httpStatus === 404 ? 'not_found' : httpStatus === 401 ? 'bad_request' : httpStatus >= 500 ? 'service_unavailable' : 'bad_request';
-    super(type, `The CRM answered ${httpStatus} ${crmCode}: ${message}`, { code: crmCode, crm_status: httpStatus, dependency: 'crm' });
+    const errorId = randomUUID();
+    super(type, `The CRM answered ${httpStatus} ${crmCode} (error_id ${errorId}).`, { code: crmCode, crm_status: httpStatus, dependency: 'crm', error_id: errorId });
+    this.errorId = errorId;
+    this.logDetail = { error_id: errorId, crm_status: httpStatus, crm_code: crmCode, crm_text: crmText.slice(0, 2_000) };
   }
 }
 

@@ -41,7 +41,7 @@ export async function tokenRequest(tokenUrl: string, form: Record<string, string
   try {
     body = JSON.parse(text) as Record<string, unknown>;
   } catch {
-    throw new CrmApiError(res.status, 'unexpected_response', `the token endpoint did not answer JSON (HTTP ${res.status})`);
+    throw new CrmApiError(res.status, 'unexpected_response', text);
   }
   if (!res.ok || typeof body.access_token !== 'string') {
     throw new CrmAuthError(String(body.error ?? `http_${res.status}`), String(body.error_description ?? 'no description'), extra);

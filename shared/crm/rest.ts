@@ -4,7 +4,7 @@ import type { CrmRecord } from './survivorship.js';
 
 const DATA = `/services/data/v${CRM_API_VERSION}`;
 
-/** REST errors are `[{message, errorCode, fields}]`; anything else is reported by status. */
+/** REST errors are `[{message, errorCode, fields}]`; anything else is reported by status (the text goes to the log only). */
 function apiError(status: number, text: string): CrmApiError {
   try {
     const list = JSON.parse(text) as Array<{ message?: string; errorCode?: string }>;
@@ -13,7 +13,7 @@ function apiError(status: number, text: string): CrmApiError {
   } catch {
     // not JSON: fall through
   }
-  return new CrmApiError(status, `HTTP_${status}`, text.slice(0, 300));
+  return new CrmApiError(status, `HTTP_${status}`, text);
 }
 
 /** Reads one record's fields (plus Id and LastModifiedDate). */

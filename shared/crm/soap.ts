@@ -86,6 +86,6 @@ export async function mergeRecords(session: CrmSession, req: MergeRequest): Prom
   );
   const fault = soapFault(text);
   if (fault) throw new CrmApiError(res.status, fault.code.replace(/^\w+:/, ''), fault.message);
-  if (!res.ok) throw new CrmApiError(res.status, `HTTP_${res.status}`, text.slice(0, 300));
+  if (!res.ok) throw new CrmApiError(res.status, `HTTP_${res.status}`, text);
   return parseMergeResponse(text);
 }

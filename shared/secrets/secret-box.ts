@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { AppConfig } from '../config.js';
+import { checkSecretsKey, MIN_SECRETS_KEY_BYTES, type AppConfig } from '../config.js';
 import { PlatformError } from '../errors.js';
 
 /** Stored form: `v1.<iv>.<tag>.<ciphertext>` (base64url); the version lets the scheme change later. */
@@ -13,25 +13,63 @@ export interface SecretBox {
   open(sealed: string): string;
 }
 
-function keyMaterial(config: AppConfig): string {
-  if (config.secrets.key) return config.secrets.key;
-  // No configured key: generate one once. `wx` makes concurrent first starts (API and worker on one
-  // machine) agree: the loser of the race reads the winner's file.
+const unavailable = (message: string) => new PlatformError('service_unavailable', message, { dependency: 'secrets_key' });
+
+/** The key file's content, or null when there is none yet; a file too short to be a key is refused, never used. */
+function readKeyFile(file: string): string | null {
+  let text: string;
   try {
-    return readFileSync(config.secrets.keyFile, 'utf8').trim();
-  } catch {
-    try {
-      mkdirSync(path.dirname(config.secrets.keyFile), { recursive: true });
-      writeFileSync(config.secrets.keyFile, randomBytes(32).toString('base64url') + '\n', { flag: 'wx', mode: 0o600 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new PlatformError('service_unavailable', 'Secrets cannot be stored: set PLATFORM_SECRETS_KEY, or make PLATFORM_DATA_DIR writable so a key file can be created.', {
-          dependency: 'secrets_key',
-        });
-      }
-    }
-    return readFileSync(config.secrets.keyFile, 'utf8').trim();
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw unavailable(`The secrets key file ${file} cannot be read: set PLATFORM_SECRETS_KEY, or fix the file's permissions.`);
   }
+  if (new TextEncoder().encode(text).length < MIN_SECRETS_KEY_BYTES) {
+    throw unavailable(`The secrets key file ${file} is damaged (shorter than ${MIN_SECRETS_KEY_BYTES} bytes): restore it, or set PLATFORM_SECRETS_KEY to the key the secrets were stored with.`);
+  }
+  return text;
+}
+
+/**
+ * Creates the key file once, atomically: the key is written and synced to a private temp file in the
+ * same folder, then hard-linked into place. `link` never replaces an existing file, so when API and
+ * worker on one machine race, exactly one key wins, and a reader never sees a file before its key
+ * is in it (which `open(wx)` then `write` allowed). Everyone then reads the winner's file.
+ */
+function createKeyFile(file: string): string {
+  const dir = path.dirname(file);
+  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    const fd = openSync(temp, 'wx', 0o600);
+    try {
+      writeSync(fd, randomBytes(32).toString('base64url') + '\n');
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(temp, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  } catch {
+    throw unavailable('Secrets cannot be stored: set PLATFORM_SECRETS_KEY, or make PLATFORM_DATA_DIR writable so a key file can be created.');
+  } finally {
+    rmSync(temp, { force: true });
+  }
+  const winner = readKeyFile(file);
+  if (winner === null) throw unavailable(`The secrets key file ${file} vanished while it was created; retry.`);
+  return winner;
+}
+
+function keyMaterial(config: AppConfig): string {
+  if (config.secrets.key) {
+    checkSecretsKey(config.secrets.key);
+    return config.secrets.key;
+  }
+  // No configured key: use the generated one, creating it on first use.
+  return readKeyFile(config.secrets.keyFile) ?? createKeyFile(config.secrets.keyFile);
 }
 
 const boxes = new Map<string, SecretBox>();

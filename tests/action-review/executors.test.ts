@@ -5,6 +5,7 @@ import { path, propose, recordHistory, startFakeTracker, startReviewStack, ticke
 
 let r: ReviewStack;
 let tracker: FakeTracker;
+const logLines: string[] = [];
 
 beforeAll(async () => {
   tracker = await startFakeTracker();
@@ -12,7 +13,7 @@ beforeAll(async () => {
     TICKET_TRACKER_URL: tracker.url,
     LOCAL_CLI_ALLOWED_COMMANDS: 'echo,env,sleep',
     LOCAL_CLI_TIMEOUT_SECONDS: '1',
-  });
+  }, logLines);
 });
 afterAll(async () => {
   await r?.close();
@@ -99,6 +100,25 @@ describe('external action types', () => {
     const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
     tracker.mode = 'ok';
     expect(res.body).toMatchObject({ final_status: 'not_applied', refusal_reason: 'tracker_refused' });
-    expect(res.body.refusal_detail).toContain('422');
+    expect(res.body.refusal_detail).toMatch(/^The issue tracker refused the ticket \(HTTP 422\); nothing was created \(error_id [0-9a-f-]{36}\)\.$/);
+    // The tracker's own words stay in the log, under the id the refusal names.
+    expect(JSON.stringify(res.body)).not.toContain('project is archived');
+    const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.refusal_detail)![1]!;
+    expect(logLines.find((l) => l.includes(errorId) && l.includes('project is archived'))).toBeDefined();
+  });
+
+  it('ticket.write.v1 answered 5xx is reconciliation_required, described by status and error_id, never by the tracker’s text', async () => {
+    const id = await propose(r.stack.url, r.tokens.rita, ticket('gateway error'));
+    await approve(id);
+    tracker.mode = 'fail';
+    const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
+    tracker.mode = 'ok';
+    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'reconciliation_required' });
+    expect(res.body.error_detail).toMatch(/^The issue tracker answered HTTP 502; the ticket may have been created\. \(error_id [0-9a-f-]{36}\)$/);
+    expect(JSON.stringify(res.body)).not.toContain('tracker-internal-hostname');
+    const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.error_detail)![1]!;
+    expect(logLines.find((l) => l.includes(errorId) && l.includes('tracker-internal-hostname'))).toBeDefined();
+    const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
+    expect(detail.body.proposal.execution_error_detail).toBe(res.body.error_detail);
   });
 });

@@ -1,11 +1,14 @@
+import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { checkDecision, checkExecute, checkReconcile, initialProgress, originAllowed } from '../../shared/action-review/checks.js';
 import { canonicalJson, proposalDigest } from '../../shared/action-review/digest.js';
+import { classifyEffectFailure, EFFECT_OUTCOME_UNKNOWN } from '../../shared/action-review/effect-failure.js';
 import { runExecutor } from '../../shared/action-review/executors/index.js';
 import type { ProposalRecord } from '../../shared/action-review/types.js';
 import { filterVisible, pickIncompleteReason } from '../../shared/action-review/visibility.js';
 import type { PrincipalRef } from '../../shared/auth/principal.js';
 import { loadConfig } from '../../shared/config.js';
+import { createLogger } from '../../shared/log.js';
 import { freePort } from '../../scripts/lib/net.js';
 
 const person: PrincipalRef = { kind: 'person', id: 'p', tenant: 't', label: 'P', credential: 'idp_jwt' };
@@ -107,6 +110,7 @@ describe('executors without a deployment to reach', () => {
     config: loadConfig(env),
     signal: new AbortController().signal,
     heartbeat() {},
+    log: createLogger({ sink: () => {} }),
   });
 
   it('ticket.write.v1 without a tracker answers TICKETING_SETUP_REQUIRED', async () => {
@@ -125,5 +129,26 @@ describe('executors without a deployment to reach', () => {
   it('local_cli.run.v1 reports a command that cannot start as not_applied', async () => {
     const result = await runExecutor('local_cli.run.v1', { command: 'definitely-not-a-command-xyz', args: [] }, ctx({ LOCAL_CLI_ALLOWED_COMMANDS: 'definitely-not-a-command-xyz' }));
     expect(result).toMatchObject({ outcome: 'not_applied', reason: 'command_not_started' });
+  });
+});
+
+describe('what a failed effect attempt tells people (workflow-side, from the failure type only)', () => {
+  it('classifies timeouts by kind, keeps the activity’s own classified sentence and id, and never repeats a failure’s text', () => {
+    expect(classifyEffectFailure(new TimeoutFailure('activity Heartbeat timeout', undefined, 'HEARTBEAT'))).toEqual({
+      summary: 'The effect timed out (heartbeat); it may have been applied.',
+      errorId: null,
+    });
+    expect(classifyEffectFailure(new TimeoutFailure('activity StartToClose timeout', undefined, 'START_TO_CLOSE')).summary).toContain('(start-to-close limit)');
+    const ours = ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: 'raw', details: [{ summary: 'The issue tracker answered HTTP 502.', error_id: 'e-1' }] });
+    expect(classifyEffectFailure(ours)).toEqual({ summary: 'The issue tracker answered HTTP 502.', errorId: 'e-1' });
+    // An older activity's failure (message only) or anyone else's: a generic sentence, not its message.
+    for (const other of [
+      ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: 'ECONNRESET 10.0.0.7:5432 password=…' }),
+      ApplicationFailure.create({ type: 'TypeError', message: 'driver said something' }),
+      new Error('pg: connection terminated'),
+    ]) {
+      expect(classifyEffectFailure(other)).toEqual({ summary: 'The effect attempt failed; it may have been applied.', errorId: null });
+    }
+    expect(classifyEffectFailure(new CancelledFailure('cancelled')).summary).toMatch(/cancelled/);
   });
 });

@@ -20,9 +20,10 @@ export interface ReviewStack {
 }
 
 /** A stack with OIDC auth against a local IdP, internal and service tokens, and test identities. */
-export async function startReviewStack(env: Record<string, string> = {}): Promise<ReviewStack> {
+export async function startReviewStack(env: Record<string, string> = {}, logLines?: string[]): Promise<ReviewStack> {
   const idp = await startFakeIdp();
   const stack = await startStack({
+    logLines,
     env: {
       AUTH_PROVIDER: 'oidc',
       AUTH_JWKS_URL: idp.jwksUrl,
@@ -107,8 +108,8 @@ export async function recordHistory(client: Client, workflowId: string, name: st
 export interface FakeTracker {
   url: string;
   requests: Array<{ headers: IncomingMessage['headers']; body: Record<string, unknown> }>;
-  /** `ok` creates issues; `hang` accepts the request and never answers; `reject` answers 422. */
-  mode: 'ok' | 'hang' | 'reject';
+  /** `ok` creates issues; `hang` accepts the request and never answers; `reject` answers 422; `fail` answers 502 (a gateway page). */
+  mode: 'ok' | 'hang' | 'reject' | 'fail';
   close(): Promise<void>;
 }
 
@@ -124,6 +125,7 @@ export async function startFakeTracker(): Promise<FakeTracker> {
       tracker.requests.push({ headers: req.headers, body: JSON.parse(raw) as Record<string, unknown> });
       if (tracker.mode === 'hang') return void hanging.push(res);
       if (tracker.mode === 'reject') return void res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":"project is archived"}');
+      if (tracker.mode === 'fail') return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway: tracker-internal-hostname</html>');
       const n = tracker.requests.length;
       res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ISSUE-${n}`, url: `http://tracker.local/ISSUE-${n}` }));
     });

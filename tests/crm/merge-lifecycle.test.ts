@@ -5,12 +5,13 @@ import { recordHistory, waitFor } from '../action-review/support.js';
 import { APPROVALS, createJwtConnection, LOSER_A, LOSER_B, requestAndApprove as approveNew, requestMerge, seedContacts, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
 
 let s: CrmStack;
+const logLines: string[] = [];
 const post = (path: string, token: string, body: unknown = {}) => http(s.r.stack.url, 'POST', path, { token, body });
 const approvals = APPROVALS;
 const requestAndApprove = () => approveNew(s);
 
 beforeAll(async () => {
-  s = await startCrmStack();
+  s = await startCrmStack({}, logLines);
   await createJwtConnection(s);
 });
 afterAll(async () => s?.close());
@@ -129,6 +130,24 @@ describe('merge approval lifecycle', () => {
     }, 'the approval to show reconciliation_required');
     expect(detail.execution_error_detail).toEqual(expect.any(String));
   });
+
+  it('a gateway 504 after the CRM merged, with no PATCH before it, is reconciliation_required, never "nothing was written"', async () => {
+    // The survivor already holds the policy's values: the merge call is the only write.
+    s.crm.records.get(SURVIVOR)!.fields = { LastName: 'Lovelace', Email: 'ada@example.com', Phone: '222' };
+    const id = await requestAndApprove();
+    s.crm.soapMode = 'apply_then_504';
+    const res = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
+    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'reconciliation_required', refusal_reason: null });
+    expect([s.crm.counts.patch, s.crm.counts.soap, s.crm.records.get(LOSER_A)!.deleted]).toEqual([0, 1, true]);
+    // Classified for people (status and code, an error_id); the gateway's page goes to the log only.
+    expect(res.body.error_detail).toMatch(/HTTP 504 HTTP_504.*may have happened.*\(error_id [0-9a-f-]{36}\)$/);
+    expect(JSON.stringify(res.body)).not.toContain('secret-upstream-detail');
+    const errorId = /error_id ([0-9a-f-]{36})\)$/.exec(res.body.error_detail)![1]!;
+    expect(logLines.find((l) => l.includes(errorId) && l.includes('secret-upstream-detail'))).toBeDefined();
+    const again = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
+    expect(again.body).toMatchObject({ final_status: 'reconciliation_required', replayed: true });
+    expect(s.crm.counts.soap).toBe(1);
+  });
 });
 
 describe('merge rejection', () => {
@@ -150,8 +169,10 @@ describe('merge rejection', () => {
     expect([approve.status, approve.body.payload.code]).toEqual([409, 'already_decided']);
     const execute = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
     expect([execute.status, execute.body.payload.code]).toEqual([409, 'not_approved']);
-    const viaTool = await http(s.r.stack.url, 'POST', '/api/tool_call', { token: agent, body: { tool: 'crm_connector', arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' } } });
-    expect(viaTool.body.payload.code).toBe('not_approved');
+    const viaTool = (token: string) => http(s.r.stack.url, 'POST', '/api/tool_call', { token, body: { tool: 'crm_connector', arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' } } });
+    expect((await viaTool(s.r.tokens.rita)).body.payload.code).toBe('not_approved');
+    // Not raised by this agent's bot: hidden from it, as in Action Review.
+    expect((await viaTool(agent)).status).toBe(404);
     expect(s.crm.counts.patch + s.crm.counts.soap).toBe(0);
     expect(s.crm.records.get(LOSER_A)!.deleted).toBe(false);
     expect(s.crm.records.get(SURVIVOR)!.fields.Email).toBeNull();

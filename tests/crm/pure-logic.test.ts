@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { refusedBeforeChange } from '../../shared/action-review/executors/crm-failures.js';
 import { loadConfig } from '../../shared/config.js';
+import { CrmApiError, CrmAuthError } from '../../shared/crm/errors.js';
 import { validateCrmConnection } from '../../shared/crm/connection-config.js';
 import { mergeDigest } from '../../shared/crm/merge-selection.js';
 import { mergeEnvelope, parseMergeResponse, soapFault } from '../../shared/crm/soap.js';
@@ -62,6 +64,41 @@ describe('settings', () => {
     expect(secretBox(loadConfig({ PLATFORM_DATA_DIR: dir })).open(sealed)).toBe('hunter2');
     expect(statSync(path.join(dir, 'secrets.key')).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(dir, 'secrets.key'), 'utf8').trim().length).toBeGreaterThan(30);
-    expect(() => secretBox(loadConfig({ PLATFORM_SECRETS_KEY: 'other' })).open(sealed)).toThrow(/PLATFORM_SECRETS_KEY differs/);
+    expect(() => secretBox(loadConfig({ PLATFORM_SECRETS_KEY: 'another-key-of-at-least-32-bytes!' })).open(sealed)).toThrow(/PLATFORM_SECRETS_KEY differs/);
+  });
+});
+
+describe('CRM failures', () => {
+  it('carry codes and an error_id in message and payload; the CRM’s text is for the log only', () => {
+    const err = new CrmApiError(502, 'HTTP_502', '<html>upstream db-7.internal refused</html>');
+    expect(err.message).toMatch(/^The CRM answered 502 HTTP_502 \(error_id [0-9a-f-]{36}\)\.$/);
+    expect(JSON.stringify(err.payload)).not.toContain('db-7');
+    expect(err.payload).toMatchObject({ code: 'HTTP_502', crm_status: 502, error_id: err.errorId });
+    expect(err.logDetail).toMatchObject({ error_id: err.errorId, crm_text: '<html>upstream db-7.internal refused</html>' });
+    expect(new CrmApiError(400, 'DUPLICATE_VALUE', 'duplicate value found: Email on record 003…').message).not.toContain('duplicate value');
+  });
+
+  it('count as "nothing was written" only when the call was refused before any change', () => {
+    const network = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code), { code }) });
+    const refused = [
+      new CrmApiError(500, 'INVALID_SESSION_ID'),
+      new CrmApiError(500, 'INVALID_CROSS_REFERENCE_KEY'),
+      new CrmApiError(500, 'ENTITY_IS_DELETED'),
+      new CrmApiError(400, 'HTTP_400'),
+      new CrmApiError(404, 'NOT_FOUND'),
+      new CrmAuthError('invalid_grant', 'expired access/refresh token'),
+      network('ECONNREFUSED'),
+    ];
+    const unknown = [
+      new CrmApiError(500, 'UNKNOWN_EXCEPTION'),
+      new CrmApiError(502, 'HTTP_502'),
+      new CrmApiError(503, 'HTTP_503'),
+      new CrmApiError(504, 'HTTP_504'),
+      network('ECONNRESET'),
+      Object.assign(new Error('The operation was aborted due to timeout'), { name: 'TimeoutError' }),
+      new Error('the merge response has no result element'),
+    ];
+    for (const err of refused) expect(refusedBeforeChange(err), err.message).toBe(true);
+    for (const err of unknown) expect(refusedBeforeChange(err), err.message).toBe(false);
   });
 });

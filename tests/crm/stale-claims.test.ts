@@ -83,8 +83,10 @@ describe('an execution whose workflow died mid-merge', () => {
     const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
     await waitFor(async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing', 'the merge call to reach the CRM');
     await workflows().getHandle(`action-review/${id}`).terminate('test: the proposal workflow died mid-merge');
-    // The request that was waiting on the dead workflow learns no outcome.
-    expect((await pending).body.success).not.toBe(true);
+    // The request that was waiting on the dead workflow learns that no outcome was recorded (not a 500).
+    const answered = await pending;
+    expect(answered.status, answered.text).toBe(200);
+    expect(answered.body).toMatchObject({ success: false, claimed: true, final_status: null, refusal_reason: 'outcome_not_recorded' });
 
     // Younger than the effect timeout, a claim may still finish: the read leaves it alone.
     const early = await list();
@@ -129,5 +131,64 @@ describe('an execution whose workflow died mid-merge', () => {
     const retry = await http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
     expect(retry.body).toMatchObject({ final_status: 'reconciliation_required', replayed: true });
     expect([s.crm.counts.patch, s.crm.counts.soap]).toEqual([1, 1]);
+  });
+});
+
+describe('reconciling a proposal recovered from a stale claim (its workflow is gone)', () => {
+  /** Produces the recovered state for real: a hanging merge, its proposal workflow terminated, the claim aged, a list read. */
+  async function recoveredStaleExecution(): Promise<string> {
+    const id = await requestAndApprove(s);
+    s.crm.soapMode = 'hang';
+    const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
+    await waitFor(async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing', 'the merge call to reach the CRM');
+    await workflows().getHandle(`action-review/${id}`).terminate('test: the proposal workflow died mid-merge');
+    await pending;
+    s.crm.releaseHanging();
+    const age = s.r.stack.config.actionReview.effectTimeoutSeconds + 120;
+    await sql(`update action_review_proposals set updated_at = now() - make_interval(secs => $2) where proposal_id = $1`, [id, age]);
+    expect(item(await list(), id).status).toBe('reconciliation_required');
+    return id;
+  }
+  const reconcile = (id: string, token: string, body: Record<string, unknown>) =>
+    http(s.r.stack.url, 'POST', `/api/action-review/proposals/${id}/reconcile`, { token, body });
+
+  it('resolves once in the projection, with one reconciled event naming the person; visibility and person-only unchanged', async () => {
+    const id = await recoveredStaleExecution();
+    const before = await proposalRow(id);
+    const trail = await events(id);
+
+    expect((await reconcile(id, s.r.tokens.foreign, { final_status: 'executed' })).status).toBe(404);
+    expect((await reconcile(id, s.r.tokens.app, { final_status: 'executed' })).status).toBe(403);
+    expect((await reconcile(id, await s.r.agent('bot-1', 'thread-1'), { final_status: 'executed' })).status).toBe(403);
+    expect(await events(id)).toHaveLength(trail.length);
+
+    // Two people at once: the conditional update lets exactly one resolve it.
+    const [a, b] = await Promise.all([
+      reconcile(id, s.r.tokens.rita, { final_status: 'executed', note: 'The losers are gone in the CRM.' }),
+      reconcile(id, s.r.tokens.ravi, { final_status: 'not_applied' }),
+    ]);
+    for (const res of [a, b]) expect(res.status, res.text).toBe(200);
+    const [won, lost] = a.body.resolved ? [a, b] : [b, a];
+    expect(lost.body).toMatchObject({ resolved: false, refusal_reason: 'not_reconciliation_required' });
+    expect(won.body).toMatchObject({ resolved: true, refusal_reason: null, proposal: { status: 'resolved' } });
+    expect(Object.keys(won.body).sort()).toEqual(['final_status', 'proposal', 'refusal_reason', 'resolved']);
+
+    const after = await proposalRow(id);
+    expect(after).toMatchObject({ status: 'resolved', final_status: won.body.final_status, version: before.version + 1 });
+    const added = (await events(id)).slice(trail.length);
+    expect(added).toEqual([
+      {
+        seq: trail.at(-1)!.seq + 1,
+        type: 'reconciled',
+        actor: expect.objectContaining({ kind: 'person', id: won === a ? 'rita' : 'ravi' }),
+        reason: won === a ? 'The losers are gone in the CRM.' : null,
+        detail: { final_status: won.body.final_status },
+      },
+    ]);
+    expect(won.body.proposal.events.at(-1)).toMatchObject({ type: 'reconciled', actor: { kind: 'person' } });
+    const again = await reconcile(id, s.r.tokens.rita, { final_status: 'executed' });
+    expect(again.body).toMatchObject({ resolved: false, refusal_reason: 'not_reconciliation_required' });
+    expect(await events(id)).toHaveLength(trail.length + 1);
+    expect(item(await list(), id).status).toBe('resolved');
   });
 });

@@ -21,10 +21,10 @@ export const LOSER_A = '003000000000002AAA';
 export const LOSER_B = '003000000000003AAA';
 
 /** A review stack whose deployment allows loopback CRMs, and a fake CRM with three duplicate contacts. */
-export async function startCrmStack(env: Record<string, string> = {}): Promise<CrmStack> {
+export async function startCrmStack(env: Record<string, string> = {}, logLines?: string[]): Promise<CrmStack> {
   const keys = await generateKeyPair('RS256', { extractable: true });
   const crm = await startFakeCrm(await exportSPKI(keys.publicKey));
-  const r = await startReviewStack({ CRM_ALLOW_INSECURE_LOOPBACK: 'true', PLATFORM_SECRETS_KEY: 'test-secrets-key', ...env });
+  const r = await startReviewStack({ CRM_ALLOW_INSECURE_LOOPBACK: 'true', PLATFORM_SECRETS_KEY: 'test-secrets-key-of-at-least-32-bytes', ...env }, logLines);
   const admin = await r.idp.sign({ sub: 'ada', name: 'Ada Admin', roles: ['admin'] }, { expiresIn: '1h' });
   return { r, crm, privateKeyPem: await exportPKCS8(keys.privateKey), admin, close: async () => (await r.close(), await crm.close()) };
 }

@@ -62,6 +62,9 @@ export async function finishFakeCrm(crm: FakeCrm, parts: Parts): Promise<FakeCrm
       dropped.push(res);
       return void res.socket?.destroy();
     }
+    if (ok && crm.soapMode === 'apply_then_504') {
+      return void res.writeHead(504, { 'content-type': 'text/html' }).end(`<html><body>504 Gateway Time-out: upstream ${masterId} secret-upstream-detail</body></html>`);
+    }
     const result = ok
       ? `<id>${masterId}</id>${losers.map((l) => `<mergedRecordIds>${l}</mergedRecordIds>`).join('')}<success>true</success>`
       : `${errors.join('')}<id>${masterId}</id><success>false</success>`;

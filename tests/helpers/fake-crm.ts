@@ -17,8 +17,12 @@ export interface FakeCrm {
   app: { clientId: string; clientSecret: string; publicKeyPem: string; callbackUrl: string; jwtUser: string; runAsUser: boolean };
   /** Behaves as the standard login host (refuses client credentials) unless false. */
   customDomain: boolean;
-  /** `ok` answers the merge; `apply_then_drop` applies it and drops the connection before answering; `hang` holds the request unanswered (nothing applied) until `releaseHanging`. */
-  soapMode: 'ok' | 'apply_then_drop' | 'hang';
+  /**
+   * `ok` answers the merge; `apply_then_drop` applies it and drops the connection before answering;
+   * `apply_then_504` applies it, then answers like a proxy that gave up waiting (504, an HTML page);
+   * `hang` holds the request unanswered (nothing applied) until `releaseHanging`.
+   */
+  soapMode: 'ok' | 'apply_then_drop' | 'apply_then_504' | 'hang';
   counts: { soap: number; patch: number; token: Record<string, number> };
   /** Every REST data API request as received (method, path with query), in order. */
   calls: Array<{ method: string; path: string }>;

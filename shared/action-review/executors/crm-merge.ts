@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { CrmMergeApprovalSchema } from '../../db/entities/index.js';
 import { CrmApiError } from '../../crm/errors.js';
 import { computePreview, mergeConnection } from '../../crm/merge-preview.js';
@@ -5,15 +6,16 @@ import { checkSelection } from '../../crm/merge-selection.js';
 import { updateRecord } from '../../crm/rest.js';
 import { CrmSession } from '../../crm/session.js';
 import { mergeRecords } from '../../crm/soap.js';
-import { notApplied, type Executor } from './types.js';
+import { describeError } from '../../log.js';
+import { neverSent, refusedBeforeChange, summary } from './crm-failures.js';
+import { EffectOutcomeUnknownError, notApplied, type Executor, type ExecutorContext } from './types.js';
 
-/** Connection errors that prove the request never reached the CRM. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const neverSent = (err: unknown) => {
-  const code = (err as { cause?: { code?: unknown } }).cause?.code;
-  return typeof code === 'string' && NOT_SENT.has(code);
-};
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** Logs a failure that becomes `not_applied` (nothing else would) and answers its summary with the log line's error_id. */
+function logged(ctx: ExecutorContext, what: string, err: unknown): string {
+  const errorId = err instanceof CrmApiError ? err.errorId : randomUUID();
+  ctx.log.warn(`crm merge: ${what}`, { proposal_id: ctx.proposalId, error_id: errorId, ...describeError(err) });
+  return `${summary(err)}, error_id ${errorId}`;
+}
 
 /**
  * The approved CRM merge (the approval with the proposal's id binds connection, records and digest):
@@ -50,7 +52,7 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       session = new CrmSession(conn, ctx.em, ctx.config);
       preview = await computePreview(session, conn.policy, selection);
     } catch (err) {
-      return notApplied('records_unreadable', `The records could not be re-read before writing (${message(err)}); nothing was written.`);
+      return notApplied('records_unreadable', `The records could not be re-read before writing (${logged(ctx, 'records unreadable', err)}); nothing was written.`);
     }
     if (preview.digest !== approval.digest) {
       return notApplied('stale_digest', 'The records (or the policy version) changed after the preview; nothing was written. Preview again and request a new approval.');
@@ -63,11 +65,11 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       try {
         await updateRecord(session, selection.kind, selection.survivorId, writes);
       } catch (err) {
-        if (neverSent(err)) return notApplied('crm_unreachable', `The CRM could not be reached (${message(err)}); nothing was written.`);
+        if (neverSent(err)) return notApplied('crm_unreachable', `The CRM could not be reached (${logged(ctx, 'CRM unreachable', err)}); nothing was written.`);
         if (err instanceof CrmApiError && err.httpStatus >= 400 && err.httpStatus < 500) {
-          return notApplied('survivor_update_refused', `${err.message}; nothing was written.`);
+          return notApplied('survivor_update_refused', `The CRM refused the survivor's update (${logged(ctx, 'survivor update refused', err)}); nothing was written.`);
         }
-        throw err;
+        throw new EffectOutcomeUnknownError(`The survivor's update failed after it was sent (${summary(err)}); check the survivor's fields.`, { cause: err });
       }
     }
     ctx.heartbeat();
@@ -76,13 +78,16 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
     try {
       result = await mergeRecords(session, { kind: selection.kind, masterId: selection.survivorId, loserIds: selection.loserIds });
     } catch (err) {
-      if (!wrote && (neverSent(err) || err instanceof CrmApiError)) return notApplied('merge_refused', `${message(err)}; nothing was written.`);
-      throw new Error(`The merge call failed after the survivor's fields were written (${message(err)}); check the records before anything else.`, { cause: err });
+      if (!wrote && refusedBeforeChange(err)) return notApplied('merge_refused', `The CRM refused the merge (${logged(ctx, 'merge refused', err)}); nothing was written.`);
+      const after = wrote ? "after the survivor's fields were written" : 'after it was sent';
+      throw new EffectOutcomeUnknownError(`The merge call failed ${after} (${summary(err)}); the merge may have happened: check the records before anything else.`, { cause: err });
     }
     if (!result.success) {
-      const codes = result.errors.map((e) => `${e.statusCode}: ${e.message}`).join('; ');
+      // The status codes are structured; the messages beside them may quote records, so they are logged.
+      const codes = [...new Set(result.errors.map((e) => e.statusCode))].join(', ');
+      ctx.log.warn('crm merge: the CRM refused the merge', { proposal_id: ctx.proposalId, errors: result.errors });
       if (!wrote) return notApplied('merge_refused', `The CRM refused the merge (${codes}); nothing was written.`);
-      throw new Error(`The CRM refused the merge after the survivor's fields were written (${codes}).`);
+      throw new EffectOutcomeUnknownError(`The CRM refused the merge after the survivor's fields were written (${codes}); check the survivor's fields.`);
     }
     return {
       outcome: 'executed',

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { notApplied, type Executor } from './types.js';
+import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
 
 /** Output kept in the receipt per stream; the rest is cut (and says so). */
 const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -67,7 +67,7 @@ export const localCliExecutor: Executor<'local_cli.run.v1'> = {
         clearTimeout(timer);
         ctx.signal.removeEventListener('abort', onAbort);
         if (!spawned) return; // 'error' answered already
-        if (stopReason) return reject(new Error(`${payload.command} was killed: ${stopReason}; it may have done part of its work.`));
+        if (stopReason) return reject(new EffectOutcomeUnknownError(`${payload.command} was killed: ${stopReason}; it may have done part of its work.`));
         resolve({
           outcome: 'executed',
           result: {

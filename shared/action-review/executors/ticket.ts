@@ -1,4 +1,5 @@
-import { notApplied, type Executor } from './types.js';
+import { randomUUID } from 'node:crypto';
+import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
 
 /** Connection errors that prove the request never reached the tracker. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -33,13 +34,21 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
     } catch (err) {
       const code = errorCode(err);
       if (code && NOT_SENT.has(code)) return notApplied('tracker_unreachable', `The issue tracker could not be reached (${code}); nothing was sent.`);
-      throw err;
+      const why = ctx.signal.aborted ? 'was interrupted (the worker stopped)' : `failed after it was sent (${code ?? 'no answer'})`;
+      throw new EffectOutcomeUnknownError(`The request to the issue tracker ${why}; the ticket may have been created.`, { cause: err });
     }
     const text = await res.text();
     if (res.status >= 400 && res.status < 500) {
-      return notApplied('tracker_refused', `The issue tracker refused the ticket (HTTP ${res.status}): ${text.slice(0, 500)}`);
+      // The tracker's body can quote the ticket or echo credentials: the log gets it, the refusal its id.
+      const errorId = randomUUID();
+      ctx.log.warn('issue tracker refused a ticket', { proposal_id: ctx.proposalId, error_id: errorId, http_status: res.status, body: text.slice(0, 2_000) });
+      return notApplied('tracker_refused', `The issue tracker refused the ticket (HTTP ${res.status}); nothing was created (error_id ${errorId}).`);
     }
-    if (!res.ok) throw new Error(`The issue tracker answered HTTP ${res.status}; the ticket may have been created.`);
+    if (!res.ok) {
+      throw new EffectOutcomeUnknownError(`The issue tracker answered HTTP ${res.status}; the ticket may have been created.`, {
+        cause: Object.assign(new Error(`tracker answered HTTP ${res.status}`), { logDetail: { http_status: res.status, body: text.slice(0, 2_000) } }),
+      });
+    }
     let body: { id?: unknown; url?: unknown } = {};
     try {
       body = JSON.parse(text) as typeof body;

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PrincipalRef } from '../../auth/principal.js';
 import type { AppConfig } from '../../config.js';
+import type { Logger } from '../../log.js';
 import type { ActionType } from '../action-types.js';
 import type { Payload } from '../payloads.js';
 import type { EffectOutcome } from '../types.js';
@@ -14,12 +15,15 @@ export interface ExecutorContext {
   /** Aborted when the activity is cancelled (worker shutdown); executors stop what they can. */
   signal: AbortSignal;
   heartbeat(): void;
+  /** For what a target system answered: its text goes here, never into a refusal or error detail. */
+  log: Logger;
 }
 
 /**
  * Applies one action type's effect. Return `not_applied` only when certain nothing was written;
  * throw when the effect may have started but its outcome is unknown (the proposal then needs
- * reconciliation, never a retry).
+ * reconciliation, never a retry): an `EffectOutcomeUnknownError` to say why in words a person may
+ * read; anything else thrown is reported generically.
  */
 export interface Executor<T extends ActionType> {
   actionType: T;
@@ -27,3 +31,12 @@ export interface Executor<T extends ActionType> {
 }
 
 export const notApplied = (reason: string, detail: string): EffectOutcome => ({ outcome: 'not_applied', reason, detail });
+
+/**
+ * The effect may have happened and its outcome is unknown. The message is shown to people (it ends up
+ * in `execution_error_detail`), so it is ours: classified, no target-system text; the raw failure
+ * rides in `cause`, which goes to the log only.
+ */
+export class EffectOutcomeUnknownError extends Error {
+  override name = 'EffectOutcomeUnknownError';
+}
