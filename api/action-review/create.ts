@@ -22,6 +22,8 @@ export interface CreateProposalInput {
   threadId: string | null;
   subject: ProposalSubject | null;
   executionOrigin: ExecutionOrigin | null;
+  /** Set by retryable callers (an agent turn's tool call): a retry answers the proposal already created. */
+  proposalId?: string;
 }
 
 function parsePayload(actionType: ActionType, payload: unknown): unknown {
@@ -66,7 +68,11 @@ async function checkSubject(em: EntityManager, principal: Principal, subject: Pr
 export async function createProposal(deps: AppDeps, em: EntityManager, principal: Principal, input: CreateProposalInput): Promise<ProposalRow> {
   const payload = parsePayload(input.actionType, input.payload);
   if (input.subject) await checkSubject(em, principal, input.subject);
-  const proposalId = randomUUID();
+  const proposalId = input.proposalId ?? randomUUID();
+  if (input.proposalId) {
+    const existing = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
+    if (existing) return existing;
+  }
   const record: ProposalRecord = {
     proposalId,
     tenant: principal.tenant,
@@ -102,7 +108,8 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
       taskQueue: deps.config.temporal.taskQueue,
       workflowId: proposalWorkflowId(proposalId),
       args: [workflowInput],
-      workflowIdConflictPolicy: 'FAIL',
+      // A retried creation with the same id joins the running workflow instead of failing.
+      workflowIdConflictPolicy: input.proposalId ? 'USE_EXISTING' : 'FAIL',
       typedSearchAttributes: [
         { key: SearchAttributes.tenant, value: principal.tenant },
         { key: SearchAttributes.resourceId, value: proposalId },

@@ -6,6 +6,7 @@ import { executeProposal } from '../action-review/execute.js';
 import { rowView } from '../action-review/views.js';
 import { findVisibleProposal } from '../action-review/visibility.js';
 import { defineTool } from './registry.js';
+import { uuidFromKey } from '../../shared/ids.js';
 
 const ProposalId = z.string().min(1).max(100);
 
@@ -34,7 +35,7 @@ export const actionReviewTool = defineTool({
   input: ActionReviewToolInput,
   principalKinds: ['agent', 'person'],
   permission: 'APPROVE_AGENT_ACTION',
-  async handler({ input, principal, deps, em }) {
+  async handler({ input, principal, deps, em, idempotencyKey }) {
     switch (input.action) {
       case 'CREATE_PROPOSAL': {
         const agent = principal.kind === 'agent';
@@ -48,6 +49,7 @@ export const actionReviewTool = defineTool({
           threadId: agent ? principal.threadId! : null,
           subject: input.subject ?? null,
           executionOrigin: input.execution_origin ?? null,
+          proposalId: idempotencyKey ? uuidFromKey(idempotencyKey) : undefined,
         });
         return { proposal: rowView(row, { scope: 'full', includeStatement: true }), handback: row.threadId ? 'conversation' : 'poll_request_status' };
       }

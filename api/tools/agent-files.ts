@@ -1,13 +1,7 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { storeDownload } from '../../shared/downloads/signed-urls.js';
+import { uuidFromKey } from '../../shared/ids.js';
 import { defineTool } from './registry.js';
-
-/** A stable UUID (version-4 shaped) derived from an idempotency key. */
-function uuidFromKey(key: string): string {
-  const h = createHash('sha256').update(key).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
 
 /** Names an agent may give a file: one path segment, no control characters. */
 const FileName = z

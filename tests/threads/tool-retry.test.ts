@@ -10,7 +10,7 @@ import { startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ worker: false });
+  stack = await startStack();
 });
 afterAll(async () => {
   await stack?.close();
@@ -29,5 +29,21 @@ describe('retried agent tool calls', () => {
     const other = await toolbox.invoke('agent_files', args, eve, 'turn-1:tool:call_2');
     expect((other.result as { file_id: string }).file_id).not.toBe((first.result as { file_id: string }).file_id);
     expect(await query(stack.db.url, `select count(*)::int as n from downloads where file_name = 'out.txt'`)).toEqual([{ n: 2 }]);
+  });
+
+  it('create one Action Review proposal per call', async () => {
+    const toolbox = createAgentToolbox(stack.api.deps);
+    const args = {
+      action: 'CREATE_PROPOSAL',
+      action_type: 'learning.adopt.v1',
+      payload: { learning_id: 'l-retry', title: 'Retry', content: 'Once only' },
+      expected_effect: 'adopt once',
+    };
+    const first = await toolbox.invoke('action_review', args, eve, 'turn-2:tool:call_1');
+    const again = await toolbox.invoke('action_review', args, eve, 'turn-2:tool:call_1');
+    expect(first.ok).toBe(true);
+    const id = (first.result as { proposal: { proposal_id: string } }).proposal.proposal_id;
+    expect((again.result as { proposal: { proposal_id: string } }).proposal.proposal_id).toBe(id);
+    expect(await query(stack.db.url, `select count(*)::int as n from action_review_proposals where payload->>'learning_id' = 'l-retry'`)).toEqual([{ n: 1 }]);
   });
 });
