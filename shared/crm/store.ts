@@ -46,9 +46,13 @@ export async function loadConnection(em: EntityManager, config: AppConfig, tenan
 export async function saveTokens(em: EntityManager, config: AppConfig, conn: LoadedConnection, tokens: TokenSet): Promise<void> {
   conn.tokens = tokens;
   if (!conn.settings.instance_url && tokens.instance_url) conn.settings = { ...conn.settings, instance_url: tokens.instance_url };
-  await em.getConnection().execute(`update crm_connections set tokens_sealed = ?, settings = ?::jsonb, updated_at = now() where id = ?`, [
+  // The instance host discovered at authorization joins the declared egress hosts, so deployments
+  // that approve outbound access see it.
+  const egressHosts = [...new Set([conn.settings.login_host, conn.settings.instance_url].filter((h): h is string => typeof h === 'string' && !!h).map((h) => new URL(h).host))];
+  await em.getConnection().execute(`update crm_connections set tokens_sealed = ?, settings = ?::jsonb, egress_hosts = ?::jsonb, updated_at = now() where id = ?`, [
     secretBox(config).seal(JSON.stringify(tokens)),
     JSON.stringify(conn.settings),
+    JSON.stringify(egressHosts),
     conn.row.id,
   ]);
 }

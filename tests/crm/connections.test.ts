@@ -116,6 +116,8 @@ describe('user_oauth (authorization code with PKCE)', () => {
     expect(refused.payload.fix).toMatch(/Re-copy the displayed redirect URI/);
 
     s.crm.app.callbackUrl = created.body.data.redirect_uri;
+    // The org's instance answers on another host name than the login host: it must join the egress hosts.
+    s.crm.instanceUrl = s.crm.url.replace('127.0.0.1', 'localhost');
     const refreshes = s.crm.counts.token.refresh_token ?? 0;
     s.crm.calls = [];
     const done = await follow();
@@ -132,5 +134,8 @@ describe('user_oauth (authorization code with PKCE)', () => {
     expect(s.crm.calls).toEqual([{ method: 'GET', path: '/services/data/' }]);
     const stored = await http(s.r.stack.url, 'GET', '/api/connections/crm_oauth_main', { token: s.r.tokens.rita });
     expect(stored.body.data.connection_test).toEqual(authorized.connection_test);
+    const loginHost = new URL(s.crm.url).host;
+    expect(stored.body.data.egress_hosts).toEqual([loginHost, loginHost.replace('127.0.0.1', 'localhost')]);
+    s.crm.instanceUrl = undefined;
   });
 });

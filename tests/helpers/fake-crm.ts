@@ -12,6 +12,8 @@ export interface FakeRecord {
 
 export interface FakeCrm {
   url: string;
+  /** The instance URL the token endpoint reports (the org's own host); `url` unless set. */
+  instanceUrl?: string;
   records: Map<string, FakeRecord>;
   /** Connected app: consumer key/secret, the uploaded certificate's public key (SPKI PEM), the registered callback. */
   app: { clientId: string; clientSecret: string; publicKeyPem: string; callbackUrl: string; jwtUser: string; runAsUser: boolean };
@@ -85,7 +87,7 @@ export async function startFakeCrm(publicKeyPem: string): Promise<FakeCrm> {
     const id = `${crm.url}/id/00D000000000001/005000000000001`;
     const issuedAt = String(Date.now());
     const signature = createHmac('sha256', crm.app.clientSecret).update(id + issuedAt).digest('base64');
-    json(res, 200, { access_token: access, instance_url: crm.url, id, token_type: 'Bearer', issued_at: issuedAt, signature, scope: 'api refresh_token', ...(withRefresh ? { refresh_token: crm.issueRefreshToken() } : {}) });
+    json(res, 200, { access_token: access, instance_url: crm.instanceUrl ?? crm.url, id, token_type: 'Bearer', issued_at: issuedAt, signature, scope: 'api refresh_token', ...(withRefresh ? { refresh_token: crm.issueRefreshToken() } : {}) });
   };
 
   async function token(form: URLSearchParams, res: ServerResponse) {
