@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { filterVisible, pickIncompleteReason, PROBE_BUDGET, type IncompleteReason } from '../../shared/action-review/visibility.js';
+import { pickIncompleteReason, type IncompleteReason } from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
-import { subjectProbes, subjectsOfRow, viewerOf } from './visibility.js';
+import { visibleRows } from './visibility.js';
 
 /** Rows one list reads at most before it answers `scan_ceiling`. */
 export const SCAN_CEILING = 2_000;
@@ -28,12 +28,8 @@ export async function listVisibleProposals(em: EntityManager, principal: Princip
   if (filters.actionType?.length) where.actionType = { $in: filters.actionType };
   const scanned = await em.find(ProposalRowSchema, where, { orderBy: { createdAt: 'desc', proposalId: 'asc' }, limit: SCAN_CEILING + 1 });
   const overCeiling = scanned.length > SCAN_CEILING;
-  const result = await filterVisible(overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned, {
-    viewer: viewerOf(principal),
-    subjectsOf: subjectsOfRow,
-    probes: subjectProbes(em),
-    budget: PROBE_BUDGET,
-  });
+  // The same rule as single reads: agents see their own thread's proposals, others by subject.
+  const result = await visibleRows(em, principal, overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned);
   if (overCeiling && !result.truncated) result.reasons.add('scan_ceiling');
   return {
     rows: result.visible.slice(filters.offset, filters.offset + filters.limit),

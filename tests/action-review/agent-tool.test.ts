@@ -100,6 +100,8 @@ describe('execution origin', () => {
     const hidden = await tool(r.stack.url, other, { action: 'GET_REQUEST_STATUS', proposal_id: id });
     expect(hidden.status).toBe(404);
     expect((await tool(r.stack.url, own, { action: 'GET_REQUEST_STATUS', proposal_id: id })).status).toBe(200);
+    // The inbox is for people (APPROVE_AGENT_ACTION); agents poll their own proposals.
+    expect((await http(r.stack.url, 'GET', '/api/action-review/proposals', { token: own })).status).toBe(403);
     const foreignSubject = await tool(r.stack.url, other, {
       action: 'CREATE_PROPOSAL',
       action_type: 'prover.request_finding_evidence.v1',
