@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 import { recordHistory, waitFor } from '../action-review/support.js';
-import { APPROVALS, createJwtConnection, LOSER_A, LOSER_B, requestAndApprove as approveNew, requestMerge, seedContacts, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
+import { APPROVALS, createJwtConnection, LOSER_A, LOSER_B, requestAndApprove as approveNew, requestMerge, resetFakeCrm, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
 
 let s: CrmStack;
 const logLines: string[] = [];
@@ -15,12 +15,7 @@ beforeAll(async () => {
   await createJwtConnection(s);
 });
 afterAll(async () => s?.close());
-beforeEach(() => {
-  seedContacts(s.crm);
-  s.crm.soapMode = 'ok';
-  s.crm.counts.soap = 0;
-  s.crm.counts.patch = 0;
-});
+beforeEach(() => resetFakeCrm(s.crm));
 
 describe('merge preview', () => {
   it('projects the survivor per policy with a digest and writes nothing', async () => {

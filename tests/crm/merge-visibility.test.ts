@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { crmMergeStateQuery } from '../../workflows/crm-merge-definitions.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { APPROVALS, createJwtConnection, crmTool, requestAndApprove, seedContacts, selection, startCrmStack, type CrmStack } from './support.js';
+import { APPROVALS, createJwtConnection, crmTool, requestAndApprove, resetFakeCrm, selection, startCrmStack, type CrmStack } from './support.js';
 
 let s: CrmStack;
 let bob: string;
@@ -24,11 +24,7 @@ beforeAll(async () => {
   bob = await s.r.idp.sign({ sub: 'bob', name: 'Bob Owner', roles: ['reviewer'] }, { expiresIn: '1h' });
 });
 afterAll(async () => s?.close());
-beforeEach(() => {
-  seedContacts(s.crm);
-  s.crm.counts.soap = 0;
-  s.crm.counts.patch = 0;
-});
+beforeEach(() => resetFakeCrm(s.crm));
 
 describe('an approval raised by an agent in a private thread', () => {
   it('is hidden from other people exactly like an unknown id, on every route, and its lifetime stays unclaimed', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../action-review/support.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { APPROVALS, createJwtConnection, requestAndApprove, requestMerge, seedContacts, startCrmStack, type CrmStack } from './support.js';
+import { APPROVALS, createJwtConnection, requestAndApprove, requestMerge, resetFakeCrm, startCrmStack, type CrmStack } from './support.js';
 
 let s: CrmStack;
 const workflows = () => s.r.stack.api.deps.temporal.workflow;
@@ -37,12 +37,7 @@ beforeAll(async () => {
   await createJwtConnection(s);
 });
 afterAll(async () => s?.close());
-beforeEach(() => {
-  seedContacts(s.crm);
-  s.crm.soapMode = 'ok';
-  s.crm.counts.soap = 0;
-  s.crm.counts.patch = 0;
-});
+beforeEach(() => resetFakeCrm(s.crm));
 
 describe('an open approval whose workflow is gone', () => {
   it('is released as expired once past its lifetime, once; a running one is left to its workflow', async () => {

@@ -29,6 +29,14 @@ export async function startCrmStack(env: Record<string, string> = {}, logLines?:
   return { r, crm, privateKeyPem: await exportPKCS8(keys.privateKey), admin, close: async () => (await r.close(), await crm.close()) };
 }
 
+/** Fresh records, a well-behaved SOAP endpoint and zeroed write counters before each test. */
+export function resetFakeCrm(crm: FakeCrm): void {
+  seedContacts(crm);
+  crm.soapMode = 'ok';
+  crm.counts.soap = 0;
+  crm.counts.patch = 0;
+}
+
 export function seedContacts(crm: FakeCrm): void {
   crm.records.set(SURVIVOR, { type: 'Contact', fields: { LastName: 'Lovelace', Email: null, Phone: '111' }, lastModified: '2026-10-01T10:00:00.000+0000', deleted: false });
   crm.records.set(LOSER_A, { type: 'Contact', fields: { LastName: 'Lovelace A.', Email: 'ada@example.com', Phone: '222' }, lastModified: '2026-10-03T10:00:00.000+0000', deleted: false });
