@@ -26,6 +26,7 @@ import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import { approveUpdate, createdUpdate, executeUpdate, proposalWorkflowId } from '../workflows/action-review-definitions.js';
 import { measure, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
+import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
 const ACTION_TYPE = 'prover.request_finding_evidence.v1' as const;
 const EXPECTED_EFFECT = 'The finding gets an evidence request.';
@@ -71,7 +72,7 @@ async function bareLifecycle(client: Client, config: AppConfig, tag: string): Pr
     },
   };
   await client.workflow.executeUpdateWithStart(createdUpdate, {
-    startWorkflowOperation: new WithStartWorkflowOperation('actionReviewProposalWorkflow', {
+    startWorkflowOperation: new WithStartWorkflowOperation(workflowRef('actionReviewProposalWorkflow'), {
       taskQueue: config.temporal.taskQueue,
       workflowId: proposalWorkflowId(proposalId),
       args: [input],

@@ -5,12 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { measure, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
+import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
 export async function benchEcho(stack: BenchStack, count: number, concurrency: number): Promise<string> {
   const run = randomUUID().slice(0, 8);
   // Warm both paths (workflow bundle caches, pool connections).
   await measure('warm-up', 20, 4, async (i) => {
-    await stack.bareClient.workflow.execute('echoWorkflow', {
+    await stack.bareClient.workflow.execute(workflowRef('echoWorkflow'), {
       taskQueue: stack.config.temporal.taskQueue,
       workflowId: `echo/warm-${run}-${i}`,
       args: [{ jobId: `warm-${run}-${i}`, tenant: 'default', message: 'warm', requestedBy: 'bench' }],
@@ -18,7 +19,7 @@ export async function benchEcho(stack: BenchStack, count: number, concurrency: n
   });
   const bare = await measure('bare Temporal client', count, concurrency, async (i) => {
     const jobId = `bare-${run}-${i}`;
-    await stack.bareClient.workflow.execute('echoWorkflow', {
+    await stack.bareClient.workflow.execute(workflowRef('echoWorkflow'), {
       taskQueue: stack.config.temporal.taskQueue,
       workflowId: `echo/${jobId}`,
       args: [{ jobId, tenant: 'default', message: 'bench', requestedBy: 'bench' }],

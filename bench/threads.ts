@@ -12,6 +12,7 @@ import { createThread } from '../shared/threads/store.js';
 import { postMessageUpdate, threadWorkflowId } from '../workflows/thread-definitions.js';
 import { measure, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
+import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
 async function mcpClient(url: string): Promise<McpClient> {
   const client = new McpClient({ name: 'bench', version: '1.0.0' });
@@ -39,7 +40,7 @@ export async function benchThreads(stack: BenchStack, count: number, concurrency
     const thread = bareThreads[i % concurrency]!;
     const result = await temporal.workflow.executeUpdateWithStart(postMessageUpdate, {
       args: [{ messageId: randomUUID(), content: `turn ${i}`, authorKind: 'person', authorId: 'local-admin' }],
-      startWorkflowOperation: new WithStartWorkflowOperation('threadWorkflow', {
+      startWorkflowOperation: new WithStartWorkflowOperation(workflowRef('threadWorkflow'), {
         workflowId: threadWorkflowId(thread.id),
         taskQueue: config.temporal.taskQueue,
         args: [{ threadId: thread.id, tenant: 'default', agentId: 'eve' }],

@@ -12,6 +12,7 @@ import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { subjectProbes, THREAD_SUBJECT, viewerOf } from './visibility.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 
 export interface CreateProposalInput {
   actionType: ActionType;
@@ -104,7 +105,7 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
     },
   };
   await deps.temporal.workflow.executeUpdateWithStart(createdUpdate, {
-    startWorkflowOperation: new WithStartWorkflowOperation('actionReviewProposalWorkflow', {
+    startWorkflowOperation: new WithStartWorkflowOperation(workflowRef('actionReviewProposalWorkflow'), {
       taskQueue: deps.config.temporal.taskQueue,
       workflowId: proposalWorkflowId(proposalId),
       args: [workflowInput],

@@ -15,6 +15,7 @@ import { findVisibleProposal, type VisibilityPurpose } from '../action-review/vi
 import type { AppDeps } from '../deps.js';
 import { approvalView } from './approval-views.js';
 import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 
 export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
 
@@ -89,7 +90,7 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
   });
   await em.persistAndFlush(row);
   const input_: CrmMergeWorkflowInput = { approvalId, tenant: principal.tenant, connectionName: selection.connectionName, ttlSeconds, settleWaitSeconds: deps.config.actionReview.effectTimeoutSeconds + 60 };
-  await deps.temporal.workflow.start('crmMergeApprovalWorkflow', {
+  await deps.temporal.workflow.start(workflowRef('crmMergeApprovalWorkflow'), {
     taskQueue: deps.config.temporal.taskQueue,
     workflowId: crmMergeWorkflowId(approvalId),
     args: [input_],

@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { EchoResult } from '../../workflows/echo.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 
 const EchoJobView = z
   .object({
@@ -61,7 +62,7 @@ export const jobRoutes = [
       const jobId = body.job_id ?? randomUUID();
       const workflowId = echoWorkflowId(jobId);
       try {
-        await deps.temporal.workflow.start('echoWorkflow', {
+        await deps.temporal.workflow.start(workflowRef('echoWorkflow'), {
           taskQueue: deps.config.temporal.taskQueue,
           workflowId,
           args: [{ jobId, tenant: principal.tenant, message: body.message, requestedBy: principal.id }],

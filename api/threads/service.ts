@@ -11,6 +11,7 @@ import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { createThread, getOwnThread, listMessages, type ThreadRecord } from '../../shared/threads/store.js';
 import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../workflows/thread-definitions.js';
 import type { AppDeps } from '../deps.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 
 /** New gateway thread ids: `mcp_` + 32 lowercase hex (spec, Hosted gateway). */
 export const newMcpThreadId = () => `mcp_${randomBytes(16).toString('hex')}`;
@@ -71,7 +72,7 @@ export async function startThread(deps: AppDeps, em: EntityManager, principal: P
  * reuse it), answered with the agent's reply. A classified model failure becomes `llm_error`.
  */
 export async function postMessage(deps: AppDeps, principal: Principal, thread: ThreadRecord, content: string, messageId: string = randomUUID()) {
-  const startWorkflowOperation = new WithStartWorkflowOperation('threadWorkflow', {
+  const startWorkflowOperation = new WithStartWorkflowOperation(workflowRef('threadWorkflow'), {
     workflowId: threadWorkflowId(thread.id),
     taskQueue: deps.config.temporal.taskQueue,
     args: [{ threadId: thread.id, tenant: thread.tenant, agentId: thread.agentId }],

@@ -1,9 +1,14 @@
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { AppConfig } from '../config.js';
 import { describeError, type Logger } from '../log.js';
+import type { HandbackSweepInput } from '../../workflows/handback.js';
+import { workflowRef } from '../temporal/workflow-refs.js';
 
 /** The schedule that sweeps undelivered hand-backs (`action_review.sweep_interval_seconds`). */
 export const HANDBACK_SWEEP_SCHEDULE_ID = 'action-review-handback-sweep';
+
+/** Every run sweeps all pending hand-backs (no limits of its own). */
+const sweepInput: HandbackSweepInput = {};
 
 function scheduleOptions(config: AppConfig, scheduleId: string) {
   return {
@@ -11,10 +16,10 @@ function scheduleOptions(config: AppConfig, scheduleId: string) {
     spec: { intervals: [{ every: `${config.actionReview.sweepIntervalSeconds} seconds` }] },
     action: {
       type: 'startWorkflow' as const,
-      workflowType: 'actionReviewHandbackSweepWorkflow',
+      workflowType: workflowRef('actionReviewHandbackSweepWorkflow'),
       workflowId: `${scheduleId}-run`,
       taskQueue: config.temporal.taskQueue,
-      args: [{}],
+      args: [sweepInput] as const,
     },
     // A slow sweep is never doubled: the next tick is skipped while one runs.
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
