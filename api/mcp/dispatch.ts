@@ -6,13 +6,14 @@ import { BadRequestError, PlatformError } from '../../shared/errors.js';
 import { describeError, type Logger } from '../../shared/log.js';
 import type { AppDeps } from '../deps.js';
 import { toPlatformError } from '../middleware/errors.js';
-import { actionNames, findAction, GATEWAY_VERSIONS, RawToolResult, type GatewayContext } from './actions/registry.js';
+import { GATEWAY_VERSIONS, RawToolResult, type GatewayContext, type McpActionCatalog } from './actions/registry.js';
 
 export interface DispatchContext {
   principal: Principal;
   deps: AppDeps;
   em: EntityManager;
   gateway: GatewayContext;
+  catalog: McpActionCatalog;
   requestId: string;
   log: Logger;
 }
@@ -33,23 +34,23 @@ function toolSuccess(result: unknown): CallToolResult {
 }
 
 /** Finds the action for this version or explains why there is none (other version, not yet available, unknown). */
-function resolveAction(name: string, gateway: GatewayContext) {
+function resolveAction(name: string, gateway: GatewayContext, catalog: McpActionCatalog) {
   const { version, publicOrigin } = gateway;
-  if (!actionNames(version).includes(name)) {
-    const other = GATEWAY_VERSIONS.find((v) => v !== version && actionNames(v).includes(name));
+  if (!catalog.names(version).includes(name)) {
+    const other = GATEWAY_VERSIONS.find((v) => v !== version && catalog.names(v).includes(name));
     if (other) {
       throw new BadRequestError(
         `The "${name}" action is not part of the ${version} gateway; it is only on /mcp/${other}/ (connect to ${publicOrigin}/mcp/${other}/ to use it).`,
         { reason: 'action_not_in_version', action: name, gateway_version: version, available_on: `/mcp/${other}/` },
       );
     }
-    throw new BadRequestError(`Unknown action "${name}". Actions on this gateway: ${actionNames(version).join(', ')}.`, {
+    throw new BadRequestError(`Unknown action "${name}". Actions on this gateway: ${catalog.names(version).join(', ')}.`, {
       reason: 'unknown_action',
       action: name,
-      actions: actionNames(version),
+      actions: catalog.names(version),
     });
   }
-  const def = findAction(name, version);
+  const def = catalog.find(name, version);
   if (!def) {
     throw new PlatformError('not_available_here', `The "${name}" action is not available on this deployment yet.`, {
       reason: 'action_not_available',
@@ -63,7 +64,7 @@ function resolveAction(name: string, gateway: GatewayContext) {
 export async function dispatchPlatformCall(args: Record<string, unknown>, ctx: DispatchContext): Promise<CallToolResult> {
   const { action, ...rest } = args;
   try {
-    const def = resolveAction(String(action), ctx.gateway);
+    const def = resolveAction(String(action), ctx.gateway, ctx.catalog);
     const given = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined && v !== null));
     const allowed = Object.keys(def.params.shape);
     const extra = Object.keys(given).filter((k) => !allowed.includes(k));

@@ -13,6 +13,7 @@ import { credentialGuidance, gatewayAuthMode } from './auth-mode.js';
 import { originRefused } from './cors.js';
 import { originAllowed, publicOrigin, resourceMetadataUrl } from './public-url.js';
 import { createPlatformServer } from './server.js';
+import { mcpActionCatalog } from './actions/index.js';
 
 export interface GatewayRequest {
   koa: Koa.Context;
@@ -65,6 +66,7 @@ export async function handleGatewayPost(req: GatewayRequest, mount: { path: stri
     requestId: req.requestId,
     log: req.log,
     gateway: { version: mount.version, publicOrigin: origin, endpoint: `${origin}${mount.path}/` },
+    catalog: mcpActionCatalog,
   });
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   const authInfo: AuthInfo = { token, clientId: principal.id, scopes: [], extra: { principal } };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actionNames, findAction, registeredActions, type GatewayVersion } from './actions/registry.js';
+import type { GatewayVersion, McpActionCatalog } from './actions/registry.js';
 
 const jsonShape = (schema: z.ZodType): string => {
   const { description: _d, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
@@ -8,20 +8,20 @@ const jsonShape = (schema: z.ZodType): string => {
 
 /**
  * The `platform` tool's input schema for a version: one flat object (a discriminated union is
- * advertised by the SDK as an empty schema) with `action` and every registered action's parameters as
+ * advertised by the SDK as an empty schema) with `action` and every listed action's parameters as
  * optional fields. `action` is advertised as an enum but accepts any string, so the handler can answer
  * a v1-only action on v2 with a refusal that names /mcp/v1/ instead of a bare validation error. A
  * parameter two actions declare differently is advertised without a type; each action validates its own.
  */
-export function platformInputSchema(version: GatewayVersion): z.ZodObject {
+export function platformInputSchema(catalog: McpActionCatalog, version: GatewayVersion): z.ZodObject {
   const shape: Record<string, z.ZodType> = {
     action: z
       .string()
-      .meta({ enum: actionNames(version) })
+      .meta({ enum: catalog.names(version) })
       .describe('The action to run; `help` lists every action with its parameters.'),
   };
   const fields = new Map<string, { schema: z.ZodType; users: string[]; conflicting: boolean }>();
-  for (const def of registeredActions(version)) {
+  for (const def of catalog.actions(version)) {
     for (const [key, field] of Object.entries(def.params.shape as Record<string, z.ZodType>)) {
       const seen = fields.get(key);
       if (!seen) fields.set(key, { schema: field, users: [def.name], conflicting: false });
@@ -40,8 +40,8 @@ export function platformInputSchema(version: GatewayVersion): z.ZodObject {
 }
 
 /** One action's parameters, as `help` shows them. */
-export function describeParameters(name: string, version: GatewayVersion) {
-  const def = findAction(name, version);
+export function describeParameters(catalog: McpActionCatalog, name: string, version: GatewayVersion) {
+  const def = catalog.find(name, version);
   if (!def) return [];
   return Object.entries(def.params.shape as Record<string, z.ZodType>).map(([param, schema]) => ({
     name: param,

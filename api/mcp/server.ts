@@ -2,16 +2,16 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { actionNames, findAction, type GatewayVersion } from './actions/registry.js';
+import type { GatewayVersion, McpActionCatalog } from './actions/registry.js';
 import { dispatchPlatformCall, type DispatchContext } from './dispatch.js';
 import { platformInputSchema } from './schema.js';
 
 export const GATEWAY_SERVER_NAME = 'data-agent-platform';
 export const GATEWAY_SERVER_VERSION = '0.1.0';
 
-function toolDescription(version: GatewayVersion): string {
-  const lines = actionNames(version).map((name) => {
-    const def = findAction(name, version);
+function toolDescription(catalog: McpActionCatalog, version: GatewayVersion): string {
+  const lines = catalog.names(version).map((name) => {
+    const def = catalog.find(name, version);
     return `- ${name}: ${def ? def.description : 'not available on this deployment yet'}`;
   });
   return [
@@ -37,7 +37,7 @@ export function createPlatformServer(ctx: Omit<DispatchContext, 'principal'>): M
   );
   server.registerTool(
     'platform',
-    { title: 'Data-agent platform', description: toolDescription(version), inputSchema: platformInputSchema(version) },
+    { title: 'Data-agent platform', description: toolDescription(ctx.catalog, version), inputSchema: platformInputSchema(ctx.catalog, version) },
     (args, extra) => dispatchPlatformCall(args as Record<string, unknown>, { ...ctx, principal: principalOf(extra.authInfo) }),
   );
   return server;

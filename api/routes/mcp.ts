@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import '../mcp/actions/index.js';
 import { handleGatewayPost, refuseGatewayMethod } from '../mcp/gateway.js';
 import { MCP_MOUNTS } from '../mcp/public-url.js';
 import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';

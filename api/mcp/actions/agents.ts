@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { resolveDefaultAgent } from '../../../shared/agents/default-agent.js';
 import { defaultAgentSettings } from '../../../shared/agents/gateway-settings.js';
 import { listUsableAgents } from '../../../shared/agents/registry.js';
-import { defineMcpAction, setDefaultAgentReporter } from './registry.js';
+import { defineMcpAction, type McpActionContext } from './registry.js';
 
-defineMcpAction({
+export const listAgentsAction = defineMcpAction({
   name: 'list_agents',
   versions: ['v1', 'v2'],
   description: 'The agents you may hold threads with, and which one is your default.',
@@ -20,9 +20,10 @@ defineMcpAction({
   },
 });
 
-setDefaultAgentReporter(async ({ em, principal, deps }) => {
+/** The default-agent part of `status`: the caller's resolved default, or why there is none. */
+export async function defaultAgentView({ em, principal, deps }: McpActionContext<unknown>) {
   const resolved = resolveDefaultAgent(await listUsableAgents(em, principal), await defaultAgentSettings(em, deps.config, principal.tenant));
   return resolved.ok
     ? { agent_id: resolved.agent.id, name: resolved.agent.name, reason: resolved.reason }
     : { agent_id: null, refusal: { code: resolved.code, message: resolved.message } };
-});
+}

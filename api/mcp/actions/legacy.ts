@@ -12,7 +12,7 @@ function signInUrl(config: AppConfig, gateway: GatewayContext): string | null {
 }
 
 // v1 only: the v2 gateway leaves sign-in to the client's OAuth flow (the 401 challenge and metadata).
-defineMcpAction({
+export const loginAction = defineMcpAction({
   name: 'login',
   versions: ['v1'],
   description: 'How to sign in to this gateway: OAuth or a personal access token, and the public sign-in URL.',
@@ -29,7 +29,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const loginStatusAction = defineMcpAction({
   name: 'login_status',
   versions: ['v1'],
   description: 'Whether this call is authenticated, and as whom.',
@@ -42,7 +42,7 @@ defineMcpAction({
   }),
 });
 
-defineMcpAction({
+export const logoutAction = defineMcpAction({
   name: 'logout',
   versions: ['v1'],
   description: 'How to end access: the gateway keeps no session; tokens are revoked where they were issued.',

@@ -45,6 +45,8 @@ export interface McpActionContext<P> {
   em: EntityManager;
   version: GatewayVersion;
   gateway: GatewayContext;
+  /** The gateway's actions (what `status` and `help` describe). */
+  catalog: McpActionCatalog;
   requestId: string;
   log: Logger;
 }
@@ -70,47 +72,47 @@ export class RawToolResult {
   constructor(readonly result: CallToolResult) {}
 }
 
-const registry = new Map<string, AnyMcpAction[]>();
-
 /**
- * Declares and registers an action. Any module may register (imported from `actions/index.ts`);
- * an action name may be registered once per version.
+ * Declares an action (checks its shape; registers nothing). Actions take part in the gateway only
+ * through the explicit list in `actions/index.ts`.
  */
 export function defineMcpAction<S extends AnyObject>(def: McpActionDefinition<S>): McpActionDefinition<S> {
   if ('action' in def.params.shape) throw new Error(`MCP action ${def.name}: "action" is the dispatch field, not a parameter`);
-  const existing = registry.get(def.name) ?? [];
-  for (const version of def.versions) {
-    if (existing.some((d) => d.versions.includes(version))) throw new Error(`MCP action ${def.name} is registered twice for ${version}`);
-  }
-  registry.set(def.name, [...existing, def as AnyMcpAction]);
   return def;
 }
 
-/** The actions a version offers: the spec's list plus any further registered ones, in a stable order. */
-export function actionNames(version: GatewayVersion): string[] {
-  const names: string[] = version === 'v1' ? [...V2_ACTIONS, ...V1_ONLY_ACTIONS] : [...V2_ACTIONS];
-  for (const [name, defs] of registry) {
-    if (!names.includes(name) && defs.some((d) => d.versions.includes(version))) names.push(name);
+/**
+ * The actions one gateway offers, built from an explicit list (`actions/index.ts` for the real
+ * gateway; tests build their own). An action name may appear once per version.
+ */
+export class McpActionCatalog {
+  private readonly byName = new Map<string, AnyMcpAction[]>();
+
+  constructor(actions: readonly AnyMcpAction[]) {
+    for (const def of actions) {
+      const existing = this.byName.get(def.name) ?? [];
+      for (const version of def.versions) {
+        if (existing.some((d) => d.versions.includes(version))) throw new Error(`MCP action ${def.name} is listed twice for ${version}`);
+      }
+      this.byName.set(def.name, [...existing, def]);
+    }
   }
-  return names;
-}
 
-export function findAction(name: string, version: GatewayVersion): AnyMcpAction | undefined {
-  return registry.get(name)?.find((d) => d.versions.includes(version));
-}
+  /** The actions a version offers: the spec's list plus any further listed ones, in a stable order. */
+  names(version: GatewayVersion): string[] {
+    const names: string[] = version === 'v1' ? [...V2_ACTIONS, ...V1_ONLY_ACTIONS] : [...V2_ACTIONS];
+    for (const [name, defs] of this.byName) {
+      if (!names.includes(name) && defs.some((d) => d.versions.includes(version))) names.push(name);
+    }
+    return names;
+  }
 
-export function registeredActions(version: GatewayVersion): AnyMcpAction[] {
-  return actionNames(version).flatMap((name) => findAction(name, version) ?? []);
-}
+  find(name: string, version: GatewayVersion): AnyMcpAction | undefined {
+    return this.byName.get(name)?.find((d) => d.versions.includes(version));
+  }
 
-/** The default-agent part of `status`, provided by the agents module when it registers. */
-export type DefaultAgentReporter = (ctx: McpActionContext<Record<string, never>>) => Promise<unknown>;
-let defaultAgentReporter: DefaultAgentReporter | undefined;
-
-export function setDefaultAgentReporter(reporter: DefaultAgentReporter): void {
-  defaultAgentReporter = reporter;
-}
-
-export function getDefaultAgentReporter(): DefaultAgentReporter | undefined {
-  return defaultAgentReporter;
+  /** The implemented actions of a version, in `names` order. */
+  actions(version: GatewayVersion): AnyMcpAction[] {
+    return this.names(version).flatMap((name) => this.find(name, version) ?? []);
+  }
 }

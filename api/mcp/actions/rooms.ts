@@ -17,7 +17,7 @@ function member(ctx: McpActionContext<unknown>) {
   return { id: p.id, label: p.displayName, tenant: p.tenant };
 }
 
-defineMcpAction({
+export const roomListAction = defineMcpAction({
   name: 'room_list',
   versions: ['v1', 'v2'],
   description: 'Rooms of your tenant.',
@@ -25,7 +25,7 @@ defineMcpAction({
   handler: async (ctx) => ({ rooms: await listRooms(ctx.em, member(ctx).tenant) }),
 });
 
-defineMcpAction({
+export const roomCreateAction = defineMcpAction({
   name: 'room_create',
   versions: ['v1', 'v2'],
   description: 'Create a room (you join it).',
@@ -33,7 +33,7 @@ defineMcpAction({
   handler: async (ctx) => ({ room: await createRoom(ctx.em, member(ctx), ctx.params.room_name, ctx.params.topic ?? null) }),
 });
 
-defineMcpAction({
+export const roomJoinAction = defineMcpAction({
   name: 'room_join',
   versions: ['v1', 'v2'],
   description: 'Join a room.',
@@ -44,7 +44,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const roomSendAction = defineMcpAction({
   name: 'room_send',
   versions: ['v1', 'v2'],
   description: 'Post a message to a room you joined.',
@@ -52,7 +52,7 @@ defineMcpAction({
   handler: async (ctx) => ({ message: await sendToRoom(ctx.em, member(ctx), ctx.params.room_id, ctx.params.message) }),
 });
 
-defineMcpAction({
+export const roomReadAction = defineMcpAction({
   name: 'room_read',
   versions: ['v1', 'v2'],
   description: 'Messages of a room you joined after a cursor (pass the last seq you saw; 0 for the start).',
@@ -63,7 +63,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const roomWhoAction = defineMcpAction({
   name: 'room_who',
   versions: ['v1', 'v2'],
   description: 'Who is in a room.',

@@ -3,7 +3,7 @@ import { PlatformError } from '../../../shared/errors.js';
 import { readSkillFile } from '../../../shared/skills/read.js';
 import { defineMcpAction } from './registry.js';
 
-defineMcpAction({
+export const readSkillAction = defineMcpAction({
   name: 'read_skill',
   versions: ['v1', 'v2'],
   description: 'Read a file of a skill (default SKILL.md); paths stay inside the skill.',

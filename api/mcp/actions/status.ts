@@ -3,54 +3,47 @@ import { BadRequestError } from '../../../shared/errors.js';
 import { GATEWAY_SERVER_NAME, GATEWAY_SERVER_VERSION } from '../server.js';
 import { describeParameters } from '../schema.js';
 import { authView, callerView } from './caller.js';
-import { actionNames, defineMcpAction, findAction, getDefaultAgentReporter, V1_ONLY_ACTIONS } from './registry.js';
+import { defaultAgentView } from './agents.js';
+import { defineMcpAction, V1_ONLY_ACTIONS } from './registry.js';
 
-defineMcpAction({
+export const statusAction = defineMcpAction({
   name: 'status',
   versions: ['v1', 'v2'],
   description: 'Gateway version, who you are, how authentication works here, and the default agent.',
   params: z.object({}),
   handler: async (ctx) => {
     const { config } = ctx.deps;
-    const reporter = getDefaultAgentReporter();
     return {
       gateway: {
         version: ctx.version,
         endpoint: ctx.gateway.endpoint,
         server: { name: GATEWAY_SERVER_NAME, version: GATEWAY_SERVER_VERSION },
-        actions: actionNames(ctx.version),
+        actions: ctx.catalog.names(ctx.version),
       },
       caller: callerView(ctx.principal),
       auth: authView(config, ctx.gateway),
-      default_agent: reporter
-        ? await reporter({ ...ctx, params: {} })
-        : {
-            // Per-caller resolution arrives with the agent registry; until then, what is configured.
-            resolved: null,
-            configured_agent_id: config.gateway.defaultAgentId ?? null,
-            unavailable_policy: config.gateway.defaultAgentUnavailablePolicy ?? 'require_selection',
-          },
+      default_agent: await defaultAgentView(ctx),
     };
   },
 });
 
-defineMcpAction({
+export const helpAction = defineMcpAction({
   name: 'help',
   versions: ['v1', 'v2'],
   description: 'Lists this gateway version\'s actions with their parameters (or one action with `about`).',
   params: z.object({ about: z.string().trim().min(1).optional().describe('An action name: describe only that action') }),
-  handler: async ({ params, version, gateway }) => {
-    const names = actionNames(version);
+  handler: async ({ params, version, gateway, catalog }) => {
+    const names = catalog.names(version);
     if (params.about !== undefined && !names.includes(params.about)) {
       throw new BadRequestError(`No action "${params.about}" on the ${version} gateway.`, { actions: names });
     }
     const actions = (params.about ? [params.about] : names).map((name) => {
-      const def = findAction(name, version);
+      const def = catalog.find(name, version);
       return {
         name,
         available: def !== undefined,
         description: def?.description ?? 'Not available on this deployment yet.',
-        parameters: describeParameters(name, version),
+        parameters: describeParameters(catalog, name, version),
       };
     });
     return {

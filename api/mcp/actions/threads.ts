@@ -26,7 +26,7 @@ export const MCP_ORIGIN = 'mcp_origin';
 const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'a platform_thread_id returned by thread_create');
 const Text = (max: number) => z.string().trim().min(1).max(max);
 
-defineMcpAction({
+export const threadCreateAction = defineMcpAction({
   name: 'thread_create',
   versions: ['v1', 'v2'],
   description: 'Open a thread with an agent (yours by default) and get its answer to initial_prompt. Keep platform_thread_id to continue.',
@@ -56,7 +56,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const startThreadAction = defineMcpAction({
   name: 'start_thread',
   versions: ['v1', 'v2'],
   description: 'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
@@ -72,7 +72,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const threadContinueAction = defineMcpAction({
   name: 'thread_continue',
   versions: ['v1', 'v2'],
   description: 'Send the next message in one of your threads and get the agent’s reply.',
@@ -85,7 +85,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const threadGetAction = defineMcpAction({
   name: 'thread_get',
   versions: ['v1', 'v2'],
   description: 'One of your threads with its messages.',
@@ -104,7 +104,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const updateGoalAction = defineMcpAction({
   name: 'update_goal',
   versions: ['v1', 'v2'],
   description: 'Change the goal you pursue in one of your threads; the agent sees it from the next turn.',
@@ -116,7 +116,7 @@ defineMcpAction({
   },
 });
 
-defineMcpAction({
+export const askAction = defineMcpAction({
   name: 'ask',
   versions: ['v1'],
   description: 'Legacy one-shot question to your default agent (opens a thread you may continue).',
