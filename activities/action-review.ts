@@ -9,6 +9,7 @@ import { EffectOutcomeUnknownError } from '../shared/action-review/executors/typ
 import type { EffectOutcome, ProposalEvent, ProposalProgress, ProposalRecord } from '../shared/action-review/types.js';
 import type { AppConfig } from '../shared/config.js';
 import { describeError, type Logger } from '../shared/log.js';
+import { withHeartbeat } from './heartbeat.js';
 
 export interface RecordCreatedInput {
   record: ProposalRecord;
@@ -99,18 +100,19 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
      */
     async runProposalEffect(input: RunEffectInput): Promise<EffectOutcome> {
       const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), 1_000);
       try {
-        return await runExecutor(input.actionType, input.payload, {
-          proposalId: input.proposalId,
-          tenant: input.tenant,
-          executedBy: input.executedBy,
-          em: deps.orm.em.fork(),
-          config: deps.config,
-          signal: ctx.cancellationSignal,
-          heartbeat: () => ctx.heartbeat(),
-          log: deps.log,
-        });
+        return await withHeartbeat(1_000, () =>
+          runExecutor(input.actionType, input.payload, {
+            proposalId: input.proposalId,
+            tenant: input.tenant,
+            executedBy: input.executedBy,
+            em: deps.orm.em.fork(),
+            config: deps.config,
+            signal: ctx.cancellationSignal,
+            heartbeat: () => ctx.heartbeat(),
+            log: deps.log,
+          }),
+        );
       } catch (err) {
         // People see the executor's classified sentence (or a generic one) and an error_id; the raw
         // failure, whatever the target system said, is logged under that id.
@@ -119,8 +121,6 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
         deps.log.warn('action review effect outcome unknown', { proposal_id: input.proposalId, action_type: input.actionType, error_id: errorId, ...describeError(err) });
         const details: EffectFailureDetails = { summary, error_id: errorId };
         throw ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: summary, details: [details], nonRetryable: true });
-      } finally {
-        clearInterval(beat);
       }
     },
   };

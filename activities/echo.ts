@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { EchoJobSchema } from '../shared/db/entities/index.js';
+import { toIso } from '../shared/dates.js';
 
 export interface RecordEchoInput {
   jobId: string;
@@ -20,7 +21,7 @@ export function createEchoActivities(deps: { orm: MikroORM }) {
         [input.jobId, input.tenant, input.message, input.requestedBy, input.workflowId],
       );
       const row = await em.findOneOrFail(EchoJobSchema, { jobId: input.jobId });
-      return { recordedAt: row.recordedAt.toISOString() };
+      return { recordedAt: toIso(row.recordedAt) };
     },
   };
 }

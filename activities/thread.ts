@@ -1,9 +1,10 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
 import { AgentRowSchema } from '../shared/db/entities/index.js';
 import { demoBudgetExhausted, recordLlmUsage } from '../shared/deployment/demo-budget.js';
 import { chatCompletion, LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
+import { withHeartbeat } from './heartbeat.js';
 import type { ActivityDeps } from './index.js';
 
 export interface ModelStep {
@@ -49,10 +50,9 @@ export function createThreadActivities(deps: ActivityDeps) {
         });
       }
       let result;
-      // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
-      const heartbeat = setInterval(() => Context.current().heartbeat(), 2_000);
       try {
-        result = await chatCompletion(deps.config.llm, chat, tools);
+        // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
+        result = await withHeartbeat(2_000, () => chatCompletion(deps.config.llm, chat, tools));
       } catch (err) {
         if (err instanceof LlmError) {
           deps.log.warn('language-model call failed', { error_id: err.failure.error_id, kind: err.failure.kind, detail: err.detailForLogs?.slice(0, 500) });
@@ -60,8 +60,6 @@ export function createThreadActivities(deps: ActivityDeps) {
           throw err.retryable ? ApplicationFailure.retryable(err.message, 'LlmError', failure) : ApplicationFailure.nonRetryable(err.message, 'LlmError', failure);
         }
         throw err;
-      } finally {
-        clearInterval(heartbeat);
       }
       await recordLlmUsage(em, {
         tenant: input.tenant,

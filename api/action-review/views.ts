@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { approvingIsTheAction, ACTION_TYPES, isActionType } from '../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import type { HandbackRow, ProposalEventRow, ProposalRow } from '../../shared/db/entities/index.js';
+import { toIso } from '../../shared/dates.js';
 
 export const ProposalIdParams = z.object({ proposal_id: z.string().min(1).max(100).describe('Unknown, hidden and other-tenant ids all answer 404') });
 
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 export const RequesterSchema = z.object({ kind: z.string(), id: z.string(), label: z.string() }).meta({ id: 'ActionReviewRequester' });
 
@@ -117,8 +117,8 @@ export function rowView(row: ProposalRow, options: { scope: 'headline' | 'full';
     decided_by_label: row.decidedBy?.label ?? null,
     decision_reason: row.decisionReason,
     final_status: row.finalStatus,
-    created_at: iso(row.createdAt)!,
-    updated_at: iso(row.updatedAt)!,
+    created_at: toIso(row.createdAt),
+    updated_at: toIso(row.updatedAt),
     ...(full
       ? {
           payload: row.payload,
@@ -136,7 +136,7 @@ export function eventView(e: ProposalEventRow) {
     actor: { kind: e.actor.kind, id: e.actor.id, label: e.actor.label },
     reason: e.reason,
     detail: e.detail,
-    occurred_at: iso(e.occurredAt)!,
+    occurred_at: toIso(e.occurredAt),
   };
 }
 
@@ -164,7 +164,7 @@ export function detailView(
     decided_by: row.decidedBy?.id ?? null,
     decided_by_label: row.decidedBy?.label ?? null,
     decision_reason: row.decisionReason,
-    decided_at: iso(row.decidedAt),
+    decided_at: toIso(row.decidedAt),
     claimed: row.claimed,
     final_status: row.finalStatus,
     execution_receipt: row.executionReceipt,
@@ -174,10 +174,10 @@ export function detailView(
     resolved_by: row.resolvedBy?.id ?? null,
     resolution_note: row.resolutionNote,
     handback: options.handback
-      ? { status: options.handback.status, attempts: options.handback.attempts, delivered_at: iso(options.handback.deliveredAt) }
+      ? { status: options.handback.status, attempts: options.handback.attempts, delivered_at: toIso(options.handback.deliveredAt) }
       : null,
-    created_at: iso(row.createdAt)!,
-    updated_at: iso(row.updatedAt)!,
+    created_at: toIso(row.createdAt),
+    updated_at: toIso(row.updatedAt),
     ...(options.events ? { events: options.events.map(eventView) } : {}),
   };
 }

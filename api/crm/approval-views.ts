@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { CrmMergeApprovalRow, ProposalRow } from '../../shared/db/entities/index.js';
 import { crmMergeWorkflowId } from '../../workflows/crm-merge-definitions.js';
+import { toIso } from '../../shared/dates.js';
 
 /** The approval's state, derived from its record (lifetime) and its Action Review proposal (decision, execution). */
 export const APPROVAL_STATUSES = ['awaiting_approval', 'approved', 'rejected', 'executing', 'merged', 'not_applied', 'reconciliation_required', 'resolved', 'expired'] as const;
@@ -27,7 +28,6 @@ export function approvalStatus(row: CrmMergeApprovalRow, proposal: ProposalRow |
   return fromProposal;
 }
 
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 export const ApprovalViewSchema = z
   .object({
@@ -70,8 +70,8 @@ export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | n
     policy_version: row.policyVersion,
     projection: row.projection,
     ttl_seconds: row.ttlSeconds,
-    expires_at: iso(row.expiresAt)!,
-    expired_at: iso(row.expiredAt),
+    expires_at: toIso(row.expiresAt),
+    expired_at: toIso(row.expiredAt),
     requested_by: row.requestedBy,
     // The proposal's decision is authoritative; the row's approver only stands in if the decision lacks one.
     approved_by: approved ? ((proposal.decidedBy as unknown as Record<string, unknown> | null) ?? row.approvedBy) : null,
@@ -83,6 +83,6 @@ export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | n
     execution_error_detail: proposal?.executionErrorDetail ?? null,
     workflow_id: crmMergeWorkflowId(row.approvalId),
     action_review_path: `/api/action-review/proposals/${row.approvalId}`,
-    created_at: iso(row.createdAt)!,
+    created_at: toIso(row.createdAt),
   };
 }

@@ -9,6 +9,7 @@ import { ConflictError } from '../../shared/errors.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { testConnection } from './connection-test.js';
+import { toIso } from '../../shared/dates.js';
 
 /** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
 const egressHosts = (v: ValidatedConnection) => [...new Set([v.settings.login_host, v.settings.instance_url].filter((h): h is string => !!h).map((h) => new URL(h).host))];
@@ -39,8 +40,8 @@ export function connectionView(row: CrmConnectionRow, baseUrl: string) {
     redirect_uri: row.authMode === 'user_oauth' ? redirectUriFor(baseUrl, row.name) : null,
     authorized: row.tokensSealed !== null,
     connection_test: row.testResult,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: toIso(row.createdAt),
+    updated_at: toIso(row.updatedAt),
   };
 }
 

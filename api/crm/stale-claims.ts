@@ -4,6 +4,7 @@ import type { CrmMergeApprovalRow, ProposalRow } from '../../shared/db/entities/
 import { proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import { crmMergeWorkflowId, mergeSettledSignal } from '../../workflows/crm-merge-definitions.js';
 import type { AppDeps } from '../deps.js';
+import { toIso } from '../../shared/dates.js';
 
 /** Slack past a deadline before a read treats the workflow that owns it as gone. */
 export const STALE_GRACE_MS = 60_000;
@@ -52,7 +53,7 @@ async function markForReconciliation(deps: AppDeps, em: EntityManager, proposal:
   const detail = {
     recovered_by: 'crm_merge_approval_list',
     workflow_id: proposalWorkflowId(proposal.proposalId),
-    claimed_at: proposal.updatedAt.toISOString(),
+    claimed_at: toIso(proposal.updatedAt),
     effect_timeout_seconds: deps.config.actionReview.effectTimeoutSeconds,
   };
   return em.fork().transactional(async (tx) => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { AgentRow } from '../../shared/db/entities/agents.js';
 import { createAgent, deleteAgent, getVisibleAgent, listVisibleAgents, updateAgent } from '../../shared/agents/registry.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { toIso } from '../../shared/dates.js';
 
 const AccessSchema = z
   .object({
@@ -36,8 +37,8 @@ export const agentView = (a: AgentRow) => ({
   source: a.source,
   is_editable: a.isEditable,
   created_by: a.createdBy,
-  created_at: a.createdAt.toISOString(),
-  updated_at: a.updatedAt.toISOString(),
+  created_at: toIso(a.createdAt),
+  updated_at: toIso(a.updatedAt),
 });
 
 const Name = z.string().trim().min(1).max(100).regex(/^[\p{L}\p{N} _.-]+$/u, 'letters, digits, spaces, "_", "." and "-"');

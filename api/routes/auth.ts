@@ -4,6 +4,7 @@ import { listPats, mintPat, mintSandboxToken, revokePat } from '../../shared/aut
 import { BUILT_IN_ROLES, PERMISSIONS } from '../../shared/auth/rbac.js';
 import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { toIso } from '../../shared/dates.js';
 
 const PatSchema = z
   .object({
@@ -17,15 +18,14 @@ const PatSchema = z
   })
   .meta({ id: 'PersonalAccessToken' });
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const patView = (p: PersonalAccessToken) => ({
   id: p.id,
   name: p.name,
   token_prefix: p.tokenPrefix,
-  created_at: p.createdAt.toISOString(),
-  expires_at: iso(p.expiresAt),
-  last_used_at: iso(p.lastUsedAt),
-  revoked_at: iso(p.revokedAt),
+  created_at: toIso(p.createdAt),
+  expires_at: toIso(p.expiresAt),
+  last_used_at: toIso(p.lastUsedAt),
+  revoked_at: toIso(p.revokedAt),
 });
 
 const CreatePatBody = z.object({
@@ -166,7 +166,7 @@ export const authRoutes = [
         tenant: body.tenant ?? deps.config.auth.deploymentTenant,
         ttlSeconds: body.ttl_seconds,
       });
-      return { success: true, data: { token, bot_id: record.botId, thread_id: record.threadId, expires_at: record.expiresAt.toISOString() } };
+      return { success: true, data: { token, bot_id: record.botId, thread_id: record.threadId, expires_at: toIso(record.expiresAt) } };
     },
   }),
 ];

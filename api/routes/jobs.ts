@@ -7,6 +7,7 @@ import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { EchoResult } from '../../workflows/echo.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { toIso } from '../../shared/dates.js';
 
 const EchoJobView = z
   .object({
@@ -92,7 +93,7 @@ export const jobRoutes = [
           job_id: row.jobId,
           workflow_id: row.workflowId,
           message: row.message,
-          recorded_at: row.recordedAt.toISOString(),
+          recorded_at: toIso(row.recordedAt),
           tenant: row.tenant,
           requested_by: row.requestedBy,
         },
@@ -127,7 +128,7 @@ export const jobRoutes = [
           job_id: row.jobId,
           workflow_id: row.workflowId,
           message: row.message,
-          recorded_at: row.recordedAt.toISOString(),
+          recorded_at: toIso(row.recordedAt),
           tenant: row.tenant,
           requested_by: row.requestedBy,
           workflow_status: workflowStatus,

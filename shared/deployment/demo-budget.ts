@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { DeploymentSettingSchema, LlmUsageSchema } from '../db/entities/index.js';
+import { toIso } from '../dates.js';
 
 export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
 
@@ -50,7 +51,7 @@ export async function demoBudgetAggregate(em: EntityManager): Promise<DemoBudget
   const latest = async (sql: string): Promise<string | null> => {
     try {
       const [row] = await conn.execute<Array<{ at: Date | null }>>(sql);
-      return row?.at ? new Date(row.at).toISOString() : null;
+      return toIso(row?.at);
     } catch {
       return null;
     }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { toIso } from '../dates.js';
 
 export interface Room {
   room_id: string;
@@ -20,7 +21,6 @@ export interface RoomMessage {
 }
 
 type Member = { id: string; label: string; tenant: string };
-const iso = (d: unknown) => new Date(d as string).toISOString();
 
 /** Rooms of the caller's tenant, with member counts, by name. */
 export async function listRooms(em: EntityManager, tenant: string): Promise<Room[]> {
@@ -34,7 +34,7 @@ export async function listRooms(em: EntityManager, tenant: string): Promise<Room
     name: String(r.name),
     topic: (r.topic as string | null) ?? null,
     created_by: String(r.created_by),
-    created_at: iso(r.created_at),
+    created_at: toIso(r.created_at as Date),
     member_count: Number(r.member_count),
   }));
 }
@@ -91,9 +91,9 @@ export async function readRoom(em: EntityManager, member: Member, roomId: string
 export async function roomMembers(em: EntityManager, member: Member, roomId: string) {
   await roomOf(em, member.tenant, roomId);
   const rows = await em.getConnection().execute<Array<Record<string, unknown>>>('select * from gateway_room_members where room_id = ? order by joined_at', [roomId]);
-  return rows.map((r) => ({ member_id: String(r.member_id), label: String(r.member_label), joined_at: iso(r.joined_at) }));
+  return rows.map((r) => ({ member_id: String(r.member_id), label: String(r.member_label), joined_at: toIso(r.joined_at as Date) }));
 }
 
 function messageOf(r: Record<string, unknown>): RoomMessage {
-  return { seq: Number(r.seq), author_id: String(r.author_id), author_label: String(r.author_label), content: String(r.content), created_at: iso(r.created_at) };
+  return { seq: Number(r.seq), author_id: String(r.author_id), author_label: String(r.author_label), content: String(r.content), created_at: toIso(r.created_at as Date) };
 }

@@ -4,6 +4,7 @@ import { getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js
 import { defineMcpAction, type McpActionContext } from './registry.js';
 import { signDownload } from '../../../shared/downloads/signed-urls.js';
 import { filesOfTurn } from '../../../shared/threads/store.js';
+import { toIso } from '../../../shared/dates.js';
 
 /** How long a file link an agent produced stays valid (single use either way). */
 export const FILE_LINK_TTL_SECONDS = 600;
@@ -98,8 +99,8 @@ export const threadGetAction = defineMcpAction({
       origin: thread.origin,
       caller_persona: thread.callerPersona,
       caller_goal: thread.callerGoal,
-      created_at: thread.createdAt.toISOString(),
-      messages: messages.map((m) => ({ role: m.role, author: m.authorId, content: m.content, created_at: m.createdAt.toISOString() })),
+      created_at: toIso(thread.createdAt),
+      messages: messages.map((m) => ({ role: m.role, author: m.authorId, content: m.content, created_at: toIso(m.createdAt) })),
     };
   },
 });
