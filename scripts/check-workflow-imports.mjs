@@ -1,6 +1,9 @@
 // Workflow code runs in Temporal's deterministic sandbox: it may import only @temporalio/workflow,
 // @temporalio/common and workflow-safe project modules, never Node built-ins, drivers or I/O
 // clients. This walks the import graph from workflows/ and fails on anything else.
+// Project modules outside workflows/ say they are workflow-safe with a `@workflow-safe` tag at the
+// top (see shared/README.md): a module workflows reach must carry it, and every tagged module is
+// walked too, so the tag stays true even before a workflow imports it.
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +32,19 @@ function visit(file, from) {
 }
 for (const entry of readdirSync(path.join(root, 'workflows'))) {
   if (entry.endsWith('.ts')) visit(path.join(root, 'workflows', entry));
+}
+const TAG = '@workflow-safe';
+const tagged = (file) => readFileSync(file, 'utf8').slice(0, 400).includes(TAG);
+const sharedModules = (dir) =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sharedModules(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
+  );
+const reachedFromWorkflows = [...seen];
+for (const file of sharedModules(path.join(root, 'shared'))) if (tagged(file)) visit(file);
+for (const file of reachedFromWorkflows) {
+  if (!file.startsWith(path.join(root, 'workflows') + path.sep) && !tagged(file)) {
+    problems.push(`${path.relative(root, file)}: imported by workflow code but not tagged ${TAG} (see shared/README.md)`);
+  }
 }
 if (problems.length) {
   console.error('Workflow code must stay deterministic:\n  ' + problems.join('\n  '));

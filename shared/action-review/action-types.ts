@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 /**
  * The action types Action Review governs (spec, "Action Review proposal"). Workflow-safe: plain
  * data only, so the proposal workflow can import it.

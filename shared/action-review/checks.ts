@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 import type { PrincipalRef } from '../auth/principal.js';
 import type { Refusal } from './refusals.js';
 import type { ExecutionOrigin, ProposalProgress, ProposalRecord } from './types.js';

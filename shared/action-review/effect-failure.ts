@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 
 /**

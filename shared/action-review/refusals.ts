@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 /**
  * Why Action Review refuses a decision, execution or reconciliation. Workflow validators throw
  * these codes (as the `type` of a non-retryable ApplicationFailure); the API maps them to HTTP in

@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 import type { Permission } from './rbac.js';
 
 /** Who is calling: a person, an agent (sandbox thread token), the system (service token) or an app-only client. */

@@ -1,3 +1,4 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 /** The permissions the spec names (Authentication, item 7). */
 export const PERMISSIONS = [
   'access_config_panel',
