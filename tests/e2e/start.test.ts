@@ -1,7 +1,7 @@
 /**
  * `npm start` as a newcomer runs it: the Temporal dev server with its UI, embedded PostgreSQL,
- * migrations, worker and API come up; a worker or API that dies (SIGKILL) is restarted and the
- * system keeps answering; a signal to the start process stops every process it started (no orphans).
+ * migrations, worker and API come up; a worker, API, PostgreSQL or Temporal dev server that dies
+ * (SIGKILL) is restarted and the system keeps answering; a signal to the start process stops every process it started (no orphans).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -56,12 +56,12 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-/** The one live descendant of `pid` whose command line contains `script`. */
+/** The one live descendant of `pid` whose command line (arguments joined by spaces) contains `script`. */
 async function childRunning(pid: number, script: string): Promise<number | undefined> {
   const found: number[] = [];
   for (const p of await descendants(pid)) {
     try {
-      if (alive(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(script)) found.push(p);
+      if (alive(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(script)) found.push(p);
     } catch {
       // exited while we looked
     }
@@ -80,7 +80,7 @@ async function until<T>(check: () => Promise<T | undefined | false> | T | undefi
 }
 
 describe('npm start', () => {
-  it('brings the whole system up, restarts a killed worker or API, and a signal stops everything it started', { timeout: 240_000 }, async () => {
+  it('brings the whole system up, restarts a killed worker, API, PostgreSQL or Temporal, and a signal stops everything it started', { timeout: 400_000 }, async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
     await chmod(dataDir, 0o755);
     const [port, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -146,6 +146,28 @@ describe('npm start', () => {
       return res?.status === 200 ? res : undefined;
     });
     expect(ready?.status).toBe(200);
+
+    // PostgreSQL and then the Temporal dev server die: each is started again on the same port and
+    // data, and an echo job (a workflow writing a row) completes after each.
+    const echoAfter = async (jobId: string) =>
+      until(async () => {
+        const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: jobId, job_id: jobId } }).catch(() => undefined);
+        return res && res.status !== 202 && res.status !== 503 ? res : undefined; // 503 while a dependency is still down
+      }, 20);
+    for (const [name, marker] of [
+      ['PostgreSQL', ' -D '],
+      ['Temporal dev server', 'start-dev'],
+    ] as const) {
+      const pid = await childRunning(child.pid!, marker);
+      expect(pid, name).toBeDefined();
+      process.kill(pid!, 'SIGKILL');
+      expect(await until(() => output.includes(`[start] ${name} restarted`)), output).toBe(true);
+      expect(output).toContain(`[start] ${name} exited (SIGKILL); restarting in 0.5 s (restart 1)`);
+      const jobId = `after-${name.split(' ')[0]!.toLowerCase()}-kill`;
+      const res = await echoAfter(jobId);
+      expect(res?.status, res?.text).toBe(200);
+      expect(res!.body.data?.message, res!.text).toBe(jobId);
+    }
     expect(child.exitCode).toBeNull(); // the start process kept running throughout
 
     const started = await descendants(child.pid!);
