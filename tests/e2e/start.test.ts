@@ -1,7 +1,8 @@
 /**
  * `npm start` as a newcomer runs it: the Temporal dev server with its UI, embedded PostgreSQL,
  * migrations, worker and API come up; a worker, API, PostgreSQL or Temporal dev server that dies
- * (SIGKILL) is restarted and the system keeps answering; a signal to the start process stops every process it started (no orphans).
+ * (SIGKILL) is restarted and the system keeps answering; a signal to the start process stops every
+ * process it started (no orphans).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
