@@ -175,6 +175,7 @@ describe('npm start', () => {
     // Temporal CLI, PostgreSQL (with its helpers), the worker and the API.
     expect(started.length).toBeGreaterThanOrEqual(4);
 
+    const beforeStop = output.length;
     child.kill('SIGINT');
     for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
     // A clean stop exits 0 (and not through a library's exit hook deciding for us).
@@ -183,6 +184,8 @@ describe('npm start', () => {
     const survivors = started.filter(alive).map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
     expect(survivors).toEqual([]);
     expect(output).toContain('[start] stopped');
+    // Stopping is not crashing: nothing was restarted on the way down.
+    expect(output.slice(beforeStop)).not.toMatch(/restart/);
   });
 
   it('exits non-zero when the start fails, and says why', async () => {
