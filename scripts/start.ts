@@ -1,25 +1,29 @@
 /**
  * `npm start`: the whole system on one machine. Starts the Temporal dev server (unless
  * TEMPORAL_ADDRESS is set) and embedded PostgreSQL (unless DATABASE_URL is set), applies the
- * migrations, then runs the worker and the API as child processes. Ctrl-C stops everything it
- * started.
+ * migrations, then runs the worker and the API as child processes. Each of these four is supervised
+ * (scripts/lib/supervisor.ts): when one exits unasked it is started again, with backoff, on the same
+ * port and data; only one that keeps failing right after start stops the whole system (exit 1).
+ * Ctrl-C stops everything it started.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.js';
 import { initOrm, migrate } from '../shared/db/orm.js';
-import { startEmbeddedPostgres, type RunningPostgres } from './lib/embedded-postgres.js';
+import { startEmbeddedPostgres } from './lib/embedded-postgres.js';
 import { portOpen } from './lib/net.js';
 import { dataDir, projectRoot } from './lib/paths.js';
+import { Supervisor, type Run } from './lib/supervisor.js';
 import { resolveTemporalCli } from './lib/temporal-binaries.js';
-import { startTemporalDevServer, waitForTemporal, type DevServer } from './lib/temporal-dev-server.js';
+import { startTemporalDevServer, waitForTemporal, type DevServerOptions } from './lib/temporal-dev-server.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
-const children: ChildProcess[] = [];
-let postgres: RunningPostgres | undefined;
-let temporal: DevServer | undefined;
+/** What runs, by stop order: worker and API first, then Temporal, then PostgreSQL. */
+const supervised: { children: Supervisor[]; temporal?: Supervisor; postgres?: Supervisor } = { children: [] };
 let shuttingDown = false;
+/** The start failed, or a process kept failing: the exit status is 1. */
+let failed = false;
 
 let stopping: Promise<void> | undefined;
 
@@ -35,30 +39,37 @@ async function stopAll(): Promise<void> {
 }
 
 async function stopStarted(): Promise<void> {
-  const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  if (running.length === 0 && !temporal && !postgres) return;
+  const { children, temporal, postgres } = supervised;
+  supervised.children = [];
+  supervised.temporal = supervised.postgres = undefined;
+  if (children.length === 0 && !temporal && !postgres) return;
+  // First no restarts anywhere, so that stopping one process never restarts another.
+  for (const s of [...children, temporal, postgres]) s?.retire();
   say('stopping…');
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-          child.once('exit', () => (clearTimeout(timer), resolve()));
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  await Promise.all(children.map((s) => s.stop()));
   say('worker and API stopped');
   await temporal?.stop().catch(() => undefined);
-  temporal = undefined;
   say('Temporal stopped');
   await postgres?.stop().catch(() => undefined);
-  postgres = undefined;
   say('stopped');
 }
 
-function runChild(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+/** A supervisor that logs with `[start]` and stops the whole system (exit 1) when it gives up. */
+function supervise(name: string, start: () => Promise<Run>): Supervisor {
+  return new Supervisor({
+    name,
+    start,
+    log: say,
+    onGiveUp: () => {
+      if (shuttingDown) return;
+      failed = true;
+      void stopAll().then(() => process.exit(1));
+    },
+  });
+}
+
+/** Starts a node script as a child process; answers once it is spawned. */
+async function runChild(script: string, env: NodeJS.ProcessEnv): Promise<Run> {
   // One node process per child (tsx as a loader, not a wrapper), so signals and the IPC channel reach
   // it directly; the channel lets it notice if this process dies without a chance to stop it.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, script)], {
@@ -66,14 +77,20 @@ function runChild(name: string, script: string, env: NodeJS.ProcessEnv): ChildPr
     env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  child.on('exit', (code, signal) => {
-    if (!shuttingDown) {
-      say(`${name} exited (${signal ?? code}); stopping the rest`);
-      void stopAll().then(() => process.exit(1));
-    }
+  const exited = new Promise<string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(signal ?? `code ${code}`));
+    child.once('error', (err) => resolve(`error: ${err.message}`));
   });
-  children.push(child);
-  return child;
+  return {
+    exited,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.kill('SIGTERM');
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -89,16 +106,19 @@ async function main(): Promise<void> {
     const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? port + 1000);
     if (await portOpen('127.0.0.1', port)) throw new Error(`port ${port} is in use; set TEMPORAL_ADDRESS to use that server, or TEMPORAL_DEV_PORT`);
     say(`starting Temporal dev server (${cli}) on 127.0.0.1:${port}, UI on ${uiPort}`);
-    temporal = await startTemporalDevServer({
+    const options: DevServerOptions = {
       cliPath: cli,
       port,
       uiPort,
       dbFilename: path.join(dataDir, 'temporal', 'dev.sqlite'),
       namespaces: config.temporal.namespace === 'default' ? [] : [config.temporal.namespace],
       logFile: path.join(dataDir, 'logs', 'temporal.log'),
-    });
-    env.TEMPORAL_ADDRESS = temporal.address;
-    env.TEMPORAL_UI_URL ??= temporal.uiUrl;
+    };
+    // A restart uses the same ports and SQLite file: workflows carry on where they were.
+    const temporal = (supervised.temporal = supervise('Temporal dev server', () => startTemporalDevServer(options)));
+    await temporal.start();
+    env.TEMPORAL_ADDRESS = `127.0.0.1:${port}`;
+    env.TEMPORAL_UI_URL ??= `http://127.0.0.1:${uiPort}`;
     if (shuttingDown) return stopAll(); // the signal came while it was starting
   }
 
@@ -108,8 +128,15 @@ async function main(): Promise<void> {
     const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
     if (await portOpen('127.0.0.1', port)) throw new Error(`port ${port} is in use; set DATABASE_URL or EMBEDDED_PG_PORT`);
     say(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in ${path.join(dataDir, 'postgres')})`);
-    postgres = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port, database: 'platform', persistent: true });
-    env.DATABASE_URL = postgres.url;
+    let cluster: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+    const postgres = (supervised.postgres = supervise('PostgreSQL', async () => {
+      // The first start creates the cluster (if new); a restart starts the same one on the same port.
+      if (cluster) await cluster.start();
+      else cluster = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port, database: 'platform', persistent: true });
+      return { exited: cluster.exited(), stop: cluster.stop };
+    }));
+    await postgres.start();
+    env.DATABASE_URL = cluster!.url;
     if (shuttingDown) return stopAll();
   }
 
@@ -122,8 +149,11 @@ async function main(): Promise<void> {
   }
 
   if (shuttingDown) return stopAll();
-  runChild('worker', 'worker/index.ts', env);
-  runChild('api', 'api/server.ts', env);
+  for (const [name, script] of [['worker', 'worker/index.ts'], ['API', 'api/server.ts']] as const) {
+    const child = supervise(name, () => runChild(script, env));
+    supervised.children.push(child);
+    await child.start();
+  }
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
   for (let i = 0; i < 120 && !(await portOpen('127.0.0.1', config.port)); i++) await sleep(250);
@@ -144,17 +174,16 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-let startFailed = false;
 const started = main().catch(async (err: unknown) => {
-  startFailed = true;
+  failed = true;
   say(`failed: ${err instanceof Error ? err.message : String(err)}`);
   await stopAll();
   process.exit(1);
 });
 
 /**
- * Ctrl-C, SIGTERM or SIGHUP: stop everything, then exit 0 (a clean stop) or 1 (the start itself had
- * failed). A signal during start-up lets the step in progress finish, since that step then stops what
+ * Ctrl-C, SIGTERM or SIGHUP: stop everything (no restarts from then on), then exit 0 (a clean stop)
+ * or 1 (the start itself had failed, or a process kept failing). A signal during start-up lets the step in progress finish, since that step then stops what
  * it started. A second signal, or a stop that takes longer than 45 s, forces the exit.
  */
 let signalled = false;
@@ -172,7 +201,7 @@ function onSignal(signal: NodeJS.Signals): void {
     await stopAll();
     await Promise.race([started, sleep(30_000)]);
     await stopAll();
-    process.exit(startFailed ? 1 : 0);
+    process.exit(failed ? 1 : 0);
   })();
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);

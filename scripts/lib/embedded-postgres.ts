@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -50,8 +51,10 @@ export interface RunningPostgres {
   /** URL of any database on the same cluster. */
   urlFor(database: string): string;
   stop(): Promise<void>;
-  /** Starts the same cluster again after stop() (persistent clusters only). */
+  /** Starts the same cluster again after stop() or after its server died (persistent clusters only). */
   start(): Promise<void>;
+  /** Resolves, once the running server process has ended, with how (`SIGKILL`, `code 1`). */
+  exited(): Promise<string>;
 }
 
 /**
@@ -80,7 +83,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     onError: (msg) => options.onLog?.(`[error] ${String(msg instanceof Error ? msg.message : msg).trim()}`),
   });
   if (!existsSync(path.join(options.dataDir, 'PG_VERSION'))) await cluster.initialise();
-  const handle = cluster as unknown as { process?: { kill(signal: NodeJS.Signals): boolean; exitCode: number | null; signalCode: string | null } };
+  const handle = cluster as unknown as { process?: ChildProcess };
   running.add(handle);
   try {
     await cluster.start();
@@ -119,7 +122,19 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     },
     start: async () => {
       running.add(handle);
-      await cluster.start();
+      try {
+        await cluster.start();
+      } catch (err) {
+        // After a crash, the old server's backends may still hold its shared memory for a moment.
+        throw err instanceof Error ? err : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir})`);
+      }
     },
+    exited: () =>
+      new Promise<string>((resolve) => {
+        const child = handle.process;
+        if (!child) return resolve('not started');
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode ?? `code ${child.exitCode}`);
+        child.once('exit', (code, signal) => resolve(signal ?? `code ${code}`));
+      }),
   };
 }

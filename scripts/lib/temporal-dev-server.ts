@@ -25,6 +25,8 @@ export interface DevServer {
   address: string;
   uiUrl: string | undefined;
   process: ChildProcess;
+  /** Resolves, once the server process has ended, with how (`SIGKILL`, `code 1`). */
+  exited: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -81,7 +83,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     child.stderr?.resume();
   }
   let exited = false;
-  const exitedPromise = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+  const exitedPromise = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => ((exited = true), resolve(signal ?? `code ${code}`))),
+  );
   const address = `${ip}:${options.port}`;
   try {
     await waitForTemporal(address, options.readyTimeoutMs ?? 90_000, () => exited);
@@ -93,6 +97,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     address,
     uiUrl: options.uiPort === null ? undefined : `http://${ip === '0.0.0.0' ? '127.0.0.1' : ip}:${options.uiPort}`,
     process: child,
+    exited: exitedPromise,
     async stop() {
       if (exited) return;
       child.kill('SIGTERM');

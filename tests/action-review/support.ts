@@ -110,13 +110,18 @@ export interface FakeTracker {
   requests: Array<{ headers: IncomingMessage['headers']; body: Record<string, unknown> }>;
   /** `ok` creates issues; `hang` accepts the request and never answers; `reject` answers 422; `fail` answers 502 (a gateway page). */
   mode: 'ok' | 'hang' | 'reject' | 'fail';
+  /** Issues created (mode `ok`) per idempotency key. An issue counts once the request has arrived, even if the caller is gone before the answer. */
+  created: Map<string, number>;
   close(): Promise<void>;
 }
 
-/** A local issue tracker on loopback that counts the issues it was asked to create. */
-export async function startFakeTracker(): Promise<FakeTracker> {
+/**
+ * A local issue tracker on loopback that counts the issues it was asked to create. With `delayMs`
+ * it is slow: it creates the issue at once and answers that much later.
+ */
+export async function startFakeTracker(options: { delayMs?: number } = {}): Promise<FakeTracker> {
   const hanging: ServerResponse[] = [];
-  const tracker: FakeTracker = { url: '', requests: [], mode: 'ok', close: async () => {} };
+  const tracker: FakeTracker = { url: '', requests: [], mode: 'ok', created: new Map(), close: async () => {} };
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
@@ -127,7 +132,12 @@ export async function startFakeTracker(): Promise<FakeTracker> {
       if (tracker.mode === 'reject') return void res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":"project is archived"}');
       if (tracker.mode === 'fail') return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway: tracker-internal-hostname</html>');
       const n = tracker.requests.length;
-      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ISSUE-${n}`, url: `http://tracker.local/ISSUE-${n}` }));
+      const key = String(req.headers['idempotency-key']);
+      tracker.created.set(key, (tracker.created.get(key) ?? 0) + 1);
+      const answer = () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ISSUE-${n}`, url: `http://tracker.local/ISSUE-${n}` }));
+      if (!options.delayMs) return answer();
+      hanging.push(res); // destroyed by close() if still waiting
+      setTimeout(() => !res.destroyed && !res.writableEnded && answer(), options.delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,7 +1,8 @@
 /**
  * `npm start` as a newcomer runs it: the Temporal dev server with its UI, embedded PostgreSQL,
- * migrations, worker and API come up; a signal to the start process stops every process it
- * started (no orphans).
+ * migrations, worker and API come up; a worker, API, PostgreSQL or Temporal dev server that dies
+ * (SIGKILL) is restarted and the system keeps answering; a signal to the start process stops every
+ * process it started (no orphans).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -56,8 +57,31 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
+/** The one live descendant of `pid` whose command line (arguments joined by spaces) contains `script`. */
+async function childRunning(pid: number, script: string): Promise<number | undefined> {
+  const found: number[] = [];
+  for (const p of await descendants(pid)) {
+    try {
+      if (alive(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(script)) found.push(p);
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found.length === 1 ? found[0] : undefined;
+}
+
+/** Polls `check` (bounded by `tries` × 250 ms), answering its first truthy value. */
+async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, tries = 240): Promise<T | undefined> {
+  for (let i = 0; i < tries; i++) {
+    const value = await check();
+    if (value) return value;
+    await sleep(250);
+  }
+  return undefined;
+}
+
 describe('npm start', () => {
-  it('brings the whole system up and a signal stops everything it started', async () => {
+  it('brings the whole system up, restarts a killed worker, API, PostgreSQL or Temporal, and a signal stops everything it started', { timeout: 400_000 }, async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
     await chmod(dataDir, 0o755);
     const [port, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -96,10 +120,62 @@ describe('npm start', () => {
     expect(echo.status).toBe(200);
     expect(echo.body.data.message).toBe('from npm start');
 
+    // The worker dies on the spot: it is restarted, says so, and the next echo job completes on it.
+    const worker = await childRunning(child.pid!, 'worker/index.ts');
+    expect(worker).toBeDefined();
+    process.kill(worker!, 'SIGKILL');
+    expect(await until(() => output.includes('[start] worker restarted'))).toBe(true);
+    expect(output).toContain('[start] worker exited (SIGKILL); restarting in 0.5 s (restart 1)');
+    const restartedWorker = await childRunning(child.pid!, 'worker/index.ts');
+    expect(restartedWorker).toBeDefined();
+    expect(restartedWorker).not.toBe(worker);
+    const afterRestart = await until(async () => {
+      const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'after a worker crash', job_id: 'start-e2e-after-kill' } });
+      return res.status === 202 ? undefined : res; // 202 after 20 s: still running, ask again (same job id)
+    }, 6);
+    expect(afterRestart?.status, afterRestart?.text).toBe(200);
+    expect(afterRestart!.body.data?.message, afterRestart!.text).toBe('after a worker crash');
+
+    // The API dies: it is restarted and answers /readyz again.
+    const api = await childRunning(child.pid!, 'api/server.ts');
+    expect(api).toBeDefined();
+    process.kill(api!, 'SIGKILL');
+    expect(await until(() => output.includes('[start] API restarted'))).toBe(true);
+    expect(output).toContain('[start] API exited (SIGKILL); restarting in 0.5 s (restart 1)');
+    const ready = await until(async () => {
+      const res = await http(base, 'GET', '/readyz').catch(() => undefined); // connection refused until it listens
+      return res?.status === 200 ? res : undefined;
+    });
+    expect(ready?.status).toBe(200);
+
+    // PostgreSQL and then the Temporal dev server die: each is started again on the same port and
+    // data, and an echo job (a workflow writing a row) completes after each.
+    const echoAfter = async (jobId: string) =>
+      until(async () => {
+        const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: jobId, job_id: jobId } }).catch(() => undefined);
+        return res && res.status !== 202 && res.status !== 503 ? res : undefined; // 503 while a dependency is still down
+      }, 20);
+    for (const [name, marker] of [
+      ['PostgreSQL', ' -D '],
+      ['Temporal dev server', 'start-dev'],
+    ] as const) {
+      const pid = await childRunning(child.pid!, marker);
+      expect(pid, name).toBeDefined();
+      process.kill(pid!, 'SIGKILL');
+      expect(await until(() => output.includes(`[start] ${name} restarted`)), output).toBe(true);
+      expect(output).toContain(`[start] ${name} exited (SIGKILL); restarting in 0.5 s (restart 1)`);
+      const jobId = `after-${name.split(' ')[0]!.toLowerCase()}-kill`;
+      const res = await echoAfter(jobId);
+      expect(res?.status, res?.text).toBe(200);
+      expect(res!.body.data?.message, res!.text).toBe(jobId);
+    }
+    expect(child.exitCode).toBeNull(); // the start process kept running throughout
+
     const started = await descendants(child.pid!);
     // Temporal CLI, PostgreSQL (with its helpers), the worker and the API.
     expect(started.length).toBeGreaterThanOrEqual(4);
 
+    const beforeStop = output.length;
     child.kill('SIGINT');
     for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
     // A clean stop exits 0 (and not through a library's exit hook deciding for us).
@@ -108,6 +184,8 @@ describe('npm start', () => {
     const survivors = started.filter(alive).map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
     expect(survivors).toEqual([]);
     expect(output).toContain('[start] stopped');
+    // Stopping is not crashing: nothing was restarted on the way down.
+    expect(output.slice(beforeStop)).not.toMatch(/restart/);
   });
 
   it('exits non-zero when the start fails, and says why', async () => {
