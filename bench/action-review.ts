@@ -24,7 +24,7 @@ import type { PrincipalRef } from '../shared/auth/principal.js';
 import type { AppConfig } from '../shared/config.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import { approveUpdate, createdUpdate, executeUpdate, proposalWorkflowId } from '../workflows/action-review-definitions.js';
-import { measure, report } from './lib/measure.js';
+import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
@@ -117,7 +117,11 @@ export async function benchActionReview(stack: BenchStack, count: number, concur
   // Warm both paths (workflow and update code paths, the API's routes, pool connections).
   await measure('warm-up bare', 10, 4, (i) => bareLifecycle(stack.bareClient, stack.config, `warm-bare-${run}-${i}`));
   await measure('warm-up API', 10, 4, (i) => apiLifecycle(stack.api.url, `warm-api-${run}-${i}`));
-  const bare = await measure('bare Temporal client', count, concurrency, (i) => bareLifecycle(stack.bareClient, stack.config, `bare-${run}-${i}`));
-  const api = await measure('HTTP API', count, concurrency, (i) => apiLifecycle(stack.api.url, `api-${run}-${i}`));
+  const [api, bare] = await measurePair(
+    { label: 'HTTP API', op: (i) => apiLifecycle(stack.api.url, `api-${run}-${i}`) },
+    { label: 'bare Temporal client', op: (i) => bareLifecycle(stack.bareClient, stack.config, `bare-${run}-${i}`) },
+    count,
+    concurrency,
+  );
   return report(`Action Review lifecycle (create → approve → execute, ${ACTION_TYPE}), ${count} proposals at concurrency ${concurrency}`, api, bare);
 }

@@ -3,7 +3,7 @@
  * the HTTP API (request id, auth, validation, ORM read-back) versus the bare Temporal client.
  */
 import { randomUUID } from 'node:crypto';
-import { measure, report } from './lib/measure.js';
+import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
@@ -17,21 +17,28 @@ export async function benchEcho(stack: BenchStack, count: number, concurrency: n
       args: [{ jobId: `warm-${run}-${i}`, tenant: 'default', message: 'warm', requestedBy: 'bench' }],
     });
   });
-  const bare = await measure('bare Temporal client', count, concurrency, async (i) => {
-    const jobId = `bare-${run}-${i}`;
-    await stack.bareClient.workflow.execute(workflowRef('echoWorkflow'), {
-      taskQueue: stack.config.temporal.taskQueue,
-      workflowId: `echo/${jobId}`,
-      args: [{ jobId, tenant: 'default', message: 'bench', requestedBy: 'bench' }],
-    });
-  });
-  const api = await measure('HTTP API', count, concurrency, async (i) => {
-    const res = await fetch(`${stack.api.url}/api/jobs/echo`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'bench', job_id: `api-${run}-${i}` }),
-    });
-    if (res.status !== 200) throw new Error(`echo answered ${res.status}: ${await res.text()}`);
-  });
-  return report(`Echo lifecycle, ${count} runs at concurrency ${concurrency}`, api, bare);
+  const bare = {
+    label: 'bare Temporal client',
+    op: async (i: number) => {
+      const jobId = `bare-${run}-${i}`;
+      await stack.bareClient.workflow.execute(workflowRef('echoWorkflow'), {
+        taskQueue: stack.config.temporal.taskQueue,
+        workflowId: `echo/${jobId}`,
+        args: [{ jobId, tenant: 'default', message: 'bench', requestedBy: 'bench' }],
+      });
+    },
+  };
+  const viaApi = {
+    label: 'HTTP API',
+    op: async (i: number) => {
+      const res = await fetch(`${stack.api.url}/api/jobs/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'bench', job_id: `api-${run}-${i}` }),
+      });
+      if (res.status !== 200) throw new Error(`echo answered ${res.status}: ${await res.text()}`);
+    },
+  };
+  const [api, baseline] = await measurePair(viaApi, bare, count, concurrency);
+  return report(`Echo lifecycle, ${count} runs at concurrency ${concurrency}`, api, baseline);
 }

@@ -10,7 +10,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { createThread } from '../shared/threads/store.js';
 import { postMessageUpdate, threadWorkflowId } from '../workflows/thread-definitions.js';
-import { measure, report } from './lib/measure.js';
+import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
@@ -53,10 +53,17 @@ export async function benchThreads(stack: BenchStack, count: number, concurrency
   const mcpThreads = await Promise.all(clients.map(async (c) => (await call(c, { action: 'thread_create', initial_prompt: 'warm-up' })).platform_thread_id as string));
   await measure('warm-up', concurrency * 2, concurrency, bareTurn);
   try {
-    const bare = await measure('bare workflow Update', count, concurrency, bareTurn);
-    const gateway = await measure('MCP thread_continue', count, concurrency, async (i) => {
-      await call(clients[i % concurrency]!, { action: 'thread_continue', platform_thread_id: mcpThreads[i % concurrency], message: `turn ${i}` });
-    });
+    const [gateway, bare] = await measurePair(
+      {
+        label: 'MCP thread_continue',
+        op: async (i) => {
+          await call(clients[i % concurrency]!, { action: 'thread_continue', platform_thread_id: mcpThreads[i % concurrency], message: `turn ${i}` });
+        },
+      },
+      { label: 'bare workflow Update', op: bareTurn },
+      count,
+      concurrency,
+    );
     return report(`Agent thread turns, ${count} turns over ${concurrency} threads (fake model)`, gateway, bare);
   } finally {
     await Promise.all(clients.map((c) => c.close()));

@@ -14,6 +14,18 @@ const jsonShape = (schema: z.ZodType): string => {
  * parameter two actions declare differently is advertised without a type; each action validates its own.
  */
 export function platformInputSchema(catalog: McpActionCatalog, version: GatewayVersion): z.ZodObject {
+  // Built once per catalog and version: the gateway creates a server per request, and rebuilding this
+  // (with a JSON Schema conversion per shared parameter) was the largest cost of a gateway call.
+  let byVersion = inputSchemas.get(catalog);
+  if (!byVersion) inputSchemas.set(catalog, (byVersion = new Map()));
+  let schema = byVersion.get(version);
+  if (!schema) byVersion.set(version, (schema = buildPlatformInputSchema(catalog, version)));
+  return schema;
+}
+
+const inputSchemas = new WeakMap<McpActionCatalog, Map<GatewayVersion, z.ZodObject>>();
+
+function buildPlatformInputSchema(catalog: McpActionCatalog, version: GatewayVersion): z.ZodObject {
   const shape: Record<string, z.ZodType> = {
     action: z
       .string()

@@ -9,7 +9,18 @@ import { platformInputSchema } from './schema.js';
 export const GATEWAY_SERVER_NAME = 'data-agent-platform';
 export const GATEWAY_SERVER_VERSION = '0.1.0';
 
+const descriptions = new WeakMap<McpActionCatalog, Map<GatewayVersion, string>>();
+
+/** The tool's description for a version, built once per catalog (servers are created per request). */
 function toolDescription(catalog: McpActionCatalog, version: GatewayVersion): string {
+  let byVersion = descriptions.get(catalog);
+  if (!byVersion) descriptions.set(catalog, (byVersion = new Map()));
+  let text = byVersion.get(version);
+  if (text === undefined) byVersion.set(version, (text = buildToolDescription(catalog, version)));
+  return text;
+}
+
+function buildToolDescription(catalog: McpActionCatalog, version: GatewayVersion): string {
   const lines = catalog.names(version).map((name) => {
     const def = catalog.find(name, version);
     return `- ${name}: ${def ? def.description : 'not available on this deployment yet'}`;
