@@ -26,10 +26,13 @@ function signability(row: ProposalRow, principal: Principal) {
 
 /** The detail view of a row the caller may see, read fresh from PostgreSQL (events in order). */
 export async function proposalDetail(em: EntityManager, principal: Principal, row: ProposalRow, options: DetailOptions): Promise<ProposalDetail> {
-  const fresh = em.fork();
-  const current = await fresh.findOneOrFail(ProposalRowSchema, { proposalId: row.proposalId });
-  const events = options.includeEvents ? await fresh.find(ProposalEventRowSchema, { proposalId: row.proposalId }, { orderBy: { seq: 'asc' } }) : null;
-  const handback = await fresh.findOne(HandbackRowSchema, { proposalId: row.proposalId });
+  // Three independent reads, each on its own fork so they run concurrently on separate pool connections.
+  const { proposalId } = row;
+  const [current, events, handback] = await Promise.all([
+    em.fork().findOneOrFail(ProposalRowSchema, { proposalId }),
+    options.includeEvents ? em.fork().find(ProposalEventRowSchema, { proposalId }, { orderBy: { seq: 'asc' } }) : null,
+    em.fork().findOne(HandbackRowSchema, { proposalId }),
+  ]);
   return {
     ...detailView(current, { summary: options.summary, includeStatement: options.includeStatement, events, handback }),
     ...(options.includePackageSignability ? signability(current, principal) : {}),
