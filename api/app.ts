@@ -56,12 +56,30 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   const router = new Router();
   mountRoutes(router, routes, deps);
   app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new PlatformError('method_not_allowed', 'This method is not allowed on this path.'),
-      notImplemented: () => new PlatformError('not_available_here', 'This method is not implemented.'),
-    }),
-  );
+  app.use(methodNotAllowed);
   return app;
 }
+
+/**
+ * A declared path asked with a method it does not declare (including ones no route uses, such as
+ * TRACE): 405 with `Allow`, in the error envelope; OPTIONS answers 204 with `Allow`.
+ */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+const methodNotAllowed: Koa.Middleware = async (ctx, next) => {
+  await next();
+  const matched = (ctx as { matched?: Array<{ methods: string[] }> }).matched;
+  if (!matched?.length || ctx.status !== 404 || ctx.body != null) return;
+  const declared = new Set(matched.flatMap((layer) => layer.methods));
+  const allowed = METHOD_ORDER.filter((m) => declared.has(m));
+  if (allowed.length === 0 || allowed.includes(ctx.method)) return;
+  const allow = [...allowed, 'OPTIONS'].join(', ');
+  if (ctx.method === 'OPTIONS') {
+    ctx.set('Allow', allow);
+    ctx.status = 204;
+    return;
+  }
+  const error = new PlatformError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}.`, { allowed: allow.split(', ') });
+  error.headers.Allow = allow;
+  throw error;
+};

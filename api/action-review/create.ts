@@ -8,6 +8,7 @@ import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflow
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
 import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
 import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../../shared/errors.js';
+import { parseInput } from '../../shared/validation.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
@@ -28,11 +29,7 @@ export interface CreateProposalInput {
 }
 
 function parsePayload(actionType: ActionType, payload: unknown): unknown {
-  const parsed = PayloadSchemas[actionType].safeParse(payload);
-  if (parsed.success) return parsed.data;
-  throw new BadRequestError(`Invalid payload for ${actionType}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
-    fields: parsed.error.issues.map((i) => ({ field: ['body', 'payload', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
-  });
+  return parseInput(PayloadSchemas[actionType], payload, ['body', 'payload'], `payload for ${actionType}`);
 }
 
 /**

@@ -6,18 +6,11 @@ import { authenticate, authenticationRequired } from '../auth/authenticate.js';
 import { requireInternalToken } from '../auth/internal.js';
 import type { AppDeps } from '../deps.js';
 import { BadRequestError, ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
+import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import type { AnyRoute } from './route.js';
+import { bodyRequired, type AnyRoute } from './route.js';
 
 type Location = 'params' | 'query' | 'body';
-
-function issuesToFields(location: Location, error: z.ZodError) {
-  return error.issues.map((issue) => ({
-    field: [location, ...issue.path.map(String)].join('.'),
-    message: issue.message,
-    code: issue.code,
-  }));
-}
 
 function undeclaredKeys(location: Location, error: z.ZodError): string[] {
   return error.issues.flatMap((issue) =>
@@ -27,15 +20,14 @@ function undeclaredKeys(location: Location, error: z.ZodError): string[] {
 
 function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | undefined, value: unknown): unknown {
   if (!schema) return undefined;
+  if (!(location === 'body' && route.bodyKind === 'jsonrpc')) refuseNul(value, [location], `request ${location}`);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   if (location === 'body' && route.bodyKind === 'config') {
     const undeclared = undeclaredKeys(location, result.error);
     if (undeclared.length > 0) throw new UndeclaredFieldsError(undeclared);
   }
-  throw new BadRequestError(`Invalid request ${location}: ${result.error.issues.map((i) => `${[location, ...i.path.map(String)].join('.')}: ${i.message}`).join('; ')}`, {
-    fields: issuesToFields(location, result.error),
-  });
+  throw invalidInput(`request ${location}`, issueFields([location], result.error));
 }
 
 const PERMISSION_GUIDANCE =
@@ -65,6 +57,7 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
 /** Registers every route on the router: validation, authentication and permission guard, then the handler. */
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
   for (const route of routes) {
+    const needsBody = bodyRequired(route);
     router[route.method](route.path, async (ctx: Koa.Context) => {
       const em = RequestContext.getEntityManager() as EntityManager | undefined;
       if (!em) throw new Error('no request context: mountRoutes needs the RequestContext middleware');
@@ -81,6 +74,10 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       }
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);
+      const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+      if (needsBody && !sent) {
+        throw invalidInput('request body', [{ field: 'body', message: 'this request needs a JSON body', code: 'body_required' }]);
+      }
       const rawBody = (ctx.request as { body?: unknown }).body;
       const body = parsePart(route, 'body', route.body, rawBody ?? {});
       const result = await route.handler({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorEnvelopeSchema, type AnyRoute } from './route.js';
+import { bodyRequired, ErrorEnvelopeSchema, type AnyRoute } from './route.js';
 
 type Json = Record<string, unknown>;
 
@@ -86,7 +86,7 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       ...(route.body
         ? {
             requestBody: {
-              required: true,
+              required: bodyRequired(route),
               content: { [route.bodyKind === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: { schema: toSchema(route.body, 'input', components) } },
             },
           }

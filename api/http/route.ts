@@ -51,9 +51,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   body?: B;
   /**
    * `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them;
-   * `form` routes take `application/x-www-form-urlencoded` (OAuth token requests) instead of JSON.
+   * `form` routes take `application/x-www-form-urlencoded` (OAuth token requests) instead of JSON;
+   * `jsonrpc` bodies are handed to a protocol handler that validates each message itself (the MCP
+   * gateway: every action validates its parameters, NUL included, and answers a tool error).
    */
-  bodyKind?: 'json' | 'config' | 'form';
+  bodyKind?: 'json' | 'config' | 'form' | 'jsonrpc';
   successStatus?: number;
   responses: Record<number, ResponseSpec>;
   handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;
@@ -68,6 +70,17 @@ export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends 
   spec: RouteSpec<P, Q, B>,
 ): RouteSpec<P, Q, B> {
   return spec;
+}
+
+/**
+ * Whether a request to this route must carry a body. PUT and PATCH always (a missing body is a client
+ * error, never an empty replacement); a POST whose body schema accepts `{}` may be sent without one
+ * (e.g. `approve` with no reason) and is then validated as `{}`.
+ */
+export function bodyRequired(route: AnyRoute): boolean {
+  if (!route.body) return false;
+  if (route.method === 'put' || route.method === 'patch') return true;
+  return !(route.body as z.ZodType).safeParse({}).success;
 }
 
 /** Query-string boolean: `true`/`false`/`1`/`0`, with a default. */

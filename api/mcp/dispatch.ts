@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { Principal } from '../../shared/auth/principal.js';
 import { BadRequestError, PlatformError } from '../../shared/errors.js';
+import { parseInput } from '../../shared/validation.js';
 import { describeError, type Logger } from '../../shared/log.js';
 import type { AppDeps } from '../deps.js';
 import { toPlatformError } from '../middleware/errors.js';
@@ -74,15 +75,8 @@ export async function dispatchPlatformCall(args: Record<string, unknown>, ctx: D
         { reason: 'undeclared_parameters', action: def.name, fields: extra },
       );
     }
-    const parsed = (def.params as z.ZodObject).safeParse(given);
-    if (!parsed.success) {
-      const fields = parsed.error.issues.map((i) => ({ field: i.path.map(String).join('.'), message: i.message, code: i.code }));
-      throw new BadRequestError(`Invalid parameters for "${def.name}": ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, {
-        action: def.name,
-        fields,
-      });
-    }
-    return toolSuccess(await def.handler({ ...ctx, params: parsed.data, version: ctx.gateway.version }));
+    const params = parseInput(def.params as z.ZodObject, given, [], `parameters for "${def.name}"`, { action: def.name });
+    return toolSuccess(await def.handler({ ...ctx, params, version: ctx.gateway.version }));
   } catch (err) {
     const { error, unexpected } = toPlatformError(err);
     if (unexpected) ctx.log.error('mcp action failed', { action: String(action), ...describeError(err) });

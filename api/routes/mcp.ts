@@ -28,6 +28,7 @@ export const mcpRoutes: AnyRoute[] = MCP_MOUNTS.flatMap((mount) =>
         tags: ['mcp'],
         access: { kind: 'public' },
         body: JsonRpcBody,
+        bodyKind: 'jsonrpc',
         responses: {
           200: { description: 'JSON-RPC response (application/json)' },
           202: { description: 'Notification or response accepted' },

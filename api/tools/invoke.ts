@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { parseInput } from '../../shared/validation.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
 import { ensureBuiltInAgents } from '../../shared/agents/registry.js';
@@ -52,12 +53,7 @@ export async function invokeTool(
     });
   }
   if (typeof tool.permission === 'string') requirePermission(tool.name, principal, tool.permission);
-  const parsed = tool.input.safeParse(args);
-  if (!parsed.success) {
-    throw new BadRequestError(`Invalid arguments for ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
-      fields: parsed.error.issues.map((i) => ({ field: ['body', 'arguments', ...i.path.map(String)].join('.'), message: i.message, code: i.code })),
-    });
-  }
-  if (typeof tool.permission === 'function') requirePermission(tool.name, principal, tool.permission(parsed.data));
-  return tool.handler({ input: parsed.data, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey });
+  const input = parseInput(tool.input, args, ['body', 'arguments'], `arguments for ${tool.name}`);
+  if (typeof tool.permission === 'function') requirePermission(tool.name, principal, tool.permission(input));
+  return tool.handler({ input, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey });
 }
