@@ -1,9 +1,9 @@
 // @workflow-safe: pure functions over zod results and plain values, no Node APIs.
 /**
  * One way to turn untrusted input into a typed value or a 400: every route, tool call and MCP action
- * validates through `parseInput`. Text containing NUL (U+0000) is refused first, wherever it is (a
- * value or a key, at any depth): PostgreSQL cannot store it in text or jsonb, and no platform input
- * has a use for it.
+ * validates through `parseInput`. Text containing NUL (U+0000) is refused wherever it is in what the
+ * schema keeps (a value or a key, at any depth; undeclared fields a schema strips are never stored):
+ * PostgreSQL cannot store it in text or jsonb, and no platform input has a use for it.
  */
 import type { z } from 'zod';
 import { BadRequestError } from './errors.js';
@@ -66,8 +66,8 @@ export function parseInput<S extends z.ZodType>(
   what: string,
   extra: Record<string, unknown> = {},
 ): z.output<S> {
-  refuseNul(value, prefix, what, extra);
   const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  throw invalidInput(what, issueFields(prefix, parsed.error), extra);
+  if (!parsed.success) throw invalidInput(what, issueFields(prefix, parsed.error), extra);
+  refuseNul(parsed.data, prefix, what, extra);
+  return parsed.data;
 }

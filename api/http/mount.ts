@@ -20,9 +20,12 @@ function undeclaredKeys(location: Location, error: z.ZodError): string[] {
 
 function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | undefined, value: unknown): unknown {
   if (!schema) return undefined;
-  if (!(location === 'body' && route.bodyKind === 'jsonrpc')) refuseNul(value, [location], `request ${location}`);
   const result = schema.safeParse(value);
-  if (result.success) return result.data;
+  if (result.success) {
+    // What the schema keeps must be NUL-free; a protocol body is checked message by message by its handler.
+    if (!(location === 'body' && route.bodyKind === 'jsonrpc')) refuseNul(result.data, [location], `request ${location}`);
+    return result.data;
+  }
   if (location === 'body' && route.bodyKind === 'config') {
     const undeclared = undeclaredKeys(location, result.error);
     if (undeclared.length > 0) throw new UndeclaredFieldsError(undeclared);
@@ -61,6 +64,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
     router[route.method](route.path, async (ctx: Koa.Context) => {
       const em = RequestContext.getEntityManager() as EntityManager | undefined;
       if (!em) throw new Error('no request context: mountRoutes needs the RequestContext middleware');
+      if (route.refusalBody) ctx.state.refusalBody = route.refusalBody;
       let principal: Principal | null = null;
       if (route.access.kind === 'internal') {
         requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);

@@ -3,9 +3,49 @@ import { bodyRequired, ErrorEnvelopeSchema, type AnyRoute } from './route.js';
 
 type Json = Record<string, unknown>;
 
+/** No text input may contain NUL (`shared/validation.ts`); the published schemas say so, for values and keys. */
+const NO_NUL = '^[^\\u0000]*$';
+
+/** Any JSON value without NUL in its strings or keys: what a free-form (`unknown`) input may hold. */
+const NUL_FREE_JSON: Json = {
+  description: 'Any JSON value; no string or key may contain NUL (\\u0000)',
+  anyOf: [
+    { type: 'string', pattern: NO_NUL },
+    { type: ['number', 'boolean', 'null'] },
+    { type: 'array', items: { $ref: '#/components/schemas/NulFreeJson' } },
+    { type: 'object', propertyNames: { pattern: NO_NUL }, additionalProperties: { $ref: '#/components/schemas/NulFreeJson' } },
+  ],
+};
+
+/** Adds the NUL rule to every kept string (values and record keys) and free-form value of an input schema. */
+function forbidNul(node: unknown, components: Json): void {
+  if (Array.isArray(node)) return node.forEach((n) => forbidNul(n, components));
+  if (!node || typeof node !== 'object') return;
+  const schema = node as Json;
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes('string') && !('pattern' in schema) && !('enum' in schema) && !('const' in schema) && !('format' in schema)) {
+    schema.pattern = NO_NUL;
+  }
+  for (const [key, value] of Object.entries(schema)) {
+    const isSchemaSlot = key === 'items' || key === 'additionalProperties' || key === 'propertyNames';
+    if (isSchemaSlot && value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0) {
+      components.NulFreeJson ??= NUL_FREE_JSON;
+      schema[key] = key === 'propertyNames' ? { pattern: NO_NUL } : { $ref: '#/components/schemas/NulFreeJson' };
+    } else if (key === 'properties' && value && typeof value === 'object') {
+      for (const [name, prop] of Object.entries(value as Json)) {
+        if (prop && typeof prop === 'object' && Object.keys(prop).length === 0) {
+          components.NulFreeJson ??= NUL_FREE_JSON;
+          (value as Json)[name] = { $ref: '#/components/schemas/NulFreeJson' };
+        } else forbidNul(prop, components);
+      }
+    } else forbidNul(value, components);
+  }
+}
+
 /** Converts a zod schema to JSON Schema 2020-12 (OpenAPI 3.1's dialect), hoisting named schemas to components. */
 function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): Json {
   const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io, cycles: 'ref' }) as Json;
+  if (io === 'input') forbidNul(json, components);
   delete json.$schema;
   const defs = json.$defs as Record<string, Json> | undefined;
   delete json.$defs;
@@ -63,7 +103,12 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
         : { description: spec.description };
     }
     if (route.params || route.query || route.body) responses['400'] ??= errorResponse('Validation failure (`bad_request`); `payload.fields` lists the failing fields');
-    if (route.body) responses['413'] ??= errorResponse('Body larger than the configured limit (`payload_too_large`)');
+    // Statuses any route of a kind can answer are documented once, under components/responses.
+    if (route.body) responses['413'] ??= { $ref: '#/components/responses/PayloadTooLarge' };
+    if (route.body) responses['415'] ??= { $ref: '#/components/responses/UnsupportedMediaType' };
+    if (route.params) responses['404'] ??= { $ref: '#/components/responses/NotFound' };
+    responses['405'] ??= { $ref: '#/components/responses/MethodNotAllowed' };
+    responses['431'] ??= { $ref: '#/components/responses/HeadersTooLarge' };
     if (route.bodyKind === 'config') responses['422'] ??= errorResponse('Undeclared field in a configuration body (`unprocessable_entity`)');
     if (route.access.kind !== 'public') responses['401'] ??= errorResponse('Missing or invalid credential (`authentication`)');
     if (route.access.kind === 'authenticated' && (route.access.permission || route.access.principalKinds)) {
@@ -104,6 +149,13 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     paths,
     components: {
       schemas: components,
+      responses: {
+        NotFound: errorResponse('No such resource, or one the caller may not see (`not_found`; never 403 for a hidden subject)'),
+        PayloadTooLarge: errorResponse('Body larger than the configured limit (`payload_too_large`, `payload.limit_bytes`)'),
+        UnsupportedMediaType: errorResponse('Body not sent as the media type this route takes (`unsupported_media_type`)'),
+        MethodNotAllowed: errorResponse('Method not declared on this path (`method_not_allowed`); `Allow` lists the declared ones'),
+        HeadersTooLarge: { description: 'Request headers larger than the server accepts (answered by the HTTP server, no body)' },
+      },
       securitySchemes: {
         bearer: {
           type: 'http',

@@ -57,6 +57,8 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
    */
   bodyKind?: 'json' | 'config' | 'form' | 'jsonrpc';
   successStatus?: number;
+  /** `oauth`: a 400 from validation leaves as an RFC 6749 error body (`error: invalid_request`, `error_description`), not the envelope. */
+  refusalBody?: 'oauth';
   responses: Record<number, ResponseSpec>;
   handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;
 }

@@ -29,6 +29,11 @@ export function errorEnvelope(log: Logger): Koa.Middleware {
       else if ('logDetail' in error) requestLog.info('refusal detail', { error_type: error.errorType, ...describeError(err) });
       ctx.status = error.status;
       ctx.type = 'application/json';
+      if (ctx.state.refusalBody === 'oauth' && error.status === 400) {
+        // An OAuth token endpoint's clients parse RFC 6749 section 5.2 bodies: `error` is the OAuth code.
+        ctx.body = { error: 'invalid_request', error_description: error.message, error_type: error.errorType, request_id: ctx.state.requestId as string };
+        return;
+      }
       ctx.body = {
         error: error.message,
         error_type: error.errorType,

@@ -1,31 +1,43 @@
 import { z } from 'zod';
-import { ACTION_TYPES } from '../../shared/action-review/action-types.js';
+import { ACTION_TYPES, type ActionType } from '../../shared/action-review/action-types.js';
+import { PayloadSchemas } from '../../shared/action-review/payloads.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import { createProposal } from '../action-review/create.js';
 import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
 import { listVisibleProposals } from '../action-review/list.js';
 import { ProposalDetailSchema, ProposalIdParams, ProposalRowViewSchema, rowView } from '../action-review/views.js';
-import { findVisibleProposal } from '../action-review/visibility.js';
+import { findVisibleProposal, THREAD_SUBJECT } from '../action-review/visibility.js';
 import { defineRoute, queryBoolean } from '../http/route.js';
 import { actionReviewDecisionRoutes } from './action-review-decisions.js';
 
-export const CreateProposalBody = z.object({
-  action_type: z.enum(ACTION_TYPES),
-  payload: z.record(z.string(), z.unknown()).describe("Checked against the action type's payload schema"),
+const ProposalFields = z.object({
   expected_effect: z.string().trim().min(1).max(20_000).describe('What the reviewer should expect to happen'),
   requested_statement: z.string().max(100_000).optional(),
   bot_id: z.string().trim().min(1).max(200).optional(),
   thread_id: z.string().trim().min(1).max(200).optional().describe('The conversation the decision is handed back into'),
-  subject: z.object({ kind: z.string().min(1).max(100), id: z.string().min(1).max(200) }).optional().describe('Must be visible to the caller'),
+  subject: z.object({ kind: z.enum([THREAD_SUBJECT]), id: z.string().min(1).max(200) }).optional().describe('Must be visible to the caller'),
   execution_origin: z
     .enum(['any', 'proposal_thread'])
     .optional()
     .describe('`proposal_thread` (default with a thread): tool-call executions only from that thread; people may always execute from the inbox'),
 });
 
+const proposalVariant = <T extends ActionType>(actionType: T) =>
+  ProposalFields.extend({ action_type: z.literal(actionType), payload: PayloadSchemas[actionType] as (typeof PayloadSchemas)[T] });
+
+/**
+ * One variant per action type, each with that type's payload schema, so the published document is a
+ * `oneOf` discriminated by `action_type` and a request valid against it is one the validator accepts.
+ */
+export const CreateProposalBody = z.discriminatedUnion(
+  'action_type',
+  ACTION_TYPES.map(proposalVariant) as unknown as [ReturnType<typeof proposalVariant<ActionType>>, ...ReturnType<typeof proposalVariant<ActionType>>[]],
+);
+
 const csv = <T extends readonly [string, ...string[]]>(values: T) =>
   z
     .string()
+    .meta({ pattern: `^((${values.map((v) => v.replace(/\./g, '\\.')).join('|')})(,(${values.map((v) => v.replace(/\./g, '\\.')).join('|')}))*)?$` })
     .optional()
     .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []))
     .pipe(z.array(z.enum(values)));

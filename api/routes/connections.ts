@@ -136,7 +136,7 @@ export const connectionRoutes = [
     tags,
     access: { kind: 'public' },
     params: NameParams,
-    query: z.object({ code: z.string().max(2000).optional(), state: z.string().max(200).optional(), error: z.string().max(200).optional(), error_description: z.string().max(2000).optional() }),
+    query: z.object({ code: z.string().max(2000).optional(), state: z.string().min(1).max(200), error: z.string().max(200).optional(), error_description: z.string().max(2000).optional() }),
     responses: {
       200: { description: 'Authorized; tokens cached; `connection_test` holds the test run with the new tokens (login and instance hosts)', schema: successEnvelope(ConnectionSchema) },
       400: { description: 'CRM error (payload.code e.g. redirect_uri_mismatch, with payload.fix) or unknown/expired state' },

@@ -93,6 +93,7 @@ export const oauthProxyRoutes: AnyRoute[] = [
     tags: ['mcp'],
     access: { kind: 'public' },
     bodyKind: 'form',
+    refusalBody: 'oauth',
     body: z.object({
       grant_type: str('authorization_code or refresh_token').optional(),
       code: str('Platform code from the callback').optional(),

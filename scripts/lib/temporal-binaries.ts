@@ -93,6 +93,35 @@ export function resolveTemporalCli(log: (line: string) => void = () => {}): Prom
   return resolve('TEMPORAL_CLI_PATH', 'temporal', log);
 }
 
+/** Schemathesis, the third-party API fuzzer `npm test` runs (tests/fuzz), pinned like the Temporal wheels. */
+export const SCHEMATHESIS_WHEEL = 'schemathesis==4.32.5';
+
+let installingSchemathesis: Promise<void> | undefined;
+
+/** `SCHEMATHESIS_PATH`, else the project-local `st` (installed into the same venv on first use). */
+export async function resolveSchemathesis(log: (line: string) => void = () => {}): Promise<string> {
+  const configured = process.env.SCHEMATHESIS_PATH;
+  if (configured) {
+    if (await isExecutable(configured)) return configured;
+    throw new TemporalBinaryError(`SCHEMATHESIS_PATH=${configured} is not an executable file`);
+  }
+  if (!(await isExecutable(venvBin('st')))) {
+    if (!(await isExecutable(venvBin('pip')))) await installWheels(log);
+    installingSchemathesis ??= (async () => {
+      log(`installing ${SCHEMATHESIS_WHEEL} into ${venvDir}`);
+      try {
+        await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', SCHEMATHESIS_WHEEL], { maxBuffer: 16 * 1024 * 1024 });
+      } catch (err) {
+        const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
+        throw new TemporalBinaryError(`Installing ${SCHEMATHESIS_WHEEL} from PyPI failed: ${detail}\nOr set SCHEMATHESIS_PATH to an installed \`st\`.`);
+      }
+    })();
+    await installingSchemathesis;
+  }
+  if (await isExecutable(venvBin('st'))) return venvBin('st');
+  throw new TemporalBinaryError(`the st binary is missing from ${venvDir} after installing ${SCHEMATHESIS_WHEEL}`);
+}
+
 /** `TEMPORAL_TEST_SERVER_PATH`, else `temporal-test-server` on PATH, else the project-local wheel. */
 export function resolveTemporalTestServer(log: (line: string) => void = () => {}): Promise<string> {
   return resolve('TEMPORAL_TEST_SERVER_PATH', 'temporal-test-server', log);

@@ -15,9 +15,10 @@ const RecordId = z.string().trim().regex(/^[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?$/,
 /** The selection every merge step takes; limits are checked by `checkSelection` so the refusal names the rule. */
 export const MergeSelectionSchema = z.object({
   connection_name: z.string().trim().min(1).max(100),
-  record_kind: z.string().trim().min(1).max(40).describe('Lead, Contact or Account'),
+  // Published as an enum; validated by `checkSelection` so the refusal names the rule (merge_rule_violated).
+  record_kind: z.string().trim().min(1).max(40).describe('Lead, Contact or Account').meta({ enum: [...MERGEABLE_KINDS] }),
   survivor_id: RecordId.optional().describe('The master record that survives'),
-  loser_ids: z.array(RecordId).max(10).default([]).describe('One or two records merged into the survivor, in order'),
+  loser_ids: z.array(RecordId).max(10).default([]).describe('One or two records merged into the survivor, in order').meta({ minItems: 1, maxItems: MAX_LOSERS }),
 });
 export type MergeSelectionInput = z.output<typeof MergeSelectionSchema>;
 

@@ -130,6 +130,13 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
     expect(res.body.error).toBe('invalid_grant');
   });
 
+  it('answers a request that fails validation with an RFC 6749 body, never the envelope alone', async () => {
+    const res = await token({ grant_type: 'refresh_token', refresh_token: 'refresh\u0000-1' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_request', error_type: 'bad_request', request_id: res.headers.get('x-request-id') });
+    expect(res.body.error_description).toContain('body.refresh_token');
+  });
+
   it('passes refresh tokens through and names unsupported grants', async () => {
     const ok = await token({ grant_type: 'refresh_token', refresh_token: 'refresh-1' });
     expect(ok.status).toBe(200);

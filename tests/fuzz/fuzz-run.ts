@@ -1,0 +1,83 @@
+/**
+ * One schemathesis run against a whole stack started here: embedded PostgreSQL, the Temporal dev
+ * server, the worker and the API with authentication ON (a local identity provider's JWKS; the
+ * fuzzer sends an admin's bearer token). `tests/fuzz/schemathesis.test.ts` runs this script inside a
+ * fresh network namespace, so the only network anything here can reach is its own loopback.
+ *
+ * Environment: SCHEMATHESIS_BIN (the `st` executable), FUZZ_MAX_SECONDS (time budget), and the
+ * usual TEMPORAL_CLI_PATH so nothing is installed from inside the namespace.
+ * Exit status: schemathesis's own (0 only when every check passed).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { startBenchStack } from '../../bench/lib/stack.js';
+import { startFakeOidc } from '../helpers/fake-oidc.js';
+
+/**
+ * Two passes over one stack. The first checks every operation for server errors, undocumented
+ * statuses and responses that break their schema. The second checks that schema-valid requests are
+ * accepted, except on the operations `POSITIVE_EXCLUDED` names, whose refusals are rules no JSON
+ * Schema can state.
+ */
+export const CONFORMANCE_CHECKS = ['not_a_server_error', 'status_code_conformance', 'response_schema_conformance', 'content_type_conformance'];
+export const POSITIVE_EXCLUDED = [
+  // The MCP gateway is a protocol endpoint (any JSON-RPC message; a random one is a JSON-RPC error by design; GET/DELETE answer 405 when stateless); tests/mcp drives it with the SDK's client.
+  '^/mcp',
+  // OAuth endpoints enforce the protocol's own rules (PKCE, registered redirect URIs, single-use codes bound to a client).
+  '^/(authorize|oauth/)',
+  // CRM connections and merges: per-auth-mode fields, host checks, an existing connection that answers, a survivor distinct from its losers; each refusal names its rule (tests/crm).
+  '^/api/(connections|crm/merge)',
+].join('|');
+
+const st = process.env.SCHEMATHESIS_BIN;
+if (!st) throw new Error('SCHEMATHESIS_BIN is not set');
+const maxSeconds = Number(process.env.FUZZ_MAX_SECONDS ?? 120);
+
+const idp = await startFakeOidc({ subject: 'fuzz-admin', roles: ['admin'] });
+const stack = await startBenchStack({
+  AUTH_PROVIDER: 'oidc',
+  PLATFORM_OAUTH_PROXY_ENABLED: 'true',
+  AUTH_CLIENT_ID: idp.clientId,
+  AUTH_CLIENT_SECRET: idp.clientSecret,
+  AUTH_JWKS_URL: idp.jwksUrl,
+  AUTH_ISSUER: idp.issuer,
+  AUTH_AUDIENCE: idp.audience,
+  PLATFORM_SERVICE_TOKEN: 'fuzz-service-token',
+  PLATFORM_INTERNAL_TOKEN: 'fuzz-internal-token',
+  // Only loopback exists in the namespace; the policy says the same wherever this runs.
+  PLATFORM_EGRESS_ALLOW_PRIVATE: 'false',
+});
+let code = 1;
+try {
+  const token = await idp.sign({ sub: 'fuzz-admin', name: 'Fuzz Admin', roles: ['admin'] });
+  const common = [
+    `${stack.api.url}/openapi.json`,
+    '--header',
+    `Authorization: Bearer ${token}`,
+    '--max-time',
+    String(Math.max(1, Math.floor(maxSeconds / 2))),
+    '--workers',
+    '2',
+    '--request-timeout',
+    '30',
+    '--phases',
+    'examples,coverage,fuzzing',
+    '--suppress-health-check',
+    'all',
+  ];
+  const passes = [
+    ['run', '--checks', CONFORMANCE_CHECKS.join(','), ...common],
+    ['run', '--checks', 'positive_data_acceptance', '--exclude-path-regex', POSITIVE_EXCLUDED, ...common],
+  ];
+  code = 0;
+  for (const args of passes) {
+    process.stdout.write(`\n[fuzz] st ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
+    const child = spawn(st, ['--no-color', ...args], { stdio: 'inherit', env: { ...process.env, NO_COLOR: '1' } });
+    const [exit] = (await once(child, 'exit')) as [number | null];
+    if (exit !== 0) code = exit ?? 1;
+  }
+} finally {
+  await stack.close();
+  await idp.close();
+}
+process.exit(code ?? 1);
