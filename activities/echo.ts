@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { EchoJobSchema } from '../shared/db/entities/index.js';
+import { EchoJobEntity } from '../shared/db/entities/index.js';
 import { toIso } from '../shared/dates.js';
 
 export interface RecordEchoInput {
@@ -20,7 +20,7 @@ export function createEchoActivities(deps: { orm: MikroORM }) {
          values (?, ?, ?, ?, ?, now()) on conflict (job_id) do nothing`,
         [input.jobId, input.tenant, input.message, input.requestedBy, input.workflowId],
       );
-      const row = await em.findOneOrFail(EchoJobSchema, { jobId: input.jobId });
+      const row = await em.findOneOrFail(EchoJobEntity, { jobId: input.jobId });
       return { recordedAt: toIso(row.recordedAt) };
     },
   };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { HandbackRowSchema, type HandbackRow } from '../shared/db/entities/index.js';
+import { HandbackRowEntity, type HandbackRow } from '../shared/db/entities/index.js';
 import type { Logger } from '../shared/log.js';
 
 export interface DeliverResult {
@@ -22,7 +22,7 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
       const em = deps.orm.em.fork();
       try {
         return await em.transactional(async (tx) => {
-          const h = await tx.findOne(HandbackRowSchema, { proposalId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+          const h = await tx.findOne(HandbackRowEntity, { proposalId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
           if (!h) return { delivered: false, messageId: null }; // no conversation raised it: nothing to hand back
           if (h.status === 'delivered') return { delivered: true, messageId: h.messageId };
           const messageId = randomUUID();
@@ -56,7 +56,7 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
     },
 
     async listPendingHandbacks({ limit }: { limit: number }): Promise<string[]> {
-      const rows = await deps.orm.em.fork().find(HandbackRowSchema, { status: 'pending' }, { orderBy: { createdAt: 'asc' }, limit, fields: ['proposalId'] });
+      const rows = await deps.orm.em.fork().find(HandbackRowEntity, { status: 'pending' }, { orderBy: { createdAt: 'asc' }, limit, fields: ['proposalId'] });
       return rows.map((r) => r.proposalId);
     },
   };

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
-import { AgentRowSchema } from '../shared/db/entities/index.js';
+import { AgentRowEntity } from '../shared/db/entities/index.js';
 import { demoBudgetExhausted, recordLlmUsage } from '../shared/deployment/demo-budget.js';
 import { chatCompletion, LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
@@ -33,7 +33,7 @@ export function createThreadActivities(deps: ActivityDeps) {
       const done = (await listMessages(em, input.threadId)).find((m) => m.idempotencyKey === key);
       if (done) return stepOf(done);
       const thread = await findThread(em, input.threadId);
-      const agent = await em.findOne(AgentRowSchema, { id: input.agentId });
+      const agent = await em.findOne(AgentRowEntity, { id: input.agentId });
       if (!thread || !agent) throw ApplicationFailure.nonRetryable(`thread ${input.threadId} or agent ${input.agentId} is gone`, 'ThreadGone');
       const messages = await listMessages(em, input.threadId);
       const system = [

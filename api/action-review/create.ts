@@ -6,7 +6,7 @@ import { proposalDigest } from '../../shared/action-review/digest.js';
 import { PayloadSchemas } from '../../shared/action-review/payloads.js';
 import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from '../../shared/action-review/types.js';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
-import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../../shared/errors.js';
 import { parseInput } from '../../shared/validation.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
@@ -38,7 +38,7 @@ function parsePayload(actionType: ActionType, payload: unknown): unknown {
  * thread is registered as theirs.
  */
 async function ensureThread(em: EntityManager, principal: Principal, threadId: string, botId: string | null): Promise<void> {
-  const thread = await em.findOne(ConversationThreadSchema, { id: threadId });
+  const thread = await em.findOne(ConversationThreadEntity, { id: threadId });
   if (!thread) {
     const owned = principal.kind === 'person';
     await em.getConnection().execute(
@@ -68,7 +68,7 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
   if (input.subject) await checkSubject(em, principal, input.subject);
   const proposalId = input.proposalId ?? randomUUID();
   if (input.proposalId) {
-    const existing = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
+    const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
     if (existing) return existing;
   }
   const record: ProposalRecord = {
@@ -117,5 +117,5 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
       memo: { action_type: input.actionType, requester: { kind: principal.kind, id: principal.id, label: principal.displayName }, bot_id: input.botId, thread_id: input.threadId },
     }),
   });
-  return deps.orm.em.fork().findOneOrFail(ProposalRowSchema, { proposalId });
+  return deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
-import { HandbackRowSchema, ProposalEventRowSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { HandbackRowEntity, ProposalEventRowEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { detailView, type ProposalDetail } from './views.js';
 
 export interface DetailOptions {
@@ -29,9 +29,9 @@ export async function proposalDetail(em: EntityManager, principal: Principal, ro
   // Three independent reads, each on its own fork so they run concurrently on separate pool connections.
   const { proposalId } = row;
   const [current, events, handback] = await Promise.all([
-    em.fork().findOneOrFail(ProposalRowSchema, { proposalId }),
-    options.includeEvents ? em.fork().find(ProposalEventRowSchema, { proposalId }, { orderBy: { seq: 'asc' } }) : null,
-    em.fork().findOne(HandbackRowSchema, { proposalId }),
+    em.fork().findOneOrFail(ProposalRowEntity, { proposalId }),
+    options.includeEvents ? em.fork().find(ProposalEventRowEntity, { proposalId }, { orderBy: { seq: 'asc' } }) : null,
+    em.fork().findOne(HandbackRowEntity, { proposalId }),
   ]);
   return {
     ...detailView(current, { summary: options.summary, includeStatement: options.includeStatement, events, handback }),

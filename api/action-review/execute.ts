@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
-import { ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { executeUpdate, type ExecutionOriginRef, type ExecutionOutcome } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sendUpdate } from './updates.js';
@@ -60,7 +60,7 @@ export const refusedAnswer = (refusal: { code: string; message: string }): Execu
  * mid-effect) says so rather than pretending nothing was claimed.
  */
 async function answerAfterClose(em: EntityManager, proposalId: string): Promise<ExecuteAnswer> {
-  const current = await em.fork().findOneOrFail(ProposalRowSchema, { proposalId });
+  const current = await em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
   const recorded = recordedOutcome(current);
   if (recorded) return answerOf(recorded);
   if (!current.claimed) return refusedAnswer({ code: 'not_approved', message: `The proposal is ${current.status}.` });

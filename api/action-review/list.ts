@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pickIncompleteReason, type IncompleteReason } from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { visibleRows } from './visibility.js';
 
 /** Rows one list reads at most before it answers `scan_ceiling`. */
@@ -26,7 +26,7 @@ export async function listVisibleProposals(em: EntityManager, principal: Princip
   const where: Record<string, unknown> = { tenant: principal.tenant };
   if (filters.status?.length) where.status = { $in: filters.status };
   if (filters.actionType?.length) where.actionType = { $in: filters.actionType };
-  const scanned = await em.find(ProposalRowSchema, where, { orderBy: { createdAt: 'desc', proposalId: 'asc' }, limit: SCAN_CEILING + 1 });
+  const scanned = await em.find(ProposalRowEntity, where, { orderBy: { createdAt: 'desc', proposalId: 'asc' }, limit: SCAN_CEILING + 1 });
   const overCeiling = scanned.length > SCAN_CEILING;
   // The same rule as single reads: agents see their own thread's proposals, others by subject.
   const result = await visibleRows(em, principal, overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned);

@@ -3,7 +3,7 @@ import { checkReconcile } from '../../shared/action-review/checks.js';
 import type { Refusal } from '../../shared/action-review/refusals.js';
 import type { ProposalStatus, ReconciledStatus } from '../../shared/action-review/types.js';
 import { principalRef, type Principal, type PrincipalRef } from '../../shared/auth/principal.js';
-import { ProposalRowSchema } from '../../shared/db/entities/index.js';
+import { ProposalRowEntity } from '../../shared/db/entities/index.js';
 import { reconcileUpdate } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sendUpdate } from './updates.js';
@@ -22,7 +22,7 @@ function run<T = unknown>(em: EntityManager, sql: string, params: unknown[]): Pr
  * stays at the last value the workflow set).
  */
 async function reconcileProjection(em: EntityManager, proposalId: string, caller: PrincipalRef, finalStatus: ReconciledStatus, note: string | null): Promise<ReconcileAnswer> {
-  const current = await em.fork().findOneOrFail(ProposalRowSchema, { proposalId });
+  const current = await em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
   const refusal = checkReconcile({ status: current.status as ProposalStatus }, caller);
   if (refusal) return { resolved: false, refusal };
   return em.fork().transactional(async (tx) => {

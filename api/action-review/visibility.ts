@@ -3,7 +3,7 @@ import { isActionType } from '../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES, type ProposalSubject } from '../../shared/action-review/types.js';
 import { filterVisible, PROBE_BUDGET, type FilterResult, type SubjectProbe, type Viewer } from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { ConversationThreadSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { NotFoundError } from '../../shared/errors.js';
 
 export const THREAD_SUBJECT = 'conversation_thread';
@@ -11,7 +11,7 @@ export const THREAD_SUBJECT = 'conversation_thread';
 /** A thread is visible in its tenant when shared, or to its owner when private; an unknown thread is hidden. */
 function threadProbe(em: EntityManager): SubjectProbe {
   return async (subject, viewer) => {
-    const thread = await em.findOne(ConversationThreadSchema, { id: subject.id });
+    const thread = await em.findOne(ConversationThreadEntity, { id: subject.id });
     return !!thread && thread.tenant === viewer.tenant && (thread.visibility === 'tenant' || thread.ownerId === viewer.id);
   };
 }
@@ -65,7 +65,7 @@ export async function visibleRows(em: EntityManager, principal: Principal, rows:
  */
 export async function findVisibleProposal(em: EntityManager, principal: Principal, proposalId: string, purpose: VisibilityPurpose = 'read'): Promise<ProposalRow> {
   if (!UUID.test(proposalId)) throw notFound(proposalId);
-  const row = await em.findOne(ProposalRowSchema, { proposalId, tenant: principal.tenant });
+  const row = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
   if (!row || (await visibleRows(em, principal, [row], purpose)).visible.length === 0) throw notFound(proposalId);
   return row;
 }

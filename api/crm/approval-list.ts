@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pickIncompleteReason } from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { CrmMergeApprovalSchema, ProposalRowSchema, type ProposalRow } from '../../shared/db/entities/index.js';
+import { CrmMergeApprovalEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { SCAN_CEILING } from '../action-review/list.js';
 import { visibleRows } from '../action-review/visibility.js';
 import type { AppDeps } from '../deps.js';
@@ -14,10 +14,10 @@ import { recoverStaleClaim } from './stale-claims.js';
  * on-demand stale-claim recovery first.
  */
 export async function listApprovals(deps: AppDeps, em: EntityManager, principal: Principal, page: { offset: number; limit: number }) {
-  const scanned = await em.find(CrmMergeApprovalSchema, { tenant: principal.tenant }, { orderBy: { createdAt: 'desc', approvalId: 'asc' }, limit: SCAN_CEILING + 1, refresh: true });
+  const scanned = await em.find(CrmMergeApprovalEntity, { tenant: principal.tenant }, { orderBy: { createdAt: 'desc', approvalId: 'asc' }, limit: SCAN_CEILING + 1, refresh: true });
   const overCeiling = scanned.length > SCAN_CEILING;
   const rows = overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned;
-  const proposals = await em.find(ProposalRowSchema, { proposalId: { $in: rows.map((r) => r.approvalId) } }, { refresh: true });
+  const proposals = await em.find(ProposalRowEntity, { proposalId: { $in: rows.map((r) => r.approvalId) } }, { refresh: true });
   const byId = new Map(proposals.map((p) => [p.proposalId, p]));
   // In the approvals' order, so a probe budget running out cuts the oldest; an approval without a proposal is hidden.
   const ordered = rows.map((r) => byId.get(r.approvalId)).filter((p): p is ProposalRow => p !== undefined);
@@ -31,8 +31,8 @@ export async function listApprovals(deps: AppDeps, em: EntityManager, principal:
     const outcome = await recoverStaleClaim(deps, em, row, byId.get(row.approvalId) ?? null);
     if (outcome === 'recovered') recovered++;
     if (outcome !== 'none') {
-      const fresh = await em.findOneOrFail(CrmMergeApprovalSchema, { approvalId: row.approvalId }, { refresh: true });
-      views.push(approvalView(fresh, await em.findOne(ProposalRowSchema, { proposalId: row.approvalId }, { refresh: true })));
+      const fresh = await em.findOneOrFail(CrmMergeApprovalEntity, { approvalId: row.approvalId }, { refresh: true });
+      views.push(approvalView(fresh, await em.findOne(ProposalRowEntity, { proposalId: row.approvalId }, { refresh: true })));
     } else views.push(approvalView(row, byId.get(row.approvalId) ?? null));
   }
   return {

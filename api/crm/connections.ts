@@ -4,7 +4,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { validateCrmConnection, type ValidatedConnection } from '../../shared/crm/connection-config.js';
 import { CRM_MODE_FIELDS, MASK, SECRET_FIELDS } from '../../shared/crm/connection-types.js';
 import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
-import { CrmConnectionSchema, type CrmConnectionRow } from '../../shared/db/entities/index.js';
+import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { ConflictError } from '../../shared/errors.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
@@ -66,11 +66,11 @@ function columns(deps: AppDeps, v: ValidatedConnection) {
 /** Validates (nothing saved on a bad field), stores secrets sealed, then runs and stores the connection test. */
 export async function createConnection(deps: AppDeps, em: EntityManager, principal: Principal, body: { name: string; auth_mode: string; config: Record<string, unknown> }) {
   const v = await validateCrmConnection(body.auth_mode, body.config, { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback });
-  if (await em.findOne(CrmConnectionSchema, { tenant: principal.tenant, name: body.name })) {
+  if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name })) {
     throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
   }
   const now = new Date();
-  const row = em.create(CrmConnectionSchema, {
+  const row = em.create(CrmConnectionEntity, {
     id: randomUUID(),
     tenant: principal.tenant,
     name: body.name,

@@ -4,7 +4,7 @@ import type { ExecutionOrigin, ProposalStatus } from '../../shared/action-review
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
 import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, type MergeSelectionInput } from '../../shared/crm/merge-selection.js';
-import { CrmMergeApprovalSchema, ProposalRowSchema, type CrmMergeApprovalRow } from '../../shared/db/entities/index.js';
+import { CrmMergeApprovalEntity, ProposalRowEntity, type CrmMergeApprovalRow } from '../../shared/db/entities/index.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
@@ -33,13 +33,13 @@ export async function findApproval(em: EntityManager, principal: Principal, appr
     if (err instanceof NotFoundError) throw notFound(approvalId);
     throw err;
   }
-  const row = await em.findOne(CrmMergeApprovalSchema, { approvalId, tenant: principal.tenant }, { refresh: true });
+  const row = await em.findOne(CrmMergeApprovalEntity, { approvalId, tenant: principal.tenant }, { refresh: true });
   if (!row) throw notFound(approvalId);
   return row;
 }
 
 export async function approvalWithProposal(em: EntityManager, row: CrmMergeApprovalRow) {
-  const proposal = await em.findOne(ProposalRowSchema, { proposalId: row.approvalId }, { refresh: true });
+  const proposal = await em.findOne(ProposalRowEntity, { proposalId: row.approvalId }, { refresh: true });
   return approvalView(row, proposal);
 }
 
@@ -69,7 +69,7 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
   });
   const approvalId = proposal.proposalId;
   const now = new Date();
-  const row = em.create(CrmMergeApprovalSchema, {
+  const row = em.create(CrmMergeApprovalEntity, {
     approvalId,
     tenant: principal.tenant,
     connectionName: selection.connectionName,
@@ -112,7 +112,7 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
  */
 export async function executeApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, connectionName: string, origin: ExecutionOriginRef) {
   const row = await findApproval(em, principal, approvalId, 'execute');
-  const proposal = await em.findOne(ProposalRowSchema, { proposalId: approvalId }, { refresh: true });
+  const proposal = await em.findOne(ProposalRowEntity, { proposalId: approvalId }, { refresh: true });
   const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
   if (connectionName !== row.connectionName) throw mergeRefusalError({ code: 'connection_mismatch', message: `The approval is bound to connection "${row.connectionName}".` });
   if (notYet) {

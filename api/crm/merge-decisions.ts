@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
-import { ProposalRowSchema } from '../../shared/db/entities/index.js';
+import { ProposalRowEntity } from '../../shared/db/entities/index.js';
 import { approveUpdate, rejectUpdate } from '../../workflows/action-review-definitions.js';
 import { approveMergeUpdate, crmMergeWorkflowId, mergeSettledSignal } from '../../workflows/crm-merge-definitions.js';
 import { refusalError, sendUpdate } from '../action-review/updates.js';
@@ -12,7 +12,7 @@ const alreadyDecided = { code: 'already_decided' as const, message: 'The merge a
 
 /** Refuses a second decision before the approval's workflow records an approver that would never count. */
 async function requireUndecided(em: EntityManager, approvalId: string): Promise<void> {
-  const proposal = await em.findOne(ProposalRowSchema, { proposalId: approvalId }, { refresh: true });
+  const proposal = await em.findOne(ProposalRowEntity, { proposalId: approvalId }, { refresh: true });
   if (proposal && proposal.status !== 'requested') throw refusalError(alreadyDecided);
 }
 

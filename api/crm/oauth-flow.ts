@@ -4,7 +4,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { CrmAuthError } from '../../shared/crm/errors.js';
 import { authorizationCodeGrant } from '../../shared/crm/oauth.js';
 import { findConnectionRow, openConnection, saveTokens } from '../../shared/crm/store.js';
-import { CrmConnectionSchema } from '../../shared/db/entities/index.js';
+import { CrmConnectionEntity } from '../../shared/db/entities/index.js';
 import { BadRequestError, ConflictError } from '../../shared/errors.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
@@ -52,7 +52,7 @@ const sameText = (a: string, b: string) => a.length === b.length && timingSafeEq
 export async function completeAuthorization(deps: AppDeps, em: EntityManager, name: string, q: { code?: string; state?: string; error?: string; error_description?: string }) {
   if (!q.state) throw new BadRequestError('The callback carries no state.', { fields: [{ field: 'query.state', message: 'required' }] });
   const box = secretBox(deps.config);
-  const candidates = await em.find(CrmConnectionSchema, { name, oauthPendingSealed: { $ne: null } }, { refresh: true });
+  const candidates = await em.find(CrmConnectionEntity, { name, oauthPendingSealed: { $ne: null } }, { refresh: true });
   const row = candidates.find((c) => {
     const p = JSON.parse(box.open(c.oauthPendingSealed!)) as Pending;
     return sameText(p.state, q.state!) && Date.now() - p.startedAt < PENDING_TTL_MS;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CRM_CONNECTION_TYPE } from '../../shared/crm/connection-types.js';
 import { findConnectionRow } from '../../shared/crm/store.js';
-import { CrmConnectionSchema } from '../../shared/db/entities/index.js';
+import { CrmConnectionEntity } from '../../shared/db/entities/index.js';
 import { connectionView, createConnection, deleteConnection, updateConnection } from '../crm/connections.js';
 import { completeAuthorization, startAuthorization } from '../crm/oauth-flow.js';
 import { defineRoute, successEnvelope, type RouteContext } from '../http/route.js';
@@ -54,7 +54,7 @@ export const connectionRoutes = [
     access: view,
     responses: { 200: { description: 'Connections', schema: successEnvelope(z.object({ connections: z.array(ConnectionSchema) })) } },
     handler: async (ctx) => {
-      const rows = await ctx.em.find(CrmConnectionSchema, { tenant: ctx.principal.tenant }, { orderBy: { name: 'asc' }, refresh: true });
+      const rows = await ctx.em.find(CrmConnectionEntity, { tenant: ctx.principal.tenant }, { orderBy: { name: 'asc' }, refresh: true });
       return { success: true, data: { connections: rows.map((r) => connectionView(r, baseUrl(ctx))) } };
     },
   }),

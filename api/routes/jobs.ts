@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
-import { EchoJobSchema } from '../../shared/db/entities/index.js';
+import { EchoJobEntity } from '../../shared/db/entities/index.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { EchoResult } from '../../workflows/echo.js';
@@ -85,7 +85,7 @@ export const jobRoutes = [
         koa.status = 202;
         return { success: true, data: { job_id: jobId, workflow_id: workflowId, status: 'running' } };
       }
-      const row = await em.findOneOrFail(EchoJobSchema, { jobId: result.jobId });
+      const row = await em.findOneOrFail(EchoJobEntity, { jobId: result.jobId });
       if (row.tenant !== principal.tenant) throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, { code: 'JOB_ID_TAKEN' });
       return {
         success: true,
@@ -113,7 +113,7 @@ export const jobRoutes = [
       404: { description: 'Unknown job, or one of another tenant' },
     },
     handler: async ({ params, principal, deps, em }) => {
-      const row = await em.findOne(EchoJobSchema, { jobId: params.job_id, tenant: principal.tenant });
+      const row = await em.findOne(EchoJobEntity, { jobId: params.job_id, tenant: principal.tenant });
       if (!row) throw new NotFoundError(`No echo job ${params.job_id}.`);
       let workflowStatus = 'unknown';
       try {

@@ -6,7 +6,7 @@ import { parseInput } from '../../shared/validation.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
 import { ensureBuiltInAgents } from '../../shared/agents/registry.js';
-import { AgentRowSchema } from '../../shared/db/entities/index.js';
+import { AgentRowEntity } from '../../shared/db/entities/index.js';
 
 /**
  * An agent registered in the agent registry may call only the tools of its tool groups, whichever
@@ -15,7 +15,7 @@ import { AgentRowSchema } from '../../shared/db/entities/index.js';
  */
 async function assertAgentMayUse(em: EntityManager, principal: Principal, toolName: string): Promise<void> {
   await ensureBuiltInAgents(em, principal.tenant);
-  const agent = await em.findOne(AgentRowSchema, { id: principal.botId ?? principal.id, tenant: principal.tenant });
+  const agent = await em.findOne(AgentRowEntity, { id: principal.botId ?? principal.id, tenant: principal.tenant });
   if (agent && !agent.toolGroups.includes(toolName)) {
     throw new ForbiddenError(`Agent ${agent.name} is not given the ${toolName} tool; an administrator can add it to the agent's tool groups.`, {
       reason: 'tool_not_in_agent_groups',

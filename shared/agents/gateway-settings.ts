@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { DeploymentSettingSchema } from '../db/entities/index.js';
+import { DeploymentSettingEntity } from '../db/entities/index.js';
 import type { DefaultAgentSettings, UnavailablePolicy } from './default-agent.js';
 
 /** Gateway settings belong to one tenant: one tenant's administrator never changes another's default. */
@@ -15,7 +15,7 @@ export interface GatewaySettings {
 /** The stored gateway settings (null when unset or cleared). */
 export async function readGatewaySettings(em: EntityManager, tenant: string): Promise<GatewaySettings> {
   const [AGENT_KEY, POLICY_KEY] = [agentKey(tenant), policyKey(tenant)];
-  const rows = await em.find(DeploymentSettingSchema, { key: { $in: [AGENT_KEY, POLICY_KEY] } });
+  const rows = await em.find(DeploymentSettingEntity, { key: { $in: [AGENT_KEY, POLICY_KEY] } });
   const value = (key: string) => (rows.find((r) => r.key === key)?.value ?? null) as string | null;
   return {
     default_agent_id: value(AGENT_KEY),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../auth/principal.js';
-import { AgentRowSchema, type AgentAccess, type AgentRow } from '../db/entities/agents.js';
+import { AgentRowEntity, type AgentAccess, type AgentRow } from '../db/entities/agents.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { canUseAgent } from './access.js';
 
@@ -44,14 +44,14 @@ export async function ensureBuiltInAgents(em: EntityManager, tenant: string, now
 /** Agents of the caller's tenant the caller may use (managers of agents see all of the tenant's). */
 export async function listVisibleAgents(em: EntityManager, principal: Principal): Promise<AgentRow[]> {
   await ensureBuiltInAgents(em, principal.tenant);
-  const rows = await em.find(AgentRowSchema, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
+  const rows = await em.find(AgentRowEntity, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
   return rows.filter((a) => canUseAgent(principal, a) || principal.permissions.has('manage_agents'));
 }
 
 /** Agents the caller may hold threads with (access rules only; management rights do not widen this). */
 export async function listUsableAgents(em: EntityManager, principal: Principal): Promise<AgentRow[]> {
   await ensureBuiltInAgents(em, principal.tenant);
-  const rows = await em.find(AgentRowSchema, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
+  const rows = await em.find(AgentRowEntity, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
   return rows.filter((a) => canUseAgent(principal, a));
 }
 
@@ -87,7 +87,7 @@ export async function createAgent(em: EntityManager, principal: Principal, input
     createdAt: now,
     updatedAt: now,
   };
-  await em.insert(AgentRowSchema, row);
+  await em.insert(AgentRowEntity, row);
   return row;
 }
 
@@ -104,7 +104,7 @@ export async function updateAgent(em: EntityManager, principal: Principal, id: s
   if (patch.description !== undefined) changes.description = patch.description;
   if (patch.toolGroups !== undefined) changes.toolGroups = patch.toolGroups;
   if (patch.access !== undefined) changes.access = { roles: patch.access.roles ?? agent.access.roles, users: patch.access.users ?? agent.access.users };
-  await em.nativeUpdate(AgentRowSchema, { id }, changes);
+  await em.nativeUpdate(AgentRowEntity, { id }, changes);
   return { ...agent, ...changes };
 }
 
@@ -112,7 +112,7 @@ export async function deleteAgent(em: EntityManager, principal: Principal, id: s
   const agent = await getVisibleAgent(em, principal, id);
   if (agent.source === 'builtin') throw new ConflictError('Built-in agents cannot be deleted; restrict their access instead.', { code: 'BUILT_IN_AGENT' });
   if (!agent.isEditable) throw new ConflictError(`Agent ${agent.name} is managed by a source; remove it there.`, { code: 'AGENT_NOT_EDITABLE' });
-  await em.nativeDelete(AgentRowSchema, { id });
+  await em.nativeDelete(AgentRowEntity, { id });
   return agent;
 }
 

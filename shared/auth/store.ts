@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
-  PersonalAccessTokenSchema,
-  SandboxTokenSchema,
-  UserSchema,
+  PersonalAccessTokenEntity,
+  SandboxTokenEntity,
+  UserEntity,
   type PersonalAccessToken,
   type SandboxToken,
   type User,
@@ -59,14 +59,14 @@ export async function findPat(
   token: string,
   now = new Date(),
 ): Promise<PatLookup | 'unknown' | 'revoked' | 'expired'> {
-  const pat = await em.findOne(PersonalAccessTokenSchema, { tokenHash: hashToken(token) });
+  const pat = await em.findOne(PersonalAccessTokenEntity, { tokenHash: hashToken(token) });
   if (!pat) return 'unknown';
   if (pat.revokedAt) return 'revoked';
   if (pat.expiresAt && pat.expiresAt <= now) return 'expired';
-  const owner = await em.findOne(UserSchema, { id: pat.ownerId });
+  const owner = await em.findOne(UserEntity, { id: pat.ownerId });
   if (!owner) return 'unknown';
   if (dueForTouch(`pat:${pat.id}`, now.getTime())) {
-    await em.nativeUpdate(PersonalAccessTokenSchema, { id: pat.id }, { lastUsedAt: now });
+    await em.nativeUpdate(PersonalAccessTokenEntity, { id: pat.id }, { lastUsedAt: now });
   }
   return { pat, owner };
 }
@@ -97,20 +97,20 @@ export async function mintPat(
     lastUsedAt: null,
     revokedAt: null,
   };
-  await em.insert(PersonalAccessTokenSchema, pat);
+  await em.insert(PersonalAccessTokenEntity, pat);
   return { pat, token: minted.token };
 }
 
 export async function listPats(em: EntityManager, ownerId: string): Promise<PersonalAccessToken[]> {
-  return em.find(PersonalAccessTokenSchema, { ownerId }, { orderBy: { createdAt: 'desc' } });
+  return em.find(PersonalAccessTokenEntity, { ownerId }, { orderBy: { createdAt: 'desc' } });
 }
 
 /** Revokes one of the owner's PATs; false when the owner has no such token. */
 export async function revokePat(em: EntityManager, ownerId: string, id: string, now = new Date()): Promise<PersonalAccessToken | null> {
-  const pat = await em.findOne(PersonalAccessTokenSchema, { id, ownerId });
+  const pat = await em.findOne(PersonalAccessTokenEntity, { id, ownerId });
   if (!pat) return null;
   if (!pat.revokedAt) {
-    await em.nativeUpdate(PersonalAccessTokenSchema, { id }, { revokedAt: now });
+    await em.nativeUpdate(PersonalAccessTokenEntity, { id }, { revokedAt: now });
     pat.revokedAt = now;
   }
   return pat;
@@ -132,7 +132,7 @@ export async function mintSandboxToken(
     expiresAt: new Date(now.getTime() + input.ttlSeconds * 1000),
     revokedAt: null,
   };
-  await em.insert(SandboxTokenSchema, record);
+  await em.insert(SandboxTokenEntity, record);
   return { record, token: minted.token };
 }
 
@@ -141,7 +141,7 @@ export async function findSandboxToken(
   token: string,
   now = new Date(),
 ): Promise<SandboxToken | 'unknown' | 'revoked' | 'expired'> {
-  const record = await em.findOne(SandboxTokenSchema, { tokenHash: hashToken(token) });
+  const record = await em.findOne(SandboxTokenEntity, { tokenHash: hashToken(token) });
   if (!record) return 'unknown';
   if (record.revokedAt) return 'revoked';
   if (record.expiresAt <= now) return 'expired';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { CrmConnectionSchema, type CrmConnectionRow } from '../db/entities/index.js';
+import { CrmConnectionEntity, type CrmConnectionRow } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 import { secretBox } from '../secrets/secret-box.js';
 import type { CrmSettings } from './connection-config.js';
@@ -20,7 +20,7 @@ export interface LoadedConnection {
 }
 
 export async function findConnectionRow(em: EntityManager, tenant: string, name: string): Promise<CrmConnectionRow> {
-  const row = await em.findOne(CrmConnectionSchema, { tenant, name }, { refresh: true });
+  const row = await em.findOne(CrmConnectionEntity, { tenant, name }, { refresh: true });
   if (!row) throw new NotFoundError(`No connection named "${name}".`);
   return row;
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DeploymentSettingSchema, LlmUsageSchema } from '../db/entities/index.js';
+import { DeploymentSettingEntity, LlmUsageEntity } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
 
 export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
@@ -17,7 +17,7 @@ export interface LlmCall {
 
 /** Records one language-model call's spend; every caller of a model goes through this. */
 export async function recordLlmUsage(em: EntityManager, call: LlmCall): Promise<void> {
-  await em.insert(LlmUsageSchema, {
+  await em.insert(LlmUsageEntity, {
     tenant: call.tenant,
     provider: call.provider,
     model: call.model,
@@ -45,7 +45,7 @@ export async function demoBudgetAggregate(em: EntityManager): Promise<DemoBudget
   const [spend] = await conn.execute<Array<{ spend: string; calls: string }>>(
     'select coalesce(sum(cost_usd), 0)::text as spend, count(*)::text as calls from llm_usage',
   );
-  const capSetting = await em.findOne(DeploymentSettingSchema, { key: DEMO_BUDGET_CAP_KEY });
+  const capSetting = await em.findOne(DeploymentSettingEntity, { key: DEMO_BUDGET_CAP_KEY });
   const spendUsd = Number(spend?.spend ?? 0);
   const cap = typeof capSetting?.value === 'number' ? capSetting.value : null;
   const latest = async (sql: string): Promise<string | null> => {
@@ -79,7 +79,7 @@ export async function setDemoBudgetCap(em: EntityManager, capUsd: number, update
 
 /** True when a cap is set and spend has reached it; without a cap this is one key lookup. */
 export async function demoBudgetExhausted(em: EntityManager): Promise<boolean> {
-  const cap = await em.findOne(DeploymentSettingSchema, { key: DEMO_BUDGET_CAP_KEY });
+  const cap = await em.findOne(DeploymentSettingEntity, { key: DEMO_BUDGET_CAP_KEY });
   if (typeof cap?.value !== 'number') return false;
   const [row] = await em.getConnection().execute<Array<{ spend: string }>>('select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
   return Number(row?.spend ?? 0) >= cap.value;

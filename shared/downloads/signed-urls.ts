@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { AppConfig } from '../config.js';
-import { DownloadGrantSchema, DownloadSchema, type Download } from '../db/entities/index.js';
+import { DownloadGrantEntity, DownloadEntity, type Download } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError, PlatformError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 
@@ -80,10 +80,10 @@ export async function verifyDownloadToken(config: AppConfig, token: string, now 
 /** Serves a link once: verifies it, finds the file, records the jti (a second use answers 410). */
 export async function redeemDownload(em: EntityManager, config: AppConfig, token: string, now = new Date()): Promise<Download> {
   const claims = await verifyDownloadToken(config, token, now);
-  const download = await em.findOne(DownloadSchema, { id: claims.fileId, tenant: claims.tenant }, { populate: ['content'] });
+  const download = await em.findOne(DownloadEntity, { id: claims.fileId, tenant: claims.tenant }, { populate: ['content'] });
   if (!download) throw invalidLink();
   try {
-    await em.insert(DownloadGrantSchema, { jti: claims.jti, downloadId: download.id, tenant: claims.tenant, usedAt: now });
+    await em.insert(DownloadGrantEntity, { jti: claims.jti, downloadId: download.id, tenant: claims.tenant, usedAt: now });
   } catch (err) {
     if (err instanceof UniqueConstraintViolationException) {
       throw new PlatformError('gone', 'This download link has already been used; ask the agent for a new one.', { reason: 'used' });
@@ -109,8 +109,8 @@ export async function storeDownload(
   );
   const id = input.id ?? randomUUID();
   // A caller retrying with the same id (an agent's retried tool call) finds the first file.
-  if (input.id && (await em.findOne(DownloadSchema, { id: input.id }))) return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
-  await em.insert(DownloadSchema, {
+  if (input.id && (await em.findOne(DownloadEntity, { id: input.id }))) return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
+  await em.insert(DownloadEntity, {
     id,
     tenant: input.tenant,
     fileName: input.name,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ConversationMessageSchema, type ConversationMessage } from '../db/entities/index.js';
+import { ConversationMessageEntity, type ConversationMessage } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
 
 export interface ThreadRecord {
@@ -86,11 +86,11 @@ export async function appendMessage(em: EntityManager, m: NewMessage): Promise<C
      values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, clock_timestamp()) on conflict (idempotency_key) do nothing`,
     [randomUUID(), m.threadId, m.role, m.authorKind, m.authorId, m.content, JSON.stringify(m.metadata ?? {}), m.idempotencyKey],
   );
-  return em.findOneOrFail(ConversationMessageSchema, { idempotencyKey: m.idempotencyKey });
+  return em.findOneOrFail(ConversationMessageEntity, { idempotencyKey: m.idempotencyKey });
 }
 
 export async function listMessages(em: EntityManager, threadId: string): Promise<ConversationMessage[]> {
-  return em.find(ConversationMessageSchema, { threadId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  return em.find(ConversationMessageEntity, { threadId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
 }
 
 /** Files the agent wrote (tool `agent_files`) during one turn, in order. */

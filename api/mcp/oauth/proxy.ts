@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../../../shared/config.js';
-import { McpOAuthAuthorizationSchema } from '../../../shared/db/entities/index.js';
+import { McpOAuthAuthorizationEntity } from '../../../shared/db/entities/index.js';
 import { BadRequestError, NotFoundError, PlatformError, ServiceUnavailableError } from '../../../shared/errors.js';
 import { SCOPES_SUPPORTED } from '../metadata.js';
 import { PKCE_PATTERN, randomToken, sha256Hex, verifierMatches } from './pkce.js';
@@ -45,8 +45,8 @@ export async function startAuthorization(em: EntityManager, config: AppConfig, o
   const callbackUri = `${origin}/oauth/callback`;
   const scope = req.scope?.trim() || SCOPES_SUPPORTED.join(' ');
   // Sign-ins abandoned long ago are of no use to anyone.
-  await em.nativeDelete(McpOAuthAuthorizationSchema, { expiresAt: { $lt: new Date(now.getTime() - 24 * 3_600_000) } });
-  await em.insert(McpOAuthAuthorizationSchema, {
+  await em.nativeDelete(McpOAuthAuthorizationEntity, { expiresAt: { $lt: new Date(now.getTime() - 24 * 3_600_000) } });
+  await em.insert(McpOAuthAuthorizationEntity, {
     id: state,
     clientId: req.client_id,
     redirectUri: req.redirect_uri,
@@ -76,10 +76,10 @@ export async function completeCallback(
   now = new Date(),
 ): Promise<string> {
   if (!query.state) throw new BadRequestError('The callback carries no state.', { reason: 'missing_state' });
-  const row = await em.findOne(McpOAuthAuthorizationSchema, { id: query.state });
+  const row = await em.findOne(McpOAuthAuthorizationEntity, { id: query.state });
   if (!row) throw new BadRequestError('The callback state is not recognised.', { reason: 'unknown_state' });
   if (row.expiresAt <= now) throw new PlatformError('gone', 'This sign-in took longer than 10 minutes; start again from your client.', { reason: 'state_expired' });
-  const claimed = await em.nativeUpdate(McpOAuthAuthorizationSchema, { id: row.id, callbackAt: null }, { callbackAt: now });
+  const claimed = await em.nativeUpdate(McpOAuthAuthorizationEntity, { id: row.id, callbackAt: null }, { callbackAt: now });
   if (claimed !== 1) throw new PlatformError('gone', 'This sign-in has already been completed; start again from your client.', { reason: 'state_used' });
   const target = new URL(row.redirectUri);
   const reply: Record<string, string> = { iss: origin };
@@ -90,7 +90,7 @@ export async function completeCallback(
   } else {
     const code = randomToken();
     await em.nativeUpdate(
-      McpOAuthAuthorizationSchema,
+      McpOAuthAuthorizationEntity,
       { id: row.id },
       { upstreamCode: query.code, codeHash: sha256Hex(code), codeExpiresAt: new Date(now.getTime() + CODE_TTL_MS) },
     );
@@ -130,9 +130,9 @@ export async function exchangeToken(em: EntityManager, config: AppConfig, req: T
     if (!req.code || !req.code_verifier || !req.redirect_uri || !req.client_id) {
       throw new OAuthTokenError('invalid_request', 'code, code_verifier, redirect_uri and client_id are required.');
     }
-    const row = await em.findOne(McpOAuthAuthorizationSchema, { codeHash: sha256Hex(req.code) });
+    const row = await em.findOne(McpOAuthAuthorizationEntity, { codeHash: sha256Hex(req.code) });
     // Consumed on the first attempt whatever its outcome, so a code can never be tried twice.
-    const consumed = row ? await em.nativeUpdate(McpOAuthAuthorizationSchema, { id: row.id, redeemedAt: null }, { redeemedAt: now }) : 0;
+    const consumed = row ? await em.nativeUpdate(McpOAuthAuthorizationEntity, { id: row.id, redeemedAt: null }, { redeemedAt: now }) : 0;
     if (!row || consumed !== 1 || !row.codeExpiresAt || row.codeExpiresAt <= now) throw new OAuthTokenError('invalid_grant', 'The code is unknown, expired or already used.');
     if (row.clientId !== req.client_id || row.redirectUri !== req.redirect_uri) throw new OAuthTokenError('invalid_grant', 'client_id or redirect_uri differ from the authorization request.');
     if (!verifierMatches(req.code_verifier, row.codeChallenge)) throw new OAuthTokenError('invalid_grant', 'PKCE verification failed: code_verifier does not match code_challenge.');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { CrmMergeApprovalSchema } from '../../db/entities/index.js';
+import { CrmMergeApprovalEntity } from '../../db/entities/index.js';
 import { CrmApiError } from '../../crm/errors.js';
 import { computePreview, mergeConnection } from '../../crm/merge-preview.js';
 import { checkSelection } from '../../crm/merge-selection.js';
@@ -27,7 +27,7 @@ function logged(ctx: ExecutorContext, what: string, err: unknown): string {
 export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
   actionType: 'crm.merge.v1',
   async execute(payload, ctx) {
-    const approval = await ctx.em.findOne(CrmMergeApprovalSchema, { approvalId: ctx.proposalId, tenant: ctx.tenant });
+    const approval = await ctx.em.findOne(CrmMergeApprovalEntity, { approvalId: ctx.proposalId, tenant: ctx.tenant });
     if (!approval) return notApplied('crm_approval_missing', 'This proposal has no CRM merge approval; request one with POST /api/crm/merge/approvals.');
     if (payload.connection_name && payload.connection_name !== approval.connectionName) {
       return notApplied('connection_mismatch', `The approval is bound to connection "${approval.connectionName}".`);

@@ -34,7 +34,7 @@ export interface ProposalRow {
   updatedAt: Date;
 }
 
-export const ProposalRowSchema = new EntitySchema<ProposalRow>({
+export const ProposalRowEntity = new EntitySchema<ProposalRow>({
   name: 'ActionReviewProposal',
   tableName: 'action_review_proposals',
   properties: {
@@ -81,7 +81,7 @@ export interface ProposalEventRow {
   occurredAt: Date;
 }
 
-export const ProposalEventRowSchema = new EntitySchema<ProposalEventRow>({
+export const ProposalEventRowEntity = new EntitySchema<ProposalEventRow>({
   name: 'ActionReviewEvent',
   tableName: 'action_review_events',
   properties: {
@@ -111,7 +111,7 @@ export interface HandbackRow {
   deliveredAt: Date | null;
 }
 
-export const HandbackRowSchema = new EntitySchema<HandbackRow>({
+export const HandbackRowEntity = new EntitySchema<HandbackRow>({
   name: 'ActionReviewHandback',
   tableName: 'action_review_handbacks',
   properties: {

@@ -22,7 +22,7 @@ export interface AgentRow {
   updatedAt: Date;
 }
 
-export const AgentRowSchema = new EntitySchema<AgentRow>({
+export const AgentRowEntity = new EntitySchema<AgentRow>({
   name: 'AgentRow',
   tableName: 'agents',
   properties: {

@@ -16,7 +16,7 @@ export interface ConversationThread {
   createdAt: Date;
 }
 
-export const ConversationThreadSchema = new EntitySchema<ConversationThread>({
+export const ConversationThreadEntity = new EntitySchema<ConversationThread>({
   name: 'ConversationThread',
   tableName: 'conversation_threads',
   properties: {
@@ -43,7 +43,7 @@ export interface ConversationMessage {
   createdAt: Date;
 }
 
-export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
+export const ConversationMessageEntity = new EntitySchema<ConversationMessage>({
   name: 'ConversationMessage',
   tableName: 'conversation_messages',
   properties: {

@@ -20,7 +20,7 @@ export interface CrmConnectionRow {
   updatedAt: Date;
 }
 
-export const CrmConnectionSchema = new EntitySchema<CrmConnectionRow>({
+export const CrmConnectionEntity = new EntitySchema<CrmConnectionRow>({
   name: 'CrmConnectionRow',
   tableName: 'crm_connections',
   properties: {
@@ -65,7 +65,7 @@ export interface CrmMergeApprovalRow {
   createdAt: Date;
 }
 
-export const CrmMergeApprovalSchema = new EntitySchema<CrmMergeApprovalRow>({
+export const CrmMergeApprovalEntity = new EntitySchema<CrmMergeApprovalRow>({
   name: 'CrmMergeApprovalRow',
   tableName: 'crm_merge_approvals',
   properties: {

@@ -13,7 +13,7 @@ export interface LlmUsage {
   occurredAt: Date;
 }
 
-export const LlmUsageSchema = new EntitySchema<LlmUsage>({
+export const LlmUsageEntity = new EntitySchema<LlmUsage>({
   name: 'LlmUsage',
   tableName: 'llm_usage',
   properties: {
@@ -37,7 +37,7 @@ export interface DeploymentSetting {
   updatedBy: string;
 }
 
-export const DeploymentSettingSchema = new EntitySchema<DeploymentSetting>({
+export const DeploymentSettingEntity = new EntitySchema<DeploymentSetting>({
   name: 'DeploymentSetting',
   tableName: 'deployment_settings',
   properties: {

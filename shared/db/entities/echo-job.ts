@@ -10,7 +10,7 @@ export interface EchoJob {
   recordedAt: Date;
 }
 
-export const EchoJobSchema = new EntitySchema<EchoJob>({
+export const EchoJobEntity = new EntitySchema<EchoJob>({
   name: 'EchoJob',
   tableName: 'echo_jobs',
   properties: {

@@ -12,7 +12,7 @@ export interface User {
   lastSignInAt: Date;
 }
 
-export const UserSchema = new EntitySchema<User>({
+export const UserEntity = new EntitySchema<User>({
   name: 'User',
   tableName: 'users',
   properties: {
@@ -41,7 +41,7 @@ export interface PersonalAccessToken {
   revokedAt: Date | null;
 }
 
-export const PersonalAccessTokenSchema = new EntitySchema<PersonalAccessToken>({
+export const PersonalAccessTokenEntity = new EntitySchema<PersonalAccessToken>({
   name: 'PersonalAccessToken',
   tableName: 'personal_access_tokens',
   properties: {
@@ -70,7 +70,7 @@ export interface SandboxToken {
   revokedAt: Date | null;
 }
 
-export const SandboxTokenSchema = new EntitySchema<SandboxToken>({
+export const SandboxTokenEntity = new EntitySchema<SandboxToken>({
   name: 'SandboxToken',
   tableName: 'sandbox_tokens',
   properties: {

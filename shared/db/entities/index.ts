@@ -1,11 +1,11 @@
-import { HandbackRowSchema, ProposalEventRowSchema, ProposalRowSchema } from './action-review.js';
-import { AgentRowSchema } from './agents.js';
-import { CrmConnectionSchema, CrmMergeApprovalSchema } from './crm.js';
-import { ConversationMessageSchema, ConversationThreadSchema } from './conversation.js';
-import { DeploymentSettingSchema, LlmUsageSchema } from './deployment.js';
-import { EchoJobSchema } from './echo-job.js';
-import { PersonalAccessTokenSchema, SandboxTokenSchema, UserSchema } from './identity.js';
-import { DownloadGrantSchema, DownloadSchema, McpOAuthAuthorizationSchema } from './mcp.js';
+import { HandbackRowEntity, ProposalEventRowEntity, ProposalRowEntity } from './action-review.js';
+import { AgentRowEntity } from './agents.js';
+import { CrmConnectionEntity, CrmMergeApprovalEntity } from './crm.js';
+import { ConversationMessageEntity, ConversationThreadEntity } from './conversation.js';
+import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
+import { EchoJobEntity } from './echo-job.js';
+import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
+import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 
 export * from './action-review.js';
 export * from './agents.js';
@@ -18,21 +18,21 @@ export * from './mcp.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
 export const allEntities = [
-  UserSchema,
-  PersonalAccessTokenSchema,
-  SandboxTokenSchema,
-  LlmUsageSchema,
-  DeploymentSettingSchema,
-  EchoJobSchema,
-  ConversationThreadSchema,
-  ConversationMessageSchema,
-  ProposalRowSchema,
-  ProposalEventRowSchema,
-  HandbackRowSchema,
-  AgentRowSchema,
-  McpOAuthAuthorizationSchema,
-  DownloadSchema,
-  DownloadGrantSchema,
-  CrmConnectionSchema,
-  CrmMergeApprovalSchema,
+  UserEntity,
+  PersonalAccessTokenEntity,
+  SandboxTokenEntity,
+  LlmUsageEntity,
+  DeploymentSettingEntity,
+  EchoJobEntity,
+  ConversationThreadEntity,
+  ConversationMessageEntity,
+  ProposalRowEntity,
+  ProposalEventRowEntity,
+  HandbackRowEntity,
+  AgentRowEntity,
+  McpOAuthAuthorizationEntity,
+  DownloadEntity,
+  DownloadGrantEntity,
+  CrmConnectionEntity,
+  CrmMergeApprovalEntity,
 ];

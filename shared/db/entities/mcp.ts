@@ -23,7 +23,7 @@ export interface McpOAuthAuthorization {
   redeemedAt: Date | null;
 }
 
-export const McpOAuthAuthorizationSchema = new EntitySchema<McpOAuthAuthorization>({
+export const McpOAuthAuthorizationEntity = new EntitySchema<McpOAuthAuthorization>({
   name: 'McpOAuthAuthorization',
   tableName: 'mcp_oauth_authorizations',
   properties: {
@@ -55,7 +55,7 @@ export interface Download {
   createdAt: Date;
 }
 
-export const DownloadSchema = new EntitySchema<Download>({
+export const DownloadEntity = new EntitySchema<Download>({
   name: 'Download',
   tableName: 'downloads',
   properties: {
@@ -77,7 +77,7 @@ export interface DownloadGrant {
   usedAt: Date;
 }
 
-export const DownloadGrantSchema = new EntitySchema<DownloadGrant>({
+export const DownloadGrantEntity = new EntitySchema<DownloadGrant>({
   name: 'DownloadGrant',
   tableName: 'download_grants',
   properties: {
