@@ -38,7 +38,9 @@ export interface RunningApi {
 export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): Promise<RunningApi> {
   const d = deps ?? (await buildDeps(config, log));
   const app = createApp(d);
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  // Koa answers its own errors (the error middleware); the listener only starts the request.
+  const server = createServer((req, res) => void handle(req, res));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address() as { port: number };

@@ -53,7 +53,7 @@ export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Pr
   );
   setHandler(
     claimMergeUpdate,
-    (args) => {
+    (_args) => {
       if (state.phase === 'open') setPhase('executing');
       return { ...state };
     },

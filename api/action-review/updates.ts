@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
 import { isRefusalCode, REFUSAL_CODES, REFUSAL_FAILURE_TYPE, type Refusal } from '../../shared/action-review/refusals.js';
-import { ConflictError, ForbiddenError, PlatformError } from '../../shared/errors.js';
+import { ConflictError, ForbiddenError, type PlatformError } from '../../shared/errors.js';
 import { proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 

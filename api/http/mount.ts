@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { authenticate, authenticationRequired } from '../auth/authenticate.js';
 import { requireInternalToken } from '../auth/internal.js';
 import type { AppDeps } from '../deps.js';
-import { BadRequestError, ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
+import { ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
 import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { bodyRequired, type AnyRoute } from './route.js';

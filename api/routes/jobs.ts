@@ -115,7 +115,7 @@ export const jobRoutes = [
     handler: async ({ params, principal, deps, em }) => {
       const row = await em.findOne(EchoJobEntity, { jobId: params.job_id, tenant: principal.tenant });
       if (!row) throw new NotFoundError(`No echo job ${params.job_id}.`);
-      let workflowStatus = 'unknown';
+      let workflowStatus: string;
       try {
         workflowStatus = (await deps.temporal.workflow.getHandle(row.workflowId).describe()).status.name;
       } catch (err) {

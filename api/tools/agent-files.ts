@@ -9,6 +9,7 @@ const FileName = z
   .trim()
   .min(1)
   .max(200)
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what a file name may not hold
   .regex(/^[^/\\\0-\x1f]+$/, 'a plain file name (no slashes or control characters)')
   .refine((n) => n !== '.' && n !== '..', 'a plain file name');
 

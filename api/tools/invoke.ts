@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
-import { BadRequestError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { parseInput } from '../../shared/validation.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';

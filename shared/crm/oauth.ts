@@ -37,7 +37,7 @@ export async function tokenRequest(tokenUrl: string, form: Record<string, string
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
   const text = await res.text();
-  let body: Record<string, unknown> = {};
+  let body: Record<string, unknown>;
   try {
     body = JSON.parse(text) as Record<string, unknown>;
   } catch {

@@ -34,7 +34,11 @@ async function descendants(pid: number): Promise<number[]> {
   }
   const found: number[] = [];
   const walk = (p: number) => {
-    for (const [child, parent] of parents) if (parent === p) (found.push(child), walk(child));
+    for (const [child, parent] of parents) {
+      if (parent !== p) continue;
+      found.push(child);
+      walk(child);
+    }
   };
   walk(pid);
   return found;

@@ -47,7 +47,7 @@ const stack = await startBenchStack({
   // Only loopback exists in the namespace; the policy says the same wherever this runs.
   PLATFORM_EGRESS_ALLOW_PRIVATE: 'false',
 });
-let code = 1;
+let code: number;
 try {
   const token = await idp.sign({ sub: 'fuzz-admin', name: 'Fuzz Admin', roles: ['admin'] });
   const common = [

@@ -42,7 +42,7 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-  const server: Server = createServer(async (req, res) => {
+  const server: Server = createServer((req, res) => void (async () => {
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       res.writeHead(404).end();
       return;
@@ -70,7 +70,7 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
       res.end(JSON.stringify({ id: 'chatcmpl-fake', model: body.model, choices: [{ index: 0, message, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 7 } }));
     };
     send(fake.respond(body));
-  });
+  })());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   fake.baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
   return fake;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 
 export interface FakeOidc {
@@ -16,7 +16,7 @@ export interface FakeOidc {
   close(): Promise<void>;
 }
 
-const json = (res: import('node:http').ServerResponse, status: number, body: unknown) => {
+const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 };
@@ -52,7 +52,7 @@ export async function startFakeOidc(options: { subject?: string; roles?: string[
       .sign(opts.foreignKey ? foreign.privateKey : privateKey);
   const accessToken = () => sign({ sub: options.subject ?? 'olivia', name: 'Olivia OAuth', roles: options.roles ?? ['admin'] });
 
-  const server: Server = createServer(async (req, res) => {
+  const server: Server = createServer((req, res) => void (async () => {
     const url = new URL(req.url ?? '/', issuer);
     if (url.pathname === '/.well-known/openid-configuration') {
       return json(res, 200, {
@@ -95,7 +95,7 @@ export async function startFakeOidc(options: { subject?: string; roles?: string[
       return json(res, 200, { access_token: await accessToken(), token_type: 'Bearer', expires_in: 300, refresh_token: 'refresh-1', scope: 'openid' });
     }
     res.writeHead(404).end();
-  });
+  })());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {

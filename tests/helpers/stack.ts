@@ -82,7 +82,7 @@ export async function http<T = Record<string, any>>(
   }
   const res = await fetch(base + path, { method, headers, body });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
