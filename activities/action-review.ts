@@ -23,7 +23,12 @@ export interface RecordTransitionInput {
   progress: ProposalProgress;
   event: ProposalEvent;
   /** Set on a decision in a conversation: the hand-back to deliver, written with the decision. */
-  handback: { threadId: string; decision: 'approved' | 'rejected'; reason: string | null; decidedByLabel: string } | null;
+  handback: {
+    threadId: string;
+    decision: 'approved' | 'rejected';
+    reason: string | null;
+    decidedByLabel: string;
+  } | null;
 }
 
 export interface RunEffectInput {
@@ -61,15 +66,38 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
              execution_origin, claimed, created_at, updated_at)
            values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, false, ?, ?)
            on conflict (proposal_id) do nothing`,
-          [r.proposalId, r.tenant, r.actionType, p.status, p.version, JSON.stringify(r.payload), r.payloadDigest, r.expectedEffect,
-            r.requestedStatement, json(r.requester), r.requesterKind, r.botId, r.threadId, r.subject?.kind ?? null, r.subject?.id ?? null,
-            r.executionOrigin, r.createdAt, p.updatedAt],
+          [
+            r.proposalId,
+            r.tenant,
+            r.actionType,
+            p.status,
+            p.version,
+            JSON.stringify(r.payload),
+            r.payloadDigest,
+            r.expectedEffect,
+            r.requestedStatement,
+            json(r.requester),
+            r.requesterKind,
+            r.botId,
+            r.threadId,
+            r.subject?.kind ?? null,
+            r.subject?.id ?? null,
+            r.executionOrigin,
+            r.createdAt,
+            p.updatedAt,
+          ],
         );
         await insertEvent(em, r.proposalId, event);
       });
     },
 
-    async recordProposalTransition({ proposalId, tenant, progress: p, event, handback }: RecordTransitionInput): Promise<void> {
+    async recordProposalTransition({
+      proposalId,
+      tenant,
+      progress: p,
+      event,
+      handback,
+    }: RecordTransitionInput): Promise<void> {
       await deps.orm.em.fork().transactional(async (em) => {
         // A late retry of an older transition never overwrites a newer state.
         await run(
@@ -78,9 +106,24 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
              claimed = ?, final_status = ?, execution_receipt = ?::jsonb, execution_refusal_reason = ?, execution_refusal_detail = ?,
              execution_error_detail = ?, resolved_by = ?::jsonb, resolution_note = ?, updated_at = ?
            where proposal_id = ? and version < ?`,
-          [p.status, p.version, json(p.decidedBy), p.decisionReason, p.decidedAt, p.claimed, p.finalStatus, json(p.executionReceipt),
-            p.executionRefusalReason, p.executionRefusalDetail, p.executionErrorDetail, json(p.resolvedBy), p.resolutionNote, p.updatedAt,
-            proposalId, p.version],
+          [
+            p.status,
+            p.version,
+            json(p.decidedBy),
+            p.decisionReason,
+            p.decidedAt,
+            p.claimed,
+            p.finalStatus,
+            json(p.executionReceipt),
+            p.executionRefusalReason,
+            p.executionRefusalDetail,
+            p.executionErrorDetail,
+            json(p.resolvedBy),
+            p.resolutionNote,
+            p.updatedAt,
+            proposalId,
+            p.version,
+          ],
         );
         await insertEvent(em, proposalId, event);
         if (handback) {
@@ -88,7 +131,15 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
             em,
             `insert into action_review_handbacks (proposal_id, tenant, thread_id, decision, reason, decided_by_label, created_at)
              values (?, ?, ?, ?, ?, ?, ?) on conflict (proposal_id) do nothing`,
-            [proposalId, tenant, handback.threadId, handback.decision, handback.reason, handback.decidedByLabel, event.occurredAt],
+            [
+              proposalId,
+              tenant,
+              handback.threadId,
+              handback.decision,
+              handback.reason,
+              handback.decidedByLabel,
+              event.occurredAt,
+            ],
           );
         }
       });
@@ -117,10 +168,23 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
         // People see the executor's classified sentence (or a generic one) and an error_id; the raw
         // failure, whatever the target system said, is logged under that id.
         const errorId = randomUUID();
-        const summary = err instanceof EffectOutcomeUnknownError ? err.message : 'The effect failed unexpectedly after it may have started; its outcome is unknown.';
-        deps.log.warn('action review effect outcome unknown', { proposal_id: input.proposalId, action_type: input.actionType, error_id: errorId, ...describeError(err) });
+        const summary =
+          err instanceof EffectOutcomeUnknownError
+            ? err.message
+            : 'The effect failed unexpectedly after it may have started; its outcome is unknown.';
+        deps.log.warn('action review effect outcome unknown', {
+          proposal_id: input.proposalId,
+          action_type: input.actionType,
+          error_id: errorId,
+          ...describeError(err),
+        });
         const details: EffectFailureDetails = { summary, error_id: errorId };
-        throw ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: summary, details: [details], nonRetryable: true });
+        throw ApplicationFailure.create({
+          type: EFFECT_OUTCOME_UNKNOWN,
+          message: summary,
+          details: [details],
+          nonRetryable: true,
+        });
       }
     },
   };

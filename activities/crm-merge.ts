@@ -4,11 +4,20 @@ import type { PrincipalRef } from '../shared/auth/principal.js';
 /** Projection writes of the CRM merge approval workflow (idempotent by approval id). */
 export function createCrmMergeActivities(deps: { orm: MikroORM }) {
   return {
-    async recordMergeApproved({ approvalId, approvedBy }: { approvalId: string; approvedBy: PrincipalRef }): Promise<void> {
-      await deps.orm.em.fork().getConnection().execute(`update crm_merge_approvals set approved_by = ?::jsonb where approval_id = ?`, [
-        JSON.stringify(approvedBy),
-        approvalId,
-      ]);
+    async recordMergeApproved({
+      approvalId,
+      approvedBy,
+    }: {
+      approvalId: string;
+      approvedBy: PrincipalRef;
+    }): Promise<void> {
+      await deps.orm.em
+        .fork()
+        .getConnection()
+        .execute(`update crm_merge_approvals set approved_by = ?::jsonb where approval_id = ?`, [
+          JSON.stringify(approvedBy),
+          approvalId,
+        ]);
     },
 
     /**
@@ -16,11 +25,14 @@ export function createCrmMergeActivities(deps: { orm: MikroORM }) {
      * the same row, so exactly one of them wins). Answers whether the approval is now expired.
      */
     async expireMergeApproval({ approvalId }: { approvalId: string }): Promise<{ expired: boolean }> {
-      const rows = await deps.orm.em.fork().getConnection().execute<Array<{ status: string }>>(
-        `update crm_merge_approvals set status = 'expired', expired_at = coalesce(expired_at, now())
+      const rows = await deps.orm.em
+        .fork()
+        .getConnection()
+        .execute<Array<{ status: string }>>(
+          `update crm_merge_approvals set status = 'expired', expired_at = coalesce(expired_at, now())
          where approval_id = ? and execution_started_at is null returning status`,
-        [approvalId],
-      );
+          [approvalId],
+        );
       return { expired: rows.length > 0 };
     },
   };

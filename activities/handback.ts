@@ -29,9 +29,19 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
           await tx.getConnection().execute(
             `insert into conversation_messages (id, thread_id, role, author_kind, author_id, content, metadata, idempotency_key)
              values (?, ?, 'platform', 'system', 'action-review', ?, ?::jsonb, ?)`,
-            [messageId, h.threadId, handbackMessage(h),
-              JSON.stringify({ kind: 'action_review_decision', proposal_id: proposalId, decision: h.decision, reason: h.reason, decided_by: h.decidedByLabel }),
-              `action-review-handback:${proposalId}`],
+            [
+              messageId,
+              h.threadId,
+              handbackMessage(h),
+              JSON.stringify({
+                kind: 'action_review_decision',
+                proposal_id: proposalId,
+                decision: h.decision,
+                reason: h.reason,
+                decided_by: h.decidedByLabel,
+              }),
+              `action-review-handback:${proposalId}`,
+            ],
             'run',
             tx.getTransactionContext(),
           );
@@ -48,7 +58,10 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
         await deps.orm.em
           .fork()
           .getConnection()
-          .execute(`update action_review_handbacks set attempts = attempts + 1, last_error = ? where proposal_id = ? and status = 'pending'`, [message, proposalId])
+          .execute(
+            `update action_review_handbacks set attempts = attempts + 1, last_error = ? where proposal_id = ? and status = 'pending'`,
+            [message, proposalId],
+          )
           .catch(() => undefined);
         deps.log.warn('hand-back delivery failed', { proposal_id: proposalId, error_message: message });
         throw err;
@@ -56,7 +69,13 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
     },
 
     async listPendingHandbacks({ limit }: { limit: number }): Promise<string[]> {
-      const rows = await deps.orm.em.fork().find(HandbackRowEntity, { status: 'pending' }, { orderBy: { createdAt: 'asc' }, limit, fields: ['proposalId'] });
+      const rows = await deps.orm.em
+        .fork()
+        .find(
+          HandbackRowEntity,
+          { status: 'pending' },
+          { orderBy: { createdAt: 'asc' }, limit, fields: ['proposalId'] },
+        );
       return rows.map((r) => r.proposalId);
     },
   };

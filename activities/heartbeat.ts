@@ -5,7 +5,11 @@ import { Context } from '@temporalio/activity';
  * the activity's heartbeat timeout instead of its start-to-close limit. Used around the long calls
  * of activities (the language-model call, the Action Review effect). Must run inside an activity.
  */
-export async function withHeartbeat<T>(intervalMs: number, work: () => Promise<T>, ctx: Context = Context.current()): Promise<T> {
+export async function withHeartbeat<T>(
+  intervalMs: number,
+  work: () => Promise<T>,
+  ctx: Context = Context.current(),
+): Promise<T> {
   const timer = setInterval(() => ctx.heartbeat(), intervalMs);
   try {
     return await work();

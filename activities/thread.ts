@@ -16,7 +16,13 @@ export interface ModelStep {
 /** Thread turns: record the user's message, ask the model, run the tools it asks for. Each write is keyed, so retries never duplicate. */
 export function createThreadActivities(deps: ActivityDeps) {
   return {
-    async recordUserMessage(input: { threadId: string; messageId: string; content: string; authorKind: string; authorId: string }): Promise<void> {
+    async recordUserMessage(input: {
+      threadId: string;
+      messageId: string;
+      content: string;
+      authorKind: string;
+      authorId: string;
+    }): Promise<void> {
       await appendMessage(deps.orm.em.fork(), {
         threadId: input.threadId,
         role: 'user',
@@ -27,26 +33,44 @@ export function createThreadActivities(deps: ActivityDeps) {
       });
     },
 
-    async callModel(input: { threadId: string; agentId: string; tenant: string; turnId: string; round: number; toolsDisabled: boolean }): Promise<ModelStep> {
+    async callModel(input: {
+      threadId: string;
+      agentId: string;
+      tenant: string;
+      turnId: string;
+      round: number;
+      toolsDisabled: boolean;
+    }): Promise<ModelStep> {
       const em = deps.orm.em.fork();
       const key = `${input.turnId}:assistant:${input.round}`;
       const done = (await listMessages(em, input.threadId)).find((m) => m.idempotencyKey === key);
       if (done) return stepOf(done);
       const thread = await findThread(em, input.threadId);
       const agent = await em.findOne(AgentRowEntity, { id: input.agentId });
-      if (!thread || !agent) throw ApplicationFailure.nonRetryable(`thread ${input.threadId} or agent ${input.agentId} is gone`, 'ThreadGone');
+      if (!thread || !agent)
+        throw ApplicationFailure.nonRetryable(
+          `thread ${input.threadId} or agent ${input.agentId} is gone`,
+          'ThreadGone',
+        );
       const messages = await listMessages(em, input.threadId);
       const system = [
         agent.instructions,
         thread.callerPersona ? `The caller describes themselves as: ${thread.callerPersona}` : '',
         thread.callerGoal ? `The caller's goal: ${thread.callerGoal}` : '',
-      ].filter(Boolean).join('\n\n');
+      ]
+        .filter(Boolean)
+        .join('\n\n');
       const chat: ChatMessage[] = [{ role: 'system', content: system }, ...messages.map(toChatMessage)];
       const tools = input.toolsDisabled ? [] : (deps.toolbox?.specs(agent.toolGroups) ?? []);
       // A hosted demo stops spending at its cap (`PUT /api/internal/demo-budget/cap`).
       if (await demoBudgetExhausted(em)) {
         throw ApplicationFailure.nonRetryable('The demo budget is used up.', 'LlmError', {
-          ...llmFailure('budget_exhausted', 'This deployment has used its language-model budget.', 'Ask the deployment owner to raise the cap.', false).failure,
+          ...llmFailure(
+            'budget_exhausted',
+            'This deployment has used its language-model budget.',
+            'Ask the deployment owner to raise the cap.',
+            false,
+          ).failure,
         });
       }
       let result;
@@ -55,9 +79,15 @@ export function createThreadActivities(deps: ActivityDeps) {
         result = await withHeartbeat(2_000, () => chatCompletion(deps.config.llm, chat, tools));
       } catch (err) {
         if (err instanceof LlmError) {
-          deps.log.warn('language-model call failed', { error_id: err.failure.error_id, kind: err.failure.kind, detail: err.detailForLogs?.slice(0, 500) });
+          deps.log.warn('language-model call failed', {
+            error_id: err.failure.error_id,
+            kind: err.failure.kind,
+            detail: err.detailForLogs?.slice(0, 500),
+          });
           const failure = { ...err.failure };
-          throw err.retryable ? ApplicationFailure.retryable(err.message, 'LlmError', failure) : ApplicationFailure.nonRetryable(err.message, 'LlmError', failure);
+          throw err.retryable
+            ? ApplicationFailure.retryable(err.message, 'LlmError', failure)
+            : ApplicationFailure.nonRetryable(err.message, 'LlmError', failure);
         }
         throw err;
       }
@@ -67,7 +97,10 @@ export function createThreadActivities(deps: ActivityDeps) {
         model: result.model,
         promptTokens: result.usage.promptTokens,
         completionTokens: result.usage.completionTokens,
-        costUsd: (result.usage.promptTokens * deps.config.llm.inputUsdPerMtok + result.usage.completionTokens * deps.config.llm.outputUsdPerMtok) / 1_000_000,
+        costUsd:
+          (result.usage.promptTokens * deps.config.llm.inputUsdPerMtok +
+            result.usage.completionTokens * deps.config.llm.outputUsdPerMtok) /
+          1_000_000,
         threadId: input.threadId,
       });
       const stored = await appendMessage(em, {
@@ -82,7 +115,13 @@ export function createThreadActivities(deps: ActivityDeps) {
       return stepOf(stored);
     },
 
-    async runToolCall(input: { threadId: string; agentId: string; tenant: string; turnId: string; call: ToolCall }): Promise<void> {
+    async runToolCall(input: {
+      threadId: string;
+      agentId: string;
+      tenant: string;
+      turnId: string;
+      call: ToolCall;
+    }): Promise<void> {
       const em = deps.orm.em.fork();
       const key = `${input.turnId}:tool:${input.call.id}`;
       if ((await listMessages(em, input.threadId)).some((m) => m.idempotencyKey === key)) return;
@@ -106,7 +145,10 @@ export function createThreadActivities(deps: ActivityDeps) {
         } catch {
           args = undefined;
         }
-        outcome = args === undefined ? { ok: false, result: { error: 'The tool arguments are not valid JSON.' } } : await deps.toolbox.invoke(input.call.function.name, args, principal, key);
+        outcome =
+          args === undefined
+            ? { ok: false, result: { error: 'The tool arguments are not valid JSON.' } }
+            : await deps.toolbox.invoke(input.call.function.name, args, principal, key);
       }
       await appendMessage(em, {
         threadId: input.threadId,
@@ -132,8 +174,11 @@ function toChatMessage(m: { role: string; content: string; metadata: Record<stri
   if (m.role === 'user') return { role: 'user', content: m.content };
   if (m.role === 'assistant') {
     const calls = m.metadata.tool_calls as ToolCall[] | undefined;
-    return calls?.length ? { role: 'assistant', content: m.content || null, tool_calls: calls } : { role: 'assistant', content: m.content };
+    return calls?.length
+      ? { role: 'assistant', content: m.content || null, tool_calls: calls }
+      : { role: 'assistant', content: m.content };
   }
-  if (m.role === 'tool' && typeof m.metadata.tool_call_id === 'string') return { role: 'tool', tool_call_id: m.metadata.tool_call_id, content: m.content };
+  if (m.role === 'tool' && typeof m.metadata.tool_call_id === 'string')
+    return { role: 'tool', tool_call_id: m.metadata.tool_call_id, content: m.content };
   return { role: 'system', content: `[platform note] ${m.content}` };
 }

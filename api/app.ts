@@ -14,7 +14,10 @@ import { allRoutes } from './routes/index.js';
 /** Maps co-body's parse failures (plain errors carrying `status`) to the platform's refusals. */
 function bodyParseError(err: Error, limitBytes: number): PlatformError {
   const status = (err as { status?: number }).status;
-  if (status === 413) return new PayloadTooLargeError(`The request body is larger than ${limitBytes} bytes.`, { limit_bytes: limitBytes });
+  if (status === 413)
+    return new PayloadTooLargeError(`The request body is larger than ${limitBytes} bytes.`, {
+      limit_bytes: limitBytes,
+    });
   if (status === 415) return new PlatformError('unsupported_media_type', 'Unsupported request body encoding.');
   return new BadRequestError('The request body is not valid JSON.', { reason: 'malformed_json' });
 }
@@ -41,12 +44,19 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
       },
     }),
   );
-  const formRoutes = new Set(routes.filter((r) => r.bodyKind === 'form').map((r) => `${r.method.toUpperCase()} ${r.path}`));
+  const formRoutes = new Set(
+    routes.filter((r) => r.bodyKind === 'form').map((r) => `${r.method.toUpperCase()} ${r.path}`),
+  );
   app.use((ctx, next) => {
     // A body on a JSON route must be JSON; anything else is refused before any handler runs.
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     const formAllowed = formRoutes.has(`${ctx.method} ${ctx.path}`) && ctx.is('application/x-www-form-urlencoded');
-    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(ctx.method) && !ctx.is('application/json', '+json') && !formAllowed) {
+    if (
+      hasBody &&
+      ['POST', 'PUT', 'PATCH'].includes(ctx.method) &&
+      !ctx.is('application/json', '+json') &&
+      !formAllowed
+    ) {
       throw new PlatformError('unsupported_media_type', 'Send the request body as application/json.');
     }
     return next();
@@ -79,7 +89,11 @@ const methodNotAllowed: Koa.Middleware = async (ctx, next) => {
     ctx.status = 204;
     return;
   }
-  const error = new PlatformError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}.`, { allowed: allow.split(', ') });
+  const error = new PlatformError(
+    'method_not_allowed',
+    `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}.`,
+    { allowed: allow.split(', ') },
+  );
   error.headers.Allow = allow;
   throw error;
 };

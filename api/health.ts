@@ -26,7 +26,9 @@ export async function checkDependencies(deps: AppDeps): Promise<{ database: Chec
     },
   );
   const temporal = withTimeout(
-    deps.temporalConnection.withDeadline(Date.now() + 3_000, () => deps.temporalConnection.workflowService.getSystemInfo({})),
+    deps.temporalConnection.withDeadline(Date.now() + 3_000, () =>
+      deps.temporalConnection.workflowService.getSystemInfo({}),
+    ),
     3_500,
   ).then(
     () => 'ok' as const,

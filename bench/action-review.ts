@@ -23,14 +23,22 @@ import type { ProposalRecord, ProposalWorkflowInput } from '../shared/action-rev
 import type { PrincipalRef } from '../shared/auth/principal.js';
 import type { AppConfig } from '../shared/config.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
-import { approveUpdate, createdUpdate, executeUpdate, proposalWorkflowId } from '../workflows/action-review-definitions.js';
+import {
+  approveUpdate,
+  createdUpdate,
+  executeUpdate,
+  proposalWorkflowId,
+} from '../workflows/action-review-definitions.js';
 import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
 const ACTION_TYPE = 'prover.request_finding_evidence.v1' as const;
 const EXPECTED_EFFECT = 'The finding gets an evidence request.';
-const payloadFor = (tag: string) => ({ finding_id: `finding-${tag}`, evidence_request: 'Attach the query output behind this finding.' });
+const payloadFor = (tag: string) => ({
+  finding_id: `finding-${tag}`,
+  evidence_request: 'Attach the query output behind this finding.',
+});
 
 /** The principal the API resolves for every request with AUTH_PROVIDER=none, as workflows record it. */
 const localAdmin = (config: AppConfig): PrincipalRef => ({
@@ -83,13 +91,23 @@ async function bareLifecycle(client: Client, config: AppConfig, tag: string): Pr
         { key: SearchAttributes.proposalStatus, value: 'requested' },
         { key: SearchAttributes.actionType, value: ACTION_TYPE },
       ],
-      memo: { action_type: ACTION_TYPE, requester: { kind: caller.kind, id: caller.id, label: caller.label }, bot_id: null, thread_id: null },
+      memo: {
+        action_type: ACTION_TYPE,
+        requester: { kind: caller.kind, id: caller.id, label: caller.label },
+        bot_id: null,
+        thread_id: null,
+      },
     }),
   });
   const handle = client.workflow.getHandle(proposalWorkflowId(proposalId));
-  await handle.executeUpdate(approveUpdate, { args: [{ caller, reason: null, expectedVersion: null, expectedPayloadDigest: null }] });
-  const outcome = await handle.executeUpdate(executeUpdate, { args: [{ caller, origin: { surface: 'api', threadId: null } }] });
-  if (outcome.finalStatus !== 'executed') throw new Error(`bare lifecycle ended ${outcome.finalStatus}: ${outcome.refusalDetail ?? outcome.errorDetail}`);
+  await handle.executeUpdate(approveUpdate, {
+    args: [{ caller, reason: null, expectedVersion: null, expectedPayloadDigest: null }],
+  });
+  const outcome = await handle.executeUpdate(executeUpdate, {
+    args: [{ caller, origin: { surface: 'api', threadId: null } }],
+  });
+  if (outcome.finalStatus !== 'executed')
+    throw new Error(`bare lifecycle ended ${outcome.finalStatus}: ${outcome.refusalDetail ?? outcome.errorDetail}`);
 }
 
 async function post(url: string, body?: unknown): Promise<Record<string, any>> {
@@ -105,11 +123,16 @@ async function post(url: string, body?: unknown): Promise<Record<string, any>> {
 
 /** create → approve → execute over HTTP, as a client of the API would. */
 async function apiLifecycle(baseUrl: string, tag: string): Promise<void> {
-  const created = await post(`${baseUrl}/api/action-review/proposals`, { action_type: ACTION_TYPE, payload: payloadFor(tag), expected_effect: EXPECTED_EFFECT });
+  const created = await post(`${baseUrl}/api/action-review/proposals`, {
+    action_type: ACTION_TYPE,
+    payload: payloadFor(tag),
+    expected_effect: EXPECTED_EFFECT,
+  });
   const proposalUrl = `${baseUrl}/api/action-review/proposals/${created.proposal.proposal_id as string}`;
   await post(`${proposalUrl}/approve`, {});
   const executed = await post(`${proposalUrl}/execute`);
-  if (executed.final_status !== 'executed') throw new Error(`API lifecycle ended ${executed.final_status}: ${JSON.stringify(executed)}`);
+  if (executed.final_status !== 'executed')
+    throw new Error(`API lifecycle ended ${executed.final_status}: ${JSON.stringify(executed)}`);
 }
 
 export async function benchActionReview(stack: BenchStack, count: number, concurrency: number): Promise<string> {
@@ -123,5 +146,9 @@ export async function benchActionReview(stack: BenchStack, count: number, concur
     count,
     concurrency,
   );
-  return report(`Action Review lifecycle (create → approve → execute, ${ACTION_TYPE}), ${count} proposals at concurrency ${concurrency}`, api, bare);
+  return report(
+    `Action Review lifecycle (create → approve → execute, ${ACTION_TYPE}), ${count} proposals at concurrency ${concurrency}`,
+    api,
+    bare,
+  );
 }

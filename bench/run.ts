@@ -14,7 +14,9 @@ const wanted = (name: string) => !only || only.includes(name);
 const llm = await startFakeLlm((req) => ({ content: `ok ${req.messages.length}` }));
 const stack = await startBenchStack({ PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'bench-model' });
 try {
-  process.stdout.write(`# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores)\n\n`);
+  process.stdout.write(
+    `# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores)\n\n`,
+  );
   if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');

@@ -23,7 +23,8 @@ async function mcpClient(url: string): Promise<McpClient> {
 async function call(client: McpClient, args: Record<string, unknown>): Promise<Record<string, unknown>> {
   const result = (await client.callTool({ name: 'platform', arguments: args })) as CallToolResult;
   const text = result.content.find((c) => c.type === 'text');
-  if (result.isError || !text || !('text' in text)) throw new Error(`platform ${String(args.action)} failed: ${JSON.stringify(result.content)}`);
+  if (result.isError || !text || !('text' in text))
+    throw new Error(`platform ${String(args.action)} failed: ${JSON.stringify(result.content)}`);
   return JSON.parse(text.text) as Record<string, unknown>;
 }
 
@@ -33,7 +34,16 @@ export async function benchThreads(stack: BenchStack, count: number, concurrency
   const bareThreads = await Promise.all(
     Array.from({ length: concurrency }, async () => {
       const id = `bench_${randomUUID().replace(/-/g, '')}`;
-      return createThread(orm.em.fork(), { id, tenant: 'default', agentId: 'eve', ownerId: 'local-admin', origin: 'bench', callerPersona: null, callerGoal: null, title: null });
+      return createThread(orm.em.fork(), {
+        id,
+        tenant: 'default',
+        agentId: 'eve',
+        ownerId: 'local-admin',
+        origin: 'bench',
+        callerPersona: null,
+        callerGoal: null,
+        title: null,
+      });
     }),
   );
   const bareTurn = async (i: number) => {
@@ -50,14 +60,22 @@ export async function benchThreads(stack: BenchStack, count: number, concurrency
     if (!result.ok) throw new Error(`turn failed: ${result.llmFailure.kind}`);
   };
   const clients = await Promise.all(Array.from({ length: concurrency }, () => mcpClient(stack.api.url)));
-  const mcpThreads = await Promise.all(clients.map(async (c) => (await call(c, { action: 'thread_create', initial_prompt: 'warm-up' })).platform_thread_id as string));
+  const mcpThreads = await Promise.all(
+    clients.map(
+      async (c) => (await call(c, { action: 'thread_create', initial_prompt: 'warm-up' })).platform_thread_id as string,
+    ),
+  );
   await measure('warm-up', concurrency * 2, concurrency, bareTurn);
   try {
     const [gateway, bare] = await measurePair(
       {
         label: 'MCP thread_continue',
         op: async (i) => {
-          await call(clients[i % concurrency]!, { action: 'thread_continue', platform_thread_id: mcpThreads[i % concurrency], message: `turn ${i}` });
+          await call(clients[i % concurrency]!, {
+            action: 'thread_continue',
+            platform_thread_id: mcpThreads[i % concurrency],
+            message: `turn ${i}`,
+          });
         },
       },
       { label: 'bare workflow Update', op: bareTurn },

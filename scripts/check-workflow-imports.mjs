@@ -26,7 +26,9 @@ function visit(file, from) {
       if (!existsSync(target)) problems.push(`${path.relative(root, file)}: cannot resolve ${spec}`);
       else visit(target, file);
     } else if (!allowedPackages.some((re) => re.test(spec))) {
-      problems.push(`${path.relative(root, file)}: imports "${spec}" (not workflow-safe)${from ? ` — reached from ${path.relative(root, from)}` : ''}`);
+      problems.push(
+        `${path.relative(root, file)}: imports "${spec}" (not workflow-safe)${from ? ` — reached from ${path.relative(root, from)}` : ''}`,
+      );
     }
   }
 }
@@ -43,7 +45,9 @@ const reachedFromWorkflows = [...seen];
 for (const file of sharedModules(path.join(root, 'shared'))) if (tagged(file)) visit(file);
 for (const file of reachedFromWorkflows) {
   if (!file.startsWith(path.join(root, 'workflows') + path.sep) && !tagged(file)) {
-    problems.push(`${path.relative(root, file)}: imported by workflow code but not tagged ${TAG} (see shared/README.md)`);
+    problems.push(
+      `${path.relative(root, file)}: imported by workflow code but not tagged ${TAG} (see shared/README.md)`,
+    );
   }
 }
 if (problems.length) {

@@ -104,7 +104,8 @@ async function main(): Promise<void> {
     const cli = await resolveTemporalCli(say);
     const port = Number(process.env.TEMPORAL_DEV_PORT ?? 7233);
     const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? port + 1000);
-    if (await portOpen('127.0.0.1', port)) throw new Error(`port ${port} is in use; set TEMPORAL_ADDRESS to use that server, or TEMPORAL_DEV_PORT`);
+    if (await portOpen('127.0.0.1', port))
+      throw new Error(`port ${port} is in use; set TEMPORAL_ADDRESS to use that server, or TEMPORAL_DEV_PORT`);
     say(`starting Temporal dev server (${cli}) on 127.0.0.1:${port}, UI on ${uiPort}`);
     const options: DevServerOptions = {
       cliPath: cli,
@@ -126,13 +127,20 @@ async function main(): Promise<void> {
     say('using PostgreSQL from DATABASE_URL');
   } else {
     const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
-    if (await portOpen('127.0.0.1', port)) throw new Error(`port ${port} is in use; set DATABASE_URL or EMBEDDED_PG_PORT`);
+    if (await portOpen('127.0.0.1', port))
+      throw new Error(`port ${port} is in use; set DATABASE_URL or EMBEDDED_PG_PORT`);
     say(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in ${path.join(dataDir, 'postgres')})`);
     let cluster: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
     const postgres = (supervised.postgres = supervise('PostgreSQL', async () => {
       // The first start creates the cluster (if new); a restart starts the same one on the same port.
       if (cluster) await cluster.start();
-      else cluster = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port, database: 'platform', persistent: true });
+      else
+        cluster = await startEmbeddedPostgres({
+          dataDir: path.join(dataDir, 'postgres'),
+          port,
+          database: 'platform',
+          persistent: true,
+        });
       return { exited: cluster.exited(), stop: cluster.stop };
     }));
     await postgres.start();
@@ -149,7 +157,10 @@ async function main(): Promise<void> {
   }
 
   if (shuttingDown) return stopAll();
-  for (const [name, script] of [['worker', 'worker/index.ts'], ['API', 'api/server.ts']] as const) {
+  for (const [name, script] of [
+    ['worker', 'worker/index.ts'],
+    ['API', 'api/server.ts'],
+  ] as const) {
     const child = supervise(name, () => runChild(script, env));
     supervised.children.push(child);
     await child.start();
@@ -165,7 +176,9 @@ async function main(): Promise<void> {
     `  Readiness      ${apiUrl}/readyz`,
     `  Temporal UI    ${env.TEMPORAL_UI_URL ?? '(not known: set TEMPORAL_UI_URL)'}`,
     `  Auth           ${config.auth.provider}${
-      config.auth.provider === 'none' ? ' — authentication is OFF: every request acts as the local admin (local use only)' : ''
+      config.auth.provider === 'none'
+        ? ' — authentication is OFF: every request acts as the local admin (local use only)'
+        : ''
     }`,
     '',
     '  Ctrl-C stops everything.',

@@ -208,10 +208,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer (got "${raw}")`);
     return n;
   };
-  const publicOrigin = publicOriginOf(e.PLATFORM_MCP_PUBLIC_URL ? 'PLATFORM_MCP_PUBLIC_URL' : 'PLATFORM_PUBLIC_BASE_URL', e.PLATFORM_MCP_PUBLIC_URL ?? e.PLATFORM_PUBLIC_BASE_URL);
+  const publicOrigin = publicOriginOf(
+    e.PLATFORM_MCP_PUBLIC_URL ? 'PLATFORM_MCP_PUBLIC_URL' : 'PLATFORM_PUBLIC_BASE_URL',
+    e.PLATFORM_MCP_PUBLIC_URL ?? e.PLATFORM_PUBLIC_BASE_URL,
+  );
   const oauthProxyEnabled = truthy(e.PLATFORM_OAUTH_PROXY_ENABLED);
   if (oauthProxyEnabled && (!e.AUTH_ISSUER || !e.AUTH_CLIENT_ID)) {
-    throw new ConfigError('PLATFORM_OAUTH_PROXY_ENABLED needs AUTH_ISSUER and AUTH_CLIENT_ID (the upstream identity provider and the platform\'s client there)');
+    throw new ConfigError(
+      "PLATFORM_OAUTH_PROXY_ENABLED needs AUTH_ISSUER and AUTH_CLIENT_ID (the upstream identity provider and the platform's client there)",
+    );
   }
   if (e.PLATFORM_SECRETS_KEY !== undefined) checkSecretsKey(e.PLATFORM_SECRETS_KEY);
   const logLevel = (e.LOG_LEVEL ?? 'info').toLowerCase();
@@ -260,18 +265,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       outputUsdPerMtok: nonNegative('PLATFORM_LLM_OUTPUT_USD_PER_MTOK', e.PLATFORM_LLM_OUTPUT_USD_PER_MTOK),
     },
     actionReview: {
-      sweepIntervalSeconds: positiveInt('ACTION_REVIEW_SWEEP_INTERVAL_SECONDS', e.ACTION_REVIEW_SWEEP_INTERVAL_SECONDS, 600),
+      sweepIntervalSeconds: positiveInt(
+        'ACTION_REVIEW_SWEEP_INTERVAL_SECONDS',
+        e.ACTION_REVIEW_SWEEP_INTERVAL_SECONDS,
+        600,
+      ),
       maxProposalBytes: positiveInt('ACTION_REVIEW_MAX_PROPOSAL_BYTES', e.ACTION_REVIEW_MAX_PROPOSAL_BYTES, 256 * 1024),
-      effectTimeoutSeconds: positiveInt('ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS', e.ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS, 600),
-      effectHeartbeatSeconds: positiveInt('ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS', e.ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS, 30),
-      handbackMaxAttempts: positiveInt('ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS', e.ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS, 20),
-      localCliAllowedCommands: (e.LOCAL_CLI_ALLOWED_COMMANDS ?? '').split(',').map((c) => c.trim()).filter(Boolean),
+      effectTimeoutSeconds: positiveInt(
+        'ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS',
+        e.ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS,
+        600,
+      ),
+      effectHeartbeatSeconds: positiveInt(
+        'ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS',
+        e.ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS,
+        30,
+      ),
+      handbackMaxAttempts: positiveInt(
+        'ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS',
+        e.ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS,
+        20,
+      ),
+      localCliAllowedCommands: (e.LOCAL_CLI_ALLOWED_COMMANDS ?? '')
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
       localCliTimeoutSeconds: positiveInt('LOCAL_CLI_TIMEOUT_SECONDS', e.LOCAL_CLI_TIMEOUT_SECONDS, 120),
       ticketTrackerUrl: e.TICKET_TRACKER_URL,
       ticketTrackerToken: e.TICKET_TRACKER_TOKEN,
     },
     logLevel: logLevel as AppConfig['logLevel'],
-    secrets: { key: e.PLATFORM_SECRETS_KEY, keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key` },
+    secrets: {
+      key: e.PLATFORM_SECRETS_KEY,
+      keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key`,
+    },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
@@ -289,7 +316,9 @@ function nonNegative(name: string, raw: string | undefined): number {
 function unavailablePolicy(value: string | undefined): AppConfig['gateway']['defaultAgentUnavailablePolicy'] {
   if (value === undefined) return undefined;
   if (value === 'require_selection' || value === 'first_available') return value;
-  throw new ConfigError(`PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY must be require_selection or first_available (got "${value}")`);
+  throw new ConfigError(
+    `PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY must be require_selection or first_available (got "${value}")`,
+  );
 }
 
 /**

@@ -42,6 +42,20 @@ export function describeError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { error_message: String(err) };
   const { logDetail } = err as { logDetail?: unknown };
   const c = err.cause as { code?: unknown; logDetail?: unknown } | undefined;
-  const cause = err.cause instanceof Error ? { cause_name: err.cause.name, cause_message: err.cause.message, cause_code: c?.code, cause_log_detail: c?.logDetail } : {};
-  return { error_name: err.name, error_message: err.message, stack: err.stack, ...cause, ...(logDetail === undefined ? {} : { log_detail: logDetail }) };
+  const cause =
+    err.cause instanceof Error
+      ? {
+          cause_name: err.cause.name,
+          cause_message: err.cause.message,
+          cause_code: c?.code,
+          cause_log_detail: c?.logDetail,
+        }
+      : {};
+  return {
+    error_name: err.name,
+    error_message: err.message,
+    stack: err.stack,
+    ...cause,
+    ...(logDetail === undefined ? {} : { log_detail: logDetail }),
+  };
 }

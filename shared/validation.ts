@@ -44,16 +44,28 @@ export function issueFields(prefix: readonly string[], error: z.ZodError): Field
 
 /** A 400 naming every failing field; `what` says what was invalid ("request body", "arguments for x"). */
 export function invalidInput(what: string, fields: FieldIssue[], extra: Record<string, unknown> = {}): BadRequestError {
-  return new BadRequestError(`Invalid ${what}: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, { ...extra, fields });
+  return new BadRequestError(`Invalid ${what}: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, {
+    ...extra,
+    fields,
+  });
 }
 
 /** Refuses NUL anywhere in `value` with a 400 naming the fields. */
-export function refuseNul(value: unknown, prefix: readonly string[], what: string, extra: Record<string, unknown> = {}): void {
+export function refuseNul(
+  value: unknown,
+  prefix: readonly string[],
+  what: string,
+  extra: Record<string, unknown> = {},
+): void {
   const fields = nulFields(value, prefix);
   if (fields.length === 0) return;
   throw invalidInput(
     what,
-    fields.map((field) => ({ field, message: 'text may not contain the NUL character (\\u0000)', code: 'nul_character' })),
+    fields.map((field) => ({
+      field,
+      message: 'text may not contain the NUL character (\\u0000)',
+      code: 'nul_character',
+    })),
     extra,
   );
 }

@@ -9,7 +9,10 @@ import type { AgentToolbox } from '../shared/threads/toolbox.js';
  * The agents' toolbox inside the worker. Tools start and update workflows (e.g. an Action Review
  * proposal), so the worker holds a Temporal client of its own for them.
  */
-export function createWorkerToolbox(deps: { orm: MikroORM; config: AppConfig; log: Logger }): { toolbox: AgentToolbox; close(): Promise<void> } {
+export function createWorkerToolbox(deps: { orm: MikroORM; config: AppConfig; log: Logger }): {
+  toolbox: AgentToolbox;
+  close(): Promise<void>;
+} {
   const temporalConnection = Connection.lazy({ address: deps.config.temporal.address });
   const temporal = new Client({ connection: temporalConnection, namespace: deps.config.temporal.namespace });
   const toolbox = createAgentToolbox({ ...deps, temporal, temporalConnection, verifier: undefined });

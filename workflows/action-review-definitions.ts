@@ -1,11 +1,6 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { PrincipalRef } from '../shared/auth/principal.js';
-import type {
-  FinalStatus,
-  ProposalProgress,
-  ProposalRecord,
-  ReconciledStatus,
-} from '../shared/action-review/types.js';
+import type { FinalStatus, ProposalProgress, ProposalRecord, ReconciledStatus } from '../shared/action-review/types.js';
 
 /**
  * The proposal workflow's messages. The API imports this module to call them, so it holds only
@@ -71,7 +66,9 @@ export interface ProposalSnapshot {
 export const createdUpdate = defineUpdate<ProposalProgress>('created');
 export const approveUpdate = defineUpdate<DecisionOutcome, [DecideArgs]>('approve');
 export const rejectUpdate = defineUpdate<DecisionOutcome, [DecideArgs]>('reject');
-export const approveAndExecuteUpdate = defineUpdate<DecisionOutcome, [DecideArgs & { origin: ExecutionOriginRef }]>('approveAndExecute');
+export const approveAndExecuteUpdate = defineUpdate<DecisionOutcome, [DecideArgs & { origin: ExecutionOriginRef }]>(
+  'approveAndExecute',
+);
 export const executeUpdate = defineUpdate<ExecutionOutcome, [ExecuteArgs]>('execute');
 export const reconcileUpdate = defineUpdate<ProposalProgress, [ReconcileArgs]>('reconcile');
 export const proposalStateQuery = defineQuery<ProposalSnapshot>('state');

@@ -9,13 +9,37 @@ import type { DecisionOutcome, ExecutionOutcome } from './action-review-definiti
 /** The effect ran: applied, or refused by its executor before anything was written. */
 export function effectOutcome(effect: EffectOutcome): ExecutionOutcome {
   return effect.outcome === 'executed'
-    ? { claimed: true, finalStatus: 'executed', replayed: false, refusalReason: null, refusalDetail: null, errorDetail: null, result: effect.result }
-    : { claimed: true, finalStatus: 'not_applied', replayed: false, refusalReason: effect.reason, refusalDetail: effect.detail, errorDetail: null, result: null };
+    ? {
+        claimed: true,
+        finalStatus: 'executed',
+        replayed: false,
+        refusalReason: null,
+        refusalDetail: null,
+        errorDetail: null,
+        result: effect.result,
+      }
+    : {
+        claimed: true,
+        finalStatus: 'not_applied',
+        replayed: false,
+        refusalReason: effect.reason,
+        refusalDetail: effect.detail,
+        errorDetail: null,
+        result: null,
+      };
 }
 
 /** The attempt failed or timed out: it may have applied the effect, so a person reconciles (never a retry). */
 export function reconciliationRequired(errorDetail: string): ExecutionOutcome {
-  return { claimed: true, finalStatus: 'reconciliation_required', replayed: false, refusalReason: null, refusalDetail: null, errorDetail, result: null };
+  return {
+    claimed: true,
+    finalStatus: 'reconciliation_required',
+    replayed: false,
+    refusalReason: null,
+    refusalDetail: null,
+    errorDetail,
+    result: null,
+  };
 }
 
 /** A later execute: the earlier execution's recorded outcome, without running the effect again. */

@@ -15,7 +15,13 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { ActionReviewActivities } from '../activities/action-review.js';
 import type { PrincipalRef } from '../shared/auth/principal.js';
 import { approvingIsTheAction } from '../shared/action-review/action-types.js';
-import { checkDecision, checkExecute, checkReconcile, initialProgress, isTerminal } from '../shared/action-review/checks.js';
+import {
+  checkDecision,
+  checkExecute,
+  checkReconcile,
+  initialProgress,
+  isTerminal,
+} from '../shared/action-review/checks.js';
 import { classifyEffectFailure, errorDetail } from '../shared/action-review/effect-failure.js';
 import { REFUSAL_FAILURE_TYPE, type Refusal } from '../shared/action-review/refusals.js';
 import type {
@@ -95,23 +101,38 @@ function newProposalState({ record, runtime }: ProposalWorkflowInput): ProposalS
   };
 }
 
-const snapshot = (state: ProposalState): ProposalSnapshot => ({ record: state.record, progress: { ...state.progress } });
+const snapshot = (state: ProposalState): ProposalSnapshot => ({
+  record: state.record,
+  progress: { ...state.progress },
+});
 
 // ─── Validators: synchronous; a refusal rejects the Update and nothing enters history ───
 
 /** Validators throw this: the update is rejected synchronously and nothing enters history. */
 function refuse(refusal: Refusal | null): void {
-  if (refusal) throw ApplicationFailure.create({ type: REFUSAL_FAILURE_TYPE, message: refusal.message, details: [refusal.code], nonRetryable: true });
+  if (refusal)
+    throw ApplicationFailure.create({
+      type: REFUSAL_FAILURE_TYPE,
+      message: refusal.message,
+      details: [refusal.code],
+      nonRetryable: true,
+    });
 }
 
-const validateDecision = (state: ProposalState, args: DecideArgs) => refuse(checkDecision(state.record, state.progress, args));
+const validateDecision = (state: ProposalState, args: DecideArgs) =>
+  refuse(checkDecision(state.record, state.progress, args));
 
 const validateApproveAndExecute = (state: ProposalState, args: DecideArgs & ExecuteArgs) =>
-  refuse(checkDecision(state.record, state.progress, args) ?? checkExecute(state.record, { ...state.progress, status: 'approved' }, args));
+  refuse(
+    checkDecision(state.record, state.progress, args) ??
+      checkExecute(state.record, { ...state.progress, status: 'approved' }, args),
+  );
 
-const validateExecute = (state: ProposalState, args: ExecuteArgs) => refuse(checkExecute(state.record, state.progress, args));
+const validateExecute = (state: ProposalState, args: ExecuteArgs) =>
+  refuse(checkExecute(state.record, state.progress, args));
 
-const validateReconcile = (state: ProposalState, args: ReconcileArgs) => refuse(checkReconcile(state.progress, args.caller));
+const validateReconcile = (state: ProposalState, args: ReconcileArgs) =>
+  refuse(checkReconcile(state.progress, args.caller));
 
 // ─── Steps the handlers share ───
 
@@ -183,14 +204,23 @@ async function attemptEffect(state: ProposalState, caller: PrincipalRef): Promis
     const failure = classifyEffectFailure(err.cause);
     const errorId = failure.errorId ?? uuid4();
     if (!failure.errorId) {
-      log.warn('action review effect attempt failed', { proposal_id: record.proposalId, error_id: errorId, failure_name: err.cause?.name, failure_message: err.cause?.message });
+      log.warn('action review effect attempt failed', {
+        proposal_id: record.proposalId,
+        error_id: errorId,
+        failure_name: err.cause?.name,
+        failure_message: err.cause?.message,
+      });
     }
     return reconciliationRequired(errorDetail(failure.summary, errorId));
   }
 }
 
 /** Exactly one claim and one effect attempt; a later caller waits for and answers the recorded outcome. */
-async function runEffect(state: ProposalState, caller: PrincipalRef, origin: ExecutionOriginRef): Promise<ExecutionOutcome> {
+async function runEffect(
+  state: ProposalState,
+  caller: PrincipalRef,
+  origin: ExecutionOriginRef,
+): Promise<ExecutionOutcome> {
   if (state.progress.claimed) {
     await condition(() => state.execution !== null);
     return replayedOutcome(state.execution!);
@@ -210,7 +240,12 @@ async function runEffect(state: ProposalState, caller: PrincipalRef, origin: Exe
 }
 
 /** Records the decision, starts the hand-back, then executes when approving is the action or was asked for. */
-async function decide(state: ProposalState, approve: boolean, args: DecideArgs, thenExecute: ExecutionOriginRef | null): Promise<DecisionOutcome> {
+async function decide(
+  state: ProposalState,
+  approve: boolean,
+  args: DecideArgs,
+  thenExecute: ExecutionOriginRef | null,
+): Promise<DecisionOutcome> {
   const status = approve ? 'approved' : 'rejected';
   await transition(state, status, args.caller, args.reason, null, {
     status,
@@ -240,19 +275,27 @@ async function awaitCreated(state: ProposalState): Promise<ProposalProgress> {
 const approve = (state: ProposalState, args: DecideArgs) =>
   decide(state, true, args, approvingIsTheAction(state.record.actionType) ? INBOX_ORIGIN : null);
 
-const approveAndExecute = (state: ProposalState, args: DecideArgs & ExecuteArgs) => decide(state, true, args, args.origin);
+const approveAndExecute = (state: ProposalState, args: DecideArgs & ExecuteArgs) =>
+  decide(state, true, args, args.origin);
 
 const reject = (state: ProposalState, args: DecideArgs) => decide(state, false, args, null);
 
 const execute = (state: ProposalState, args: ExecuteArgs) => runEffect(state, args.caller, args.origin);
 
 async function reconcile(state: ProposalState, args: ReconcileArgs): Promise<ProposalProgress> {
-  await transition(state, 'reconciled', args.caller, args.note, { final_status: args.finalStatus }, {
-    status: 'resolved',
-    finalStatus: args.finalStatus,
-    resolvedBy: args.caller,
-    resolutionNote: args.note,
-  });
+  await transition(
+    state,
+    'reconciled',
+    args.caller,
+    args.note,
+    { final_status: args.finalStatus },
+    {
+      status: 'resolved',
+      finalStatus: args.finalStatus,
+      resolvedBy: args.caller,
+      resolutionNote: args.note,
+    },
+  );
   return { ...state.progress };
 }
 
@@ -260,10 +303,14 @@ function registerHandlers(state: ProposalState): void {
   setHandler(proposalStateQuery, () => queryState(state));
   setHandler(createdUpdate, () => awaitCreated(state));
   setHandler(approveUpdate, (args) => approve(state, args), { validator: (args) => validateDecision(state, args) });
-  setHandler(approveAndExecuteUpdate, (args) => approveAndExecute(state, args), { validator: (args) => validateApproveAndExecute(state, args) });
+  setHandler(approveAndExecuteUpdate, (args) => approveAndExecute(state, args), {
+    validator: (args) => validateApproveAndExecute(state, args),
+  });
   setHandler(rejectUpdate, (args) => reject(state, args), { validator: (args) => validateDecision(state, args) });
   setHandler(executeUpdate, (args) => execute(state, args), { validator: (args) => validateExecute(state, args) });
-  setHandler(reconcileUpdate, (args) => reconcile(state, args), { validator: (args) => validateReconcile(state, args) });
+  setHandler(reconcileUpdate, (args) => reconcile(state, args), {
+    validator: (args) => validateReconcile(state, args),
+  });
 }
 
 /**
@@ -278,7 +325,14 @@ export async function actionReviewProposalWorkflow(input: ProposalWorkflowInput)
   await db.recordProposalCreated({
     record: state.record,
     progress: { ...state.progress },
-    event: { seq: 1, type: 'proposed', actor: state.record.requester, reason: null, detail: null, occurredAt: state.record.createdAt },
+    event: {
+      seq: 1,
+      type: 'proposed',
+      actor: state.record.requester,
+      reason: null,
+      detail: null,
+      occurredAt: state.record.createdAt,
+    },
   });
   state.created = true;
   await condition(() => isTerminal(state.progress.status));

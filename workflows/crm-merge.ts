@@ -1,4 +1,11 @@
-import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { CrmMergeActivities } from '../activities/crm-merge.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
@@ -17,7 +24,8 @@ const db = proxyActivities<CrmMergeActivities>(ActivityProfiles.database);
 
 /** Validators throw this: the update is rejected synchronously and nothing enters history. */
 function refuse(code: CrmMergeRefusalCode | null, message = ''): void {
-  if (code) throw ApplicationFailure.create({ type: CRM_MERGE_REFUSAL_TYPE, message, details: [code], nonRetryable: true });
+  if (code)
+    throw ApplicationFailure.create({ type: CRM_MERGE_REFUSAL_TYPE, message, details: [code], nonRetryable: true });
 }
 
 /**
@@ -46,7 +54,10 @@ export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Pr
     },
     {
       validator: (args) => {
-        refuse(args.caller.kind !== 'person' ? 'person_only' : null, 'Only a genuinely authenticated person can approve a merge.');
+        refuse(
+          args.caller.kind !== 'person' ? 'person_only' : null,
+          'Only a genuinely authenticated person can approve a merge.',
+        );
         refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
       },
     },
@@ -60,7 +71,10 @@ export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Pr
     {
       validator: (args) => {
         refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
-        refuse(args.connectionName !== input.connectionName ? 'connection_mismatch' : null, `The approval is bound to connection "${input.connectionName}".`);
+        refuse(
+          args.connectionName !== input.connectionName ? 'connection_mismatch' : null,
+          `The approval is bound to connection "${input.connectionName}".`,
+        );
       },
     },
   );

@@ -22,7 +22,12 @@ export interface HandbackResult {
 export async function actionReviewHandbackWorkflow(input: HandbackInput): Promise<HandbackResult> {
   const { deliverHandback } = proxyActivities<HandbackActivities>({
     ...ActivityProfiles.database,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: input.maxAttempts },
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '5 minutes',
+      maximumAttempts: input.maxAttempts,
+    },
   });
   try {
     const r = await deliverHandback({ proposalId: input.proposalId });

@@ -23,8 +23,7 @@ export interface LlmFailureView {
 }
 
 export type TurnResult =
-  | { ok: true; reply: string; messageId: string; toolCalls: number }
-  | { ok: false; llmFailure: LlmFailureView };
+  { ok: true; reply: string; messageId: string; toolCalls: number } | { ok: false; llmFailure: LlmFailureView };
 
 export const threadWorkflowId = (threadId: string) => `thread/${threadId}`;
 

@@ -11,12 +11,26 @@ import {
 } from '@temporalio/workflow';
 import type { ThreadActivities } from '../activities/thread.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
-import { postMessageUpdate, turnsQuery, type LlmFailureView, type PostMessageInput, type ThreadWorkflowInput, type TurnResult } from './thread-definitions.js';
+import {
+  postMessageUpdate,
+  turnsQuery,
+  type LlmFailureView,
+  type PostMessageInput,
+  type ThreadWorkflowInput,
+  type TurnResult,
+} from './thread-definitions.js';
 
 const { recordUserMessage } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
 // The model call heartbeats: a worker that dies mid-call is detected within the heartbeat timeout.
-const { callModel } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' });
-const { runToolCall } = proxyActivities<ThreadActivities>({ ...ActivityProfiles.externalIdempotent, retry: { maximumAttempts: 3 } });
+const { callModel } = proxyActivities<ThreadActivities>({
+  ...ActivityProfiles.externalIdempotent,
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '10 seconds',
+});
+const { runToolCall } = proxyActivities<ThreadActivities>({
+  ...ActivityProfiles.externalIdempotent,
+  retry: { maximumAttempts: 3 },
+});
 
 /** Concurrent messages once could start turns together; the fix changes command order, hence a patch. */
 const TURN_LOCK_PATCH = 'thread-turn-lock';
@@ -86,13 +100,21 @@ async function runTurn(input: ThreadWorkflowInput, message: PostMessageInput): P
     const toolsDisabled = round === MAX_TOOL_ROUNDS;
     let step: Awaited<ReturnType<typeof callModel>>;
     try {
-      step = await callModel({ threadId: input.threadId, agentId: input.agentId, tenant: input.tenant, turnId, round, toolsDisabled });
+      step = await callModel({
+        threadId: input.threadId,
+        agentId: input.agentId,
+        tenant: input.tenant,
+        turnId,
+        round,
+        toolsDisabled,
+      });
     } catch (err) {
       const llmFailure = llmFailureOf(err);
       if (llmFailure) return { ok: false, llmFailure };
       throw err;
     }
-    if (step.toolCalls.length === 0 || toolsDisabled) return { ok: true, reply: step.content ?? '', messageId: step.messageId, toolCalls };
+    if (step.toolCalls.length === 0 || toolsDisabled)
+      return { ok: true, reply: step.content ?? '', messageId: step.messageId, toolCalls };
     for (const call of step.toolCalls) {
       toolCalls++;
       await runToolCall({ threadId: input.threadId, agentId: input.agentId, tenant: input.tenant, turnId, call });
@@ -104,6 +126,7 @@ async function runTurn(input: ThreadWorkflowInput, message: PostMessageInput): P
 /** The classified model failure an activity attached (never the provider's raw text). */
 function llmFailureOf(err: unknown): LlmFailureView | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  if (cause instanceof ApplicationFailure && cause.type === 'LlmError') return cause.details?.[0] as LlmFailureView | undefined;
+  if (cause instanceof ApplicationFailure && cause.type === 'LlmError')
+    return cause.details?.[0] as LlmFailureView | undefined;
   return undefined;
 }

@@ -4,7 +4,12 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { ActionType } from '../../shared/action-review/action-types.js';
 import { proposalDigest } from '../../shared/action-review/digest.js';
 import { PayloadSchemas } from '../../shared/action-review/payloads.js';
-import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from '../../shared/action-review/types.js';
+import type {
+  ExecutionOrigin,
+  ProposalRecord,
+  ProposalSubject,
+  ProposalWorkflowInput,
+} from '../../shared/action-review/types.js';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
 import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../../shared/errors.js';
@@ -37,23 +42,36 @@ function parsePayload(actionType: ActionType, payload: unknown): unknown {
  * thread (from its token) is registered on first use, shared in its tenant; a person's new
  * thread is registered as theirs.
  */
-async function ensureThread(em: EntityManager, principal: Principal, threadId: string, botId: string | null): Promise<void> {
+async function ensureThread(
+  em: EntityManager,
+  principal: Principal,
+  threadId: string,
+  botId: string | null,
+): Promise<void> {
   const thread = await em.findOne(ConversationThreadEntity, { id: threadId });
   if (!thread) {
     const owned = principal.kind === 'person';
-    await em.getConnection().execute(
-      `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
-      [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
-    );
+    await em
+      .getConnection()
+      .execute(
+        `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
+        [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
+      );
     return;
   }
-  const mine = principal.kind === 'agent' ? thread.botId === principal.botId : thread.ownerId === principal.id || thread.visibility === 'tenant';
+  const mine =
+    principal.kind === 'agent'
+      ? thread.botId === principal.botId
+      : thread.ownerId === principal.id || thread.visibility === 'tenant';
   if (thread.tenant !== principal.tenant || !mine) throw new NotFoundError(`No conversation thread ${threadId}.`);
 }
 
 async function checkSubject(em: EntityManager, principal: Principal, subject: ProposalSubject): Promise<void> {
   const probe = subjectProbes(em)[subject.kind];
-  if (!probe) throw new BadRequestError(`Subject kind "${subject.kind}" has no visibility handler.`, { fields: [{ field: 'body.subject.kind', message: 'unknown subject kind' }] });
+  if (!probe)
+    throw new BadRequestError(`Subject kind "${subject.kind}" has no visibility handler.`, {
+      fields: [{ field: 'body.subject.kind', message: 'unknown subject kind' }],
+    });
   if (subject.kind === THREAD_SUBJECT && principal.kind === 'agent') {
     // An agent may name only the thread its token is bound to.
     if (subject.id !== principal.threadId) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
@@ -63,7 +81,12 @@ async function checkSubject(em: EntityManager, principal: Principal, subject: Pr
 }
 
 /** Validates, sizes and starts one proposal workflow; answers once its creation is in PostgreSQL. */
-export async function createProposal(deps: AppDeps, em: EntityManager, principal: Principal, input: CreateProposalInput): Promise<ProposalRow> {
+export async function createProposal(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: CreateProposalInput,
+): Promise<ProposalRow> {
   const payload = parsePayload(input.actionType, input.payload);
   if (input.subject) await checkSubject(em, principal, input.subject);
   const proposalId = input.proposalId ?? randomUUID();
@@ -76,7 +99,12 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
     tenant: principal.tenant,
     actionType: input.actionType,
     payload,
-    payloadDigest: proposalDigest({ actionType: input.actionType, payload, expectedEffect: input.expectedEffect, subject: input.subject }),
+    payloadDigest: proposalDigest({
+      actionType: input.actionType,
+      payload,
+      expectedEffect: input.expectedEffect,
+      subject: input.subject,
+    }),
     expectedEffect: input.expectedEffect,
     requestedStatement: input.requestedStatement,
     requester: principalRef(principal),
@@ -89,7 +117,11 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
   };
   const bytes = Buffer.byteLength(JSON.stringify(record));
   const limit = deps.config.actionReview.maxProposalBytes;
-  if (bytes > limit) throw new PayloadTooLargeError(`The proposal is too large to store (${bytes} bytes; the limit is ${limit}).`, { limit_bytes: limit, size_bytes: bytes });
+  if (bytes > limit)
+    throw new PayloadTooLargeError(`The proposal is too large to store (${bytes} bytes; the limit is ${limit}).`, {
+      limit_bytes: limit,
+      size_bytes: bytes,
+    });
   if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
 
   const { actionReview } = deps.config;
@@ -114,7 +146,12 @@ export async function createProposal(deps: AppDeps, em: EntityManager, principal
         { key: SearchAttributes.proposalStatus, value: 'requested' },
         { key: SearchAttributes.actionType, value: input.actionType },
       ],
-      memo: { action_type: input.actionType, requester: { kind: principal.kind, id: principal.id, label: principal.displayName }, bot_id: input.botId, thread_id: input.threadId },
+      memo: {
+        action_type: input.actionType,
+        requester: { kind: principal.kind, id: principal.id, label: principal.displayName },
+        bot_id: input.botId,
+        thread_id: input.threadId,
+      },
     }),
   });
   return deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });

@@ -1,6 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
-import { HandbackRowEntity, ProposalEventRowEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
+import {
+  HandbackRowEntity,
+  ProposalEventRowEntity,
+  ProposalRowEntity,
+  type ProposalRow,
+} from '../../shared/db/entities/index.js';
 import { detailView, type ProposalDetail } from './views.js';
 
 export interface DetailOptions {
@@ -25,7 +30,12 @@ function signability(row: ProposalRow, principal: Principal) {
 }
 
 /** The detail view of a row the caller may see, read fresh from PostgreSQL (events in order). */
-export async function proposalDetail(em: EntityManager, principal: Principal, row: ProposalRow, options: DetailOptions): Promise<ProposalDetail> {
+export async function proposalDetail(
+  em: EntityManager,
+  principal: Principal,
+  row: ProposalRow,
+  options: DetailOptions,
+): Promise<ProposalDetail> {
   // Three independent reads, each on its own fork so they run concurrently on separate pool connections.
   const { proposalId } = row;
   const [current, events, handback] = await Promise.all([
@@ -40,4 +50,9 @@ export async function proposalDetail(em: EntityManager, principal: Principal, ro
 }
 
 /** What decision and creation responses carry: the full view, statement withheld as on reads without include_statement. */
-export const FULL_DETAIL: DetailOptions = { includeEvents: true, summary: false, includeStatement: false, includePackageSignability: false };
+export const FULL_DETAIL: DetailOptions = {
+  includeEvents: true,
+  summary: false,
+  includeStatement: false,
+  includePackageSignability: false,
+};

@@ -1,7 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { principalRef, type Principal } from '../../shared/auth/principal.js';
 import { ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
-import { executeUpdate, type ExecutionOriginRef, type ExecutionOutcome } from '../../workflows/action-review-definitions.js';
+import {
+  executeUpdate,
+  type ExecutionOriginRef,
+  type ExecutionOutcome,
+} from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sendUpdate } from './updates.js';
 import { findVisibleProposal } from './visibility.js';
@@ -67,7 +71,8 @@ async function answerAfterClose(em: EntityManager, proposalId: string): Promise<
   return {
     ...refusedAnswer({
       code: 'outcome_not_recorded',
-      message: 'The proposal workflow ended before it recorded the outcome; the effect may have happened. Check the target system before anything else.',
+      message:
+        'The proposal workflow ended before it recorded the outcome; the effect may have happened. Check the target system before anything else.',
     }),
     claimed: true,
   };
@@ -77,7 +82,13 @@ async function answerAfterClose(em: EntityManager, proposalId: string): Promise<
  * Executes a visible proposal once from the given origin. A refusal answers `success: false` with
  * `claimed: false`; a repeat answers the recorded outcome (`replayed`) without running the effect.
  */
-export async function executeProposal(deps: AppDeps, em: EntityManager, principal: Principal, proposalId: string, origin: ExecutionOriginRef): Promise<ExecuteAnswer> {
+export async function executeProposal(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  proposalId: string,
+  origin: ExecutionOriginRef,
+): Promise<ExecuteAnswer> {
   const row = await findVisibleProposal(em, principal, proposalId, 'execute');
   const answer = await sendUpdate(deps, row.proposalId, executeUpdate, { caller: principalRef(principal), origin });
   if (answer.ok) return answerOf(answer.value);

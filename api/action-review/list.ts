@@ -22,11 +22,18 @@ export interface ListResult {
 }
 
 /** The inbox: the tenant's proposals, newest first, filtered to what the caller may see, then paged. */
-export async function listVisibleProposals(em: EntityManager, principal: Principal, filters: ListFilters): Promise<ListResult> {
+export async function listVisibleProposals(
+  em: EntityManager,
+  principal: Principal,
+  filters: ListFilters,
+): Promise<ListResult> {
   const where: Record<string, unknown> = { tenant: principal.tenant };
   if (filters.status?.length) where.status = { $in: filters.status };
   if (filters.actionType?.length) where.actionType = { $in: filters.actionType };
-  const scanned = await em.find(ProposalRowEntity, where, { orderBy: { createdAt: 'desc', proposalId: 'asc' }, limit: SCAN_CEILING + 1 });
+  const scanned = await em.find(ProposalRowEntity, where, {
+    orderBy: { createdAt: 'desc', proposalId: 'asc' },
+    limit: SCAN_CEILING + 1,
+  });
   const overCeiling = scanned.length > SCAN_CEILING;
   // The same rule as single reads: agents see their own thread's proposals, others by subject.
   const result = await visibleRows(em, principal, overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned);

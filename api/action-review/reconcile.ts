@@ -21,7 +21,13 @@ function run<T = unknown>(em: EntityManager, sql: string, params: unknown[]): Pr
  * workflow is gone: nothing else will write this row again (its ProposalStatus search attribute
  * stays at the last value the workflow set).
  */
-async function reconcileProjection(em: EntityManager, proposalId: string, caller: PrincipalRef, finalStatus: ReconciledStatus, note: string | null): Promise<ReconcileAnswer> {
+async function reconcileProjection(
+  em: EntityManager,
+  proposalId: string,
+  caller: PrincipalRef,
+  finalStatus: ReconciledStatus,
+  note: string | null,
+): Promise<ReconcileAnswer> {
   const current = await em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
   const refusal = checkReconcile({ status: current.status as ProposalStatus }, caller);
   if (refusal) return { resolved: false, refusal };
@@ -35,7 +41,10 @@ async function reconcileProjection(em: EntityManager, proposalId: string, caller
       [finalStatus, JSON.stringify(caller), note, proposalId, current.version],
     );
     if (updated.length === 0) {
-      return { resolved: false, refusal: { code: 'not_reconciliation_required', message: 'The proposal was reconciled meanwhile; reload it.' } } as const;
+      return {
+        resolved: false,
+        refusal: { code: 'not_reconciliation_required', message: 'The proposal was reconciled meanwhile; reload it.' },
+      } as const;
     }
     await run(
       tx,
@@ -53,7 +62,14 @@ async function reconcileProjection(em: EntityManager, proposalId: string, caller
  * while the workflow runs. A proposal marked `reconciliation_required` by stale-claim recovery has
  * no workflow left to accept it, so then the transition goes to the projection directly.
  */
-export async function reconcileProposal(deps: AppDeps, em: EntityManager, principal: Principal, proposalId: string, finalStatus: ReconciledStatus, note: string | null): Promise<ReconcileAnswer> {
+export async function reconcileProposal(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  proposalId: string,
+  finalStatus: ReconciledStatus,
+  note: string | null,
+): Promise<ReconcileAnswer> {
   const caller = principalRef(principal);
   const answer = await sendUpdate(deps, proposalId, reconcileUpdate, { caller, finalStatus, note });
   if (answer.ok) return { resolved: true, finalStatus: answer.value.finalStatus as ReconciledStatus };

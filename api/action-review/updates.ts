@@ -1,6 +1,11 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
-import { isRefusalCode, REFUSAL_CODES, REFUSAL_FAILURE_TYPE, type Refusal } from '../../shared/action-review/refusals.js';
+import {
+  isRefusalCode,
+  REFUSAL_CODES,
+  REFUSAL_FAILURE_TYPE,
+  type Refusal,
+} from '../../shared/action-review/refusals.js';
 import { ConflictError, ForbiddenError, type PlatformError } from '../../shared/errors.js';
 import { proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
@@ -18,18 +23,34 @@ export const UPDATE_OUTLIVED_WORKFLOW_TYPE = 'AcceptedUpdateCompletedWorkflow';
 /** The server's answer to an update on a workflow that has completed, before or while the update ran. */
 export function isClosedWorkflow(err: unknown): boolean {
   if (err instanceof WorkflowNotFoundError) return true;
-  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_OUTLIVED_WORKFLOW_TYPE) return true;
+  if (
+    err instanceof WorkflowUpdateFailedError &&
+    err.cause instanceof ApplicationFailure &&
+    err.cause.type === UPDATE_OUTLIVED_WORKFLOW_TYPE
+  )
+    return true;
   const message = (err as { message?: unknown }).message;
   return typeof message === 'string' && /workflow execution already completed/i.test(message);
 }
 
 /** Sends one update to the proposal's workflow and turns the validator's refusal into data. */
-export async function sendUpdate<T, A>(deps: AppDeps, proposalId: string, update: UpdateDefinition<T, [A]>, arg: A): Promise<UpdateAnswer<T>> {
+export async function sendUpdate<T, A>(
+  deps: AppDeps,
+  proposalId: string,
+  update: UpdateDefinition<T, [A]>,
+  arg: A,
+): Promise<UpdateAnswer<T>> {
   try {
-    const value = await deps.temporal.workflow.getHandle(proposalWorkflowId(proposalId)).executeUpdate(update, { args: [arg] });
+    const value = await deps.temporal.workflow
+      .getHandle(proposalWorkflowId(proposalId))
+      .executeUpdate(update, { args: [arg] });
     return { ok: true, value };
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === REFUSAL_FAILURE_TYPE) {
+    if (
+      err instanceof WorkflowUpdateFailedError &&
+      err.cause instanceof ApplicationFailure &&
+      err.cause.type === REFUSAL_FAILURE_TYPE
+    ) {
       const code = err.cause.details?.[0];
       if (isRefusalCode(code)) return { ok: false, refusal: { code, message: err.cause.message } };
     }

@@ -4,14 +4,20 @@ import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import type { HandbackRow, ProposalEventRow, ProposalRow } from '../../shared/db/entities/index.js';
 import { toIso } from '../../shared/dates.js';
 
-export const ProposalIdParams = z.object({ proposal_id: z.string().min(1).max(100).describe('Unknown, hidden and other-tenant ids all answer 404') });
+export const ProposalIdParams = z.object({
+  proposal_id: z.string().min(1).max(100).describe('Unknown, hidden and other-tenant ids all answer 404'),
+});
 
-
-export const RequesterSchema = z.object({ kind: z.string(), id: z.string(), label: z.string() }).meta({ id: 'ActionReviewRequester' });
+export const RequesterSchema = z
+  .object({ kind: z.string(), id: z.string(), label: z.string() })
+  .meta({ id: 'ActionReviewRequester' });
 
 export const DecisionContextSchema = z
   .object({
-    expected_version: z.number().int().describe('Send back as `expected_version` when deciding; a mismatch answers 409 decision_context_mismatch'),
+    expected_version: z
+      .number()
+      .int()
+      .describe('Send back as `expected_version` when deciding; a mismatch answers 409 decision_context_mismatch'),
     payload_digest: z.string().describe('Send back as `expected_payload_digest` when deciding'),
   })
   .meta({ id: 'ActionReviewDecisionContext' });
@@ -19,7 +25,11 @@ export const DecisionContextSchema = z
 export const EventSchema = z
   .object({
     seq: z.number().int(),
-    type: z.string().describe('proposed, approved, rejected, execution_claimed, executed, not_applied, reconciliation_required, reconciled'),
+    type: z
+      .string()
+      .describe(
+        'proposed, approved, rejected, execution_claimed, executed, not_applied, reconciliation_required, reconciled',
+      ),
     actor: RequesterSchema,
     reason: z.string().nullable(),
     detail: z.record(z.string(), z.unknown()).nullable(),
@@ -33,7 +43,9 @@ export const ProposalRowViewSchema = z
     proposal_id: z.string(),
     action_type: z.enum(ACTION_TYPES),
     approving_is_the_action: z.boolean(),
-    effective_status: z.enum(PROPOSAL_STATUSES).describe('The status to act on; `resolved` proposals report it with final_status'),
+    effective_status: z
+      .enum(PROPOSAL_STATUSES)
+      .describe('The status to act on; `resolved` proposals report it with final_status'),
     status: z.enum(PROPOSAL_STATUSES),
     tenant: z.string(),
     requester: RequesterSchema,
@@ -84,7 +96,13 @@ export const ProposalDetailSchema = z
     execution_error_detail: z.string().nullable(),
     resolved_by: z.string().nullable(),
     resolution_note: z.string().nullable(),
-    handback: z.object({ status: z.enum(['pending', 'delivered']), attempts: z.number().int(), delivered_at: z.string().nullable() }).nullable(),
+    handback: z
+      .object({
+        status: z.enum(['pending', 'delivered']),
+        attempts: z.number().int(),
+        delivered_at: z.string().nullable(),
+      })
+      .nullable(),
     created_at: z.string(),
     updated_at: z.string(),
     events: z.array(EventSchema).optional().describe('In order; omitted with include_events=false'),
@@ -104,7 +122,9 @@ export function rowView(row: ProposalRow, options: { scope: 'headline' | 'full';
     proposal_id: row.proposalId,
     action_type: actionTypeOf(row),
     approving_is_the_action: approvingIsTheAction(actionTypeOf(row)),
-    effective_status: (row.status === 'resolved' && row.finalStatus ? row.finalStatus : row.status) as (typeof PROPOSAL_STATUSES)[number],
+    effective_status: (row.status === 'resolved' && row.finalStatus
+      ? row.finalStatus
+      : row.status) as (typeof PROPOSAL_STATUSES)[number],
     status: row.status as (typeof PROPOSAL_STATUSES)[number],
     tenant: row.tenant,
     requester: { kind: row.requester.kind, id: row.requester.id, label: row.requester.label },
@@ -142,7 +162,12 @@ export function eventView(e: ProposalEventRow) {
 
 export function detailView(
   row: ProposalRow,
-  options: { summary: boolean; includeStatement: boolean; events: ProposalEventRow[] | null; handback: HandbackRow | null },
+  options: {
+    summary: boolean;
+    includeStatement: boolean;
+    events: ProposalEventRow[] | null;
+    handback: HandbackRow | null;
+  },
 ): ProposalDetail {
   return {
     proposal_id: row.proposalId,
@@ -174,7 +199,11 @@ export function detailView(
     resolved_by: row.resolvedBy?.id ?? null,
     resolution_note: row.resolutionNote,
     handback: options.handback
-      ? { status: options.handback.status, attempts: options.handback.attempts, delivered_at: toIso(options.handback.deliveredAt) }
+      ? {
+          status: options.handback.status,
+          attempts: options.handback.attempts,
+          delivered_at: toIso(options.handback.deliveredAt),
+        }
       : null,
     created_at: toIso(row.createdAt),
     updated_at: toIso(row.updatedAt),

@@ -1,7 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isActionType } from '../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES, type ProposalSubject } from '../../shared/action-review/types.js';
-import { filterVisible, PROBE_BUDGET, type FilterResult, type SubjectProbe, type Viewer } from '../../shared/action-review/visibility.js';
+import {
+  filterVisible,
+  PROBE_BUDGET,
+  type FilterResult,
+  type SubjectProbe,
+  type Viewer,
+} from '../../shared/action-review/visibility.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../../shared/db/entities/index.js';
 import { NotFoundError } from '../../shared/errors.js';
@@ -12,7 +18,9 @@ export const THREAD_SUBJECT = 'conversation_thread';
 function threadProbe(em: EntityManager): SubjectProbe {
   return async (subject, viewer) => {
     const thread = await em.findOne(ConversationThreadEntity, { id: subject.id });
-    return !!thread && thread.tenant === viewer.tenant && (thread.visibility === 'tenant' || thread.ownerId === viewer.id);
+    return (
+      !!thread && thread.tenant === viewer.tenant && (thread.visibility === 'tenant' || thread.ownerId === viewer.id)
+    );
   };
 }
 
@@ -45,25 +53,44 @@ export type VisibilityPurpose = 'read' | 'execute';
  * and other callers see their tenant's proposals whose subjects are visible to them (at most
  * `PROBE_BUDGET` subjects probed; `reasons` says why a list is incomplete).
  */
-export async function visibleRows(em: EntityManager, principal: Principal, rows: readonly ProposalRow[], purpose: VisibilityPurpose = 'read'): Promise<FilterResult<ProposalRow>> {
+export async function visibleRows(
+  em: EntityManager,
+  principal: Principal,
+  rows: readonly ProposalRow[],
+  purpose: VisibilityPurpose = 'read',
+): Promise<FilterResult<ProposalRow>> {
   if (principal.kind === 'agent') {
     // Reads stay within the agent run's own thread (another person's thread of the same bot is not its
     // business). An execute from another thread reaches the proposal so that it is refused for what
     // it is: `execution_origin_required`, unclaimed.
     const visible = rows.filter(
-      (row) => row.tenant === principal.tenant && row.botId !== null && row.botId === principal.botId && (purpose === 'execute' || row.threadId === (principal.threadId ?? null)),
+      (row) =>
+        row.tenant === principal.tenant &&
+        row.botId !== null &&
+        row.botId === principal.botId &&
+        (purpose === 'execute' || row.threadId === (principal.threadId ?? null)),
     );
     return { visible, reasons: new Set(), truncated: false };
   }
   const own = rows.filter((row) => row.tenant === principal.tenant);
-  return filterVisible(own, { viewer: viewerOf(principal), subjectsOf: subjectsOfRow, probes: subjectProbes(em), budget: PROBE_BUDGET });
+  return filterVisible(own, {
+    viewer: viewerOf(principal),
+    subjectsOf: subjectsOfRow,
+    probes: subjectProbes(em),
+    budget: PROBE_BUDGET,
+  });
 }
 
 /**
  * The proposal if the caller may see it (`visibleRows`). Hidden, other-tenant and unknown proposals
  * all answer the same 404.
  */
-export async function findVisibleProposal(em: EntityManager, principal: Principal, proposalId: string, purpose: VisibilityPurpose = 'read'): Promise<ProposalRow> {
+export async function findVisibleProposal(
+  em: EntityManager,
+  principal: Principal,
+  proposalId: string,
+  purpose: VisibilityPurpose = 'read',
+): Promise<ProposalRow> {
   if (!UUID.test(proposalId)) throw notFound(proposalId);
   const row = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
   if (!row || (await visibleRows(em, principal, [row], purpose)).visible.length === 0) throw notFound(proposalId);

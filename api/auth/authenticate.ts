@@ -48,7 +48,13 @@ function rolesFromClaims(claims: JWTPayload, claimName: string): string[] {
  * (`preferred_username: service-account-…`).
  */
 export function isAppOnlyToken(claims: JWTPayload): boolean {
-  const c = claims as JWTPayload & { gty?: unknown; azp?: unknown; client_id?: unknown; idtyp?: unknown; preferred_username?: unknown };
+  const c = claims as JWTPayload & {
+    gty?: unknown;
+    azp?: unknown;
+    client_id?: unknown;
+    idtyp?: unknown;
+    preferred_username?: unknown;
+  };
   return (
     c.gty === 'client-credentials' ||
     c.idtyp === 'app' ||
@@ -108,8 +114,10 @@ export async function authenticate(
 
     if (token.startsWith(SANDBOX_PREFIX)) {
       const found = await findSandboxToken(em, token);
-      if (found === 'expired') throw authenticationRequired(config, 'This sandbox thread token has expired with its run.');
-      if (typeof found === 'string') throw authenticationRequired(config, 'The sandbox thread token is not recognised.');
+      if (found === 'expired')
+        throw authenticationRequired(config, 'This sandbox thread token has expired with its run.');
+      if (typeof found === 'string')
+        throw authenticationRequired(config, 'The sandbox thread token is not recognised.');
       return {
         kind: 'agent',
         id: found.botId,
@@ -124,10 +132,18 @@ export async function authenticate(
     }
 
     if (!deps.verifier) {
-      throw authenticationRequired(config, 'Identity-provider bearer tokens are not accepted: no identity provider is configured.');
+      throw authenticationRequired(
+        config,
+        'Identity-provider bearer tokens are not accepted: no identity provider is configured.',
+      );
     }
     const claims = await deps.verifier.verify(token);
-    const c = claims as JWTPayload & { tenant?: unknown; name?: unknown; preferred_username?: unknown; email?: unknown };
+    const c = claims as JWTPayload & {
+      tenant?: unknown;
+      name?: unknown;
+      preferred_username?: unknown;
+      email?: unknown;
+    };
     const tenant = typeof c.tenant === 'string' && c.tenant ? c.tenant : config.auth.deploymentTenant;
     if (config.auth.provider === 'hosted' && tenant !== config.auth.deploymentTenant) {
       throw authenticationRequired(config, 'The signed assertion belongs to another tenant.');
@@ -136,7 +152,10 @@ export async function authenticate(
     const appOnly = isAppOnlyToken(claims);
     const email = typeof c.email === 'string' ? c.email : null;
     const displayName =
-      (typeof c.name === 'string' && c.name) || (typeof c.preferred_username === 'string' && c.preferred_username) || email || claims.sub!;
+      (typeof c.name === 'string' && c.name) ||
+      (typeof c.preferred_username === 'string' && c.preferred_username) ||
+      email ||
+      claims.sub!;
     await recordSignIn(em, { id: claims.sub!, tenant, kind: appOnly ? 'app' : 'person', displayName, email, roles });
     return {
       kind: appOnly ? 'app' : 'person',
@@ -150,7 +169,14 @@ export async function authenticate(
   }
 
   if (config.auth.provider === 'none') {
-    await recordSignIn(em, { id: LOCAL_ADMIN_ID, tenant: config.auth.deploymentTenant, kind: 'person', displayName: 'Local admin', email: null, roles: ['admin'] });
+    await recordSignIn(em, {
+      id: LOCAL_ADMIN_ID,
+      tenant: config.auth.deploymentTenant,
+      kind: 'person',
+      displayName: 'Local admin',
+      email: null,
+      roles: ['admin'],
+    });
     return {
       kind: 'person',
       id: LOCAL_ADMIN_ID,

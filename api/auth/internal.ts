@@ -8,9 +8,12 @@ import { AuthenticationError } from '../../shared/errors.js';
  */
 export function requireInternalToken(header: string | undefined, config: AppConfig): void {
   if (header === undefined || header === '') {
-    throw new AuthenticationError('The X-Platform-Internal-Token header is absent; internal routes accept only that header (no bearer token or cookie).', {
-      reason: 'internal_token_absent',
-    });
+    throw new AuthenticationError(
+      'The X-Platform-Internal-Token header is absent; internal routes accept only that header (no bearer token or cookie).',
+      {
+        reason: 'internal_token_absent',
+      },
+    );
   }
   if (!config.auth.internalToken || !secretsEqual(header, config.auth.internalToken)) {
     throw new AuthenticationError('The X-Platform-Internal-Token header is unrecognised.', {

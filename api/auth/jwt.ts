@@ -26,7 +26,8 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string; au
           // A token without an expiry would never expire.
           requiredClaims: ['exp', 'sub'],
         });
-        if (typeof payload.sub !== 'string' || payload.sub === '') throw new AuthenticationError('The access token has no subject (sub).');
+        if (typeof payload.sub !== 'string' || payload.sub === '')
+          throw new AuthenticationError('The access token has no subject (sub).');
         return payload;
       } catch (err) {
         throw mapJoseError(err);
@@ -37,23 +38,42 @@ export function createJwtVerifier(options: { jwksUrl: string; issuer: string; au
 
 function mapJoseError(err: unknown): Error {
   if (err instanceof AuthenticationError) return err;
-  if (err instanceof errors.JWTExpired) return new AuthenticationError('The access token has expired; sign in again.', { reason: 'token_expired' });
+  if (err instanceof errors.JWTExpired)
+    return new AuthenticationError('The access token has expired; sign in again.', { reason: 'token_expired' });
   if (err instanceof errors.JWTClaimValidationFailed && err.reason === 'missing') {
-    return new AuthenticationError(`The access token lacks the required claim "${err.claim}".`, { reason: 'missing_claim', claim: err.claim });
-  }
-  if (err instanceof errors.JWTClaimValidationFailed) {
-    return new AuthenticationError(`The access token was not issued for this service (claim "${err.claim}" does not match).`, {
-      reason: 'claim_mismatch',
+    return new AuthenticationError(`The access token lacks the required claim "${err.claim}".`, {
+      reason: 'missing_claim',
       claim: err.claim,
     });
   }
-  if (err instanceof errors.JWKSNoMatchingKey) return new AuthenticationError('The access token is signed with a key this service does not recognise.', { reason: 'unknown_key' });
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    return new AuthenticationError(
+      `The access token was not issued for this service (claim "${err.claim}" does not match).`,
+      {
+        reason: 'claim_mismatch',
+        claim: err.claim,
+      },
+    );
+  }
+  if (err instanceof errors.JWKSNoMatchingKey)
+    return new AuthenticationError('The access token is signed with a key this service does not recognise.', {
+      reason: 'unknown_key',
+    });
   if (err instanceof errors.JOSEAlgNotAllowed || err instanceof errors.JOSENotSupported) {
-    return new AuthenticationError('The access token uses a signing algorithm this service does not accept.', { reason: 'algorithm_not_allowed' });
+    return new AuthenticationError('The access token uses a signing algorithm this service does not accept.', {
+      reason: 'algorithm_not_allowed',
+    });
   }
-  if (err instanceof errors.JWKSTimeout || (err instanceof Error && /fetch failed|ECONNREFUSED|Expected 200 OK/.test(err.message))) {
-    return new ServiceUnavailableError('identity_provider', 'The identity provider\'s signing keys cannot be fetched; retry shortly.');
+  if (
+    err instanceof errors.JWKSTimeout ||
+    (err instanceof Error && /fetch failed|ECONNREFUSED|Expected 200 OK/.test(err.message))
+  ) {
+    return new ServiceUnavailableError(
+      'identity_provider',
+      "The identity provider's signing keys cannot be fetched; retry shortly.",
+    );
   }
-  if (err instanceof errors.JOSEError) return new AuthenticationError('The access token is invalid.', { reason: 'invalid_token' });
+  if (err instanceof errors.JOSEError)
+    return new AuthenticationError('The access token is invalid.', { reason: 'invalid_token' });
   return new AuthenticationError('The access token is invalid.', { reason: 'invalid_token' });
 }

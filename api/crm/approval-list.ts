@@ -13,11 +13,24 @@ import { recoverStaleClaim } from './stale-claims.js';
  * (the same rule as the approval's own routes and the inbox), then paged. Each row shown gets
  * on-demand stale-claim recovery first.
  */
-export async function listApprovals(deps: AppDeps, em: EntityManager, principal: Principal, page: { offset: number; limit: number }) {
-  const scanned = await em.find(CrmMergeApprovalEntity, { tenant: principal.tenant }, { orderBy: { createdAt: 'desc', approvalId: 'asc' }, limit: SCAN_CEILING + 1, refresh: true });
+export async function listApprovals(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  page: { offset: number; limit: number },
+) {
+  const scanned = await em.find(
+    CrmMergeApprovalEntity,
+    { tenant: principal.tenant },
+    { orderBy: { createdAt: 'desc', approvalId: 'asc' }, limit: SCAN_CEILING + 1, refresh: true },
+  );
   const overCeiling = scanned.length > SCAN_CEILING;
   const rows = overCeiling ? scanned.slice(0, SCAN_CEILING) : scanned;
-  const proposals = await em.find(ProposalRowEntity, { proposalId: { $in: rows.map((r) => r.approvalId) } }, { refresh: true });
+  const proposals = await em.find(
+    ProposalRowEntity,
+    { proposalId: { $in: rows.map((r) => r.approvalId) } },
+    { refresh: true },
+  );
   const byId = new Map(proposals.map((p) => [p.proposalId, p]));
   // In the approvals' order, so a probe budget running out cuts the oldest; an approval without a proposal is hidden.
   const ordered = rows.map((r) => byId.get(r.approvalId)).filter((p): p is ProposalRow => p !== undefined);
@@ -32,7 +45,9 @@ export async function listApprovals(deps: AppDeps, em: EntityManager, principal:
     if (outcome === 'recovered') recovered++;
     if (outcome !== 'none') {
       const fresh = await em.findOneOrFail(CrmMergeApprovalEntity, { approvalId: row.approvalId }, { refresh: true });
-      views.push(approvalView(fresh, await em.findOne(ProposalRowEntity, { proposalId: row.approvalId }, { refresh: true })));
+      views.push(
+        approvalView(fresh, await em.findOne(ProposalRowEntity, { proposalId: row.approvalId }, { refresh: true })),
+      );
     } else views.push(approvalView(row, byId.get(row.approvalId) ?? null));
   }
   return {

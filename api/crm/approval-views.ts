@@ -4,7 +4,17 @@ import { crmMergeWorkflowId } from '../../workflows/crm-merge-definitions.js';
 import { toIso } from '../../shared/dates.js';
 
 /** The approval's state, derived from its record (lifetime) and its Action Review proposal (decision, execution). */
-export const APPROVAL_STATUSES = ['awaiting_approval', 'approved', 'rejected', 'executing', 'merged', 'not_applied', 'reconciliation_required', 'resolved', 'expired'] as const;
+export const APPROVAL_STATUSES = [
+  'awaiting_approval',
+  'approved',
+  'rejected',
+  'executing',
+  'merged',
+  'not_applied',
+  'reconciliation_required',
+  'resolved',
+  'expired',
+] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 const FROM_PROPOSAL: Record<string, ApprovalStatus> = {
@@ -18,7 +28,11 @@ const FROM_PROPOSAL: Record<string, ApprovalStatus> = {
   resolved: 'resolved',
 };
 
-export function approvalStatus(row: CrmMergeApprovalRow, proposal: ProposalRow | null, now = Date.now()): ApprovalStatus {
+export function approvalStatus(
+  row: CrmMergeApprovalRow,
+  proposal: ProposalRow | null,
+  now = Date.now(),
+): ApprovalStatus {
   // A rejection is a person's decision: the lifetime running out afterwards changes nothing about it.
   if (proposal?.status === 'rejected') return 'rejected';
   if (row.status === 'expired') return 'expired';
@@ -27,7 +41,6 @@ export function approvalStatus(row: CrmMergeApprovalRow, proposal: ProposalRow |
   if (!row.executionStartedAt && !proposal?.claimed && row.expiresAt.getTime() <= now) return 'expired';
   return fromProposal;
 }
-
 
 export const ApprovalViewSchema = z
   .object({
@@ -57,7 +70,10 @@ export const ApprovalViewSchema = z
   })
   .meta({ id: 'CrmMergeApproval' });
 
-export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | null): z.output<typeof ApprovalViewSchema> {
+export function approvalView(
+  row: CrmMergeApprovalRow,
+  proposal: ProposalRow | null,
+): z.output<typeof ApprovalViewSchema> {
   const approved = proposal !== null && proposal.status !== 'requested' && proposal.status !== 'rejected';
   return {
     approval_id: row.approvalId,
@@ -74,8 +90,13 @@ export function approvalView(row: CrmMergeApprovalRow, proposal: ProposalRow | n
     expired_at: toIso(row.expiredAt),
     requested_by: row.requestedBy,
     // The proposal's decision is authoritative; the row's approver only stands in if the decision lacks one.
-    approved_by: approved ? ((proposal.decidedBy as unknown as Record<string, unknown> | null) ?? row.approvedBy) : null,
-    rejected_by: proposal?.status === 'rejected' && proposal.decidedBy ? (proposal.decidedBy as unknown as Record<string, unknown>) : null,
+    approved_by: approved
+      ? ((proposal.decidedBy as unknown as Record<string, unknown> | null) ?? row.approvedBy)
+      : null,
+    rejected_by:
+      proposal?.status === 'rejected' && proposal.decidedBy
+        ? (proposal.decidedBy as unknown as Record<string, unknown>)
+        : null,
     decision_reason: proposal?.decisionReason ?? null,
     final_status: proposal?.finalStatus ?? null,
     execution_result: proposal?.executionReceipt ?? null,

@@ -35,13 +35,22 @@ async function reachable(url: string): Promise<string | null> {
  * an unauthorized user_oauth connection, by reaching it), then the instance host by an authorized
  * REST call. Never throws: the result is stored and returned with the connection.
  */
-export async function testConnection(em: EntityManager, config: AppConfig, conn: LoadedConnection): Promise<ConnectionTestResult> {
+export async function testConnection(
+  em: EntityManager,
+  config: AppConfig,
+  conn: LoadedConnection,
+): Promise<ConnectionTestResult> {
   const checks: ConnectionCheck[] = [];
   const session = new CrmSession(conn, em, config);
   const awaitingAuthorization = conn.authMode === 'user_oauth' && !conn.tokens?.refresh_token;
   if (awaitingAuthorization) {
     const failure = await reachable(conn.settings.login_host);
-    checks.push({ target: 'login_host', host: conn.settings.login_host, ok: !failure, detail: failure ?? 'reachable; authorize the connection to obtain tokens' });
+    checks.push({
+      target: 'login_host',
+      host: conn.settings.login_host,
+      ok: !failure,
+      detail: failure ?? 'reachable; authorize the connection to obtain tokens',
+    });
   } else {
     try {
       await session.token(true);
@@ -65,5 +74,9 @@ export async function testConnection(em: EntityManager, config: AppConfig, conn:
     }
   }
   const failed = checks.some((c) => !c.ok);
-  return { status: failed ? 'failed' : awaitingAuthorization ? 'authorization_required' : 'passed', tested_at: new Date().toISOString(), checks };
+  return {
+    status: failed ? 'failed' : awaitingAuthorization ? 'authorization_required' : 'passed',
+    tested_at: new Date().toISOString(),
+    checks,
+  };
 }

@@ -12,7 +12,11 @@ import { testConnection } from './connection-test.js';
 import { toIso } from '../../shared/dates.js';
 
 /** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
-const egressHosts = (v: ValidatedConnection) => [...new Set([v.settings.login_host, v.settings.instance_url].filter((h): h is string => !!h).map((h) => new URL(h).host))];
+const egressHosts = (v: ValidatedConnection) => [
+  ...new Set(
+    [v.settings.login_host, v.settings.instance_url].filter((h): h is string => !!h).map((h) => new URL(h).host),
+  ),
+];
 
 /** The callback a user_oauth connection's OAuth app must register: it embeds the connection name. */
 export function redirectUriFor(baseUrl: string, name: string): string {
@@ -48,7 +52,9 @@ export function connectionView(row: CrmConnectionRow, baseUrl: string) {
 /** Runs the connection test, stores its result on the row and answers the row as stored. */
 export async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
   const result = await testConnection(em, deps.config, openConnection(deps.config, row));
-  await em.getConnection().execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
+  await em
+    .getConnection()
+    .execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
   return findConnectionRow(em, row.tenant, row.name);
 }
 
@@ -64,8 +70,15 @@ function columns(deps: AppDeps, v: ValidatedConnection) {
 }
 
 /** Validates (nothing saved on a bad field), stores secrets sealed, then runs and stores the connection test. */
-export async function createConnection(deps: AppDeps, em: EntityManager, principal: Principal, body: { name: string; auth_mode: string; config: Record<string, unknown> }) {
-  const v = await validateCrmConnection(body.auth_mode, body.config, { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback });
+export async function createConnection(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  body: { name: string; auth_mode: string; config: Record<string, unknown> },
+) {
+  const v = await validateCrmConnection(body.auth_mode, body.config, {
+    allowInsecureLoopback: deps.config.crm.allowInsecureLoopback,
+  });
   if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name })) {
     throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
   }
@@ -88,7 +101,13 @@ export async function createConnection(deps: AppDeps, em: EntityManager, princip
 }
 
 /** PATCH: the given config fields over the stored ones (secrets kept unless replaced); tokens are dropped when auth settings change. */
-export async function updateConnection(deps: AppDeps, em: EntityManager, principal: Principal, name: string, body: { auth_mode?: string; config?: Record<string, unknown> }) {
+export async function updateConnection(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  name: string,
+  body: { auth_mode?: string; config?: Record<string, unknown> },
+) {
   const row = await findConnectionRow(em, principal.tenant, name);
   const current = openConnection(deps.config, row);
   const stored = connectionView(row, '').config;
@@ -102,8 +121,14 @@ export async function updateConnection(deps: AppDeps, em: EntityManager, princip
     if (keep && value !== null && value !== MASK && !derived.has(String(value))) merged[k] = value;
   }
   Object.assign(merged, body.config ?? {});
-  const v = await validateCrmConnection(authMode, merged, { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback, storedSecrets: authMode === row.authMode ? current.secrets : {} });
-  const authChanged = JSON.stringify(v.settings) !== JSON.stringify(row.settings) || JSON.stringify(v.secrets) !== JSON.stringify(current.secrets) || authMode !== row.authMode;
+  const v = await validateCrmConnection(authMode, merged, {
+    allowInsecureLoopback: deps.config.crm.allowInsecureLoopback,
+    storedSecrets: authMode === row.authMode ? current.secrets : {},
+  });
+  const authChanged =
+    JSON.stringify(v.settings) !== JSON.stringify(row.settings) ||
+    JSON.stringify(v.secrets) !== JSON.stringify(current.secrets) ||
+    authMode !== row.authMode;
   em.assign(row, { ...columns(deps, v), ...(authChanged ? { tokensSealed: null } : {}), updatedAt: new Date() });
   await em.flush();
   return runTest(deps, em, row);

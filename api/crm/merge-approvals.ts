@@ -8,7 +8,12 @@ import { CrmMergeApprovalEntity, ProposalRowEntity, type CrmMergeApprovalRow } f
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
-import { claimMergeUpdate, crmMergeWorkflowId, mergeSettledSignal, type CrmMergeWorkflowInput } from '../../workflows/crm-merge-definitions.js';
+import {
+  claimMergeUpdate,
+  crmMergeWorkflowId,
+  mergeSettledSignal,
+  type CrmMergeWorkflowInput,
+} from '../../workflows/crm-merge-definitions.js';
 import { createProposal } from '../action-review/create.js';
 import { executeProposal, refusedAnswer } from '../action-review/execute.js';
 import { findVisibleProposal, type VisibilityPurpose } from '../action-review/visibility.js';
@@ -26,7 +31,12 @@ const notFound = (approvalId: string) => new NotFoundError(`No merge approval ${
  * agent's request from a private thread is its owner's business). Hidden, other-tenant and unknown
  * approvals answer the same 404.
  */
-export async function findApproval(em: EntityManager, principal: Principal, approvalId: string, purpose: VisibilityPurpose = 'read'): Promise<CrmMergeApprovalRow> {
+export async function findApproval(
+  em: EntityManager,
+  principal: Principal,
+  approvalId: string,
+  purpose: VisibilityPurpose = 'read',
+): Promise<CrmMergeApprovalRow> {
   try {
     await findVisibleProposal(em, principal, approvalId, purpose);
   } catch (err) {
@@ -47,19 +57,33 @@ export async function approvalWithProposal(em: EntityManager, row: CrmMergeAppro
  * Previews fresh, refuses a stale `expected_digest`, raises the `crm.merge.v1` proposal (one inbox;
  * its id is the approval id), records the approval and starts `crm-merge/<approval_id>` with the TTL.
  */
-export async function requestApproval(deps: AppDeps, em: EntityManager, principal: Principal, input: MergeSelectionInput & { expected_digest?: string; ttl_seconds?: number }) {
+export async function requestApproval(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: MergeSelectionInput & { expected_digest?: string; ttl_seconds?: number },
+) {
   const selection = checkSelection(input);
   const preview = await previewMerge(em, deps.config, principal.tenant, selection);
   if (input.expected_digest && input.expected_digest !== preview.digest) {
-    throw new ConflictError('The records changed since the preview (expected_digest is stale); preview again.', { code: 'stale_digest', digest: preview.digest });
+    throw new ConflictError('The records changed since the preview (expected_digest is stale); preview again.', {
+      code: 'stale_digest',
+      digest: preview.digest,
+    });
   }
   const ttlSeconds = Math.min(input.ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS, deps.config.crm.maxApprovalTtlSeconds);
   const agent = principal.kind === 'agent';
-  if (agent && (!principal.botId || !principal.threadId)) throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
+  if (agent && (!principal.botId || !principal.threadId))
+    throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
   const view = previewView(preview);
   const proposal = await createProposal(deps, em, principal, {
     actionType: 'crm.merge.v1',
-    payload: { object_kind: selection.kind, survivor_id: selection.survivorId, loser_ids: selection.loserIds, connection_name: selection.connectionName },
+    payload: {
+      object_kind: selection.kind,
+      survivor_id: selection.survivorId,
+      loser_ids: selection.loserIds,
+      connection_name: selection.connectionName,
+    },
     expectedEffect: `Merge ${selection.kind} ${selection.loserIds.join(', ')} into ${selection.survivorId} on connection ${selection.connectionName} (irreversible; losers are deleted). Survivor afterwards: ${JSON.stringify(view.projected_survivor)}`,
     requestedStatement: null,
     botId: agent ? principal.botId! : null,
@@ -89,7 +113,13 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
     createdAt: now,
   });
   await em.persistAndFlush(row);
-  const input_: CrmMergeWorkflowInput = { approvalId, tenant: principal.tenant, connectionName: selection.connectionName, ttlSeconds, settleWaitSeconds: deps.config.actionReview.effectTimeoutSeconds + 60 };
+  const input_: CrmMergeWorkflowInput = {
+    approvalId,
+    tenant: principal.tenant,
+    connectionName: selection.connectionName,
+    ttlSeconds,
+    settleWaitSeconds: deps.config.actionReview.effectTimeoutSeconds + 60,
+  };
   await deps.temporal.workflow.start(workflowRef('crmMergeApprovalWorkflow'), {
     taskQueue: deps.config.temporal.taskQueue,
     workflowId: crmMergeWorkflowId(approvalId),
@@ -110,26 +140,55 @@ export async function requestApproval(deps: AppDeps, em: EntityManager, principa
  * Action Review proposal (one claim, one attempt; unknown outcome → reconciliation_required); a
  * repeat answers the recorded outcome.
  */
-export async function executeApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, connectionName: string, origin: ExecutionOriginRef) {
+export async function executeApproval(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  approvalId: string,
+  connectionName: string,
+  origin: ExecutionOriginRef,
+) {
   const row = await findApproval(em, principal, approvalId, 'execute');
   const proposal = await em.findOne(ProposalRowEntity, { proposalId: approvalId }, { refresh: true });
   const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
-  if (connectionName !== row.connectionName) throw mergeRefusalError({ code: 'connection_mismatch', message: `The approval is bound to connection "${row.connectionName}".` });
+  if (connectionName !== row.connectionName)
+    throw mergeRefusalError({
+      code: 'connection_mismatch',
+      message: `The approval is bound to connection "${row.connectionName}".`,
+    });
   if (notYet) {
     const approval = await approvalWithProposal(em, row);
-    if (approval.status === 'expired') throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${approval.expires_at}.` });
+    if (approval.status === 'expired')
+      throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${approval.expires_at}.` });
     throw new ConflictError(`The merge is not approved (status ${approval.status}).`, { code: 'not_approved' });
   }
   // The proposal's own guard first: a caller it refuses must not mark the approval's lifetime as claimed.
-  const refused = checkExecute({ executionOrigin: proposal.executionOrigin as ExecutionOrigin, threadId: proposal.threadId }, { status: proposal.status as ProposalStatus }, { caller: principalRef(principal), origin });
+  const refused = checkExecute(
+    { executionOrigin: proposal.executionOrigin as ExecutionOrigin, threadId: proposal.threadId },
+    { status: proposal.status as ProposalStatus },
+    { caller: principalRef(principal), origin },
+  );
   if (refused) return { ...refusedAnswer(refused), approval: await approvalWithProposal(em, row) };
-  const claim = await sendMergeUpdate(deps, approvalId, claimMergeUpdate, { caller: principalRef(principal), connectionName });
+  const claim = await sendMergeUpdate(deps, approvalId, claimMergeUpdate, {
+    caller: principalRef(principal),
+    connectionName,
+  });
   if (!claim.ok && 'refusal' in claim) throw mergeRefusalError(claim.refusal);
-  if (!claim.ok && row.status === 'expired' && !proposal.claimed) throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${row.expiresAt.toISOString()}.` });
+  if (!claim.ok && row.status === 'expired' && !proposal.claimed)
+    throw mergeRefusalError({
+      code: 'approval_expired',
+      message: `The approval expired at ${row.expiresAt.toISOString()}.`,
+    });
   const execution = await executeProposal(deps, em, principal, approvalId, origin);
   if (execution.final_status) {
     // Only lets the workflow end early; a closed workflow (expired wait, earlier signal) needs nothing.
-    await deps.temporal.workflow.getHandle(crmMergeWorkflowId(approvalId)).signal(mergeSettledSignal, { finalStatus: execution.final_status }).catch(() => undefined);
+    await deps.temporal.workflow
+      .getHandle(crmMergeWorkflowId(approvalId))
+      .signal(mergeSettledSignal, { finalStatus: execution.final_status })
+      .catch(() => undefined);
   }
-  return { ...execution, approval: await approvalWithProposal(em, await findApproval(em, principal, approvalId, 'execute')) };
+  return {
+    ...execution,
+    approval: await approvalWithProposal(em, await findApproval(em, principal, approvalId, 'execute')),
+  };
 }

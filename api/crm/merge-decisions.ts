@@ -17,13 +17,27 @@ async function requireUndecided(em: EntityManager, approvalId: string): Promise<
 }
 
 /** Person-only (the workflow checks again), within the lifetime; then the proposal's own approve. */
-export async function approveApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, reason: string | null) {
+export async function approveApproval(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  approvalId: string,
+  reason: string | null,
+) {
   const row = await findApproval(em, principal, approvalId);
   await requireUndecided(em, approvalId);
   const caller = principalRef(principal);
   const answer = await sendMergeUpdate(deps, approvalId, approveMergeUpdate, { caller });
-  if (!answer.ok) throw mergeRefusalError('refusal' in answer ? answer.refusal : { code: 'approval_expired', message: 'The approval is no longer open.' });
-  const decided = await sendUpdate(deps, approvalId, approveUpdate, { caller, reason, expectedVersion: null, expectedPayloadDigest: null });
+  if (!answer.ok)
+    throw mergeRefusalError(
+      'refusal' in answer ? answer.refusal : { code: 'approval_expired', message: 'The approval is no longer open.' },
+    );
+  const decided = await sendUpdate(deps, approvalId, approveUpdate, {
+    caller,
+    reason,
+    expectedVersion: null,
+    expectedPayloadDigest: null,
+  });
   if (!decided.ok) throw refusalError('refusal' in decided ? decided.refusal : alreadyDecided);
   return approvalWithProposal(em, row);
 }
@@ -33,10 +47,24 @@ export async function approveApproval(deps: AppDeps, em: EntityManager, principa
  * allowed whatever is left of the lifetime. Afterwards the approval's workflow has nothing left to
  * guard, so it is told to end now rather than hold a timer until the TTL.
  */
-export async function rejectApproval(deps: AppDeps, em: EntityManager, principal: Principal, approvalId: string, reason: string | null) {
+export async function rejectApproval(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  approvalId: string,
+  reason: string | null,
+) {
   const row = await findApproval(em, principal, approvalId);
-  const decided = await sendUpdate(deps, approvalId, rejectUpdate, { caller: principalRef(principal), reason, expectedVersion: null, expectedPayloadDigest: null });
+  const decided = await sendUpdate(deps, approvalId, rejectUpdate, {
+    caller: principalRef(principal),
+    reason,
+    expectedVersion: null,
+    expectedPayloadDigest: null,
+  });
   if (!decided.ok) throw refusalError('refusal' in decided ? decided.refusal : alreadyDecided);
-  await deps.temporal.workflow.getHandle(crmMergeWorkflowId(approvalId)).signal(mergeSettledSignal, { finalStatus: 'rejected' }).catch(() => undefined);
+  await deps.temporal.workflow
+    .getHandle(crmMergeWorkflowId(approvalId))
+    .signal(mergeSettledSignal, { finalStatus: 'rejected' })
+    .catch(() => undefined);
   return approvalWithProposal(em, row);
 }

@@ -1,19 +1,42 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
 import { ConflictError, ForbiddenError, PlatformError } from '../../shared/errors.js';
-import { CRM_MERGE_REFUSAL_TYPE, CRM_MERGE_REFUSALS, crmMergeWorkflowId, type CrmMergeRefusalCode } from '../../workflows/crm-merge-definitions.js';
+import {
+  CRM_MERGE_REFUSAL_TYPE,
+  CRM_MERGE_REFUSALS,
+  crmMergeWorkflowId,
+  type CrmMergeRefusalCode,
+} from '../../workflows/crm-merge-definitions.js';
 import { isClosedWorkflow } from '../action-review/updates.js';
 import type { AppDeps } from '../deps.js';
 
-export type MergeUpdateAnswer<T> = { ok: true; value: T } | { ok: false; refusal: { code: CrmMergeRefusalCode; message: string } } | { ok: false; closed: true };
+export type MergeUpdateAnswer<T> =
+  | { ok: true; value: T }
+  | { ok: false; refusal: { code: CrmMergeRefusalCode; message: string } }
+  | { ok: false; closed: true };
 
-const isRefusal = (v: unknown): v is CrmMergeRefusalCode => typeof v === 'string' && Object.hasOwn(CRM_MERGE_REFUSALS, v);
+const isRefusal = (v: unknown): v is CrmMergeRefusalCode =>
+  typeof v === 'string' && Object.hasOwn(CRM_MERGE_REFUSALS, v);
 /** Sends one update to the approval's workflow; the validator's refusal and "already ended" become data. */
-export async function sendMergeUpdate<T, A>(deps: AppDeps, approvalId: string, update: UpdateDefinition<T, [A]>, arg: A): Promise<MergeUpdateAnswer<T>> {
+export async function sendMergeUpdate<T, A>(
+  deps: AppDeps,
+  approvalId: string,
+  update: UpdateDefinition<T, [A]>,
+  arg: A,
+): Promise<MergeUpdateAnswer<T>> {
   try {
-    return { ok: true, value: await deps.temporal.workflow.getHandle(crmMergeWorkflowId(approvalId)).executeUpdate(update, { args: [arg] }) };
+    return {
+      ok: true,
+      value: await deps.temporal.workflow
+        .getHandle(crmMergeWorkflowId(approvalId))
+        .executeUpdate(update, { args: [arg] }),
+    };
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === CRM_MERGE_REFUSAL_TYPE) {
+    if (
+      err instanceof WorkflowUpdateFailedError &&
+      err.cause instanceof ApplicationFailure &&
+      err.cause.type === CRM_MERGE_REFUSAL_TYPE
+    ) {
       const code = err.cause.details?.[0];
       if (isRefusal(code)) return { ok: false, refusal: { code, message: err.cause.message } };
     }

@@ -23,12 +23,32 @@ interface Pending {
 const b64url = (b: Buffer) => b.toString('base64url');
 
 /** Starts the authorization-code flow (with PKCE S256): answers the CRM's authorize URL for the person's browser. */
-export async function startAuthorization(deps: AppDeps, em: EntityManager, principal: Principal, name: string, baseUrl: string) {
+export async function startAuthorization(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  name: string,
+  baseUrl: string,
+) {
   const row = await findConnectionRow(em, principal.tenant, name);
-  if (row.authMode !== 'user_oauth') throw new ConflictError(`Connection "${name}" uses ${row.authMode}; only user_oauth connections are authorized in a browser.`, { code: 'not_user_oauth' });
+  if (row.authMode !== 'user_oauth')
+    throw new ConflictError(
+      `Connection "${name}" uses ${row.authMode}; only user_oauth connections are authorized in a browser.`,
+      { code: 'not_user_oauth' },
+    );
   const conn = openConnection(deps.config, row);
-  const pending: Pending = { state: b64url(randomBytes(24)), verifier: b64url(randomBytes(48)), redirectUri: redirectUriFor(baseUrl, name), startedAt: Date.now() };
-  await em.getConnection().execute(`update crm_connections set oauth_pending_sealed = ? where id = ?`, [secretBox(deps.config).seal(JSON.stringify(pending)), row.id]);
+  const pending: Pending = {
+    state: b64url(randomBytes(24)),
+    verifier: b64url(randomBytes(48)),
+    redirectUri: redirectUriFor(baseUrl, name),
+    startedAt: Date.now(),
+  };
+  await em
+    .getConnection()
+    .execute(`update crm_connections set oauth_pending_sealed = ? where id = ?`, [
+      secretBox(deps.config).seal(JSON.stringify(pending)),
+      row.id,
+    ]);
   const url = new URL(conn.settings.authorization_url!);
   url.search = new URLSearchParams({
     response_type: 'code',
@@ -49,21 +69,42 @@ const sameText = (a: string, b: string) => a.length === b.length && timingSafeEq
  * the connection and stands in for the caller's credential. Exchanges the code, caches the tokens,
  * then runs and stores the connection test.
  */
-export async function completeAuthorization(deps: AppDeps, em: EntityManager, name: string, q: { code?: string; state?: string; error?: string; error_description?: string }) {
-  if (!q.state) throw new BadRequestError('The callback carries no state.', { fields: [{ field: 'query.state', message: 'required' }] });
+export async function completeAuthorization(
+  deps: AppDeps,
+  em: EntityManager,
+  name: string,
+  q: { code?: string; state?: string; error?: string; error_description?: string },
+) {
+  if (!q.state)
+    throw new BadRequestError('The callback carries no state.', {
+      fields: [{ field: 'query.state', message: 'required' }],
+    });
   const box = secretBox(deps.config);
   const candidates = await em.find(CrmConnectionEntity, { name, oauthPendingSealed: { $ne: null } }, { refresh: true });
   const row = candidates.find((c) => {
     const p = JSON.parse(box.open(c.oauthPendingSealed!)) as Pending;
     return sameText(p.state, q.state!) && Date.now() - p.startedAt < PENDING_TTL_MS;
   });
-  if (!row) throw new BadRequestError('Unknown or expired authorization state: start the authorization again.', { code: 'invalid_state' });
+  if (!row)
+    throw new BadRequestError('Unknown or expired authorization state: start the authorization again.', {
+      code: 'invalid_state',
+    });
   const pending = JSON.parse(box.open(row.oauthPendingSealed!)) as Pending;
   await em.getConnection().execute(`update crm_connections set oauth_pending_sealed = null where id = ?`, [row.id]);
-  if (q.error) throw new CrmAuthError(q.error, q.error_description ?? 'no description', { redirect_uri: pending.redirectUri });
-  if (!q.code) throw new BadRequestError('The callback carries neither code nor error.', { fields: [{ field: 'query.code', message: 'required' }] });
+  if (q.error)
+    throw new CrmAuthError(q.error, q.error_description ?? 'no description', { redirect_uri: pending.redirectUri });
+  if (!q.code)
+    throw new BadRequestError('The callback carries neither code nor error.', {
+      fields: [{ field: 'query.code', message: 'required' }],
+    });
   const conn = openConnection(deps.config, row);
-  const tokens = await authorizationCodeGrant(conn.settings, conn.secrets.client_secret!, q.code, pending.redirectUri, pending.verifier);
+  const tokens = await authorizationCodeGrant(
+    conn.settings,
+    conn.secrets.client_secret!,
+    q.code,
+    pending.redirectUri,
+    pending.verifier,
+  );
   await saveTokens(em, deps.config, conn, tokens);
   // The save-time test could only reach the hosts; with tokens it can prove both, so its stored
   // result stops saying authorization_required.

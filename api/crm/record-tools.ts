@@ -22,7 +22,17 @@ export const CRM_TOOL_LIMITS = {
  * Kinds update_record may write: everyday business records. Anything else is refused, notably setup
  * objects (User, Profile, PermissionSet…), whose fields decide who may do what in the org.
  */
-export const WRITABLE_KINDS = ['Account', 'Contact', 'Lead', 'Opportunity', 'Case', 'Task', 'Event', 'Campaign', 'CampaignMember'] as const;
+export const WRITABLE_KINDS = [
+  'Account',
+  'Contact',
+  'Lead',
+  'Opportunity',
+  'Case',
+  'Task',
+  'Event',
+  'Campaign',
+  'CampaignMember',
+] as const;
 
 /** The permission a person needs to write through a connection (view_connections only reads). */
 export const WRITE_PERMISSION = 'manage_all_connections';
@@ -39,14 +49,29 @@ export const RecordActionInputs = [
     soql: z.string().min(1).max(CRM_TOOL_LIMITS.maxSoqlChars),
     max_rows: z.number().int().min(1).max(CRM_TOOL_LIMITS.maxQueryRows).default(CRM_TOOL_LIMITS.defaultQueryRows),
   }),
-  z.object({ action: z.literal('get_record'), connection_name: Conn, record_kind: Kind, record_id: RecordId, fields: z.array(FieldName).min(1).max(CRM_TOOL_LIMITS.maxFields) }),
-  z.object({ action: z.literal('update_record'), connection_name: Conn, record_kind: Kind, record_id: RecordId, fields: z.record(FieldName, Value) }),
+  z.object({
+    action: z.literal('get_record'),
+    connection_name: Conn,
+    record_kind: Kind,
+    record_id: RecordId,
+    fields: z.array(FieldName).min(1).max(CRM_TOOL_LIMITS.maxFields),
+  }),
+  z.object({
+    action: z.literal('update_record'),
+    connection_name: Conn,
+    record_kind: Kind,
+    record_id: RecordId,
+    fields: z.record(FieldName, Value),
+  }),
 ] as const;
 type RecordActionInput = z.output<(typeof RecordActionInputs)[number]>;
 type UpdateInput = Extract<RecordActionInput, { action: 'update_record' }>;
 
 const refuse = (field: string, message: string, extra: Record<string, unknown> = {}) =>
-  new BadRequestError(`${field.replace(/^body\.arguments\./, '')} ${message}.`, { fields: [{ field, message }], ...extra });
+  new BadRequestError(`${field.replace(/^body\.arguments\./, '')} ${message}.`, {
+    fields: [{ field, message }],
+    ...extra,
+  });
 
 /**
  * Who may write, and what: a person with the write permission (an agent's write to a customer
@@ -61,12 +86,19 @@ function checkUpdate(input: UpdateInput, principal: Principal): void {
     );
   }
   if (!principal.permissions.has(WRITE_PERMISSION)) {
-    throw new ForbiddenError(`Permission denied: update_record writes to the CRM and needs the "${WRITE_PERMISSION}" permission. Ask an administrator to grant you a role that includes it.`, {
-      required_permission: WRITE_PERMISSION,
-    });
+    throw new ForbiddenError(
+      `Permission denied: update_record writes to the CRM and needs the "${WRITE_PERMISSION}" permission. Ask an administrator to grant you a role that includes it.`,
+      {
+        required_permission: WRITE_PERMISSION,
+      },
+    );
   }
   if (!(WRITABLE_KINDS as readonly string[]).includes(input.record_kind)) {
-    throw refuse('body.arguments.record_kind', `"${input.record_kind}" is not a kind update_record writes; writable kinds are ${WRITABLE_KINDS.join(', ')}`, { writable_kinds: WRITABLE_KINDS });
+    throw refuse(
+      'body.arguments.record_kind',
+      `"${input.record_kind}" is not a kind update_record writes; writable kinds are ${WRITABLE_KINDS.join(', ')}`,
+      { writable_kinds: WRITABLE_KINDS },
+    );
   }
   const names = Object.keys(input.fields);
   if (names.length === 0 || names.length > CRM_TOOL_LIMITS.maxFields) {
@@ -74,27 +106,55 @@ function checkUpdate(input: UpdateInput, principal: Principal): void {
   }
   for (const [name, value] of Object.entries(input.fields)) {
     if (typeof value === 'string' && value.length > CRM_TOOL_LIMITS.maxValueChars) {
-      throw refuse(`body.arguments.fields.${name}`, `is ${value.length} characters; a value may have at most ${CRM_TOOL_LIMITS.maxValueChars}`);
+      throw refuse(
+        `body.arguments.fields.${name}`,
+        `is ${value.length} characters; a value may have at most ${CRM_TOOL_LIMITS.maxValueChars}`,
+      );
     }
   }
   const size = JSON.stringify(input.fields).length;
-  if (size > CRM_TOOL_LIMITS.maxUpdateChars) throw refuse('body.arguments.fields', `are ${size} characters as JSON; one update may carry at most ${CRM_TOOL_LIMITS.maxUpdateChars}`);
+  if (size > CRM_TOOL_LIMITS.maxUpdateChars)
+    throw refuse(
+      'body.arguments.fields',
+      `are ${size} characters as JSON; one update may carry at most ${CRM_TOOL_LIMITS.maxUpdateChars}`,
+    );
 }
 
 /** query (SELECT only, row cap), get_record, update_record: limits first, then one session on the connection. */
-export async function runRecordAction(input: RecordActionInput, principal: Principal, deps: AppDeps, em: EntityManager): Promise<unknown> {
-  if (input.action === 'query' && !/^\s*select\s/i.test(input.soql)) throw refuse('body.arguments.soql', 'must start with SELECT (only queries are allowed)');
+export async function runRecordAction(
+  input: RecordActionInput,
+  principal: Principal,
+  deps: AppDeps,
+  em: EntityManager,
+): Promise<unknown> {
+  if (input.action === 'query' && !/^\s*select\s/i.test(input.soql))
+    throw refuse('body.arguments.soql', 'must start with SELECT (only queries are allowed)');
   if (input.action === 'update_record') checkUpdate(input, principal);
-  const session = new CrmSession(await loadConnection(em, deps.config, principal.tenant, input.connection_name), em, deps.config);
+  const session = new CrmSession(
+    await loadConnection(em, deps.config, principal.tenant, input.connection_name),
+    em,
+    deps.config,
+  );
   switch (input.action) {
     case 'query': {
       const result = await queryRecords(session, input.soql, input.max_rows);
-      return { total_size: result.totalSize, returned: result.records.length, truncated: result.truncated, max_rows: input.max_rows, records: result.records };
+      return {
+        total_size: result.totalSize,
+        returned: result.records.length,
+        truncated: result.truncated,
+        max_rows: input.max_rows,
+        records: result.records,
+      };
     }
     case 'get_record':
       return getRecord(session, input.record_kind, input.record_id, input.fields);
     case 'update_record':
       await updateRecord(session, input.record_kind, input.record_id, input.fields);
-      return { updated: true, record_kind: input.record_kind, record_id: input.record_id, fields: Object.keys(input.fields) };
+      return {
+        updated: true,
+        record_kind: input.record_kind,
+        record_id: input.record_id,
+        fields: Object.keys(input.fields),
+      };
   }
 }

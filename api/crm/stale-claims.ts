@@ -13,7 +13,13 @@ const RECOVERY_REASON =
   'Stale claim found on an approval-list read: the execution ended without a recorded outcome (its workflow is gone); the merge may have happened. Check the records, then reconcile.';
 
 /** Who the trail names for a recovery: no person or agent did it, the platform did on a read. */
-const recoveryActor = (tenant: string): PrincipalRef => ({ kind: 'system', id: 'system', tenant, label: 'Platform (stale-claim recovery)', credential: 'service_token' });
+const recoveryActor = (tenant: string): PrincipalRef => ({
+  kind: 'system',
+  id: 'system',
+  tenant,
+  label: 'Platform (stale-claim recovery)',
+  credential: 'service_token',
+});
 
 async function running(deps: AppDeps, workflowId: string): Promise<boolean> {
   try {
@@ -71,7 +77,13 @@ async function markForReconciliation(deps: AppDeps, em: EntityManager, proposal:
       `insert into action_review_events (proposal_id, seq, type, actor, reason, detail, occurred_at)
        select ?, coalesce(max(seq), 0) + 1, 'reconciliation_required', ?::jsonb, ?, ?::jsonb, now()
        from action_review_events where proposal_id = ?`,
-      [proposal.proposalId, JSON.stringify(recoveryActor(proposal.tenant)), RECOVERY_REASON, JSON.stringify(detail), proposal.proposalId],
+      [
+        proposal.proposalId,
+        JSON.stringify(recoveryActor(proposal.tenant)),
+        RECOVERY_REASON,
+        JSON.stringify(detail),
+        proposal.proposalId,
+      ],
     );
     return true;
   });
@@ -85,7 +97,12 @@ async function markForReconciliation(deps: AppDeps, em: EntityManager, proposal:
  * rejected approval has nothing to release. Answers `recovered` when this read changed the state,
  * `raced` when a concurrent read did (the caller re-reads), `none` otherwise.
  */
-export async function recoverStaleClaim(deps: AppDeps, em: EntityManager, row: CrmMergeApprovalRow, proposal: ProposalRow | null): Promise<'recovered' | 'raced' | 'none'> {
+export async function recoverStaleClaim(
+  deps: AppDeps,
+  em: EntityManager,
+  row: CrmMergeApprovalRow,
+  proposal: ProposalRow | null,
+): Promise<'recovered' | 'raced' | 'none'> {
   const now = Date.now();
   const pastLifetime = row.expiresAt.getTime() + STALE_GRACE_MS < now;
   if (row.status === 'open' && !row.executionStartedAt && proposal?.status !== 'rejected' && pastLifetime) {
@@ -97,7 +114,10 @@ export async function recoverStaleClaim(deps: AppDeps, em: EntityManager, row: C
     if (await running(deps, proposalWorkflowId(row.approvalId))) return 'none';
     if (!(await markForReconciliation(deps, em, proposal))) return 'raced';
     // Lets the approval's workflow, if it still waits for the outcome, end now instead of at its settle timeout.
-    await deps.temporal.workflow.getHandle(crmMergeWorkflowId(row.approvalId)).signal(mergeSettledSignal, { finalStatus: 'reconciliation_required' }).catch(() => undefined);
+    await deps.temporal.workflow
+      .getHandle(crmMergeWorkflowId(row.approvalId))
+      .signal(mergeSettledSignal, { finalStatus: 'reconciliation_required' })
+      .catch(() => undefined);
     return 'recovered';
   }
   return 'none';

@@ -23,7 +23,8 @@ function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | unde
   const result = schema.safeParse(value);
   if (result.success) {
     // What the schema keeps must be NUL-free; a protocol body is checked message by message by its handler.
-    if (!(location === 'body' && route.bodyKind === 'jsonrpc')) refuseNul(result.data, [location], `request ${location}`);
+    if (!(location === 'body' && route.bodyKind === 'jsonrpc'))
+      refuseNul(result.data, [location], `request ${location}`);
     return result.data;
   }
   if (location === 'body' && route.bodyKind === 'config') {
@@ -43,16 +44,21 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
   if (principalKinds && !principalKinds.includes(principal.kind)) {
     throw new ForbiddenError(
       `This action is limited to ${principalKinds.join(' or ')} callers; you are calling as ${principal.kind} "${principal.displayName}". ${
-        principalKinds.includes('person') ? 'Sign in as a person (identity-provider login or your own personal access token).' : ''
+        principalKinds.includes('person')
+          ? 'Sign in as a person (identity-provider login or your own personal access token).'
+          : ''
       }`.trim(),
       { required_principal_kinds: principalKinds, principal_kind: principal.kind },
     );
   }
   if (permission && !principal.permissions.has(permission)) {
-    throw new ForbiddenError(`Permission denied: this action needs the "${permission}" permission. ${PERMISSION_GUIDANCE}`, {
-      required_permission: permission,
-      roles: principal.roles,
-    });
+    throw new ForbiddenError(
+      `Permission denied: this action needs the "${permission}" permission. ${PERMISSION_GUIDANCE}`,
+      {
+        required_permission: permission,
+        roles: principal.roles,
+      },
+    );
   }
   return principal;
 }
@@ -70,7 +76,10 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
         requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);
       } else if (route.access.kind === 'authenticated') {
         principal = await authenticate(
-          { authorization: ctx.get('authorization') || undefined, serviceToken: ctx.get('x-platform-service-token') || undefined },
+          {
+            authorization: ctx.get('authorization') || undefined,
+            serviceToken: ctx.get('x-platform-service-token') || undefined,
+          },
           { config: deps.config, verifier: deps.verifier, em },
         );
         principal = authorize(route, principal, deps);
@@ -80,7 +89,9 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       const query = parsePart(route, 'query', route.query, ctx.query);
       const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
       if (needsBody && !sent) {
-        throw invalidInput('request body', [{ field: 'body', message: 'this request needs a JSON body', code: 'body_required' }]);
+        throw invalidInput('request body', [
+          { field: 'body', message: 'this request needs a JSON body', code: 'body_required' },
+        ]);
       }
       const rawBody = (ctx.request as { body?: unknown }).body;
       const body = parsePart(route, 'body', route.body, rawBody ?? {});

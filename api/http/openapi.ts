@@ -13,7 +13,11 @@ const NUL_FREE_JSON: Json = {
     { type: 'string', pattern: NO_NUL },
     { type: ['number', 'boolean', 'null'] },
     { type: 'array', items: { $ref: '#/components/schemas/NulFreeJson' } },
-    { type: 'object', propertyNames: { pattern: NO_NUL }, additionalProperties: { $ref: '#/components/schemas/NulFreeJson' } },
+    {
+      type: 'object',
+      propertyNames: { pattern: NO_NUL },
+      additionalProperties: { $ref: '#/components/schemas/NulFreeJson' },
+    },
   ],
 };
 
@@ -23,12 +27,24 @@ function forbidNul(node: unknown, components: Json): void {
   if (!node || typeof node !== 'object') return;
   const schema = node as Json;
   const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-  if (types.includes('string') && !('pattern' in schema) && !('enum' in schema) && !('const' in schema) && !('format' in schema)) {
+  if (
+    types.includes('string') &&
+    !('pattern' in schema) &&
+    !('enum' in schema) &&
+    !('const' in schema) &&
+    !('format' in schema)
+  ) {
     schema.pattern = NO_NUL;
   }
   for (const [key, value] of Object.entries(schema)) {
     const isSchemaSlot = key === 'items' || key === 'additionalProperties' || key === 'propertyNames';
-    if (isSchemaSlot && value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0) {
+    if (
+      isSchemaSlot &&
+      value &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      Object.keys(value).length === 0
+    ) {
       components.NulFreeJson ??= NUL_FREE_JSON;
       schema[key] = key === 'propertyNames' ? { pattern: NO_NUL } : { $ref: '#/components/schemas/NulFreeJson' };
     } else if (key === 'properties' && value && typeof value === 'object') {
@@ -49,7 +65,9 @@ function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): 
   delete json.$schema;
   const defs = json.$defs as Record<string, Json> | undefined;
   delete json.$defs;
-  const rewritten = JSON.parse(JSON.stringify(json).replace(/"#\/\$defs\/([^"]+)"/g, '"#/components/schemas/$1"')) as Json;
+  const rewritten = JSON.parse(
+    JSON.stringify(json).replace(/"#\/\$defs\/([^"]+)"/g, '"#/components/schemas/$1"'),
+  ) as Json;
   for (const [name, def] of Object.entries(defs ?? {})) {
     components[name] ??= JSON.parse(JSON.stringify(def).replace(/"#\/\$defs\/([^"]+)"/g, '"#/components/schemas/$1"'));
   }
@@ -66,7 +84,8 @@ function parameters(location: 'path' | 'query', schema: z.ZodObject | undefined,
   if (!schema) return [];
   return Object.entries(schema.shape).map(([name, field]) => {
     const fieldSchema = field as z.ZodType;
-    const description = (fieldSchema.meta() as { description?: string } | undefined)?.description ?? fieldSchema.description;
+    const description =
+      (fieldSchema.meta() as { description?: string } | undefined)?.description ?? fieldSchema.description;
     return {
       name,
       in: location,
@@ -99,18 +118,26 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     const responses: Json = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = spec.schema
-        ? { description: spec.description, content: { 'application/json': { schema: toSchema(spec.schema, 'output', components) } } }
+        ? {
+            description: spec.description,
+            content: { 'application/json': { schema: toSchema(spec.schema, 'output', components) } },
+          }
         : { description: spec.description };
     }
-    if (route.params || route.query || route.body) responses['400'] ??= errorResponse('Validation failure (`bad_request`); `payload.fields` lists the failing fields');
+    if (route.params || route.query || route.body)
+      responses['400'] ??= errorResponse(
+        'Validation failure (`bad_request`); `payload.fields` lists the failing fields',
+      );
     // Statuses any route of a kind can answer are documented once, under components/responses.
     if (route.body) responses['413'] ??= { $ref: '#/components/responses/PayloadTooLarge' };
     if (route.body) responses['415'] ??= { $ref: '#/components/responses/UnsupportedMediaType' };
     if (route.params) responses['404'] ??= { $ref: '#/components/responses/NotFound' };
     responses['405'] ??= { $ref: '#/components/responses/MethodNotAllowed' };
     responses['431'] ??= { $ref: '#/components/responses/HeadersTooLarge' };
-    if (route.bodyKind === 'config') responses['422'] ??= errorResponse('Undeclared field in a configuration body (`unprocessable_entity`)');
-    if (route.access.kind !== 'public') responses['401'] ??= errorResponse('Missing or invalid credential (`authentication`)');
+    if (route.bodyKind === 'config')
+      responses['422'] ??= errorResponse('Undeclared field in a configuration body (`unprocessable_entity`)');
+    if (route.access.kind !== 'public')
+      responses['401'] ??= errorResponse('Missing or invalid credential (`authentication`)');
     if (route.access.kind === 'authenticated' && (route.access.permission || route.access.principalKinds)) {
       responses['403'] ??= errorResponse('Permission refusal (`forbidden`) with administrator guidance');
     }
@@ -132,13 +159,21 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
         ? {
             requestBody: {
               required: bodyRequired(route),
-              content: { [route.bodyKind === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: { schema: toSchema(route.body, 'input', components) } },
+              content: {
+                [route.bodyKind === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: {
+                  schema: toSchema(route.body, 'input', components),
+                },
+              },
             },
           }
         : {}),
       responses,
-      ...(route.access.kind === 'authenticated' && route.access.permission ? { 'x-permission': route.access.permission } : {}),
-      ...(route.access.kind === 'authenticated' && route.access.principalKinds ? { 'x-principal-kinds': route.access.principalKinds } : {}),
+      ...(route.access.kind === 'authenticated' && route.access.permission
+        ? { 'x-permission': route.access.permission }
+        : {}),
+      ...(route.access.kind === 'authenticated' && route.access.principalKinds
+        ? { 'x-principal-kinds': route.access.principalKinds }
+        : {}),
     };
     paths[path] = { ...(paths[path] ?? {}), [route.method]: operation };
   }
@@ -150,20 +185,41 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     components: {
       schemas: components,
       responses: {
-        NotFound: errorResponse('No such resource, or one the caller may not see (`not_found`; never 403 for a hidden subject)'),
-        PayloadTooLarge: errorResponse('Body larger than the configured limit (`payload_too_large`, `payload.limit_bytes`)'),
-        UnsupportedMediaType: errorResponse('Body not sent as the media type this route takes (`unsupported_media_type`)'),
-        MethodNotAllowed: errorResponse('Method not declared on this path (`method_not_allowed`); `Allow` lists the declared ones'),
-        HeadersTooLarge: { description: 'Request headers larger than the server accepts (answered by the HTTP server, no body)' },
+        NotFound: errorResponse(
+          'No such resource, or one the caller may not see (`not_found`; never 403 for a hidden subject)',
+        ),
+        PayloadTooLarge: errorResponse(
+          'Body larger than the configured limit (`payload_too_large`, `payload.limit_bytes`)',
+        ),
+        UnsupportedMediaType: errorResponse(
+          'Body not sent as the media type this route takes (`unsupported_media_type`)',
+        ),
+        MethodNotAllowed: errorResponse(
+          'Method not declared on this path (`method_not_allowed`); `Allow` lists the declared ones',
+        ),
+        HeadersTooLarge: {
+          description: 'Request headers larger than the server accepts (answered by the HTTP server, no body)',
+        },
       },
       securitySchemes: {
         bearer: {
           type: 'http',
           scheme: 'bearer',
-          description: 'An identity-provider access token (JWT), a personal access token `gp_…`, or a sandbox thread token `gsk_…`',
+          description:
+            'An identity-provider access token (JWT), a personal access token `gp_…`, or a sandbox thread token `gsk_…`',
         },
-        serviceToken: { type: 'apiKey', in: 'header', name: 'X-Platform-Service-Token', description: 'The system identity' },
-        internalToken: { type: 'apiKey', in: 'header', name: 'X-Platform-Internal-Token', description: 'Internal routes only' },
+        serviceToken: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Platform-Service-Token',
+          description: 'The system identity',
+        },
+        internalToken: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Platform-Internal-Token',
+          description: 'Internal routes only',
+        },
       },
     },
   };

@@ -28,7 +28,10 @@ export function renderReferencePage(doc: Json): string {
       (tag) =>
         `<li><strong>${escapeHtml(tag)}</strong><ul>${byTag
           .get(tag)!
-          .map(({ method, path, op }) => `<li><a href="#${escapeHtml(String(op.operationId))}"><code class="m ${method}">${method.toUpperCase()}</code> ${escapeHtml(path)}</a></li>`)
+          .map(
+            ({ method, path, op }) =>
+              `<li><a href="#${escapeHtml(String(op.operationId))}"><code class="m ${method}">${method.toUpperCase()}</code> ${escapeHtml(path)}</a></li>`,
+          )
           .join('')}</ul></li>`,
     )
     .join('');
@@ -40,15 +43,24 @@ export function renderReferencePage(doc: Json): string {
           const params = (op.parameters as Json[]) ?? [];
           const security = (op.security as Json[]) ?? [];
           const auth = security.length === 0 ? 'public' : security.map((s) => Object.keys(s)[0]).join(' or ');
-          const permission = op['x-permission'] ? ` · needs <code>${escapeHtml(String(op['x-permission']))}</code>` : '';
-          const kinds = op['x-principal-kinds'] ? ` · callers: ${escapeHtml((op['x-principal-kinds'] as string[]).join(', '))}` : '';
+          const permission = op['x-permission']
+            ? ` · needs <code>${escapeHtml(String(op['x-permission']))}</code>`
+            : '';
+          const kinds = op['x-principal-kinds']
+            ? ` · callers: ${escapeHtml((op['x-principal-kinds'] as string[]).join(', '))}`
+            : '';
           const paramRows = params
-            .map((p) => `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td></tr>`)
+            .map(
+              (p) =>
+                `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td></tr>`,
+            )
             .join('');
           const body = op.requestBody as { content: Record<string, { schema: unknown }> } | undefined;
           const responses = Object.entries(op.responses as Record<string, Json>)
             .map(([status, r]) => {
-              const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.['application/json']?.schema;
+              const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.[
+                'application/json'
+              ]?.schema;
               return `<details><summary><code>${escapeHtml(status)}</code> ${escapeHtml(String(r.description))}</summary>${schema ? schemaBlock(schema) : ''}</details>`;
             })
             .join('');
@@ -57,7 +69,13 @@ export function renderReferencePage(doc: Json): string {
 <p>${escapeHtml(String(op.summary ?? ''))}</p>${op.description ? `<p>${escapeHtml(String(op.description))}</p>` : ''}
 <p class="auth">Auth: ${escapeHtml(auth)}${permission}${kinds}</p>
 ${paramRows ? `<table><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>schema</th></tr>${paramRows}</table>` : ''}
-${body ? `<h4>Request body</h4>${Object.entries(body.content).map(([type, c]) => `<p><code>${escapeHtml(type)}</code></p>${schemaBlock(c.schema)}`).join('')}` : ''}
+${
+  body
+    ? `<h4>Request body</h4>${Object.entries(body.content)
+        .map(([type, c]) => `<p><code>${escapeHtml(type)}</code></p>${schemaBlock(c.schema)}`)
+        .join('')}`
+    : ''
+}
 <h4>Responses</h4>${responses}</section>`;
         })
         .join('');

@@ -21,7 +21,12 @@ export interface DispatchContext {
 
 /** A tool failure: `isError` with the spec's envelope as JSON text, so clients and models can read the error class. */
 export function toolError(error: PlatformError, requestId: string): CallToolResult {
-  const envelope = { error: error.message, error_type: error.errorType, request_id: requestId, ...(error.payload ? { payload: error.payload } : {}) };
+  const envelope = {
+    error: error.message,
+    error_type: error.errorType,
+    request_id: requestId,
+    ...(error.payload ? { payload: error.payload } : {}),
+  };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(envelope) }] };
 }
 
@@ -45,11 +50,14 @@ function resolveAction(name: string, gateway: GatewayContext, catalog: McpAction
         { reason: 'action_not_in_version', action: name, gateway_version: version, available_on: `/mcp/${other}/` },
       );
     }
-    throw new BadRequestError(`Unknown action "${name}". Actions on this gateway: ${catalog.names(version).join(', ')}.`, {
-      reason: 'unknown_action',
-      action: name,
-      actions: catalog.names(version),
-    });
+    throw new BadRequestError(
+      `Unknown action "${name}". Actions on this gateway: ${catalog.names(version).join(', ')}.`,
+      {
+        reason: 'unknown_action',
+        action: name,
+        actions: catalog.names(version),
+      },
+    );
   }
   const def = catalog.find(name, version);
   if (!def) {
@@ -62,7 +70,10 @@ function resolveAction(name: string, gateway: GatewayContext, catalog: McpAction
 }
 
 /** Runs one `platform` tool call: picks the action, validates its own parameters, maps refusals to tool errors. */
-export async function dispatchPlatformCall(args: Record<string, unknown>, ctx: DispatchContext): Promise<CallToolResult> {
+export async function dispatchPlatformCall(
+  args: Record<string, unknown>,
+  ctx: DispatchContext,
+): Promise<CallToolResult> {
   const { action, ...rest } = args;
   try {
     const def = resolveAction(String(action), ctx.gateway, ctx.catalog);
@@ -75,7 +86,9 @@ export async function dispatchPlatformCall(args: Record<string, unknown>, ctx: D
         { reason: 'undeclared_parameters', action: def.name, fields: extra },
       );
     }
-    const params = parseInput(def.params as z.ZodObject, given, [], `parameters for "${def.name}"`, { action: def.name });
+    const params = parseInput(def.params as z.ZodObject, given, [], `parameters for "${def.name}"`, {
+      action: def.name,
+    });
     return toolSuccess(await def.handler({ ...ctx, params, version: ctx.gateway.version }));
   } catch (err) {
     const { error, unexpected } = toPlatformError(err);

@@ -34,19 +34,29 @@ export function checkOrigin(ctx: Koa.Context, deps: AppDeps): void {
  * off), but a refusal carries the MCP challenge: `WWW-Authenticate: Bearer resource_metadata="…"`,
  * plus `error="invalid_token"` when a credential was presented and did not hold.
  */
-export async function authenticateGateway(req: GatewayRequest, mountPath: string): Promise<{ principal: Principal; token: string }> {
+export async function authenticateGateway(
+  req: GatewayRequest,
+  mountPath: string,
+): Promise<{ principal: Principal; token: string }> {
   const { koa: ctx, deps, em } = req;
   const metadata = resourceMetadataUrl(publicOrigin(ctx, deps.config), mountPath);
   const authorization = ctx.get('authorization') || undefined;
   let principal: Principal | null;
   try {
-    principal = await authenticate({ authorization, serviceToken: ctx.get('x-platform-service-token') || undefined }, { config: deps.config, verifier: deps.verifier, em });
+    principal = await authenticate(
+      { authorization, serviceToken: ctx.get('x-platform-service-token') || undefined },
+      { config: deps.config, verifier: deps.verifier, em },
+    );
   } catch (err) {
-    if (err instanceof AuthenticationError) err.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}", error="invalid_token"`;
+    if (err instanceof AuthenticationError)
+      err.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}", error="invalid_token"`;
     throw err;
   }
   if (!principal) {
-    const error = authenticationRequired(deps.config, `Authentication required. ${credentialGuidance(gatewayAuthMode(deps.config))}`);
+    const error = authenticationRequired(
+      deps.config,
+      `Authentication required. ${credentialGuidance(gatewayAuthMode(deps.config))}`,
+    );
     error.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}"`;
     throw error;
   }
@@ -55,7 +65,10 @@ export async function authenticateGateway(req: GatewayRequest, mountPath: string
 }
 
 /** POST on a gateway path: a new server and transport for this one request (stateless Streamable HTTP, JSON responses). */
-export async function handleGatewayPost(req: GatewayRequest, mount: { path: string; version: GatewayVersion }): Promise<void> {
+export async function handleGatewayPost(
+  req: GatewayRequest,
+  mount: { path: string; version: GatewayVersion },
+): Promise<void> {
   const { koa: ctx, deps } = req;
   checkOrigin(ctx, deps);
   const { principal, token } = await authenticateGateway(req, mount.path);
@@ -83,9 +96,13 @@ export async function handleGatewayPost(req: GatewayRequest, mount: { path: stri
 /** GET and DELETE: stateless mode has no standalone SSE stream and no session to end. */
 export function refuseGatewayMethod(ctx: Koa.Context, deps: AppDeps): never {
   checkOrigin(ctx, deps);
-  const error = new PlatformError('method_not_allowed', 'This gateway is stateless: send MCP messages with POST (no SSE stream to open, no session to delete).', {
-    allowed: ['POST'],
-  });
+  const error = new PlatformError(
+    'method_not_allowed',
+    'This gateway is stateless: send MCP messages with POST (no SSE stream to open, no session to delete).',
+    {
+      allowed: ['POST'],
+    },
+  );
   error.headers.Allow = 'POST';
   throw error;
 }

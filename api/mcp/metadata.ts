@@ -35,7 +35,11 @@ export function protectedResourceMetadata(config: AppConfig, origin: string, mou
  */
 export async function authorizationServerMetadata(config: AppConfig, origin: string) {
   const mode = gatewayAuthMode(config);
-  const common = { response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: SCOPES_SUPPORTED };
+  const common = {
+    response_types_supported: ['code'],
+    code_challenge_methods_supported: ['S256'],
+    scopes_supported: SCOPES_SUPPORTED,
+  };
   if (mode === 'oauth_proxy') {
     return {
       issuer: origin,
@@ -62,8 +66,11 @@ export async function authorizationServerMetadata(config: AppConfig, origin: str
       scopes_supported: upstream.scopes_supported ?? SCOPES_SUPPORTED,
     };
   }
-  throw new NotFoundError(`This deployment has no OAuth authorization server for MCP clients. ${credentialGuidance(mode)}`, {
-    reason: 'no_authorization_server',
-    platform_auth_mode: mode,
-  });
+  throw new NotFoundError(
+    `This deployment has no OAuth authorization server for MCP clients. ${credentialGuidance(mode)}`,
+    {
+      reason: 'no_authorization_server',
+      platform_auth_mode: mode,
+    },
+  );
 }

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import type { GatewayVersion, McpActionCatalog } from './actions/registry.js';
 
 const jsonShape = (schema: z.ZodType): string => {
-  const { description: _d, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
+  const { description: _d, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) as Record<
+    string,
+    unknown
+  >;
   return JSON.stringify(rest);
 };
 

@@ -27,7 +27,7 @@ function buildToolDescription(catalog: McpActionCatalog, version: GatewayVersion
   });
   return [
     `The data-agent platform (${version} gateway). Pick an agent, hold threads with it, and read the platform's status.`,
-    'Set `action` and that action\'s parameters; `help` lists each action\'s parameters.',
+    "Set `action` and that action's parameters; `help` lists each action's parameters.",
     ...lines,
   ].join('\n');
 }
@@ -48,8 +48,13 @@ export function createPlatformServer(ctx: Omit<DispatchContext, 'principal'>): M
   );
   server.registerTool(
     'platform',
-    { title: 'Data-agent platform', description: toolDescription(ctx.catalog, version), inputSchema: platformInputSchema(ctx.catalog, version) },
-    (args, extra) => dispatchPlatformCall(args as Record<string, unknown>, { ...ctx, principal: principalOf(extra.authInfo) }),
+    {
+      title: 'Data-agent platform',
+      description: toolDescription(ctx.catalog, version),
+      inputSchema: platformInputSchema(ctx.catalog, version),
+    },
+    (args, extra) =>
+      dispatchPlatformCall(args as Record<string, unknown>, { ...ctx, principal: principalOf(extra.authInfo) }),
   );
   return server;
 }

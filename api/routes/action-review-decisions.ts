@@ -17,26 +17,40 @@ import { defineRoute } from '../http/route.js';
 
 const DecideBody = z.object({
   reason: z.string().trim().max(4_000).optional(),
-  expected_version: z.number().int().min(1).optional().describe('`decision_context.expected_version` from the detail you reviewed; 409 if the proposal moved on'),
-  expected_payload_digest: z.string().max(200).optional().describe('`decision_context.payload_digest` from the detail you reviewed; 409 if it no longer matches'),
+  expected_version: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('`decision_context.expected_version` from the detail you reviewed; 409 if the proposal moved on'),
+  expected_payload_digest: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('`decision_context.payload_digest` from the detail you reviewed; 409 if it no longer matches'),
 });
 
 const ExecutionFields = {
   claimed: z.boolean(),
   final_status: z.enum(FINAL_STATUSES).nullable(),
-  execution_refusal_reason: z.string().nullable().describe('claim_lost, outcome_not_recorded, or the executor’s not_applied reason'),
+  execution_refusal_reason: z
+    .string()
+    .nullable()
+    .describe('claim_lost, outcome_not_recorded, or the executor’s not_applied reason'),
   execution_refusal_detail: z.string().nullable(),
   execution_error_detail: z.string().nullable(),
   execution_result: z.record(z.string(), z.unknown()).nullable(),
 };
 
-const DecisionResponse = z.object({
-  success: z.boolean(),
-  decided: z.boolean(),
-  refusal_reason: z.string().nullable(),
-  proposal: ProposalDetailSchema,
-  ...Object.fromEntries(Object.entries(ExecutionFields).map(([k, v]) => [k, v.optional()])),
-}).describe('Execution fields are present when approving is the action');
+const DecisionResponse = z
+  .object({
+    success: z.boolean(),
+    decided: z.boolean(),
+    refusal_reason: z.string().nullable(),
+    proposal: ProposalDetailSchema,
+    ...Object.fromEntries(Object.entries(ExecutionFields).map(([k, v]) => [k, v.optional()])),
+  })
+  .describe('Execution fields are present when approving is the action');
 
 const ApproveAndExecuteResponse = z.object({
   success: z.boolean(),
@@ -58,7 +72,9 @@ const ExecuteResponse = z.object({
 });
 
 const ReconcileBody = z.object({
-  final_status: z.enum(RECONCILED_STATUSES).describe('What the person found: the effect was applied (executed) or not (not_applied)'),
+  final_status: z
+    .enum(RECONCILED_STATUSES)
+    .describe('What the person found: the effect was applied (executed) or not (not_applied)'),
   note: z.string().trim().max(4_000).optional(),
 });
 
@@ -90,7 +106,10 @@ function decideRoute(kind: 'approve' | 'reject') {
     method: 'post',
     path: `/api/action-review/proposals/:proposal_id/${kind}`,
     operationId: `${kind}ActionReviewProposal`,
-    summary: kind === 'approve' ? 'Approve (person-only); applies the change too when approving is the action' : 'Reject (person-only)',
+    summary:
+      kind === 'approve'
+        ? 'Approve (person-only); applies the change too when approving is the action'
+        : 'Reject (person-only)',
     tags,
     access: personAccess,
     params: ProposalIdParams,
@@ -148,12 +167,26 @@ export const actionReviewDecisionRoutes = [
       if (!answer.ok) {
         const refusal = 'refusal' in answer ? answer.refusal : alreadyDecided;
         return {
-          success: false, decided: false, refusal_reason: refusal.code, claimed: false, final_status: null,
-          execution_refusal_reason: null, execution_refusal_detail: refusal.message, execution_error_detail: null, execution_result: null, proposal,
+          success: false,
+          decided: false,
+          refusal_reason: refusal.code,
+          claimed: false,
+          final_status: null,
+          execution_refusal_reason: null,
+          execution_refusal_detail: refusal.message,
+          execution_error_detail: null,
+          execution_result: null,
+          proposal,
         };
       }
       const e = answer.value.execution!;
-      return { success: e.finalStatus === 'executed', decided: true, refusal_reason: null, ...executionFields(e), proposal };
+      return {
+        success: e.finalStatus === 'executed',
+        decided: true,
+        refusal_reason: null,
+        ...executionFields(e),
+        proposal,
+      };
     },
   }),
   defineRoute({
@@ -165,10 +198,14 @@ export const actionReviewDecisionRoutes = [
     access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
     params: ProposalIdParams,
     responses: {
-      200: { description: 'Outcome, or a refusal (success false; claimed false before the grant is claimed)', schema: ExecuteResponse },
+      200: {
+        description: 'Outcome, or a refusal (success false; claimed false before the grant is claimed)',
+        schema: ExecuteResponse,
+      },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
-    handler: ({ params, principal, deps, em }) => executeProposal(deps, em, principal, params.proposal_id, { surface: 'api', threadId: null }),
+    handler: ({ params, principal, deps, em }) =>
+      executeProposal(deps, em, principal, params.proposal_id, { surface: 'api', threadId: null }),
   }),
   defineRoute({
     method: 'post',
@@ -189,7 +226,8 @@ export const actionReviewDecisionRoutes = [
       const answer = await reconcileProposal(deps, em, principal, row.proposalId, body.final_status, body.note || null);
       if (!answer.resolved && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
       const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
-      if (!answer.resolved) return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };
+      if (!answer.resolved)
+        return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };
       return { resolved: true, final_status: answer.finalStatus, refusal_reason: null, proposal };
     },
   }),

@@ -15,15 +15,23 @@ const ProposalFields = z.object({
   requested_statement: z.string().max(100_000).optional(),
   bot_id: z.string().trim().min(1).max(200).optional(),
   thread_id: z.string().trim().min(1).max(200).optional().describe('The conversation the decision is handed back into'),
-  subject: z.object({ kind: z.enum([THREAD_SUBJECT]), id: z.string().min(1).max(200) }).optional().describe('Must be visible to the caller'),
+  subject: z
+    .object({ kind: z.enum([THREAD_SUBJECT]), id: z.string().min(1).max(200) })
+    .optional()
+    .describe('Must be visible to the caller'),
   execution_origin: z
     .enum(['any', 'proposal_thread'])
     .optional()
-    .describe('`proposal_thread` (default with a thread): tool-call executions only from that thread; people may always execute from the inbox'),
+    .describe(
+      '`proposal_thread` (default with a thread): tool-call executions only from that thread; people may always execute from the inbox',
+    ),
 });
 
 const proposalVariant = <T extends ActionType>(actionType: T) =>
-  ProposalFields.extend({ action_type: z.literal(actionType), payload: PayloadSchemas[actionType] as (typeof PayloadSchemas)[T] });
+  ProposalFields.extend({
+    action_type: z.literal(actionType),
+    payload: PayloadSchemas[actionType] as (typeof PayloadSchemas)[T],
+  });
 
 /**
  * One variant per action type, each with that type's payload schema, so the published document is a
@@ -31,15 +39,27 @@ const proposalVariant = <T extends ActionType>(actionType: T) =>
  */
 export const CreateProposalBody = z.discriminatedUnion(
   'action_type',
-  ACTION_TYPES.map(proposalVariant) as unknown as [ReturnType<typeof proposalVariant<ActionType>>, ...ReturnType<typeof proposalVariant<ActionType>>[]],
+  ACTION_TYPES.map(proposalVariant) as unknown as [
+    ReturnType<typeof proposalVariant<ActionType>>,
+    ...ReturnType<typeof proposalVariant<ActionType>>[],
+  ],
 );
 
 const csv = <T extends readonly [string, ...string[]]>(values: T) =>
   z
     .string()
-    .meta({ pattern: `^((${values.map((v) => v.replace(/\./g, '\\.')).join('|')})(,(${values.map((v) => v.replace(/\./g, '\\.')).join('|')}))*)?$` })
+    .meta({
+      pattern: `^((${values.map((v) => v.replace(/\./g, '\\.')).join('|')})(,(${values.map((v) => v.replace(/\./g, '\\.')).join('|')}))*)?$`,
+    })
     .optional()
-    .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []))
+    .transform((v) =>
+      v
+        ? v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [],
+    )
     .pipe(z.array(z.enum(values)));
 
 const ListQuery = z.object({
@@ -57,9 +77,15 @@ const ListResponse = z.object({
   total_count: z.number().int().describe('Visible proposals among those scanned'),
   offset: z.number().int(),
   limit: z.number().int(),
-  truncated: z.boolean().describe('More proposals exist than were looked at (probe budget of 100 subjects, or the scan ceiling)'),
-  incomplete_reason: z.enum(['probe_failure', 'probe_budget', 'handler_unavailable', 'row_unreadable', 'scan_ceiling']).nullable(),
-  visible_threads_only: z.boolean().describe('Always true: only proposals whose conversation thread and subject the caller may see'),
+  truncated: z
+    .boolean()
+    .describe('More proposals exist than were looked at (probe budget of 100 subjects, or the scan ceiling)'),
+  incomplete_reason: z
+    .enum(['probe_failure', 'probe_budget', 'handler_unavailable', 'row_unreadable', 'scan_ceiling'])
+    .nullable(),
+  visible_threads_only: z
+    .boolean()
+    .describe('Always true: only proposals whose conversation thread and subject the caller may see'),
 });
 
 const DetailQuery = z.object({
@@ -83,7 +109,10 @@ export const actionReviewRoutes = [
     body: CreateProposalBody,
     successStatus: 201,
     responses: {
-      201: { description: 'Created, status requested', schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }) },
+      201: {
+        description: 'Created, status requested',
+        schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }),
+      },
       404: { description: 'The subject or thread is not visible to the caller' },
       413: { description: 'The stored form of the proposal exceeds ACTION_REVIEW_MAX_PROPOSAL_BYTES' },
     },
@@ -111,10 +140,17 @@ export const actionReviewRoutes = [
     query: ListQuery,
     responses: { 200: { description: 'One page', schema: ListResponse } },
     handler: async ({ query, principal, em }) => {
-      const list = await listVisibleProposals(em, principal, { status: query.status, actionType: query.action_type, offset: query.offset, limit: query.limit });
+      const list = await listVisibleProposals(em, principal, {
+        status: query.status,
+        actionType: query.action_type,
+        offset: query.offset,
+        limit: query.limit,
+      });
       return {
         success: true,
-        proposals: list.rows.map((r) => rowView(r, { scope: query.dossier_scope, includeStatement: query.include_statement })),
+        proposals: list.rows.map((r) =>
+          rowView(r, { scope: query.dossier_scope, includeStatement: query.include_statement }),
+        ),
         total_count: list.totalCount,
         offset: query.offset,
         limit: query.limit,
@@ -134,7 +170,10 @@ export const actionReviewRoutes = [
     params: ProposalIdParams,
     query: DetailQuery,
     responses: {
-      200: { description: 'The proposal', schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }) },
+      200: {
+        description: 'The proposal',
+        schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }),
+      },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
     handler: async ({ params, query, principal, em }) => {

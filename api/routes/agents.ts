@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import type { AgentRow } from '../../shared/db/entities/agents.js';
-import { createAgent, deleteAgent, getVisibleAgent, listVisibleAgents, updateAgent } from '../../shared/agents/registry.js';
+import {
+  createAgent,
+  deleteAgent,
+  getVisibleAgent,
+  listVisibleAgents,
+  updateAgent,
+} from '../../shared/agents/registry.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { toIso } from '../../shared/dates.js';
 
@@ -41,7 +47,12 @@ export const agentView = (a: AgentRow) => ({
   updated_at: toIso(a.updatedAt),
 });
 
-const Name = z.string().trim().min(1).max(100).regex(/^[\p{L}\p{N} _.-]+$/u, 'letters, digits, spaces, "_", "." and "-"');
+const Name = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[\p{L}\p{N} _.-]+$/u, 'letters, digits, spaces, "_", "." and "-"');
 const CreateBody = z.object({
   name: Name,
   instructions: z.string().min(1).max(20_000),
@@ -59,8 +70,13 @@ export const agentRoutes = [
     summary: 'Agents the caller may use (agent managers see every agent of the tenant)',
     tags: ['agents'],
     access: { kind: 'authenticated' },
-    responses: { 200: { description: 'Agents by name', schema: successEnvelope(z.object({ agents: z.array(AgentView) })) } },
-    handler: async ({ em, principal }) => ({ success: true, data: { agents: (await listVisibleAgents(em, principal)).map(agentView) } }),
+    responses: {
+      200: { description: 'Agents by name', schema: successEnvelope(z.object({ agents: z.array(AgentView) })) },
+    },
+    handler: async ({ em, principal }) => ({
+      success: true,
+      data: { agents: (await listVisibleAgents(em, principal)).map(agentView) },
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -71,7 +87,10 @@ export const agentRoutes = [
     access: { kind: 'authenticated', permission: 'manage_agents' },
     body: CreateBody,
     successStatus: 201,
-    responses: { 201: { description: 'Created', schema: successEnvelope(AgentView) }, 409: { description: '`AGENT_NAME_TAKEN`' } },
+    responses: {
+      201: { description: 'Created', schema: successEnvelope(AgentView) },
+      409: { description: '`AGENT_NAME_TAKEN`' },
+    },
     handler: async ({ em, principal, body }) => ({
       success: true,
       data: agentView(await createAgent(em, principal, { ...body, toolGroups: body.tool_groups })),
@@ -85,8 +104,14 @@ export const agentRoutes = [
     tags: ['agents'],
     access: { kind: 'authenticated' },
     params: AgentId,
-    responses: { 200: { description: 'The agent', schema: successEnvelope(AgentView) }, 404: { description: 'Unknown or hidden' } },
-    handler: async ({ em, principal, params }) => ({ success: true, data: agentView(await getVisibleAgent(em, principal, params.agent_id)) }),
+    responses: {
+      200: { description: 'The agent', schema: successEnvelope(AgentView) },
+      404: { description: 'Unknown or hidden' },
+    },
+    handler: async ({ em, principal, params }) => ({
+      success: true,
+      data: agentView(await getVisibleAgent(em, principal, params.agent_id)),
+    }),
   }),
   defineRoute({
     method: 'patch',
@@ -97,7 +122,10 @@ export const agentRoutes = [
     access: { kind: 'authenticated', permission: 'manage_agents' },
     params: AgentId,
     body: CreateBody.partial(),
-    responses: { 200: { description: 'Updated', schema: successEnvelope(AgentView) }, 409: { description: '`AGENT_NOT_EDITABLE`, `BUILT_IN_AGENT`, `AGENT_NAME_TAKEN`' } },
+    responses: {
+      200: { description: 'Updated', schema: successEnvelope(AgentView) },
+      409: { description: '`AGENT_NOT_EDITABLE`, `BUILT_IN_AGENT`, `AGENT_NAME_TAKEN`' },
+    },
     handler: async ({ em, principal, params, body }) => ({
       success: true,
       data: agentView(await updateAgent(em, principal, params.agent_id, { ...body, toolGroups: body.tool_groups })),
@@ -111,7 +139,13 @@ export const agentRoutes = [
     tags: ['agents'],
     access: { kind: 'authenticated', permission: 'manage_agents' },
     params: AgentId,
-    responses: { 200: { description: 'Deleted', schema: successEnvelope(AgentView) }, 409: { description: '`BUILT_IN_AGENT`, `AGENT_NOT_EDITABLE`' } },
-    handler: async ({ em, principal, params }) => ({ success: true, data: agentView(await deleteAgent(em, principal, params.agent_id)) }),
+    responses: {
+      200: { description: 'Deleted', schema: successEnvelope(AgentView) },
+      409: { description: '`BUILT_IN_AGENT`, `AGENT_NOT_EDITABLE`' },
+    },
+    handler: async ({ em, principal, params }) => ({
+      success: true,
+      data: agentView(await deleteAgent(em, principal, params.agent_id)),
+    }),
   }),
 ];

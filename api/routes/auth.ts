@@ -54,7 +54,12 @@ export const authRoutes = [
     responses: {
       200: {
         description: 'Roles',
-        schema: successEnvelope(z.object({ roles: z.array(z.object({ name: z.string(), permissions: z.array(z.string()) })), permissions: z.array(z.string()) })),
+        schema: successEnvelope(
+          z.object({
+            roles: z.array(z.object({ name: z.string(), permissions: z.array(z.string()) })),
+            permissions: z.array(z.string()),
+          }),
+        ),
       },
     },
     handler: async () => ({
@@ -98,15 +103,27 @@ export const authRoutes = [
     body: CreatePatBody,
     successStatus: 201,
     responses: {
-      201: { description: 'Minted', schema: successEnvelope(PatSchema.extend({ token: z.string().describe('gp_… — shown only in this response') })) },
+      201: {
+        description: 'Minted',
+        schema: successEnvelope(PatSchema.extend({ token: z.string().describe('gp_… — shown only in this response') })),
+      },
     },
     handler: async ({ principal, body, em }) => {
       if (principal.credential === 'pat') {
-        throw new ForbiddenError('A personal access token cannot mint further tokens; sign in through the identity provider to mint one.');
+        throw new ForbiddenError(
+          'A personal access token cannot mint further tokens; sign in through the identity provider to mint one.',
+        );
       }
       const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * 86_400_000) : null;
       const { pat, token } = await mintPat(em, {
-        owner: { id: principal.id, tenant: principal.tenant, kind: 'person', displayName: principal.displayName, email: null, roles: principal.roles },
+        owner: {
+          id: principal.id,
+          tenant: principal.tenant,
+          kind: 'person',
+          displayName: principal.displayName,
+          email: null,
+          roles: principal.roles,
+        },
         name: body.name,
         expiresAt,
       });
@@ -120,8 +137,13 @@ export const authRoutes = [
     summary: "List the caller's personal access tokens (never the token values)",
     tags: ['auth'],
     access: { kind: 'authenticated', principalKinds: ['person'] },
-    responses: { 200: { description: 'Tokens, newest first', schema: successEnvelope(z.object({ tokens: z.array(PatSchema) })) } },
-    handler: async ({ principal, em }) => ({ success: true, data: { tokens: (await listPats(em, principal.id)).map(patView) } }),
+    responses: {
+      200: { description: 'Tokens, newest first', schema: successEnvelope(z.object({ tokens: z.array(PatSchema) })) },
+    },
+    handler: async ({ principal, em }) => ({
+      success: true,
+      data: { tokens: (await listPats(em, principal.id)).map(patView) },
+    }),
   }),
   defineRoute({
     method: 'delete',
@@ -131,7 +153,10 @@ export const authRoutes = [
     tags: ['auth'],
     access: { kind: 'authenticated', principalKinds: ['person'] },
     params: z.object({ pat_id: z.string().uuid() }),
-    responses: { 200: { description: 'Revoked (idempotent)', schema: successEnvelope(PatSchema) }, 404: { description: 'No such token of yours' } },
+    responses: {
+      200: { description: 'Revoked (idempotent)', schema: successEnvelope(PatSchema) },
+      404: { description: 'No such token of yours' },
+    },
     handler: async ({ principal, params, em }) => {
       const pat = await revokePat(em, principal.id, params.pat_id);
       if (!pat) throw new NotFoundError(`No personal access token ${params.pat_id} belongs to you.`);
@@ -156,7 +181,9 @@ export const authRoutes = [
     responses: {
       201: {
         description: 'Minted',
-        schema: successEnvelope(z.object({ token: z.string(), bot_id: z.string(), thread_id: z.string(), expires_at: z.string() })),
+        schema: successEnvelope(
+          z.object({ token: z.string(), bot_id: z.string(), thread_id: z.string(), expires_at: z.string() }),
+        ),
       },
     },
     handler: async ({ body, em, deps }) => {
@@ -166,7 +193,10 @@ export const authRoutes = [
         tenant: body.tenant ?? deps.config.auth.deploymentTenant,
         ttlSeconds: body.ttl_seconds,
       });
-      return { success: true, data: { token, bot_id: record.botId, thread_id: record.threadId, expires_at: toIso(record.expiresAt) } };
+      return {
+        success: true,
+        data: { token, bot_id: record.botId, thread_id: record.threadId, expires_at: toIso(record.expiresAt) },
+      };
     },
   }),
 ];

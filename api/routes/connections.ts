@@ -8,8 +8,13 @@ import { defineRoute, successEnvelope, type RouteContext } from '../http/route.j
 
 const tags = ['connections'];
 const NameParams = z.object({ name: z.string().min(1).max(64) });
-const ConnectionName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and -, up to 64').describe('Suggested for user_oauth: crm_oauth_main');
-const Config = z.record(z.string(), z.unknown()).describe('Per-mode and shared fields (see GET /api/connections/types); secrets are write-only');
+const ConnectionName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and -, up to 64')
+  .describe('Suggested for user_oauth: crm_oauth_main');
+const Config = z
+  .record(z.string(), z.unknown())
+  .describe('Per-mode and shared fields (see GET /api/connections/types); secrets are write-only');
 
 const ConnectionSchema = z
   .object({
@@ -17,18 +22,26 @@ const ConnectionSchema = z
     type: z.literal('crm').or(z.string()),
     category: z.string(),
     auth_mode: z.string(),
-    config: z.record(z.string(), z.unknown()).describe('Secret fields read as "********"; send that back (or omit) to keep them'),
-    egress_hosts: z.array(z.string()).describe('login_host and instance_url hosts, for deployments that approve outbound access'),
+    config: z
+      .record(z.string(), z.unknown())
+      .describe('Secret fields read as "********"; send that back (or omit) to keep them'),
+    egress_hosts: z
+      .array(z.string())
+      .describe('login_host and instance_url hosts, for deployments that approve outbound access'),
     redirect_uri: z.string().nullable().describe('user_oauth: register exactly this callback with the OAuth app'),
     authorized: z.boolean().describe('Tokens are cached (sealed) for this connection'),
-    connection_test: z.record(z.string(), z.unknown()).nullable().describe('Result of the save-time test against login and instance hosts'),
+    connection_test: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe('Result of the save-time test against login and instance hosts'),
     created_at: z.string(),
     updated_at: z.string(),
   })
   .meta({ id: 'CrmConnection' });
 
 // Koa 3 `origin` is the Origin header; the callback needs our own scheme and host.
-const baseUrl = (ctx: RouteContext<unknown, unknown, unknown>) => ctx.deps.config.publicBaseUrl ?? `${ctx.koa.protocol}://${ctx.koa.host}`;
+const baseUrl = (ctx: RouteContext<unknown, unknown, unknown>) =>
+  ctx.deps.config.publicBaseUrl ?? `${ctx.koa.protocol}://${ctx.koa.host}`;
 const manage = { kind: 'authenticated', permission: 'manage_all_connections' } as const;
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
 const access = 'Reads need view_connections; create, change, delete and authorize need manage_all_connections.';
@@ -41,7 +54,12 @@ export const connectionRoutes = [
     summary: 'Connection types with categories, auth modes and field tables (for rendering the form)',
     tags,
     access: view,
-    responses: { 200: { description: 'Types', schema: successEnvelope(z.object({ types: z.array(z.record(z.string(), z.unknown())) })) } },
+    responses: {
+      200: {
+        description: 'Types',
+        schema: successEnvelope(z.object({ types: z.array(z.record(z.string(), z.unknown())) })),
+      },
+    },
     handler: async () => ({ success: true, data: { types: [CRM_CONNECTION_TYPE] } }),
   }),
   defineRoute({
@@ -52,9 +70,18 @@ export const connectionRoutes = [
     description: access,
     tags,
     access: view,
-    responses: { 200: { description: 'Connections', schema: successEnvelope(z.object({ connections: z.array(ConnectionSchema) })) } },
+    responses: {
+      200: {
+        description: 'Connections',
+        schema: successEnvelope(z.object({ connections: z.array(ConnectionSchema) })),
+      },
+    },
     handler: async (ctx) => {
-      const rows = await ctx.em.find(CrmConnectionEntity, { tenant: ctx.principal.tenant }, { orderBy: { name: 'asc' }, refresh: true });
+      const rows = await ctx.em.find(
+        CrmConnectionEntity,
+        { tenant: ctx.principal.tenant },
+        { orderBy: { name: 'asc' }, refresh: true },
+      );
       return { success: true, data: { connections: rows.map((r) => connectionView(r, baseUrl(ctx))) } };
     },
   }),
@@ -66,14 +93,22 @@ export const connectionRoutes = [
     description: `${access} A missing required field, an unknown mode, a malformed policy or a non-HTTPS host answers 400 naming the field and saves nothing. Plain-http loopback hosts only with CRM_ALLOW_INSECURE_LOOPBACK=true. Secrets are sealed with AES-256-GCM (key from PLATFORM_SECRETS_KEY, else a key file under PLATFORM_DATA_DIR).`,
     tags,
     access: manage,
-    body: z.object({ name: ConnectionName, type: z.literal('crm'), auth_mode: z.string().describe('user_oauth, jwt_bearer, refresh_token or client_credentials'), config: Config }),
+    body: z.object({
+      name: ConnectionName,
+      type: z.literal('crm'),
+      auth_mode: z.string().describe('user_oauth, jwt_bearer, refresh_token or client_credentials'),
+      config: Config,
+    }),
     successStatus: 201,
     responses: {
       201: { description: 'Saved; `connection_test` holds the test result', schema: successEnvelope(ConnectionSchema) },
       400: { description: 'Invalid field (named in payload.fields); nothing saved' },
       409: { description: 'A connection with this name exists' },
     },
-    handler: async (ctx) => ({ success: true, data: connectionView(await createConnection(ctx.deps, ctx.em, ctx.principal, ctx.body), baseUrl(ctx)) }),
+    handler: async (ctx) => ({
+      success: true,
+      data: connectionView(await createConnection(ctx.deps, ctx.em, ctx.principal, ctx.body), baseUrl(ctx)),
+    }),
   }),
   defineRoute({
     method: 'get',
@@ -83,8 +118,14 @@ export const connectionRoutes = [
     tags,
     access: view,
     params: NameParams,
-    responses: { 200: { description: 'Connection', schema: successEnvelope(ConnectionSchema) }, 404: { description: 'Unknown connection' } },
-    handler: async (ctx) => ({ success: true, data: connectionView(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name), baseUrl(ctx)) }),
+    responses: {
+      200: { description: 'Connection', schema: successEnvelope(ConnectionSchema) },
+      404: { description: 'Unknown connection' },
+    },
+    handler: async (ctx) => ({
+      success: true,
+      data: connectionView(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name), baseUrl(ctx)),
+    }),
   }),
   defineRoute({
     method: 'patch',
@@ -96,8 +137,18 @@ export const connectionRoutes = [
     access: manage,
     params: NameParams,
     body: z.object({ auth_mode: z.string().optional(), config: Config.optional() }),
-    responses: { 200: { description: 'Saved and tested', schema: successEnvelope(ConnectionSchema) }, 400: { description: 'Invalid field; nothing saved' }, 404: { description: 'Unknown connection' } },
-    handler: async (ctx) => ({ success: true, data: connectionView(await updateConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body), baseUrl(ctx)) }),
+    responses: {
+      200: { description: 'Saved and tested', schema: successEnvelope(ConnectionSchema) },
+      400: { description: 'Invalid field; nothing saved' },
+      404: { description: 'Unknown connection' },
+    },
+    handler: async (ctx) => ({
+      success: true,
+      data: connectionView(
+        await updateConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body),
+        baseUrl(ctx),
+      ),
+    }),
   }),
   defineRoute({
     method: 'delete',
@@ -107,7 +158,10 @@ export const connectionRoutes = [
     tags,
     access: manage,
     params: NameParams,
-    responses: { 200: { description: 'Deleted', schema: successEnvelope(z.object({ deleted: z.literal(true) })) }, 404: { description: 'Unknown connection' } },
+    responses: {
+      200: { description: 'Deleted', schema: successEnvelope(z.object({ deleted: z.literal(true) })) },
+      404: { description: 'Unknown connection' },
+    },
     handler: async (ctx) => {
       await deleteConnection(ctx.em, ctx.principal, ctx.params.name);
       return { success: true, data: { deleted: true } };
@@ -122,25 +176,48 @@ export const connectionRoutes = [
     access: manage,
     params: NameParams,
     responses: {
-      200: { description: 'Where to send the browser', schema: successEnvelope(z.object({ authorization_url: z.string(), redirect_uri: z.string(), state: z.string() })) },
+      200: {
+        description: 'Where to send the browser',
+        schema: successEnvelope(
+          z.object({ authorization_url: z.string(), redirect_uri: z.string(), state: z.string() }),
+        ),
+      },
       409: { description: 'Not a user_oauth connection' },
     },
-    handler: async (ctx) => ({ success: true, data: await startAuthorization(ctx.deps, ctx.em, ctx.principal, ctx.params.name, baseUrl(ctx)) }),
+    handler: async (ctx) => ({
+      success: true,
+      data: await startAuthorization(ctx.deps, ctx.em, ctx.principal, ctx.params.name, baseUrl(ctx)),
+    }),
   }),
   defineRoute({
     method: 'get',
     path: '/api/connections/:name/oauth/callback',
     operationId: 'completeConnectionAuthorization',
     summary: 'user_oauth: the redirect URI the CRM sends the browser back to (the state authenticates it)',
-    description: 'On redirect_uri_mismatch the 400 names the redirect URI to register and the fix (re-copy it; a change can need a few minutes to propagate).',
+    description:
+      'On redirect_uri_mismatch the 400 names the redirect URI to register and the fix (re-copy it; a change can need a few minutes to propagate).',
     tags,
     access: { kind: 'public' },
     params: NameParams,
-    query: z.object({ code: z.string().max(2000).optional(), state: z.string().min(1).max(200), error: z.string().max(200).optional(), error_description: z.string().max(2000).optional() }),
+    query: z.object({
+      code: z.string().max(2000).optional(),
+      state: z.string().min(1).max(200),
+      error: z.string().max(200).optional(),
+      error_description: z.string().max(2000).optional(),
+    }),
     responses: {
-      200: { description: 'Authorized; tokens cached; `connection_test` holds the test run with the new tokens (login and instance hosts)', schema: successEnvelope(ConnectionSchema) },
-      400: { description: 'CRM error (payload.code e.g. redirect_uri_mismatch, with payload.fix) or unknown/expired state' },
+      200: {
+        description:
+          'Authorized; tokens cached; `connection_test` holds the test run with the new tokens (login and instance hosts)',
+        schema: successEnvelope(ConnectionSchema),
+      },
+      400: {
+        description: 'CRM error (payload.code e.g. redirect_uri_mismatch, with payload.fix) or unknown/expired state',
+      },
     },
-    handler: async (ctx) => ({ success: true, data: connectionView(await completeAuthorization(ctx.deps, ctx.em, ctx.params.name, ctx.query), baseUrl(ctx)) }),
+    handler: async (ctx) => ({
+      success: true,
+      data: connectionView(await completeAuthorization(ctx.deps, ctx.em, ctx.params.name, ctx.query), baseUrl(ctx)),
+    }),
   }),
 ];

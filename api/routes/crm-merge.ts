@@ -10,15 +10,30 @@ import { defineRoute } from '../http/route.js';
 const tags = ['crm-merge'];
 const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
-const PreviewSchema = z.record(z.string(), z.unknown()).describe('projected_survivor (preview_fields first), field_sources, field_writes, records, digest').meta({ id: 'CrmMergePreview' });
+const PreviewSchema = z
+  .record(z.string(), z.unknown())
+  .describe('projected_survivor (preview_fields first), field_sources, field_writes, records, digest')
+  .meta({ id: 'CrmMergePreview' });
 const RequestBody = MergeSelectionSchema.extend({
-  expected_digest: z.string().max(200).optional().describe('The digest from a preview; a mismatch with a fresh preview answers 409 stale_digest'),
-  ttl_seconds: z.number().int().min(1).optional().describe('Approval lifetime; default 3600, capped by CRM_MAX_APPROVAL_TTL_SECONDS (86400)'),
+  expected_digest: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('The digest from a preview; a mismatch with a fresh preview answers 409 stale_digest'),
+  ttl_seconds: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Approval lifetime; default 3600, capped by CRM_MAX_APPROVAL_TTL_SECONDS (86400)'),
 });
 const ExecuteResponse = z.object({
   success: z.boolean().describe('True when the merge is recorded as executed'),
   claimed: z.boolean(),
-  final_status: z.string().nullable().describe('executed, not_applied (nothing written, e.g. stale_digest) or reconciliation_required (never retried)'),
+  final_status: z
+    .string()
+    .nullable()
+    .describe('executed, not_applied (nothing written, e.g. stale_digest) or reconciliation_required (never retried)'),
   replayed: z.boolean().describe('True when this repeats the recorded outcome: the merge ran at most once'),
   refusal_reason: z.string().nullable(),
   refusal_detail: z.string().nullable(),
@@ -26,7 +41,8 @@ const ExecuteResponse = z.object({
   execution_result: z.record(z.string(), z.unknown()).nullable(),
   approval: ApprovalViewSchema,
 });
-const rules = 'Kinds Lead, Contact, Account; one survivor; one or two losers; distinct ids; merge_enabled on the connection. A refusal names the rule (payload.rule).';
+const rules =
+  'Kinds Lead, Contact, Account; one survivor; one or two losers; distinct ids; merge_enabled on the connection. A refusal names the rule (payload.rule).';
 
 const personOnly = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
 
@@ -53,12 +69,21 @@ function decisionRoute(kind: 'approve' | 'reject') {
     params: IdParams,
     body: z.object({ reason: z.string().trim().max(4_000).optional() }),
     responses: {
-      200: { description: approve ? 'Approved' : 'Rejected', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
+      200: {
+        description: approve ? 'Approved' : 'Rejected',
+        schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }),
+      },
       ...refusals,
     },
     handler: async ({ params, body, deps, em, principal }) => ({
       success: true as const,
-      approval: await (approve ? approveApproval : rejectApproval)(deps, em, principal, params.approval_id, body.reason || null),
+      approval: await (approve ? approveApproval : rejectApproval)(
+        deps,
+        em,
+        principal,
+        params.approval_id,
+        body.reason || null,
+      ),
     }),
   });
 }
@@ -73,8 +98,18 @@ export const crmMergeRoutes = [
     tags,
     access: view,
     body: MergeSelectionSchema,
-    responses: { 200: { description: 'Projection and digest', schema: z.object({ success: z.literal(true), data: PreviewSchema }) }, 400: { description: 'A merge rule is broken (payload.rule)' }, 409: { description: 'merge_not_enabled' } },
-    handler: async ({ body, deps, em, principal }) => ({ success: true, data: previewView(await previewMerge(em, deps.config, principal.tenant, checkSelection(body))) }),
+    responses: {
+      200: {
+        description: 'Projection and digest',
+        schema: z.object({ success: z.literal(true), data: PreviewSchema }),
+      },
+      400: { description: 'A merge rule is broken (payload.rule)' },
+      409: { description: 'merge_not_enabled' },
+    },
+    handler: async ({ body, deps, em, principal }) => ({
+      success: true,
+      data: previewView(await previewMerge(em, deps.config, principal.tenant, checkSelection(body))),
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -87,13 +122,32 @@ export const crmMergeRoutes = [
     body: RequestBody,
     successStatus: 201,
     responses: {
-      201: { description: 'Awaiting approval', schema: z.object({ success: z.literal(true), approval_id: z.string(), expires_at: z.string(), digest: z.string(), ttl_seconds: z.number().int(), approval: ApprovalViewSchema, preview: PreviewSchema }) },
+      201: {
+        description: 'Awaiting approval',
+        schema: z.object({
+          success: z.literal(true),
+          approval_id: z.string(),
+          expires_at: z.string(),
+          digest: z.string(),
+          ttl_seconds: z.number().int(),
+          approval: ApprovalViewSchema,
+          preview: PreviewSchema,
+        }),
+      },
       400: { description: 'A merge rule is broken' },
       409: { description: 'stale_digest or merge_not_enabled' },
     },
     handler: async ({ body, deps, em, principal }) => {
       const { approval, preview } = await requestApproval(deps, em, principal, body);
-      return { success: true, approval_id: approval.approval_id, expires_at: approval.expires_at, digest: approval.digest, ttl_seconds: approval.ttl_seconds, approval, preview };
+      return {
+        success: true,
+        approval_id: approval.approval_id,
+        expires_at: approval.expires_at,
+        digest: approval.digest,
+        ttl_seconds: approval.ttl_seconds,
+        approval,
+        preview,
+      };
     },
   }),
   defineRoute({
@@ -105,7 +159,10 @@ export const crmMergeRoutes = [
       'Visibility is Action Review’s: an approval whose crm.merge.v1 proposal the caller cannot see (e.g. raised in another person’s private thread) is left out. An open approval past its lifetime whose workflow is gone is released as expired; an execution claim whose workflow died is marked reconciliation_required.',
     tags,
     access: view,
-    query: z.object({ offset: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(200).default(50) }),
+    query: z.object({
+      offset: z.coerce.number().int().min(0).default(0),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+    }),
     responses: {
       200: {
         description: 'Approvals',
@@ -115,13 +172,21 @@ export const crmMergeRoutes = [
           total_count: z.number().int().describe('Visible approvals'),
           offset: z.number().int(),
           limit: z.number().int(),
-          truncated: z.boolean().describe('True when approvals exist that were not looked at (probe budget or scan ceiling)'),
-          incomplete_reason: z.string().nullable().describe('Why the list is incomplete, as in the Action Review inbox'),
+          truncated: z
+            .boolean()
+            .describe('True when approvals exist that were not looked at (probe budget or scan ceiling)'),
+          incomplete_reason: z
+            .string()
+            .nullable()
+            .describe('Why the list is incomplete, as in the Action Review inbox'),
           recovered_stale_claims: z.number().int(),
         }),
       },
     },
-    handler: async ({ query, deps, em, principal }) => ({ success: true, ...(await listApprovals(deps, em, principal, query)) }),
+    handler: async ({ query, deps, em, principal }) => ({
+      success: true,
+      ...(await listApprovals(deps, em, principal, query)),
+    }),
   }),
   defineRoute({
     method: 'get',
@@ -131,8 +196,14 @@ export const crmMergeRoutes = [
     tags,
     access: view,
     params: IdParams,
-    responses: { 200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) }, 404: { description: 'Unknown, hidden or another tenant’s approval' } },
-    handler: async ({ params, em, principal }) => ({ success: true, approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) }),
+    responses: {
+      200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
+      404: { description: 'Unknown, hidden or another tenant’s approval' },
+    },
+    handler: async ({ params, em, principal }) => ({
+      success: true,
+      approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)),
+    }),
   }),
   decisionRoute('approve'),
   decisionRoute('reject'),
@@ -140,19 +211,30 @@ export const crmMergeRoutes = [
     method: 'post',
     path: '/api/crm/merge/approvals/:approval_id/execute',
     operationId: 'executeCrmMerge',
-    summary: 'Execute once: digest re-checked on fresh records, survivor fields PATCHed per policy, then the SOAP merge',
-    description: 'Needs APPROVE_AGENT_ACTION. Changed records answer final_status not_applied (stale_digest) with nothing written; an unknown outcome becomes reconciliation_required and is never retried.',
+    summary:
+      'Execute once: digest re-checked on fresh records, survivor fields PATCHed per policy, then the SOAP merge',
+    description:
+      'Needs APPROVE_AGENT_ACTION. Changed records answer final_status not_applied (stale_digest) with nothing written; an unknown outcome becomes reconciliation_required and is never retried.',
     tags,
     access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
     params: IdParams,
-    body: z.object({ connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to') }),
+    body: z.object({
+      connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to'),
+    }),
     responses: {
-      200: { description: 'Outcome (a repeat answers the recorded one), or a refusal before the approval is claimed (execution_origin_required)', schema: ExecuteResponse },
+      200: {
+        description:
+          'Outcome (a repeat answers the recorded one), or a refusal before the approval is claimed (execution_origin_required)',
+        schema: ExecuteResponse,
+      },
       404: { description: 'Unknown, hidden or another tenant’s approval' },
       409: { description: 'connection_mismatch or not_approved' },
       410: { description: 'approval_expired' },
     },
     handler: async ({ params, body, deps, em, principal }) =>
-      executeApproval(deps, em, principal, params.approval_id, body.connection_name, { surface: 'api', threadId: null }),
+      executeApproval(deps, em, principal, params.approval_id, body.connection_name, {
+        surface: 'api',
+        threadId: null,
+      }),
   }),
 ];

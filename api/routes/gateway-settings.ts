@@ -7,7 +7,10 @@ const SettingsView = z.object({
   default_agent_id: z.string().nullable(),
   default_agent_unavailable_policy: Policy.nullable(),
   effective: z.object({
-    default_agent_id: z.string().nullable().describe('Setting, else PLATFORM_MCP_DEFAULT_AGENT_ID, else resolved per caller (null)'),
+    default_agent_id: z
+      .string()
+      .nullable()
+      .describe('Setting, else PLATFORM_MCP_DEFAULT_AGENT_ID, else resolved per caller (null)'),
     default_agent_unavailable_policy: Policy,
   }),
 });
@@ -50,13 +53,17 @@ export const gatewaySettingsRoutes = [
 
 function withEffective(
   s: Awaited<ReturnType<typeof readGatewaySettings>>,
-  env: { defaultAgentId: string | undefined; defaultAgentUnavailablePolicy: 'require_selection' | 'first_available' | undefined },
+  env: {
+    defaultAgentId: string | undefined;
+    defaultAgentUnavailablePolicy: 'require_selection' | 'first_available' | undefined;
+  },
 ) {
   return {
     ...s,
     effective: {
       default_agent_id: s.default_agent_id ?? env.defaultAgentId ?? null,
-      default_agent_unavailable_policy: s.default_agent_unavailable_policy ?? env.defaultAgentUnavailablePolicy ?? 'require_selection',
+      default_agent_unavailable_policy:
+        s.default_agent_unavailable_policy ?? env.defaultAgentUnavailablePolicy ?? 'require_selection',
     },
   };
 }

@@ -34,8 +34,14 @@ export const internalDemoRoutes = [
     body: z.object({ cap_usd: z.number().finite().min(0).max(1_000_000) }).strict(),
     bodyKind: 'config',
     responses: {
-      200: { description: 'Stored', schema: z.object({ success: z.literal(true), cap_usd: z.number(), updated_at: z.string() }) },
+      200: {
+        description: 'Stored',
+        schema: z.object({ success: z.literal(true), cap_usd: z.number(), updated_at: z.string() }),
+      },
     },
-    handler: async ({ body, em }) => ({ success: true, ...(await setDemoBudgetCap(em, body.cap_usd, 'internal-token')) }),
+    handler: async ({ body, em }) => ({
+      success: true,
+      ...(await setDemoBudgetCap(em, body.cap_usd, 'internal-token')),
+    }),
   }),
 ];

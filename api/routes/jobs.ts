@@ -32,7 +32,10 @@ async function waitForResult<T>(result: Promise<T>, ms: number): Promise<T | 'pe
   let timer: NodeJS.Timeout | undefined;
   result.catch(() => undefined); // an abandoned wait must not surface later as an unhandled rejection
   try {
-    return await Promise.race([result, new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms)))]);
+    return await Promise.race([
+      result,
+      new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -54,8 +57,11 @@ export const jobRoutes = [
     responses: {
       200: { description: 'The workflow result, read back from PostgreSQL', schema: successEnvelope(EchoJobView) },
       202: {
-        description: 'Still running after 20 s (for example while PostgreSQL is down and the activity retries); poll GET /api/jobs/echo/{job_id}',
-        schema: successEnvelope(z.object({ job_id: z.string(), workflow_id: z.string(), status: z.literal('running') })),
+        description:
+          'Still running after 20 s (for example while PostgreSQL is down and the activity retries); poll GET /api/jobs/echo/{job_id}',
+        schema: successEnvelope(
+          z.object({ job_id: z.string(), workflow_id: z.string(), status: z.literal('running') }),
+        ),
       },
       409: { description: '`JOB_ID_TAKEN`: the job_id belongs to another tenant' },
     },
@@ -80,13 +86,17 @@ export const jobRoutes = [
         // A completed run with this id exists: its result is the answer to this retry.
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       }
-      const result = await waitForResult(deps.temporal.workflow.getHandle(workflowId).result() as Promise<EchoResult>, RESULT_WAIT_MS);
+      const result = await waitForResult(
+        deps.temporal.workflow.getHandle(workflowId).result() as Promise<EchoResult>,
+        RESULT_WAIT_MS,
+      );
       if (result === 'pending') {
         koa.status = 202;
         return { success: true, data: { job_id: jobId, workflow_id: workflowId, status: 'running' } };
       }
       const row = await em.findOneOrFail(EchoJobEntity, { jobId: result.jobId });
-      if (row.tenant !== principal.tenant) throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, { code: 'JOB_ID_TAKEN' });
+      if (row.tenant !== principal.tenant)
+        throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, { code: 'JOB_ID_TAKEN' });
       return {
         success: true,
         data: {

@@ -50,7 +50,10 @@ export function metaRoutes(allRoutes: () => AnyRoute[]): AnyRoute[] {
           .filter(([, v]) => v !== 'ok')
           .map(([k]) => k);
         if (failed.length > 0) {
-          const error = new ServiceUnavailableError(failed.join(','), `Not ready: ${failed.join(' and ')} unavailable.`);
+          const error = new ServiceUnavailableError(
+            failed.join(','),
+            `Not ready: ${failed.join(' and ')} unavailable.`,
+          );
           Object.assign(error.payload!, { checks, failed });
           throw error;
         }

@@ -1,10 +1,17 @@
 import { z } from 'zod';
 import { BadRequestError } from '../../shared/errors.js';
-import { completeCallback, exchangeToken, OAuthTokenError, requireProxyEnabled, startAuthorization } from '../mcp/oauth/proxy.js';
+import {
+  completeCallback,
+  exchangeToken,
+  OAuthTokenError,
+  requireProxyEnabled,
+  startAuthorization,
+} from '../mcp/oauth/proxy.js';
 import { publicOrigin } from '../mcp/public-url.js';
 import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';
 
-const DISABLED = 'Only with PLATFORM_OAUTH_PROXY_ENABLED; otherwise 404 `not_found` (payload.reason oauth_proxy_disabled).';
+const DISABLED =
+  'Only with PLATFORM_OAUTH_PROXY_ENABLED; otherwise 404 `not_found` (payload.reason oauth_proxy_disabled).';
 const str = (description: string) => z.string().max(4096).describe(description);
 
 const TokenResponse = z.object({
@@ -53,8 +60,15 @@ export const oauthProxyRoutes: AnyRoute[] = [
       requireProxyEnabled(deps.config);
       const parsed = AuthorizeQuery.safeParse(query);
       if (!parsed.success) {
-        const fields = parsed.error.issues.map((i) => ({ field: ['query', ...i.path.map(String)].join('.'), message: i.message, code: i.code }));
-        throw new BadRequestError(`Invalid authorization request: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`, { oauth_error: 'invalid_request', fields });
+        const fields = parsed.error.issues.map((i) => ({
+          field: ['query', ...i.path.map(String)].join('.'),
+          message: i.message,
+          code: i.code,
+        }));
+        throw new BadRequestError(
+          `Invalid authorization request: ${fields.map((f) => `${f.field}: ${f.message}`).join('; ')}`,
+          { oauth_error: 'invalid_request', fields },
+        );
       }
       koa.redirect(await startAuthorization(em, deps.config, publicOrigin(koa, deps.config), parsed.data));
     },
@@ -118,7 +132,12 @@ export const oauthProxyRoutes: AnyRoute[] = [
         // Token clients parse RFC 6749 errors, where `error` is the code; everything else stays an envelope.
         if (!(err instanceof OAuthTokenError)) throw err;
         koa.status = err.status;
-        koa.body = { error: err.oauthError, error_description: err.description, error_type: 'bad_request', request_id: requestId };
+        koa.body = {
+          error: err.oauthError,
+          error_description: err.description,
+          error_type: 'bad_request',
+          request_id: requestId,
+        };
       }
     },
   }),

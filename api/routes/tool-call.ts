@@ -4,7 +4,10 @@ import { invokeTool } from '../tools/invoke.js';
 
 const ToolCallBody = z.object({
   tool: z.string().min(1).max(100).describe('A registered tool, e.g. action_review'),
-  arguments: z.record(z.string(), z.unknown()).default({}).describe("The tool's input; for action_review `action` picks the operation"),
+  arguments: z
+    .record(z.string(), z.unknown())
+    .default({})
+    .describe("The tool's input; for action_review `action` picks the operation"),
 });
 
 export const toolCallRoutes = [
@@ -17,7 +20,10 @@ export const toolCallRoutes = [
     access: { kind: 'authenticated' },
     body: ToolCallBody,
     responses: {
-      200: { description: 'The tool’s result', schema: z.object({ success: z.literal(true), tool: z.string(), result: z.unknown() }) },
+      200: {
+        description: 'The tool’s result',
+        schema: z.object({ success: z.literal(true), tool: z.string(), result: z.unknown() }),
+      },
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },
     },

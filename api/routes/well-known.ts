@@ -6,12 +6,17 @@ import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.j
 const ProtectedResourceSchema = z
   .object({
     resource: z.string(),
-    authorization_servers: z.array(z.string()).optional().describe('Omitted with header/proxy auth or sign-in off: use a personal access token'),
+    authorization_servers: z
+      .array(z.string())
+      .optional()
+      .describe('Omitted with header/proxy auth or sign-in off: use a personal access token'),
     scopes_supported: z.array(z.string()),
     bearer_methods_supported: z.array(z.literal('header')),
     resource_name: z.string(),
     resource_documentation: z.string(),
-    platform_auth_mode: z.enum(['none', 'header', 'oidc', 'oauth_proxy']).describe('Extension: how MCP clients authenticate here'),
+    platform_auth_mode: z
+      .enum(['none', 'header', 'oidc', 'oauth_proxy'])
+      .describe('Extension: how MCP clients authenticate here'),
     platform_auth_guidance: z.string().describe('Extension: what a client should do, in one sentence'),
   })
   .meta({ id: 'OAuthProtectedResourceMetadata' });
@@ -25,13 +30,18 @@ export const wellKnownRoutes: AnyRoute[] = [
     defineRoute({
       method: 'get',
       path: `${PROTECTED_RESOURCE_PATH}${mountPath}`,
-      operationId: `getProtectedResourceMetadata${mountPath.split('/').filter(Boolean).map((p) => p[0]!.toUpperCase() + p.slice(1)).join('')}`,
+      operationId: `getProtectedResourceMetadata${mountPath
+        .split('/')
+        .filter(Boolean)
+        .map((p) => p[0]!.toUpperCase() + p.slice(1))
+        .join('')}`,
       summary: `OAuth protected-resource metadata (RFC 9728) for ${mountPath ? `the gateway at ${mountPath}/` : 'the platform origin'}`,
       description: `${ORIGIN_NOTE} \`authorization_servers\` is the platform itself with PLATFORM_OAUTH_PROXY_ENABLED, else AUTH_ISSUER; with AUTH_PROVIDER=proxy and no AUTH_ISSUER (header/proxy auth) or AUTH_PROVIDER=none it is omitted, \`scopes_supported\` is empty and \`platform_auth_mode\` says how to authenticate (a personal access token).`,
       tags: ['mcp'],
       access: { kind: 'public' },
       responses: { 200: { description: 'Metadata', schema: ProtectedResourceSchema } },
-      handler: async ({ koa, deps }) => protectedResourceMetadata(deps.config, publicOrigin(koa, deps.config), mountPath),
+      handler: async ({ koa, deps }) =>
+        protectedResourceMetadata(deps.config, publicOrigin(koa, deps.config), mountPath),
     }),
   ),
   defineRoute({

@@ -17,7 +17,12 @@ import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 export const newMcpThreadId = () => `mcp_${randomBytes(16).toString('hex')}`;
 
 /** The agent a new thread talks to: the one named (if the caller may use it), else the default. */
-export async function chooseAgent(deps: AppDeps, em: EntityManager, principal: Principal, agentId?: string): Promise<AgentRow> {
+export async function chooseAgent(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  agentId?: string,
+): Promise<AgentRow> {
   const usable = await listUsableAgents(em, principal);
   if (agentId) {
     const agent = usable.find((a) => a.id === agentId);
@@ -27,7 +32,10 @@ export async function chooseAgent(deps: AppDeps, em: EntityManager, principal: P
   const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config, principal.tenant));
   if (resolved.ok) return resolved.agent;
   if (resolved.code === 'no_accessible_agent') throw new ForbiddenError(resolved.message, { code: resolved.code });
-  throw new ConflictError(resolved.message, { code: resolved.code, available_agents: usable.map((a) => ({ agent_id: a.id, name: a.name })) });
+  throw new ConflictError(resolved.message, {
+    code: resolved.code,
+    available_agents: usable.map((a) => ({ agent_id: a.id, name: a.name })),
+  });
 }
 
 export interface StartThreadInput {
@@ -39,7 +47,12 @@ export interface StartThreadInput {
 }
 
 /** Creates the caller's thread with the chosen agent, without a turn yet. */
-export async function openThread(deps: AppDeps, em: EntityManager, principal: Principal, input: Omit<StartThreadInput, 'initialPrompt'> & { title?: string | null }) {
+export async function openThread(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: Omit<StartThreadInput, 'initialPrompt'> & { title?: string | null },
+) {
   const agent = await chooseAgent(deps, em, principal, input.agentId);
   const thread = await createThread(em, {
     id: newMcpThreadId(),
@@ -56,7 +69,10 @@ export async function openThread(deps: AppDeps, em: EntityManager, principal: Pr
 
 /** Creates the caller's thread and runs its first turn. */
 export async function startThread(deps: AppDeps, em: EntityManager, principal: Principal, input: StartThreadInput) {
-  const { thread, agent } = await openThread(deps, em, principal, { ...input, title: input.initialPrompt.slice(0, 120) });
+  const { thread, agent } = await openThread(deps, em, principal, {
+    ...input,
+    title: input.initialPrompt.slice(0, 120),
+  });
   try {
     const turn = await postMessage(deps, principal, thread, input.initialPrompt);
     return { thread, agent, turn };
@@ -71,7 +87,13 @@ export async function startThread(deps: AppDeps, em: EntityManager, principal: P
  * One turn: update-with-start on `thread/<id>` (the first message starts the workflow, later ones
  * reuse it), answered with the agent's reply. A classified model failure becomes `llm_error`.
  */
-export async function postMessage(deps: AppDeps, principal: Principal, thread: ThreadRecord, content: string, messageId: string = randomUUID()) {
+export async function postMessage(
+  deps: AppDeps,
+  principal: Principal,
+  thread: ThreadRecord,
+  content: string,
+  messageId: string = randomUUID(),
+) {
   const startWorkflowOperation = new WithStartWorkflowOperation(workflowRef('threadWorkflow'), {
     workflowId: threadWorkflowId(thread.id),
     taskQueue: deps.config.temporal.taskQueue,

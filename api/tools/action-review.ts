@@ -31,7 +31,8 @@ const ActionReviewToolInput = z.discriminatedUnion('action', [
  */
 export const actionReviewTool = defineTool({
   name: 'action_review',
-  description: 'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL).',
+  description:
+    'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL).',
   input: ActionReviewToolInput,
   principalKinds: ['agent', 'person'],
   permission: 'APPROVE_AGENT_ACTION',
@@ -39,7 +40,8 @@ export const actionReviewTool = defineTool({
     switch (input.action) {
       case 'CREATE_PROPOSAL': {
         const agent = principal.kind === 'agent';
-        if (agent && (!principal.botId || !principal.threadId)) throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
+        if (agent && (!principal.botId || !principal.threadId))
+          throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
         const row = await createProposal(deps, em, principal, {
           actionType: input.action_type,
           payload: input.payload,
@@ -51,14 +53,20 @@ export const actionReviewTool = defineTool({
           executionOrigin: input.execution_origin ?? null,
           proposalId: idempotencyKey ? uuidFromKey(idempotencyKey) : undefined,
         });
-        return { proposal: rowView(row, { scope: 'full', includeStatement: true }), handback: row.threadId ? 'conversation' : 'poll_request_status' };
+        return {
+          proposal: rowView(row, { scope: 'full', includeStatement: true }),
+          handback: row.threadId ? 'conversation' : 'poll_request_status',
+        };
       }
       case 'GET_REQUEST_STATUS': {
         const row = await findVisibleProposal(em, principal, input.proposal_id);
         return { proposal: rowView(row, { scope: 'full', includeStatement: true }) };
       }
       case 'EXECUTE_PROPOSAL':
-        return executeProposal(deps, em, principal, input.proposal_id, { surface: 'tool_call', threadId: principal.threadId ?? null });
+        return executeProposal(deps, em, principal, input.proposal_id, {
+          surface: 'tool_call',
+          threadId: principal.threadId ?? null,
+        });
     }
   },
 });

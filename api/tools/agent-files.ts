@@ -19,12 +19,16 @@ const FileName = z
  */
 export const agentFilesTool = defineTool({
   name: 'agent_files',
-  description: 'Produce a file for the person you are talking to (WRITE_FILE). They receive a short-lived download link with your reply.',
+  description:
+    'Produce a file for the person you are talking to (WRITE_FILE). They receive a short-lived download link with your reply.',
   input: z.object({
     action: z.literal('WRITE_FILE'),
     name: FileName,
     content: z.string().max(10 * 1024 * 1024),
-    content_type: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/).default('text/plain'),
+    content_type: z
+      .string()
+      .regex(/^[\w.+-]+\/[\w.+-]+$/)
+      .default('text/plain'),
     encoding: z.enum(['utf8', 'base64']).default('utf8').describe('base64 for binary content such as screenshots'),
   }),
   principalKinds: ['agent'],

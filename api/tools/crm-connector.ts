@@ -2,13 +2,27 @@ import { z } from 'zod';
 import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, MergeSelectionSchema } from '../../shared/crm/merge-selection.js';
 import { executeApproval, requestApproval } from '../crm/merge-approvals.js';
-import { CRM_TOOL_LIMITS, RecordActionInputs, runRecordAction, WRITABLE_KINDS, WRITE_PERMISSION } from '../crm/record-tools.js';
+import {
+  CRM_TOOL_LIMITS,
+  RecordActionInputs,
+  runRecordAction,
+  WRITABLE_KINDS,
+  WRITE_PERMISSION,
+} from '../crm/record-tools.js';
 import { defineTool } from './registry.js';
 
 const Input = z.discriminatedUnion('action', [
   MergeSelectionSchema.extend({ action: z.literal('preview_merge') }),
-  MergeSelectionSchema.extend({ action: z.literal('request_merge_approval'), expected_digest: z.string().max(200).optional(), ttl_seconds: z.number().int().min(1).optional() }),
-  z.object({ action: z.literal('execute_merge'), approval_id: z.string().min(1).max(100), connection_name: z.string().trim().min(1).max(100) }),
+  MergeSelectionSchema.extend({
+    action: z.literal('request_merge_approval'),
+    expected_digest: z.string().max(200).optional(),
+    ttl_seconds: z.number().int().min(1).optional(),
+  }),
+  z.object({
+    action: z.literal('execute_merge'),
+    approval_id: z.string().min(1).max(100),
+    connection_name: z.string().trim().min(1).max(100),
+  }),
   ...RecordActionInputs,
 ]);
 
@@ -34,10 +48,19 @@ export const crmConnectorTool = defineTool({
         return previewView(await previewMerge(em, deps.config, principal.tenant, checkSelection(input)));
       case 'request_merge_approval': {
         const { approval, preview } = await requestApproval(deps, em, principal, input);
-        return { approval_id: approval.approval_id, expires_at: approval.expires_at, digest: approval.digest, approval, preview };
+        return {
+          approval_id: approval.approval_id,
+          expires_at: approval.expires_at,
+          digest: approval.digest,
+          approval,
+          preview,
+        };
       }
       case 'execute_merge':
-        return executeApproval(deps, em, principal, input.approval_id, input.connection_name, { surface: 'tool_call', threadId: principal.threadId ?? null });
+        return executeApproval(deps, em, principal, input.approval_id, input.connection_name, {
+          surface: 'tool_call',
+          threadId: principal.threadId ?? null,
+        });
       default:
         return runRecordAction(input, principal, deps, em);
     }

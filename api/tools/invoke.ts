@@ -17,20 +17,26 @@ async function assertAgentMayUse(em: EntityManager, principal: Principal, toolNa
   await ensureBuiltInAgents(em, principal.tenant);
   const agent = await em.findOne(AgentRowEntity, { id: principal.botId ?? principal.id, tenant: principal.tenant });
   if (agent && !agent.toolGroups.includes(toolName)) {
-    throw new ForbiddenError(`Agent ${agent.name} is not given the ${toolName} tool; an administrator can add it to the agent's tool groups.`, {
-      reason: 'tool_not_in_agent_groups',
-      tool: toolName,
-      tool_groups: agent.toolGroups,
-    });
+    throw new ForbiddenError(
+      `Agent ${agent.name} is not given the ${toolName} tool; an administrator can add it to the agent's tool groups.`,
+      {
+        reason: 'tool_not_in_agent_groups',
+        tool: toolName,
+        tool_groups: agent.toolGroups,
+      },
+    );
   }
 }
 
 /** Non-agent callers need the permission; agents act within their token's bot and thread. */
 function requirePermission(toolName: string, principal: Principal, permission: Permission): void {
   if (principal.kind === 'agent' || principal.permissions.has(permission)) return;
-  throw new ForbiddenError(`Permission denied: this call of the ${toolName} tool needs the "${permission}" permission. Ask an administrator to grant you a role that includes it.`, {
-    required_permission: permission,
-  });
+  throw new ForbiddenError(
+    `Permission denied: this call of the ${toolName} tool needs the "${permission}" permission. Ask an administrator to grant you a role that includes it.`,
+    {
+      required_permission: permission,
+    },
+  );
 }
 
 /**
@@ -47,13 +53,23 @@ export async function invokeTool(
   if (!tool) throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
   if (principal.kind === 'agent') await assertAgentMayUse(ctx.em, principal, tool.name);
   if (!tool.principalKinds.includes(principal.kind)) {
-    throw new ForbiddenError(`The ${tool.name} tool is limited to ${tool.principalKinds.join(' or ')} callers; you are calling as ${principal.kind}.`, {
-      required_principal_kinds: tool.principalKinds,
-      principal_kind: principal.kind,
-    });
+    throw new ForbiddenError(
+      `The ${tool.name} tool is limited to ${tool.principalKinds.join(' or ')} callers; you are calling as ${principal.kind}.`,
+      {
+        required_principal_kinds: tool.principalKinds,
+        principal_kind: principal.kind,
+      },
+    );
   }
   if (typeof tool.permission === 'string') requirePermission(tool.name, principal, tool.permission);
   const input = parseInput(tool.input, args, ['body', 'arguments'], `arguments for ${tool.name}`);
   if (typeof tool.permission === 'function') requirePermission(tool.name, principal, tool.permission(input));
-  return tool.handler({ input, principal, deps: ctx.deps, em: ctx.em, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey });
+  return tool.handler({
+    input,
+    principal,
+    deps: ctx.deps,
+    em: ctx.em,
+    requestId: ctx.requestId,
+    idempotencyKey: ctx.idempotencyKey,
+  });
 }

@@ -18,15 +18,27 @@ export function createAgentToolbox(deps: AppDeps): AgentToolbox {
           const schema = z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<string, unknown>;
           delete schema.$schema;
           // Chat APIs want an object at the top even when the input is a union of actions.
-          return { type: 'function' as const, function: { name, description: tool.description, parameters: { type: 'object', ...schema } } };
+          return {
+            type: 'function' as const,
+            function: { name, description: tool.description, parameters: { type: 'object', ...schema } },
+          };
         });
     },
     async invoke(name, args, principal, idempotencyKey) {
       try {
-        const result = await invokeTool(name, args, principal, { deps, em: deps.orm.em.fork(), requestId: `turn_${randomUUID().replace(/-/g, '')}`, idempotencyKey });
+        const result = await invokeTool(name, args, principal, {
+          deps,
+          em: deps.orm.em.fork(),
+          requestId: `turn_${randomUUID().replace(/-/g, '')}`,
+          idempotencyKey,
+        });
         return { ok: true, result };
       } catch (err) {
-        if (err instanceof PlatformError) return { ok: false, result: { error: err.message, error_type: err.errorType, ...(err.payload ? { payload: err.payload } : {}) } };
+        if (err instanceof PlatformError)
+          return {
+            ok: false,
+            result: { error: err.message, error_type: err.errorType, ...(err.payload ? { payload: err.payload } : {}) },
+          };
         throw err;
       }
     },

@@ -32,7 +32,12 @@ function summarise(label: string, count: number, ms: number, latencies: number[]
 }
 
 /** Runs `count` operations with `concurrency` workers, timing each; no assertion, just figures. */
-export async function measure(label: string, count: number, concurrency: number, op: (i: number) => Promise<void>): Promise<Measurement> {
+export async function measure(
+  label: string,
+  count: number,
+  concurrency: number,
+  op: (i: number) => Promise<void>,
+): Promise<Measurement> {
   const { ms, latencies } = await runBatch(0, count, concurrency, op);
   return summarise(label, count, ms, latencies);
 }
@@ -48,7 +53,13 @@ export interface Path {
  * server's SQLite file grows as runs accumulate) and the same background load. Throughput is each
  * path's operations over the time its own batches took.
  */
-export async function measurePair(subject: Path, baseline: Path, count: number, concurrency: number, rounds = 10): Promise<[Measurement, Measurement]> {
+export async function measurePair(
+  subject: Path,
+  baseline: Path,
+  count: number,
+  concurrency: number,
+  rounds = 10,
+): Promise<[Measurement, Measurement]> {
   const per = Math.max(1, Math.ceil(count / rounds));
   const totals = new Map<Path, { ms: number; latencies: number[]; done: number }>([
     [subject, { ms: 0, latencies: [], done: 0 }],

@@ -28,13 +28,24 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
   const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-bench-'));
   await chmod(dir, 0o755);
   const [pg, temporal]: [RunningPostgres, DevServer] = await Promise.all([
-    freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false })),
-    Promise.all([resolveTemporalCli(), freePort()]).then(([cli, port]) => startTemporalDevServer({ cliPath: cli, port, uiPort: null })),
+    freePort().then((port) =>
+      startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
+    ),
+    Promise.all([resolveTemporalCli(), freePort()]).then(([cli, port]) =>
+      startTemporalDevServer({ cliPath: cli, port, uiPort: null }),
+    ),
   ]);
   const orm = await initOrm({ clientUrl: pg.url });
   await migrate(orm);
   await orm.close();
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, AUTH_PROVIDER: 'none', ...env });
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: pg.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    AUTH_PROVIDER: 'none',
+    ...env,
+  });
   const log = createLogger({ level: 'error', sink: () => {} });
   const api = await startApi(config, log);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });

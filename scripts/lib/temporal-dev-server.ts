@@ -31,8 +31,15 @@ export interface DevServer {
 }
 
 /** Waits until a Temporal frontend answers GetSystemInfo. */
-export async function waitForTemporal(address: string, timeoutMs: number, isDead: () => boolean = () => false): Promise<void> {
-  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+export async function waitForTemporal(
+  address: string,
+  timeoutMs: number,
+  isDead: () => boolean = () => false,
+): Promise<void> {
+  const [host, port] = [
+    address.slice(0, address.lastIndexOf(':')),
+    Number(address.slice(address.lastIndexOf(':') + 1)),
+  ];
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -52,7 +59,9 @@ export async function waitForTemporal(address: string, timeoutMs: number, isDead
     }
     await sleep(250);
   }
-  throw new Error(`Temporal at ${address} did not become ready within ${timeoutMs} ms: ${String(lastError ?? 'port closed')}`);
+  throw new Error(
+    `Temporal at ${address} did not become ready within ${timeoutMs} ms: ${String(lastError ?? 'port closed')}`,
+  );
 }
 
 /**

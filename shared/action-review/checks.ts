@@ -20,7 +20,11 @@ function personOnly(caller: PrincipalRef, what: string): Refusal | null {
 }
 
 /** Approve and reject: person-only, still requested, and the client's pinned context still matches. */
-export function checkDecision(record: ProposalRecord, progress: ProposalProgress, input: DecisionContextInput): Refusal | null {
+export function checkDecision(
+  record: ProposalRecord,
+  progress: ProposalProgress,
+  input: DecisionContextInput,
+): Refusal | null {
   const who = personOnly(input.caller, 'decide');
   if (who) return who;
   if (progress.status !== 'requested') {
@@ -33,7 +37,10 @@ export function checkDecision(record: ProposalRecord, progress: ProposalProgress
     };
   }
   if (input.expectedPayloadDigest !== null && input.expectedPayloadDigest !== record.payloadDigest) {
-    return { code: 'decision_context_mismatch', message: 'The proposal content no longer matches the digest you reviewed; reload and decide again.' };
+    return {
+      code: 'decision_context_mismatch',
+      message: 'The proposal content no longer matches the digest you reviewed; reload and decide again.',
+    };
   }
   return null;
 }
@@ -47,9 +54,14 @@ export interface OriginInput {
  * A proposal restricted to its own thread accepts tool-call executions from that thread, and
  * executions by a person through the routes (the inbox); anything else is refused unclaimed.
  */
-export function originAllowed(requirement: ExecutionOrigin, proposalThreadId: string | null, input: OriginInput): boolean {
+export function originAllowed(
+  requirement: ExecutionOrigin,
+  proposalThreadId: string | null,
+  input: OriginInput,
+): boolean {
   if (requirement === 'any') return true;
-  if (input.origin.surface === 'tool_call') return input.origin.threadId !== null && input.origin.threadId === proposalThreadId;
+  if (input.origin.surface === 'tool_call')
+    return input.origin.threadId !== null && input.origin.threadId === proposalThreadId;
   return input.caller.kind === 'person';
 }
 
@@ -66,7 +78,10 @@ export function checkExecute(
     };
   }
   if (progress.status === 'requested' || progress.status === 'rejected') {
-    return { code: 'not_approved', message: `The proposal is ${progress.status}; only an approved proposal can be executed.` };
+    return {
+      code: 'not_approved',
+      message: `The proposal is ${progress.status}; only an approved proposal can be executed.`,
+    };
   }
   return null;
 }
@@ -75,7 +90,10 @@ export function checkReconcile(progress: Pick<ProposalProgress, 'status'>, calle
   const who = personOnly(caller, 'reconcile');
   if (who) return who;
   if (progress.status !== 'reconciliation_required') {
-    return { code: 'not_reconciliation_required', message: `The proposal is ${progress.status}; only a reconciliation_required proposal can be reconciled.` };
+    return {
+      code: 'not_reconciliation_required',
+      message: `The proposal is ${progress.status}; only a reconciliation_required proposal can be reconciled.`,
+    };
   }
   return null;
 }

@@ -13,6 +13,11 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The decision context a reviewer pins: what will be done, to what, with what stated effect. */
-export function proposalDigest(parts: { actionType: string; payload: unknown; expectedEffect: string; subject: unknown }): string {
+export function proposalDigest(parts: {
+  actionType: string;
+  payload: unknown;
+  expectedEffect: string;
+  subject: unknown;
+}): string {
   return `sha256:${createHash('sha256').update(canonicalJson(parts)).digest('hex')}`;
 }

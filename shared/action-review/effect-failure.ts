@@ -27,13 +27,18 @@ const TIMEOUTS: Record<string, string> = {
 /** The sentence for a failure, and its error id when the activity already logged one. */
 export function classifyEffectFailure(cause: unknown): { summary: string; errorId: string | null } {
   if (cause instanceof TimeoutFailure) {
-    return { summary: `The effect timed out (${TIMEOUTS[cause.timeoutType ?? ''] ?? 'timeout'}); it may have been applied.`, errorId: null };
+    return {
+      summary: `The effect timed out (${TIMEOUTS[cause.timeoutType ?? ''] ?? 'timeout'}); it may have been applied.`,
+      errorId: null,
+    };
   }
   if (cause instanceof ApplicationFailure && cause.type === EFFECT_OUTCOME_UNKNOWN) {
     const d = cause.details?.[0] as Partial<EffectFailureDetails> | undefined;
-    if (typeof d?.summary === 'string' && typeof d.error_id === 'string') return { summary: d.summary, errorId: d.error_id };
+    if (typeof d?.summary === 'string' && typeof d.error_id === 'string')
+      return { summary: d.summary, errorId: d.error_id };
   }
-  if (cause instanceof CancelledFailure) return { summary: 'The effect was cancelled while it ran; it may have been applied.', errorId: null };
+  if (cause instanceof CancelledFailure)
+    return { summary: 'The effect was cancelled while it ran; it may have been applied.', errorId: null };
   return { summary: 'The effect attempt failed; it may have been applied.', errorId: null };
 }
 

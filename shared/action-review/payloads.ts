@@ -14,7 +14,11 @@ export const PayloadSchemas = {
   }),
   'prover.request_finding_evidence.v1': z.object({ finding_id: id, evidence_request: z.string().min(1).max(10_000) }),
   'prover.approve_view_test_cases.v1': z.object({ view_id: id, test_case_ids: z.array(id).min(1).max(500) }),
-  'learning.adopt.v1': z.object({ learning_id: id, title: z.string().min(1).max(500), content: z.string().min(1).max(100_000) }),
+  'learning.adopt.v1': z.object({
+    learning_id: id,
+    title: z.string().min(1).max(500),
+    content: z.string().min(1).max(100_000),
+  }),
   'local_cli.run.v1': z.object({
     command: z.string().min(1).max(500).describe('Must be on the deployment allow-list (LOCAL_CLI_ALLOWED_COMMANDS)'),
     args: z.array(z.string().max(10_000)).max(100).default([]),

@@ -31,7 +31,11 @@ function scheduleOptions(config: AppConfig, scheduleId: string) {
  * Creates the sweep schedule, or brings an existing one in line with the configuration (interval,
  * task queue). Idempotent: every worker start may call it.
  */
-export async function ensureHandbackSweepSchedule(client: Client, config: AppConfig, scheduleId = HANDBACK_SWEEP_SCHEDULE_ID): Promise<'created' | 'updated'> {
+export async function ensureHandbackSweepSchedule(
+  client: Client,
+  config: AppConfig,
+  scheduleId = HANDBACK_SWEEP_SCHEDULE_ID,
+): Promise<'created' | 'updated'> {
   const options = scheduleOptions(config, scheduleId);
   try {
     await client.schedule.create(options);
@@ -39,7 +43,12 @@ export async function ensureHandbackSweepSchedule(client: Client, config: AppCon
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
   }
-  await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: { ...previous.policies, overlap: options.policies.overlap } }));
+  await client.schedule.getHandle(scheduleId).update((previous) => ({
+    ...previous,
+    spec: options.spec,
+    action: options.action,
+    policies: { ...previous.policies, overlap: options.policies.overlap },
+  }));
   return 'updated';
 }
 
@@ -47,8 +56,15 @@ export async function ensureHandbackSweepSchedule(client: Client, config: AppCon
 export async function ensureHandbackSweepScheduleAtStart(config: AppConfig, log: Logger): Promise<void> {
   const connection = await Connection.connect({ address: config.temporal.address });
   try {
-    const outcome = await ensureHandbackSweepSchedule(new Client({ connection, namespace: config.temporal.namespace }), config);
-    log.info('hand-back sweep schedule ensured', { schedule_id: HANDBACK_SWEEP_SCHEDULE_ID, outcome, every_seconds: config.actionReview.sweepIntervalSeconds });
+    const outcome = await ensureHandbackSweepSchedule(
+      new Client({ connection, namespace: config.temporal.namespace }),
+      config,
+    );
+    log.info('hand-back sweep schedule ensured', {
+      schedule_id: HANDBACK_SWEEP_SCHEDULE_ID,
+      outcome,
+      every_seconds: config.actionReview.sweepIntervalSeconds,
+    });
   } catch (err) {
     log.warn('could not ensure the hand-back sweep schedule', describeError(err));
   } finally {

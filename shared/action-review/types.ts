@@ -68,8 +68,7 @@ export interface ProposalWorkflowInput {
 
 /** The result of running an effect: applied, or refused before anything was written. */
 export type EffectOutcome =
-  | { outcome: 'executed'; result: Record<string, unknown> }
-  | { outcome: 'not_applied'; reason: string; detail: string };
+  { outcome: 'executed'; result: Record<string, unknown> } | { outcome: 'not_applied'; reason: string; detail: string };
 
 /** What changes over the proposal's life; every transition bumps `version`. */
 export interface ProposalProgress {

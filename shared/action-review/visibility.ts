@@ -6,7 +6,13 @@ import type { ProposalSubject } from './types.js';
  * `budget` distinct subjects and says why it is incomplete, one reason by the spec's precedence.
  */
 
-export const INCOMPLETE_REASONS = ['probe_failure', 'probe_budget', 'handler_unavailable', 'row_unreadable', 'scan_ceiling'] as const;
+export const INCOMPLETE_REASONS = [
+  'probe_failure',
+  'probe_budget',
+  'handler_unavailable',
+  'row_unreadable',
+  'scan_ceiling',
+] as const;
 export type IncompleteReason = (typeof INCOMPLETE_REASONS)[number];
 
 /** Spec, Limits: up to 100 subjects probed per list. */

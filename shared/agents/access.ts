@@ -6,7 +6,10 @@ import type { AgentAccess } from '../db/entities/agents.js';
  * tenant; otherwise one of the caller's roles or the caller's id must be listed. The system identity
  * may use any agent of its tenant.
  */
-export function canUseAgent(principal: Pick<Principal, 'kind' | 'id' | 'roles' | 'tenant'>, agent: { tenant: string; access: AgentAccess }): boolean {
+export function canUseAgent(
+  principal: Pick<Principal, 'kind' | 'id' | 'roles' | 'tenant'>,
+  agent: { tenant: string; access: AgentAccess },
+): boolean {
   if (agent.tenant !== principal.tenant) return false;
   if (principal.kind === 'system') return true;
   const { roles, users } = agent.access;

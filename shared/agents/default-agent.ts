@@ -24,7 +24,10 @@ export type DefaultAgentResult<A extends NamedAgent> =
  * a refusal asking for a selection, or the per-caller chain: Eve, else Adam, else the first
  * accessible agent alphabetically. A caller with no accessible agent is refused.
  */
-export function resolveDefaultAgent<A extends NamedAgent>(accessible: readonly A[], settings: DefaultAgentSettings): DefaultAgentResult<A> {
+export function resolveDefaultAgent<A extends NamedAgent>(
+  accessible: readonly A[],
+  settings: DefaultAgentSettings,
+): DefaultAgentResult<A> {
   const configured = settings.settingAgentId || settings.envAgentId || null;
   if (configured) {
     const agent = accessible.find((a) => a.id === configured);
@@ -45,5 +48,9 @@ export function resolveDefaultAgent<A extends NamedAgent>(accessible: readonly A
   if (adam) return { ok: true, agent: adam, reason: 'adam' };
   const first = [...accessible].sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))[0];
   if (first) return { ok: true, agent: first, reason: 'first_alphabetical' };
-  return { ok: false, code: 'no_accessible_agent', message: 'No agent is available to you; ask an administrator for access to one.' };
+  return {
+    ok: false,
+    code: 'no_accessible_agent',
+    message: 'No agent is available to you; ask an administrator for access to one.',
+  };
 }

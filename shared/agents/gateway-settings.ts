@@ -49,7 +49,11 @@ export async function writeGatewaySettings(
 }
 
 /** Settings and env together, as `resolveDefaultAgent` takes them. */
-export async function defaultAgentSettings(em: EntityManager, config: AppConfig, tenant: string): Promise<DefaultAgentSettings> {
+export async function defaultAgentSettings(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+): Promise<DefaultAgentSettings> {
   const stored = await readGatewaySettings(em, tenant);
   return {
     settingAgentId: stored.default_agent_id,

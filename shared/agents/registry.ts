@@ -35,7 +35,16 @@ export async function ensureBuiltInAgents(em: EntityManager, tenant: string, now
     await em.getConnection().execute(
       `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?::jsonb, '{"roles": [], "users": []}'::jsonb, 'builtin', true, 'system', ?, ?) on conflict do nothing`,
-      [builtInId(tenant, agent.key), tenant, agent.name, agent.description, agent.instructions, JSON.stringify(agent.toolGroups), now, now],
+      [
+        builtInId(tenant, agent.key),
+        tenant,
+        agent.name,
+        agent.description,
+        agent.instructions,
+        JSON.stringify(agent.toolGroups),
+        now,
+        now,
+      ],
     );
   }
   seeded.add(tenant);
@@ -70,7 +79,12 @@ export interface AgentInput {
   access?: Partial<AgentAccess>;
 }
 
-export async function createAgent(em: EntityManager, principal: Principal, input: AgentInput, now = new Date()): Promise<AgentRow> {
+export async function createAgent(
+  em: EntityManager,
+  principal: Principal,
+  input: AgentInput,
+  now = new Date(),
+): Promise<AgentRow> {
   await ensureBuiltInAgents(em, principal.tenant);
   await assertNameFree(em, principal.tenant, input.name);
   const row: AgentRow = {
@@ -91,11 +105,21 @@ export async function createAgent(em: EntityManager, principal: Principal, input
   return row;
 }
 
-export async function updateAgent(em: EntityManager, principal: Principal, id: string, patch: Partial<AgentInput>, now = new Date()): Promise<AgentRow> {
+export async function updateAgent(
+  em: EntityManager,
+  principal: Principal,
+  id: string,
+  patch: Partial<AgentInput>,
+  now = new Date(),
+): Promise<AgentRow> {
   const agent = await getVisibleAgent(em, principal, id);
-  if (!agent.isEditable) throw new ConflictError(`Agent ${agent.name} is managed by a source and cannot be edited here.`, { code: 'AGENT_NOT_EDITABLE' });
+  if (!agent.isEditable)
+    throw new ConflictError(`Agent ${agent.name} is managed by a source and cannot be edited here.`, {
+      code: 'AGENT_NOT_EDITABLE',
+    });
   if (patch.name !== undefined && patch.name.toLowerCase() !== agent.name.toLowerCase()) {
-    if (agent.source === 'builtin') throw new ConflictError('Built-in agents keep their names.', { code: 'BUILT_IN_AGENT' });
+    if (agent.source === 'builtin')
+      throw new ConflictError('Built-in agents keep their names.', { code: 'BUILT_IN_AGENT' });
     await assertNameFree(em, principal.tenant, patch.name);
   }
   const changes: Partial<AgentRow> = { updatedAt: now };
@@ -103,20 +127,35 @@ export async function updateAgent(em: EntityManager, principal: Principal, id: s
   if (patch.instructions !== undefined) changes.instructions = patch.instructions;
   if (patch.description !== undefined) changes.description = patch.description;
   if (patch.toolGroups !== undefined) changes.toolGroups = patch.toolGroups;
-  if (patch.access !== undefined) changes.access = { roles: patch.access.roles ?? agent.access.roles, users: patch.access.users ?? agent.access.users };
+  if (patch.access !== undefined)
+    changes.access = {
+      roles: patch.access.roles ?? agent.access.roles,
+      users: patch.access.users ?? agent.access.users,
+    };
   await em.nativeUpdate(AgentRowEntity, { id }, changes);
   return { ...agent, ...changes };
 }
 
 export async function deleteAgent(em: EntityManager, principal: Principal, id: string): Promise<AgentRow> {
   const agent = await getVisibleAgent(em, principal, id);
-  if (agent.source === 'builtin') throw new ConflictError('Built-in agents cannot be deleted; restrict their access instead.', { code: 'BUILT_IN_AGENT' });
-  if (!agent.isEditable) throw new ConflictError(`Agent ${agent.name} is managed by a source; remove it there.`, { code: 'AGENT_NOT_EDITABLE' });
+  if (agent.source === 'builtin')
+    throw new ConflictError('Built-in agents cannot be deleted; restrict their access instead.', {
+      code: 'BUILT_IN_AGENT',
+    });
+  if (!agent.isEditable)
+    throw new ConflictError(`Agent ${agent.name} is managed by a source; remove it there.`, {
+      code: 'AGENT_NOT_EDITABLE',
+    });
   await em.nativeDelete(AgentRowEntity, { id });
   return agent;
 }
 
 async function assertNameFree(em: EntityManager, tenant: string, name: string): Promise<void> {
-  const [clash] = await em.getConnection().execute<Array<{ id: string }>>('select id from agents where tenant = ? and lower(name) = lower(?)', [tenant, name]);
+  const [clash] = await em
+    .getConnection()
+    .execute<Array<{ id: string }>>('select id from agents where tenant = ? and lower(name) = lower(?)', [
+      tenant,
+      name,
+    ]);
   if (clash) throw new ConflictError(`An agent named ${name} already exists.`, { code: 'AGENT_NAME_TAKEN' });
 }

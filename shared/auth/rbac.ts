@@ -25,7 +25,15 @@ export type Permission = (typeof PERMISSIONS)[number];
 export const BUILT_IN_ROLES: Readonly<Record<string, readonly Permission[]>> = {
   admin: PERMISSIONS,
   reviewer: ['APPROVE_AGENT_ACTION', 'view_connections', 'view_git', 'view_all_blueprints'],
-  developer: ['manage_repos', 'manage_flows', 'manage_skills', 'manage_git', 'view_git', 'view_connections', 'view_all_blueprints'],
+  developer: [
+    'manage_repos',
+    'manage_flows',
+    'manage_skills',
+    'manage_git',
+    'view_git',
+    'view_connections',
+    'view_all_blueprints',
+  ],
   member: ['view_git'],
 };
 

@@ -106,7 +106,12 @@ export async function listPats(em: EntityManager, ownerId: string): Promise<Pers
 }
 
 /** Revokes one of the owner's PATs; false when the owner has no such token. */
-export async function revokePat(em: EntityManager, ownerId: string, id: string, now = new Date()): Promise<PersonalAccessToken | null> {
+export async function revokePat(
+  em: EntityManager,
+  ownerId: string,
+  id: string,
+  now = new Date(),
+): Promise<PersonalAccessToken | null> {
   const pat = await em.findOne(PersonalAccessTokenEntity, { id, ownerId });
   if (!pat) return null;
   if (!pat.revokedAt) {

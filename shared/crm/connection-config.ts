@@ -1,6 +1,13 @@
 import { importPKCS8 } from 'jose';
 import { BadRequestError } from '../errors.js';
-import { CRM_AUTH_MODES, CRM_MODE_FIELDS, MASK, SECRET_FIELDS, STANDARD_LOGIN_HOSTS, type CrmAuthMode } from './connection-types.js';
+import {
+  CRM_AUTH_MODES,
+  CRM_MODE_FIELDS,
+  MASK,
+  SECRET_FIELDS,
+  STANDARD_LOGIN_HOSTS,
+  type CrmAuthMode,
+} from './connection-types.js';
 import { SurvivorshipPolicySchema, type SurvivorshipPolicy } from './survivorship.js';
 
 /** A connection's non-secret settings, normalized: hosts are origins, URLs derived, scopes a list. */
@@ -40,7 +47,9 @@ function hostOrigin(raw: string, allowInsecureLoopback: boolean): string | strin
   }
   if (url.protocol === 'https:') return url.origin;
   if (url.protocol === 'http:' && LOOPBACK.has(url.hostname)) {
-    return allowInsecureLoopback ? url.origin : ['plain http is accepted only for loopback hosts with CRM_ALLOW_INSECURE_LOOPBACK=true'];
+    return allowInsecureLoopback
+      ? url.origin
+      : ['plain http is accepted only for loopback hosts with CRM_ALLOW_INSECURE_LOOPBACK=true'];
   }
   return ['must use https'];
 }
@@ -57,11 +66,13 @@ function parsePolicy(raw: unknown, issues: Issue[]): SurvivorshipPolicy | null {
   }
   const parsed = SurvivorshipPolicySchema.safeParse(value);
   if (parsed.success) return parsed.data;
-  for (const i of parsed.error.issues) issues.push({ field: ['merge_survivorship_policy', ...i.path.map(String)].join('.'), message: i.message });
+  for (const i of parsed.error.issues)
+    issues.push({ field: ['merge_survivorship_policy', ...i.path.map(String)].join('.'), message: i.message });
   return null;
 }
 
-const asText = (v: unknown) => (typeof v === 'string' ? v.trim() : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined);
+const asText = (v: unknown) =>
+  typeof v === 'string' ? v.trim() : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
 
 /**
  * Validates a create or PATCH body for one mode. `stored` holds the current secrets, kept when a
@@ -81,13 +92,15 @@ export async function validateCrmConnection(
   const issues: Issue[] = [];
   const specs = CRM_MODE_FIELDS[mode];
   const known = new Set([...specs.map((f) => f.name), 'merge_enabled', 'merge_survivorship_policy']);
-  for (const key of Object.keys(config)) if (!known.has(key)) issues.push({ field: key, message: `is not a field of mode ${mode}` });
+  for (const key of Object.keys(config))
+    if (!known.has(key)) issues.push({ field: key, message: `is not a field of mode ${mode}` });
 
   const values: Record<string, string> = {};
   const secrets: Record<string, string> = {};
   for (const spec of specs) {
     let value = asText(config[spec.name]);
-    if (SECRET_FIELDS.has(spec.name) && (value === undefined || value === MASK)) value = opts.storedSecrets?.[spec.name];
+    if (SECRET_FIELDS.has(spec.name) && (value === undefined || value === MASK))
+      value = opts.storedSecrets?.[spec.name];
     if (value === undefined || value === '') {
       if (spec.required) issues.push({ field: spec.name, message: `is required for mode ${mode}` });
       continue;
@@ -114,7 +127,11 @@ export async function validateCrmConnection(
     const o = origin(field);
     return o ? `${o}${new URL(given.includes('://') ? given : `https://${given}`).pathname}` : '';
   };
-  const settings: CrmSettings = { login_host: loginHost ?? '', instance_url: instanceUrl, token_url: derive('token_url', '/services/oauth2/token') };
+  const settings: CrmSettings = {
+    login_host: loginHost ?? '',
+    instance_url: instanceUrl,
+    token_url: derive('token_url', '/services/oauth2/token'),
+  };
   if (values.client_id) settings.client_id = values.client_id;
   if (values.consumer_key) settings.consumer_key = values.consumer_key;
   if (values.username) settings.username = values.username;
@@ -123,28 +140,40 @@ export async function validateCrmConnection(
     settings.scopes = (values.scopes ?? 'api refresh_token').split(/[\s,]+/).filter(Boolean);
   }
   if (mode === 'client_credentials' && loginHost && STANDARD_LOGIN_HOSTS.has(new URL(loginHost).hostname)) {
-    issues.push({ field: 'login_host', message: "the client-credentials grant is refused on the standard login host; use your organization's custom-domain host (e.g. https://yourorg.my.example.com)" });
+    issues.push({
+      field: 'login_host',
+      message:
+        "the client-credentials grant is refused on the standard login host; use your organization's custom-domain host (e.g. https://yourorg.my.example.com)",
+    });
   }
   if (mode === 'jwt_bearer' && secrets.private_key) {
     try {
       await importPKCS8(secrets.private_key, 'RS256');
     } catch {
-      issues.push({ field: 'private_key', message: 'is not a PEM-encoded PKCS#8 RSA private key (-----BEGIN PRIVATE KEY-----)' });
+      issues.push({
+        field: 'private_key',
+        message: 'is not a PEM-encoded PKCS#8 RSA private key (-----BEGIN PRIVATE KEY-----)',
+      });
     }
   }
 
   const mergeFlag = asText(config.merge_enabled) ?? 'false';
-  if (mergeFlag !== 'true' && mergeFlag !== 'false') issues.push({ field: 'merge_enabled', message: 'must be "true" or "false"' });
+  if (mergeFlag !== 'true' && mergeFlag !== 'false')
+    issues.push({ field: 'merge_enabled', message: 'must be "true" or "false"' });
   const mergeEnabled = mergeFlag === 'true';
   const rawPolicy = config.merge_survivorship_policy;
   const hasPolicy = rawPolicy !== undefined && rawPolicy !== null && rawPolicy !== '';
-  if (mergeEnabled && !hasPolicy) issues.push({ field: 'merge_survivorship_policy', message: 'is required when merge_enabled is true' });
+  if (mergeEnabled && !hasPolicy)
+    issues.push({ field: 'merge_survivorship_policy', message: 'is required when merge_enabled is true' });
   const policy = hasPolicy ? parsePolicy(rawPolicy, issues) : null;
 
   if (issues.length > 0) {
-    throw new BadRequestError(`Invalid CRM connection: ${issues.map((i) => `config.${i.field} ${i.message}`).join('; ')}.`, {
-      fields: issues.map((i) => ({ field: `body.config.${i.field}`, message: i.message })),
-    });
+    throw new BadRequestError(
+      `Invalid CRM connection: ${issues.map((i) => `config.${i.field} ${i.message}`).join('; ')}.`,
+      {
+        fields: issues.map((i) => ({ field: `body.config.${i.field}`, message: i.message })),
+      },
+    );
   }
   return { authMode: mode, settings, secrets, mergeEnabled, policy };
 }

@@ -15,20 +15,64 @@ export interface FieldSpec {
   options?: string[];
 }
 
-const loginHost = (notes: string): FieldSpec => ({ name: 'login_host', type: 'string', required: true, default: null, notes });
-const instanceUrl = (notes: string): FieldSpec => ({ name: 'instance_url', type: 'string', required: false, default: null, notes });
-const secret = (name: string, notes: string): FieldSpec => ({ name, type: 'secret', required: true, default: null, notes });
-const text = (name: string, notes: string): FieldSpec => ({ name, type: 'string', required: true, default: null, notes });
+const loginHost = (notes: string): FieldSpec => ({
+  name: 'login_host',
+  type: 'string',
+  required: true,
+  default: null,
+  notes,
+});
+const instanceUrl = (notes: string): FieldSpec => ({
+  name: 'instance_url',
+  type: 'string',
+  required: false,
+  default: null,
+  notes,
+});
+const secret = (name: string, notes: string): FieldSpec => ({
+  name,
+  type: 'secret',
+  required: true,
+  default: null,
+  notes,
+});
+const text = (name: string, notes: string): FieldSpec => ({
+  name,
+  type: 'string',
+  required: true,
+  default: null,
+  notes,
+});
 
 export const CRM_MODE_FIELDS: Record<CrmAuthMode, FieldSpec[]> = {
   user_oauth: [
     loginHost('Standard or sandbox login host.'),
-    instanceUrl('Discovered after authorization; supply it to approve egress in one cycle. May differ from the login host.'),
+    instanceUrl(
+      'Discovered after authorization; supply it to approve egress in one cycle. May differ from the login host.',
+    ),
     text('client_id', 'OAuth consumer key.'),
     secret('client_secret', 'OAuth consumer secret.'),
-    { name: 'authorization_url', type: 'string', required: false, default: '/services/oauth2/authorize', notes: 'Hosts derive from login_host when left at the default.' },
-    { name: 'token_url', type: 'string', required: false, default: '/services/oauth2/token', notes: 'Same host derivation.' },
-    { name: 'scopes', type: 'string', required: false, default: 'api refresh_token', notes: 'Comma- or space-separated.' },
+    {
+      name: 'authorization_url',
+      type: 'string',
+      required: false,
+      default: '/services/oauth2/authorize',
+      notes: 'Hosts derive from login_host when left at the default.',
+    },
+    {
+      name: 'token_url',
+      type: 'string',
+      required: false,
+      default: '/services/oauth2/token',
+      notes: 'Same host derivation.',
+    },
+    {
+      name: 'scopes',
+      type: 'string',
+      required: false,
+      default: 'api refresh_token',
+      notes: 'Comma- or space-separated.',
+    },
   ],
   jwt_bearer: [
     text('consumer_key', 'Connected-app consumer key.'),
@@ -53,13 +97,21 @@ export const CRM_MODE_FIELDS: Record<CrmAuthMode, FieldSpec[]> = {
 };
 
 export const CRM_SHARED_FIELDS: FieldSpec[] = [
-  { name: 'merge_enabled', type: 'select', required: false, default: 'false', options: ['false', 'true'], notes: 'Opt in to approval-gated merges.' },
+  {
+    name: 'merge_enabled',
+    type: 'select',
+    required: false,
+    default: 'false',
+    options: ['false', 'true'],
+    notes: 'Opt in to approval-gated merges.',
+  },
   {
     name: 'merge_survivorship_policy',
     type: 'json',
     required: false,
     default: null,
-    notes: 'Required when merge_enabled is true: {"version", "preview_fields": [...], "rules": {field: prefer_survivor|prefer_non_null|prefer_most_recent|prefer_loser}}.',
+    notes:
+      'Required when merge_enabled is true: {"version", "preview_fields": [...], "rules": {field: prefer_survivor|prefer_non_null|prefer_most_recent|prefer_loser}}.',
   },
 ];
 

@@ -3,24 +3,45 @@ import { PlatformError, type ErrorType } from '../errors.js';
 
 /** Advice shown with the CRM's own OAuth error pairs (PROTOCOLS.md): what to change, not only what failed. */
 const OAUTH_FIXES: Array<[RegExp, string]> = [
-  [/not supported on this domain/i, "The client-credentials grant works only on your organization's custom-domain host: set login_host to it (not the standard login host)."],
+  [
+    /not supported on this domain/i,
+    "The client-credentials grant works only on your organization's custom-domain host: set login_host to it (not the standard login host).",
+  ],
   [/no client credentials user/i, 'Designate a run-as user for the connected app (client-credentials flow).'],
-  [/audience is invalid/i, 'The assertion audience is the login host: set login_host to the login URL (not the instance URL).'],
-  [/hasn't approved|has not approved/i, 'Pre-authorize the integration user for the connected app (admin-approved users) and upload its certificate.'],
-  [/expired access\/refresh token/i, 'The refresh token was revoked or expired: authorize again, or save a new refresh_token.'],
-  [/invalid assertion/i, 'The connected app rejected the JWT: check consumer_key, username, and that the uploaded certificate matches private_key.'],
+  [
+    /audience is invalid/i,
+    'The assertion audience is the login host: set login_host to the login URL (not the instance URL).',
+  ],
+  [
+    /hasn't approved|has not approved/i,
+    'Pre-authorize the integration user for the connected app (admin-approved users) and upload its certificate.',
+  ],
+  [
+    /expired access\/refresh token/i,
+    'The refresh token was revoked or expired: authorize again, or save a new refresh_token.',
+  ],
+  [
+    /invalid assertion/i,
+    'The connected app rejected the JWT: check consumer_key, username, and that the uploaded certificate matches private_key.',
+  ],
 ];
 
 const fixFor = (error: string, description: string): string | null => {
-  if (error === 'redirect_uri_mismatch') return 'Re-copy the displayed redirect URI into the OAuth app exactly; a callback change can need a few minutes to propagate.';
-  if (error === 'invalid_client_id' || error === 'invalid_client') return 'Check client_id (consumer key) and client_secret against the connected app.';
+  if (error === 'redirect_uri_mismatch')
+    return 'Re-copy the displayed redirect URI into the OAuth app exactly; a callback change can need a few minutes to propagate.';
+  if (error === 'invalid_client_id' || error === 'invalid_client')
+    return 'Check client_id (consumer key) and client_secret against the connected app.';
   return OAUTH_FIXES.find(([re]) => re.test(description))?.[1] ?? null;
 };
 
 /** Thrown when the CRM's token endpoint refuses a grant; carries the CRM's error pair and a fix. */
 export class CrmAuthError extends PlatformError {
   override name = 'CrmAuthError';
-  constructor(readonly crmError: string, readonly crmDescription: string, extra: Record<string, unknown> = {}) {
+  constructor(
+    readonly crmError: string,
+    readonly crmDescription: string,
+    extra: Record<string, unknown> = {},
+  ) {
     const fix = fixFor(crmError, crmDescription);
     super('bad_request', `The CRM refused the token request: ${crmError} (${crmDescription}).${fix ? ` ${fix}` : ''}`, {
       code: crmError,
@@ -41,12 +62,33 @@ export class CrmApiError extends PlatformError {
   override name = 'CrmApiError';
   readonly errorId: string;
   readonly logDetail: { error_id: string; crm_status: number; crm_code: string; crm_text: string };
-  constructor(readonly httpStatus: number, readonly crmCode: string, crmText = '') {
-    const type: ErrorType = httpStatus === 404 ? 'not_found' : httpStatus === 401 ? 'bad_request' : httpStatus >= 500 ? 'service_unavailable' : 'bad_request';
+  constructor(
+    readonly httpStatus: number,
+    readonly crmCode: string,
+    crmText = '',
+  ) {
+    const type: ErrorType =
+      httpStatus === 404
+        ? 'not_found'
+        : httpStatus === 401
+          ? 'bad_request'
+          : httpStatus >= 500
+            ? 'service_unavailable'
+            : 'bad_request';
     const errorId = randomUUID();
-    super(type, `The CRM answered ${httpStatus} ${crmCode} (error_id ${errorId}).`, { code: crmCode, crm_status: httpStatus, dependency: 'crm', error_id: errorId });
+    super(type, `The CRM answered ${httpStatus} ${crmCode} (error_id ${errorId}).`, {
+      code: crmCode,
+      crm_status: httpStatus,
+      dependency: 'crm',
+      error_id: errorId,
+    });
     this.errorId = errorId;
-    this.logDetail = { error_id: errorId, crm_status: httpStatus, crm_code: crmCode, crm_text: crmText.slice(0, 2_000) };
+    this.logDetail = {
+      error_id: errorId,
+      crm_status: httpStatus,
+      crm_code: crmCode,
+      crm_text: crmText.slice(0, 2_000),
+    };
   }
 }
 
@@ -54,9 +96,13 @@ export class CrmApiError extends PlatformError {
 export class CrmAuthorizationRequiredError extends PlatformError {
   override name = 'CrmAuthorizationRequiredError';
   constructor(connectionName: string) {
-    super('conflict', `Connection "${connectionName}" is not authorized yet: start the flow at GET /api/connections/${connectionName}/oauth/authorize.`, {
-      code: 'authorization_required',
-      authorize_path: `/api/connections/${connectionName}/oauth/authorize`,
-    });
+    super(
+      'conflict',
+      `Connection "${connectionName}" is not authorized yet: start the flow at GET /api/connections/${connectionName}/oauth/authorize.`,
+      {
+        code: 'authorization_required',
+        authorize_path: `/api/connections/${connectionName}/oauth/authorize`,
+      },
+    );
   }
 }

@@ -5,7 +5,13 @@ import { mergeDigest, type MergeSelection } from './merge-selection.js';
 import { getRecord } from './rest.js';
 import { CrmSession } from './session.js';
 import { loadConnection, type LoadedConnection } from './store.js';
-import { policyFields, projectMerge, type CrmRecord, type MergeProjection, type SurvivorshipPolicy } from './survivorship.js';
+import {
+  policyFields,
+  projectMerge,
+  type CrmRecord,
+  type MergeProjection,
+  type SurvivorshipPolicy,
+} from './survivorship.js';
 
 export interface MergePreview {
   selection: MergeSelection;
@@ -17,19 +23,31 @@ export interface MergePreview {
 }
 
 /** The connection, if merges are enabled on it (refused with the rule named otherwise). */
-export async function mergeConnection(em: EntityManager, config: AppConfig, tenant: string, name: string): Promise<LoadedConnection & { policy: SurvivorshipPolicy }> {
+export async function mergeConnection(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+  name: string,
+): Promise<LoadedConnection & { policy: SurvivorshipPolicy }> {
   const conn = await loadConnection(em, config, tenant, name);
   if (!conn.row.mergeEnabled || !conn.policy) {
-    throw new ConflictError(`Merges are not enabled on connection "${name}" (set merge_enabled and merge_survivorship_policy).`, {
-      code: 'merge_not_enabled',
-      rule: 'merge_enabled',
-    });
+    throw new ConflictError(
+      `Merges are not enabled on connection "${name}" (set merge_enabled and merge_survivorship_policy).`,
+      {
+        code: 'merge_not_enabled',
+        rule: 'merge_enabled',
+      },
+    );
   }
   return conn as LoadedConnection & { policy: SurvivorshipPolicy };
 }
 
 /** Reads the records fresh and applies the policy. Nothing is written. */
-export async function computePreview(session: CrmSession, policy: SurvivorshipPolicy, selection: MergeSelection): Promise<MergePreview> {
+export async function computePreview(
+  session: CrmSession,
+  policy: SurvivorshipPolicy,
+  selection: MergeSelection,
+): Promise<MergePreview> {
   const fields = policyFields(policy);
   const survivor = await getRecord(session, selection.kind, selection.survivorId, fields);
   const losers: CrmRecord[] = [];
@@ -45,7 +63,12 @@ export async function computePreview(session: CrmSession, policy: SurvivorshipPo
 }
 
 /** Opens the connection's session and previews. */
-export async function previewMerge(em: EntityManager, config: AppConfig, tenant: string, selection: MergeSelection): Promise<MergePreview> {
+export async function previewMerge(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+  selection: MergeSelection,
+): Promise<MergePreview> {
   const conn = await mergeConnection(em, config, tenant, selection.connectionName);
   return computePreview(new CrmSession(conn, em, config), conn.policy, selection);
 }
@@ -62,7 +85,12 @@ export function previewView(p: MergePreview) {
     projected_survivor: Object.fromEntries(p.projection.fields.map((f) => [f, p.projection.values[f]])),
     field_sources: p.projection.sources,
     field_writes: p.projection.writes,
-    records: [p.survivor, ...p.losers].map((r, i) => ({ id: r.id, role: i === 0 ? 'survivor' : 'loser', last_modified: r.lastModified, fields: r.fields })),
+    records: [p.survivor, ...p.losers].map((r, i) => ({
+      id: r.id,
+      role: i === 0 ? 'survivor' : 'loser',
+      last_modified: r.lastModified,
+      fields: r.fields,
+    })),
     digest: p.digest,
   };
 }

@@ -21,7 +21,9 @@ const TIMEOUT_MS = 20_000;
 /** `signature` = base64(HMAC-SHA256(client_secret, id + issued_at)); checked when both are present. */
 function checkSignature(body: Record<string, unknown>, clientSecret: string | undefined): void {
   if (!clientSecret || typeof body.signature !== 'string' || typeof body.id !== 'string') return;
-  const expected = createHmac('sha256', clientSecret).update(`${body.id}${String(body.issued_at)}`).digest();
+  const expected = createHmac('sha256', clientSecret)
+    .update(`${body.id}${String(body.issued_at)}`)
+    .digest();
   const given = Buffer.from(body.signature, 'base64');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     throw new CrmAuthError('invalid_signature', 'the token response signature does not match the client secret');
@@ -29,7 +31,12 @@ function checkSignature(body: Record<string, unknown>, clientSecret: string | un
 }
 
 /** One form-encoded token request; the CRM's `{error, error_description}` becomes a CrmAuthError. */
-export async function tokenRequest(tokenUrl: string, form: Record<string, string>, clientSecret?: string, extra: Record<string, unknown> = {}): Promise<TokenSet> {
+export async function tokenRequest(
+  tokenUrl: string,
+  form: Record<string, string>,
+  clientSecret?: string,
+  extra: Record<string, unknown> = {},
+): Promise<TokenSet> {
   const res = await fetch(tokenUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
@@ -44,7 +51,11 @@ export async function tokenRequest(tokenUrl: string, form: Record<string, string
     throw new CrmApiError(res.status, 'unexpected_response', text);
   }
   if (!res.ok || typeof body.access_token !== 'string') {
-    throw new CrmAuthError(String(body.error ?? `http_${res.status}`), String(body.error_description ?? 'no description'), extra);
+    throw new CrmAuthError(
+      String(body.error ?? `http_${res.status}`),
+      String(body.error_description ?? 'no description'),
+      extra,
+    );
   }
   checkSignature(body, clientSecret);
   return {
@@ -71,20 +82,45 @@ export async function jwtBearerGrant(settings: CrmSettings, privateKeyPem: strin
   return tokenRequest(settings.token_url, { grant_type: JWT_BEARER_GRANT, assertion });
 }
 
-export function refreshTokenGrant(settings: CrmSettings, clientSecret: string | undefined, refreshToken: string): Promise<TokenSet> {
-  const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: settings.client_id! };
+export function refreshTokenGrant(
+  settings: CrmSettings,
+  clientSecret: string | undefined,
+  refreshToken: string,
+): Promise<TokenSet> {
+  const form: Record<string, string> = {
+    grant_type: 'refresh_token',
+    refresh_token: refreshToken,
+    client_id: settings.client_id!,
+  };
   if (clientSecret) form.client_secret = clientSecret;
   return tokenRequest(settings.token_url, form, clientSecret);
 }
 
 export function clientCredentialsGrant(settings: CrmSettings, clientSecret: string): Promise<TokenSet> {
-  return tokenRequest(settings.token_url, { grant_type: 'client_credentials', client_id: settings.client_id!, client_secret: clientSecret }, clientSecret);
-}
-
-export function authorizationCodeGrant(settings: CrmSettings, clientSecret: string, code: string, redirectUri: string, codeVerifier: string): Promise<TokenSet> {
   return tokenRequest(
     settings.token_url,
-    { grant_type: 'authorization_code', code, client_id: settings.client_id!, client_secret: clientSecret, redirect_uri: redirectUri, code_verifier: codeVerifier },
+    { grant_type: 'client_credentials', client_id: settings.client_id!, client_secret: clientSecret },
+    clientSecret,
+  );
+}
+
+export function authorizationCodeGrant(
+  settings: CrmSettings,
+  clientSecret: string,
+  code: string,
+  redirectUri: string,
+  codeVerifier: string,
+): Promise<TokenSet> {
+  return tokenRequest(
+    settings.token_url,
+    {
+      grant_type: 'authorization_code',
+      code,
+      client_id: settings.client_id!,
+      client_secret: clientSecret,
+      redirect_uri: redirectUri,
+      code_verifier: codeVerifier,
+    },
     clientSecret,
     { redirect_uri: redirectUri },
   );

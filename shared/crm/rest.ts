@@ -19,7 +19,10 @@ function apiError(status: number, text: string): CrmApiError {
 /** Reads one record's fields (plus Id and LastModifiedDate). */
 export async function getRecord(session: CrmSession, kind: string, id: string, fields: string[]): Promise<CrmRecord> {
   const list = [...new Set(['Id', 'LastModifiedDate', ...fields])].join(',');
-  const { res, text } = await session.fetch(`${DATA}/sobjects/${kind}/${encodeURIComponent(id)}?fields=${encodeURIComponent(list)}`, { method: 'GET' });
+  const { res, text } = await session.fetch(
+    `${DATA}/sobjects/${kind}/${encodeURIComponent(id)}?fields=${encodeURIComponent(list)}`,
+    { method: 'GET' },
+  );
   if (!res.ok) throw apiError(res.status, text);
   const body = JSON.parse(text) as Record<string, unknown>;
   const values: Record<string, unknown> = {};
@@ -41,7 +44,12 @@ export async function queryRecords(session: CrmSession, soql: string, maxRows: n
   while (path && records.length < maxRows) {
     const { res, text } = await session.fetch(path, { method: 'GET' });
     if (!res.ok) throw apiError(res.status, text);
-    const body = JSON.parse(text) as { totalSize: number; done: boolean; nextRecordsUrl?: string; records: Array<Record<string, unknown>> };
+    const body = JSON.parse(text) as {
+      totalSize: number;
+      done: boolean;
+      nextRecordsUrl?: string;
+      records: Array<Record<string, unknown>>;
+    };
     totalSize = body.totalSize;
     records.push(...body.records);
     path = body.done ? undefined : body.nextRecordsUrl;
@@ -50,7 +58,12 @@ export async function queryRecords(session: CrmSession, soql: string, maxRows: n
 }
 
 /** PATCH one record's fields (204 on success). */
-export async function updateRecord(session: CrmSession, kind: string, id: string, fields: Record<string, unknown>): Promise<void> {
+export async function updateRecord(
+  session: CrmSession,
+  kind: string,
+  id: string,
+  fields: Record<string, unknown>,
+): Promise<void> {
   const { res, text } = await session.fetch(`${DATA}/sobjects/${kind}/${encodeURIComponent(id)}`, {
     method: 'PATCH',
     headers: { 'content-type': 'application/json' },

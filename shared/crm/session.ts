@@ -48,7 +48,10 @@ export class CrmSession {
   }
 
   instanceUrl(): string {
-    return (this.conn.settings.instance_url ?? this.conn.tokens?.instance_url ?? this.conn.settings.login_host).replace(/\/+$/, '');
+    return (this.conn.settings.instance_url ?? this.conn.tokens?.instance_url ?? this.conn.settings.login_host).replace(
+      /\/+$/,
+      '',
+    );
   }
 
   /**
@@ -65,7 +68,12 @@ export class CrmSession {
       const extra = build?.(tokens.access_token) ?? {};
       const res = await fetch(`${this.instanceUrl()}${path}`, {
         method: init.method,
-        headers: { authorization: `Bearer ${tokens.access_token}`, accept: 'application/json', ...init.headers, ...extra.headers },
+        headers: {
+          authorization: `Bearer ${tokens.access_token}`,
+          accept: 'application/json',
+          ...init.headers,
+          ...extra.headers,
+        },
         body: extra.body ?? init.body,
         signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS),
       });

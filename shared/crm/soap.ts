@@ -8,7 +8,8 @@ const NS_SOBJECT = 'urn:sobject.partner.soap.sforce.com';
 
 export const SOAP_PATH = `/services/Soap/u/${CRM_API_VERSION}`;
 
-const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
+const escapeXml = (s: string) =>
+  s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
 
 export interface MergeRequest {
   kind: string;
@@ -43,15 +44,22 @@ export interface MergeResult {
 }
 
 /** Tag contents by local name, whatever prefix the server chose. */
-const all = (xml: string, tag: string) => [...xml.matchAll(new RegExp(`<(?:[\\w-]+:)?${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</(?:[\\w-]+:)?${tag}>`, 'g'))].map((m) => m[1]!);
+const all = (xml: string, tag: string) =>
+  [...xml.matchAll(new RegExp(`<(?:[\\w-]+:)?${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</(?:[\\w-]+:)?${tag}>`, 'g'))].map(
+    (m) => m[1]!,
+  );
 const one = (xml: string, tag: string) => all(xml, tag)[0] ?? null;
-const unescapeXml = (s: string) => s.replace(/&(lt|gt|amp|apos|quot);/g, (_, e: string) => ({ lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' })[e]!);
+const unescapeXml = (s: string) =>
+  s.replace(/&(lt|gt|amp|apos|quot);/g, (_, e: string) => ({ lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' })[e]!);
 
 /** A SOAP Fault, if the body is one: `{faultcode, faultstring}` (e.g. `sf:INVALID_SESSION_ID`). */
 export function soapFault(xml: string): { code: string; message: string } | null {
   const fault = one(xml, 'Fault');
   if (fault === null) return null;
-  return { code: unescapeXml(one(fault, 'faultcode') ?? 'soap:Fault'), message: unescapeXml(one(fault, 'faultstring') ?? '') };
+  return {
+    code: unescapeXml(one(fault, 'faultcode') ?? 'soap:Fault'),
+    message: unescapeXml(one(fault, 'faultstring') ?? ''),
+  };
 }
 
 export function parseMergeResponse(xml: string): MergeResult {

@@ -38,21 +38,43 @@ export function openConnection(config: AppConfig, row: CrmConnectionRow): Loaded
   };
 }
 
-export async function loadConnection(em: EntityManager, config: AppConfig, tenant: string, name: string): Promise<LoadedConnection> {
+export async function loadConnection(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+  name: string,
+): Promise<LoadedConnection> {
   return openConnection(config, await findConnectionRow(em, tenant, name));
 }
 
 /** Caches tokens (sealed); a discovered instance URL is kept too, unless one was configured. */
-export async function saveTokens(em: EntityManager, config: AppConfig, conn: LoadedConnection, tokens: TokenSet): Promise<void> {
+export async function saveTokens(
+  em: EntityManager,
+  config: AppConfig,
+  conn: LoadedConnection,
+  tokens: TokenSet,
+): Promise<void> {
   conn.tokens = tokens;
-  if (!conn.settings.instance_url && tokens.instance_url) conn.settings = { ...conn.settings, instance_url: tokens.instance_url };
+  if (!conn.settings.instance_url && tokens.instance_url)
+    conn.settings = { ...conn.settings, instance_url: tokens.instance_url };
   // The instance host discovered at authorization joins the declared egress hosts, so deployments
   // that approve outbound access see it.
-  const egressHosts = [...new Set([conn.settings.login_host, conn.settings.instance_url].filter((h): h is string => typeof h === 'string' && !!h).map((h) => new URL(h).host))];
-  await em.getConnection().execute(`update crm_connections set tokens_sealed = ?, settings = ?::jsonb, egress_hosts = ?::jsonb, updated_at = now() where id = ?`, [
-    secretBox(config).seal(JSON.stringify(tokens)),
-    JSON.stringify(conn.settings),
-    JSON.stringify(egressHosts),
-    conn.row.id,
-  ]);
+  const egressHosts = [
+    ...new Set(
+      [conn.settings.login_host, conn.settings.instance_url]
+        .filter((h): h is string => typeof h === 'string' && !!h)
+        .map((h) => new URL(h).host),
+    ),
+  ];
+  await em
+    .getConnection()
+    .execute(
+      `update crm_connections set tokens_sealed = ?, settings = ?::jsonb, egress_hosts = ?::jsonb, updated_at = now() where id = ?`,
+      [
+        secretBox(config).seal(JSON.stringify(tokens)),
+        JSON.stringify(conn.settings),
+        JSON.stringify(egressHosts),
+        conn.row.id,
+      ],
+    );
 }

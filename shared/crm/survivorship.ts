@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
 /** Field API names only: they go into REST `fields=` lists and SOQL. */
-export const FieldName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,79}$/, 'a field API name (letters, digits, underscores)');
+export const FieldName = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_]{0,79}$/, 'a field API name (letters, digits, underscores)');
 
 export const SURVIVORSHIP_RULES = ['prefer_survivor', 'prefer_non_null', 'prefer_most_recent', 'prefer_loser'] as const;
 export type SurvivorshipRule = (typeof SURVIVORSHIP_RULES)[number];

@@ -2,7 +2,15 @@
  * Recognises failures that mean "PostgreSQL is unreachable or going away", as opposed to a bug or a
  * constraint violation. Those become a 503 with a generic message; the driver text stays in the logs.
  */
-const connectionCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const connectionCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   // An outbound HTTP call (undici's "fetch failed", cause ECONNREFUSED…) is not the database.
@@ -18,7 +26,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     const name = typeof x.name === 'string' ? x.name : '';
     if (name === 'ConnectionException' || name === 'KnexTimeoutError') return true;
     const message = typeof x.message === 'string' ? x.message : '';
-    if (/Connection terminated|connect ECONNREFUSED|Timeout acquiring a connection|the database system is (shutting down|starting up)|terminating connection due to administrator command/i.test(message)) {
+    if (
+      /Connection terminated|connect ECONNREFUSED|Timeout acquiring a connection|the database system is (shutting down|starting up)|terminating connection due to administrator command/i.test(
+        message,
+      )
+    ) {
       return true;
     }
     e = x.cause;

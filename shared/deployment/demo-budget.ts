@@ -81,6 +81,8 @@ export async function setDemoBudgetCap(em: EntityManager, capUsd: number, update
 export async function demoBudgetExhausted(em: EntityManager): Promise<boolean> {
   const cap = await em.findOne(DeploymentSettingEntity, { key: DEMO_BUDGET_CAP_KEY });
   if (typeof cap?.value !== 'number') return false;
-  const [row] = await em.getConnection().execute<Array<{ spend: string }>>('select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
+  const [row] = await em
+    .getConnection()
+    .execute<Array<{ spend: string }>>('select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
   return Number(row?.spend ?? 0) >= cap.value;
 }

@@ -68,25 +68,49 @@ const invalidLink = () => new NotFoundError('This download link is not valid.', 
 /** Checks the signature and expiry; returns the file, tenant and jti. */
 export async function verifyDownloadToken(config: AppConfig, token: string, now = new Date()) {
   try {
-    const { payload } = await jwtVerify(token, signingKey(config), { audience: AUDIENCE, algorithms: ['HS256'], currentDate: now, requiredClaims: ['jti', 'sub', 'exp'] });
+    const { payload } = await jwtVerify(token, signingKey(config), {
+      audience: AUDIENCE,
+      algorithms: ['HS256'],
+      currentDate: now,
+      requiredClaims: ['jti', 'sub', 'exp'],
+    });
     if (typeof payload.tenant !== 'string') throw invalidLink();
     return { jti: payload.jti!, fileId: payload.sub!, tenant: payload.tenant };
   } catch (err) {
-    if (err instanceof errors.JWTExpired) throw new PlatformError('gone', 'This download link has expired; ask the agent for a new one.', { reason: 'expired' });
+    if (err instanceof errors.JWTExpired)
+      throw new PlatformError('gone', 'This download link has expired; ask the agent for a new one.', {
+        reason: 'expired',
+      });
     throw invalidLink();
   }
 }
 
 /** Serves a link once: verifies it, finds the file, records the jti (a second use answers 410). */
-export async function redeemDownload(em: EntityManager, config: AppConfig, token: string, now = new Date()): Promise<Download> {
+export async function redeemDownload(
+  em: EntityManager,
+  config: AppConfig,
+  token: string,
+  now = new Date(),
+): Promise<Download> {
   const claims = await verifyDownloadToken(config, token, now);
-  const download = await em.findOne(DownloadEntity, { id: claims.fileId, tenant: claims.tenant }, { populate: ['content'] });
+  const download = await em.findOne(
+    DownloadEntity,
+    { id: claims.fileId, tenant: claims.tenant },
+    { populate: ['content'] },
+  );
   if (!download) throw invalidLink();
   try {
-    await em.insert(DownloadGrantEntity, { jti: claims.jti, downloadId: download.id, tenant: claims.tenant, usedAt: now });
+    await em.insert(DownloadGrantEntity, {
+      jti: claims.jti,
+      downloadId: download.id,
+      tenant: claims.tenant,
+      usedAt: now,
+    });
   } catch (err) {
     if (err instanceof UniqueConstraintViolationException) {
-      throw new PlatformError('gone', 'This download link has already been used; ask the agent for a new one.', { reason: 'used' });
+      throw new PlatformError('gone', 'This download link has already been used; ask the agent for a new one.', {
+        reason: 'used',
+      });
     }
     throw err;
   }
@@ -100,16 +124,21 @@ export async function storeDownload(
 ): Promise<{ id: string; name: string; contentType: string; byteSize: number }> {
   const content = Buffer.from(input.bytes);
   if (content.byteLength > MAX_DOWNLOAD_BYTES) {
-    throw new PayloadTooLargeError(`A download may hold at most ${MAX_DOWNLOAD_BYTES} bytes.`, { limit_bytes: MAX_DOWNLOAD_BYTES });
+    throw new PayloadTooLargeError(`A download may hold at most ${MAX_DOWNLOAD_BYTES} bytes.`, {
+      limit_bytes: MAX_DOWNLOAD_BYTES,
+    });
   }
   // Opportunistic retention: files past DOWNLOAD_RETENTION_DAYS go (a bounded batch per new file).
-  await em.getConnection().execute(
-    `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
-    [DOWNLOAD_RETENTION_DAYS],
-  );
+  await em
+    .getConnection()
+    .execute(
+      `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
+      [DOWNLOAD_RETENTION_DAYS],
+    );
   const id = input.id ?? randomUUID();
   // A caller retrying with the same id (an agent's retried tool call) finds the first file.
-  if (input.id && (await em.findOne(DownloadEntity, { id: input.id }))) return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
+  if (input.id && (await em.findOne(DownloadEntity, { id: input.id })))
+    return { id, name: input.name, contentType: input.contentType, byteSize: content.byteLength };
   await em.insert(DownloadEntity, {
     id,
     tenant: input.tenant,

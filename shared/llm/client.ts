@@ -26,7 +26,15 @@ export interface ChatResult {
 
 /** What a caller may be told about a failed model call: classified, never the provider's raw text. */
 export interface LlmFailure {
-  kind: 'not_configured' | 'budget_exhausted' | 'authentication' | 'rate_limited' | 'timeout' | 'unavailable' | 'bad_request' | 'bad_response';
+  kind:
+    | 'not_configured'
+    | 'budget_exhausted'
+    | 'authentication'
+    | 'rate_limited'
+    | 'timeout'
+    | 'unavailable'
+    | 'bad_request'
+    | 'bad_response';
   message: string;
   action: string;
   error_id: string;
@@ -35,7 +43,11 @@ export interface LlmFailure {
 /** Thrown when the model call failed; carries the classified failure (the raw cause stays in logs). */
 export class LlmError extends Error {
   override name = 'LlmError';
-  constructor(readonly failure: LlmFailure, readonly retryable: boolean, readonly detailForLogs?: string) {
+  constructor(
+    readonly failure: LlmFailure,
+    readonly retryable: boolean,
+    readonly detailForLogs?: string,
+  ) {
     super(failure.message);
   }
 }
@@ -47,21 +59,47 @@ export interface LlmSettings {
   timeoutSeconds: number;
 }
 
-export const llmFailure = (kind: LlmFailure['kind'], message: string, action: string, retryable: boolean, detail?: string) =>
-  new LlmError({ kind, message, action, error_id: `llm_${randomUUID().replace(/-/g, '').slice(0, 16)}` }, retryable, detail);
+export const llmFailure = (
+  kind: LlmFailure['kind'],
+  message: string,
+  action: string,
+  retryable: boolean,
+  detail?: string,
+) =>
+  new LlmError(
+    { kind, message, action, error_id: `llm_${randomUUID().replace(/-/g, '').slice(0, 16)}` },
+    retryable,
+    detail,
+  );
 
 /** One chat-completions call to the active OpenAI-compatible provider, with tool calling. */
-export async function chatCompletion(settings: LlmSettings, messages: ChatMessage[], tools: ToolSpec[]): Promise<ChatResult> {
+export async function chatCompletion(
+  settings: LlmSettings,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+): Promise<ChatResult> {
   if (!settings.baseUrl || !settings.model) {
-    throw llmFailure('not_configured', 'No language-model provider is configured for this deployment.', 'Ask an administrator to configure the active provider (PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL).', false);
+    throw llmFailure(
+      'not_configured',
+      'No language-model provider is configured for this deployment.',
+      'Ask an administrator to configure the active provider (PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL).',
+      false,
+    );
   }
   let res: Response;
   let text: string;
   try {
     res = await fetch(`${settings.baseUrl}/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) },
-      body: JSON.stringify({ model: settings.model, messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) }),
+      headers: {
+        'content-type': 'application/json',
+        ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}),
+      },
+      body: JSON.stringify({
+        model: settings.model,
+        messages,
+        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
+      }),
       signal: AbortSignal.timeout(settings.timeoutSeconds * 1000),
     });
     // Read the body inside the same guard: a reset or timeout mid-body is the provider's failure too.
@@ -76,18 +114,63 @@ export async function chatCompletion(settings: LlmSettings, messages: ChatMessag
       String((err as Error).message),
     );
   }
-  if (res.status === 401 || res.status === 403) throw llmFailure('authentication', 'The language-model provider refused the platform\'s credentials.', 'Ask an administrator to check the provider API key.', false, text);
-  if (res.status === 429) throw llmFailure('rate_limited', 'The language-model provider is rate limiting requests.', 'Wait a little and try again.', true, text);
-  if (res.status >= 500) throw llmFailure('unavailable', 'The language-model provider had an internal error.', 'Try again in a moment.', true, text);
-  if (res.status >= 400) throw llmFailure('bad_request', 'The language-model provider rejected the request.', 'Ask an administrator to check the model name and provider settings.', false, text);
-  let body: { model?: string; choices?: Array<{ message?: { content?: string | null; tool_calls?: ToolCall[] } }>; usage?: { prompt_tokens?: number; completion_tokens?: number } };
+  if (res.status === 401 || res.status === 403)
+    throw llmFailure(
+      'authentication',
+      "The language-model provider refused the platform's credentials.",
+      'Ask an administrator to check the provider API key.',
+      false,
+      text,
+    );
+  if (res.status === 429)
+    throw llmFailure(
+      'rate_limited',
+      'The language-model provider is rate limiting requests.',
+      'Wait a little and try again.',
+      true,
+      text,
+    );
+  if (res.status >= 500)
+    throw llmFailure(
+      'unavailable',
+      'The language-model provider had an internal error.',
+      'Try again in a moment.',
+      true,
+      text,
+    );
+  if (res.status >= 400)
+    throw llmFailure(
+      'bad_request',
+      'The language-model provider rejected the request.',
+      'Ask an administrator to check the model name and provider settings.',
+      false,
+      text,
+    );
+  let body: {
+    model?: string;
+    choices?: Array<{ message?: { content?: string | null; tool_calls?: ToolCall[] } }>;
+    usage?: { prompt_tokens?: number; completion_tokens?: number };
+  };
   try {
     body = JSON.parse(text);
   } catch {
-    throw llmFailure('bad_response', 'The language-model provider answered something that is not a chat completion.', 'Check that the provider is OpenAI-compatible.', false, text.slice(0, 500));
+    throw llmFailure(
+      'bad_response',
+      'The language-model provider answered something that is not a chat completion.',
+      'Check that the provider is OpenAI-compatible.',
+      false,
+      text.slice(0, 500),
+    );
   }
   const message = body.choices?.[0]?.message;
-  if (!message) throw llmFailure('bad_response', 'The language-model provider answered without a message.', 'Check that the provider is OpenAI-compatible.', false, text.slice(0, 500));
+  if (!message)
+    throw llmFailure(
+      'bad_response',
+      'The language-model provider answered without a message.',
+      'Check that the provider is OpenAI-compatible.',
+      false,
+      text.slice(0, 500),
+    );
   return {
     content: message.content ?? null,
     toolCalls: (message.tool_calls ?? []).filter((c) => c?.type === 'function' && typeof c.function?.name === 'string'),

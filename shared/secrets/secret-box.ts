@@ -13,7 +13,8 @@ export interface SecretBox {
   open(sealed: string): string;
 }
 
-const unavailable = (message: string) => new PlatformError('service_unavailable', message, { dependency: 'secrets_key' });
+const unavailable = (message: string) =>
+  new PlatformError('service_unavailable', message, { dependency: 'secrets_key' });
 
 /** The key file's content, or null when there is none yet; a file too short to be a key is refused, never used. */
 function readKeyFile(file: string): string | null {
@@ -22,10 +23,14 @@ function readKeyFile(file: string): string | null {
     text = readFileSync(file, 'utf8').trim();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw unavailable(`The secrets key file ${file} cannot be read: set PLATFORM_SECRETS_KEY, or fix the file's permissions.`);
+    throw unavailable(
+      `The secrets key file ${file} cannot be read: set PLATFORM_SECRETS_KEY, or fix the file's permissions.`,
+    );
   }
   if (new TextEncoder().encode(text).length < MIN_SECRETS_KEY_BYTES) {
-    throw unavailable(`The secrets key file ${file} is damaged (shorter than ${MIN_SECRETS_KEY_BYTES} bytes): restore it, or set PLATFORM_SECRETS_KEY to the key the secrets were stored with.`);
+    throw unavailable(
+      `The secrets key file ${file} is damaged (shorter than ${MIN_SECRETS_KEY_BYTES} bytes): restore it, or set PLATFORM_SECRETS_KEY to the key the secrets were stored with.`,
+    );
   }
   return text;
 }
@@ -54,7 +59,9 @@ function createKeyFile(file: string): string {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   } catch {
-    throw unavailable('Secrets cannot be stored: set PLATFORM_SECRETS_KEY, or make PLATFORM_DATA_DIR writable so a key file can be created.');
+    throw unavailable(
+      'Secrets cannot be stored: set PLATFORM_SECRETS_KEY, or make PLATFORM_DATA_DIR writable so a key file can be created.',
+    );
   } finally {
     rmSync(temp, { force: true });
   }
@@ -85,7 +92,12 @@ export function secretBox(config: AppConfig): SecretBox {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-      return [PREFIX, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+      return [
+        PREFIX,
+        iv.toString('base64url'),
+        cipher.getAuthTag().toString('base64url'),
+        ct.toString('base64url'),
+      ].join('.');
     },
     open(sealed) {
       const [version, iv, tag, ct] = sealed.split('.');
@@ -95,9 +107,13 @@ export function secretBox(config: AppConfig): SecretBox {
         decipher.setAuthTag(Buffer.from(tag, 'base64url'));
         return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
       } catch {
-        throw new PlatformError('service_unavailable', 'A stored secret cannot be decrypted: PLATFORM_SECRETS_KEY differs from the key it was stored with.', {
-          dependency: 'secrets_key',
-        });
+        throw new PlatformError(
+          'service_unavailable',
+          'A stored secret cannot be decrypted: PLATFORM_SECRETS_KEY differs from the key it was stored with.',
+          {
+            dependency: 'secrets_key',
+          },
+        );
       }
     },
   };

@@ -12,15 +12,23 @@ const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  */
 export async function readSkillFile(root: string, skillName: string, relativePath: string) {
   if (!SKILL_NAME.test(skillName) || skillName === '.' || skillName === '..') {
-    throw new BadRequestError('skill_name must be a plain folder name (letters, digits, ".", "_", "-").', { fields: [{ field: 'skill_name' }] });
+    throw new BadRequestError('skill_name must be a plain folder name (letters, digits, ".", "_", "-").', {
+      fields: [{ field: 'skill_name' }],
+    });
   }
   if (relativePath.includes('\0') || path.isAbsolute(relativePath) || /^[A-Za-z]:/.test(relativePath)) {
-    throw new BadRequestError('relative_path must be relative to the skill folder.', { reason: 'path_escape', fields: [{ field: 'relative_path' }] });
+    throw new BadRequestError('relative_path must be relative to the skill folder.', {
+      reason: 'path_escape',
+      fields: [{ field: 'relative_path' }],
+    });
   }
   const skillDir = path.join(root, skillName);
   const target = path.resolve(skillDir, relativePath);
   if (target !== skillDir && !target.startsWith(skillDir + path.sep)) {
-    throw new BadRequestError('relative_path leaves the skill folder.', { reason: 'path_escape', fields: [{ field: 'relative_path' }] });
+    throw new BadRequestError('relative_path leaves the skill folder.', {
+      reason: 'path_escape',
+      fields: [{ field: 'relative_path' }],
+    });
   }
   let realSkillDir: string;
   let realTarget: string;
@@ -35,10 +43,21 @@ export async function readSkillFile(root: string, skillName: string, relativePat
     throw new NotFoundError(`Skill ${skillName} has no file ${relativePath}.`);
   }
   if (!realTarget.startsWith(realSkillDir + path.sep)) {
-    throw new BadRequestError('relative_path leaves the skill folder.', { reason: 'path_escape', fields: [{ field: 'relative_path' }] });
+    throw new BadRequestError('relative_path leaves the skill folder.', {
+      reason: 'path_escape',
+      fields: [{ field: 'relative_path' }],
+    });
   }
   const info = await stat(realTarget);
   if (!info.isFile()) throw new NotFoundError(`Skill ${skillName} has no file ${relativePath}.`);
-  if (info.size > MAX_SKILL_FILE_BYTES) throw new PayloadTooLargeError(`The file is larger than ${MAX_SKILL_FILE_BYTES} bytes.`, { limit_bytes: MAX_SKILL_FILE_BYTES });
-  return { skill_name: skillName, relative_path: path.relative(realSkillDir, realTarget), bytes: info.size, content: await readFile(realTarget, 'utf8') };
+  if (info.size > MAX_SKILL_FILE_BYTES)
+    throw new PayloadTooLargeError(`The file is larger than ${MAX_SKILL_FILE_BYTES} bytes.`, {
+      limit_bytes: MAX_SKILL_FILE_BYTES,
+    });
+  return {
+    skill_name: skillName,
+    relative_path: path.relative(realSkillDir, realTarget),
+    bytes: info.size,
+    content: await readFile(realTarget, 'utf8'),
+  };
 }

@@ -9,8 +9,19 @@ const DEADLINE_EXCEEDED = 4;
 export function isTemporalUnavailable(err: unknown): boolean {
   let grpcLike = false;
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const x = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; details?: unknown; metadata?: unknown };
-    if (x.name === 'ServiceError' || x.name === 'TransportError' || (typeof x.code === 'number' && ('details' in x || 'metadata' in x))) {
+    const x = e as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      details?: unknown;
+      metadata?: unknown;
+    };
+    if (
+      x.name === 'ServiceError' ||
+      x.name === 'TransportError' ||
+      (typeof x.code === 'number' && ('details' in x || 'metadata' in x))
+    ) {
       grpcLike = true;
     }
     if (grpcLike) {

@@ -42,7 +42,16 @@ const toRecord = (r: ThreadRow): ThreadRecord => ({
 /** Creates an agent thread owned by one person (private: only the owner sees it and its proposals). */
 export async function createThread(
   em: EntityManager,
-  t: { id: string; tenant: string; agentId: string; ownerId: string; origin: string | null; callerPersona: string | null; callerGoal: string | null; title: string | null },
+  t: {
+    id: string;
+    tenant: string;
+    agentId: string;
+    ownerId: string;
+    origin: string | null;
+    callerPersona: string | null;
+    callerGoal: string | null;
+    title: string | null;
+  },
 ): Promise<ThreadRecord> {
   const [row] = await em.getConnection().execute<ThreadRow[]>(
     `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility, title, origin, caller_persona, caller_goal, created_at)
@@ -58,9 +67,14 @@ export async function findThread(em: EntityManager, id: string): Promise<ThreadR
 }
 
 /** The caller's own thread; anyone else's (or another tenant's) answers 404 like an unknown one. */
-export async function getOwnThread(em: EntityManager, owner: { id: string; tenant: string }, id: string): Promise<ThreadRecord> {
+export async function getOwnThread(
+  em: EntityManager,
+  owner: { id: string; tenant: string },
+  id: string,
+): Promise<ThreadRecord> {
   const thread = await findThread(em, id);
-  if (!thread || thread.tenant !== owner.tenant || thread.ownerId !== owner.id) throw new NotFoundError(`No thread ${id}.`);
+  if (!thread || thread.tenant !== owner.tenant || thread.ownerId !== owner.id)
+    throw new NotFoundError(`No thread ${id}.`);
   return thread;
 }
 
@@ -84,7 +98,16 @@ export async function appendMessage(em: EntityManager, m: NewMessage): Promise<C
   await em.getConnection().execute(
     `insert into conversation_messages (id, thread_id, role, author_kind, author_id, content, metadata, idempotency_key, created_at)
      values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, clock_timestamp()) on conflict (idempotency_key) do nothing`,
-    [randomUUID(), m.threadId, m.role, m.authorKind, m.authorId, m.content, JSON.stringify(m.metadata ?? {}), m.idempotencyKey],
+    [
+      randomUUID(),
+      m.threadId,
+      m.role,
+      m.authorKind,
+      m.authorId,
+      m.content,
+      JSON.stringify(m.metadata ?? {}),
+      m.idempotencyKey,
+    ],
   );
   return em.findOneOrFail(ConversationMessageEntity, { idempotencyKey: m.idempotencyKey });
 }
@@ -94,7 +117,11 @@ export async function listMessages(em: EntityManager, threadId: string): Promise
 }
 
 /** Files the agent wrote (tool `agent_files`) during one turn, in order. */
-export async function filesOfTurn(em: EntityManager, threadId: string, turnId: string): Promise<Array<{ fileId: string; name: string }>> {
+export async function filesOfTurn(
+  em: EntityManager,
+  threadId: string,
+  turnId: string,
+): Promise<Array<{ fileId: string; name: string }>> {
   const rows = await em.getConnection().execute<Array<{ content: string }>>(
     `select content from conversation_messages
      where thread_id = ? and role = 'tool' and idempotency_key like ? and metadata->>'tool' = 'agent_files' and (metadata->>'ok')::boolean

@@ -9,5 +9,10 @@ import type { ToolSpec } from '../llm/client.js';
 export interface AgentToolbox {
   specs(toolGroups: readonly string[]): ToolSpec[];
   /** Runs a tool as `principal`; a refusal resolves to an error result (the model sees it), not a throw. */
-  invoke(name: string, args: unknown, principal: Principal, idempotencyKey: string): Promise<{ ok: boolean; result: unknown }>;
+  invoke(
+    name: string,
+    args: unknown,
+    principal: Principal,
+    idempotencyKey: string,
+  ): Promise<{ ok: boolean; result: unknown }>;
 }

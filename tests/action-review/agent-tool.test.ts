@@ -13,20 +13,39 @@ afterAll(async () => {
 });
 
 const messages = (threadId: string) =>
-  query<{ content: string; metadata: Record<string, unknown> }>(r.stack.db.url, 'select content, metadata from conversation_messages where thread_id = $1', [threadId]);
+  query<{ content: string; metadata: Record<string, unknown> }>(
+    r.stack.db.url,
+    'select content, metadata from conversation_messages where thread_id = $1',
+    [threadId],
+  );
 
 describe('agents propose through the action_review tool', () => {
   it('creates a proposal bound to the agent’s bot and thread, and polls its status', async () => {
     const agent = await r.agent('bot-sales', 'thread-a1');
-    const created = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', ...ticket('from an agent'), requested_statement: 'The user asked for it.' });
+    const created = await tool(r.stack.url, agent, {
+      action: 'CREATE_PROPOSAL',
+      ...ticket('from an agent'),
+      requested_statement: 'The user asked for it.',
+    });
     expect(created.status).toBe(200);
     const proposal = created.body.result.proposal;
-    expect(proposal).toMatchObject({ requester_kind: 'agent', bot_id: 'bot-sales', thread_id: 'thread-a1', effective_status: 'requested' });
+    expect(proposal).toMatchObject({
+      requester_kind: 'agent',
+      bot_id: 'bot-sales',
+      thread_id: 'thread-a1',
+      effective_status: 'requested',
+    });
     expect(created.body.result.handback).toBe('conversation');
     const polled = await tool(r.stack.url, agent, { action: 'GET_REQUEST_STATUS', proposal_id: proposal.proposal_id });
-    expect(polled.body.result.proposal).toMatchObject({ proposal_id: proposal.proposal_id, effective_status: 'requested' });
+    expect(polled.body.result.proposal).toMatchObject({
+      proposal_id: proposal.proposal_id,
+      effective_status: 'requested',
+    });
     const otherBot = await r.agent('bot-other', 'thread-z');
-    const hidden = await tool(r.stack.url, otherBot, { action: 'GET_REQUEST_STATUS', proposal_id: proposal.proposal_id });
+    const hidden = await tool(r.stack.url, otherBot, {
+      action: 'GET_REQUEST_STATUS',
+      proposal_id: proposal.proposal_id,
+    });
     expect(hidden.status).toBe(404);
   });
 
@@ -34,7 +53,10 @@ describe('agents propose through the action_review tool', () => {
     const agent = await r.agent('bot-sales', 'thread-a2');
     const created = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', ...learning(2) });
     const id = created.body.result.proposal.proposal_id as string;
-    const res = await http(r.stack.url, 'POST', path(id, '/reject'), { token: r.tokens.rita, body: { reason: 'we already have this rule' } });
+    const res = await http(r.stack.url, 'POST', path(id, '/reject'), {
+      token: r.tokens.rita,
+      body: { reason: 'we already have this rule' },
+    });
     expect(res.status).toBe(200);
     const delivered = await waitFor(async () => {
       const rows = await messages('thread-a2');
@@ -43,7 +65,11 @@ describe('agents propose through the action_review tool', () => {
     expect(delivered).toHaveLength(1);
     expect(delivered[0]!.content).toContain('rejected by Rita Reviewer');
     expect(delivered[0]!.content).toContain('we already have this rule');
-    expect(delivered[0]!.metadata).toMatchObject({ kind: 'action_review_decision', proposal_id: id, decision: 'rejected' });
+    expect(delivered[0]!.metadata).toMatchObject({
+      kind: 'action_review_decision',
+      proposal_id: id,
+      decision: 'rejected',
+    });
     const result = await r.stack.api.deps.temporal.workflow.getHandle(`handback/${id}`).result();
     expect(result).toMatchObject({ delivered: true });
     expect(await messages('thread-a2')).toHaveLength(1);
@@ -52,10 +78,15 @@ describe('agents propose through the action_review tool', () => {
   it('gives no hand-back to proposals raised outside a conversation', async () => {
     const created = await tool(r.stack.url, r.tokens.rita, { action: 'CREATE_PROPOSAL', ...ticket('no thread') });
     expect(created.status).toBe(200);
-    expect(created.body.result).toMatchObject({ handback: 'poll_request_status', proposal: { thread_id: null, requester_kind: 'person' } });
+    expect(created.body.result).toMatchObject({
+      handback: 'poll_request_status',
+      proposal: { thread_id: null, requester_kind: 'person' },
+    });
     const id = created.body.result.proposal.proposal_id as string;
     await http(r.stack.url, 'POST', path(id, '/reject'), { token: r.tokens.ravi, body: {} });
-    expect(await query(r.stack.db.url, 'select * from action_review_handbacks where proposal_id = $1', [id])).toEqual([]);
+    expect(await query(r.stack.db.url, 'select * from action_review_handbacks where proposal_id = $1', [id])).toEqual(
+      [],
+    );
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
     expect(detail.body.proposal.handback).toBeNull();
   });
@@ -71,20 +102,36 @@ describe('execution origin', () => {
       expected_effect: 'Evidence is requested for F-1.',
     });
     const id = created.body.result.proposal.proposal_id as string;
-    expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.rita, body: {} })).status).toBe(200);
+    expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.rita, body: {} })).status).toBe(
+      200,
+    );
 
     const elsewhere = await r.agent('bot-ops', 'thread-o2');
     const refused = await tool(r.stack.url, elsewhere, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
-    expect(refused.body.result).toMatchObject({ success: false, claimed: false, refusal_reason: 'execution_origin_required' });
-    const bySystem = await http(r.stack.url, 'POST', path(id, '/execute'), { headers: { 'x-platform-service-token': SERVICE_TOKEN } });
-    expect(bySystem.body).toMatchObject({ success: false, claimed: false, refusal_reason: 'execution_origin_required' });
-    expect(await query(r.stack.db.url, 'select claimed from action_review_proposals where proposal_id = $1', [id])).toEqual([{ claimed: false }]);
+    expect(refused.body.result).toMatchObject({
+      success: false,
+      claimed: false,
+      refusal_reason: 'execution_origin_required',
+    });
+    const bySystem = await http(r.stack.url, 'POST', path(id, '/execute'), {
+      headers: { 'x-platform-service-token': SERVICE_TOKEN },
+    });
+    expect(bySystem.body).toMatchObject({
+      success: false,
+      claimed: false,
+      refusal_reason: 'execution_origin_required',
+    });
+    expect(
+      await query(r.stack.db.url, 'select claimed from action_review_proposals where proposal_id = $1', [id]),
+    ).toEqual([{ claimed: false }]);
 
     const done = await tool(r.stack.url, inThread, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
     expect(done.body.result).toMatchObject({ success: true, claimed: true, final_status: 'executed', replayed: false });
     const repeat = await tool(r.stack.url, inThread, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
     expect(repeat.body.result).toMatchObject({ claimed: true, final_status: 'executed', replayed: true });
-    expect(await query(r.stack.db.url, 'select count(*)::int as n from prover_decisions where proposal_id = $1', [id])).toEqual([{ n: 1 }]);
+    expect(
+      await query(r.stack.db.url, 'select count(*)::int as n from prover_decisions where proposal_id = $1', [id]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('keeps an agent run to its own thread: other threads’ proposals are hidden, and it names only its thread as a subject', async () => {
@@ -114,14 +161,20 @@ describe('execution origin', () => {
 
   it('lets a registered agent call only the tools of its tool groups', async () => {
     const eve = await r.agent('eve', 'thread-e1');
-    const res = await http(r.stack.url, 'POST', '/api/tool_call', { token: eve, body: { tool: 'crm_connector', arguments: { action: 'get_record' } } });
+    const res = await http(r.stack.url, 'POST', '/api/tool_call', {
+      token: eve,
+      body: { tool: 'crm_connector', arguments: { action: 'get_record' } },
+    });
     expect(res.status).toBe(403);
     expect(res.body.payload).toMatchObject({ reason: 'tool_not_in_agent_groups', tool: 'crm_connector' });
   });
 
   it('refuses unknown tools, bad arguments and callers the tool does not accept', async () => {
     const agent = await r.agent('bot-ops', 'thread-o3');
-    expect((await http(r.stack.url, 'POST', '/api/tool_call', { token: agent, body: { tool: 'nope', arguments: {} } })).status).toBe(404);
+    expect(
+      (await http(r.stack.url, 'POST', '/api/tool_call', { token: agent, body: { tool: 'nope', arguments: {} } }))
+        .status,
+    ).toBe(404);
     const bad = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', action_type: 'ticket.write.v1' });
     expect(bad.status).toBe(400);
     const system = await http(r.stack.url, 'POST', '/api/tool_call', {

@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { path, propose, recordHistory, startFakeTracker, startReviewStack, ticket, type FakeTracker, type ReviewStack } from './support.js';
+import {
+  path,
+  propose,
+  recordHistory,
+  startFakeTracker,
+  startReviewStack,
+  ticket,
+  type FakeTracker,
+  type ReviewStack,
+} from './support.js';
 
 let r: ReviewStack;
 let tracker: FakeTracker;
@@ -9,18 +18,25 @@ const logLines: string[] = [];
 
 beforeAll(async () => {
   tracker = await startFakeTracker();
-  r = await startReviewStack({
-    TICKET_TRACKER_URL: tracker.url,
-    LOCAL_CLI_ALLOWED_COMMANDS: 'echo,env,sleep',
-    LOCAL_CLI_TIMEOUT_SECONDS: '1',
-  }, logLines);
+  r = await startReviewStack(
+    {
+      TICKET_TRACKER_URL: tracker.url,
+      LOCAL_CLI_ALLOWED_COMMANDS: 'echo,env,sleep',
+      LOCAL_CLI_TIMEOUT_SECONDS: '1',
+    },
+    logLines,
+  );
 });
 afterAll(async () => {
   await r?.close();
   await tracker?.close();
 });
 
-const cli = (command: string, args: string[]) => ({ action_type: 'local_cli.run.v1', payload: { command, args }, expected_effect: `runs ${command}` });
+const cli = (command: string, args: string[]) => ({
+  action_type: 'local_cli.run.v1',
+  payload: { command, args },
+  expected_effect: `runs ${command}`,
+});
 const approve = async (id: string) => {
   const res = await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: {} });
   expect(res.status).toBe(200);
@@ -32,14 +48,23 @@ describe('local_cli.run.v1 (approving is the action)', () => {
     const id = await propose(r.stack.url, r.tokens.rita, cli('echo', ['hello', 'world']));
     const res = await approve(id);
     expect(res).toMatchObject({ decided: true, claimed: true, final_status: 'executed' });
-    expect(res.execution_result).toMatchObject({ command: 'echo', exit_code: 0, succeeded: true, stdout: 'hello world\n' });
+    expect(res.execution_result).toMatchObject({
+      command: 'echo',
+      exit_code: 0,
+      succeeded: true,
+      stdout: 'hello world\n',
+    });
     expect(res.proposal.execution_receipt).toEqual(res.execution_result);
     await recordHistory(r.stack.api.deps.temporal, `action-review/${id}`, 'action-review-self-applying-local-cli');
   });
 
   it('gives the command a scrubbed environment', async () => {
     const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('env', [])));
-    const names = (res.execution_result.stdout as string).trim().split('\n').map((l) => l.split('=')[0]).sort();
+    const names = (res.execution_result.stdout as string)
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=')[0])
+      .sort();
     expect(names).toEqual(['LANG', 'PATH']);
   });
 
@@ -50,7 +75,10 @@ describe('local_cli.run.v1 (approving is the action)', () => {
 
   it('a command cut short by the timeout may have done work: reconciliation_required, outcome_not_recorded', async () => {
     const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('sleep', ['5'])));
-    expect(res).toMatchObject({ final_status: 'reconciliation_required', execution_refusal_reason: 'outcome_not_recorded' });
+    expect(res).toMatchObject({
+      final_status: 'reconciliation_required',
+      execution_refusal_reason: 'outcome_not_recorded',
+    });
     expect(res.execution_error_detail).toContain('timed out');
   });
 });
@@ -63,9 +91,9 @@ describe('internal action types', () => {
       expected_effect: 'Two test cases approved for v_orders.',
     });
     expect(await approve(id)).toMatchObject({ final_status: 'executed', proposal: { approving_is_the_action: true } });
-    expect(await query(r.stack.db.url, 'select action_type, subject_id from prover_decisions where proposal_id = $1', [id])).toEqual([
-      { action_type: 'prover.approve_view_test_cases.v1', subject_id: 'v_orders' },
-    ]);
+    expect(
+      await query(r.stack.db.url, 'select action_type, subject_id from prover_decisions where proposal_id = $1', [id]),
+    ).toEqual([{ action_type: 'prover.approve_view_test_cases.v1', subject_id: 'v_orders' }]);
   });
 
   it('does not apply a non-self-applying type on approve', async () => {
@@ -89,7 +117,12 @@ describe('external action types', () => {
     });
     await approve(id);
     const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
-    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'not_applied', refusal_reason: 'crm_approval_missing' });
+    expect(res.body).toMatchObject({
+      success: false,
+      claimed: true,
+      final_status: 'not_applied',
+      refusal_reason: 'crm_approval_missing',
+    });
     expect(res.body.refusal_detail).toContain('POST /api/crm/merge/approvals');
   });
 
@@ -100,7 +133,9 @@ describe('external action types', () => {
     const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
     tracker.mode = 'ok';
     expect(res.body).toMatchObject({ final_status: 'not_applied', refusal_reason: 'tracker_refused' });
-    expect(res.body.refusal_detail).toMatch(/^The issue tracker refused the ticket \(HTTP 422\); nothing was created \(error_id [0-9a-f-]{36}\)\.$/);
+    expect(res.body.refusal_detail).toMatch(
+      /^The issue tracker refused the ticket \(HTTP 422\); nothing was created \(error_id [0-9a-f-]{36}\)\.$/,
+    );
     // The tracker's own words stay in the log, under the id the refusal names.
     expect(JSON.stringify(res.body)).not.toContain('project is archived');
     const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.refusal_detail)![1]!;
@@ -114,7 +149,9 @@ describe('external action types', () => {
     const res = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
     tracker.mode = 'ok';
     expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'reconciliation_required' });
-    expect(res.body.error_detail).toMatch(/^The issue tracker answered HTTP 502; the ticket may have been created\. \(error_id [0-9a-f-]{36}\)$/);
+    expect(res.body.error_detail).toMatch(
+      /^The issue tracker answered HTTP 502; the ticket may have been created\. \(error_id [0-9a-f-]{36}\)$/,
+    );
     expect(JSON.stringify(res.body)).not.toContain('tracker-internal-hostname');
     const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.error_detail)![1]!;
     expect(logLines.find((l) => l.includes(errorId) && l.includes('tracker-internal-hostname'))).toBeDefined();

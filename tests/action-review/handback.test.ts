@@ -19,7 +19,10 @@ async function withOutageSwitch(s: ReviewStack): Promise<void> {
        return new;
      end $$`,
   );
-  await query(s.stack.db.url, `create trigger conversation_outage before insert on conversation_messages for each row execute function fail_during_outage()`);
+  await query(
+    s.stack.db.url,
+    `create trigger conversation_outage before insert on conversation_messages for each row execute function fail_during_outage()`,
+  );
 }
 
 beforeAll(async () => {
@@ -32,17 +35,32 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await patient?.close();
-  await r?.stack.api.deps.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+  await r?.stack.api.deps.temporal.schedule
+    .getHandle(scheduleId)
+    .delete()
+    .catch(() => undefined);
   await r?.close();
 });
 
 const handback = async (id: string, s = r) =>
-  (await query<{ status: string; attempts: number; last_error: string | null }>(s.stack.db.url, 'select status, attempts, last_error from action_review_handbacks where proposal_id = $1', [id]))[0];
-const threadMessages = (threadId: string, s = r) => query(s.stack.db.url, 'select id from conversation_messages where thread_id = $1', [threadId]);
+  (
+    await query<{ status: string; attempts: number; last_error: string | null }>(
+      s.stack.db.url,
+      'select status, attempts, last_error from action_review_handbacks where proposal_id = $1',
+      [id],
+    )
+  )[0];
+const threadMessages = (threadId: string, s = r) =>
+  query(s.stack.db.url, 'select id from conversation_messages where thread_id = $1', [threadId]);
 
 async function agentProposal(threadId: string, n: number, s = r): Promise<string> {
   const agent = await s.agent('bot-hb', threadId);
-  const created = await tool(s.stack.url, agent, { action: 'CREATE_PROPOSAL', ...learning(n), action_type: 'ticket.write.v1', payload: { title: `hb ${n}` } });
+  const created = await tool(s.stack.url, agent, {
+    action: 'CREATE_PROPOSAL',
+    ...learning(n),
+    action_type: 'ticket.write.v1',
+    payload: { title: `hb ${n}` },
+  });
   expect(created.status).toBe(200);
   return created.body.result.proposal.proposal_id as string;
 }
@@ -52,12 +70,17 @@ describe('decision hand-back', () => {
     const s = patient;
     const id = await agentProposal('thread-hb1', 1, s);
     await query(s.stack.db.url, `insert into handback_outage values (now())`);
-    expect((await http(s.stack.url, 'POST', path(id, '/approve'), { token: s.tokens.rita, body: { reason: 'go' } })).status).toBe(200);
+    expect(
+      (await http(s.stack.url, 'POST', path(id, '/approve'), { token: s.tokens.rita, body: { reason: 'go' } })).status,
+    ).toBe(200);
     const failing = await waitFor(async () => {
       const h = await handback(id, s);
       return h && h.attempts >= 2 && h;
     }, 'two failed delivery attempts');
-    expect(failing).toMatchObject({ status: 'pending', last_error: expect.stringContaining('conversation store unavailable') });
+    expect(failing).toMatchObject({
+      status: 'pending',
+      last_error: expect.stringContaining('conversation store unavailable'),
+    });
     await query(s.stack.db.url, `delete from handback_outage`);
     const result = await s.stack.api.deps.temporal.workflow.getHandle(`handback/${id}`).result();
     expect(result).toMatchObject({ delivered: true });
@@ -81,14 +104,19 @@ describe('decision hand-back', () => {
     const schedule = client.schedule.getHandle(scheduleId);
     const described = await schedule.describe();
     expect(described.spec.intervals).toMatchObject([{ every: 600_000 }]);
-    expect(described.action).toMatchObject({ workflowType: 'actionReviewHandbackSweepWorkflow', taskQueue: r.stack.config.temporal.taskQueue });
+    expect(described.action).toMatchObject({
+      workflowType: 'actionReviewHandbackSweepWorkflow',
+      taskQueue: r.stack.config.temporal.taskQueue,
+    });
 
     await schedule.trigger();
     await waitFor(async () => (await handback(id))?.status === 'delivered', 'the sweep to deliver the hand-back');
     expect(await threadMessages('thread-hb2')).toHaveLength(1);
     const runs = (await schedule.describe()).info.recentActions;
     const run = runs.at(-1)!.action;
-    const sweepResult = await client.workflow.getHandle(run.workflow.workflowId, run.workflow.firstExecutionRunId).result();
+    const sweepResult = await client.workflow
+      .getHandle(run.workflow.workflowId, run.workflow.firstExecutionRunId)
+      .result();
     expect(sweepResult).toMatchObject({ delivered: 1, failed: 0 });
     await recordHistory(client, run.workflow.workflowId, 'handback-sweep');
   });

@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { learning, path, propose, recordHistory, startReviewStack, ticket, startFakeTracker, type FakeTracker, type ReviewStack } from './support.js';
+import {
+  learning,
+  path,
+  propose,
+  recordHistory,
+  startReviewStack,
+  ticket,
+  startFakeTracker,
+  type FakeTracker,
+  type ReviewStack,
+} from './support.js';
 
 let r: ReviewStack;
 let tracker: FakeTracker;
@@ -17,30 +27,52 @@ afterAll(async () => {
 
 describe('create, approve, execute once', () => {
   it('creates a requested proposal with its first event', async () => {
-    const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', { token: r.tokens.rita, body: { ...ticket(), requested_statement: 'Please file it.' } });
+    const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', {
+      token: r.tokens.rita,
+      body: { ...ticket(), requested_statement: 'Please file it.' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.success).toBe(true);
     const p = res.body.proposal;
-    expect(p).toMatchObject({ status: 'requested', action_type: 'ticket.write.v1', approving_is_the_action: false, requester_kind: 'person', version: 1 });
+    expect(p).toMatchObject({
+      status: 'requested',
+      action_type: 'ticket.write.v1',
+      approving_is_the_action: false,
+      requester_kind: 'person',
+      version: 1,
+    });
     expect(p.requester).toMatchObject({ id: 'rita', label: 'Rita Reviewer' });
     expect(p.events).toEqual([expect.objectContaining({ seq: 1, type: 'proposed' })]);
-    const rows = await query(r.stack.db.url, 'select status from action_review_proposals where proposal_id = $1', [p.proposal_id]);
+    const rows = await query(r.stack.db.url, 'select status from action_review_proposals where proposal_id = $1', [
+      p.proposal_id,
+    ]);
     expect(rows).toEqual([{ status: 'requested' }]);
   });
 
   it('approves, executes exactly once, and answers a repeat with the recorded outcome', async () => {
     const id = await propose(r.stack.url, r.tokens.rita, ticket('exactly once'));
-    const approved = await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: { reason: 'looks right' } });
+    const approved = await http(r.stack.url, 'POST', path(id, '/approve'), {
+      token: r.tokens.ravi,
+      body: { reason: 'looks right' },
+    });
     expect(approved.status).toBe(200);
     expect(approved.body).toMatchObject({ success: true, decided: true, refusal_reason: null });
-    expect(approved.body.proposal).toMatchObject({ status: 'approved', decided_by: 'ravi', decided_by_label: 'Ravi Reviewer', decision_reason: 'looks right' });
+    expect(approved.body.proposal).toMatchObject({
+      status: 'approved',
+      decided_by: 'ravi',
+      decided_by_label: 'Ravi Reviewer',
+      decision_reason: 'looks right',
+    });
     expect(approved.body.final_status).toBeUndefined();
 
     const before = tracker.requests.length;
     const first = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ success: true, claimed: true, final_status: 'executed', replayed: false });
-    expect(first.body.execution_result).toMatchObject({ http_status: 201, ticket_id: expect.stringMatching(/^ISSUE-/) });
+    expect(first.body.execution_result).toMatchObject({
+      http_status: 201,
+      ticket_id: expect.stringMatching(/^ISSUE-/),
+    });
     const second = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.rita });
     expect(second.body).toMatchObject({ success: true, claimed: true, final_status: 'executed', replayed: true });
     expect(second.body.execution_result).toEqual(first.body.execution_result);
@@ -49,7 +81,12 @@ describe('create, approve, execute once', () => {
     expect(tracker.requests.at(-1)!.headers.authorization).toBe('Bearer tracker-token');
 
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.rita });
-    expect(detail.body.proposal.events.map((e: { type: string }) => e.type)).toEqual(['proposed', 'approved', 'execution_claimed', 'executed']);
+    expect(detail.body.proposal.events.map((e: { type: string }) => e.type)).toEqual([
+      'proposed',
+      'approved',
+      'execution_claimed',
+      'executed',
+    ]);
     expect(detail.body.proposal.events.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4]);
     expect(detail.body.proposal).toMatchObject({ status: 'executed', final_status: 'executed', claimed: true });
     await recordHistory(r.stack.api.deps.temporal, `action-review/${id}`, 'action-review-approve-execute');
@@ -61,8 +98,8 @@ describe('create, approve, execute once', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ success: true, decided: true, claimed: true, final_status: 'executed' });
     expect(res.body.proposal).toMatchObject({ status: 'executed', approving_is_the_action: true });
-    expect(await query(r.stack.db.url, 'select learning_id, adopted_by from adopted_learnings where proposal_id = $1', [id])).toEqual([
-      { learning_id: 'learning-7', adopted_by: 'ravi' },
-    ]);
+    expect(
+      await query(r.stack.db.url, 'select learning_id, adopted_by from adopted_learnings where proposal_id = $1', [id]),
+    ).toEqual([{ learning_id: 'learning-7', adopted_by: 'ravi' }]);
   });
 });

@@ -1,6 +1,12 @@
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { checkDecision, checkExecute, checkReconcile, initialProgress, originAllowed } from '../../shared/action-review/checks.js';
+import {
+  checkDecision,
+  checkExecute,
+  checkReconcile,
+  initialProgress,
+  originAllowed,
+} from '../../shared/action-review/checks.js';
 import { canonicalJson, proposalDigest } from '../../shared/action-review/digest.js';
 import { classifyEffectFailure, EFFECT_OUTCOME_UNKNOWN } from '../../shared/action-review/effect-failure.js';
 import { runExecutor } from '../../shared/action-review/executors/index.js';
@@ -37,19 +43,40 @@ describe('transition guards', () => {
     expect(checkDecision(record, p, { caller: agent, ...noPin })?.code).toBe('person_only');
     expect(checkDecision(record, p, { caller: { ...person, kind: 'app' }, ...noPin })?.code).toBe('person_only');
     expect(checkDecision(record, p, { caller: person, ...noPin })).toBeNull();
-    expect(checkDecision(record, p, { caller: person, expectedVersion: 2, expectedPayloadDigest: null })?.code).toBe('decision_context_mismatch');
-    expect(checkDecision(record, p, { caller: person, expectedVersion: 1, expectedPayloadDigest: 'sha256:other' })?.code).toBe('decision_context_mismatch');
-    expect(checkDecision(record, { ...p, status: 'approved' }, { caller: person, ...noPin })?.code).toBe('already_decided');
+    expect(checkDecision(record, p, { caller: person, expectedVersion: 2, expectedPayloadDigest: null })?.code).toBe(
+      'decision_context_mismatch',
+    );
+    expect(
+      checkDecision(record, p, { caller: person, expectedVersion: 1, expectedPayloadDigest: 'sha256:other' })?.code,
+    ).toBe('decision_context_mismatch');
+    expect(checkDecision(record, { ...p, status: 'approved' }, { caller: person, ...noPin })?.code).toBe(
+      'already_decided',
+    );
   });
 
   it('execution checks the origin before the grant, so a wrong origin never claims', () => {
     const requested = initialProgress(record);
     const elsewhere = { caller: agent, origin: { surface: 'tool_call' as const, threadId: 'th-2' } };
     expect(checkExecute(record, requested, elsewhere)?.code).toBe('execution_origin_required');
-    expect(checkExecute(record, requested, { caller: agent, origin: { surface: 'tool_call', threadId: 'th-1' } })?.code).toBe('not_approved');
-    expect(checkExecute(record, { ...requested, status: 'approved' }, { caller: agent, origin: { surface: 'tool_call', threadId: 'th-1' } })).toBeNull();
-    expect(originAllowed('proposal_thread', 'th-1', { caller: person, origin: { surface: 'api', threadId: null } })).toBe(true);
-    expect(originAllowed('proposal_thread', 'th-1', { caller: { ...person, kind: 'system' }, origin: { surface: 'api', threadId: null } })).toBe(false);
+    expect(
+      checkExecute(record, requested, { caller: agent, origin: { surface: 'tool_call', threadId: 'th-1' } })?.code,
+    ).toBe('not_approved');
+    expect(
+      checkExecute(
+        record,
+        { ...requested, status: 'approved' },
+        { caller: agent, origin: { surface: 'tool_call', threadId: 'th-1' } },
+      ),
+    ).toBeNull();
+    expect(
+      originAllowed('proposal_thread', 'th-1', { caller: person, origin: { surface: 'api', threadId: null } }),
+    ).toBe(true);
+    expect(
+      originAllowed('proposal_thread', 'th-1', {
+        caller: { ...person, kind: 'system' },
+        origin: { surface: 'api', threadId: null },
+      }),
+    ).toBe(false);
     expect(originAllowed('any', null, elsewhere)).toBe(true);
   });
 
@@ -66,7 +93,9 @@ describe('digest', () => {
     expect(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] })).toBe('{"a":[{"c":3,"d":2}],"b":1}');
     const d1 = proposalDigest({ actionType: 'x', payload: { a: 1, b: 2 }, expectedEffect: 'e', subject: null });
     expect(proposalDigest({ actionType: 'x', payload: { b: 2, a: 1 }, expectedEffect: 'e', subject: null })).toBe(d1);
-    expect(proposalDigest({ actionType: 'x', payload: { a: 1, b: 3 }, expectedEffect: 'e', subject: null })).not.toBe(d1);
+    expect(proposalDigest({ actionType: 'x', payload: { a: 1, b: 3 }, expectedEffect: 'e', subject: null })).not.toBe(
+      d1,
+    );
   });
 });
 
@@ -93,7 +122,12 @@ describe('list visibility', () => {
   it('counts distinct subjects against the budget and stops at it', async () => {
     let probes = 0;
     const rows = [['a'], ['a'], ['b'], ['c']].map((ids) => ids.map((id) => ({ kind: 'thread', id })));
-    const result = await filterVisible(rows, { viewer, subjectsOf: (row) => row, probes: { thread: async () => (probes++, true) }, budget: 2 });
+    const result = await filterVisible(rows, {
+      viewer,
+      subjectsOf: (row) => row,
+      probes: { thread: async () => (probes++, true) },
+      budget: 2,
+    });
     expect(probes).toBe(2);
     expect(result).toMatchObject({ truncated: true });
     expect(result.visible).toHaveLength(3);
@@ -114,20 +148,34 @@ describe('executors without a deployment to reach', () => {
   });
 
   it('ticket.write.v1 without a tracker answers TICKETING_SETUP_REQUIRED', async () => {
-    expect(await runExecutor('ticket.write.v1', { title: 't' }, ctx())).toMatchObject({ outcome: 'not_applied', reason: 'TICKETING_SETUP_REQUIRED' });
+    expect(await runExecutor('ticket.write.v1', { title: 't' }, ctx())).toMatchObject({
+      outcome: 'not_applied',
+      reason: 'TICKETING_SETUP_REQUIRED',
+    });
   });
 
   it('ticket.write.v1 to a tracker that refuses connections wrote nothing', async () => {
-    const result = await runExecutor('ticket.write.v1', { title: 't' }, ctx({ TICKET_TRACKER_URL: `http://127.0.0.1:${await freePort()}` }));
+    const result = await runExecutor(
+      'ticket.write.v1',
+      { title: 't' },
+      ctx({ TICKET_TRACKER_URL: `http://127.0.0.1:${await freePort()}` }),
+    );
     expect(result).toMatchObject({ outcome: 'not_applied', reason: 'tracker_unreachable' });
   });
 
   it('re-checks the payload before any effect', async () => {
-    expect(await runExecutor('learning.adopt.v1', { title: 'no id' }, ctx())).toMatchObject({ outcome: 'not_applied', reason: 'invalid_payload' });
+    expect(await runExecutor('learning.adopt.v1', { title: 'no id' }, ctx())).toMatchObject({
+      outcome: 'not_applied',
+      reason: 'invalid_payload',
+    });
   });
 
   it('local_cli.run.v1 reports a command that cannot start as not_applied', async () => {
-    const result = await runExecutor('local_cli.run.v1', { command: 'definitely-not-a-command-xyz', args: [] }, ctx({ LOCAL_CLI_ALLOWED_COMMANDS: 'definitely-not-a-command-xyz' }));
+    const result = await runExecutor(
+      'local_cli.run.v1',
+      { command: 'definitely-not-a-command-xyz', args: [] },
+      ctx({ LOCAL_CLI_ALLOWED_COMMANDS: 'definitely-not-a-command-xyz' }),
+    );
     expect(result).toMatchObject({ outcome: 'not_applied', reason: 'command_not_started' });
   });
 });
@@ -138,8 +186,14 @@ describe('what a failed effect attempt tells people (workflow-side, from the fai
       summary: 'The effect timed out (heartbeat); it may have been applied.',
       errorId: null,
     });
-    expect(classifyEffectFailure(new TimeoutFailure('activity StartToClose timeout', undefined, 'START_TO_CLOSE')).summary).toContain('(start-to-close limit)');
-    const ours = ApplicationFailure.create({ type: EFFECT_OUTCOME_UNKNOWN, message: 'raw', details: [{ summary: 'The issue tracker answered HTTP 502.', error_id: 'e-1' }] });
+    expect(
+      classifyEffectFailure(new TimeoutFailure('activity StartToClose timeout', undefined, 'START_TO_CLOSE')).summary,
+    ).toContain('(start-to-close limit)');
+    const ours = ApplicationFailure.create({
+      type: EFFECT_OUTCOME_UNKNOWN,
+      message: 'raw',
+      details: [{ summary: 'The issue tracker answered HTTP 502.', error_id: 'e-1' }],
+    });
     expect(classifyEffectFailure(ours)).toEqual({ summary: 'The issue tracker answered HTTP 502.', errorId: 'e-1' });
     // An older activity's failure (message only) or anyone else's: a generic sentence, not its message.
     for (const other of [
@@ -147,7 +201,10 @@ describe('what a failed effect attempt tells people (workflow-side, from the fai
       ApplicationFailure.create({ type: 'TypeError', message: 'driver said something' }),
       new Error('pg: connection terminated'),
     ]) {
-      expect(classifyEffectFailure(other)).toEqual({ summary: 'The effect attempt failed; it may have been applied.', errorId: null });
+      expect(classifyEffectFailure(other)).toEqual({
+        summary: 'The effect attempt failed; it may have been applied.',
+        errorId: null,
+      });
     }
     expect(classifyEffectFailure(new CancelledFailure('cancelled')).summary).toMatch(/cancelled/);
   });

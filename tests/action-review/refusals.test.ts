@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { learning, path, propose, recordHistory, SERVICE_TOKEN, startReviewStack, ticket, type ReviewStack } from './support.js';
+import {
+  learning,
+  path,
+  propose,
+  recordHistory,
+  SERVICE_TOKEN,
+  startReviewStack,
+  ticket,
+  type ReviewStack,
+} from './support.js';
 
 let r: ReviewStack;
 
@@ -13,7 +22,13 @@ afterAll(async () => {
 });
 
 const events = async (id: string) =>
-  (await query<{ type: string }>(r.stack.db.url, 'select type from action_review_events where proposal_id = $1 order by seq', [id])).map((e) => e.type);
+  (
+    await query<{ type: string }>(
+      r.stack.db.url,
+      'select type from action_review_events where proposal_id = $1 order by seq',
+      [id],
+    )
+  ).map((e) => e.type);
 
 describe('person-only decisions', () => {
   it('refuses an agent, the system identity, an app-only token and a person without the permission with 403, recording nothing', async () => {
@@ -39,9 +54,17 @@ describe('person-only decisions', () => {
     const pat = await http(r.stack.url, 'POST', '/api/auth/pats', { token: r.tokens.ravi, body: { name: 'inbox' } });
     expect(pat.status).toBe(201);
     const id = await propose(r.stack.url, r.tokens.rita, ticket('decided with a PAT'));
-    const res = await http(r.stack.url, 'POST', path(id, '/reject'), { token: pat.body.data.token, body: { reason: 'duplicate of ISSUE-9' } });
+    const res = await http(r.stack.url, 'POST', path(id, '/reject'), {
+      token: pat.body.data.token,
+      body: { reason: 'duplicate of ISSUE-9' },
+    });
     expect(res.status).toBe(200);
-    expect(res.body.proposal).toMatchObject({ status: 'rejected', decided_by: 'ravi', decided_by_label: 'Ravi Reviewer', decision_reason: 'duplicate of ISSUE-9' });
+    expect(res.body.proposal).toMatchObject({
+      status: 'rejected',
+      decided_by: 'ravi',
+      decided_by_label: 'Ravi Reviewer',
+      decision_reason: 'duplicate of ISSUE-9',
+    });
     await recordHistory(r.stack.api.deps.temporal, `action-review/${id}`, 'action-review-reject');
   });
 });
@@ -55,11 +78,24 @@ describe('decision context', () => {
       expect(again.status).toBe(409);
       expect(again.body.payload).toMatchObject({ code: 'already_decided', decided: false });
     }
-    const combined = await http(r.stack.url, 'POST', path(id, '/approve-and-execute'), { token: r.tokens.rita, body: {} });
+    const combined = await http(r.stack.url, 'POST', path(id, '/approve-and-execute'), {
+      token: r.tokens.rita,
+      body: {},
+    });
     expect(combined.status).toBe(200);
-    expect(combined.body).toMatchObject({ success: false, decided: false, refusal_reason: 'already_decided', claimed: false });
+    expect(combined.body).toMatchObject({
+      success: false,
+      decided: false,
+      refusal_reason: 'already_decided',
+      claimed: false,
+    });
     const exec = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.rita });
-    expect(exec.body).toMatchObject({ success: false, claimed: false, refusal_reason: 'not_approved', final_status: null });
+    expect(exec.body).toMatchObject({
+      success: false,
+      claimed: false,
+      refusal_reason: 'not_approved',
+      final_status: null,
+    });
     expect(await events(id)).toEqual(['proposed', 'rejected']);
   });
 
@@ -68,10 +104,16 @@ describe('decision context', () => {
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
     const context = detail.body.proposal.decision_context;
     expect(context).toEqual({ expected_version: 1, payload_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
-    const staleVersion = await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: { expected_version: 2 } });
+    const staleVersion = await http(r.stack.url, 'POST', path(id, '/approve'), {
+      token: r.tokens.ravi,
+      body: { expected_version: 2 },
+    });
     expect(staleVersion.status).toBe(409);
     expect(staleVersion.body.payload.code).toBe('decision_context_mismatch');
-    const staleDigest = await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: { expected_payload_digest: 'sha256:' + '0'.repeat(64) } });
+    const staleDigest = await http(r.stack.url, 'POST', path(id, '/approve'), {
+      token: r.tokens.ravi,
+      body: { expected_payload_digest: 'sha256:' + '0'.repeat(64) },
+    });
     expect(staleDigest.status).toBe(409);
     expect(staleDigest.body.payload.code).toBe('decision_context_mismatch');
     expect(await events(id)).toEqual(['proposed']);
@@ -90,11 +132,21 @@ describe('execution and reconciliation refusals', () => {
     const exec = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
     expect(exec.status).toBe(200);
     expect(exec.body).toMatchObject({ success: false, claimed: false, refusal_reason: 'not_approved' });
-    const rec = await http(r.stack.url, 'POST', path(id, '/reconcile'), { token: r.tokens.ravi, body: { final_status: 'executed' } });
+    const rec = await http(r.stack.url, 'POST', path(id, '/reconcile'), {
+      token: r.tokens.ravi,
+      body: { final_status: 'executed' },
+    });
     expect(rec.status).toBe(200);
-    expect(rec.body).toMatchObject({ resolved: false, refusal_reason: 'not_reconciliation_required', final_status: null });
+    expect(rec.body).toMatchObject({
+      resolved: false,
+      refusal_reason: 'not_reconciliation_required',
+      final_status: null,
+    });
     const agent = await r.agent('bot-1', 'thread-x');
-    const byAgent = await http(r.stack.url, 'POST', path(id, '/reconcile'), { token: agent, body: { final_status: 'executed' } });
+    const byAgent = await http(r.stack.url, 'POST', path(id, '/reconcile'), {
+      token: agent,
+      body: { final_status: 'executed' },
+    });
     expect(byAgent.status).toBe(403);
     expect(await events(id)).toEqual(['proposed']);
   });
@@ -105,12 +157,21 @@ describe('execution and reconciliation refusals', () => {
       payload: { entry_id: 'docket-4', decision: 'accept' },
       expected_effect: 'Docket entry 4 is accepted.',
     });
-    const res = await http(r.stack.url, 'POST', path(id, '/approve-and-execute'), { token: r.tokens.ravi, body: { reason: 'ship it' } });
+    const res = await http(r.stack.url, 'POST', path(id, '/approve-and-execute'), {
+      token: r.tokens.ravi,
+      body: { reason: 'ship it' },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ success: true, decided: true, claimed: true, final_status: 'executed', refusal_reason: null });
-    expect(await query(r.stack.db.url, 'select subject_id, decided_by from prover_decisions where proposal_id = $1', [id])).toEqual([
-      { subject_id: 'docket-4', decided_by: 'ravi' },
-    ]);
+    expect(res.body).toMatchObject({
+      success: true,
+      decided: true,
+      claimed: true,
+      final_status: 'executed',
+      refusal_reason: null,
+    });
+    expect(
+      await query(r.stack.db.url, 'select subject_id, decided_by from prover_decisions where proposal_id = $1', [id]),
+    ).toEqual([{ subject_id: 'docket-4', decided_by: 'ravi' }]);
     expect(await events(id)).toEqual(['proposed', 'approved', 'execution_claimed', 'executed']);
   });
 });
@@ -128,14 +189,24 @@ describe('creation limits', () => {
   it('answers 400 for a payload that does not fit its action type', async () => {
     const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', {
       token: r.tokens.rita,
-      body: { action_type: 'crm.merge.v1', payload: { object_kind: 'Opportunity', survivor_id: 'a', loser_ids: [] }, expected_effect: 'merge' },
+      body: {
+        action_type: 'crm.merge.v1',
+        payload: { object_kind: 'Opportunity', survivor_id: 'a', loser_ids: [] },
+        expected_effect: 'merge',
+      },
     });
     expect(res.status).toBe(400);
-    expect(res.body.payload.fields.map((f: { field: string }) => f.field).sort()).toEqual(['body.payload.loser_ids', 'body.payload.object_kind']);
+    expect(res.body.payload.fields.map((f: { field: string }) => f.field).sort()).toEqual([
+      'body.payload.loser_ids',
+      'body.payload.object_kind',
+    ]);
   });
 
   it('needs APPROVE_AGENT_ACTION to create through the route', async () => {
-    const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', { token: r.tokens.member, body: ticket() });
+    const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', {
+      token: r.tokens.member,
+      body: ticket(),
+    });
     expect(res.status).toBe(403);
   });
 });

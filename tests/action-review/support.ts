@@ -38,8 +38,14 @@ export async function startReviewStack(env: Record<string, string> = {}, logLine
     rita: await idp.sign({ sub: 'rita', name: 'Rita Reviewer', roles: ['reviewer'] }, { expiresIn: '1h' }),
     ravi: await idp.sign({ sub: 'ravi', name: 'Ravi Reviewer', roles: ['reviewer'] }, { expiresIn: '1h' }),
     member: await idp.sign({ sub: 'mo', name: 'Mo Member', roles: ['member'] }, { expiresIn: '1h' }),
-    app: await idp.sign({ sub: 'ci-bot', azp: 'ci-bot', gty: 'client-credentials', roles: ['admin'] }, { expiresIn: '1h' }),
-    foreign: await idp.sign({ sub: 'fay', name: 'Fay Foreign', tenant: 'other-tenant', roles: ['reviewer'] }, { expiresIn: '1h' }),
+    app: await idp.sign(
+      { sub: 'ci-bot', azp: 'ci-bot', gty: 'client-credentials', roles: ['admin'] },
+      { expiresIn: '1h' },
+    ),
+    foreign: await idp.sign(
+      { sub: 'fay', name: 'Fay Foreign', tenant: 'other-tenant', roles: ['reviewer'] },
+      { expiresIn: '1h' },
+    ),
   };
   return {
     stack,
@@ -87,7 +93,11 @@ export function tool(url: string, token: string, args: Record<string, unknown>) 
 export const path = (id: string, suffix = '') => `/api/action-review/proposals/${id}${suffix}`;
 
 /** Polls until `check` answers a value (deterministic waits on state, never on a fixed time). */
-export async function waitFor<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -129,12 +139,19 @@ export async function startFakeTracker(options: { delayMs?: number } = {}): Prom
       if (req.method !== 'POST' || req.url !== '/issues') return void res.writeHead(404).end();
       tracker.requests.push({ headers: req.headers, body: JSON.parse(raw) as Record<string, unknown> });
       if (tracker.mode === 'hang') return void hanging.push(res);
-      if (tracker.mode === 'reject') return void res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":"project is archived"}');
-      if (tracker.mode === 'fail') return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway: tracker-internal-hostname</html>');
+      if (tracker.mode === 'reject')
+        return void res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":"project is archived"}');
+      if (tracker.mode === 'fail')
+        return void res
+          .writeHead(502, { 'content-type': 'text/html' })
+          .end('<html>502 Bad Gateway: tracker-internal-hostname</html>');
       const n = tracker.requests.length;
       const key = String(req.headers['idempotency-key']);
       tracker.created.set(key, (tracker.created.get(key) ?? 0) + 1);
-      const answer = () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ISSUE-${n}`, url: `http://tracker.local/ISSUE-${n}` }));
+      const answer = () =>
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id: `ISSUE-${n}`, url: `http://tracker.local/ISSUE-${n}` }));
       if (!options.delayMs) return answer();
       hanging.push(res); // destroyed by close() if still waiting
       setTimeout(() => !res.destroyed && !res.writableEnded && answer(), options.delayMs);

@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http } from '../helpers/stack.js';
 import { startWorker, type RunningWorker } from '../helpers/temporal.js';
-import { path, propose, recordHistory, startFakeTracker, startReviewStack, ticket, waitFor, type FakeTracker, type ReviewStack } from './support.js';
+import {
+  path,
+  propose,
+  recordHistory,
+  startFakeTracker,
+  startReviewStack,
+  ticket,
+  waitFor,
+  type FakeTracker,
+  type ReviewStack,
+} from './support.js';
 
 let r: ReviewStack;
 let tracker: FakeTracker;
@@ -21,7 +31,9 @@ afterAll(async () => {
 describe('a worker dies while the effect runs', () => {
   it('ends in reconciliation_required, never retries the effect, and a person reconciles it', async () => {
     const id = await propose(r.stack.url, r.tokens.rita, ticket('worker dies mid-write'));
-    expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: {} })).status).toBe(200);
+    expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.ravi, body: {} })).status).toBe(
+      200,
+    );
 
     tracker.mode = 'hang';
     const execution = http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.ravi });
@@ -35,7 +47,12 @@ describe('a worker dies while the effect runs', () => {
 
     const answered = await execution;
     expect(answered.status).toBe(200);
-    expect(answered.body).toMatchObject({ success: false, claimed: true, final_status: 'reconciliation_required', replayed: false });
+    expect(answered.body).toMatchObject({
+      success: false,
+      claimed: true,
+      final_status: 'reconciliation_required',
+      replayed: false,
+    });
     expect(answered.body.error_detail).toEqual(expect.any(String));
 
     const again = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.rita });
@@ -43,7 +60,11 @@ describe('a worker dies while the effect runs', () => {
     expect(tracker.requests).toHaveLength(1);
 
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.rita });
-    expect(detail.body.proposal).toMatchObject({ status: 'reconciliation_required', final_status: 'reconciliation_required', claimed: true });
+    expect(detail.body.proposal).toMatchObject({
+      status: 'reconciliation_required',
+      final_status: 'reconciliation_required',
+      claimed: true,
+    });
 
     const reconciled = await http(r.stack.url, 'POST', path(id, '/reconcile'), {
       token: r.tokens.rita,
@@ -51,7 +72,12 @@ describe('a worker dies while the effect runs', () => {
     });
     expect(reconciled.status).toBe(200);
     expect(reconciled.body).toMatchObject({ resolved: true, final_status: 'executed', refusal_reason: null });
-    expect(reconciled.body.proposal).toMatchObject({ status: 'resolved', final_status: 'executed', resolved_by: 'rita', resolution_note: 'Found ISSUE-1 in the tracker.' });
+    expect(reconciled.body.proposal).toMatchObject({
+      status: 'resolved',
+      final_status: 'executed',
+      resolved_by: 'rita',
+      resolution_note: 'Found ISSUE-1 in the tracker.',
+    });
     expect(reconciled.body.proposal.events.map((e: { type: string }) => e.type)).toEqual([
       'proposed',
       'approved',
@@ -66,13 +92,18 @@ describe('a worker dies while the effect runs', () => {
     // Operators find it by search attributes (visibility is eventually consistent).
     const client = r.stack.api.deps.temporal;
     await waitFor(async () => {
-      for await (const wf of client.workflow.list({ query: `PlatformResourceId = "${id}" AND ProposalStatus = "resolved" AND ActionType = "ticket.write.v1"` })) {
+      for await (const wf of client.workflow.list({
+        query: `PlatformResourceId = "${id}" AND ProposalStatus = "resolved" AND ActionType = "ticket.write.v1"`,
+      })) {
         return wf.workflowId === `action-review/${id}`;
       }
       return false;
     }, 'the search attributes to show the resolved proposal');
     const described = await client.workflow.getHandle(`action-review/${id}`).describe();
-    expect(await described.memo).toMatchObject({ action_type: 'ticket.write.v1', requester: { kind: 'person', id: 'rita' } });
+    expect(await described.memo).toMatchObject({
+      action_type: 'ticket.write.v1',
+      requester: { kind: 'person', id: 'rita' },
+    });
     await recordHistory(client, `action-review/${id}`, 'action-review-worker-crash-reconcile');
   });
 });

@@ -13,7 +13,13 @@ beforeAll(async () => {
   idp = await startFakeIdp();
   stack = await startStack({
     worker: false,
-    env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience, PLATFORM_MCP_DEFAULT_AGENT_ID: 'adam' },
+    env: {
+      AUTH_PROVIDER: 'oidc',
+      AUTH_JWKS_URL: idp.jwksUrl,
+      AUTH_ISSUER: idp.issuer,
+      AUTH_AUDIENCE: idp.audience,
+      PLATFORM_MCP_DEFAULT_AGENT_ID: 'adam',
+    },
   });
   admin = await idp.sign({ sub: 'root', roles: ['admin'] });
   analyst = await idp.sign({ sub: 'ann', roles: ['member'] });
@@ -28,13 +34,21 @@ describe('agent registry', () => {
   it('has the built-in Eve and Adam for everyone', async () => {
     const res = await http(stack.url, 'GET', '/api/agents', { token: analyst });
     expect(res.status).toBe(200);
-    expect(res.body.data.agents.map((a: { name: string; source: string }) => `${a.name}:${a.source}`)).toEqual(['Adam:builtin', 'Eve:builtin']);
+    expect(res.body.data.agents.map((a: { name: string; source: string }) => `${a.name}:${a.source}`)).toEqual([
+      'Adam:builtin',
+      'Eve:builtin',
+    ]);
   });
 
   it('creates an agent restricted by role, visible only to that role and to agent managers', async () => {
     const created = await http(stack.url, 'POST', '/api/agents', {
       token: admin,
-      body: { name: 'Ledger', instructions: 'Reconcile books.', tool_groups: ['action_review'], access: { roles: ['finance'] } },
+      body: {
+        name: 'Ledger',
+        instructions: 'Reconcile books.',
+        tool_groups: ['action_review'],
+        access: { roles: ['finance'] },
+      },
     });
     expect(created.status).toBe(201);
     const id = created.body.data.agent_id as string;
@@ -49,10 +63,16 @@ describe('agent registry', () => {
 
   it('refuses creation without manage_agents, duplicate names and bad input, writing nothing', async () => {
     const before = await query(stack.db.url, 'select id from agents order by id');
-    const forbidden = await http(stack.url, 'POST', '/api/agents', { token: analyst, body: { name: 'Sneaky', instructions: 'x' } });
+    const forbidden = await http(stack.url, 'POST', '/api/agents', {
+      token: analyst,
+      body: { name: 'Sneaky', instructions: 'x' },
+    });
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.payload.required_permission).toBe('manage_agents');
-    const dup = await http(stack.url, 'POST', '/api/agents', { token: admin, body: { name: 'eve', instructions: 'x' } });
+    const dup = await http(stack.url, 'POST', '/api/agents', {
+      token: admin,
+      body: { name: 'eve', instructions: 'x' },
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.payload.code).toBe('AGENT_NAME_TAKEN');
     const bad = await http(stack.url, 'POST', '/api/agents', { token: admin, body: { name: '', instructions: 7 } });
@@ -64,7 +84,10 @@ describe('agent registry', () => {
     const renamed = await http(stack.url, 'PATCH', '/api/agents/eve', { token: admin, body: { name: 'Evelyn' } });
     expect(renamed.status).toBe(409);
     expect(renamed.body.payload.code).toBe('BUILT_IN_AGENT');
-    const restricted = await http(stack.url, 'PATCH', '/api/agents/eve', { token: admin, body: { access: { users: ['root'] } } });
+    const restricted = await http(stack.url, 'PATCH', '/api/agents/eve', {
+      token: admin,
+      body: { access: { users: ['root'] } },
+    });
     expect(restricted.status).toBe(200);
     expect(restricted.body.data.access).toEqual({ roles: [], users: ['root'] });
     expect((await http(stack.url, 'GET', '/api/agents/eve', { token: analyst })).status).toBe(404);
@@ -79,7 +102,10 @@ describe('agent registry', () => {
       `insert into agents (id, tenant, name, instructions, source, is_editable, created_by, created_at, updated_at)
        values ('agent_managed', 'default', 'FromRepo', 'x', 'managed', false, 'sync', now(), now())`,
     );
-    const res = await http(stack.url, 'PATCH', '/api/agents/agent_managed', { token: admin, body: { instructions: 'changed' } });
+    const res = await http(stack.url, 'PATCH', '/api/agents/agent_managed', {
+      token: admin,
+      body: { instructions: 'changed' },
+    });
     expect(res.status).toBe(409);
     expect(res.body.payload.code).toBe('AGENT_NOT_EDITABLE');
   });
@@ -93,18 +119,33 @@ describe('gateway settings', () => {
       default_agent_unavailable_policy: null,
       effective: { default_agent_id: 'adam', default_agent_unavailable_policy: 'require_selection' },
     });
-    const set = await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_id: 'eve', default_agent_unavailable_policy: 'first_available' } });
-    expect(set.body.data.effective).toEqual({ default_agent_id: 'eve', default_agent_unavailable_policy: 'first_available' });
-    const cleared = await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_id: null } });
+    const set = await http(stack.url, 'PUT', '/api/config/gateway', {
+      token: admin,
+      body: { default_agent_id: 'eve', default_agent_unavailable_policy: 'first_available' },
+    });
+    expect(set.body.data.effective).toEqual({
+      default_agent_id: 'eve',
+      default_agent_unavailable_policy: 'first_available',
+    });
+    const cleared = await http(stack.url, 'PUT', '/api/config/gateway', {
+      token: admin,
+      body: { default_agent_id: null },
+    });
     expect(cleared.body.data).toMatchObject({ default_agent_id: null, effective: { default_agent_id: 'adam' } });
   });
 
   it('refuses undeclared fields with 422 and non-admins with 403, writing nothing', async () => {
     const before = await query(stack.db.url, `select key, value from deployment_settings order by key`);
-    const undeclared = await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_id: 'adam', colour: 'blue' } });
+    const undeclared = await http(stack.url, 'PUT', '/api/config/gateway', {
+      token: admin,
+      body: { default_agent_id: 'adam', colour: 'blue' },
+    });
     expect(undeclared.status).toBe(422);
     expect(undeclared.body.payload.fields).toEqual(['body.colour']);
-    const forbidden = await http(stack.url, 'PUT', '/api/config/gateway', { token: analyst, body: { default_agent_id: 'adam' } });
+    const forbidden = await http(stack.url, 'PUT', '/api/config/gateway', {
+      token: analyst,
+      body: { default_agent_id: 'adam' },
+    });
     expect(forbidden.status).toBe(403);
     expect(await query(stack.db.url, `select key, value from deployment_settings order by key`)).toEqual(before);
   });

@@ -26,7 +26,10 @@ const lastOf = (req: { messages: Array<{ role: string; content: string | null }>
   [...req.messages].reverse().find((m) => m.role === role)?.content ?? '';
 
 async function patFor(sub: string, roles: string[]): Promise<string> {
-  const res = await http(stack.url, 'POST', '/api/auth/pats', { token: await idp.sign({ sub, name: sub, roles }), body: { name: 'mcp' } });
+  const res = await http(stack.url, 'POST', '/api/auth/pats', {
+    token: await idp.sign({ sub, name: sub, roles }),
+    body: { name: 'mcp' },
+  });
   return res.body.data.token as string;
 }
 
@@ -79,7 +82,10 @@ describe('agents over the gateway', () => {
 
   it('follows the gateway setting, and refuses or falls back when the configured default is not the caller’s', async () => {
     const admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-    const ledger = await http(stack.url, 'POST', '/api/agents', { token: admin, body: { name: 'Ledger', instructions: 'books', access: { users: ['alice'] } } });
+    const ledger = await http(stack.url, 'POST', '/api/agents', {
+      token: admin,
+      body: { name: 'Ledger', instructions: 'books', access: { users: ['alice'] } },
+    });
     const ledgerId = ledger.body.data.agent_id as string;
     await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_id: ledgerId } });
     try {
@@ -88,18 +94,29 @@ describe('agents over the gateway', () => {
       const refused = await callPlatform(bob, { action: 'thread_create', initial_prompt: 'hi' });
       expect(refused.isError).toBe(true);
       expect(refused.data).toMatchObject({ error_type: 'conflict', payload: { code: 'default_agent_unavailable' } });
-      await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_unavailable_policy: 'first_available' } });
+      await http(stack.url, 'PUT', '/api/config/gateway', {
+        token: admin,
+        body: { default_agent_unavailable_policy: 'first_available' },
+      });
       const fallback = await callPlatform(bob, { action: 'thread_create', initial_prompt: 'hi' });
       expect(fallback.data.agent).toEqual({ agent_id: 'eve', name: 'Eve' });
     } finally {
-      await http(stack.url, 'PUT', '/api/config/gateway', { token: admin, body: { default_agent_id: null, default_agent_unavailable_policy: null } });
+      await http(stack.url, 'PUT', '/api/config/gateway', {
+        token: admin,
+        body: { default_agent_id: null, default_agent_unavailable_policy: null },
+      });
     }
   });
 });
 
 describe('threads over the gateway', () => {
   it('creates an mcp_ thread, continues it, reads it, and updates the goal the agent sees', async () => {
-    const created = await callPlatform(alice, { action: 'thread_create', initial_prompt: 'first', caller_persona: 'analyst', caller_goal: 'find churn' });
+    const created = await callPlatform(alice, {
+      action: 'thread_create',
+      initial_prompt: 'first',
+      caller_persona: 'analyst',
+      caller_goal: 'find churn',
+    });
     expect(created.isError).toBe(false);
     const id = created.data.platform_thread_id as string;
     expect(id).toMatch(/^mcp_[0-9a-f]{32}$/);
@@ -120,7 +137,9 @@ describe('threads over the gateway', () => {
       'user:third',
       'assistant:re: third',
     ]);
-    expect(await query(stack.db.url, 'select origin, owner_id from conversation_threads where id = $1', [id])).toEqual([{ origin: 'mcp_origin', owner_id: 'alice' }]);
+    expect(await query(stack.db.url, 'select origin, owner_id from conversation_threads where id = $1', [id])).toEqual([
+      { origin: 'mcp_origin', owner_id: 'alice' },
+    ]);
   });
 
   it('keeps a caller out of another caller’s thread', async () => {
@@ -135,13 +154,25 @@ describe('threads over the gateway', () => {
       expect(res.isError).toBe(true);
       expect(res.data.error_type).toBe('not_found');
     }
-    expect((await query(stack.db.url, `select count(*)::int as n from conversation_messages where thread_id = $1 and content = 'let me in'`, [id]))[0]).toEqual({ n: 0 });
+    expect(
+      (
+        await query(
+          stack.db.url,
+          `select count(*)::int as n from conversation_messages where thread_id = $1 and content = 'let me in'`,
+          [id],
+        )
+      )[0],
+    ).toEqual({ n: 0 });
   });
 
   it('starts an empty thread and answers the legacy ask on v1 only', async () => {
     const started = await callPlatform(bob, { action: 'start_thread', agent_id: 'adam' });
     expect(started.data.agent).toEqual({ agent_id: 'adam', name: 'Adam' });
-    const first = await callPlatform(bob, { action: 'thread_continue', platform_thread_id: started.data.platform_thread_id, message: 'hello Adam' });
+    const first = await callPlatform(bob, {
+      action: 'thread_continue',
+      platform_thread_id: started.data.platform_thread_id,
+      message: 'hello Adam',
+    });
     expect(first.data.reply).toBe('re: hello Adam');
     const v1 = await client(aliceToken, '/mcp/v1/');
     const asked = await callPlatform(v1, { action: 'ask', question: 'quick one' });
@@ -159,7 +190,12 @@ describe('threads over the gateway', () => {
           toolCalls: [
             {
               name: 'action_review',
-              arguments: { action: 'CREATE_PROPOSAL', action_type: 'learning.adopt.v1', payload: { learning_id: 'utc', title: 'UTC', content: 'Use UTC' }, expected_effect: 'adopt' },
+              arguments: {
+                action: 'CREATE_PROPOSAL',
+                action_type: 'learning.adopt.v1',
+                payload: { learning_id: 'utc', title: 'UTC', content: 'Use UTC' },
+                expected_effect: 'adopt',
+              },
             },
           ],
         };
@@ -172,11 +208,20 @@ describe('threads over the gateway', () => {
       const created = await callPlatform(alice, { action: 'thread_create', initial_prompt: 'adopt the UTC rule' });
       expect(created.data.tool_calls).toBe(1);
       const proposalId = JSON.parse(created.data.reply).proposal.proposal_id as string;
-      const approve = await http(stack.url, 'POST', `/api/action-review/proposals/${proposalId}/approve`, { token: aliceToken, body: { reason: 'good rule' } });
+      const approve = await http(stack.url, 'POST', `/api/action-review/proposals/${proposalId}/approve`, {
+        token: aliceToken,
+        body: { reason: 'good rule' },
+      });
       expect(approve.status).toBe(200);
       let reply = 'no news';
       for (let i = 0; i < 40 && reply === 'no news'; i++) {
-        reply = (await callPlatform(alice, { action: 'thread_continue', platform_thread_id: created.data.platform_thread_id, message: 'news?' })).data.reply;
+        reply = (
+          await callPlatform(alice, {
+            action: 'thread_continue',
+            platform_thread_id: created.data.platform_thread_id,
+            message: 'news?',
+          })
+        ).data.reply;
         if (reply === 'no news') await new Promise((r) => setTimeout(r, 250));
       }
       expect(reply).toContain('good rule');
@@ -189,7 +234,19 @@ describe('threads over the gateway', () => {
     llm.respond = (req) => {
       const last = req.messages.at(-1)!;
       if (last.role === 'user' && last.content === 'export it') {
-        return { toolCalls: [{ name: 'agent_files', arguments: { action: 'WRITE_FILE', name: 'report.csv', content: 'id,total\n1,42\n', content_type: 'text/csv' } }] };
+        return {
+          toolCalls: [
+            {
+              name: 'agent_files',
+              arguments: {
+                action: 'WRITE_FILE',
+                name: 'report.csv',
+                content: 'id,total\n1,42\n',
+                content_type: 'text/csv',
+              },
+            },
+          ],
+        };
       }
       return { content: 'here is your report' };
     };
@@ -208,7 +265,11 @@ describe('threads over the gateway', () => {
       const second = await fetch(stack.url + url.pathname);
       expect(second.status).toBe(410);
       expect(((await second.json()) as { error_type: string }).error_type).toBe('gone');
-      const plain = await callPlatform(alice, { action: 'thread_continue', platform_thread_id: created.data.platform_thread_id, message: 'thanks' });
+      const plain = await callPlatform(alice, {
+        action: 'thread_continue',
+        platform_thread_id: created.data.platform_thread_id,
+        message: 'thanks',
+      });
       expect(plain.data.files).toEqual([]);
     } finally {
       llm.respond = (req) => ({ content: `re: ${lastOf(req, 'user')}` });
@@ -234,22 +295,43 @@ describe('rooms and skills', () => {
   it('lets signed-in callers create, join, talk in and list a room', async () => {
     const created = await callPlatform(alice, { action: 'room_create', room_name: 'data-team', topic: 'pipelines' });
     const roomId = created.data.room.room_id as string;
-    expect((await callPlatform(bob, { action: 'room_send', room_id: roomId, message: 'hi' })).data.payload.code).toBe('ROOM_NOT_JOINED');
+    expect((await callPlatform(bob, { action: 'room_send', room_id: roomId, message: 'hi' })).data.payload.code).toBe(
+      'ROOM_NOT_JOINED',
+    );
     await callPlatform(bob, { action: 'room_join', room_id: roomId });
     await callPlatform(alice, { action: 'room_send', room_id: roomId, message: 'welcome' });
     await callPlatform(bob, { action: 'room_send', room_id: roomId, message: 'thanks' });
     const read = await callPlatform(bob, { action: 'room_read', room_id: roomId });
-    expect(read.data.messages.map((m: { author_id: string; content: string }) => `${m.author_id}:${m.content}`)).toEqual(['alice:welcome', 'bob:thanks']);
-    const after = await callPlatform(bob, { action: 'room_read', room_id: roomId, after_seq: read.data.messages[0].seq });
+    expect(
+      read.data.messages.map((m: { author_id: string; content: string }) => `${m.author_id}:${m.content}`),
+    ).toEqual(['alice:welcome', 'bob:thanks']);
+    const after = await callPlatform(bob, {
+      action: 'room_read',
+      room_id: roomId,
+      after_seq: read.data.messages[0].seq,
+    });
     expect(after.data.messages).toHaveLength(1);
-    expect((await callPlatform(alice, { action: 'room_who', room_id: roomId })).data.members.map((m: { member_id: string }) => m.member_id)).toEqual(['alice', 'bob']);
-    expect((await callPlatform(bob, { action: 'room_list' })).data.rooms).toEqual([expect.objectContaining({ room_id: roomId, name: 'data-team', member_count: 2 })]);
+    expect(
+      (await callPlatform(alice, { action: 'room_who', room_id: roomId })).data.members.map(
+        (m: { member_id: string }) => m.member_id,
+      ),
+    ).toEqual(['alice', 'bob']);
+    expect((await callPlatform(bob, { action: 'room_list' })).data.rooms).toEqual([
+      expect.objectContaining({ room_id: roomId, name: 'data-team', member_count: 2 }),
+    ]);
   });
 
   it('reads skill files and refuses every path escape', async () => {
     const ok = await callPlatform(bob, { action: 'read_skill', skill_name: 'sql-review' });
-    expect(ok.data).toMatchObject({ skill_name: 'sql-review', relative_path: 'SKILL.md', content: '# SQL review\nCheck joins.\n' });
-    expect((await callPlatform(bob, { action: 'read_skill', skill_name: 'sql-review', relative_path: 'docs/rules.md' })).data.content).toBe('no SELECT *\n');
+    expect(ok.data).toMatchObject({
+      skill_name: 'sql-review',
+      relative_path: 'SKILL.md',
+      content: '# SQL review\nCheck joins.\n',
+    });
+    expect(
+      (await callPlatform(bob, { action: 'read_skill', skill_name: 'sql-review', relative_path: 'docs/rules.md' })).data
+        .content,
+    ).toBe('no SELECT *\n');
     for (const [skill, rel] of [
       ['sql-review', '../secret.txt'],
       ['sql-review', '/etc/passwd'],

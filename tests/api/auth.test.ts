@@ -26,8 +26,10 @@ afterAll(async () => {
   await idp?.close();
 });
 
-const me = (token?: string, headers?: Record<string, string>) => http(stack.url, 'GET', '/api/auth/me', { token, headers });
-const userCount = async () => Number((await query<{ n: string }>(stack.db.url, 'select count(*)::text as n from users'))[0]!.n);
+const me = (token?: string, headers?: Record<string, string>) =>
+  http(stack.url, 'GET', '/api/auth/me', { token, headers });
+const userCount = async () =>
+  Number((await query<{ n: string }>(stack.db.url, 'select count(*)::text as n from users'))[0]!.n);
 
 function expect401(res: { status: number; body: any; headers: Headers }, messagePart?: string) {
   expect(res.status).toBe(401);
@@ -41,7 +43,14 @@ describe('identity-provider tokens', () => {
     const token = await idp.sign({ sub: 'alice', name: 'Alice', roles: ['reviewer'], tenant: 'acme' });
     const res = await me(token);
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ kind: 'person', id: 'alice', tenant: 'acme', display_name: 'Alice', roles: ['reviewer'], credential: 'idp_jwt' });
+    expect(res.body.data).toMatchObject({
+      kind: 'person',
+      id: 'alice',
+      tenant: 'acme',
+      display_name: 'Alice',
+      roles: ['reviewer'],
+      credential: 'idp_jwt',
+    });
     expect(res.body.data.permissions).toContain('APPROVE_AGENT_ACTION');
     const rows = await query(stack.db.url, `select id, tenant, kind, roles from users where id = 'alice'`);
     expect(rows).toEqual([{ id: 'alice', tenant: 'acme', kind: 'person', roles: ['reviewer'] }]);
@@ -73,12 +82,21 @@ describe('identity-provider tokens', () => {
   describe('forged and stale tokens are refused and write nothing', () => {
     const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const cases: Array<[string, () => Promise<string>, string]> = [
-      ['alg none', async () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: 'mallory', iss: idp.issuer, aud: idp.audience, exp: Math.floor(Date.now() / 1000) + 300 })}.`, 'algorithm_not_allowed'],
+      [
+        'alg none',
+        async () =>
+          `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: 'mallory', iss: idp.issuer, aud: idp.audience, exp: Math.floor(Date.now() / 1000) + 300 })}.`,
+        'algorithm_not_allowed',
+      ],
       ['wrong issuer', () => idp.sign({ sub: 'mallory' }, { issuer: 'https://evil.example/' }), 'claim_mismatch'],
       ['wrong audience', () => idp.sign({ sub: 'mallory' }, { audience: 'someone-else' }), 'claim_mismatch'],
       ['unknown kid', () => idp.sign({ sub: 'mallory' }, { kid: 'k-unknown', foreignKey: true }), 'unknown_key'],
       ['known kid, foreign key', () => idp.sign({ sub: 'mallory' }, { foreignKey: true }), 'invalid_token'],
-      ['expired', () => idp.sign({ sub: 'mallory' }, { expiresIn: Math.floor(Date.now() / 1000) - 3600 }), 'token_expired'],
+      [
+        'expired',
+        () => idp.sign({ sub: 'mallory' }, { expiresIn: Math.floor(Date.now() / 1000) - 3600 }),
+        'token_expired',
+      ],
       [
         'HS256 signed with the public key',
         () =>
@@ -110,11 +128,18 @@ describe('identity-provider tokens', () => {
 describe('personal access tokens', () => {
   it('are minted once, listed without their value, used as their owner, and revoked', async () => {
     const idToken = await idp.sign({ sub: 'carol', name: 'Carol', roles: ['admin'] });
-    const minted = await http(stack.url, 'POST', '/api/auth/pats', { token: idToken, body: { name: 'laptop', expires_in_days: 30 } });
+    const minted = await http(stack.url, 'POST', '/api/auth/pats', {
+      token: idToken,
+      body: { name: 'laptop', expires_in_days: 30 },
+    });
     expect(minted.status).toBe(201);
     const pat = minted.body.data.token as string;
     expect(pat).toMatch(/^gp_[A-Za-z0-9_-]{43}$/);
-    const stored = await query<{ token_hash: string }>(stack.db.url, 'select token_hash from personal_access_tokens where id = $1', [minted.body.data.id]);
+    const stored = await query<{ token_hash: string }>(
+      stack.db.url,
+      'select token_hash from personal_access_tokens where id = $1',
+      [minted.body.data.id],
+    );
     expect(stored[0]!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(stored[0]!.token_hash).not.toContain(pat.slice(3));
 
@@ -124,7 +149,13 @@ describe('personal access tokens', () => {
     expect(list.text).not.toContain(pat);
 
     const asOwner = await me(pat);
-    expect(asOwner.body.data).toMatchObject({ kind: 'person', id: 'carol', display_name: 'Carol', roles: ['admin'], credential: 'pat' });
+    expect(asOwner.body.data).toMatchObject({
+      kind: 'person',
+      id: 'carol',
+      display_name: 'Carol',
+      roles: ['admin'],
+      credential: 'pat',
+    });
 
     const mintWithPat = await http(stack.url, 'POST', '/api/auth/pats', { token: pat, body: { name: 'nested' } });
     expect(mintWithPat.status).toBe(403);
@@ -144,7 +175,9 @@ describe('personal access tokens', () => {
     const other = await http(stack.url, 'DELETE', `/api/auth/pats/${minted.body.data.id}`, { token: erin });
     expect(other.status).toBe(404);
     expect(other.body.error_type).toBe('not_found');
-    expect(await query(stack.db.url, 'select revoked_at from personal_access_tokens where id = $1', [minted.body.data.id])).toEqual([{ revoked_at: null }]);
+    expect(
+      await query(stack.db.url, 'select revoked_at from personal_access_tokens where id = $1', [minted.body.data.id]),
+    ).toEqual([{ revoked_at: null }]);
   });
 
   it('are refused to agents and app-only callers', async () => {
@@ -181,7 +214,9 @@ describe('service, sandbox and internal credentials', () => {
     const absent = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { token: admin });
     expect401(absent);
     expect(absent.body.payload.reason).toBe('internal_token_absent');
-    const wrong = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { headers: { 'x-platform-internal-token': 'guess' } });
+    const wrong = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', {
+      headers: { 'x-platform-internal-token': 'guess' },
+    });
     expect401(wrong);
     expect(wrong.body.payload.reason).toBe('internal_token_unrecognised');
   });
@@ -189,7 +224,9 @@ describe('service, sandbox and internal credentials', () => {
 
 describe('RBAC', () => {
   it('answers 403 with administrator guidance when a permission is missing', async () => {
-    const res = await http(stack.url, 'GET', '/api/auth/roles', { token: await idp.sign({ sub: 'frank', roles: ['reviewer'] }) });
+    const res = await http(stack.url, 'GET', '/api/auth/roles', {
+      token: await idp.sign({ sub: 'frank', roles: ['reviewer'] }),
+    });
     expect(res.status).toBe(403);
     expect(res.body.error_type).toBe('forbidden');
     expect(res.body.error).toContain('"manage_users"');
@@ -198,7 +235,9 @@ describe('RBAC', () => {
   });
 
   it('lets the admin role through (it holds every permission)', async () => {
-    const res = await http(stack.url, 'GET', '/api/auth/roles', { token: await idp.sign({ sub: 'grace', roles: ['admin'] }) });
+    const res = await http(stack.url, 'GET', '/api/auth/roles', {
+      token: await idp.sign({ sub: 'grace', roles: ['admin'] }),
+    });
     expect(res.status).toBe(200);
     const admin = res.body.data.roles.find((r: { name: string }) => r.name === 'admin');
     expect(admin.permissions).toEqual(res.body.data.permissions);

@@ -7,7 +7,10 @@ let stack: Stack;
 const logLines: string[] = [];
 
 beforeAll(async () => {
-  stack = await startStack({ env: { MAX_JSON_BODY_BYTES: '2048', PLATFORM_INTERNAL_TOKEN: 'internal-secret' }, logLines });
+  stack = await startStack({
+    env: { MAX_JSON_BODY_BYTES: '2048', PLATFORM_INTERNAL_TOKEN: 'internal-secret' },
+    logLines,
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -54,7 +57,10 @@ describe('error envelope', () => {
   });
 
   it('answers 400 bad_request for malformed JSON and writes nothing', async () => {
-    const res = await http(stack.url, 'POST', '/api/jobs/echo', { raw: '{"message": ', headers: { 'content-type': 'application/json' } });
+    const res = await http(stack.url, 'POST', '/api/jobs/echo', {
+      raw: '{"message": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expectEnvelope(res.body, res.status, 'bad_request', res.headers);
     expect(res.body.payload).toEqual({ reason: 'malformed_json' });
@@ -84,7 +90,10 @@ describe('error envelope', () => {
   });
 
   it('answers 415 for a body that is not JSON', async () => {
-    const res = await http(stack.url, 'POST', '/api/jobs/echo', { raw: 'message=hi', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await http(stack.url, 'POST', '/api/jobs/echo', {
+      raw: 'message=hi',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(res.status).toBe(415);
     expectEnvelope(res.body, res.status, 'unsupported_media_type', res.headers);
   });
@@ -142,10 +151,19 @@ describe('OpenAPI', () => {
 
 describe('echo workflow round trip', () => {
   it('runs the workflow, writes the row and is idempotent by job_id', async () => {
-    const first = await http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 'hello', job_id: 'foundation-1' } });
+    const first = await http(stack.url, 'POST', '/api/jobs/echo', {
+      body: { message: 'hello', job_id: 'foundation-1' },
+    });
     expect(first.status).toBe(200);
-    expect(first.body.data).toMatchObject({ job_id: 'foundation-1', workflow_id: 'echo/foundation-1', message: 'hello', requested_by: 'local-admin' });
-    const again = await http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 'different', job_id: 'foundation-1' } });
+    expect(first.body.data).toMatchObject({
+      job_id: 'foundation-1',
+      workflow_id: 'echo/foundation-1',
+      message: 'hello',
+      requested_by: 'local-admin',
+    });
+    const again = await http(stack.url, 'POST', '/api/jobs/echo', {
+      body: { message: 'different', job_id: 'foundation-1' },
+    });
     expect(again.status).toBe(200);
     expect(again.body.data).toEqual(first.body.data);
     const rows = await query(stack.db.url, 'select job_id, message from echo_jobs');

@@ -33,7 +33,9 @@ describe('NUL in text input', () => {
     const res = await http(stack.url, 'POST', '/api/agents', { body });
     expect(res.status).toBe(400);
     expect(res.body.error_type).toBe('bad_request');
-    expect(res.body.payload.fields).toEqual([{ field, message: expect.stringContaining('NUL'), code: 'nul_character' }]);
+    expect(res.body.payload.fields).toEqual([
+      { field, message: expect.stringContaining('NUL'), code: 'nul_character' },
+    ]);
     expect(await agentCount()).toBe(before);
   });
 
@@ -42,7 +44,9 @@ describe('NUL in text input', () => {
       body: { tool: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', proposal_id: 'a\u0000b' } },
     });
     expect(res.status).toBe(400);
-    expect(res.body.payload.fields).toEqual([expect.objectContaining({ field: 'body.arguments.proposal_id', code: 'nul_character' })]);
+    expect(res.body.payload.fields).toEqual([
+      expect.objectContaining({ field: 'body.arguments.proposal_id', code: 'nul_character' }),
+    ]);
   });
 
   it('an MCP action refuses it as a tool error naming the parameter', async () => {
@@ -54,10 +58,16 @@ describe('NUL in text input', () => {
   });
 
   it('is refused in a key that is kept (free-form arguments), and ignored in an undeclared field that is dropped', async () => {
-    const key = await http(stack.url, 'POST', '/api/tool_call', { body: { tool: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', 'proposal\u0000id': 'x' } } });
+    const key = await http(stack.url, 'POST', '/api/tool_call', {
+      body: { tool: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', 'proposal\u0000id': 'x' } },
+    });
     expect(key.status).toBe(400);
-    expect(key.body.payload.fields).toEqual([expect.objectContaining({ field: 'body.arguments.proposal\\u0000id', code: 'nul_character' })]);
-    const dropped = await http(stack.url, 'POST', '/api/agents', { body: { name: 'Dropped', instructions: 'x', 'not\u0000declared': 'x\u0000' } });
+    expect(key.body.payload.fields).toEqual([
+      expect.objectContaining({ field: 'body.arguments.proposal\\u0000id', code: 'nul_character' }),
+    ]);
+    const dropped = await http(stack.url, 'POST', '/api/agents', {
+      body: { name: 'Dropped', instructions: 'x', 'not\u0000declared': 'x\u0000' },
+    });
     expect(dropped.status).toBe(201);
     const stored = await query(stack.db.url, 'select * from agents where name = $1', ['Dropped']);
     expect(JSON.stringify(stored)).not.toContain('declared');
@@ -75,7 +85,9 @@ describe('missing bodies', () => {
     const before = await http(stack.url, 'GET', '/api/config/gateway');
     const res = await http(stack.url, 'PUT', '/api/config/gateway');
     expect(res.status).toBe(400);
-    expect(res.body.payload.fields).toEqual([{ field: 'body', message: 'this request needs a JSON body', code: 'body_required' }]);
+    expect(res.body.payload.fields).toEqual([
+      { field: 'body', message: 'this request needs a JSON body', code: 'body_required' },
+    ]);
     expect((await http(stack.url, 'GET', '/api/config/gateway')).body.data).toEqual(before.body.data);
   });
 
@@ -104,7 +116,11 @@ describe('undeclared methods', () => {
 });
 
 /** Any method, TRACE included (fetch refuses to send it). */
-function rawRequest(base: string, method: string, path: string): Promise<{ status: number; headers: Headers; body: any }> {
+function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+): Promise<{ status: number; headers: Headers; body: any }> {
   return new Promise((resolve, reject) => {
     const req = request(base + path, { method }, (res) => {
       let text = '';

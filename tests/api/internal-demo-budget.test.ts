@@ -34,23 +34,52 @@ describe('internal demo-budget routes', () => {
     const orm = await initOrm({ clientUrl: stack.db.url, poolMax: 1 });
     try {
       const em = orm.em.fork();
-      await recordLlmUsage(em, { tenant: 'default', provider: 'openai', model: 'm', promptTokens: 10, completionTokens: 5, costUsd: 1.25, occurredAt: new Date('2026-11-01T10:00:00Z') });
-      await recordLlmUsage(em, { tenant: 'default', provider: 'openai', model: 'm', promptTokens: 10, completionTokens: 5, costUsd: 2.5, occurredAt: new Date('2026-11-02T10:00:00Z') });
+      await recordLlmUsage(em, {
+        tenant: 'default',
+        provider: 'openai',
+        model: 'm',
+        promptTokens: 10,
+        completionTokens: 5,
+        costUsd: 1.25,
+        occurredAt: new Date('2026-11-01T10:00:00Z'),
+      });
+      await recordLlmUsage(em, {
+        tenant: 'default',
+        provider: 'openai',
+        model: 'm',
+        promptTokens: 10,
+        completionTokens: 5,
+        costUsd: 2.5,
+        occurredAt: new Date('2026-11-02T10:00:00Z'),
+      });
     } finally {
       await orm.close();
     }
     // Any authenticated request records the (local admin) sign-in.
     await http(stack.url, 'GET', '/api/auth/me');
 
-    const cap = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', { headers: internal, body: { cap_usd: 3 } });
+    const cap = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', {
+      headers: internal,
+      body: { cap_usd: 3 },
+    });
     expect(cap.status).toBe(200);
     expect(cap.body).toMatchObject({ success: true, cap_usd: 3 });
 
     const res = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { headers: internal });
-    expect(res.body).toMatchObject({ spend_usd: 3.75, cap_usd: 3, remaining_usd: 0, exhausted: true, llm_call_count: 2, latest_llm_call_at: '2026-11-02T10:00:00.000Z' });
+    expect(res.body).toMatchObject({
+      spend_usd: 3.75,
+      cap_usd: 3,
+      remaining_usd: 0,
+      exhausted: true,
+      llm_call_count: 2,
+      latest_llm_call_at: '2026-11-02T10:00:00.000Z',
+    });
     expect(Date.parse(res.body.latest_sign_in_at)).toBeGreaterThan(Date.now() - 60_000);
 
-    const raised = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', { headers: internal, body: { cap_usd: 10 } });
+    const raised = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', {
+      headers: internal,
+      body: { cap_usd: 10 },
+    });
     expect(raised.body.cap_usd).toBe(10);
     const after = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { headers: internal });
     expect(after.body).toMatchObject({ cap_usd: 10, remaining_usd: 6.25, exhausted: false });
@@ -58,7 +87,10 @@ describe('internal demo-budget routes', () => {
 
   it('refuses a negative cap and writes nothing', async () => {
     const before = await query(stack.db.url, 'select value from deployment_settings');
-    const res = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', { headers: internal, body: { cap_usd: -1 } });
+    const res = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', {
+      headers: internal,
+      body: { cap_usd: -1 },
+    });
     expect(res.status).toBe(400);
     expect(res.body.payload.fields[0].field).toBe('body.cap_usd');
     expect(await query(stack.db.url, 'select value from deployment_settings')).toEqual(before);

@@ -35,13 +35,24 @@ describe('PostgreSQL goes away while the API runs', () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-resilience-'));
     await chmod(dir, 0o755);
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'platform', persistent: true });
+    pg = await startEmbeddedPostgres({
+      dataDir: path.join(dir, 'pg'),
+      port: await freePort(),
+      database: 'platform',
+      persistent: true,
+    });
     cleanups.push(() => pg.stop());
     const orm = await initOrm({ clientUrl: pg.url, poolMax: 1 });
     await migrate(orm);
     await orm.close();
 
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pg.url, TEMPORAL_ADDRESS: inject('temporalAddress'), AUTH_PROVIDER: 'none' });
+    const config = loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: pg.url,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      AUTH_PROVIDER: 'none',
+    });
     api = await startApi(config, quiet);
     cleanups.push(() => api.close());
 
@@ -52,7 +63,10 @@ describe('PostgreSQL goes away while the API runs', () => {
 
     const ready = await http(api.url, 'GET', '/readyz');
     expectGeneric503(ready, 'database');
-    expect(ready.body.payload).toMatchObject({ failed: ['database'], checks: { database: 'unavailable', temporal: 'ok' } });
+    expect(ready.body.payload).toMatchObject({
+      failed: ['database'],
+      checks: { database: 'unavailable', temporal: 'ok' },
+    });
     expectGeneric503(await http(api.url, 'GET', '/api/jobs/echo/missing'), 'database');
     expectGeneric503(await http(api.url, 'POST', '/api/auth/pats', { body: { name: 'while-down' } }), 'database');
     expect((await http(api.url, 'GET', '/healthz')).status).toBe(200);
@@ -75,7 +89,13 @@ describe('Temporal is unreachable', () => {
     const db = await createTestDatabase();
     cleanups.push(() => db.drop());
     const closedPort = await freePort();
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.url, TEMPORAL_ADDRESS: `127.0.0.1:${closedPort}`, AUTH_PROVIDER: 'none' });
+    const config = loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: `127.0.0.1:${closedPort}`,
+      AUTH_PROVIDER: 'none',
+    });
     const api = await startApi(config, quiet);
     cleanups.push(() => api.close());
 

@@ -47,7 +47,11 @@ beforeAll(async () => {
   // A dead worker's effect is noticed by its 2 s heartbeat timeout, far before the overall timeout.
   stack = await startStack({
     worker: false,
-    env: { TICKET_TRACKER_URL: tracker.url, ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2', ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60' },
+    env: {
+      TICKET_TRACKER_URL: tracker.url,
+      ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
+      ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
+    },
   });
 });
 
@@ -70,68 +74,84 @@ async function oneProposal(n: number): Promise<{ id: string; execute: Record<str
 }
 
 describe('the worker is SIGKILLed several times under a stream of executions', () => {
-  it('every proposal ends executed, not_applied or reconciliation_required; no effect ran twice', { timeout: 110_000 }, async () => {
-    let worker = workerProcess();
-    await worker.ready;
-
-    // The stream: PROPOSALS proposals, CONCURRENCY at a time.
-    const results: Array<{ id: string; execute: Record<string, any> }> = [];
-    let next = 0;
-    const stream = Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < PROPOSALS) results.push(await oneProposal(next++));
-      }),
-    );
-    let streamDone = false;
-    void stream.then(
-      () => (streamDone = true),
-      () => (streamDone = true),
-    );
-
-    // The chaos: a kill each time the tracker has seen another share of the stream (so the kills are
-    // spread over it and land while effects are in flight), then a new worker.
-    const kills: Array<{ signal: NodeJS.Signals | null; seen: number }> = [];
-    for (let k = 1; k <= KILLS; k++) {
-      const threshold = Math.floor((k * PROPOSALS) / (KILLS + 1));
-      await waitFor(async () => tracker.requests.length >= threshold || streamDone, `the tracker to see ${threshold} requests`, 60_000);
-      if (streamDone) break;
-      const killed = await worker.kill();
-      kills.push({ signal: killed.signal, seen: tracker.requests.length });
-      worker = workerProcess();
+  it(
+    'every proposal ends executed, not_applied or reconciliation_required; no effect ran twice',
+    { timeout: 110_000 },
+    async () => {
+      let worker = workerProcess();
       await worker.ready;
-    }
-    await stream;
-    expect(kills.map((k) => k.signal)).toEqual(Array(KILLS).fill('SIGKILL'));
 
-    // None lost: every proposal has an answer and a row, each in a final status (polled, bounded:
-    // an answer of the execute call is final by construction, the row follows it).
-    expect(results).toHaveLength(PROPOSALS);
-    const ids = results.map((r) => r.id);
-    expect(new Set(ids).size).toBe(PROPOSALS);
-    for (const r of results) expect(FINAL, JSON.stringify(r.execute)).toContain(r.execute.final_status);
-    const rows = await waitFor(
-      async () => {
-        const found = await query<{ proposal_id: string; status: string }>(stack.db.url, 'select proposal_id, status from action_review_proposals where proposal_id = any($1)', [ids]);
-        return found.length === PROPOSALS && found.every((row) => FINAL.includes(row.status)) && found;
-      },
-      'every proposal row to reach a final status',
-      30_000,
-    );
-    const statusById = new Map(rows.map((row) => [row.proposal_id, row.status]));
-    for (const r of results) expect(statusById.get(r.id), r.id).toBe(r.execute.final_status);
+      // The stream: PROPOSALS proposals, CONCURRENCY at a time.
+      const results: Array<{ id: string; execute: Record<string, any> }> = [];
+      let next = 0;
+      const stream = Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < PROPOSALS) results.push(await oneProposal(next++));
+        }),
+      );
+      let streamDone = false;
+      void stream.then(
+        () => (streamDone = true),
+        () => (streamDone = true),
+      );
 
-    // No effect twice; an executed proposal created exactly one issue, a not_applied one none.
-    for (const r of results) {
-      const created = tracker.created.get(r.id) ?? 0;
-      expect(created, `${r.id} (${r.execute.final_status})`).toBeLessThanOrEqual(1);
-      if (r.execute.final_status === 'executed') expect(created, r.id).toBe(1);
-      if (r.execute.final_status === 'not_applied') expect(created, r.id).toBe(0);
-    }
-    expect([...tracker.created.keys()].every((key) => ids.includes(key))).toBe(true);
-    // Most of the stream got through despite the kills.
-    expect(results.filter((r) => r.execute.final_status === 'executed').length).toBeGreaterThan(PROPOSALS / 2);
-    // Figures for the report (not asserted: they depend on where the kills land).
-    const tally = Object.fromEntries(FINAL.map((s) => [s, results.filter((r) => r.execute.final_status === s).length]));
-    process.stderr.write(`[chaos] ${PROPOSALS} proposals, ${kills.length} kills (after tracker request ${kills.map((k) => k.seen).join(', ')}): ${JSON.stringify(tally)}\n`);
-  });
+      // The chaos: a kill each time the tracker has seen another share of the stream (so the kills are
+      // spread over it and land while effects are in flight), then a new worker.
+      const kills: Array<{ signal: NodeJS.Signals | null; seen: number }> = [];
+      for (let k = 1; k <= KILLS; k++) {
+        const threshold = Math.floor((k * PROPOSALS) / (KILLS + 1));
+        await waitFor(
+          async () => tracker.requests.length >= threshold || streamDone,
+          `the tracker to see ${threshold} requests`,
+          60_000,
+        );
+        if (streamDone) break;
+        const killed = await worker.kill();
+        kills.push({ signal: killed.signal, seen: tracker.requests.length });
+        worker = workerProcess();
+        await worker.ready;
+      }
+      await stream;
+      expect(kills.map((k) => k.signal)).toEqual(Array(KILLS).fill('SIGKILL'));
+
+      // None lost: every proposal has an answer and a row, each in a final status (polled, bounded:
+      // an answer of the execute call is final by construction, the row follows it).
+      expect(results).toHaveLength(PROPOSALS);
+      const ids = results.map((r) => r.id);
+      expect(new Set(ids).size).toBe(PROPOSALS);
+      for (const r of results) expect(FINAL, JSON.stringify(r.execute)).toContain(r.execute.final_status);
+      const rows = await waitFor(
+        async () => {
+          const found = await query<{ proposal_id: string; status: string }>(
+            stack.db.url,
+            'select proposal_id, status from action_review_proposals where proposal_id = any($1)',
+            [ids],
+          );
+          return found.length === PROPOSALS && found.every((row) => FINAL.includes(row.status)) && found;
+        },
+        'every proposal row to reach a final status',
+        30_000,
+      );
+      const statusById = new Map(rows.map((row) => [row.proposal_id, row.status]));
+      for (const r of results) expect(statusById.get(r.id), r.id).toBe(r.execute.final_status);
+
+      // No effect twice; an executed proposal created exactly one issue, a not_applied one none.
+      for (const r of results) {
+        const created = tracker.created.get(r.id) ?? 0;
+        expect(created, `${r.id} (${r.execute.final_status})`).toBeLessThanOrEqual(1);
+        if (r.execute.final_status === 'executed') expect(created, r.id).toBe(1);
+        if (r.execute.final_status === 'not_applied') expect(created, r.id).toBe(0);
+      }
+      expect([...tracker.created.keys()].every((key) => ids.includes(key))).toBe(true);
+      // Most of the stream got through despite the kills.
+      expect(results.filter((r) => r.execute.final_status === 'executed').length).toBeGreaterThan(PROPOSALS / 2);
+      // Figures for the report (not asserted: they depend on where the kills land).
+      const tally = Object.fromEntries(
+        FINAL.map((s) => [s, results.filter((r) => r.execute.final_status === s).length]),
+      );
+      process.stderr.write(
+        `[chaos] ${PROPOSALS} proposals, ${kills.length} kills (after tracker request ${kills.map((k) => k.seen).join(', ')}): ${JSON.stringify(tally)}\n`,
+      );
+    },
+  );
 });

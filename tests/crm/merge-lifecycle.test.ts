@@ -2,7 +2,19 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 import { recordHistory, waitFor } from '../action-review/support.js';
-import { APPROVALS, createJwtConnection, LOSER_A, LOSER_B, requestAndApprove as approveNew, requestMerge, resetFakeCrm, selection, startCrmStack, SURVIVOR, type CrmStack } from './support.js';
+import {
+  APPROVALS,
+  createJwtConnection,
+  LOSER_A,
+  LOSER_B,
+  requestAndApprove as approveNew,
+  requestMerge,
+  resetFakeCrm,
+  selection,
+  startCrmStack,
+  SURVIVOR,
+  type CrmStack,
+} from './support.js';
 
 let s: CrmStack;
 const logLines: string[] = [];
@@ -55,11 +67,18 @@ describe('merge preview', () => {
 describe('merge approval lifecycle', () => {
   it('requests, shows in Action Review, approves (people only), executes once with the bound connection', async () => {
     const preview = await post('/api/crm/merge/preview', s.r.tokens.rita, selection());
-    const stale = await post(approvals, s.r.tokens.rita, { ...selection(), expected_digest: 'sha256:' + '0'.repeat(64) });
+    const stale = await post(approvals, s.r.tokens.rita, {
+      ...selection(),
+      expected_digest: 'sha256:' + '0'.repeat(64),
+    });
     expect(stale.status).toBe(409);
     expect(stale.body.payload.code).toBe('stale_digest');
 
-    const req = await post(approvals, s.r.tokens.rita, { ...selection(), expected_digest: preview.body.data.digest, ttl_seconds: 10 ** 7 });
+    const req = await post(approvals, s.r.tokens.rita, {
+      ...selection(),
+      expected_digest: preview.body.data.digest,
+      ttl_seconds: 10 ** 7,
+    });
     expect(req.status, req.text).toBe(201);
     const id = req.body.approval_id as string;
     expect(req.body.ttl_seconds).toBe(86_400);
@@ -68,7 +87,9 @@ describe('merge approval lifecycle', () => {
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
     expect(inbox.body.proposal).toMatchObject({ action_type: 'crm.merge.v1', status: 'requested' });
 
-    expect((await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).body.payload.code).toBe('not_approved');
+    expect(
+      (await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).body.payload.code,
+    ).toBe('not_approved');
     expect((await post(`${approvals}/${id}/approve`, s.r.tokens.app)).status).toBe(403);
     const agent = await s.r.agent('bot-1', 'thread-1');
     expect((await post(`${approvals}/${id}/approve`, agent)).status).toBe(403);
@@ -81,9 +102,16 @@ describe('merge approval lifecycle', () => {
     const done = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
     expect(done.status, done.text).toBe(200);
     expect(done.body).toMatchObject({ success: true, final_status: 'executed', replayed: false });
-    expect(done.body.execution_result).toMatchObject({ merged_record_ids: [LOSER_A, LOSER_B], fields_written: { Email: 'ada@example.com', Phone: '222' } });
+    expect(done.body.execution_result).toMatchObject({
+      merged_record_ids: [LOSER_A, LOSER_B],
+      fields_written: { Email: 'ada@example.com', Phone: '222' },
+    });
     expect(done.body.approval.status).toBe('merged');
-    expect(s.crm.records.get(SURVIVOR)!.fields).toMatchObject({ Email: 'ada@example.com', Phone: '222', LastName: 'Lovelace' });
+    expect(s.crm.records.get(SURVIVOR)!.fields).toMatchObject({
+      Email: 'ada@example.com',
+      Phone: '222',
+      LastName: 'Lovelace',
+    });
     const gone = await post('/api/crm/merge/preview', s.r.tokens.rita, selection());
     expect(gone.body.payload.code).toBe('ENTITY_IS_DELETED');
 
@@ -96,7 +124,9 @@ describe('merge approval lifecycle', () => {
     expect(await handle.result()).toMatchObject({ phase: 'settled', finalStatus: 'executed' });
     await recordHistory(s.r.stack.api.deps.temporal, `crm-merge/${id}`, 'crm-merge-approved-executed');
     const list = await http(s.r.stack.url, 'GET', approvals, { token: s.r.tokens.rita });
-    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({ status: 'merged' });
+    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
+      status: 'merged',
+    });
   });
 
   it('refuses records changed after the preview and writes nothing', async () => {
@@ -117,7 +147,9 @@ describe('merge approval lifecycle', () => {
     const again = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
     expect(again.body).toMatchObject({ final_status: 'reconciliation_required', replayed: true });
     expect(s.crm.counts.soap).toBe(1);
-    const rows = await query(s.r.stack.db.url, `select status from action_review_proposals where proposal_id = $1`, [id]);
+    const rows = await query(s.r.stack.db.url, `select status from action_review_proposals where proposal_id = $1`, [
+      id,
+    ]);
     expect(rows[0]!.status).toBe('reconciliation_required');
     const detail = await waitFor(async () => {
       const d = await http(s.r.stack.url, 'GET', `${approvals}/${id}`, { token: s.r.tokens.rita });
@@ -132,7 +164,12 @@ describe('merge approval lifecycle', () => {
     const id = await requestAndApprove();
     s.crm.soapMode = 'apply_then_504';
     const res = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
-    expect(res.body).toMatchObject({ success: false, claimed: true, final_status: 'reconciliation_required', refusal_reason: null });
+    expect(res.body).toMatchObject({
+      success: false,
+      claimed: true,
+      final_status: 'reconciliation_required',
+      refusal_reason: null,
+    });
     expect([s.crm.counts.patch, s.crm.counts.soap, s.crm.records.get(LOSER_A)!.deleted]).toEqual([0, 1, true]);
     // Classified for people (status and code, an error_id); the gateway's page goes to the log only.
     expect(res.body.error_detail).toMatch(/HTTP 504 HTTP_504.*may have happened.*\(error_id [0-9a-f-]{36}\)$/);
@@ -154,7 +191,12 @@ describe('merge rejection', () => {
 
     const res = await reject(s.r.tokens.ravi, { reason: 'different people' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.approval).toMatchObject({ status: 'rejected', approved_by: null, rejected_by: { id: 'ravi', kind: 'person' }, decision_reason: 'different people' });
+    expect(res.body.approval).toMatchObject({
+      status: 'rejected',
+      approved_by: null,
+      rejected_by: { id: 'ravi', kind: 'person' },
+      decision_reason: 'different people',
+    });
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
     expect(inbox.body.proposal).toMatchObject({ status: 'rejected', decision_reason: 'different people' });
     expect(inbox.body.proposal.events.map((e: { type: string }) => e.type)).toEqual(['proposed', 'rejected']);
@@ -164,7 +206,14 @@ describe('merge rejection', () => {
     expect([approve.status, approve.body.payload.code]).toEqual([409, 'already_decided']);
     const execute = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
     expect([execute.status, execute.body.payload.code]).toEqual([409, 'not_approved']);
-    const viaTool = (token: string) => http(s.r.stack.url, 'POST', '/api/tool_call', { token, body: { tool: 'crm_connector', arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' } } });
+    const viaTool = (token: string) =>
+      http(s.r.stack.url, 'POST', '/api/tool_call', {
+        token,
+        body: {
+          tool: 'crm_connector',
+          arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' },
+        },
+      });
     expect((await viaTool(s.r.tokens.rita)).body.payload.code).toBe('not_approved');
     // Not raised by this agent's bot: hidden from it, as in Action Review.
     expect((await viaTool(agent)).status).toBe(404);
@@ -173,11 +222,22 @@ describe('merge rejection', () => {
     expect(s.crm.records.get(SURVIVOR)!.fields.Email).toBeNull();
 
     // The approval's workflow has nothing left to guard: it ends now, not at the TTL.
-    expect(await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).result()).toMatchObject({ phase: 'settled', finalStatus: 'rejected' });
+    expect(await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).result()).toMatchObject({
+      phase: 'settled',
+      finalStatus: 'rejected',
+    });
     // Past its lifetime with its workflow gone, a rejected approval stays rejected: nothing to release.
-    await query(s.r.stack.db.url, `update crm_merge_approvals set expires_at = now() - interval '1 hour' where approval_id = $1`, [id]);
+    await query(
+      s.r.stack.db.url,
+      `update crm_merge_approvals set expires_at = now() - interval '1 hour' where approval_id = $1`,
+      [id],
+    );
     const list = await http(s.r.stack.url, 'GET', approvals, { token: s.r.tokens.rita });
-    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({ status: 'rejected' });
-    expect((await query(s.r.stack.db.url, 'select status from crm_merge_approvals where approval_id = $1', [id]))[0]!.status).toBe('open');
+    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
+      status: 'rejected',
+    });
+    expect(
+      (await query(s.r.stack.db.url, 'select status from crm_merge_approvals where approval_id = $1', [id]))[0]!.status,
+    ).toBe('open');
   });
 });

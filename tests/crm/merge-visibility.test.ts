@@ -8,14 +8,25 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { crmMergeStateQuery } from '../../workflows/crm-merge-definitions.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { APPROVALS, createJwtConnection, crmTool, requestAndApprove, resetFakeCrm, selection, startCrmStack, type CrmStack } from './support.js';
+import {
+  APPROVALS,
+  createJwtConnection,
+  crmTool,
+  requestAndApprove,
+  resetFakeCrm,
+  selection,
+  startCrmStack,
+  type CrmStack,
+} from './support.js';
 
 let s: CrmStack;
 let bob: string;
 const get = (path: string, token: string) => http(s.r.stack.url, 'GET', path, { token });
 const post = (path: string, token: string, body: unknown = {}) => http(s.r.stack.url, 'POST', path, { token, body });
-const phase = async (id: string) => (await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).query(crmMergeStateQuery)).phase;
-const listed = async (token: string) => ((await get(APPROVALS, token)).body.approvals as Array<{ approval_id: string }>).map((a) => a.approval_id);
+const phase = async (id: string) =>
+  (await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).query(crmMergeStateQuery)).phase;
+const listed = async (token: string) =>
+  ((await get(APPROVALS, token)).body.approvals as Array<{ approval_id: string }>).map((a) => a.approval_id);
 const strip = (body: Record<string, unknown>) => ({ ...body, request_id: undefined, error: undefined });
 
 beforeAll(async () => {
@@ -28,7 +39,10 @@ beforeEach(() => resetFakeCrm(s.crm));
 
 describe('an approval raised by an agent in a private thread', () => {
   it('is hidden from other people exactly like an unknown id, on every route, and its lifetime stays unclaimed', async () => {
-    await query(s.r.stack.db.url, `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values ('bob-private', 'default', 'bot-crm', 'bob', 'private')`);
+    await query(
+      s.r.stack.db.url,
+      `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values ('bob-private', 'default', 'bot-crm', 'bob', 'private')`,
+    );
     const agent = await s.r.agent('bot-crm', 'bob-private');
     const raised = await crmTool(s, agent, { action: 'request_merge_approval', ...selection() });
     expect(raised.status, raised.text).toBe(200);
@@ -44,7 +58,10 @@ describe('an approval raised by an agent in a private thread', () => {
     ] as const;
     for (const [method, suffix, body] of ritaTries) {
       const hidden = await http(s.r.stack.url, method, `${APPROVALS}/${id}${suffix}`, { token: s.r.tokens.rita, body });
-      const missing = await http(s.r.stack.url, method, `${APPROVALS}/${unknown}${suffix}`, { token: s.r.tokens.rita, body });
+      const missing = await http(s.r.stack.url, method, `${APPROVALS}/${unknown}${suffix}`, {
+        token: s.r.tokens.rita,
+        body,
+      });
       expect([hidden.status, strip(hidden.body)], `${method} ${suffix}`).toEqual([404, strip(missing.body)]);
     }
     expect(await listed(s.r.tokens.rita)).not.toContain(id);
@@ -55,14 +72,20 @@ describe('an approval raised by an agent in a private thread', () => {
     expect(await listed(bob)).toContain(id);
     expect((await post(`${APPROVALS}/${id}/approve`, bob)).body.approval.status).toBe('approved');
     // Approved now, Rita still cannot execute it, and the TTL guard is not claimed by her attempt.
-    expect((await post(`${APPROVALS}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).status).toBe(404);
+    expect((await post(`${APPROVALS}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).status).toBe(
+      404,
+    );
     expect(await phase(id)).toBe('open');
 
     // The same bot from another thread reaches it, is refused for its origin, and claims nothing.
     const elsewhere = await s.r.agent('bot-crm', 'bob-other-thread');
     const refused = await crmTool(s, elsewhere, { action: 'execute_merge', approval_id: id });
     expect(refused.status, refused.text).toBe(200);
-    expect(refused.body.result).toMatchObject({ success: false, claimed: false, refusal_reason: 'execution_origin_required' });
+    expect(refused.body.result).toMatchObject({
+      success: false,
+      claimed: false,
+      refusal_reason: 'execution_origin_required',
+    });
     expect(await phase(id)).toBe('open');
     expect(s.crm.counts.patch + s.crm.counts.soap).toBe(0);
 
@@ -75,7 +98,10 @@ describe('an approval raised by an agent in a private thread', () => {
 describe('crm_connector permissions per action, as on the REST routes', () => {
   it('execute_merge needs APPROVE_AGENT_ACTION: a developer (view_connections only) and a member are refused 403 before anything is claimed', async () => {
     const id = await requestAndApprove(s);
-    const developer = await s.r.idp.sign({ sub: 'dev', name: 'Dee Developer', roles: ['developer'] }, { expiresIn: '1h' });
+    const developer = await s.r.idp.sign(
+      { sub: 'dev', name: 'Dee Developer', roles: ['developer'] },
+      { expiresIn: '1h' },
+    );
     for (const token of [developer, s.r.tokens.member]) {
       const res = await crmTool(s, token, { action: 'execute_merge', approval_id: id });
       expect([res.status, res.body.payload?.required_permission]).toEqual([403, 'APPROVE_AGENT_ACTION']);

@@ -18,7 +18,11 @@ describe('survivorship', () => {
   const l1 = rec('L1', '2026-01-03T00:00:00.000+0000', { A: 'l1', B: null, C: 'new', D: 'l1' });
   const l2 = rec('L2', '2026-01-02T00:00:00.000+0000', { A: 'l2', B: 'b2', C: 'mid', D: null });
   it('applies each rule field by field, prefer_survivor by default', () => {
-    const policy = SurvivorshipPolicySchema.parse({ version: '1', preview_fields: ['A'], rules: { B: 'prefer_non_null', C: 'prefer_most_recent', D: 'prefer_loser' } });
+    const policy = SurvivorshipPolicySchema.parse({
+      version: '1',
+      preview_fields: ['A'],
+      rules: { B: 'prefer_non_null', C: 'prefer_most_recent', D: 'prefer_loser' },
+    });
     const p = projectMerge(policy, s, [l1, l2]);
     expect(p.fields).toEqual(['A', 'B', 'C', 'D']);
     expect(p.values).toEqual({ A: 's', B: 'b2', C: 'new', D: 'l1' });
@@ -38,21 +42,47 @@ describe('survivorship', () => {
 describe('SOAP merge', () => {
   it('builds the partner envelope and reads result and fault shapes', () => {
     const xml = mergeEnvelope('tok&1', { kind: 'Lead', masterId: '00Q000000000001', loserIds: ['00Q000000000002'] });
-    expect(xml).toContain('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:urn="urn:partner.soap.sforce.com" xmlns:ens="urn:sobject.partner.soap.sforce.com"');
+    expect(xml).toContain(
+      '<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:urn="urn:partner.soap.sforce.com" xmlns:ens="urn:sobject.partner.soap.sforce.com"',
+    );
     expect(xml).toContain('<urn:sessionId>tok&amp;1</urn:sessionId>');
-    expect(xml).toContain('<urn:masterRecord xsi:type="ens:Lead"><ens:type>Lead</ens:type><ens:Id>00Q000000000001</ens:Id></urn:masterRecord><urn:recordToMergeIds>00Q000000000002</urn:recordToMergeIds>');
-    const failed = parseMergeResponse('<r><result><errors><fields>x</fields><message>gone</message><statusCode>ENTITY_IS_DELETED</statusCode></errors><id>1</id><success>false</success></result></r>');
-    expect(failed).toMatchObject({ success: false, errors: [{ statusCode: 'ENTITY_IS_DELETED', message: 'gone', fields: ['x'] }] });
-    expect(soapFault('<s:Fault><faultcode>sf:INVALID_SESSION_ID</faultcode><faultstring>bad</faultstring></s:Fault>')).toEqual({ code: 'sf:INVALID_SESSION_ID', message: 'bad' });
+    expect(xml).toContain(
+      '<urn:masterRecord xsi:type="ens:Lead"><ens:type>Lead</ens:type><ens:Id>00Q000000000001</ens:Id></urn:masterRecord><urn:recordToMergeIds>00Q000000000002</urn:recordToMergeIds>',
+    );
+    const failed = parseMergeResponse(
+      '<r><result><errors><fields>x</fields><message>gone</message><statusCode>ENTITY_IS_DELETED</statusCode></errors><id>1</id><success>false</success></result></r>',
+    );
+    expect(failed).toMatchObject({
+      success: false,
+      errors: [{ statusCode: 'ENTITY_IS_DELETED', message: 'gone', fields: ['x'] }],
+    });
+    expect(
+      soapFault('<s:Fault><faultcode>sf:INVALID_SESSION_ID</faultcode><faultstring>bad</faultstring></s:Fault>'),
+    ).toEqual({ code: 'sf:INVALID_SESSION_ID', message: 'bad' });
   });
 });
 
 describe('settings', () => {
   const rt = { client_id: 'c', client_secret: 's', refresh_token: 'r' };
   it('accepts plain-http loopback only with the deployment flag; derives hosts; keeps secrets apart', async () => {
-    await expect(validateCrmConnection('refresh_token', { ...rt, login_host: 'http://127.0.0.1:1' }, { allowInsecureLoopback: false })).rejects.toThrow(/CRM_ALLOW_INSECURE_LOOPBACK/);
-    const v = await validateCrmConnection('user_oauth', { client_id: 'c', client_secret: 's', login_host: 'test.example.com' }, { allowInsecureLoopback: false });
-    expect(v.settings).toMatchObject({ login_host: 'https://test.example.com', token_url: 'https://test.example.com/services/oauth2/token', authorization_url: 'https://test.example.com/services/oauth2/authorize', scopes: ['api', 'refresh_token'] });
+    await expect(
+      validateCrmConnection(
+        'refresh_token',
+        { ...rt, login_host: 'http://127.0.0.1:1' },
+        { allowInsecureLoopback: false },
+      ),
+    ).rejects.toThrow(/CRM_ALLOW_INSECURE_LOOPBACK/);
+    const v = await validateCrmConnection(
+      'user_oauth',
+      { client_id: 'c', client_secret: 's', login_host: 'test.example.com' },
+      { allowInsecureLoopback: false },
+    );
+    expect(v.settings).toMatchObject({
+      login_host: 'https://test.example.com',
+      token_url: 'https://test.example.com/services/oauth2/token',
+      authorization_url: 'https://test.example.com/services/oauth2/authorize',
+      scopes: ['api', 'refresh_token'],
+    });
     expect(v.secrets).toEqual({ client_secret: 's' });
     expect(loadConfig({}).crm).toEqual({ allowInsecureLoopback: false, maxApprovalTtlSeconds: 86_400 });
   });
@@ -64,7 +94,9 @@ describe('settings', () => {
     expect(secretBox(loadConfig({ PLATFORM_DATA_DIR: dir })).open(sealed)).toBe('hunter2');
     expect(statSync(path.join(dir, 'secrets.key')).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(dir, 'secrets.key'), 'utf8').trim().length).toBeGreaterThan(30);
-    expect(() => secretBox(loadConfig({ PLATFORM_SECRETS_KEY: 'another-key-of-at-least-32-bytes!' })).open(sealed)).toThrow(/PLATFORM_SECRETS_KEY differs/);
+    expect(() =>
+      secretBox(loadConfig({ PLATFORM_SECRETS_KEY: 'another-key-of-at-least-32-bytes!' })).open(sealed),
+    ).toThrow(/PLATFORM_SECRETS_KEY differs/);
   });
 });
 
@@ -74,12 +106,18 @@ describe('CRM failures', () => {
     expect(err.message).toMatch(/^The CRM answered 502 HTTP_502 \(error_id [0-9a-f-]{36}\)\.$/);
     expect(JSON.stringify(err.payload)).not.toContain('db-7');
     expect(err.payload).toMatchObject({ code: 'HTTP_502', crm_status: 502, error_id: err.errorId });
-    expect(err.logDetail).toMatchObject({ error_id: err.errorId, crm_text: '<html>upstream db-7.internal refused</html>' });
-    expect(new CrmApiError(400, 'DUPLICATE_VALUE', 'duplicate value found: Email on record 003…').message).not.toContain('duplicate value');
+    expect(err.logDetail).toMatchObject({
+      error_id: err.errorId,
+      crm_text: '<html>upstream db-7.internal refused</html>',
+    });
+    expect(
+      new CrmApiError(400, 'DUPLICATE_VALUE', 'duplicate value found: Email on record 003…').message,
+    ).not.toContain('duplicate value');
   });
 
   it('count as "nothing was written" only when the call was refused before any change', () => {
-    const network = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code), { code }) });
+    const network = (code: string) =>
+      Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code), { code }) });
     const refused = [
       new CrmApiError(500, 'INVALID_SESSION_ID'),
       new CrmApiError(500, 'INVALID_CROSS_REFERENCE_KEY'),

@@ -8,7 +8,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../action-review/support.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
-import { APPROVALS, createJwtConnection, requestAndApprove, requestMerge, resetFakeCrm, startCrmStack, type CrmStack } from './support.js';
+import {
+  APPROVALS,
+  createJwtConnection,
+  requestAndApprove,
+  requestMerge,
+  resetFakeCrm,
+  startCrmStack,
+  type CrmStack,
+} from './support.js';
 
 let s: CrmStack;
 const workflows = () => s.r.stack.api.deps.temporal.workflow;
@@ -18,19 +26,33 @@ const list = async () => {
   expect(res.status, res.text).toBe(200);
   return res.body as { approvals: Array<Record<string, any>>; recovered_stale_claims: number };
 };
-const item = (body: { approvals: Array<Record<string, any>> }, id: string) => body.approvals.find((a) => a.approval_id === id)!;
+const item = (body: { approvals: Array<Record<string, any>> }, id: string) =>
+  body.approvals.find((a) => a.approval_id === id)!;
 const events = (id: string) =>
-  query<{ seq: number; type: string; actor: Record<string, unknown>; reason: string | null; detail: Record<string, unknown> | null }>(
+  query<{
+    seq: number;
+    type: string;
+    actor: Record<string, unknown>;
+    reason: string | null;
+    detail: Record<string, unknown> | null;
+  }>(
     s.r.stack.db.url,
     'select seq, type, actor, reason, detail from action_review_events where proposal_id = $1 order by seq',
     [id],
   );
 const proposalRow = async (id: string) =>
-  (await query<{ status: string; final_status: string | null; version: number; execution_error_detail: string | null }>(
-    s.r.stack.db.url,
-    'select status, final_status, version, execution_error_detail from action_review_proposals where proposal_id = $1',
-    [id],
-  ))[0]!;
+  (
+    await query<{
+      status: string;
+      final_status: string | null;
+      version: number;
+      execution_error_detail: string | null;
+    }>(
+      s.r.stack.db.url,
+      'select status, final_status, version, execution_error_detail from action_review_proposals where proposal_id = $1',
+      [id],
+    )
+  )[0]!;
 
 beforeAll(async () => {
   s = await startCrmStack();
@@ -49,11 +71,17 @@ describe('an open approval whose workflow is gone', () => {
     expect(early.recovered_stale_claims).toBe(0);
     expect(item(early, dead).status).toBe('awaiting_approval');
 
-    await sql(`update crm_merge_approvals set expires_at = now() - interval '5 minutes' where approval_id in ($1, $2)`, [dead, alive]);
+    await sql(
+      `update crm_merge_approvals set expires_at = now() - interval '5 minutes' where approval_id in ($1, $2)`,
+      [dead, alive],
+    );
     const first = await list();
     expect(first.recovered_stale_claims).toBe(1);
     expect(item(first, dead)).toMatchObject({ status: 'expired', expired_at: expect.any(String) });
-    const rows = await sql('select approval_id, status, expired_at from crm_merge_approvals where approval_id in ($1, $2)', [dead, alive]);
+    const rows = await sql(
+      'select approval_id, status, expired_at from crm_merge_approvals where approval_id in ($1, $2)',
+      [dead, alive],
+    );
     const byId = new Map(rows.map((r) => [r.approval_id, r]));
     expect(byId.get(dead)!.status).toBe('expired');
     // Still running: its own timer records expiry; the read only shows it as expired.
@@ -66,7 +94,10 @@ describe('an open approval whose workflow is gone', () => {
     expect(item(again, dead).expired_at).toBe(item(first, dead).expired_at);
     // Expiry belongs to the approval; the Action Review proposal records no transition for it.
     expect((await events(dead)).map((e) => e.type)).toEqual(['proposed']);
-    const approve = await http(s.r.stack.url, 'POST', `${APPROVALS}/${dead}/approve`, { token: s.r.tokens.ravi, body: {} });
+    const approve = await http(s.r.stack.url, 'POST', `${APPROVALS}/${dead}/approve`, {
+      token: s.r.tokens.ravi,
+      body: {},
+    });
     expect([approve.status, approve.body.payload.code]).toEqual([410, 'approval_expired']);
   });
 });
@@ -75,13 +106,24 @@ describe('an execution whose workflow died mid-merge', () => {
   it('is marked reconciliation_required past the effect timeout, with one system event on the trail, never merged twice', async () => {
     const id = await requestAndApprove(s);
     s.crm.soapMode = 'hang';
-    const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
-    await waitFor(async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing', 'the merge call to reach the CRM');
+    const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, {
+      token: s.r.tokens.rita,
+      body: { connection_name: 'crm_main' },
+    });
+    await waitFor(
+      async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing',
+      'the merge call to reach the CRM',
+    );
     await workflows().getHandle(`action-review/${id}`).terminate('test: the proposal workflow died mid-merge');
     // The request that was waiting on the dead workflow learns that no outcome was recorded (not a 500).
     const answered = await pending;
     expect(answered.status, answered.text).toBe(200);
-    expect(answered.body).toMatchObject({ success: false, claimed: true, final_status: null, refusal_reason: 'outcome_not_recorded' });
+    expect(answered.body).toMatchObject({
+      success: false,
+      claimed: true,
+      final_status: null,
+      refusal_reason: 'outcome_not_recorded',
+    });
 
     // Younger than the effect timeout, a claim may still finish: the read leaves it alone.
     const early = await list();
@@ -92,14 +134,25 @@ describe('an execution whose workflow died mid-merge', () => {
     const trail = await events(id);
     expect(trail.map((e) => e.type)).toEqual(['proposed', 'approved', 'execution_claimed']);
     const age = s.r.stack.config.actionReview.effectTimeoutSeconds + 120;
-    await sql(`update action_review_proposals set updated_at = now() - make_interval(secs => $2) where proposal_id = $1`, [id, age]);
+    await sql(
+      `update action_review_proposals set updated_at = now() - make_interval(secs => $2) where proposal_id = $1`,
+      [id, age],
+    );
 
     // Two reads at once: the conditional update lets exactly one of them record the recovery.
     const [a, b] = await Promise.all([list(), list()]);
     expect(a.recovered_stale_claims + b.recovered_stale_claims).toBe(1);
-    for (const body of [a, b]) expect(item(body, id)).toMatchObject({ status: 'reconciliation_required', final_status: 'reconciliation_required' });
+    for (const body of [a, b])
+      expect(item(body, id)).toMatchObject({
+        status: 'reconciliation_required',
+        final_status: 'reconciliation_required',
+      });
     const after = await proposalRow(id);
-    expect(after).toMatchObject({ status: 'reconciliation_required', final_status: 'reconciliation_required', version: before.version + 1 });
+    expect(after).toMatchObject({
+      status: 'reconciliation_required',
+      final_status: 'reconciliation_required',
+      version: before.version + 1,
+    });
     expect(after.execution_error_detail).toMatch(/stale claim.*may have happened/i);
     const recovered = (await events(id)).slice(trail.length);
     expect(recovered).toEqual([
@@ -108,7 +161,10 @@ describe('an execution whose workflow died mid-merge', () => {
         type: 'reconciliation_required',
         actor: expect.objectContaining({ kind: 'system', tenant: expect.any(String) }),
         reason: expect.stringMatching(/stale claim/i),
-        detail: expect.objectContaining({ recovered_by: 'crm_merge_approval_list', workflow_id: `action-review/${id}` }),
+        detail: expect.objectContaining({
+          recovered_by: 'crm_merge_approval_list',
+          workflow_id: `action-review/${id}`,
+        }),
       },
     ]);
 
@@ -117,13 +173,22 @@ describe('an execution whose workflow died mid-merge', () => {
     expect(await events(id)).toHaveLength(trail.length + 1);
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
     expect(inbox.body.proposal.status).toBe('reconciliation_required');
-    expect(inbox.body.proposal.events.at(-1)).toMatchObject({ type: 'reconciliation_required', actor: { kind: 'system' } });
+    expect(inbox.body.proposal.events.at(-1)).toMatchObject({
+      type: 'reconciliation_required',
+      actor: { kind: 'system' },
+    });
     // The approval's workflow was told the outcome and ended instead of waiting out its settle time.
-    expect(await workflows().getHandle(`crm-merge/${id}`).result()).toMatchObject({ phase: 'settled', finalStatus: 'reconciliation_required' });
+    expect(await workflows().getHandle(`crm-merge/${id}`).result()).toMatchObject({
+      phase: 'settled',
+      finalStatus: 'reconciliation_required',
+    });
 
     // The held merge call is dropped; executing again answers the recorded outcome and calls nothing.
     s.crm.releaseHanging();
-    const retry = await http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
+    const retry = await http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, {
+      token: s.r.tokens.rita,
+      body: { connection_name: 'crm_main' },
+    });
     expect(retry.body).toMatchObject({ final_status: 'reconciliation_required', replayed: true });
     expect([s.crm.counts.patch, s.crm.counts.soap]).toEqual([1, 1]);
   });
@@ -134,13 +199,22 @@ describe('reconciling a proposal recovered from a stale claim (its workflow is g
   async function recoveredStaleExecution(): Promise<string> {
     const id = await requestAndApprove(s);
     s.crm.soapMode = 'hang';
-    const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, { token: s.r.tokens.rita, body: { connection_name: 'crm_main' } });
-    await waitFor(async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing', 'the merge call to reach the CRM');
+    const pending = http(s.r.stack.url, 'POST', `${APPROVALS}/${id}/execute`, {
+      token: s.r.tokens.rita,
+      body: { connection_name: 'crm_main' },
+    });
+    await waitFor(
+      async () => s.crm.counts.soap === 1 && (await proposalRow(id)).status === 'executing',
+      'the merge call to reach the CRM',
+    );
     await workflows().getHandle(`action-review/${id}`).terminate('test: the proposal workflow died mid-merge');
     await pending;
     s.crm.releaseHanging();
     const age = s.r.stack.config.actionReview.effectTimeoutSeconds + 120;
-    await sql(`update action_review_proposals set updated_at = now() - make_interval(secs => $2) where proposal_id = $1`, [id, age]);
+    await sql(
+      `update action_review_proposals set updated_at = now() - make_interval(secs => $2) where proposal_id = $1`,
+      [id, age],
+    );
     expect(item(await list(), id).status).toBe('reconciliation_required');
     return id;
   }
@@ -169,7 +243,11 @@ describe('reconciling a proposal recovered from a stale claim (its workflow is g
     expect(Object.keys(won.body).sort()).toEqual(['final_status', 'proposal', 'refusal_reason', 'resolved']);
 
     const after = await proposalRow(id);
-    expect(after).toMatchObject({ status: 'resolved', final_status: won.body.final_status, version: before.version + 1 });
+    expect(after).toMatchObject({
+      status: 'resolved',
+      final_status: won.body.final_status,
+      version: before.version + 1,
+    });
     const added = (await events(id)).slice(trail.length);
     expect(added).toEqual([
       {

@@ -13,7 +13,11 @@ export interface CrmStack {
   close(): Promise<void>;
 }
 
-export const POLICY = { version: 'v1', preview_fields: ['LastName', 'Email'], rules: { Email: 'prefer_non_null', Phone: 'prefer_most_recent' } };
+export const POLICY = {
+  version: 'v1',
+  preview_fields: ['LastName', 'Email'],
+  rules: { Email: 'prefer_non_null', Phone: 'prefer_most_recent' },
+};
 
 /** Ids: 18 characters, like the CRM's. */
 export const SURVIVOR = '003000000000001AAA';
@@ -24,9 +28,18 @@ export const LOSER_B = '003000000000003AAA';
 export async function startCrmStack(env: Record<string, string> = {}, logLines?: string[]): Promise<CrmStack> {
   const keys = await generateKeyPair('RS256', { extractable: true });
   const crm = await startFakeCrm(await exportSPKI(keys.publicKey));
-  const r = await startReviewStack({ CRM_ALLOW_INSECURE_LOOPBACK: 'true', PLATFORM_SECRETS_KEY: 'test-secrets-key-of-at-least-32-bytes', ...env }, logLines);
+  const r = await startReviewStack(
+    { CRM_ALLOW_INSECURE_LOOPBACK: 'true', PLATFORM_SECRETS_KEY: 'test-secrets-key-of-at-least-32-bytes', ...env },
+    logLines,
+  );
   const admin = await r.idp.sign({ sub: 'ada', name: 'Ada Admin', roles: ['admin'] }, { expiresIn: '1h' });
-  return { r, crm, privateKeyPem: await exportPKCS8(keys.privateKey), admin, close: async () => (await r.close(), await crm.close()) };
+  return {
+    r,
+    crm,
+    privateKeyPem: await exportPKCS8(keys.privateKey),
+    admin,
+    close: async () => (await r.close(), await crm.close()),
+  };
 }
 
 /** Fresh records, a well-behaved SOAP endpoint and zeroed write counters before each test. */
@@ -38,9 +51,24 @@ export function resetFakeCrm(crm: FakeCrm): void {
 }
 
 export function seedContacts(crm: FakeCrm): void {
-  crm.records.set(SURVIVOR, { type: 'Contact', fields: { LastName: 'Lovelace', Email: null, Phone: '111' }, lastModified: '2026-10-01T10:00:00.000+0000', deleted: false });
-  crm.records.set(LOSER_A, { type: 'Contact', fields: { LastName: 'Lovelace A.', Email: 'ada@example.com', Phone: '222' }, lastModified: '2026-10-03T10:00:00.000+0000', deleted: false });
-  crm.records.set(LOSER_B, { type: 'Contact', fields: { LastName: 'L.', Email: 'other@example.com', Phone: null }, lastModified: '2026-10-02T10:00:00.000+0000', deleted: false });
+  crm.records.set(SURVIVOR, {
+    type: 'Contact',
+    fields: { LastName: 'Lovelace', Email: null, Phone: '111' },
+    lastModified: '2026-10-01T10:00:00.000+0000',
+    deleted: false,
+  });
+  crm.records.set(LOSER_A, {
+    type: 'Contact',
+    fields: { LastName: 'Lovelace A.', Email: 'ada@example.com', Phone: '222' },
+    lastModified: '2026-10-03T10:00:00.000+0000',
+    deleted: false,
+  });
+  crm.records.set(LOSER_B, {
+    type: 'Contact',
+    fields: { LastName: 'L.', Email: 'other@example.com', Phone: null },
+    lastModified: '2026-10-02T10:00:00.000+0000',
+    deleted: false,
+  });
 }
 
 export const jwtConfig = (s: CrmStack, extra: Record<string, unknown> = {}) => ({
@@ -55,12 +83,20 @@ export const jwtConfig = (s: CrmStack, extra: Record<string, unknown> = {}) => (
 
 /** Saves a jwt_bearer connection with merges enabled; answers the response body. */
 export async function createJwtConnection(s: CrmStack, name = 'crm_main', extra: Record<string, unknown> = {}) {
-  const res = await http(s.r.stack.url, 'POST', '/api/connections', { token: s.admin, body: { name, type: 'crm', auth_mode: 'jwt_bearer', config: jwtConfig(s, extra) } });
+  const res = await http(s.r.stack.url, 'POST', '/api/connections', {
+    token: s.admin,
+    body: { name, type: 'crm', auth_mode: 'jwt_bearer', config: jwtConfig(s, extra) },
+  });
   expect(res.status, res.text).toBe(201);
   return res.body.data;
 }
 
-export const selection = (connection = 'crm_main') => ({ connection_name: connection, record_kind: 'Contact', survivor_id: SURVIVOR, loser_ids: [LOSER_A, LOSER_B] });
+export const selection = (connection = 'crm_main') => ({
+  connection_name: connection,
+  record_kind: 'Contact',
+  survivor_id: SURVIVOR,
+  loser_ids: [LOSER_A, LOSER_B],
+});
 
 export const APPROVALS = '/api/crm/merge/approvals';
 
@@ -81,4 +117,7 @@ export async function requestAndApprove(s: CrmStack): Promise<string> {
 
 /** Calls the crm_connector tool through POST /api/tool_call. */
 export const crmTool = (s: CrmStack, token: string, args: Record<string, unknown>) =>
-  http(s.r.stack.url, 'POST', '/api/tool_call', { token, body: { tool: 'crm_connector', arguments: { connection_name: 'crm_main', ...args } } });
+  http(s.r.stack.url, 'POST', '/api/tool_call', {
+    token,
+    body: { tool: 'crm_connector', arguments: { connection_name: 'crm_main', ...args } },
+  });

@@ -22,14 +22,25 @@ describe('crmMergeApprovalWorkflow', () => {
       workflowBundle: { codePath: inject('workflowBundlePath') },
       activities: {
         recordMergeApproved: async () => undefined,
-        expireMergeApproval: async ({ approvalId }: { approvalId: string }) => (expired.push(approvalId), { expired: true }),
+        expireMergeApproval: async ({ approvalId }: { approvalId: string }) => (
+          expired.push(approvalId),
+          { expired: true }
+        ),
       },
     });
     const startedAt = await env.currentTimeMs();
     const handle = await env.client.workflow.start('crmMergeApprovalWorkflow', {
       taskQueue,
       workflowId: 'crm-merge/ttl-virtual',
-      args: [{ approvalId: 'ttl-virtual', tenant: 't1', connectionName: 'crm_main', ttlSeconds: 3600, settleWaitSeconds: 660 }],
+      args: [
+        {
+          approvalId: 'ttl-virtual',
+          tenant: 't1',
+          connectionName: 'crm_main',
+          ttlSeconds: 3600,
+          settleWaitSeconds: 660,
+        },
+      ],
     });
     const result = await worker.runUntil(handle.result());
     expect(result).toEqual({ phase: 'expired', approvedBy: null, finalStatus: null });
@@ -52,7 +63,9 @@ describe('crmMergeApprovalWorkflow', () => {
     const handle = await env.client.workflow.start('crmMergeApprovalWorkflow', {
       taskQueue,
       workflowId: 'crm-merge/ttl-claimed',
-      args: [{ approvalId: 'ttl-claimed', tenant: 't1', connectionName: 'crm_main', ttlSeconds: 60, settleWaitSeconds: 120 }],
+      args: [
+        { approvalId: 'ttl-claimed', tenant: 't1', connectionName: 'crm_main', ttlSeconds: 60, settleWaitSeconds: 120 },
+      ],
     });
     expect(await worker.runUntil(handle.result())).toMatchObject({ phase: 'executing' });
   });

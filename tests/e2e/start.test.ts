@@ -75,7 +75,10 @@ async function childRunning(pid: number, script: string): Promise<number | undef
 }
 
 /** Polls `check` (bounded by `tries` × 250 ms), answering its first truthy value. */
-async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, tries = 240): Promise<T | undefined> {
+async function until<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  tries = 240,
+): Promise<T | undefined> {
   for (let i = 0; i < tries; i++) {
     const value = await check();
     if (value) return value;
@@ -85,121 +88,152 @@ async function until<T>(check: () => Promise<T | undefined | false> | T | undefi
 }
 
 describe('npm start', () => {
-  it('brings the whole system up, restarts a killed worker, API, PostgreSQL or Temporal, and a signal stops everything it started', { timeout: 400_000 }, async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
-    await chmod(dataDir, 0o755);
-    const [port, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PLATFORM_DATA_DIR: dataDir,
-      PORT: String(port),
-      TEMPORAL_DEV_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      EMBEDDED_PG_PORT: String(pgPort),
-      TEMPORAL_CLI_PATH: inject('temporalCliPath'),
-      AUTH_PROVIDER: 'none',
-      LOG_LEVEL: 'warn',
-    };
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete env[name];
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout!.on('data', (d) => (output += d));
-    child.stderr!.on('data', (d) => (output += d));
+  it(
+    'brings the whole system up, restarts a killed worker, API, PostgreSQL or Temporal, and a signal stops everything it started',
+    { timeout: 400_000 },
+    async () => {
+      dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
+      await chmod(dataDir, 0o755);
+      const [port, temporalPort, uiPort, pgPort] = [
+        await freePort(),
+        await freePort(),
+        await freePort(),
+        await freePort(),
+      ];
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PLATFORM_DATA_DIR: dataDir,
+        PORT: String(port),
+        TEMPORAL_DEV_PORT: String(temporalPort),
+        TEMPORAL_UI_PORT: String(uiPort),
+        EMBEDDED_PG_PORT: String(pgPort),
+        TEMPORAL_CLI_PATH: inject('temporalCliPath'),
+        AUTH_PROVIDER: 'none',
+        LOG_LEVEL: 'warn',
+      };
+      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete env[name];
+      child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
+        cwd: root,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout!.on('data', (d) => (output += d));
+      child.stderr!.on('data', (d) => (output += d));
 
-    for (let i = 0; i < 240 && !output.includes('Ctrl-C stops everything'); i++) {
-      if (child.exitCode !== null) break;
-      await sleep(500);
-    }
-    expect(output).toContain('Ctrl-C stops everything');
-    expect(output).toContain(`API            http://127.0.0.1:${port}`);
-    expect(output).toContain(`/openapi.json`);
-    expect(output).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
-    expect(output).toContain('authentication is OFF');
+      for (let i = 0; i < 240 && !output.includes('Ctrl-C stops everything'); i++) {
+        if (child.exitCode !== null) break;
+        await sleep(500);
+      }
+      expect(output).toContain('Ctrl-C stops everything');
+      expect(output).toContain(`API            http://127.0.0.1:${port}`);
+      expect(output).toContain(`/openapi.json`);
+      expect(output).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
+      expect(output).toContain('authentication is OFF');
 
-    const base = `http://127.0.0.1:${port}`;
-    expect((await http(base, 'GET', '/readyz')).status).toBe(200);
-    expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
-    let echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
-    for (let i = 0; i < 10 && echo.status === 202; i++) echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
-    expect(echo.status).toBe(200);
-    expect(echo.body.data.message).toBe('from npm start');
+      const base = `http://127.0.0.1:${port}`;
+      expect((await http(base, 'GET', '/readyz')).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
+      let echo = await http(base, 'POST', '/api/jobs/echo', {
+        body: { message: 'from npm start', job_id: 'start-e2e' },
+      });
+      for (let i = 0; i < 10 && echo.status === 202; i++)
+        echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
+      expect(echo.status).toBe(200);
+      expect(echo.body.data.message).toBe('from npm start');
 
-    // The worker dies on the spot: it is restarted, says so, and the next echo job completes on it.
-    const worker = await childRunning(child.pid!, 'worker/index.ts');
-    expect(worker).toBeDefined();
-    process.kill(worker!, 'SIGKILL');
-    expect(await until(() => output.includes('[start] worker restarted'))).toBe(true);
-    expect(output).toContain('[start] worker exited (SIGKILL); restarting in 0.5 s (restart 1)');
-    const restartedWorker = await childRunning(child.pid!, 'worker/index.ts');
-    expect(restartedWorker).toBeDefined();
-    expect(restartedWorker).not.toBe(worker);
-    const afterRestart = await until(async () => {
-      const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'after a worker crash', job_id: 'start-e2e-after-kill' } });
-      return res.status === 202 ? undefined : res; // 202 after 20 s: still running, ask again (same job id)
-    }, 6);
-    expect(afterRestart?.status, afterRestart?.text).toBe(200);
-    expect(afterRestart!.body.data?.message, afterRestart!.text).toBe('after a worker crash');
+      // The worker dies on the spot: it is restarted, says so, and the next echo job completes on it.
+      const worker = await childRunning(child.pid!, 'worker/index.ts');
+      expect(worker).toBeDefined();
+      process.kill(worker!, 'SIGKILL');
+      expect(await until(() => output.includes('[start] worker restarted'))).toBe(true);
+      expect(output).toContain('[start] worker exited (SIGKILL); restarting in 0.5 s (restart 1)');
+      const restartedWorker = await childRunning(child.pid!, 'worker/index.ts');
+      expect(restartedWorker).toBeDefined();
+      expect(restartedWorker).not.toBe(worker);
+      const afterRestart = await until(async () => {
+        const res = await http(base, 'POST', '/api/jobs/echo', {
+          body: { message: 'after a worker crash', job_id: 'start-e2e-after-kill' },
+        });
+        return res.status === 202 ? undefined : res; // 202 after 20 s: still running, ask again (same job id)
+      }, 6);
+      expect(afterRestart?.status, afterRestart?.text).toBe(200);
+      expect(afterRestart!.body.data?.message, afterRestart!.text).toBe('after a worker crash');
 
-    // The API dies: it is restarted and answers /readyz again.
-    const api = await childRunning(child.pid!, 'api/server.ts');
-    expect(api).toBeDefined();
-    process.kill(api!, 'SIGKILL');
-    expect(await until(() => output.includes('[start] API restarted'))).toBe(true);
-    expect(output).toContain('[start] API exited (SIGKILL); restarting in 0.5 s (restart 1)');
-    const ready = await until(async () => {
-      const res = await http(base, 'GET', '/readyz').catch(() => undefined); // connection refused until it listens
-      return res?.status === 200 ? res : undefined;
-    });
-    expect(ready?.status).toBe(200);
+      // The API dies: it is restarted and answers /readyz again.
+      const api = await childRunning(child.pid!, 'api/server.ts');
+      expect(api).toBeDefined();
+      process.kill(api!, 'SIGKILL');
+      expect(await until(() => output.includes('[start] API restarted'))).toBe(true);
+      expect(output).toContain('[start] API exited (SIGKILL); restarting in 0.5 s (restart 1)');
+      const ready = await until(async () => {
+        const res = await http(base, 'GET', '/readyz').catch(() => undefined); // connection refused until it listens
+        return res?.status === 200 ? res : undefined;
+      });
+      expect(ready?.status).toBe(200);
 
-    // PostgreSQL and then the Temporal dev server die: each is started again on the same port and
-    // data, and an echo job (a workflow writing a row) completes after each.
-    const echoAfter = async (jobId: string) =>
-      until(async () => {
-        const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: jobId, job_id: jobId } }).catch(() => undefined);
-        return res && res.status !== 202 && res.status !== 503 ? res : undefined; // 503 while a dependency is still down
-      }, 20);
-    for (const [name, marker] of [
-      ['PostgreSQL', ' -D '],
-      ['Temporal dev server', 'start-dev'],
-    ] as const) {
-      const pid = await childRunning(child.pid!, marker);
-      expect(pid, name).toBeDefined();
-      process.kill(pid!, 'SIGKILL');
-      expect(await until(() => output.includes(`[start] ${name} restarted`)), output).toBe(true);
-      expect(output).toContain(`[start] ${name} exited (SIGKILL); restarting in 0.5 s (restart 1)`);
-      const jobId = `after-${name.split(' ')[0]!.toLowerCase()}-kill`;
-      const res = await echoAfter(jobId);
-      expect(res?.status, res?.text).toBe(200);
-      expect(res!.body.data?.message, res!.text).toBe(jobId);
-    }
-    expect(child.exitCode).toBeNull(); // the start process kept running throughout
+      // PostgreSQL and then the Temporal dev server die: each is started again on the same port and
+      // data, and an echo job (a workflow writing a row) completes after each.
+      const echoAfter = async (jobId: string) =>
+        until(async () => {
+          const res = await http(base, 'POST', '/api/jobs/echo', { body: { message: jobId, job_id: jobId } }).catch(
+            () => undefined,
+          );
+          return res && res.status !== 202 && res.status !== 503 ? res : undefined; // 503 while a dependency is still down
+        }, 20);
+      for (const [name, marker] of [
+        ['PostgreSQL', ' -D '],
+        ['Temporal dev server', 'start-dev'],
+      ] as const) {
+        const pid = await childRunning(child.pid!, marker);
+        expect(pid, name).toBeDefined();
+        process.kill(pid!, 'SIGKILL');
+        expect(await until(() => output.includes(`[start] ${name} restarted`)), output).toBe(true);
+        expect(output).toContain(`[start] ${name} exited (SIGKILL); restarting in 0.5 s (restart 1)`);
+        const jobId = `after-${name.split(' ')[0]!.toLowerCase()}-kill`;
+        const res = await echoAfter(jobId);
+        expect(res?.status, res?.text).toBe(200);
+        expect(res!.body.data?.message, res!.text).toBe(jobId);
+      }
+      expect(child.exitCode).toBeNull(); // the start process kept running throughout
 
-    const started = await descendants(child.pid!);
-    // Temporal CLI, PostgreSQL (with its helpers), the worker and the API.
-    expect(started.length).toBeGreaterThanOrEqual(4);
+      const started = await descendants(child.pid!);
+      // Temporal CLI, PostgreSQL (with its helpers), the worker and the API.
+      expect(started.length).toBeGreaterThanOrEqual(4);
 
-    const beforeStop = output.length;
-    child.kill('SIGINT');
-    for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
-    // A clean stop exits 0 (and not through a library's exit hook deciding for us).
-    expect({ code: child.exitCode, signal: child.signalCode }).toEqual({ code: 0, signal: null });
-    for (let i = 0; i < 40 && started.some(alive); i++) await sleep(250);
-    const survivors = started.filter(alive).map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
-    expect(survivors).toEqual([]);
-    expect(output).toContain('[start] stopped');
-    // Stopping is not crashing: nothing was restarted on the way down.
-    expect(output.slice(beforeStop)).not.toMatch(/restart/);
-  });
+      const beforeStop = output.length;
+      child.kill('SIGINT');
+      for (let i = 0; i < 120 && child.exitCode === null && child.signalCode === null; i++) await sleep(250);
+      // A clean stop exits 0 (and not through a library's exit hook deciding for us).
+      expect({ code: child.exitCode, signal: child.signalCode }).toEqual({ code: 0, signal: null });
+      for (let i = 0; i < 40 && started.some(alive); i++) await sleep(250);
+      const survivors = started
+        .filter(alive)
+        .map((pid) => `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+      expect(survivors).toEqual([]);
+      expect(output).toContain('[start] stopped');
+      // Stopping is not crashing: nothing was restarted on the way down.
+      expect(output.slice(beforeStop)).not.toMatch(/restart/);
+    },
+  );
 
   it('exits non-zero when the start fails, and says why', async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const busyPort = (busy.address() as net.AddressInfo).port;
     try {
-      const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_DEV_PORT: String(busyPort), TEMPORAL_CLI_PATH: inject('temporalCliPath'), PORT: String(await freePort()) };
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        TEMPORAL_DEV_PORT: String(busyPort),
+        TEMPORAL_CLI_PATH: inject('temporalCliPath'),
+        PORT: String(await freePort()),
+      };
       for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS']) delete env[name];
-      const failing = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const failing = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
+        cwd: root,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let output = '';
       failing.stdout!.on('data', (d) => (output += d));
       failing.stderr!.on('data', (d) => (output += d));

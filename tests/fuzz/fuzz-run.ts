@@ -19,7 +19,12 @@ import { startFakeOidc } from '../helpers/fake-oidc.js';
  * accepted, except on the operations `POSITIVE_EXCLUDED` names, whose refusals are rules no JSON
  * Schema can state.
  */
-export const CONFORMANCE_CHECKS = ['not_a_server_error', 'status_code_conformance', 'response_schema_conformance', 'content_type_conformance'];
+export const CONFORMANCE_CHECKS = [
+  'not_a_server_error',
+  'status_code_conformance',
+  'response_schema_conformance',
+  'content_type_conformance',
+];
 export const POSITIVE_EXCLUDED = [
   // The MCP gateway is a protocol endpoint (any JSON-RPC message; a random one is a JSON-RPC error by design; GET/DELETE answer 405 when stateless); tests/mcp drives it with the SDK's client.
   '^/mcp',

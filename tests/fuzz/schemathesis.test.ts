@@ -24,24 +24,41 @@ function canIsolateNetwork(): boolean {
 }
 
 describe('schemathesis against the running stack', () => {
-  it('finds no server error, undocumented status, schema violation or refused valid request', { timeout: (FUZZ_SECONDS + 240) * 1000 }, async () => {
-    const st = await resolveSchemathesis((line) => process.stderr.write(`[fuzz] ${line}\n`));
-    const env: NodeJS.ProcessEnv = { ...process.env, SCHEMATHESIS_BIN: st, FUZZ_MAX_SECONDS: String(FUZZ_SECONDS), TEMPORAL_CLI_PATH: inject('temporalCliPath') };
-    for (const name of Object.keys(env)) if (name.startsWith('VITEST') || name === 'DATABASE_URL' || name === 'TEMPORAL_ADDRESS') delete env[name];
-    const script = `exec ${JSON.stringify(process.execPath)} --import tsx tests/fuzz/fuzz-run.ts`;
-    const isolated = canIsolateNetwork();
-    if (!isolated) process.stderr.write('[fuzz] cannot create a network namespace here: fuzzing on loopback with the egress policy set to loopback only\n');
-    const child = isolated
-      ? spawn('unshare', ['-n', '--', 'sh', '-c', `ip link set lo up && ${script}`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('sh', ['-c', script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout!.on('data', (d) => (output += d));
-    child.stderr!.on('data', (d) => (output += d));
-    const [code] = (await once(child, 'exit')) as [number | null];
-    // On failure the report is the assertion message: each failing operation, its check and a curl to reproduce it.
-    if (code !== 0) expect.fail(`schemathesis failed (exit ${code}):\n${output.slice(-20_000)}`);
-    const summaries = output.match(/(\d+) generated, \1 passed/g) ?? [];
-    expect(summaries).toHaveLength(2);
-    process.stdout.write(`[fuzz] ${isolated ? 'in a network namespace' : 'on loopback'}: ${summaries.join('; ')}\n`);
-  });
+  it(
+    'finds no server error, undocumented status, schema violation or refused valid request',
+    { timeout: (FUZZ_SECONDS + 240) * 1000 },
+    async () => {
+      const st = await resolveSchemathesis((line) => process.stderr.write(`[fuzz] ${line}\n`));
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        SCHEMATHESIS_BIN: st,
+        FUZZ_MAX_SECONDS: String(FUZZ_SECONDS),
+        TEMPORAL_CLI_PATH: inject('temporalCliPath'),
+      };
+      for (const name of Object.keys(env))
+        if (name.startsWith('VITEST') || name === 'DATABASE_URL' || name === 'TEMPORAL_ADDRESS') delete env[name];
+      const script = `exec ${JSON.stringify(process.execPath)} --import tsx tests/fuzz/fuzz-run.ts`;
+      const isolated = canIsolateNetwork();
+      if (!isolated)
+        process.stderr.write(
+          '[fuzz] cannot create a network namespace here: fuzzing on loopback with the egress policy set to loopback only\n',
+        );
+      const child = isolated
+        ? spawn('unshare', ['-n', '--', 'sh', '-c', `ip link set lo up && ${script}`], {
+            cwd: root,
+            env,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
+        : spawn('sh', ['-c', script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout!.on('data', (d) => (output += d));
+      child.stderr!.on('data', (d) => (output += d));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      // On failure the report is the assertion message: each failing operation, its check and a curl to reproduce it.
+      if (code !== 0) expect.fail(`schemathesis failed (exit ${code}):\n${output.slice(-20_000)}`);
+      const summaries = output.match(/(\d+) generated, \1 passed/g) ?? [];
+      expect(summaries).toHaveLength(2);
+      process.stdout.write(`[fuzz] ${isolated ? 'in a network namespace' : 'on loopback'}: ${summaries.join('; ')}\n`);
+    },
+  );
 });

@@ -12,8 +12,17 @@ import { describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const vitestBin = fileURLToPath(new URL('../../node_modules/vitest/vitest.mjs', import.meta.url));
 
-async function runFixture(fixture: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; output: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, EXIT_STATUS_FIXTURE: fixture, FORCE_COLOR: '0', NO_COLOR: '1' };
+async function runFixture(
+  fixture: string,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; output: string }> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...extraEnv,
+    EXIT_STATUS_FIXTURE: fixture,
+    FORCE_COLOR: '0',
+    NO_COLOR: '1',
+  };
   // This file runs inside vitest: the child must not think it is a worker of ours.
   for (const name of Object.keys(env)) if (name.startsWith('VITEST') || name === 'TEST') delete env[name];
   const child = spawn(process.execPath, [vitestBin, 'run', '--config', 'tests/fixtures/exit-status/vitest.config.ts'], {

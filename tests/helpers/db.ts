@@ -36,7 +36,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 /** Runs one query on a database by URL (for asserting what was or was not written). */
-export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function query<T extends pg.QueryResultRow = Record<string, unknown>>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {

@@ -7,7 +7,16 @@ export interface FakeIdp {
   jwksUrl: string;
   publicKeyPem: string;
   /** Signs a token with the IdP's key (kid k1) unless told otherwise. */
-  sign(claims: JWTPayload, options?: { expiresIn?: string | number | null; issuer?: string; audience?: string; kid?: string; foreignKey?: boolean }): Promise<string>;
+  sign(
+    claims: JWTPayload,
+    options?: {
+      expiresIn?: string | number | null;
+      issuer?: string;
+      audience?: string;
+      kid?: string;
+      foreignKey?: boolean;
+    },
+  ): Promise<string>;
   /** Number of JWKS fetches served (to check caching). */
   jwksHits(): number;
   close(): Promise<void>;

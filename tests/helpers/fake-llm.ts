@@ -42,35 +42,49 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-  const server: Server = createServer((req, res) => void (async () => {
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      res.writeHead(404).end();
-      return;
-    }
-    const body = JSON.parse(await readBody(req)) as ChatRequest;
-    fake.requests.push(body);
-    const send = (reply: FakeReply) => {
-      if ('hang' in reply) {
-        held.push(send);
-        return;
-      }
-      if ('status' in reply) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.body);
-        return;
-      }
-      const message =
-        'content' in reply
-          ? { role: 'assistant', content: reply.content }
-          : {
-              role: 'assistant',
-              content: null,
-              tool_calls: reply.toolCalls.map((c, i) => ({ id: `call_${++callNo}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })),
-            };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-fake', model: body.model, choices: [{ index: 0, message, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 7 } }));
-    };
-    send(fake.respond(body));
-  })());
+  const server: Server = createServer(
+    (req, res) =>
+      void (async () => {
+        if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+          res.writeHead(404).end();
+          return;
+        }
+        const body = JSON.parse(await readBody(req)) as ChatRequest;
+        fake.requests.push(body);
+        const send = (reply: FakeReply) => {
+          if ('hang' in reply) {
+            held.push(send);
+            return;
+          }
+          if ('status' in reply) {
+            res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.body);
+            return;
+          }
+          const message =
+            'content' in reply
+              ? { role: 'assistant', content: reply.content }
+              : {
+                  role: 'assistant',
+                  content: null,
+                  tool_calls: reply.toolCalls.map((c, i) => ({
+                    id: `call_${++callNo}_${i}`,
+                    type: 'function',
+                    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                  })),
+                };
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              id: 'chatcmpl-fake',
+              model: body.model,
+              choices: [{ index: 0, message, finish_reason: 'stop' }],
+              usage: { prompt_tokens: 11, completion_tokens: 7 },
+            }),
+          );
+        };
+        send(fake.respond(body));
+      })(),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   fake.baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
   return fake;

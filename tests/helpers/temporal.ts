@@ -51,7 +51,9 @@ export async function startWorker(options: {
     namespace: options.config.temporal.namespace,
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: options.activities ?? createActivities({ orm: options.orm, config: options.config, log: options.log, toolbox: tools.toolbox }),
+    activities:
+      options.activities ??
+      createActivities({ orm: options.orm, config: options.config, log: options.log, toolbox: tools.toolbox }),
     ...workerDefaults,
   });
   const running = worker.run();
@@ -78,7 +80,9 @@ export async function startWorker(options: {
  */
 export async function startTimeSkipping(): Promise<TestWorkflowEnvironment> {
   installQuietRuntime();
-  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: inject('testServerPath') } } });
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: inject('testServerPath') } },
+  });
   await registerSearchAttributes(env.connection, env.namespace ?? 'default');
   return env;
 }

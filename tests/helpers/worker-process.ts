@@ -30,7 +30,11 @@ async function main(): Promise<void> {
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const log = createLogger({ level: config.logLevel, base: { service: 'worker-process', pid: process.pid }, sink: (line) => process.stderr.write(line + '\n') });
+  const log = createLogger({
+    level: config.logLevel,
+    base: { service: 'worker-process', pid: process.pid },
+    sink: (line) => process.stderr.write(line + '\n'),
+  });
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: 2 });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const worker = await Worker.create({
@@ -80,11 +84,15 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    if (child.exitCode !== null || child.signalCode !== null)
+      resolve({ code: child.exitCode, signal: child.signalCode });
     else child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker process ${child.pid} not ready after ${readyTimeoutMs} ms\n${stderr}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`worker process ${child.pid} not ready after ${readyTimeoutMs} ms\n${stderr}`)),
+      readyTimeoutMs,
+    );
     child.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       if (stdout.split('\n').includes(READY)) {
@@ -94,7 +102,9 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
     });
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`worker process ${child.pid} ended before it was ready (code ${code}, signal ${signal})\n${stderr}`));
+      reject(
+        new Error(`worker process ${child.pid} ended before it was ready (code ${code}, signal ${signal})\n${stderr}`),
+      );
     });
   });
   ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
@@ -120,7 +130,9 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
 
 if (isMain(import.meta.url)) {
   main().catch((err: unknown) => {
-    process.stderr.write(JSON.stringify({ level: 'error', msg: 'worker process failed', ...describeError(err) }) + '\n');
+    process.stderr.write(
+      JSON.stringify({ level: 'error', msg: 'worker process failed', ...describeError(err) }) + '\n',
+    );
     process.exit(1);
   });
 }

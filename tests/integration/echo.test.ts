@@ -16,7 +16,9 @@ afterAll(async () => {
 describe('echo workflow through the real servers', () => {
   it('is visible to operators with its search attributes and memo', async () => {
     const jobId = `sa-${Date.now()}`;
-    const res = await http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 'operators see me', job_id: jobId } });
+    const res = await http(stack.url, 'POST', '/api/jobs/echo', {
+      body: { message: 'operators see me', job_id: jobId },
+    });
     expect(res.status).toBe(200);
 
     const handle = stack.api.deps.temporal.workflow.getHandle(`echo/${jobId}`);
@@ -32,22 +34,34 @@ describe('echo workflow through the real servers', () => {
     let found: string[] = [];
     for (let i = 0; i < 40 && found.length === 0; i++) {
       found = [];
-      for await (const wf of stack.api.deps.temporal.workflow.list({ query: `PlatformResourceId = "${jobId}" AND PlatformStatus = "completed"` })) {
+      for await (const wf of stack.api.deps.temporal.workflow.list({
+        query: `PlatformResourceId = "${jobId}" AND PlatformStatus = "completed"`,
+      })) {
         found.push(wf.workflowId);
       }
       if (found.length === 0) await new Promise((r) => setTimeout(r, 250));
     }
     expect(found).toEqual([`echo/${jobId}`]);
 
-    const rows = await query(stack.db.url, 'select job_id, workflow_id, requested_by from echo_jobs where job_id = $1', [jobId]);
+    const rows = await query(
+      stack.db.url,
+      'select job_id, workflow_id, requested_by from echo_jobs where job_id = $1',
+      [jobId],
+    );
     expect(rows).toEqual([{ job_id: jobId, workflow_id: `echo/${jobId}`, requested_by: 'local-admin' }]);
     await recordHistory('echo-completed', handle);
   });
 
   it('retries the activity while the row cannot be written and completes once it can', async () => {
     // Make the write fail at first: a trigger refuses inserts until it is dropped.
-    await query(stack.db.url, `create function refuse_echo() returns trigger language plpgsql as $$ begin raise exception 'echo writes paused'; end $$`);
-    await query(stack.db.url, `create trigger refuse_echo before insert on echo_jobs for each row execute function refuse_echo()`);
+    await query(
+      stack.db.url,
+      `create function refuse_echo() returns trigger language plpgsql as $$ begin raise exception 'echo writes paused'; end $$`,
+    );
+    await query(
+      stack.db.url,
+      `create trigger refuse_echo before insert on echo_jobs for each row execute function refuse_echo()`,
+    );
     const jobId = `retry-${Date.now()}`;
     const pending = http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 'eventually', job_id: jobId } });
     const handle = stack.api.deps.temporal.workflow.getHandle(`echo/${jobId}`);
@@ -62,7 +76,9 @@ describe('echo workflow through the real servers', () => {
     const res = await pending;
     expect([200, 202]).toContain(res.status);
     await handle.result();
-    expect(await query(stack.db.url, 'select count(*)::int as n from echo_jobs where job_id = $1', [jobId])).toEqual([{ n: 1 }]);
+    expect(await query(stack.db.url, 'select count(*)::int as n from echo_jobs where job_id = $1', [jobId])).toEqual([
+      { n: 1 },
+    ]);
     await recordHistory('echo-after-activity-retries', handle);
   });
 });

@@ -16,7 +16,10 @@ beforeAll(async () => {
     worker: false,
     env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience },
   });
-  const minted = await http(stack.url, 'POST', '/api/auth/pats', { token: await idp.sign({ sub: 'paula', name: 'Paula', roles: ['admin'] }), body: { name: 'mcp' } });
+  const minted = await http(stack.url, 'POST', '/api/auth/pats', {
+    token: await idp.sign({ sub: 'paula', name: 'Paula', roles: ['admin'] }),
+    body: { name: 'mcp' },
+  });
   expect(minted.status).toBe(201);
   pat = minted.body.data.token;
 });
@@ -50,12 +53,19 @@ describe('401 challenge', () => {
   ])('%s adds error="invalid_token"', async (_name, token) => {
     const res = await rawMcpPost(stack.url, '/mcp/v2/', { authorization: `Bearer ${await token()}` });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl('/mcp/v2')}", error="invalid_token"`);
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${metadataUrl('/mcp/v2')}", error="invalid_token"`,
+    );
   });
 
   it('builds the challenge from X-Forwarded-Proto and X-Forwarded-Host', async () => {
-    const res = await rawMcpPost(stack.url, '/mcp/v2/', { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gw.example.com' });
-    expect(res.headers.get('www-authenticate')).toBe('Bearer resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp/v2"');
+    const res = await rawMcpPost(stack.url, '/mcp/v2/', {
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'gw.example.com',
+    });
+    expect(res.headers.get('www-authenticate')).toBe(
+      'Bearer resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp/v2"',
+    );
   });
 
   it('leaves the plain challenge on the rest of the API', async () => {
@@ -72,16 +82,28 @@ describe('authenticated clients', () => {
     const { isError, data } = await callPlatform(client, { action: 'status' });
     expect(isError).toBe(false);
     expect(data.caller).toMatchObject({ kind: 'person', id: 'paula', display_name: 'Paula', credential: 'pat' });
-    expect(data.auth).toMatchObject({ mode: 'oidc', provider: 'oidc', issuer: idp.issuer, oidc_checks: 'applicable', resource_metadata: metadataUrl('/mcp/v2') });
+    expect(data.auth).toMatchObject({
+      mode: 'oidc',
+      provider: 'oidc',
+      issuer: idp.issuer,
+      oidc_checks: 'applicable',
+      resource_metadata: metadataUrl('/mcp/v2'),
+    });
   });
 
   it('an identity-provider token works; v1 login points at the issuer and logout at the PAT route', async () => {
-    const client = await connectMcp(stack.url, '/mcp/v1/', { Authorization: `Bearer ${await idp.sign({ sub: 'ivan', name: 'Ivan' })}` });
+    const client = await connectMcp(stack.url, '/mcp/v1/', {
+      Authorization: `Bearer ${await idp.sign({ sub: 'ivan', name: 'Ivan' })}`,
+    });
     clients.push(client);
     const login = await callPlatform(client, { action: 'login' });
     expect(login.data).toMatchObject({ mode: 'oidc', sign_in_url: idp.issuer });
     const status = await callPlatform(client, { action: 'login_status' });
-    expect(status.data).toMatchObject({ authenticated: true, sign_in_required: true, caller: { id: 'ivan', credential: 'idp_jwt' } });
+    expect(status.data).toMatchObject({
+      authenticated: true,
+      sign_in_required: true,
+      caller: { id: 'ivan', credential: 'idp_jwt' },
+    });
   });
 
   it('logout names the current PAT to revoke', async () => {
@@ -134,18 +156,28 @@ describe('metadata without the OAuth proxy', () => {
   });
 
   it('the OAuth proxy routes answer 404 with the envelope', async () => {
-    for (const [method, path] of [['GET', '/authorize?client_id=x'], ['GET', '/oauth/callback?state=x']] as const) {
+    for (const [method, path] of [
+      ['GET', '/authorize?client_id=x'],
+      ['GET', '/oauth/callback?state=x'],
+    ] as const) {
       const res = await http(stack.url, method, path);
       expect(res.status).toBe(404);
       expect(res.body).toMatchObject({ error_type: 'not_found', payload: { reason: 'oauth_proxy_disabled' } });
     }
-    const token = await http(stack.url, 'POST', '/oauth/token', { raw: 'grant_type=authorization_code&code=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const token = await http(stack.url, 'POST', '/oauth/token', {
+      raw: 'grant_type=authorization_code&code=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(token.status).toBe(404);
     expect(token.body.payload.reason).toBe('oauth_proxy_disabled');
   });
 
   it('form bodies stay refused on JSON routes', async () => {
-    const res = await http(stack.url, 'POST', '/api/auth/pats', { raw: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' }, token: pat });
+    const res = await http(stack.url, 'POST', '/api/auth/pats', {
+      raw: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      token: pat,
+    });
     expect(res.status).toBe(415);
   });
 });

@@ -22,16 +22,21 @@ afterAll(async () => {
 const V1_ONLY = ['ask', 'login', 'login_status', 'logout'];
 
 describe('tools', () => {
-  it.each(['/mcp', '/mcp/', '/mcp/v2', '/mcp/v2/'])('%s lists one platform tool with the v2 action enum', async (path) => {
-    const client = await connect(path);
-    const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['platform']);
-    const action = (tools[0]!.inputSchema.properties as Record<string, any>).action;
-    expect(action.enum).toEqual(expect.arrayContaining(['list_agents', 'thread_create', 'status', 'help', 'room_who']));
-    for (const name of V1_ONLY) expect(action.enum).not.toContain(name);
-    expect(tools[0]!.inputSchema.required).toEqual(['action']);
-    expect((tools[0]!.inputSchema.properties as Record<string, any>).about.type).toBe('string');
-  });
+  it.each(['/mcp', '/mcp/', '/mcp/v2', '/mcp/v2/'])(
+    '%s lists one platform tool with the v2 action enum',
+    async (path) => {
+      const client = await connect(path);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(['platform']);
+      const action = (tools[0]!.inputSchema.properties as Record<string, any>).action;
+      expect(action.enum).toEqual(
+        expect.arrayContaining(['list_agents', 'thread_create', 'status', 'help', 'room_who']),
+      );
+      for (const name of V1_ONLY) expect(action.enum).not.toContain(name);
+      expect(tools[0]!.inputSchema.required).toEqual(['action']);
+      expect((tools[0]!.inputSchema.properties as Record<string, any>).about.type).toBe('string');
+    },
+  );
 
   it('v1 advertises the legacy actions as well', async () => {
     const client = await connect('/mcp/v1/');
@@ -49,9 +54,18 @@ describe('status and help', () => {
   ])('status on %s reports %s, the local admin and sign-in off', async (path, version) => {
     const { isError, data } = await callPlatform(await connect(path), { action: 'status' });
     expect(isError).toBe(false);
-    expect(data.gateway).toMatchObject({ version, endpoint: `${stack.url}${path}`, server: { name: 'data-agent-platform' } });
+    expect(data.gateway).toMatchObject({
+      version,
+      endpoint: `${stack.url}${path}`,
+      server: { name: 'data-agent-platform' },
+    });
     expect(data.caller).toMatchObject({ kind: 'person', id: 'local-admin', credential: 'auth_disabled' });
-    expect(data.auth).toMatchObject({ mode: 'none', provider: 'none', oauth_proxy_enabled: false, oidc_checks: 'not_applicable' });
+    expect(data.auth).toMatchObject({
+      mode: 'none',
+      provider: 'none',
+      oauth_proxy_enabled: false,
+      oidc_checks: 'not_applicable',
+    });
     expect(data.default_agent).toBeDefined();
   });
 
@@ -79,7 +93,10 @@ describe('versions', () => {
   it.each(V1_ONLY)('v2 refuses %s naming /mcp/v1/', async (action) => {
     const { isError, data } = await callPlatform(await connect('/mcp/'), { action });
     expect(isError).toBe(true);
-    expect(data).toMatchObject({ error_type: 'bad_request', payload: { reason: 'action_not_in_version', available_on: '/mcp/v1/' } });
+    expect(data).toMatchObject({
+      error_type: 'bad_request',
+      payload: { reason: 'action_not_in_version', available_on: '/mcp/v1/' },
+    });
     expect(data.error).toContain('/mcp/v1/');
     expect(data.request_id).toEqual(expect.any(String));
   });
@@ -88,7 +105,11 @@ describe('versions', () => {
     const client = await connect('/mcp/v1');
     const login = await callPlatform(client, { action: 'login' });
     expect(login.isError).toBe(false);
-    expect(login.data).toMatchObject({ mode: 'none', sign_in_url: null, personal_access_tokens: { create: `POST ${stack.url}/api/auth/pats` } });
+    expect(login.data).toMatchObject({
+      mode: 'none',
+      sign_in_url: null,
+      personal_access_tokens: { create: `POST ${stack.url}/api/auth/pats` },
+    });
     const status = await callPlatform(client, { action: 'login_status' });
     expect(status.data).toMatchObject({ authenticated: false, sign_in_required: false, caller: { id: 'local-admin' } });
     const logout = await callPlatform(client, { action: 'logout' });
@@ -101,7 +122,10 @@ describe('versions', () => {
     expect(unknown).toMatchObject({ isError: true, data: { payload: { reason: 'unknown_action' } } });
     expect(unknown.data.payload.actions).toContain('status');
     const foreign = await callPlatform(client, { action: 'status', about: 'help' });
-    expect(foreign).toMatchObject({ isError: true, data: { error_type: 'bad_request', payload: { reason: 'undeclared_parameters', fields: ['about'] } } });
+    expect(foreign).toMatchObject({
+      isError: true,
+      data: { error_type: 'bad_request', payload: { reason: 'undeclared_parameters', fields: ['about'] } },
+    });
   });
 });
 
@@ -122,7 +146,10 @@ describe('transport', () => {
     const local = await rawMcpPost(stack.url, '/mcp/', { origin: 'http://localhost:6274' });
     expect(local.status).toBe(200);
     expect(local.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
-    const preflight = await fetch(stack.url + '/mcp/v2/', { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
+    const preflight = await fetch(stack.url + '/mcp/v2/', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example' },
+    });
     expect(preflight.status).toBe(403);
   });
 

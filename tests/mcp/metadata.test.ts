@@ -9,7 +9,10 @@ let pat: string;
 const PUBLIC = 'https://platform.example.com';
 
 beforeAll(async () => {
-  stack = await startStack({ worker: false, env: { AUTH_PROVIDER: 'proxy', PLATFORM_MCP_PUBLIC_URL: `${PUBLIC}/mcp/` } });
+  stack = await startStack({
+    worker: false,
+    env: { AUTH_PROVIDER: 'proxy', PLATFORM_MCP_PUBLIC_URL: `${PUBLIC}/mcp/` },
+  });
   const em = stack.api.deps.orm.em.fork();
   ({ token: pat } = await mintPat(em, {
     owner: { id: 'hana', tenant: 'default', kind: 'person', displayName: 'Hana', email: null, roles: ['admin'] },
@@ -40,12 +43,17 @@ describe('header/proxy auth with a configured public URL', () => {
   it('the authorization-server document answers 404 naming header auth', async () => {
     const res = await http(stack.url, 'GET', '/.well-known/oauth-authorization-server');
     expect(res.status).toBe(404);
-    expect(res.body).toMatchObject({ error_type: 'not_found', payload: { reason: 'no_authorization_server', platform_auth_mode: 'header' } });
+    expect(res.body).toMatchObject({
+      error_type: 'not_found',
+      payload: { reason: 'no_authorization_server', platform_auth_mode: 'header' },
+    });
   });
 
   it('the challenge uses the public URL', async () => {
     const res = await rawMcpPost(stack.url, '/mcp/v1/');
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${PUBLIC}/.well-known/oauth-protected-resource/mcp/v1"`);
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${PUBLIC}/.well-known/oauth-protected-resource/mcp/v1"`,
+    );
   });
 
   it('status over a PAT reports header auth with OIDC checks not applicable', async () => {
@@ -62,7 +70,10 @@ describe('header/proxy auth with a configured public URL', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(PUBLIC);
     expect(ok.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
-    const bad = await rawMcpPost(stack.url, '/mcp/', { origin: 'https://platform.example.com.evil.example', authorization: `Bearer ${pat}` });
+    const bad = await rawMcpPost(stack.url, '/mcp/', {
+      origin: 'https://platform.example.com.evil.example',
+      authorization: `Bearer ${pat}`,
+    });
     expect(bad.status).toBe(403);
     const preflight = await fetch(`${stack.url}/mcp/`, { method: 'OPTIONS', headers: { origin: PUBLIC } });
     expect(preflight.status).toBe(204);

@@ -40,11 +40,23 @@ const pkce = () => {
 };
 const authorizeUrl = (params: Record<string, string>) => `${stack.url}/authorize?${new URLSearchParams(params)}`;
 const token = (form: Record<string, string>) =>
-  http(stack.url, 'POST', '/oauth/token', { raw: new URLSearchParams(form).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  http(stack.url, 'POST', '/oauth/token', {
+    raw: new URLSearchParams(form).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
 
 /** /authorize → the provider (signs in at once) → /oauth/callback; returns each hop's Location. */
 async function signIn(challenge: string, redirectUri = CLIENT_CALLBACK) {
-  const start = await get(authorizeUrl({ response_type: 'code', client_id: 'test-client', redirect_uri: redirectUri, state: 'client-state', code_challenge: challenge, code_challenge_method: 'S256' }));
+  const start = await get(
+    authorizeUrl({
+      response_type: 'code',
+      client_id: 'test-client',
+      redirect_uri: redirectUri,
+      state: 'client-state',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    }),
+  );
   expect(start.status).toBe(302);
   const upstream = new URL(start.headers.get('location')!);
   const atProvider = await get(upstream.toString());
@@ -76,10 +88,20 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
     const code = client.searchParams.get('code')!;
     expect(code).not.toBe(idp.tokenRequests.at(-1)?.get('code'));
 
-    const res = await token({ grant_type: 'authorization_code', code, redirect_uri: CLIENT_CALLBACK, client_id: 'test-client', code_verifier: verifier });
+    const res = await token({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: CLIENT_CALLBACK,
+      client_id: 'test-client',
+      code_verifier: verifier,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.body).toMatchObject({ access_token: expect.any(String), token_type: 'Bearer', refresh_token: 'refresh-1' });
+    expect(res.body).toMatchObject({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      refresh_token: 'refresh-1',
+    });
     const forwarded = idp.tokenRequests.at(-1)!;
     expect(forwarded.get('code_verifier')).toBe(verifier);
     expect(forwarded.get('redirect_uri')).toBe(`${stack.url}/oauth/callback`);
@@ -91,14 +113,28 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
     expect(status.data.auth).toMatchObject({ mode: 'oauth_proxy', oauth_proxy_enabled: true });
 
     // The platform code is single use.
-    const again = await token({ grant_type: 'authorization_code', code, redirect_uri: CLIENT_CALLBACK, client_id: 'test-client', code_verifier: verifier });
+    const again = await token({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: CLIENT_CALLBACK,
+      client_id: 'test-client',
+      code_verifier: verifier,
+    });
     expect(again.status).toBe(400);
-    expect(again.body).toMatchObject({ error: 'invalid_grant', error_type: 'bad_request', request_id: expect.any(String) });
+    expect(again.body).toMatchObject({
+      error: 'invalid_grant',
+      error_type: 'bad_request',
+      request_id: expect.any(String),
+    });
   });
 
   it('the callback state is single use', async () => {
     const { callback } = await signIn(pkce().challenge);
-    const replay = await http(callback.replace(/\/oauth\/callback.*$/, ''), 'GET', callback.slice(callback.indexOf('/oauth/callback')));
+    const replay = await http(
+      callback.replace(/\/oauth\/callback.*$/, ''),
+      'GET',
+      callback.slice(callback.indexOf('/oauth/callback')),
+    );
     expect(replay.status).toBe(410);
     expect(replay.body).toMatchObject({ error_type: 'gone', payload: { reason: 'state_used' } });
     const unknown = await http(stack.url, 'GET', '/oauth/callback?state=nope&code=x');
@@ -106,9 +142,21 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
   });
 
   it('a sign-in older than 10 minutes is refused at the callback', async () => {
-    const start = await get(authorizeUrl({ response_type: 'code', client_id: 'c', redirect_uri: CLIENT_CALLBACK, code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+    const start = await get(
+      authorizeUrl({
+        response_type: 'code',
+        client_id: 'c',
+        redirect_uri: CLIENT_CALLBACK,
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
     const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
-    await query(stack.db.url, `update mcp_oauth_authorizations set expires_at = now() - interval '1 second' where id = $1`, [state]);
+    await query(
+      stack.db.url,
+      `update mcp_oauth_authorizations set expires_at = now() - interval '1 second' where id = $1`,
+      [state],
+    );
     const res = await http(stack.url, 'GET', `/oauth/callback?state=${state}&code=upstream-code`);
     expect(res.status).toBe(410);
     expect(res.body.payload.reason).toBe('state_expired');
@@ -117,7 +165,13 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
   it('refuses a PKCE verifier that does not match, without asking the provider', async () => {
     const { client } = await signIn(pkce().challenge);
     const before = idp.tokenRequests.length;
-    const res = await token({ grant_type: 'authorization_code', code: client.searchParams.get('code')!, redirect_uri: CLIENT_CALLBACK, client_id: 'test-client', code_verifier: pkce().verifier });
+    const res = await token({
+      grant_type: 'authorization_code',
+      code: client.searchParams.get('code')!,
+      redirect_uri: CLIENT_CALLBACK,
+      client_id: 'test-client',
+      code_verifier: pkce().verifier,
+    });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('PKCE') });
     expect(idp.tokenRequests.length).toBe(before);
@@ -126,14 +180,24 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
   it('refuses a different redirect_uri or client_id at the token endpoint', async () => {
     const { verifier, challenge } = pkce();
     const { client } = await signIn(challenge);
-    const res = await token({ grant_type: 'authorization_code', code: client.searchParams.get('code')!, redirect_uri: 'http://127.0.0.1:10/other', client_id: 'test-client', code_verifier: verifier });
+    const res = await token({
+      grant_type: 'authorization_code',
+      code: client.searchParams.get('code')!,
+      redirect_uri: 'http://127.0.0.1:10/other',
+      client_id: 'test-client',
+      code_verifier: verifier,
+    });
     expect(res.body.error).toBe('invalid_grant');
   });
 
   it('answers a request that fails validation with an RFC 6749 body, never the envelope alone', async () => {
     const res = await token({ grant_type: 'refresh_token', refresh_token: 'refresh\u0000-1' });
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ error: 'invalid_request', error_type: 'bad_request', request_id: res.headers.get('x-request-id') });
+    expect(res.body).toMatchObject({
+      error: 'invalid_request',
+      error_type: 'bad_request',
+      request_id: res.headers.get('x-request-id'),
+    });
     expect(res.body.error_description).toContain('body.refresh_token');
   });
 
@@ -147,7 +211,15 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
 
   it('accepts built-in and listed callbacks', async () => {
     for (const uri of ['https://claude.ai/api/mcp/auth_callback', 'https://tools.example.com/cb', 'myapp://done']) {
-      const res = await get(authorizeUrl({ response_type: 'code', client_id: 'c', redirect_uri: uri, code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+      const res = await get(
+        authorizeUrl({
+          response_type: 'code',
+          client_id: 'c',
+          redirect_uri: uri,
+          code_challenge: pkce().challenge,
+          code_challenge_method: 'S256',
+        }),
+      );
       expect(res.status).toBe(302);
     }
   });
@@ -158,10 +230,22 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
     ['javascript:alert(1)', 'redirect_uri_unsafe_scheme'],
     ['data:text/html,x', 'redirect_uri_unsafe_scheme'],
   ])('refuses %s before any redirect', async (uri, reason) => {
-    const rows = async () => Number((await query<{ n: string }>(stack.db.url, 'select count(*)::text as n from mcp_oauth_authorizations'))[0]!.n);
+    const rows = async () =>
+      Number(
+        (await query<{ n: string }>(stack.db.url, 'select count(*)::text as n from mcp_oauth_authorizations'))[0]!.n,
+      );
     const before = await rows();
     const upstreamBefore = idp.authorizeRequests.length;
-    const res = await get(authorizeUrl({ response_type: 'code', client_id: 'c', redirect_uri: uri, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+    const res = await get(
+      authorizeUrl({
+        response_type: 'code',
+        client_id: 'c',
+        redirect_uri: uri,
+        state: 's',
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get('location')).toBeNull();
     expect(((await res.json()) as any).payload).toMatchObject({ oauth_error: 'invalid_request', reason });
@@ -170,7 +254,15 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
   });
 
   it('requires PKCE S256', async () => {
-    const plain = await get(authorizeUrl({ response_type: 'code', client_id: 'c', redirect_uri: CLIENT_CALLBACK, code_challenge: pkce().challenge, code_challenge_method: 'plain' }));
+    const plain = await get(
+      authorizeUrl({
+        response_type: 'code',
+        client_id: 'c',
+        redirect_uri: CLIENT_CALLBACK,
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'plain',
+      }),
+    );
     expect(plain.status).toBe(400);
     const missing = await get(authorizeUrl({ response_type: 'code', client_id: 'c', redirect_uri: CLIENT_CALLBACK }));
     expect(missing.status).toBe(400);
@@ -183,7 +275,11 @@ describe('OAuth proxy, end to end against a local OIDC provider', () => {
 describe('metadata with the OAuth proxy', () => {
   it('the platform is the authorization server', async () => {
     const resource = await http(stack.url, 'GET', '/.well-known/oauth-protected-resource/mcp/v2');
-    expect(resource.body).toMatchObject({ resource: `${stack.url}/mcp/v2`, authorization_servers: [stack.url], platform_auth_mode: 'oauth_proxy' });
+    expect(resource.body).toMatchObject({
+      resource: `${stack.url}/mcp/v2`,
+      authorization_servers: [stack.url],
+      platform_auth_mode: 'oauth_proxy',
+    });
     const server = await http(stack.url, 'GET', '/.well-known/oauth-authorization-server');
     expect(server.body).toEqual({
       issuer: stack.url,
@@ -202,6 +298,9 @@ describe('metadata with the OAuth proxy', () => {
     const server = await http(stack.url, 'GET', '/.well-known/oauth-authorization-server', {
       headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gw.example.com' },
     });
-    expect(server.body).toMatchObject({ issuer: 'https://gw.example.com', token_endpoint: 'https://gw.example.com/oauth/token' });
+    expect(server.body).toMatchObject({
+      issuer: 'https://gw.example.com',
+      token_endpoint: 'https://gw.example.com/oauth/token',
+    });
   });
 });

@@ -49,6 +49,9 @@ describe('client redirect-URI rules', () => {
   });
 
   it('refuses an unsafe scheme even when an administrator listed it', () => {
-    expect(checkClientRedirectUri('javascript:alert(1)', ['javascript:alert(1)'])).toMatchObject({ ok: false, reason: 'unsafe_scheme' });
+    expect(checkClientRedirectUri('javascript:alert(1)', ['javascript:alert(1)'])).toMatchObject({
+      ok: false,
+      reason: 'unsafe_scheme',
+    });
   });
 });

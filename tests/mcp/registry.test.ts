@@ -7,9 +7,28 @@ import { dispatchPlatformCall, type DispatchContext } from '../../api/mcp/dispat
 import { platformInputSchema } from '../../api/mcp/schema.js';
 
 // The dispatcher over a catalog of this file's own actions (not the gateway's list in actions/index.ts).
-const gateway = (version: 'v1' | 'v2'): GatewayContext => ({ version, publicOrigin: 'https://p.example', endpoint: `https://p.example/mcp/${version}/` });
-const principal = { kind: 'person', id: 'u1', tenant: 't', displayName: 'U', roles: [], permissions: new Set(), credential: 'pat' } as Principal;
-const ctx = (version: 'v1' | 'v2') => ({ principal, gateway: gateway(version), catalog, requestId: 'req-1', log: createLogger({ sink: () => {} }) }) as unknown as DispatchContext;
+const gateway = (version: 'v1' | 'v2'): GatewayContext => ({
+  version,
+  publicOrigin: 'https://p.example',
+  endpoint: `https://p.example/mcp/${version}/`,
+});
+const principal = {
+  kind: 'person',
+  id: 'u1',
+  tenant: 't',
+  displayName: 'U',
+  roles: [],
+  permissions: new Set(),
+  credential: 'pat',
+} as Principal;
+const ctx = (version: 'v1' | 'v2') =>
+  ({
+    principal,
+    gateway: gateway(version),
+    catalog,
+    requestId: 'req-1',
+    log: createLogger({ sink: () => {} }),
+  }) as unknown as DispatchContext;
 const text = (r: { content: Array<{ type: string; text?: string }> }) => JSON.parse(r.content[0]!.text!);
 
 const echoTest = defineMcpAction({
@@ -47,7 +66,10 @@ describe('MCP action registry and dispatch', () => {
     expect(ok.isError).toBeUndefined();
     expect(ok.structuredContent).toEqual({ echoed: 'hi', by: 'u1', version: 'v2' });
     const bad = await dispatchPlatformCall({ action: 'echo_test', message: '' }, ctx('v2'));
-    expect(text(bad)).toMatchObject({ error_type: 'bad_request', payload: { action: 'echo_test', fields: [expect.objectContaining({ field: 'message' })] } });
+    expect(text(bad)).toMatchObject({
+      error_type: 'bad_request',
+      payload: { action: 'echo_test', fields: [expect.objectContaining({ field: 'message' })] },
+    });
   });
 
   it('an extra action exists only on its versions; the other version names where it lives', async () => {
@@ -64,15 +86,36 @@ describe('MCP action registry and dispatch', () => {
   });
 
   it('refuses an action listed twice for a version, and an "action" parameter', () => {
-    const again = () => new McpActionCatalog([echoTest, countTest, defineMcpAction({ name: 'echo_test', versions: ['v2'], description: '', params: z.object({}), handler: async () => null })]);
+    const again = () =>
+      new McpActionCatalog([
+        echoTest,
+        countTest,
+        defineMcpAction({
+          name: 'echo_test',
+          versions: ['v2'],
+          description: '',
+          params: z.object({}),
+          handler: async () => null,
+        }),
+      ]);
     expect(again).toThrow(/listed twice for v2/);
     expect(new McpActionCatalog([echoTest, { ...echoTest, versions: ['v1'] }]).names('v1')).toContain('echo_test');
-    const clash = () => defineMcpAction({ name: 'x_test', versions: ['v1'], description: '', params: z.object({ action: z.string() }), handler: async () => null });
+    const clash = () =>
+      defineMcpAction({
+        name: 'x_test',
+        versions: ['v1'],
+        description: '',
+        params: z.object({ action: z.string() }),
+        handler: async () => null,
+      });
     expect(clash).toThrow(/dispatch field/);
   });
 
   it('the flat schema advertises every parameter as optional and leaves conflicting types untyped', () => {
-    const json = z.toJSONSchema(platformInputSchema(catalog, 'v2')) as { properties: Record<string, any>; required: string[] };
+    const json = z.toJSONSchema(platformInputSchema(catalog, 'v2')) as {
+      properties: Record<string, any>;
+      required: string[];
+    };
     expect(json.required).toEqual(['action']);
     expect(json.properties.action.enum).toEqual(expect.arrayContaining(['status', 'echo_test', 'count_test']));
     expect(json.properties.times).toMatchObject({ type: 'integer', description: '(used by: echo_test)' });

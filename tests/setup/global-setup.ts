@@ -42,13 +42,18 @@ export default async function setup(project: TestProject) {
     Promise.all([freePort()]).then(([port]) =>
       startTemporalDevServer({ cliPath: cli, port, uiPort: null, logFile: path.join(workDir, 'temporal.log') }),
     ),
-    bundleWorkflowCode({ workflowsPath, logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never }),
+    bundleWorkflowCode({
+      workflowsPath,
+      logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never,
+    }),
   ]);
   const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) {
     // Leave nothing running behind a failed start.
     await Promise.all(
-      started.map((s) => (s.status === 'fulfilled' && 'stop' in s.value ? s.value.stop().catch(() => undefined) : undefined)),
+      started.map((s) =>
+        s.status === 'fulfilled' && 'stop' in s.value ? s.value.stop().catch(() => undefined) : undefined,
+      ),
     );
     await rm(workDir, { recursive: true, force: true });
     throw failure.reason;

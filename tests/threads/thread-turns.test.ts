@@ -23,12 +23,19 @@ const person = (id: string): Principal => ({
   credential: 'idp_jwt',
 });
 const owner = person('local-admin');
-const lastUser = (req: { messages: Array<{ role: string; content: string | null }> }) => [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+const lastUser = (req: { messages: Array<{ role: string; content: string | null }> }) =>
+  [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 
 beforeAll(async () => {
   llm = await startFakeLlm();
   stack = await startStack({
-    env: { PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model', PLATFORM_LLM_API_KEY: 'sk-test', PLATFORM_LLM_INPUT_USD_PER_MTOK: '3', PLATFORM_LLM_OUTPUT_USD_PER_MTOK: '15' },
+    env: {
+      PLATFORM_LLM_BASE_URL: llm.baseUrl,
+      PLATFORM_LLM_MODEL: 'fake-model',
+      PLATFORM_LLM_API_KEY: 'sk-test',
+      PLATFORM_LLM_INPUT_USD_PER_MTOK: '3',
+      PLATFORM_LLM_OUTPUT_USD_PER_MTOK: '15',
+    },
   });
 });
 afterAll(async () => {
@@ -58,18 +65,30 @@ describe('agent thread turns', () => {
     const { messages } = await readThread(em(), owner, thread.id);
     expect(messages.map((m) => `${m.role}:${m.content}`)).toEqual(['user:hello agent', 'assistant:echo: hello agent']);
     expect((await findThread(em(), thread.id))!.origin).toBe('mcp_origin');
-    const usage = await query(stack.db.url, 'select model, prompt_tokens, completion_tokens, thread_id from llm_usage where thread_id = $1', [thread.id]);
+    const usage = await query(
+      stack.db.url,
+      'select model, prompt_tokens, completion_tokens, thread_id from llm_usage where thread_id = $1',
+      [thread.id],
+    );
     expect(usage).toEqual([{ model: 'fake-model', prompt_tokens: 11, completion_tokens: 7, thread_id: thread.id }]);
 
     const second = await postMessage(stack.api.deps, owner, thread, 'and again');
     expect(second.reply).toBe('echo: and again');
-    expect(llm.requests.at(-1)!.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['hello agent', 'echo: hello agent', 'and again']);
+    expect(
+      llm.requests
+        .at(-1)!
+        .messages.filter((m) => m.role !== 'system')
+        .map((m) => m.content),
+    ).toEqual(['hello agent', 'echo: hello agent', 'and again']);
     await recordHistory('thread-two-turns', stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`));
   });
 
   it('keeps threads private to their owner', async () => {
     llm.respond = () => ({ content: 'mine' });
-    const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'secret', origin: 'mcp_origin' });
+    const { thread } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'secret',
+      origin: 'mcp_origin',
+    });
     await expect(readThread(em(), person('someone-else'), thread.id)).rejects.toBeInstanceOf(NotFoundError);
   });
 
@@ -81,15 +100,25 @@ describe('agent thread turns', () => {
           toolCalls: [
             {
               name: 'action_review',
-              arguments: { action: 'CREATE_PROPOSAL', action_type: 'learning.adopt.v1', payload: { learning_id: 'lrn-1', title: 'UTC', content: 'Prefer UTC timestamps' }, expected_effect: 'Adopts one learning' },
+              arguments: {
+                action: 'CREATE_PROPOSAL',
+                action_type: 'learning.adopt.v1',
+                payload: { learning_id: 'lrn-1', title: 'UTC', content: 'Prefer UTC timestamps' },
+                expected_effect: 'Adopts one learning',
+              },
             },
           ],
         };
       }
       if (last.role === 'tool') return { content: `Raised: ${last.content}` };
-      return { content: `seen ${req.messages.filter((m) => m.role === 'system' && m.content?.includes('[platform note]')).length} notes` };
+      return {
+        content: `seen ${req.messages.filter((m) => m.role === 'system' && m.content?.includes('[platform note]')).length} notes`,
+      };
     };
-    const { thread, turn } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'please propose adopting it', origin: 'mcp_origin' });
+    const { thread, turn } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'please propose adopting it',
+      origin: 'mcp_origin',
+    });
     expect(turn.toolCalls).toBe(1);
     expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual(['action_review', 'agent_files']);
     const toolResult = JSON.parse(turn.reply.replace(/^Raised: /, ''));
@@ -102,11 +131,19 @@ describe('agent thread turns', () => {
     );
     expect(row).toMatchObject({ requester_kind: 'agent', bot_id: 'eve', thread_id: thread.id });
 
-    const approved = await http(stack.url, 'POST', `/api/action-review/proposals/${proposalId}/approve`, { body: { reason: 'looks right' } });
+    const approved = await http(stack.url, 'POST', `/api/action-review/proposals/${proposalId}/approve`, {
+      body: { reason: 'looks right' },
+    });
     expect(approved.status).toBe(200);
     let handedBack = 0;
     for (let i = 0; i < 40 && handedBack === 0; i++) {
-      handedBack = (await query(stack.db.url, `select 1 from conversation_messages where thread_id = $1 and role not in ('user', 'assistant', 'tool')`, [thread.id])).length;
+      handedBack = (
+        await query(
+          stack.db.url,
+          `select 1 from conversation_messages where thread_id = $1 and role not in ('user', 'assistant', 'tool')`,
+          [thread.id],
+        )
+      ).length;
       if (!handedBack) await new Promise((r) => setTimeout(r, 250));
     }
     expect(handedBack).toBe(1);
@@ -114,18 +151,35 @@ describe('agent thread turns', () => {
     expect(next.reply).toBe('seen 1 notes');
     const note = llm.requests.at(-1)!.messages.find((m) => m.content?.includes('[platform note]'))!;
     expect(note.content).toContain('looks right');
-    await recordHistory('thread-tool-call-then-handback', stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`));
+    await recordHistory(
+      'thread-tool-call-then-handback',
+      stack.api.deps.temporal.workflow.getHandle(`thread/${thread.id}`),
+    );
   });
 
   it('refuses a tool outside the agent’s groups and shows the model why', async () => {
     llm.respond = (req) => {
       const last = req.messages.at(-1)!;
-      if (last.role === 'user') return { toolCalls: [{ name: 'crm_connector', arguments: { action: 'query', connection_name: 'x', soql: 'SELECT Id FROM Contact' } }] };
+      if (last.role === 'user')
+        return {
+          toolCalls: [
+            {
+              name: 'crm_connector',
+              arguments: { action: 'query', connection_name: 'x', soql: 'SELECT Id FROM Contact' },
+            },
+          ],
+        };
       return { content: `tool said: ${last.content}` };
     };
-    const { turn } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'read the CRM', origin: 'mcp_origin' });
+    const { turn } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'read the CRM',
+      origin: 'mcp_origin',
+    });
     const result = JSON.parse(turn.reply.replace(/^tool said: /, ''));
-    expect(result).toMatchObject({ error_type: 'forbidden', payload: { reason: 'tool_not_in_agent_groups', tool: 'crm_connector' } });
+    expect(result).toMatchObject({
+      error_type: 'forbidden',
+      payload: { reason: 'tool_not_in_agent_groups', tool: 'crm_connector' },
+    });
   });
 
   it('runs concurrent messages of one thread one turn at a time', async () => {
@@ -133,7 +187,11 @@ describe('agent thread turns', () => {
     const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'start', origin: 'mcp_origin' });
     const turns = await Promise.all(['one', 'two', 'three'].map((m) => postMessage(stack.api.deps, owner, thread, m)));
     expect(turns.map((t) => t.reply).sort()).toEqual(['re: one', 're: three', 're: two']);
-    const rows = await query<{ role: string; content: string }>(stack.db.url, 'select role, content from conversation_messages where thread_id = $1 order by created_at', [thread.id]);
+    const rows = await query<{ role: string; content: string }>(
+      stack.db.url,
+      'select role, content from conversation_messages where thread_id = $1 order by created_at',
+      [thread.id],
+    );
     // Every user message is followed by its own answer: turns never interleave.
     for (let i = 0; i < rows.length; i += 2) {
       expect(rows[i]!.role).toBe('user');
@@ -144,9 +202,14 @@ describe('agent thread turns', () => {
 
   it('answers llm_error with a classified failure, no provider text, and the thread to retry in', async () => {
     llm.respond = () => ({ status: 401, body: '{"error":{"message":"Incorrect API key provided: sk-test"}}' });
-    const err = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'x', origin: 'mcp_origin' }).catch((e: unknown) => e);
+    const err = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'x', origin: 'mcp_origin' }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(LlmFailureError);
-    const payload = (err as LlmFailureError).payload as { llm_failure: Record<string, string>; platform_thread_id: string };
+    const payload = (err as LlmFailureError).payload as {
+      llm_failure: Record<string, string>;
+      platform_thread_id: string;
+    };
     expect((err as LlmFailureError).errorType).toBe('llm_error');
     expect(payload.llm_failure.kind).toBe('authentication');
     expect(payload.llm_failure.error_id).toMatch(/^llm_[0-9a-f]{16}$/);
@@ -161,10 +224,18 @@ describe('agent thread turns', () => {
   it('records what each call costs and stops at the demo budget cap with a classified llm_error', async () => {
     llm.respond = () => ({ content: 'priced' });
     const before = llm.requests.length;
-    const { thread } = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'price me', origin: 'mcp_origin' });
+    const { thread } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'price me',
+      origin: 'mcp_origin',
+    });
     // 11 prompt tokens at $3/M + 7 completion tokens at $15/M.
-    expect(await query(stack.db.url, 'select cost_usd from llm_usage where thread_id = $1', [thread.id])).toEqual([{ cost_usd: '0.000138' }]);
-    await query(stack.db.url, `insert into deployment_settings (key, value, updated_at, updated_by) values ('demo_budget.cap_usd', '0.0001', now(), 'test')`);
+    expect(await query(stack.db.url, 'select cost_usd from llm_usage where thread_id = $1', [thread.id])).toEqual([
+      { cost_usd: '0.000138' },
+    ]);
+    await query(
+      stack.db.url,
+      `insert into deployment_settings (key, value, updated_at, updated_by) values ('demo_budget.cap_usd', '0.0001', now(), 'test')`,
+    );
     try {
       const err = await postMessage(stack.api.deps, owner, thread, 'one more').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(LlmFailureError);
@@ -191,7 +262,11 @@ describe('agent thread turns', () => {
 
     const { thread, turn } = await pending;
     expect(turn.reply).toBe('answered after restart');
-    const rows = await query(stack.db.url, `select role, content from conversation_messages where thread_id = $1 order by created_at`, [thread.id]);
+    const rows = await query(
+      stack.db.url,
+      `select role, content from conversation_messages where thread_id = $1 order by created_at`,
+      [thread.id],
+    );
     expect(rows).toEqual([
       { role: 'user', content: 'survive this' },
       { role: 'assistant', content: 'answered after restart' },

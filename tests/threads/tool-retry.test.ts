@@ -16,7 +16,17 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const eve: Principal = { kind: 'agent', id: 'eve', tenant: 'default', displayName: 'agent eve', roles: [], permissions: new Set(), credential: 'sandbox_token', botId: 'eve', threadId: 't-retry' };
+const eve: Principal = {
+  kind: 'agent',
+  id: 'eve',
+  tenant: 'default',
+  displayName: 'agent eve',
+  roles: [],
+  permissions: new Set(),
+  credential: 'sandbox_token',
+  botId: 'eve',
+  threadId: 't-retry',
+};
 
 describe('retried agent tool calls', () => {
   it('store an agent file once per call', async () => {
@@ -28,7 +38,9 @@ describe('retried agent tool calls', () => {
     expect(again.result).toEqual(first.result);
     const other = await toolbox.invoke('agent_files', args, eve, 'turn-1:tool:call_2');
     expect((other.result as { file_id: string }).file_id).not.toBe((first.result as { file_id: string }).file_id);
-    expect(await query(stack.db.url, `select count(*)::int as n from downloads where file_name = 'out.txt'`)).toEqual([{ n: 2 }]);
+    expect(await query(stack.db.url, `select count(*)::int as n from downloads where file_name = 'out.txt'`)).toEqual([
+      { n: 2 },
+    ]);
   });
 
   it('create one Action Review proposal per call', async () => {
@@ -44,6 +56,11 @@ describe('retried agent tool calls', () => {
     expect(first.ok).toBe(true);
     const id = (first.result as { proposal: { proposal_id: string } }).proposal.proposal_id;
     expect((again.result as { proposal: { proposal_id: string } }).proposal.proposal_id).toBe(id);
-    expect(await query(stack.db.url, `select count(*)::int as n from action_review_proposals where payload->>'learning_id' = 'l-retry'`)).toEqual([{ n: 1 }]);
+    expect(
+      await query(
+        stack.db.url,
+        `select count(*)::int as n from action_review_proposals where payload->>'learning_id' = 'l-retry'`,
+      ),
+    ).toEqual([{ n: 1 }]);
   });
 });

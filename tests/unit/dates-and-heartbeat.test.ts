@@ -20,10 +20,12 @@ describe('withHeartbeat', () => {
     const env = new MockActivityEnvironment();
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
-    const result = await env.run(() => withHeartbeat(20, async () => {
-      await sleep(130);
-      return 'done';
-    }));
+    const result = await env.run(() =>
+      withHeartbeat(20, async () => {
+        await sleep(130);
+        return 'done';
+      }),
+    );
     expect(result).toBe('done');
     expect(beats).toBeGreaterThanOrEqual(3);
     const after = beats;
@@ -36,10 +38,12 @@ describe('withHeartbeat', () => {
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
     const failure = await env
-      .run(() => withHeartbeat(20, async () => {
-        await sleep(70);
-        throw new Error('model unavailable');
-      }))
+      .run(() =>
+        withHeartbeat(20, async () => {
+          await sleep(70);
+          throw new Error('model unavailable');
+        }),
+      )
       .catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toBe('model unavailable');

@@ -35,7 +35,8 @@ describe('explicit registries', () => {
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
       const mod = (await import(path.join(dir, file))) as Record<string, unknown>;
       for (const value of Object.values(mod)) {
-        if (value && typeof value === 'object' && 'handler' in value && 'versions' in value && 'params' in value) declared.push(value);
+        if (value && typeof value === 'object' && 'handler' in value && 'versions' in value && 'params' in value)
+          declared.push(value);
       }
     }
     expect(declared.length).toBeGreaterThanOrEqual(19);

@@ -19,11 +19,21 @@ const failureOf = async (p: Promise<unknown>) => {
 
 describe('chatCompletion', () => {
   it('sends the OpenAI chat format with tools and reads content, tool calls and usage', async () => {
-    llm.respond = () => ({ toolCalls: [{ name: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', proposal_id: 'p1' } }] });
-    const tools = [{ type: 'function' as const, function: { name: 'action_review', description: 'x', parameters: { type: 'object' } } }];
+    llm.respond = () => ({
+      toolCalls: [{ name: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', proposal_id: 'p1' } }],
+    });
+    const tools = [
+      {
+        type: 'function' as const,
+        function: { name: 'action_review', description: 'x', parameters: { type: 'object' } },
+      },
+    ];
     const res = await chatCompletion(settings(), [{ role: 'user', content: 'hi' }], tools);
     expect(res.toolCalls).toHaveLength(1);
-    expect(JSON.parse(res.toolCalls[0]!.function.arguments)).toEqual({ action: 'GET_REQUEST_STATUS', proposal_id: 'p1' });
+    expect(JSON.parse(res.toolCalls[0]!.function.arguments)).toEqual({
+      action: 'GET_REQUEST_STATUS',
+      proposal_id: 'p1',
+    });
     expect(res.usage).toEqual({ promptTokens: 11, completionTokens: 7 });
     const sent = llm.requests.at(-1)!;
     expect(sent).toMatchObject({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
@@ -45,7 +55,9 @@ describe('chatCompletion', () => {
   });
 
   it('says when no provider is configured, and when the answer is not a chat completion', async () => {
-    expect((await failureOf(chatCompletion({ ...settings(), baseUrl: undefined }, [], []))).failure.kind).toBe('not_configured');
+    expect((await failureOf(chatCompletion({ ...settings(), baseUrl: undefined }, [], []))).failure.kind).toBe(
+      'not_configured',
+    );
     llm.respond = () => ({ status: 200, body: '<html>proxy login</html>' });
     expect((await failureOf(chatCompletion(settings(), [], []))).failure.kind).toBe('bad_response');
   });

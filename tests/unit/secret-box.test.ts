@@ -13,7 +13,9 @@ const freshDir = () => mkdtempSync(path.join(tmpdir(), 'secret-box-'));
 describe('PLATFORM_SECRETS_KEY', () => {
   it('is refused below 32 bytes, at start and at use, naming the variable', () => {
     expect(() => loadConfig({ PLATFORM_SECRETS_KEY: 'test-secrets-key' })).toThrow(ConfigError);
-    expect(() => loadConfig({ PLATFORM_SECRETS_KEY: 'x'.repeat(31) })).toThrow(/PLATFORM_SECRETS_KEY must be at least 32 bytes \(got 31\)/);
+    expect(() => loadConfig({ PLATFORM_SECRETS_KEY: 'x'.repeat(31) })).toThrow(
+      /PLATFORM_SECRETS_KEY must be at least 32 bytes \(got 31\)/,
+    );
     const config = loadConfig({ PLATFORM_DATA_DIR: freshDir() });
     expect(() => secretBox({ ...config, secrets: { ...config.secrets, key: 'short' } })).toThrow(ConfigError);
     expect(() => secretBox(loadConfig({ PLATFORM_SECRETS_KEY: 'k'.repeat(32) })).seal('x')).not.toThrow();
@@ -53,7 +55,10 @@ describe('the generated key file', () => {
     `;
     const run = () =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+          cwd: root,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let out = '';
         let err = '';
         child.stdout.on('data', (c: Buffer) => (out += c.toString()));

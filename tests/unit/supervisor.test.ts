@@ -72,7 +72,9 @@ function setup(policy = {}) {
 
 describe('restartDelay', () => {
   it('doubles from 0.5 s and stops at 30 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => restartDelay(n))).toEqual([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => restartDelay(n))).toEqual([
+      500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000,
+    ]);
   });
 });
 

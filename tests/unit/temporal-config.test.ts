@@ -10,10 +10,14 @@ describe('temporal-config', () => {
   it('registers exactly the search attributes the workflows use, with the same types', async () => {
     const file = JSON.parse(await readFile(new URL('temporal-config/search-attributes.json', root), 'utf8'));
     const declared = Object.fromEntries(Object.values(SearchAttributes).map((k) => [k.name, k.type]));
-    const registered = Object.fromEntries(Object.entries(file.searchAttributes as Record<string, string>).map(([n, t]) => [n, t.toUpperCase()]));
+    const registered = Object.fromEntries(
+      Object.entries(file.searchAttributes as Record<string, string>).map(([n, t]) => [n, t.toUpperCase()]),
+    );
     expect(registered).toEqual(declared);
     const flags = await searchAttributeFlags();
-    expect(flags.filter((f) => f !== '--search-attribute')).toEqual(Object.entries(file.searchAttributes).map(([n, t]) => `${n}=${t}`));
+    expect(flags.filter((f) => f !== '--search-attribute')).toEqual(
+      Object.entries(file.searchAttributes).map(([n, t]) => `${n}=${t}`),
+    );
   });
 
   it('turns the dynamic config file into dev-server flags with JSON values', async () => {

@@ -43,7 +43,8 @@ describe('starting workflows by type', () => {
   });
 
   it('no caller outside tests names a workflow type by an unchecked string', () => {
-    const starts = /(workflow\.(start|execute|signalWithStart)|WithStartWorkflowOperation)\(\s*['"`]|workflowType:\s*['"`]/;
+    const starts =
+      /(workflow\.(start|execute|signalWithStart)|WithStartWorkflowOperation)\(\s*['"`]|workflowType:\s*['"`]/;
     const offenders = ['api', 'activities', 'shared', 'worker', 'scripts', 'bench']
       .flatMap((dir) => sources(path.join(root, dir)))
       .filter((file) => starts.test(readFileSync(file, 'utf8')))
@@ -54,7 +55,10 @@ describe('starting workflows by type', () => {
   it('the API and the worker process load no workflow code at run time beyond message definitions', () => {
     for (const entry of ['api/server.ts', 'worker/index.ts']) {
       const workflowModules = runtimeGraph(path.join(root, entry)).filter((f) => f.startsWith('workflows/'));
-      expect(workflowModules.filter((f) => !f.endsWith('-definitions.ts')), entry).toEqual([]);
+      expect(
+        workflowModules.filter((f) => !f.endsWith('-definitions.ts')),
+        entry,
+      ).toEqual([]);
     }
   });
 });

@@ -49,7 +49,11 @@ function gate() {
 
 /** Stub activities: what the projection received, and how often the effect ran. */
 function stubs(effect: (input: RunEffectInput) => Promise<EffectOutcome>) {
-  const calls = { created: [] as RecordCreatedInput[], transitions: [] as RecordTransitionInput[], effects: [] as RunEffectInput[] };
+  const calls = {
+    created: [] as RecordCreatedInput[],
+    transitions: [] as RecordTransitionInput[],
+    effects: [] as RunEffectInput[],
+  };
   const holds = new Map<string, Promise<void>>();
   return {
     calls,
@@ -75,7 +79,10 @@ function stubs(effect: (input: RunEffectInput) => Promise<EffectOutcome>) {
 
 type ProposalHandle = WorkflowHandle<typeof actionReviewProposalWorkflow>;
 
-async function withProposal(activities: Record<string, (...args: never[]) => Promise<unknown>>, body: (handle: ProposalHandle) => Promise<void>) {
+async function withProposal(
+  activities: Record<string, (...args: never[]) => Promise<unknown>>,
+  body: (handle: ProposalHandle) => Promise<void>,
+) {
   const taskQueue = uniqueTaskQueue();
   const worker = await Worker.create({
     connection: env.nativeConnection,
@@ -101,11 +108,14 @@ async function withProposal(activities: Record<string, (...args: never[]) => Pro
     createdAt: new Date().toISOString(),
   };
   await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start<typeof actionReviewProposalWorkflow>('actionReviewProposalWorkflow', {
-      taskQueue,
-      workflowId: proposalWorkflowId(proposalId),
-      args: [{ record, runtime: { effectTimeoutSeconds: 30, effectHeartbeatSeconds: 10, handbackMaxAttempts: 3 } }],
-    });
+    const handle = await env.client.workflow.start<typeof actionReviewProposalWorkflow>(
+      'actionReviewProposalWorkflow',
+      {
+        taskQueue,
+        workflowId: proposalWorkflowId(proposalId),
+        args: [{ record, runtime: { effectTimeoutSeconds: 30, effectHeartbeatSeconds: 10, handbackMaxAttempts: 3 } }],
+      },
+    );
     await body(handle);
   });
 }
@@ -130,12 +140,19 @@ describe('actionReviewProposalWorkflow with stub activities', () => {
     });
     await withProposal(s.activities, async (handle) => {
       await handle.executeUpdate(approveUpdate, { args: [decision] });
-      const first = await handle.startUpdate(executeUpdate, { args: [fromInbox], waitForStage: WorkflowUpdateStage.ACCEPTED });
-      const second = await handle.startUpdate(executeUpdate, { args: [{ ...fromInbox, caller: rita }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const first = await handle.startUpdate(executeUpdate, {
+        args: [fromInbox],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      const second = await handle.startUpdate(executeUpdate, {
+        args: [{ ...fromInbox, caller: rita }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       release.open();
       const answers = await Promise.all([first.result(), second.result()]);
       expect(answers.map((a) => a.replayed).sort()).toEqual([false, true]);
-      for (const a of answers) expect(a).toMatchObject({ claimed: true, finalStatus: 'executed', result: { ticket_id: 'ISSUE-1' } });
+      for (const a of answers)
+        expect(a).toMatchObject({ claimed: true, finalStatus: 'executed', result: { ticket_id: 'ISSUE-1' } });
       expect(s.calls.effects).toHaveLength(1);
       expect(s.calls.transitions.map((t) => t.event.type)).toEqual(['approved', 'execution_claimed', 'executed']);
       const done = await handle.result();
@@ -148,55 +165,104 @@ describe('actionReviewProposalWorkflow with stub activities', () => {
     const s = stubs(async () => executed);
     s.hold('approved', approvalProjected.opened);
     await withProposal(s.activities, async (handle) => {
-      const both = await handle.startUpdate(approveAndExecuteUpdate, { args: [{ ...decision, origin: fromInbox.origin }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const both = await handle.startUpdate(approveAndExecuteUpdate, {
+        args: [{ ...decision, origin: fromInbox.origin }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       // The approval is applied in the workflow (its projection is held), so this execute is valid and claims.
-      const plain = await handle.startUpdate(executeUpdate, { args: [fromInbox], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const plain = await handle.startUpdate(executeUpdate, {
+        args: [fromInbox],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       approvalProjected.open();
       const [decided, execution] = await Promise.all([both.result(), plain.result()]);
       expect(execution).toMatchObject({ claimed: true, finalStatus: 'executed', replayed: false, refusalReason: null });
-      expect(decided.execution).toMatchObject({ claimed: true, finalStatus: 'executed', replayed: true, refusalReason: 'claim_lost' });
+      expect(decided.execution).toMatchObject({
+        claimed: true,
+        finalStatus: 'executed',
+        replayed: true,
+        refusalReason: 'claim_lost',
+      });
       expect(s.calls.effects).toHaveLength(1);
     });
   });
 
   it('replayed execute: an execute arriving after the effect ran answers the recorded outcome; the effect runs once', async () => {
     const finalProjected = gate();
-    const s = stubs(async () => ({ outcome: 'not_applied', reason: 'tracker_refused', detail: 'The tracker answered 422; nothing was written.' }));
+    const s = stubs(async () => ({
+      outcome: 'not_applied',
+      reason: 'tracker_refused',
+      detail: 'The tracker answered 422; nothing was written.',
+    }));
     s.hold('not_applied', finalProjected.opened);
     await withProposal(s.activities, async (handle) => {
       await handle.executeUpdate(approveUpdate, { args: [decision] });
-      const first = await handle.startUpdate(executeUpdate, { args: [fromInbox], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const first = await handle.startUpdate(executeUpdate, {
+        args: [fromInbox],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       // The effect has answered; its outcome is being recorded when the second execute arrives.
-      await expect.poll(() => s.calls.transitions.map((t) => t.event.type)).toEqual(['approved', 'execution_claimed', 'not_applied']);
+      await expect
+        .poll(() => s.calls.transitions.map((t) => t.event.type))
+        .toEqual(['approved', 'execution_claimed', 'not_applied']);
       expect(s.calls.effects).toHaveLength(1);
-      const second = await handle.startUpdate(executeUpdate, { args: [{ ...fromInbox, caller: rita }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const second = await handle.startUpdate(executeUpdate, {
+        args: [{ ...fromInbox, caller: rita }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
       finalProjected.open();
       const original = await first.result();
-      expect(original).toMatchObject({ claimed: true, finalStatus: 'not_applied', replayed: false, refusalReason: 'tracker_refused' });
+      expect(original).toMatchObject({
+        claimed: true,
+        finalStatus: 'not_applied',
+        replayed: false,
+        refusalReason: 'tracker_refused',
+      });
       expect(await second.result()).toEqual({ ...original, replayed: true });
       expect(s.calls.effects).toHaveLength(1);
       expect(s.calls.effects[0]).toMatchObject({ actionType: 'ticket.write.v1', executedBy: { id: 'ravi' } });
-      expect((await handle.result()).progress).toMatchObject({ status: 'not_applied', executionRefusalReason: 'tracker_refused' });
+      expect((await handle.result()).progress).toMatchObject({
+        status: 'not_applied',
+        executionRefusalReason: 'tracker_refused',
+      });
     });
   });
 
   it('failed effect: the attempt is not retried and the proposal requires reconciliation, then a person resolves it', async () => {
     const s = stubs(async () => {
-      throw ApplicationFailure.create({ type: 'TrackerDown', message: 'connect ECONNREFUSED 10.0.0.1:443', nonRetryable: false });
+      throw ApplicationFailure.create({
+        type: 'TrackerDown',
+        message: 'connect ECONNREFUSED 10.0.0.1:443',
+        nonRetryable: false,
+      });
     });
     await withProposal(s.activities, async (handle) => {
       await handle.executeUpdate(approveUpdate, { args: [decision] });
       const outcome = await handle.executeUpdate(executeUpdate, { args: [fromInbox] });
-      expect(outcome).toMatchObject({ claimed: true, finalStatus: 'reconciliation_required', replayed: false, result: null });
-      expect(outcome.errorDetail).toMatch(/^The effect attempt failed; it may have been applied\. \(error_id [0-9a-f-]{36}\)$/);
+      expect(outcome).toMatchObject({
+        claimed: true,
+        finalStatus: 'reconciliation_required',
+        replayed: false,
+        result: null,
+      });
+      expect(outcome.errorDetail).toMatch(
+        /^The effect attempt failed; it may have been applied\. \(error_id [0-9a-f-]{36}\)$/,
+      );
       expect(outcome.errorDetail).not.toContain('ECONNREFUSED');
       expect(s.calls.effects).toHaveLength(1);
       const repeat = await handle.executeUpdate(executeUpdate, { args: [fromInbox] });
       expect(repeat).toEqual({ ...outcome, replayed: true });
       expect(s.calls.effects).toHaveLength(1);
-      const resolved = await handle.executeUpdate(reconcileUpdate, { args: [{ caller: rita, finalStatus: 'not_applied', note: 'checked the tracker' }] });
+      const resolved = await handle.executeUpdate(reconcileUpdate, {
+        args: [{ caller: rita, finalStatus: 'not_applied', note: 'checked the tracker' }],
+      });
       expect(resolved).toMatchObject({ status: 'resolved', finalStatus: 'not_applied' });
-      expect(s.calls.transitions.map((t) => t.event.type)).toEqual(['approved', 'execution_claimed', 'reconciliation_required', 'reconciled']);
+      expect(s.calls.transitions.map((t) => t.event.type)).toEqual([
+        'approved',
+        'execution_claimed',
+        'reconciliation_required',
+        'reconciled',
+      ]);
       expect((await handle.result()).progress.status).toBe('resolved');
     });
   });
@@ -205,14 +271,19 @@ describe('actionReviewProposalWorkflow with stub activities', () => {
     const s = stubs(async () => executed);
     await withProposal(s.activities, async (handle) => {
       const updateId = `refused-${randomUUID()}`;
-      const refused = await handle.executeUpdate(executeUpdate, { args: [fromInbox], updateId }).catch((err: unknown) => err);
+      const refused = await handle
+        .executeUpdate(executeUpdate, { args: [fromInbox], updateId })
+        .catch((err: unknown) => err);
       expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
       const cause = (refused as WorkflowUpdateFailedError).cause;
       expect(cause).toBeInstanceOf(ApplicationFailure);
       expect(cause).toMatchObject({ type: REFUSAL_FAILURE_TYPE, details: ['not_approved'] });
       // An agent may not decide: refused by the validator too.
       const byAgent = await handle
-        .executeUpdate(approveUpdate, { args: [{ ...decision, caller: { ...ravi, kind: 'agent' } }], updateId: `${updateId}-agent` })
+        .executeUpdate(approveUpdate, {
+          args: [{ ...decision, caller: { ...ravi, kind: 'agent' } }],
+          updateId: `${updateId}-agent`,
+        })
         .catch((err: unknown) => err);
       expect((byAgent as WorkflowUpdateFailedError).cause).toMatchObject({ details: ['person_only'] });
 

@@ -41,9 +41,20 @@ describe('echoWorkflow', () => {
         args: [{ jobId: 'virtual-time', tenant: 't1', message: 'hi', requestedBy: 'alice' }],
       }),
     );
-    expect(result).toEqual({ jobId: 'virtual-time', message: 'hi', workflowId: 'echo/virtual-time', recordedAt: '2026-11-22T00:00:00.000Z' });
+    expect(result).toEqual({
+      jobId: 'virtual-time',
+      message: 'hi',
+      workflowId: 'echo/virtual-time',
+      recordedAt: '2026-11-22T00:00:00.000Z',
+    });
     expect(calls).toHaveLength(4);
-    expect(calls[0]).toEqual({ jobId: 'virtual-time', tenant: 't1', message: 'hi', requestedBy: 'alice', workflowId: 'echo/virtual-time' });
+    expect(calls[0]).toEqual({
+      jobId: 'virtual-time',
+      tenant: 't1',
+      message: 'hi',
+      requestedBy: 'alice',
+      workflowId: 'echo/virtual-time',
+    });
     // Back-off 0.5 s + 1 s + 2 s passed in virtual time.
     expect((await env.currentTimeMs()) - startedAt).toBeGreaterThanOrEqual(3_500);
   });

@@ -1,7 +1,14 @@
 import { listAgentsAction } from './agents.js';
 import { loginAction, loginStatusAction, logoutAction } from './legacy.js';
 import { McpActionCatalog, type AnyMcpAction } from './registry.js';
-import { roomCreateAction, roomJoinAction, roomListAction, roomReadAction, roomSendAction, roomWhoAction } from './rooms.js';
+import {
+  roomCreateAction,
+  roomJoinAction,
+  roomListAction,
+  roomReadAction,
+  roomSendAction,
+  roomWhoAction,
+} from './rooms.js';
 import { readSkillAction } from './skills.js';
 import { helpAction, statusAction } from './status.js';
 import {

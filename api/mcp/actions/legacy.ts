@@ -51,6 +51,8 @@ export const logoutAction = defineMcpAction({
     session: 'none',
     message:
       'The gateway keeps no session to end. Revoke a personal access token with DELETE /api/auth/pats/{id}; identity-provider tokens end at the identity provider (sign out there) or when they expire. Then remove the credential from your MCP client.',
-    ...(principal.patId ? { revoke_current_token: `DELETE ${gateway.publicOrigin}/api/auth/pats/${principal.patId}` } : {}),
+    ...(principal.patId
+      ? { revoke_current_token: `DELETE ${gateway.publicOrigin}/api/auth/pats/${principal.patId}` }
+      : {}),
   }),
 });

@@ -77,7 +77,8 @@ export class RawToolResult {
  * through the explicit list in `actions/index.ts`.
  */
 export function defineMcpAction<S extends AnyObject>(def: McpActionDefinition<S>): McpActionDefinition<S> {
-  if ('action' in def.params.shape) throw new Error(`MCP action ${def.name}: "action" is the dispatch field, not a parameter`);
+  if ('action' in def.params.shape)
+    throw new Error(`MCP action ${def.name}: "action" is the dispatch field, not a parameter`);
   return def;
 }
 
@@ -92,7 +93,8 @@ export class McpActionCatalog {
     for (const def of actions) {
       const existing = this.byName.get(def.name) ?? [];
       for (const version of def.versions) {
-        if (existing.some((d) => d.versions.includes(version))) throw new Error(`MCP action ${def.name} is listed twice for ${version}`);
+        if (existing.some((d) => d.versions.includes(version)))
+          throw new Error(`MCP action ${def.name} is listed twice for ${version}`);
       }
       this.byName.set(def.name, [...existing, def]);
     }

@@ -10,9 +10,12 @@ const RoomId = z.string().regex(/^room_[0-9a-f]{16}$/, 'a room_id from room_list
 function member(ctx: McpActionContext<unknown>) {
   const p: Principal = ctx.principal;
   if (p.credential === 'auth_disabled') {
-    throw new ForbiddenError('Rooms need sign-in: this deployment runs with authentication off (AUTH_PROVIDER=none), so callers cannot be told apart.', {
-      reason: 'rooms_need_sign_in',
-    });
+    throw new ForbiddenError(
+      'Rooms need sign-in: this deployment runs with authentication off (AUTH_PROVIDER=none), so callers cannot be told apart.',
+      {
+        reason: 'rooms_need_sign_in',
+      },
+    );
   }
   return { id: p.id, label: p.displayName, tenant: p.tenant };
 }
@@ -30,7 +33,9 @@ export const roomCreateAction = defineMcpAction({
   versions: ['v1', 'v2'],
   description: 'Create a room (you join it).',
   params: z.object({ room_name: z.string().trim().min(1).max(100), topic: z.string().trim().max(1_000).optional() }),
-  handler: async (ctx) => ({ room: await createRoom(ctx.em, member(ctx), ctx.params.room_name, ctx.params.topic ?? null) }),
+  handler: async (ctx) => ({
+    room: await createRoom(ctx.em, member(ctx), ctx.params.room_name, ctx.params.topic ?? null),
+  }),
 });
 
 export const roomJoinAction = defineMcpAction({
@@ -56,9 +61,19 @@ export const roomReadAction = defineMcpAction({
   name: 'room_read',
   versions: ['v1', 'v2'],
   description: 'Messages of a room you joined after a cursor (pass the last seq you saw; 0 for the start).',
-  params: z.object({ room_id: RoomId, after_seq: z.number().int().min(0).optional(), limit: z.number().int().min(1).max(200).optional() }),
+  params: z.object({
+    room_id: RoomId,
+    after_seq: z.number().int().min(0).optional(),
+    limit: z.number().int().min(1).max(200).optional(),
+  }),
   handler: async (ctx) => {
-    const messages = await readRoom(ctx.em, member(ctx), ctx.params.room_id, ctx.params.after_seq ?? 0, ctx.params.limit ?? 50);
+    const messages = await readRoom(
+      ctx.em,
+      member(ctx),
+      ctx.params.room_id,
+      ctx.params.after_seq ?? 0,
+      ctx.params.limit ?? 50,
+    );
     return { room_id: ctx.params.room_id, messages, next_after_seq: messages.at(-1)?.seq ?? ctx.params.after_seq ?? 0 };
   },
 });
@@ -68,5 +83,8 @@ export const roomWhoAction = defineMcpAction({
   versions: ['v1', 'v2'],
   description: 'Who is in a room.',
   params: z.object({ room_id: RoomId }),
-  handler: async (ctx) => ({ room_id: ctx.params.room_id, members: await roomMembers(ctx.em, member(ctx), ctx.params.room_id) }),
+  handler: async (ctx) => ({
+    room_id: ctx.params.room_id,
+    members: await roomMembers(ctx.em, member(ctx), ctx.params.room_id),
+  }),
 });

@@ -30,8 +30,10 @@ export const statusAction = defineMcpAction({
 export const helpAction = defineMcpAction({
   name: 'help',
   versions: ['v1', 'v2'],
-  description: 'Lists this gateway version\'s actions with their parameters (or one action with `about`).',
-  params: z.object({ about: z.string().trim().min(1).optional().describe('An action name: describe only that action') }),
+  description: "Lists this gateway version's actions with their parameters (or one action with `about`).",
+  params: z.object({
+    about: z.string().trim().min(1).optional().describe('An action name: describe only that action'),
+  }),
   handler: async ({ params, version, gateway, catalog }) => {
     const names = catalog.names(version);
     if (params.about !== undefined && !names.includes(params.about)) {
@@ -51,7 +53,9 @@ export const helpAction = defineMcpAction({
       endpoint: gateway.endpoint,
       usage: 'Call the "platform" tool with {"action": "<name>", ...parameters}.',
       actions,
-      ...(version === 'v2' ? { legacy: `${V1_ONLY_ACTIONS.join(', ')} are only on the legacy gateway ${gateway.publicOrigin}/mcp/v1/.` } : {}),
+      ...(version === 'v2'
+        ? { legacy: `${V1_ONLY_ACTIONS.join(', ')} are only on the legacy gateway ${gateway.publicOrigin}/mcp/v1/.` }
+        : {}),
     };
   },
 });

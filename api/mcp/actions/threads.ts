@@ -15,7 +15,12 @@ async function fileLinks(ctx: McpActionContext<unknown>, threadId: string, turnI
   return Promise.all(
     files.map(async (f) => ({
       name: f.name,
-      download_url: await signDownload(ctx.deps.config, { fileId: f.fileId, tenant: ctx.principal.tenant, ttlSeconds: FILE_LINK_TTL_SECONDS, publicOrigin: ctx.gateway.publicOrigin }),
+      download_url: await signDownload(ctx.deps.config, {
+        fileId: f.fileId,
+        tenant: ctx.principal.tenant,
+        ttlSeconds: FILE_LINK_TTL_SECONDS,
+        publicOrigin: ctx.gateway.publicOrigin,
+      }),
       expires_in_seconds: FILE_LINK_TTL_SECONDS,
       single_use: true,
     })),
@@ -30,7 +35,8 @@ const Text = (max: number) => z.string().trim().min(1).max(max);
 export const threadCreateAction = defineMcpAction({
   name: 'thread_create',
   versions: ['v1', 'v2'],
-  description: 'Open a thread with an agent (yours by default) and get its answer to initial_prompt. Keep platform_thread_id to continue.',
+  description:
+    'Open a thread with an agent (yours by default) and get its answer to initial_prompt. Keep platform_thread_id to continue.',
   params: z.object({
     initial_prompt: Text(20_000),
     caller_persona: Text(2_000).optional(),
@@ -60,8 +66,13 @@ export const threadCreateAction = defineMcpAction({
 export const startThreadAction = defineMcpAction({
   name: 'start_thread',
   versions: ['v1', 'v2'],
-  description: 'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
-  params: z.object({ caller_persona: Text(2_000).optional(), caller_goal: Text(2_000).optional(), agent_id: z.string().min(1).max(200).optional() }),
+  description:
+    'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
+  params: z.object({
+    caller_persona: Text(2_000).optional(),
+    caller_goal: Text(2_000).optional(),
+    agent_id: z.string().min(1).max(200).optional(),
+  }),
   handler: async ({ deps, em, principal, params }) => {
     const { thread, agent } = await openThread(deps, em, principal, {
       agentId: params.agent_id,
@@ -82,7 +93,12 @@ export const threadContinueAction = defineMcpAction({
     const { deps, em, principal, params } = ctx;
     const thread = await getOwnThread(em, principal, params.platform_thread_id);
     const turn = await postMessage(deps, principal, thread, params.message);
-    return { platform_thread_id: thread.id, reply: turn.reply, tool_calls: turn.toolCalls, files: await fileLinks(ctx, thread.id, turn.turnId) };
+    return {
+      platform_thread_id: thread.id,
+      reply: turn.reply,
+      tool_calls: turn.toolCalls,
+      files: await fileLinks(ctx, thread.id, turn.turnId),
+    };
   },
 });
 
@@ -100,7 +116,12 @@ export const threadGetAction = defineMcpAction({
       caller_persona: thread.callerPersona,
       caller_goal: thread.callerGoal,
       created_at: toIso(thread.createdAt),
-      messages: messages.map((m) => ({ role: m.role, author: m.authorId, content: m.content, created_at: toIso(m.createdAt) })),
+      messages: messages.map((m) => ({
+        role: m.role,
+        author: m.authorId,
+        content: m.content,
+        created_at: toIso(m.createdAt),
+      })),
     };
   },
 });
@@ -123,7 +144,11 @@ export const askAction = defineMcpAction({
   description: 'Legacy one-shot question to your default agent (opens a thread you may continue).',
   params: z.object({ question: Text(20_000), agent_id: z.string().min(1).max(200).optional() }),
   handler: async ({ deps, em, principal, params }) => {
-    const { thread, agent, turn } = await startThread(deps, em, principal, { agentId: params.agent_id, initialPrompt: params.question, origin: MCP_ORIGIN });
+    const { thread, agent, turn } = await startThread(deps, em, principal, {
+      agentId: params.agent_id,
+      initialPrompt: params.question,
+      origin: MCP_ORIGIN,
+    });
     return { answer: turn.reply, platform_thread_id: thread.id, agent: { agent_id: agent.id, name: agent.name } };
   },
 });

@@ -20,7 +20,8 @@ export const BUILT_IN_CLIENT_CALLBACKS: ReadonlyArray<{ client: string; uri: str
 export const UNSAFE_SCHEMES = ['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'];
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-export type RedirectUriRefusal = 'malformed' | 'unsafe_scheme' | 'fragment' | 'credentials' | 'not_https' | 'not_listed';
+export type RedirectUriRefusal =
+  'malformed' | 'unsafe_scheme' | 'fragment' | 'credentials' | 'not_https' | 'not_listed';
 
 export type RedirectUriDecision =
   | { ok: true; kind: 'loopback' | 'built_in' | 'configured' }
@@ -36,14 +37,23 @@ export function checkClientRedirectUri(uri: string, configured: readonly string[
     return refuse('malformed', 'redirect_uri is not an absolute URI.');
   }
   // Checked first and unconditionally: listing an unsafe URI does not make it safe.
-  if (UNSAFE_SCHEMES.includes(url.protocol)) return refuse('unsafe_scheme', `redirect_uri scheme "${url.protocol}" is never accepted.`);
-  if (uri.includes('#')) return refuse('fragment', 'redirect_uri must not contain a fragment (RFC 6749 section 3.1.2).');
+  if (UNSAFE_SCHEMES.includes(url.protocol))
+    return refuse('unsafe_scheme', `redirect_uri scheme "${url.protocol}" is never accepted.`);
+  if (uri.includes('#'))
+    return refuse('fragment', 'redirect_uri must not contain a fragment (RFC 6749 section 3.1.2).');
   if (url.username || url.password) return refuse('credentials', 'redirect_uri must not embed credentials.');
   if (configured.includes(uri)) return { ok: true, kind: 'configured' };
   if (BUILT_IN_CLIENT_CALLBACKS.some((c) => c.uri === uri)) return { ok: true, kind: 'built_in' };
-  if ((url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname)) return { ok: true, kind: 'loopback' };
+  if ((url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname))
+    return { ok: true, kind: 'loopback' };
   if (url.protocol !== 'https:') {
-    return refuse('not_https', 'redirect_uri must be HTTPS (or a loopback callback) unless an administrator lists it in AUTH_MCP_CLIENT_REDIRECT_URIS.');
+    return refuse(
+      'not_https',
+      'redirect_uri must be HTTPS (or a loopback callback) unless an administrator lists it in AUTH_MCP_CLIENT_REDIRECT_URIS.',
+    );
   }
-  return refuse('not_listed', 'redirect_uri is not a loopback callback, not a built-in client callback, and not listed in AUTH_MCP_CLIENT_REDIRECT_URIS.');
+  return refuse(
+    'not_listed',
+    'redirect_uri is not a loopback callback, not a built-in client callback, and not listed in AUTH_MCP_CLIENT_REDIRECT_URIS.',
+  );
 }

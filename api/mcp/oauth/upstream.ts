@@ -27,7 +27,9 @@ export async function discoverUpstream(issuer: string, now = Date.now()): Promis
   if (hit && now - hit.at < CACHE_MS) return hit.doc;
   let body: unknown;
   try {
-    const res = await fetch(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+    const res = await fetch(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, {
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
     if (!res.ok) throw new Error(`status ${res.status}`);
     body = await res.json();
   } catch {
@@ -40,7 +42,10 @@ export async function discoverUpstream(issuer: string, now = Date.now()): Promis
 }
 
 /** Posts a form to the upstream token endpoint and returns its status and JSON body as they are. */
-export async function postUpstreamToken(tokenEndpoint: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function postUpstreamToken(
+  tokenEndpoint: string,
+  form: Record<string, string>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   try {
     const res = await fetch(tokenEndpoint, {
       method: 'POST',

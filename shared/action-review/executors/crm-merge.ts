@@ -28,7 +28,11 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
   actionType: 'crm.merge.v1',
   async execute(payload, ctx) {
     const approval = await ctx.em.findOne(CrmMergeApprovalEntity, { approvalId: ctx.proposalId, tenant: ctx.tenant });
-    if (!approval) return notApplied('crm_approval_missing', 'This proposal has no CRM merge approval; request one with POST /api/crm/merge/approvals.');
+    if (!approval)
+      return notApplied(
+        'crm_approval_missing',
+        'This proposal has no CRM merge approval; request one with POST /api/crm/merge/approvals.',
+      );
     if (payload.connection_name && payload.connection_name !== approval.connectionName) {
       return notApplied('connection_mismatch', `The approval is bound to connection "${approval.connectionName}".`);
     }
@@ -37,7 +41,11 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
        where approval_id = ? and status = 'open' and expires_at > now() returning approval_id`,
       [approval.approvalId],
     );
-    if (claimed.length === 0) return notApplied('approval_expired', `The approval expired at ${approval.expiresAt.toISOString()}; nothing was written. Request a new approval.`);
+    if (claimed.length === 0)
+      return notApplied(
+        'approval_expired',
+        `The approval expired at ${approval.expiresAt.toISOString()}; nothing was written. Request a new approval.`,
+      );
 
     const selection = checkSelection({
       connection_name: approval.connectionName,
@@ -52,10 +60,16 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       session = new CrmSession(conn, ctx.em, ctx.config);
       preview = await computePreview(session, conn.policy, selection);
     } catch (err) {
-      return notApplied('records_unreadable', `The records could not be re-read before writing (${logged(ctx, 'records unreadable', err)}); nothing was written.`);
+      return notApplied(
+        'records_unreadable',
+        `The records could not be re-read before writing (${logged(ctx, 'records unreadable', err)}); nothing was written.`,
+      );
     }
     if (preview.digest !== approval.digest) {
-      return notApplied('stale_digest', 'The records (or the policy version) changed after the preview; nothing was written. Preview again and request a new approval.');
+      return notApplied(
+        'stale_digest',
+        'The records (or the policy version) changed after the preview; nothing was written. Preview again and request a new approval.',
+      );
     }
     ctx.heartbeat();
 
@@ -65,29 +79,52 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       try {
         await updateRecord(session, selection.kind, selection.survivorId, writes);
       } catch (err) {
-        if (neverSent(err)) return notApplied('crm_unreachable', `The CRM could not be reached (${logged(ctx, 'CRM unreachable', err)}); nothing was written.`);
+        if (neverSent(err))
+          return notApplied(
+            'crm_unreachable',
+            `The CRM could not be reached (${logged(ctx, 'CRM unreachable', err)}); nothing was written.`,
+          );
         if (err instanceof CrmApiError && err.httpStatus >= 400 && err.httpStatus < 500) {
-          return notApplied('survivor_update_refused', `The CRM refused the survivor's update (${logged(ctx, 'survivor update refused', err)}); nothing was written.`);
+          return notApplied(
+            'survivor_update_refused',
+            `The CRM refused the survivor's update (${logged(ctx, 'survivor update refused', err)}); nothing was written.`,
+          );
         }
-        throw new EffectOutcomeUnknownError(`The survivor's update failed after it was sent (${summary(err)}); check the survivor's fields.`, { cause: err });
+        throw new EffectOutcomeUnknownError(
+          `The survivor's update failed after it was sent (${summary(err)}); check the survivor's fields.`,
+          { cause: err },
+        );
       }
     }
     ctx.heartbeat();
 
     let result;
     try {
-      result = await mergeRecords(session, { kind: selection.kind, masterId: selection.survivorId, loserIds: selection.loserIds });
+      result = await mergeRecords(session, {
+        kind: selection.kind,
+        masterId: selection.survivorId,
+        loserIds: selection.loserIds,
+      });
     } catch (err) {
-      if (!wrote && refusedBeforeChange(err)) return notApplied('merge_refused', `The CRM refused the merge (${logged(ctx, 'merge refused', err)}); nothing was written.`);
+      if (!wrote && refusedBeforeChange(err))
+        return notApplied(
+          'merge_refused',
+          `The CRM refused the merge (${logged(ctx, 'merge refused', err)}); nothing was written.`,
+        );
       const after = wrote ? "after the survivor's fields were written" : 'after it was sent';
-      throw new EffectOutcomeUnknownError(`The merge call failed ${after} (${summary(err)}); the merge may have happened: check the records before anything else.`, { cause: err });
+      throw new EffectOutcomeUnknownError(
+        `The merge call failed ${after} (${summary(err)}); the merge may have happened: check the records before anything else.`,
+        { cause: err },
+      );
     }
     if (!result.success) {
       // The status codes are structured; the messages beside them may quote records, so they are logged.
       const codes = [...new Set(result.errors.map((e) => e.statusCode))].join(', ');
       ctx.log.warn('crm merge: the CRM refused the merge', { proposal_id: ctx.proposalId, errors: result.errors });
       if (!wrote) return notApplied('merge_refused', `The CRM refused the merge (${codes}); nothing was written.`);
-      throw new EffectOutcomeUnknownError(`The CRM refused the merge after the survivor's fields were written (${codes}); check the survivor's fields.`);
+      throw new EffectOutcomeUnknownError(
+        `The CRM refused the merge after the survivor's fields were written (${codes}); check the survivor's fields.`,
+      );
     }
     return {
       outcome: 'executed',

@@ -17,9 +17,17 @@ const executors: { [T in ActionType]: Executor<T> } = {
 };
 
 /** Re-checks the payload against its schema, then applies the effect. */
-export async function runExecutor(actionType: ActionType, payload: unknown, ctx: ExecutorContext): Promise<EffectOutcome> {
+export async function runExecutor(
+  actionType: ActionType,
+  payload: unknown,
+  ctx: ExecutorContext,
+): Promise<EffectOutcome> {
   const parsed = PayloadSchemas[actionType].safeParse(payload);
-  if (!parsed.success) return notApplied('invalid_payload', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    return notApplied(
+      'invalid_payload',
+      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+    );
   const executor = executors[actionType] as Executor<ActionType>;
   return executor.execute(parsed.data as never, ctx);
 }

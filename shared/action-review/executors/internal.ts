@@ -21,20 +21,29 @@ export const learningAdoptExecutor: Executor<'learning.adopt.v1'> = {
 
 type ProverType = Extract<ActionType, `prover.${string}`>;
 
-async function recordProverDecision(ctx: ExecutorContext, actionType: ProverType, subjectId: string, decision: Record<string, unknown>) {
+async function recordProverDecision(
+  ctx: ExecutorContext,
+  actionType: ProverType,
+  subjectId: string,
+  decision: Record<string, unknown>,
+) {
   await ctx.em.getConnection().execute(
     `insert into prover_decisions (proposal_id, tenant, action_type, subject_id, decision, decided_by)
      values (?, ?, ?, ?, ?::jsonb, ?) on conflict (proposal_id) do nothing`,
     [ctx.proposalId, ctx.tenant, actionType, subjectId, JSON.stringify(decision), ctx.executedBy.id],
   );
-  return { outcome: 'executed' as const, result: { prover_decision: actionType, subject_id: subjectId, table: 'prover_decisions' } };
+  return {
+    outcome: 'executed' as const,
+    result: { prover_decision: actionType, subject_id: subjectId, table: 'prover_decisions' },
+  };
 }
 
 /** Each Prover type records its decision against its subject; which field is the subject differs by type. */
 function proverExecutor<T extends ProverType>(actionType: T, subjectOf: (p: Payload<T>) => string): Executor<T> {
   return {
     actionType,
-    execute: (payload, ctx) => recordProverDecision(ctx, actionType, subjectOf(payload), payload as Record<string, unknown>),
+    execute: (payload, ctx) =>
+      recordProverDecision(ctx, actionType, subjectOf(payload), payload as Record<string, unknown>),
   };
 }
 
@@ -43,5 +52,8 @@ export const proverExecutors: { [T in ProverType]: Executor<T> } = {
   'prover.approve_view_test_cases.v1': proverExecutor('prover.approve_view_test_cases.v1', (p) => p.view_id),
   'prover.approve_disposition_package.v1': proverExecutor('prover.approve_disposition_package.v1', (p) => p.package_id),
   'prover.approve_composite_bundle.v1': proverExecutor('prover.approve_composite_bundle.v1', (p) => p.bundle_id),
-  'prover.decide_improvement_docket_entry.v1': proverExecutor('prover.decide_improvement_docket_entry.v1', (p) => p.entry_id),
+  'prover.decide_improvement_docket_entry.v1': proverExecutor(
+    'prover.decide_improvement_docket_entry.v1',
+    (p) => p.entry_id,
+  ),
 };

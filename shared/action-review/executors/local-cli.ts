@@ -36,13 +36,20 @@ export const localCliExecutor: Executor<'local_cli.run.v1'> = {
     const allowed = ctx.config.actionReview.localCliAllowedCommands;
     if (!allowed.includes(payload.command)) {
       return Promise.resolve(
-        notApplied('command_not_allowed', `"${payload.command}" is not on this deployment's allow-list (LOCAL_CLI_ALLOWED_COMMANDS).`),
+        notApplied(
+          'command_not_allowed',
+          `"${payload.command}" is not on this deployment's allow-list (LOCAL_CLI_ALLOWED_COMMANDS).`,
+        ),
       );
     }
     const timeoutMs = ctx.config.actionReview.localCliTimeoutSeconds * 1000;
     return new Promise((resolve, reject) => {
       const started = Date.now();
-      const child = spawn(payload.command, payload.args, { env: scrubbedEnv(), shell: false, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(payload.command, payload.args, {
+        env: scrubbedEnv(),
+        shell: false,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const stdout = collector();
       const stderr = collector();
       let spawned = false;
@@ -60,14 +67,22 @@ export const localCliExecutor: Executor<'local_cli.run.v1'> = {
       child.on('error', (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
         ctx.signal.removeEventListener('abort', onAbort);
-        if (!spawned) resolve(notApplied('command_not_started', `${payload.command} could not be started (${err.code ?? err.message}).`));
+        if (!spawned)
+          resolve(
+            notApplied('command_not_started', `${payload.command} could not be started (${err.code ?? err.message}).`),
+          );
         else reject(err);
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         ctx.signal.removeEventListener('abort', onAbort);
         if (!spawned) return; // 'error' answered already
-        if (stopReason) return reject(new EffectOutcomeUnknownError(`${payload.command} was killed: ${stopReason}; it may have done part of its work.`));
+        if (stopReason)
+          return reject(
+            new EffectOutcomeUnknownError(
+              `${payload.command} was killed: ${stopReason}; it may have done part of its work.`,
+            ),
+          );
         resolve({
           outcome: 'executed',
           result: {

@@ -18,7 +18,8 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
   actionType: 'ticket.write.v1',
   async execute(payload, ctx) {
     const { ticketTrackerUrl, ticketTrackerToken } = ctx.config.actionReview;
-    if (!ticketTrackerUrl) return notApplied('TICKETING_SETUP_REQUIRED', 'No issue tracker is configured (TICKET_TRACKER_URL).');
+    if (!ticketTrackerUrl)
+      return notApplied('TICKETING_SETUP_REQUIRED', 'No issue tracker is configured (TICKET_TRACKER_URL).');
     let res: Response;
     try {
       res = await fetch(new URL('issues', ticketTrackerUrl.endsWith('/') ? ticketTrackerUrl : `${ticketTrackerUrl}/`), {
@@ -33,21 +34,40 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
       });
     } catch (err) {
       const code = errorCode(err);
-      if (code && NOT_SENT.has(code)) return notApplied('tracker_unreachable', `The issue tracker could not be reached (${code}); nothing was sent.`);
-      const why = ctx.signal.aborted ? 'was interrupted (the worker stopped)' : `failed after it was sent (${code ?? 'no answer'})`;
-      throw new EffectOutcomeUnknownError(`The request to the issue tracker ${why}; the ticket may have been created.`, { cause: err });
+      if (code && NOT_SENT.has(code))
+        return notApplied('tracker_unreachable', `The issue tracker could not be reached (${code}); nothing was sent.`);
+      const why = ctx.signal.aborted
+        ? 'was interrupted (the worker stopped)'
+        : `failed after it was sent (${code ?? 'no answer'})`;
+      throw new EffectOutcomeUnknownError(
+        `The request to the issue tracker ${why}; the ticket may have been created.`,
+        { cause: err },
+      );
     }
     const text = await res.text();
     if (res.status >= 400 && res.status < 500) {
       // The tracker's body can quote the ticket or echo credentials: the log gets it, the refusal its id.
       const errorId = randomUUID();
-      ctx.log.warn('issue tracker refused a ticket', { proposal_id: ctx.proposalId, error_id: errorId, http_status: res.status, body: text.slice(0, 2_000) });
-      return notApplied('tracker_refused', `The issue tracker refused the ticket (HTTP ${res.status}); nothing was created (error_id ${errorId}).`);
+      ctx.log.warn('issue tracker refused a ticket', {
+        proposal_id: ctx.proposalId,
+        error_id: errorId,
+        http_status: res.status,
+        body: text.slice(0, 2_000),
+      });
+      return notApplied(
+        'tracker_refused',
+        `The issue tracker refused the ticket (HTTP ${res.status}); nothing was created (error_id ${errorId}).`,
+      );
     }
     if (!res.ok) {
-      throw new EffectOutcomeUnknownError(`The issue tracker answered HTTP ${res.status}; the ticket may have been created.`, {
-        cause: Object.assign(new Error(`tracker answered HTTP ${res.status}`), { logDetail: { http_status: res.status, body: text.slice(0, 2_000) } }),
-      });
+      throw new EffectOutcomeUnknownError(
+        `The issue tracker answered HTTP ${res.status}; the ticket may have been created.`,
+        {
+          cause: Object.assign(new Error(`tracker answered HTTP ${res.status}`), {
+            logDetail: { http_status: res.status, body: text.slice(0, 2_000) },
+          }),
+        },
+      );
     }
     let body: { id?: unknown; url?: unknown } = {};
     try {
@@ -57,7 +77,11 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
     }
     return {
       outcome: 'executed',
-      result: { http_status: res.status, ticket_id: body.id === undefined ? null : String(body.id), ticket_url: typeof body.url === 'string' ? body.url : null },
+      result: {
+        http_status: res.status,
+        ticket_id: body.id === undefined ? null : String(body.id),
+        ticket_url: typeof body.url === 'string' ? body.url : null,
+      },
     };
   },
 };

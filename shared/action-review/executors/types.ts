@@ -30,7 +30,11 @@ export interface Executor<T extends ActionType> {
   execute(payload: Payload<T>, ctx: ExecutorContext): Promise<EffectOutcome>;
 }
 
-export const notApplied = (reason: string, detail: string): EffectOutcome => ({ outcome: 'not_applied', reason, detail });
+export const notApplied = (reason: string, detail: string): EffectOutcome => ({
+  outcome: 'not_applied',
+  reason,
+  detail,
+});
 
 /**
  * The effect may have happened and its outcome is unknown. The message is shown to people (it ends up

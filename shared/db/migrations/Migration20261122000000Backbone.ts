@@ -66,7 +66,14 @@ export class Migration20261122000000Backbone extends Migration {
   }
 
   override async down(): Promise<void> {
-    for (const table of ['echo_jobs', 'deployment_settings', 'llm_usage', 'sandbox_tokens', 'personal_access_tokens', 'users']) {
+    for (const table of [
+      'echo_jobs',
+      'deployment_settings',
+      'llm_usage',
+      'sandbox_tokens',
+      'personal_access_tokens',
+      'users',
+    ]) {
       this.addSql(`drop table if exists ${table}`);
     }
   }

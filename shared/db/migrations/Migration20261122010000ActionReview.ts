@@ -84,7 +84,9 @@ export class Migration20261122010000ActionReview extends Migration {
       created_at timestamptz not null,
       delivered_at timestamptz null
     )`);
-    this.addSql(`create index action_review_handbacks_pending_idx on action_review_handbacks (created_at) where status = 'pending'`);
+    this.addSql(
+      `create index action_review_handbacks_pending_idx on action_review_handbacks (created_at) where status = 'pending'`,
+    );
     this.addSql(`create table adopted_learnings (
       proposal_id uuid primary key,
       tenant text not null,

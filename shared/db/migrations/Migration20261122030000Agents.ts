@@ -28,7 +28,9 @@ export class Migration20261122030000Agents extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql('alter table conversation_threads drop column origin, drop column caller_persona, drop column caller_goal');
+    this.addSql(
+      'alter table conversation_threads drop column origin, drop column caller_persona, drop column caller_goal',
+    );
     this.addSql('drop table if exists agents');
   }
 }
