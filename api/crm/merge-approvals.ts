@@ -6,6 +6,7 @@ import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, type MergeSelectionInput } from '../../shared/crm/merge-selection.js';
 import { CrmMergeApprovalEntity, ProposalRowEntity, type CrmMergeApprovalRow } from '../../shared/db/entities/index.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { sendMergeUpdate } from './merge-updates.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
 import {
@@ -19,7 +20,6 @@ import { executeProposal, refusedAnswer } from '../action-review/execute.js';
 import { findVisibleProposal, type VisibilityPurpose } from '../action-review/visibility.js';
 import type { AppDeps } from '../deps.js';
 import { approvalView } from './approval-views.js';
-import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 
 export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
@@ -151,16 +151,18 @@ export async function executeApproval(
   const row = await findApproval(em, principal, approvalId, 'execute');
   const proposal = await em.findOne(ProposalRowEntity, { proposalId: approvalId }, { refresh: true });
   const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
+  // Refusals answer as Action Review's execute does: 200, success false, nothing claimed.
+  const refuse = async (code: string, message: string) => ({
+    ...refusedAnswer({ code, message }),
+    approval: await approvalWithProposal(em, row),
+  });
   if (connectionName !== row.connectionName)
-    throw mergeRefusalError({
-      code: 'connection_mismatch',
-      message: `The approval is bound to connection "${row.connectionName}".`,
-    });
+    return refuse('connection_mismatch', `The approval is bound to connection "${row.connectionName}".`);
   if (notYet) {
     const approval = await approvalWithProposal(em, row);
     if (approval.status === 'expired')
-      throw mergeRefusalError({ code: 'approval_expired', message: `The approval expired at ${approval.expires_at}.` });
-    throw new ConflictError(`The merge is not approved (status ${approval.status}).`, { code: 'not_approved' });
+      return refuse('approval_expired', `The approval expired at ${approval.expires_at}.`);
+    return refuse('not_approved', `The merge is not approved (status ${approval.status}).`);
   }
   // The proposal's own guard first: a caller it refuses must not mark the approval's lifetime as claimed.
   const refused = checkExecute(
@@ -168,17 +170,14 @@ export async function executeApproval(
     { status: proposal.status as ProposalStatus },
     { caller: principalRef(principal), origin },
   );
-  if (refused) return { ...refusedAnswer(refused), approval: await approvalWithProposal(em, row) };
+  if (refused) return refuse(refused.code, refused.message);
   const claim = await sendMergeUpdate(deps, approvalId, claimMergeUpdate, {
     caller: principalRef(principal),
     connectionName,
   });
-  if (!claim.ok && 'refusal' in claim) throw mergeRefusalError(claim.refusal);
+  if (!claim.ok && 'refusal' in claim) return refuse(claim.refusal.code, claim.refusal.message);
   if (!claim.ok && row.status === 'expired' && !proposal.claimed)
-    throw mergeRefusalError({
-      code: 'approval_expired',
-      message: `The approval expired at ${row.expiresAt.toISOString()}.`,
-    });
+    return refuse('approval_expired', `The approval expired at ${row.expiresAt.toISOString()}.`);
   const execution = await executeProposal(deps, em, principal, approvalId, origin);
   if (execution.final_status) {
     // Only lets the workflow end early; a closed workflow (expired wait, earlier signal) needs nothing.

@@ -57,6 +57,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
    */
   bodyKind?: 'json' | 'config' | 'form' | 'jsonrpc';
   successStatus?: number;
+  /**
+   * The spec section that states this route's own success shape; without it, a 2xx answers the
+   * default envelope `{success, data}` (checked for every route by tests/api/response-contract.test.ts).
+   */
+  ownShape?: string;
   /** `oauth`: a 400 from validation leaves as an RFC 6749 error body (`error: invalid_request`, `error_description`), not the envelope. */
   refusalBody?: 'oauth';
   responses: Record<number, ResponseSpec>;

@@ -106,6 +106,8 @@ function decideRoute(kind: 'approve' | 'reject') {
     method: 'post',
     path: `/api/action-review/proposals/:proposal_id/${kind}`,
     operationId: `${kind}ActionReviewProposal`,
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary:
       kind === 'approve'
         ? 'Approve (person-only); applies the change too when approving is the action'
@@ -144,6 +146,8 @@ export const actionReviewDecisionRoutes = [
     method: 'post',
     path: '/api/action-review/proposals/:proposal_id/approve-and-execute',
     operationId: 'approveAndExecuteActionReviewProposal',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Approve and execute in one request (person-only); refusals answer 200 with success false',
     tags,
     access: personAccess,
@@ -172,7 +176,8 @@ export const actionReviewDecisionRoutes = [
           refusal_reason: refusal.code,
           claimed: false,
           final_status: null,
-          execution_refusal_reason: null,
+          // The spec names this route's refusal fields execution_refusal_reason / _detail.
+          execution_refusal_reason: refusal.code,
           execution_refusal_detail: refusal.message,
           execution_error_detail: null,
           execution_result: null,
@@ -193,6 +198,8 @@ export const actionReviewDecisionRoutes = [
     method: 'post',
     path: '/api/action-review/proposals/:proposal_id/execute',
     operationId: 'executeActionReviewProposal',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Execute an approved proposal once; a repeat answers the recorded outcome without running the effect',
     tags,
     access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
@@ -211,6 +218,8 @@ export const actionReviewDecisionRoutes = [
     method: 'post',
     path: '/api/action-review/proposals/:proposal_id/reconcile',
     operationId: 'reconcileActionReviewProposal',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Record what a person found after reconciliation_required and resolve with a final_status',
     tags,
     access: personAccess,

@@ -103,6 +103,8 @@ export const actionReviewRoutes = [
     method: 'post',
     path: '/api/action-review/proposals',
     operationId: 'createActionReviewProposal',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Create a proposal (starts workflow action-review/<proposal_id>)',
     tags,
     access,
@@ -134,6 +136,8 @@ export const actionReviewRoutes = [
     method: 'get',
     path: '/api/action-review/proposals',
     operationId: 'listActionReviewProposals',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'The inbox: proposals visible to the caller, newest first',
     tags,
     access,
@@ -164,6 +168,8 @@ export const actionReviewRoutes = [
     method: 'get',
     path: '/api/action-review/proposals/:proposal_id',
     operationId: 'getActionReviewProposal',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'One proposal with its event trail',
     tags,
     access,
@@ -191,6 +197,8 @@ export const actionReviewRoutes = [
     method: 'get',
     path: '/api/action-review/proposals/:proposal_id/status',
     operationId: 'getActionReviewProposalStatus',
+    ownShape:
+      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'The compact status view (list-row shape with effective_status)',
     tags,
     access,

@@ -5,7 +5,7 @@ import { listApprovals } from '../crm/approval-list.js';
 import { ApprovalViewSchema } from '../crm/approval-views.js';
 import { approvalWithProposal, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
 import { approveApproval, rejectApproval } from '../crm/merge-decisions.js';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, successEnvelope } from '../http/route.js';
 
 const tags = ['crm-merge'];
 const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
@@ -71,19 +71,21 @@ function decisionRoute(kind: 'approve' | 'reject') {
     responses: {
       200: {
         description: approve ? 'Approved' : 'Rejected',
-        schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }),
+        schema: successEnvelope(z.object({ approval: ApprovalViewSchema })),
       },
       ...refusals,
     },
     handler: async ({ params, body, deps, em, principal }) => ({
       success: true as const,
-      approval: await (approve ? approveApproval : rejectApproval)(
-        deps,
-        em,
-        principal,
-        params.approval_id,
-        body.reason || null,
-      ),
+      data: {
+        approval: await (approve ? approveApproval : rejectApproval)(
+          deps,
+          em,
+          principal,
+          params.approval_id,
+          body.reason || null,
+        ),
+      },
     }),
   });
 }
@@ -101,7 +103,7 @@ export const crmMergeRoutes = [
     responses: {
       200: {
         description: 'Projection and digest',
-        schema: z.object({ success: z.literal(true), data: PreviewSchema }),
+        schema: successEnvelope(PreviewSchema),
       },
       400: { description: 'A merge rule is broken (payload.rule)' },
       409: { description: 'merge_not_enabled' },
@@ -124,15 +126,16 @@ export const crmMergeRoutes = [
     responses: {
       201: {
         description: 'Awaiting approval',
-        schema: z.object({
-          success: z.literal(true),
-          approval_id: z.string(),
-          expires_at: z.string(),
-          digest: z.string(),
-          ttl_seconds: z.number().int(),
-          approval: ApprovalViewSchema,
-          preview: PreviewSchema,
-        }),
+        schema: successEnvelope(
+          z.object({
+            approval_id: z.string(),
+            expires_at: z.string(),
+            digest: z.string(),
+            ttl_seconds: z.number().int(),
+            approval: ApprovalViewSchema,
+            preview: PreviewSchema,
+          }),
+        ),
       },
       400: { description: 'A merge rule is broken' },
       409: { description: 'stale_digest or merge_not_enabled' },
@@ -141,12 +144,14 @@ export const crmMergeRoutes = [
       const { approval, preview } = await requestApproval(deps, em, principal, body);
       return {
         success: true,
-        approval_id: approval.approval_id,
-        expires_at: approval.expires_at,
-        digest: approval.digest,
-        ttl_seconds: approval.ttl_seconds,
-        approval,
-        preview,
+        data: {
+          approval_id: approval.approval_id,
+          expires_at: approval.expires_at,
+          digest: approval.digest,
+          ttl_seconds: approval.ttl_seconds,
+          approval,
+          preview,
+        },
       };
     },
   }),
@@ -166,26 +171,27 @@ export const crmMergeRoutes = [
     responses: {
       200: {
         description: 'Approvals',
-        schema: z.object({
-          success: z.literal(true),
-          approvals: z.array(ApprovalViewSchema),
-          total_count: z.number().int().describe('Visible approvals'),
-          offset: z.number().int(),
-          limit: z.number().int(),
-          truncated: z
-            .boolean()
-            .describe('True when approvals exist that were not looked at (probe budget or scan ceiling)'),
-          incomplete_reason: z
-            .string()
-            .nullable()
-            .describe('Why the list is incomplete, as in the Action Review inbox'),
-          recovered_stale_claims: z.number().int(),
-        }),
+        schema: successEnvelope(
+          z.object({
+            approvals: z.array(ApprovalViewSchema),
+            total_count: z.number().int().describe('Visible approvals'),
+            offset: z.number().int(),
+            limit: z.number().int(),
+            truncated: z
+              .boolean()
+              .describe('True when approvals exist that were not looked at (probe budget or scan ceiling)'),
+            incomplete_reason: z
+              .string()
+              .nullable()
+              .describe('Why the list is incomplete, as in the Action Review inbox'),
+            recovered_stale_claims: z.number().int(),
+          }),
+        ),
       },
     },
     handler: async ({ query, deps, em, principal }) => ({
       success: true,
-      ...(await listApprovals(deps, em, principal, query)),
+      data: await listApprovals(deps, em, principal, query),
     }),
   }),
   defineRoute({
@@ -197,12 +203,12 @@ export const crmMergeRoutes = [
     access: view,
     params: IdParams,
     responses: {
-      200: { description: 'Approval', schema: z.object({ success: z.literal(true), approval: ApprovalViewSchema }) },
+      200: { description: 'Approval', schema: successEnvelope(z.object({ approval: ApprovalViewSchema })) },
       404: { description: 'Unknown, hidden or another tenant’s approval' },
     },
     handler: async ({ params, em, principal }) => ({
       success: true,
-      approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)),
+      data: { approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) },
     }),
   }),
   decisionRoute('approve'),
@@ -221,15 +227,14 @@ export const crmMergeRoutes = [
     body: z.object({
       connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to'),
     }),
+    ownShape: 'Action Review endpoints: the execute response (success, claimed, final_status, refusal_reason, …)',
     responses: {
       200: {
         description:
-          'Outcome (a repeat answers the recorded one), or a refusal before the approval is claimed (execution_origin_required)',
+          'Outcome (a repeat answers the recorded one), or a refusal before anything is claimed, answered as Action Review’s execute answers it: success false, claimed false, refusal_reason not_approved, connection_mismatch, approval_expired or execution_origin_required, refusal_detail',
         schema: ExecuteResponse,
       },
       404: { description: 'Unknown, hidden or another tenant’s approval' },
-      409: { description: 'connection_mismatch or not_approved' },
-      410: { description: 'approval_expired' },
     },
     handler: async ({ params, body, deps, em, principal }) =>
       executeApproval(deps, em, principal, params.approval_id, body.connection_name, {

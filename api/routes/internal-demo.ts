@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { demoBudgetAggregate, setDemoBudgetCap } from '../../shared/deployment/demo-budget.js';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, successEnvelope } from '../http/route.js';
 
 const AggregateSchema = z.object({
-  success: z.literal(true),
   spend_usd: z.number(),
   cap_usd: z.number().nullable(),
   remaining_usd: z.number().nullable(),
@@ -21,8 +20,8 @@ export const internalDemoRoutes = [
     summary: 'Deployment language-model spend versus cap, with the latest call and sign-in times',
     tags: ['internal'],
     access: { kind: 'internal' },
-    responses: { 200: { description: 'Aggregate', schema: AggregateSchema } },
-    handler: async ({ em }) => ({ success: true, ...(await demoBudgetAggregate(em)) }),
+    responses: { 200: { description: 'Aggregate', schema: successEnvelope(AggregateSchema) } },
+    handler: async ({ em }) => ({ success: true, data: await demoBudgetAggregate(em) }),
   }),
   defineRoute({
     method: 'put',
@@ -36,12 +35,12 @@ export const internalDemoRoutes = [
     responses: {
       200: {
         description: 'Stored',
-        schema: z.object({ success: z.literal(true), cap_usd: z.number(), updated_at: z.string() }),
+        schema: successEnvelope(z.object({ cap_usd: z.number(), updated_at: z.string() })),
       },
     },
     handler: async ({ body, em }) => ({
       success: true,
-      ...(await setDemoBudgetCap(em, body.cap_usd, 'internal-token')),
+      data: await setDemoBudgetCap(em, body.cap_usd, 'internal-token'),
     }),
   }),
 ];

@@ -102,6 +102,7 @@ export const oauthProxyRoutes: AnyRoute[] = [
     method: 'post',
     path: '/oauth/token',
     operationId: 'oauthToken',
+    ownShape: 'Hosted gateway (MCP): the OAuth proxy token endpoint answers an RFC 6749 token response',
     summary: "OAuth proxy: redeem a platform code or refresh, answering the identity provider's tokens",
     description: `${DISABLED} Form-encoded. authorization_code: the platform code is single use (consumed by the first attempt), must match client_id and redirect_uri, and code_verifier must match the challenge (checked here, then by the provider, which receives the verifier with the platform's client credentials AUTH_CLIENT_ID / AUTH_CLIENT_SECRET as client_secret_post). refresh_token passes through. The access token's audience is the platform's, so it is a Bearer on /mcp. Refusals use the RFC 6749 body (\`error\` is the OAuth code) plus error_type and request_id.`,
     tags: ['mcp'],

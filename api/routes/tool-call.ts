@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, successEnvelope } from '../http/route.js';
 import { invokeTool } from '../tools/invoke.js';
 
 const ToolCallBody = z.object({
@@ -22,14 +22,14 @@ export const toolCallRoutes = [
     responses: {
       200: {
         description: 'The tool’s result',
-        schema: z.object({ success: z.literal(true), tool: z.string(), result: z.unknown() }),
+        schema: successEnvelope(z.object({ tool: z.string(), result: z.unknown() })),
       },
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },
     },
     handler: async ({ body, principal, deps, em, requestId }) => {
       const result = await invokeTool(body.tool, body.arguments, principal, { deps, em, requestId });
-      return { success: true, tool: body.tool, result };
+      return { success: true, data: { tool: body.tool, result } };
     },
   }),
 ];

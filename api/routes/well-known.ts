@@ -35,6 +35,7 @@ export const wellKnownRoutes: AnyRoute[] = [
         .filter(Boolean)
         .map((p) => p[0]!.toUpperCase() + p.slice(1))
         .join('')}`,
+      ownShape: 'Hosted gateway (MCP): RFC 9728 protected-resource metadata',
       summary: `OAuth protected-resource metadata (RFC 9728) for ${mountPath ? `the gateway at ${mountPath}/` : 'the platform origin'}`,
       description: `${ORIGIN_NOTE} \`authorization_servers\` is the platform itself with PLATFORM_OAUTH_PROXY_ENABLED, else AUTH_ISSUER; with AUTH_PROVIDER=proxy and no AUTH_ISSUER (header/proxy auth) or AUTH_PROVIDER=none it is omitted, \`scopes_supported\` is empty and \`platform_auth_mode\` says how to authenticate (a personal access token).`,
       tags: ['mcp'],

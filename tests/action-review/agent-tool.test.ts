@@ -28,16 +28,16 @@ describe('agents propose through the action_review tool', () => {
       requested_statement: 'The user asked for it.',
     });
     expect(created.status).toBe(200);
-    const proposal = created.body.result.proposal;
+    const proposal = created.body.data.result.proposal;
     expect(proposal).toMatchObject({
       requester_kind: 'agent',
       bot_id: 'bot-sales',
       thread_id: 'thread-a1',
       effective_status: 'requested',
     });
-    expect(created.body.result.handback).toBe('conversation');
+    expect(created.body.data.result.handback).toBe('conversation');
     const polled = await tool(r.stack.url, agent, { action: 'GET_REQUEST_STATUS', proposal_id: proposal.proposal_id });
-    expect(polled.body.result.proposal).toMatchObject({
+    expect(polled.body.data.result.proposal).toMatchObject({
       proposal_id: proposal.proposal_id,
       effective_status: 'requested',
     });
@@ -52,7 +52,7 @@ describe('agents propose through the action_review tool', () => {
   it('hands the decision and its reason back into the thread that raised it, once', async () => {
     const agent = await r.agent('bot-sales', 'thread-a2');
     const created = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', ...learning(2) });
-    const id = created.body.result.proposal.proposal_id as string;
+    const id = created.body.data.result.proposal.proposal_id as string;
     const res = await http(r.stack.url, 'POST', path(id, '/reject'), {
       token: r.tokens.rita,
       body: { reason: 'we already have this rule' },
@@ -78,11 +78,11 @@ describe('agents propose through the action_review tool', () => {
   it('gives no hand-back to proposals raised outside a conversation', async () => {
     const created = await tool(r.stack.url, r.tokens.rita, { action: 'CREATE_PROPOSAL', ...ticket('no thread') });
     expect(created.status).toBe(200);
-    expect(created.body.result).toMatchObject({
+    expect(created.body.data.result).toMatchObject({
       handback: 'poll_request_status',
       proposal: { thread_id: null, requester_kind: 'person' },
     });
-    const id = created.body.result.proposal.proposal_id as string;
+    const id = created.body.data.result.proposal.proposal_id as string;
     await http(r.stack.url, 'POST', path(id, '/reject'), { token: r.tokens.ravi, body: {} });
     expect(await query(r.stack.db.url, 'select * from action_review_handbacks where proposal_id = $1', [id])).toEqual(
       [],
@@ -101,14 +101,14 @@ describe('execution origin', () => {
       payload: { finding_id: 'F-1', evidence_request: 'Attach the query plan.' },
       expected_effect: 'Evidence is requested for F-1.',
     });
-    const id = created.body.result.proposal.proposal_id as string;
+    const id = created.body.data.result.proposal.proposal_id as string;
     expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.rita, body: {} })).status).toBe(
       200,
     );
 
     const elsewhere = await r.agent('bot-ops', 'thread-o2');
     const refused = await tool(r.stack.url, elsewhere, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
-    expect(refused.body.result).toMatchObject({
+    expect(refused.body.data.result).toMatchObject({
       success: false,
       claimed: false,
       refusal_reason: 'execution_origin_required',
@@ -126,9 +126,14 @@ describe('execution origin', () => {
     ).toEqual([{ claimed: false }]);
 
     const done = await tool(r.stack.url, inThread, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
-    expect(done.body.result).toMatchObject({ success: true, claimed: true, final_status: 'executed', replayed: false });
+    expect(done.body.data.result).toMatchObject({
+      success: true,
+      claimed: true,
+      final_status: 'executed',
+      replayed: false,
+    });
     const repeat = await tool(r.stack.url, inThread, { action: 'EXECUTE_PROPOSAL', proposal_id: id });
-    expect(repeat.body.result).toMatchObject({ claimed: true, final_status: 'executed', replayed: true });
+    expect(repeat.body.data.result).toMatchObject({ claimed: true, final_status: 'executed', replayed: true });
     expect(
       await query(r.stack.db.url, 'select count(*)::int as n from prover_decisions where proposal_id = $1', [id]),
     ).toEqual([{ n: 1 }]);
@@ -142,7 +147,7 @@ describe('execution origin', () => {
       payload: { finding_id: 'F-9', evidence_request: 'Attach logs.' },
       expected_effect: 'Evidence is requested for F-9.',
     });
-    const id = created.body.result.proposal.proposal_id as string;
+    const id = created.body.data.result.proposal.proposal_id as string;
     const other = await r.agent('bot-scope', 'thread-s2');
     const hidden = await tool(r.stack.url, other, { action: 'GET_REQUEST_STATUS', proposal_id: id });
     expect(hidden.status).toBe(404);

@@ -62,7 +62,7 @@ async function agentProposal(threadId: string, n: number, s = r): Promise<string
     payload: { title: `hb ${n}` },
   });
   expect(created.status).toBe(200);
-  return created.body.result.proposal.proposal_id as string;
+  return created.body.data.result.proposal.proposal_id as string;
 }
 
 describe('decision hand-back', () => {

@@ -87,6 +87,8 @@ describe('decision context', () => {
       success: false,
       decided: false,
       refusal_reason: 'already_decided',
+      execution_refusal_reason: 'already_decided',
+      execution_refusal_detail: expect.any(String),
       claimed: false,
     });
     const exec = await http(r.stack.url, 'POST', path(id, '/execute'), { token: r.tokens.rita });

@@ -47,7 +47,7 @@ describe('hidden and other-tenant proposals answer 404 like unknown ids', () => 
     const agent = await r.agent('bot-p', 'private-1');
     const created = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', ...learning(11) });
     expect(created.status).toBe(200);
-    const id = created.body.result.proposal.proposal_id as string;
+    const id = created.body.data.result.proposal.proposal_id as string;
     expect((await http(r.stack.url, 'GET', path(id), { token: r.tokens.rita })).status).toBe(404);
     expect((await http(r.stack.url, 'POST', path(id, '/approve'), { token: r.tokens.rita, body: {} })).status).toBe(
       404,

@@ -20,13 +20,15 @@ describe('internal demo-budget routes', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       success: true,
-      spend_usd: 0,
-      cap_usd: null,
-      remaining_usd: null,
-      exhausted: false,
-      llm_call_count: 0,
-      latest_llm_call_at: null,
-      latest_sign_in_at: null,
+      data: {
+        spend_usd: 0,
+        cap_usd: null,
+        remaining_usd: null,
+        exhausted: false,
+        llm_call_count: 0,
+        latest_llm_call_at: null,
+        latest_sign_in_at: null,
+      },
     });
   });
 
@@ -63,10 +65,10 @@ describe('internal demo-budget routes', () => {
       body: { cap_usd: 3 },
     });
     expect(cap.status).toBe(200);
-    expect(cap.body).toMatchObject({ success: true, cap_usd: 3 });
+    expect(cap.body).toMatchObject({ success: true, data: { cap_usd: 3 } });
 
     const res = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { headers: internal });
-    expect(res.body).toMatchObject({
+    expect(res.body.data).toMatchObject({
       spend_usd: 3.75,
       cap_usd: 3,
       remaining_usd: 0,
@@ -74,15 +76,15 @@ describe('internal demo-budget routes', () => {
       llm_call_count: 2,
       latest_llm_call_at: '2026-11-02T10:00:00.000Z',
     });
-    expect(Date.parse(res.body.latest_sign_in_at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(Date.parse(res.body.data.latest_sign_in_at)).toBeGreaterThan(Date.now() - 60_000);
 
     const raised = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', {
       headers: internal,
       body: { cap_usd: 10 },
     });
-    expect(raised.body.cap_usd).toBe(10);
+    expect(raised.body.data.cap_usd).toBe(10);
     const after = await http(stack.url, 'GET', '/api/internal/demo-budget/aggregate', { headers: internal });
-    expect(after.body).toMatchObject({ cap_usd: 10, remaining_usd: 6.25, exhausted: false });
+    expect(after.body.data).toMatchObject({ cap_usd: 10, remaining_usd: 6.25, exhausted: false });
   });
 
   it('refuses a negative cap and writes nothing', async () => {

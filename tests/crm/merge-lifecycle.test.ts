@@ -80,24 +80,34 @@ describe('merge approval lifecycle', () => {
       ttl_seconds: 10 ** 7,
     });
     expect(req.status, req.text).toBe(201);
-    const id = req.body.approval_id as string;
-    expect(req.body.ttl_seconds).toBe(86_400);
-    expect(req.body.digest).toBe(preview.body.data.digest);
-    expect(Date.parse(req.body.expires_at) - Date.now()).toBeGreaterThan(86_000_000);
+    const id = req.body.data.approval_id as string;
+    expect(req.body.data.ttl_seconds).toBe(86_400);
+    expect(req.body.data.digest).toBe(preview.body.data.digest);
+    expect(Date.parse(req.body.data.expires_at) - Date.now()).toBeGreaterThan(86_000_000);
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
     expect(inbox.body.proposal).toMatchObject({ action_type: 'crm.merge.v1', status: 'requested' });
 
-    expect(
-      (await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).body.payload.code,
-    ).toBe('not_approved');
+    // Refused before anything is claimed, answered as Action Review's execute answers: 200, success false.
+    const early = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
+    expect([early.status, early.body.success, early.body.claimed, early.body.refusal_reason]).toEqual([
+      200,
+      false,
+      false,
+      'not_approved',
+    ]);
     expect((await post(`${approvals}/${id}/approve`, s.r.tokens.app)).status).toBe(403);
     const agent = await s.r.agent('bot-1', 'thread-1');
     expect((await post(`${approvals}/${id}/approve`, agent)).status).toBe(403);
-    expect((await post(`${approvals}/${id}/approve`, s.r.tokens.ravi)).body.approval.status).toBe('approved');
+    expect((await post(`${approvals}/${id}/approve`, s.r.tokens.ravi)).body.data.approval.status).toBe('approved');
 
     const wrong = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_other' });
-    expect(wrong.status).toBe(409);
-    expect(wrong.body.payload.code).toBe('connection_mismatch');
+    expect([wrong.status, wrong.body.success, wrong.body.claimed, wrong.body.refusal_reason]).toEqual([
+      200,
+      false,
+      false,
+      'connection_mismatch',
+    ]);
+    expect(wrong.body.refusal_detail).toContain('crm_main');
 
     const done = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
     expect(done.status, done.text).toBe(200);
@@ -124,7 +134,7 @@ describe('merge approval lifecycle', () => {
     expect(await handle.result()).toMatchObject({ phase: 'settled', finalStatus: 'executed' });
     await recordHistory(s.r.stack.api.deps.temporal, `crm-merge/${id}`, 'crm-merge-approved-executed');
     const list = await http(s.r.stack.url, 'GET', approvals, { token: s.r.tokens.rita });
-    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
+    expect(list.body.data.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
       status: 'merged',
     });
   });
@@ -153,7 +163,7 @@ describe('merge approval lifecycle', () => {
     expect(rows[0]!.status).toBe('reconciliation_required');
     const detail = await waitFor(async () => {
       const d = await http(s.r.stack.url, 'GET', `${approvals}/${id}`, { token: s.r.tokens.rita });
-      return d.body.approval.status === 'reconciliation_required' && d.body.approval;
+      return d.body.data.approval.status === 'reconciliation_required' && d.body.data.approval;
     }, 'the approval to show reconciliation_required');
     expect(detail.execution_error_detail).toEqual(expect.any(String));
   });
@@ -191,7 +201,7 @@ describe('merge rejection', () => {
 
     const res = await reject(s.r.tokens.ravi, { reason: 'different people' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.approval).toMatchObject({
+    expect(res.body.data.approval).toMatchObject({
       status: 'rejected',
       approved_by: null,
       rejected_by: { id: 'ravi', kind: 'person' },
@@ -205,7 +215,7 @@ describe('merge rejection', () => {
     const approve = await post(`${approvals}/${id}/approve`, s.r.tokens.rita);
     expect([approve.status, approve.body.payload.code]).toEqual([409, 'already_decided']);
     const execute = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
-    expect([execute.status, execute.body.payload.code]).toEqual([409, 'not_approved']);
+    expect([execute.status, execute.body.success, execute.body.refusal_reason]).toEqual([200, false, 'not_approved']);
     const viaTool = (token: string) =>
       http(s.r.stack.url, 'POST', '/api/tool_call', {
         token,
@@ -214,7 +224,11 @@ describe('merge rejection', () => {
           arguments: { action: 'execute_merge', approval_id: id, connection_name: 'crm_main' },
         },
       });
-    expect((await viaTool(s.r.tokens.rita)).body.payload.code).toBe('not_approved');
+    expect((await viaTool(s.r.tokens.rita)).body.data.result).toMatchObject({
+      success: false,
+      claimed: false,
+      refusal_reason: 'not_approved',
+    });
     // Not raised by this agent's bot: hidden from it, as in Action Review.
     expect((await viaTool(agent)).status).toBe(404);
     expect(s.crm.counts.patch + s.crm.counts.soap).toBe(0);
@@ -233,7 +247,7 @@ describe('merge rejection', () => {
       [id],
     );
     const list = await http(s.r.stack.url, 'GET', approvals, { token: s.r.tokens.rita });
-    expect(list.body.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
+    expect(list.body.data.approvals.find((a: { approval_id: string }) => a.approval_id === id)).toMatchObject({
       status: 'rejected',
     });
     expect(

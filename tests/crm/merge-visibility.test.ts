@@ -26,7 +26,7 @@ const post = (path: string, token: string, body: unknown = {}) => http(s.r.stack
 const phase = async (id: string) =>
   (await s.r.stack.api.deps.temporal.workflow.getHandle(`crm-merge/${id}`).query(crmMergeStateQuery)).phase;
 const listed = async (token: string) =>
-  ((await get(APPROVALS, token)).body.approvals as Array<{ approval_id: string }>).map((a) => a.approval_id);
+  ((await get(APPROVALS, token)).body.data.approvals as Array<{ approval_id: string }>).map((a) => a.approval_id);
 const strip = (body: Record<string, unknown>) => ({ ...body, request_id: undefined, error: undefined });
 
 beforeAll(async () => {
@@ -46,7 +46,7 @@ describe('an approval raised by an agent in a private thread', () => {
     const agent = await s.r.agent('bot-crm', 'bob-private');
     const raised = await crmTool(s, agent, { action: 'request_merge_approval', ...selection() });
     expect(raised.status, raised.text).toBe(200);
-    const id = raised.body.result.approval_id as string;
+    const id = raised.body.data.result.approval_id as string;
     expect((await get(`/api/action-review/proposals/${id}`, s.r.tokens.rita)).status).toBe(404);
 
     const unknown = randomUUID();
@@ -70,7 +70,7 @@ describe('an approval raised by an agent in a private thread', () => {
     // Its owner sees, approves and lists it.
     expect((await get(`${APPROVALS}/${id}`, bob)).status).toBe(200);
     expect(await listed(bob)).toContain(id);
-    expect((await post(`${APPROVALS}/${id}/approve`, bob)).body.approval.status).toBe('approved');
+    expect((await post(`${APPROVALS}/${id}/approve`, bob)).body.data.approval.status).toBe('approved');
     // Approved now, Rita still cannot execute it, and the TTL guard is not claimed by her attempt.
     expect((await post(`${APPROVALS}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' })).status).toBe(
       404,
@@ -81,7 +81,7 @@ describe('an approval raised by an agent in a private thread', () => {
     const elsewhere = await s.r.agent('bot-crm', 'bob-other-thread');
     const refused = await crmTool(s, elsewhere, { action: 'execute_merge', approval_id: id });
     expect(refused.status, refused.text).toBe(200);
-    expect(refused.body.result).toMatchObject({
+    expect(refused.body.data.result).toMatchObject({
       success: false,
       claimed: false,
       refusal_reason: 'execution_origin_required',
@@ -91,7 +91,7 @@ describe('an approval raised by an agent in a private thread', () => {
 
     // From its own thread the agent executes it.
     const done = await crmTool(s, agent, { action: 'execute_merge', approval_id: id });
-    expect(done.body.result).toMatchObject({ success: true, final_status: 'executed' });
+    expect(done.body.data.result).toMatchObject({ success: true, final_status: 'executed' });
   });
 });
 

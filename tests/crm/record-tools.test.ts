@@ -37,8 +37,8 @@ describe('query', () => {
       max_rows: 4,
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.result).toMatchObject({ total_size: 10, returned: 4, truncated: true, max_rows: 4 });
-    expect(res.body.result.records).toHaveLength(4);
+    expect(res.body.data.result).toMatchObject({ total_size: 10, returned: 4, truncated: true, max_rows: 4 });
+    expect(res.body.data.result.records).toHaveLength(4);
     // Two pages of three hold the four rows; the remaining pages are never fetched.
     expect(calls().map((c) => c.path.replace(/\?.*/, ''))).toEqual([
       `${DATA}/query`,
@@ -49,7 +49,7 @@ describe('query', () => {
   it('reads every page when the result fits (agents may read too)', async () => {
     const res = await crmTool(s, agent, { action: 'query', soql: 'SELECT Id FROM Contact' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.result).toMatchObject({ total_size: 10, returned: 10, truncated: false, max_rows: 50 });
+    expect(res.body.data.result).toMatchObject({ total_size: 10, returned: 10, truncated: false, max_rows: 50 });
     expect(calls('GET')).toHaveLength(4);
   });
 
@@ -78,7 +78,7 @@ describe('get_record', () => {
       fields: ['LastName', 'Phone'],
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.result).toMatchObject({ id: SURVIVOR, fields: { LastName: 'Lovelace', Phone: '111' } });
+    expect(res.body.data.result).toMatchObject({ id: SURVIVOR, fields: { LastName: 'Lovelace', Phone: '111' } });
     expect(calls()).toEqual([
       {
         method: 'GET',
@@ -108,7 +108,7 @@ describe('update_record', () => {
   it('writes the fields with one PATCH for a person with manage_all_connections', async () => {
     const res = await update(s.admin, { fields: { Phone: '999', Email: 'ada@lovelace.example' } });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.result).toEqual({
+    expect(res.body.data.result).toEqual({
       updated: true,
       record_kind: 'Contact',
       record_id: SURVIVOR,

@@ -24,7 +24,7 @@ const sql = (text: string, params: unknown[] = []) => query(s.r.stack.db.url, te
 const list = async () => {
   const res = await http(s.r.stack.url, 'GET', APPROVALS, { token: s.r.tokens.rita });
   expect(res.status, res.text).toBe(200);
-  return res.body as { approvals: Array<Record<string, any>>; recovered_stale_claims: number };
+  return res.body.data as { approvals: Array<Record<string, any>>; recovered_stale_claims: number };
 };
 const item = (body: { approvals: Array<Record<string, any>> }, id: string) =>
   body.approvals.find((a) => a.approval_id === id)!;

@@ -104,7 +104,7 @@ export const APPROVALS = '/api/crm/merge/approvals';
 export async function requestMerge(s: CrmStack): Promise<string> {
   const res = await http(s.r.stack.url, 'POST', APPROVALS, { token: s.r.tokens.rita, body: selection() });
   expect(res.status, res.text).toBe(201);
-  return res.body.approval_id as string;
+  return res.body.data.approval_id as string;
 }
 
 /** Requests and approves (as Ravi, a person with APPROVE_AGENT_ACTION); answers the id. */
