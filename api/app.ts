@@ -47,16 +47,27 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   const formRoutes = new Set(
     routes.filter((r) => r.bodyKind === 'form').map((r) => `${r.method.toUpperCase()} ${r.path}`),
   );
+  // Multipart routes by method and path pattern (`:param` matches one segment).
+  const multipartRoutes = routes
+    .filter((r) => r.bodyKind === 'multipart')
+    .map((r) => ({
+      method: r.method.toUpperCase(),
+      pattern: new RegExp(`^${r.path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`),
+    }));
+  const isMultipartRoute = (ctx: Koa.Context) =>
+    multipartRoutes.some((r) => r.method === ctx.method && r.pattern.test(ctx.path));
   app.use((ctx, next) => {
-    // A body on a JSON route must be JSON; anything else is refused before any handler runs.
+    // A body on a JSON route must be JSON; a multipart route takes only multipart/form-data; anything
+    // else is refused before any handler runs.
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+    if (!hasBody || !['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
+    if (isMultipartRoute(ctx)) {
+      if (!ctx.is('multipart/form-data'))
+        throw new PlatformError('unsupported_media_type', 'Send this request body as multipart/form-data.');
+      return next();
+    }
     const formAllowed = formRoutes.has(`${ctx.method} ${ctx.path}`) && ctx.is('application/x-www-form-urlencoded');
-    if (
-      hasBody &&
-      ['POST', 'PUT', 'PATCH'].includes(ctx.method) &&
-      !ctx.is('application/json', '+json') &&
-      !formAllowed
-    ) {
+    if (!ctx.is('application/json', '+json') && !formAllowed) {
       throw new PlatformError('unsupported_media_type', 'Send the request body as application/json.');
     }
     return next();

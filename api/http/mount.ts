@@ -8,6 +8,7 @@ import type { AppDeps } from '../deps.js';
 import { ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
 import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js';
 import type { Principal } from '../../shared/auth/principal.js';
+import { multipartBody, type UploadedFile } from './multipart.js';
 import { bodyRequired, type AnyRoute } from './route.js';
 
 type Location = 'params' | 'query' | 'body';
@@ -67,9 +68,13 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
   for (const route of routes) {
     const needsBody = bodyRequired(route);
+    if (route.bodyKind === 'multipart' && !route.multipart)
+      throw new Error(`${route.path}: a multipart route declares its limits`);
+    const multipart = route.multipart ? multipartBody(route.multipart) : undefined;
     router[route.method](route.path, async (ctx: Koa.Context) => {
       const em = RequestContext.getEntityManager() as EntityManager | undefined;
       if (!em) throw new Error('no request context: mountRoutes needs the RequestContext middleware');
+      ctx.state.route = route;
       if (route.refusalBody) ctx.state.refusalBody = route.refusalBody;
       let principal: Principal | null = null;
       if (route.access.kind === 'internal') {
@@ -87,29 +92,44 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       }
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);
-      const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-      if (needsBody && !sent) {
-        throw invalidInput('request body', [
-          { field: 'body', message: 'this request needs a JSON body', code: 'body_required' },
-        ]);
-      }
-      const rawBody = (ctx.request as { body?: unknown }).body;
-      const body = parsePart(route, 'body', route.body, rawBody ?? {});
-      const result = await route.handler({
-        params,
-        query,
-        body,
-        principal: principal as Principal,
-        deps,
-        em,
-        requestId: ctx.state.requestId as string,
-        log: ctx.state.log,
-        koa: ctx,
-      });
-      if (ctx.body === undefined || ctx.body === null) {
-        ctx.status = route.successStatus ?? 200;
-        if (result !== undefined) ctx.body = result;
-      }
+      // Uploads are read only from callers who passed the guard, into a folder removed when the request ends.
+      if (multipart) return multipart(ctx, () => respond(ctx, params, query, principal, em, needsBody));
+      return respond(ctx, params, query, principal, em, needsBody);
     });
+  }
+
+  async function respond(
+    ctx: Koa.Context,
+    params: unknown,
+    query: unknown,
+    principal: Principal | null,
+    em: EntityManager,
+    needsBody: boolean,
+  ): Promise<void> {
+    const route = ctx.state.route as AnyRoute;
+    const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+    if (needsBody && !sent) {
+      throw invalidInput('request body', [
+        { field: 'body', message: 'this request needs a JSON body', code: 'body_required' },
+      ]);
+    }
+    const rawBody = (ctx.request as { body?: unknown }).body;
+    const body = parsePart(route, 'body', route.body, rawBody ?? {});
+    const result = await route.handler({
+      params,
+      query,
+      body,
+      principal: principal as Principal,
+      deps,
+      em,
+      requestId: ctx.state.requestId as string,
+      log: ctx.state.log,
+      koa: ctx,
+      files: (ctx.state.uploads as UploadedFile[] | undefined) ?? [],
+    });
+    if (ctx.body === undefined || ctx.body === null) {
+      ctx.status = route.successStatus ?? 200;
+      if (result !== undefined) ctx.body = result;
+    }
   }
 }

@@ -108,6 +108,28 @@ export interface OpenApiInfo {
   serverUrl?: string;
 }
 
+const MEDIA_TYPES = { form: 'application/x-www-form-urlencoded', multipart: 'multipart/form-data' } as const;
+
+/** A route's request body: JSON by default; form and multipart bodies under their media types, files as binary parts. */
+function requestBody(route: AnyRoute, components: Json): Json {
+  const mediaType = MEDIA_TYPES[route.bodyKind as keyof typeof MEDIA_TYPES] ?? 'application/json';
+  let schema = toSchema(route.body as z.ZodType, 'input', components);
+  if (route.bodyKind === 'multipart' && route.multipart) {
+    const files = Object.fromEntries(
+      route.multipart.fileFields.map((field) => [
+        field,
+        { type: 'string', format: 'binary', description: `At most ${route.multipart!.maxFileBytes} bytes` },
+      ]),
+    );
+    schema = {
+      ...schema,
+      type: 'object',
+      properties: { ...((schema.properties as Json | undefined) ?? {}), ...files },
+    };
+  }
+  return { required: bodyRequired(route), content: { [mediaType]: { schema } } };
+}
+
 /** The OpenAPI 3.1 document for every mounted route, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
   const components: Json = {};
@@ -155,18 +177,7 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       tags: route.tags,
       security,
       parameters: [...parameters('path', route.params, components), ...parameters('query', route.query, components)],
-      ...(route.body
-        ? {
-            requestBody: {
-              required: bodyRequired(route),
-              content: {
-                [route.bodyKind === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: {
-                  schema: toSchema(route.body, 'input', components),
-                },
-              },
-            },
-          }
-        : {}),
+      ...(route.body ? { requestBody: requestBody(route, components) } : {}),
       responses,
       ...(route.access.kind === 'authenticated' && route.access.permission
         ? { 'x-permission': route.access.permission }

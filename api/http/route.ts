@@ -5,6 +5,7 @@ import type { Principal, PrincipalKind } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
 import type { Logger } from '../../shared/log.js';
 import type { AppDeps } from '../deps.js';
+import type { MultipartLimits, UploadedFile } from './multipart.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -35,6 +36,8 @@ export interface RouteContext<P, Q, B> {
   requestId: string;
   log: Logger;
   koa: Koa.Context;
+  /** Files of a `multipart` route, readable until the request ends (then removed); empty elsewhere. */
+  files: UploadedFile[];
 }
 
 export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z.ZodType> {
@@ -53,9 +56,13 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
    * `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them;
    * `form` routes take `application/x-www-form-urlencoded` (OAuth token requests) instead of JSON;
    * `jsonrpc` bodies are handed to a protocol handler that validates each message itself (the MCP
-   * gateway: every action validates its parameters, NUL included, and answers a tool error).
+   * gateway: every action validates its parameters, NUL included, and answers a tool error);
+   * `multipart` routes take `multipart/form-data` within `multipart` limits (the body schema covers the
+   * non-file fields; files reach the handler as `files`).
    */
-  bodyKind?: 'json' | 'config' | 'form' | 'jsonrpc';
+  bodyKind?: 'json' | 'config' | 'form' | 'jsonrpc' | 'multipart';
+  /** Limits and file fields of a `multipart` route (required with that body kind). */
+  multipart?: MultipartLimits;
   successStatus?: number;
   /**
    * The spec section that states this route's own success shape; without it, a 2xx answers the

@@ -10,6 +10,9 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { startBenchStack } from '../../bench/lib/stack.js';
 import { startFakeOidc } from '../helpers/fake-oidc.js';
 
@@ -53,6 +56,7 @@ const stack = await startBenchStack({
   PLATFORM_EGRESS_ALLOW_PRIVATE: 'false',
 });
 let code: number;
+const scratch = await mkdtemp(path.join(os.tmpdir(), 'platform-fuzz-'));
 try {
   const token = await idp.sign({ sub: 'fuzz-admin', name: 'Fuzz Admin', roles: ['admin'] });
   const common = [
@@ -81,11 +85,17 @@ try {
   code = 0;
   for (const args of passes) {
     process.stdout.write(`\n[fuzz] st ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}\n`);
-    const child = spawn(st, ['--no-color', ...args], { stdio: 'inherit', env: { ...process.env, NO_COLOR: '1' } });
+    // In a scratch folder: schemathesis keeps a cache (.schemathesis/) in its working directory.
+    const child = spawn(st, ['--no-color', ...args], {
+      cwd: scratch,
+      stdio: 'inherit',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     const [exit] = (await once(child, 'exit')) as [number | null];
     if (exit !== 0) code = exit ?? 1;
   }
 } finally {
+  await rm(scratch, { recursive: true, force: true });
   await stack.close();
   await idp.close();
 }
