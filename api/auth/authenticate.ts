@@ -26,11 +26,27 @@ export function acceptedForms(config: AppConfig): string[] {
   return forms;
 }
 
-export function authenticationRequired(config: AppConfig, message = 'Authentication required.'): AuthenticationError {
+export function authenticationRequired(
+  config: AppConfig,
+  message = 'Authentication required.',
+  payload: Record<string, unknown> = {},
+): AuthenticationError {
   return new AuthenticationError(
     `${message} This deployment uses the "${config.auth.provider}" identity provider; send one of: ${acceptedForms(config).join('; ')}.`,
-    { provider: config.auth.provider, accepted: acceptedForms(config) },
+    { ...payload, provider: config.auth.provider, accepted: acceptedForms(config) },
   );
+}
+
+/** An identity-provider token that does not hold (invalid, expired, …): the same guidance as a missing credential (rule 2). */
+async function verifyIdpToken(config: AppConfig, verifier: TokenVerifier, token: string) {
+  try {
+    return await verifier.verify(token);
+  } catch (err) {
+    if (!(err instanceof AuthenticationError)) throw err;
+    const refused = authenticationRequired(config, err.message, err.payload);
+    refused.headers = { ...err.headers, ...refused.headers };
+    throw refused;
+  }
 }
 
 /** Reads roles from a claim; a dotted name reaches nested claims (`realm_access.roles`). */
@@ -137,7 +153,7 @@ export async function authenticate(
         'Identity-provider bearer tokens are not accepted: no identity provider is configured.',
       );
     }
-    const claims = await deps.verifier.verify(token);
+    const claims = await verifyIdpToken(config, deps.verifier, token);
     const c = claims as JWTPayload & {
       tenant?: unknown;
       name?: unknown;
