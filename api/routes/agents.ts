@@ -7,6 +7,7 @@ import {
   listVisibleAgents,
   updateAgent,
 } from '../../shared/agents/registry.js';
+import { TOOL_GROUP_NAMES } from '../../shared/agents/tool-groups.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { toIso } from '../../shared/dates.js';
 
@@ -57,7 +58,11 @@ const CreateBody = z.object({
   name: Name,
   instructions: z.string().min(1).max(20_000),
   description: z.string().max(2_000).nullable().optional(),
-  tool_groups: z.array(z.string().min(1).max(100)).max(50).optional(),
+  tool_groups: z
+    .array(z.enum(TOOL_GROUP_NAMES, { error: `unknown tool group; known groups: ${TOOL_GROUP_NAMES.join(', ')}` }))
+    .max(50)
+    .optional()
+    .describe('Tool groups (each maps to its tools; see the architecture doc); an unknown name is refused with 400'),
   access: AccessSchema.optional(),
 });
 const AgentId = z.object({ agent_id: z.string().min(1).max(200) });

@@ -26,6 +26,7 @@ export const toolCallRoutes = [
       },
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },
+      501: { description: 'A tool of a reserved tool group that is not built yet (payload.reason tool_not_built)' },
     },
     handler: async ({ body, principal, deps, em, requestId }) => {
       const result = await invokeTool(body.tool, body.arguments, principal, { deps, em, requestId });

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
-import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { groupOfTool, toolsOfGroups } from '../../shared/agents/tool-groups.js';
+import { ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { parseInput } from '../../shared/validation.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
@@ -16,12 +17,14 @@ import { AgentRowEntity } from '../../shared/db/entities/index.js';
 async function assertAgentMayUse(em: EntityManager, principal: Principal, toolName: string): Promise<void> {
   await ensureBuiltInAgents(em, principal.tenant);
   const agent = await em.findOne(AgentRowEntity, { id: principal.botId ?? principal.id, tenant: principal.tenant });
-  if (agent && !agent.toolGroups.includes(toolName)) {
+  if (agent && !toolsOfGroups(agent.toolGroups).has(toolName)) {
+    const group = groupOfTool(toolName);
     throw new ForbiddenError(
-      `Agent ${agent.name} is not given the ${toolName} tool; an administrator can add it to the agent's tool groups.`,
+      `Agent ${agent.name} is not given the ${toolName} tool; an administrator can add its group${group ? ` ${group}` : ''} to the agent's tool groups.`,
       {
         reason: 'tool_not_in_agent_groups',
         tool: toolName,
+        tool_group: group ?? null,
         tool_groups: agent.toolGroups,
       },
     );
@@ -50,7 +53,16 @@ export async function invokeTool(
   ctx: { deps: AppDeps; em: EntityManager; requestId: string; idempotencyKey?: string },
 ): Promise<unknown> {
   const tool = toolRegistry.get(name);
-  if (!tool) throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
+  if (!tool) {
+    const group = groupOfTool(name);
+    if (group)
+      throw new PlatformError(
+        'not_available_here',
+        `The ${name} tool (group ${group}) is not built in this release yet.`,
+        { reason: 'tool_not_built', tool: name, tool_group: group },
+      );
+    throw new NotFoundError(`No tool named "${name}".`, { available_tools: toolRegistry.names() });
+  }
   if (principal.kind === 'agent') await assertAgentMayUse(ctx.em, principal, tool.name);
   if (!tool.principalKinds.includes(principal.kind)) {
     throw new ForbiddenError(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PlatformError } from '../../shared/errors.js';
+import { toolsOfGroups } from '../../shared/agents/tool-groups.js';
 import type { AgentToolbox } from '../../shared/threads/toolbox.js';
 import type { AppDeps } from '../deps.js';
 import { toolRegistry } from './index.js';
@@ -12,7 +13,7 @@ export function createAgentToolbox(deps: AppDeps): AgentToolbox {
     specs(toolGroups) {
       return toolRegistry
         .names()
-        .filter((name) => toolGroups.includes(name))
+        .filter((name) => toolsOfGroups(toolGroups).has(name))
         .map((name) => {
           const tool = toolRegistry.get(name)!;
           const schema = z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<string, unknown>;

@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { canUseAgent } from './access.js';
 
 /** The agents every tenant has. Their access and instructions may be changed; they cannot be deleted. */
+/** Built-in agents' tool groups: no CRM writes by default (an administrator adds crm_connector_tools). */
 export const BUILT_IN_AGENTS = [
   {
     key: 'eve',
@@ -13,7 +14,7 @@ export const BUILT_IN_AGENTS = [
     description: 'General data agent: explores data systems, answers questions, proposes governed actions.',
     instructions:
       'You are Eve, a data agent on the platform. Answer precisely and say what you did. When an action would change a customer system, raise an Action Review proposal with the action_review tool instead of acting, and tell the caller that a person must approve it.',
-    toolGroups: ['action_review', 'agent_files'],
+    toolGroups: ['action_review', 'agent_files', 'document_index_tools'],
   },
   {
     key: 'adam',
@@ -21,7 +22,7 @@ export const BUILT_IN_AGENTS = [
     description: 'Engineering agent: code, pipelines and repository work.',
     instructions:
       'You are Adam, an engineering agent on the platform. Be concise and concrete. Changes to shared systems go through Action Review proposals (action_review tool).',
-    toolGroups: ['action_review', 'agent_files'],
+    toolGroups: ['action_review', 'agent_files', 'etl_tools', 'enhancement_tools'],
   },
 ] as const;
 

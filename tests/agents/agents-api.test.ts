@@ -61,6 +61,57 @@ describe('agent registry', () => {
     expect(list.body.data.agents.map((a: { name: string }) => a.name)).not.toContain('Ledger');
   });
 
+  it('tool_groups name groups from the one table: an unknown group is refused 400 naming the field, a reserved one is accepted', async () => {
+    const before = await query(stack.db.url, 'select id from agents order by id');
+    const unknown = await http(stack.url, 'POST', '/api/agents', {
+      token: admin,
+      body: { name: 'Typo', instructions: 'x', tool_groups: ['action_review', 'crm_connector'] },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.payload.fields[0].field).toBe('body.tool_groups.1');
+    expect(unknown.body.payload.fields[0].message).toContain('crm_connector_tools');
+    expect(await query(stack.db.url, 'select id from agents order by id')).toEqual(before);
+
+    const created = await http(stack.url, 'POST', '/api/agents', {
+      token: admin,
+      body: { name: 'Loader', instructions: 'x', tool_groups: ['etl_tools', 'crm_connector_tools'] },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.tool_groups).toEqual(['etl_tools', 'crm_connector_tools']);
+    const patched = await http(stack.url, 'PATCH', `/api/agents/${created.body.data.agent_id}`, {
+      token: admin,
+      body: { tool_groups: ['no_such_group'] },
+    });
+    expect(patched.status).toBe(400);
+    expect(patched.body.payload.fields[0].field).toBe('body.tool_groups.0');
+    const stored = await query<{ tool_groups: string[] }>(
+      stack.db.url,
+      'select tool_groups from agents where id = $1',
+      [created.body.data.agent_id],
+    );
+    expect(stored[0]!.tool_groups).toEqual(['etl_tools', 'crm_connector_tools']);
+
+    const builtIns = await http(stack.url, 'GET', '/api/agents', { token: admin });
+    const groupsOf = (name: string) =>
+      builtIns.body.data.agents.find((a: { name: string }) => a.name === name).tool_groups;
+    expect(groupsOf('Eve')).toEqual(['action_review', 'agent_files', 'document_index_tools']);
+    expect(groupsOf('Adam')).toEqual(['action_review', 'agent_files', 'etl_tools', 'enhancement_tools']);
+  });
+
+  it('calling a tool of a reserved group that is not built yet answers a clear 501', async () => {
+    const res = await http(stack.url, 'POST', '/api/tool_call', {
+      token: admin,
+      body: { tool: 'list_etl_jobs', arguments: {} },
+    });
+    expect(res.status).toBe(501);
+    expect(res.body.payload).toEqual({ reason: 'tool_not_built', tool: 'list_etl_jobs', tool_group: 'etl_tools' });
+    const unknown = await http(stack.url, 'POST', '/api/tool_call', {
+      token: admin,
+      body: { tool: 'no_such_tool', arguments: {} },
+    });
+    expect(unknown.status).toBe(404);
+  });
+
   it('refuses creation without manage_agents, duplicate names and bad input, writing nothing', async () => {
     const before = await query(stack.db.url, 'select id from agents order by id');
     const forbidden = await http(stack.url, 'POST', '/api/agents', {

@@ -178,7 +178,7 @@ describe('agent thread turns', () => {
     const result = JSON.parse(turn.reply.replace(/^tool said: /, ''));
     expect(result).toMatchObject({
       error_type: 'forbidden',
-      payload: { reason: 'tool_not_in_agent_groups', tool: 'crm_connector' },
+      payload: { reason: 'tool_not_in_agent_groups', tool: 'crm_connector', tool_group: 'crm_connector_tools' },
     });
   });
 
