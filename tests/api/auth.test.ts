@@ -119,7 +119,9 @@ describe('identity-provider tokens', () => {
       // Authentication rule 2: like a missing credential, the refusal names the provider and the accepted forms.
       expect(res.body.payload.provider).toBe('oidc');
       expect(res.body.payload.accepted).toContain('Authorization: Bearer <access token from the identity provider>');
-      expect(res.body.error).toContain('"oidc" identity provider; send one of: Authorization: Bearer <access token from the identity provider>');
+      expect(res.body.error).toContain(
+        '"oidc" identity provider; send one of: Authorization: Bearer <access token from the identity provider>',
+      );
       expect(await userCount()).toBe(before);
     });
   });
