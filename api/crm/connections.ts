@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import { validateCrmConnection, type ValidatedConnection } from '../../shared/crm/connection-config.js';
-import { CRM_MODE_FIELDS, MASK, SECRET_FIELDS } from '../../shared/crm/connection-types.js';
+import { AUTHORIZE_PATH, CRM_MODE_FIELDS, MASK, SECRET_FIELDS, TOKEN_PATH } from '../../shared/crm/connection-types.js';
 import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { ConflictError } from '../../shared/errors.js';
@@ -113,7 +113,7 @@ export async function updateConnection(
   const stored = connectionView(row, '').config;
   const authMode = body.auth_mode ?? row.authMode;
   const login = (row.settings as { login_host?: string }).login_host;
-  const derived = new Set([`${login}/services/oauth2/token`, `${login}/services/oauth2/authorize`]);
+  const derived = new Set([`${login}${TOKEN_PATH}`, `${login}${AUTHORIZE_PATH}`]);
   // Kept: merge settings always; the mode's settings only while the mode stays (derived URLs re-derive).
   const merged: Record<string, unknown> = {};
   for (const [k, value] of Object.entries(stored)) {

@@ -1,11 +1,15 @@
 import { importPKCS8 } from 'jose';
 import { BadRequestError } from '../errors.js';
 import {
+  AUTHORIZE_PATH,
   CRM_AUTH_MODES,
   CRM_MODE_FIELDS,
+  DEFAULT_AUTHORIZATION_URL,
+  DEFAULT_TOKEN_URL,
   MASK,
   SECRET_FIELDS,
   STANDARD_LOGIN_HOSTS,
+  TOKEN_PATH,
   type CrmAuthMode,
 } from './connection-types.js';
 import { SurvivorshipPolicySchema, type SurvivorshipPolicy } from './survivorship.js';
@@ -120,23 +124,24 @@ export async function validateCrmConnection(
   };
   const loginHost = origin('login_host');
   const instanceUrl = origin('instance_url');
-  // Left at the default path (or empty), an OAuth URL derives from login_host; a full URL must be https too.
-  const derive = (field: 'authorization_url' | 'token_url', path: string) => {
+  // Left at the default (the full standard URL, the bare path, or empty), an OAuth URL derives from
+  // login_host; any other full URL must be https too.
+  const derive = (field: 'authorization_url' | 'token_url', path: string, standard: string) => {
     const given = values[field];
-    if (!given || given === path) return loginHost ? `${loginHost}${path}` : '';
+    if (!given || given === path || given === standard) return loginHost ? `${loginHost}${path}` : '';
     const o = origin(field);
     return o ? `${o}${new URL(given.includes('://') ? given : `https://${given}`).pathname}` : '';
   };
   const settings: CrmSettings = {
     login_host: loginHost ?? '',
     instance_url: instanceUrl,
-    token_url: derive('token_url', '/services/oauth2/token'),
+    token_url: derive('token_url', TOKEN_PATH, DEFAULT_TOKEN_URL),
   };
   if (values.client_id) settings.client_id = values.client_id;
   if (values.consumer_key) settings.consumer_key = values.consumer_key;
   if (values.username) settings.username = values.username;
   if (mode === 'user_oauth') {
-    settings.authorization_url = derive('authorization_url', '/services/oauth2/authorize');
+    settings.authorization_url = derive('authorization_url', AUTHORIZE_PATH, DEFAULT_AUTHORIZATION_URL);
     settings.scopes = (values.scopes ?? 'api refresh_token').split(/[\s,]+/).filter(Boolean);
   }
   if (mode === 'client_credentials' && loginHost && STANDARD_LOGIN_HOSTS.has(new URL(loginHost).hostname)) {

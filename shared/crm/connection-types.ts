@@ -44,6 +44,13 @@ const text = (name: string, notes: string): FieldSpec => ({
   notes,
 });
 
+/** The standard login host and the OAuth paths; the URL defaults are full URLs on that host. */
+export const STANDARD_LOGIN_ORIGIN = 'https://login.salesforce.com';
+export const AUTHORIZE_PATH = '/services/oauth2/authorize';
+export const TOKEN_PATH = '/services/oauth2/token';
+export const DEFAULT_AUTHORIZATION_URL = `${STANDARD_LOGIN_ORIGIN}${AUTHORIZE_PATH}`;
+export const DEFAULT_TOKEN_URL = `${STANDARD_LOGIN_ORIGIN}${TOKEN_PATH}`;
+
 export const CRM_MODE_FIELDS: Record<CrmAuthMode, FieldSpec[]> = {
   user_oauth: [
     loginHost('Standard or sandbox login host.'),
@@ -56,16 +63,10 @@ export const CRM_MODE_FIELDS: Record<CrmAuthMode, FieldSpec[]> = {
       name: 'authorization_url',
       type: 'string',
       required: false,
-      default: '/services/oauth2/authorize',
-      notes: 'Hosts derive from login_host when left at the default.',
+      default: DEFAULT_AUTHORIZATION_URL,
+      notes: 'Hosts derive from login_host when left at the default (or empty, or the bare path).',
     },
-    {
-      name: 'token_url',
-      type: 'string',
-      required: false,
-      default: '/services/oauth2/token',
-      notes: 'Same host derivation.',
-    },
+    { name: 'token_url', type: 'string', required: false, default: DEFAULT_TOKEN_URL, notes: 'Same host derivation.' },
     {
       name: 'scopes',
       type: 'string',

@@ -37,6 +37,16 @@ describe('connection types', () => {
       required: false,
       default: 'api refresh_token',
     });
+    // The URL defaults are full URLs on the standard login host, as the spec's table shows.
+    const field = (name: string) => crm.mode_fields.user_oauth.find((f: { name: string }) => f.name === name);
+    expect(field('authorization_url')).toMatchObject({
+      required: false,
+      default: 'https://login.salesforce.com/services/oauth2/authorize',
+    });
+    expect(field('token_url')).toMatchObject({
+      required: false,
+      default: 'https://login.salesforce.com/services/oauth2/token',
+    });
   });
 });
 

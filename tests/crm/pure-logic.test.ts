@@ -84,6 +84,33 @@ describe('settings', () => {
       scopes: ['api', 'refresh_token'],
     });
     expect(v.secrets).toEqual({ client_secret: 's' });
+    // Left at the published (full-URL) default, the URLs derive from login_host; another URL is kept.
+    const atDefault = await validateCrmConnection(
+      'user_oauth',
+      {
+        client_id: 'c',
+        client_secret: 's',
+        login_host: 'test.example.com',
+        authorization_url: 'https://login.salesforce.com/services/oauth2/authorize',
+        token_url: 'https://login.salesforce.com/services/oauth2/token',
+      },
+      { allowInsecureLoopback: false },
+    );
+    expect(atDefault.settings).toMatchObject({
+      token_url: 'https://test.example.com/services/oauth2/token',
+      authorization_url: 'https://test.example.com/services/oauth2/authorize',
+    });
+    const custom = await validateCrmConnection(
+      'user_oauth',
+      {
+        client_id: 'c',
+        client_secret: 's',
+        login_host: 'test.example.com',
+        token_url: 'https://sso.example.com/oauth/token',
+      },
+      { allowInsecureLoopback: false },
+    );
+    expect(custom.settings.token_url).toBe('https://sso.example.com/oauth/token');
     expect(loadConfig({}).crm).toEqual({ allowInsecureLoopback: false, maxApprovalTtlSeconds: 86_400 });
   });
   it('seals with AES-256-GCM; without PLATFORM_SECRETS_KEY a 0600 key file is generated once', () => {
