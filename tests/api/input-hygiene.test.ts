@@ -26,7 +26,7 @@ const agentCount = async () => Number((await query(stack.db.url, 'select count(*
 
 describe('NUL in text input', () => {
   it.each([
-    ['tool_groups', { name: 'Nul', instructions: 'x', tool_groups: ['action_review\u0000'] }, 'body.tool_groups.0'],
+    ['instructions', { name: 'Nul', instructions: 'x\u0000' }, 'body.instructions'],
     ['access', { name: 'Nul', instructions: 'x', access: { roles: ['fin\u0000ance'] } }, 'body.access.roles.0'],
   ])('POST /api/agents refuses it in %s with 400 naming the field, and writes nothing', async (_where, body, field) => {
     const before = await agentCount();
