@@ -3,20 +3,31 @@
  * Classifies an IP address and decides whether an outbound request may connect to it.
  * Link-local and cloud-metadata addresses are never allowed; private/CGNAT ranges only with
  * `allowPrivate` (PLATFORM_EGRESS_ALLOW_PRIVATE); loopback with `allowPrivate` or `allowLoopback`
- * (CRM_ALLOW_INSECURE_LOOPBACK). The client that uses it is not written yet.
+ * (CRM_ALLOW_INSECURE_LOOPBACK). The client that applies it is shared/http/egress.ts.
  */
 import { isIP } from 'node:net';
 
-export type EgressErrorCode = 'egress_refused' | 'egress_timeout' | 'egress_too_large' | 'egress_failed';
+export type EgressErrorCode = 'egress_refused' | 'egress_timeout' | 'egress_too_large' | 'egress_failed' | 'egress_aborted';
 
-/** A classified outbound-request failure: the message names the policy, never a raw socket message. */
+/**
+ * A classified outbound-request failure: the message names the policy or the failure in words,
+ * never a raw socket message (that stays in `detailForLogs`). `sent` is false when the request
+ * provably never left this process (refused by policy, DNS failure, connection refused).
+ */
 export class EgressError extends Error {
+  readonly socketCode: string | undefined;
+  sent: boolean | undefined;
+  readonly detailForLogs: string | undefined;
   constructor(
     readonly code: EgressErrorCode,
     message: string,
+    extra: { socketCode?: string | undefined; sent?: boolean; detailForLogs?: string } = {},
   ) {
     super(message);
     this.name = 'EgressError';
+    this.socketCode = extra.socketCode;
+    this.sent = code === 'egress_refused' ? false : extra.sent;
+    this.detailForLogs = extra.detailForLogs;
   }
 }
 
