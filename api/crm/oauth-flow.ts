@@ -63,7 +63,7 @@ export async function completeAuthorization(deps: AppDeps, em: EntityManager, na
   if (q.error) throw new CrmAuthError(q.error, q.error_description ?? 'no description', { redirect_uri: pending.redirectUri });
   if (!q.code) throw new BadRequestError('The callback carries neither code nor error.', { fields: [{ field: 'query.code', message: 'required' }] });
   const conn = openConnection(deps.config, row);
-  const tokens = await authorizationCodeGrant(conn.settings, conn.secrets.client_secret!, q.code, pending.redirectUri, pending.verifier);
+  const tokens = await authorizationCodeGrant(conn.settings, conn.secrets.client_secret!, q.code, pending.redirectUri, pending.verifier, deps.config.egress);
   await saveTokens(em, deps.config, conn, tokens);
   // The save-time test could only reach the hosts; with tokens it can prove both, so its stored
   // result stops saying authorization_required.

@@ -74,7 +74,7 @@ function failed(host: string, err: unknown, sent: boolean): EgressError {
   const code = (err as { code?: unknown }).code;
   const socketCode = typeof code === 'string' ? code : undefined;
   const meaning = (socketCode && SOCKET_MEANING[socketCode]) ?? 'the connection failed';
-  return new EgressError('egress_failed', `outbound request to ${host} failed: ${meaning}`, {
+  return new EgressError('egress_failed', `outbound request to ${host} failed: ${meaning}${socketCode ? ` (${socketCode})` : ''}`, {
     socketCode,
     sent: sent && !(socketCode && NOT_SENT.has(socketCode)),
     detailForLogs: err instanceof Error ? err.message : String(err),

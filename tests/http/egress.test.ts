@@ -129,7 +129,7 @@ describe('egress client', () => {
     const dns = fakeDns({});
     const err = await egressErrorOf(egressFetch('https://nowhere.test/', { policy: loopbackOnly, resolve: dns.resolve }));
     expect(err.code).toBe('egress_failed');
-    expect(err.message).toBe('outbound request to nowhere.test failed: the host name does not resolve');
+    expect(err.message).toBe('outbound request to nowhere.test failed: the host name does not resolve (ENOTFOUND)');
     expect(err.sent).toBe(false);
     expect(err.detailForLogs).toMatch(/ENOTFOUND/);
   });
@@ -141,7 +141,7 @@ describe('egress client', () => {
     await new Promise((resolve) => probe.close(resolve));
     const err = await egressErrorOf(egressFetch(`http://127.0.0.1:${freePort}/`, { policy: loopbackOnly }));
     expect(err.code).toBe('egress_failed');
-    expect(err.message).toBe('outbound request to 127.0.0.1 failed: the connection was refused');
+    expect(err.message).toBe('outbound request to 127.0.0.1 failed: the connection was refused (ECONNREFUSED)');
     expect(err.socketCode).toBe('ECONNREFUSED');
     expect(err.sent).toBe(false);
   });

@@ -40,7 +40,7 @@ export async function startAuthorization(em: EntityManager, config: AppConfig, o
   if (req.response_type !== 'code') throw new BadRequestError('response_type must be "code".', { oauth_error: 'unsupported_response_type' });
   if (req.code_challenge_method !== 'S256') throw new BadRequestError('code_challenge_method must be S256 (PKCE is required).', { oauth_error: 'invalid_request' });
   if (!PKCE_PATTERN.test(req.code_challenge)) throw new BadRequestError('code_challenge is not a valid S256 challenge.', { oauth_error: 'invalid_request' });
-  const upstream = await discoverUpstream(config.auth.issuer!);
+  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
   const state = randomToken();
   const callbackUri = `${origin}/oauth/callback`;
   const scope = req.scope?.trim() || SCOPES_SUPPORTED.join(' ');
@@ -123,7 +123,7 @@ export interface TokenRequest {
 
 /** Redeems a platform code (once) or passes a refresh through, and answers the provider's tokens. */
 export async function exchangeToken(em: EntityManager, config: AppConfig, req: TokenRequest, now = new Date()): Promise<Record<string, unknown>> {
-  const upstream = await discoverUpstream(config.auth.issuer!);
+  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
   const client = { client_id: config.auth.clientId!, ...(config.auth.clientSecret ? { client_secret: config.auth.clientSecret } : {}) };
   let form: Record<string, string>;
   if (req.grant_type === 'authorization_code') {
@@ -143,7 +143,7 @@ export async function exchangeToken(em: EntityManager, config: AppConfig, req: T
   } else {
     throw new OAuthTokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.');
   }
-  const answer = await postUpstreamToken(upstream.token_endpoint, form);
+  const answer = await postUpstreamToken(upstream.token_endpoint, form, config.egress);
   if (answer.status >= 500) throw new ServiceUnavailableError('identity_provider', "The identity provider's token endpoint failed; retry shortly.");
   if (answer.status !== 200 || typeof answer.body.access_token !== 'string') {
     const error = typeof answer.body.error === 'string' ? answer.body.error : 'invalid_grant';
