@@ -34,7 +34,7 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
   const orm = await initOrm({ clientUrl: pg.url });
   await migrate(orm);
   await orm.close();
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, AUTH_PROVIDER: 'none', ...env });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, AUTH_PROVIDER: 'none', CRM_ALLOW_INSECURE_LOOPBACK: 'true', ...env }); // the fake model is on loopback
   const log = createLogger({ level: 'error', sink: () => {} });
   const api = await startApi(config, log);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
