@@ -36,7 +36,7 @@ export interface EgressPolicy {
   allowLoopback: boolean;
 }
 
-export type AddressClass = 'metadata' | 'link_local' | 'unspecified' | 'loopback' | 'private' | 'public';
+export type AddressClass = 'metadata' | 'link_local' | 'unspecified' | 'reserved' | 'loopback' | 'private' | 'public';
 
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data']);
 const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '169.254.170.2']);
@@ -96,6 +96,7 @@ function classifyV4(o: number[]): AddressClass {
   if (METADATA_ADDRESSES.has(s)) return 'metadata';
   if (a === 169 && b === 254) return 'link_local';
   if (a === 0) return 'unspecified';
+  if (a >= 224) return 'reserved'; // multicast, 240/4, broadcast
   if (a === 127) return 'loopback';
   if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127))
     return 'private';
@@ -112,11 +113,17 @@ export function classifyAddress(address: string): AddressClass | null {
   if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || (g[5] === 0 && (g[6]! > 0 || g[7]! > 1)))) {
     return classifyV4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]);
   }
+  // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address a gateway would connect to.
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    return classifyV4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]);
+  }
+  if (g[0] === 0x2002) return classifyV4([g[1]! >> 8, g[1]! & 255, g[2]! >> 8, g[2]! & 255]);
   if (g.join(':') === [0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254].join(':')) return 'metadata';
   if (g.every((x) => x === 0)) return 'unspecified';
   if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
   if ((g[0]! & 0xffc0) === 0xfe80) return 'link_local';
-  if ((g[0]! & 0xfe00) === 0xfc00) return 'private';
+  if ((g[0]! & 0xfe00) === 0xfc00 || (g[0]! & 0xffc0) === 0xfec0) return 'private'; // unique-local, old site-local
+  if ((g[0]! & 0xff00) === 0xff00) return 'reserved'; // multicast
   return 'public';
 }
 
@@ -139,6 +146,8 @@ export function checkAddress(address: string, policy: EgressPolicy): void {
       throw new EgressError('egress_refused', `address ${address} is link-local; outbound requests to it are never allowed`);
     case 'unspecified':
       throw new EgressError('egress_refused', `address ${address} is unspecified; outbound requests to it are never allowed`);
+    case 'reserved':
+      throw new EgressError('egress_refused', `address ${address} is multicast or reserved; outbound requests to it are never allowed`);
     case 'loopback':
       if (policy.allowLoopback || policy.allowPrivate) return;
       throw new EgressError('egress_refused', `address ${address} is loopback; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE or CRM_ALLOW_INSECURE_LOOPBACK is set`);

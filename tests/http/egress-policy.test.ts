@@ -21,6 +21,13 @@ describe('egress address policy', () => {
     ['0251.0376.0251.0376', 'metadata'],
     ['::ffff:169.254.169.254', 'metadata'],
     ['fd00:ec2::254', 'metadata'],
+    ['64:ff9b::a9fe:a9fe', 'metadata'], // NAT64 of 169.254.169.254
+    ['2002:a9fe:a9fe::1', 'metadata'], // 6to4 of 169.254.169.254
+    ['64:ff9b::10.0.0.1', 'private'],
+    ['224.0.0.1', 'reserved'],
+    ['255.255.255.255', 'reserved'],
+    ['ff02::1', 'reserved'],
+    ['fec0::1', 'private'],
     ['169.254.1.1', 'link_local'],
     ['fe80::1', 'link_local'],
     ['0.0.0.0', 'unspecified'],
@@ -51,6 +58,8 @@ describe('egress address policy', () => {
     );
     expect(refused('fe80::1', open)).toMatch(/link-local/);
     expect(refused('0.0.0.0', open)).toMatch(/unspecified/);
+    expect(refused('239.1.2.3', open)).toMatch(/multicast or reserved/);
+    expect(refused('64:ff9b::a9fe:a9fe', open)).toMatch(/cloud metadata/);
     expect(() => checkHostName('metadata.google.internal.')).toThrow(EgressError);
   });
 
