@@ -76,7 +76,9 @@ export function createThreadActivities(deps: ActivityDeps) {
       let result;
       try {
         // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
-        result = await withHeartbeat(2_000, () => chatCompletion(deps.config.llm, chat, tools));
+        result = await withHeartbeat(2_000, () =>
+          chatCompletion({ ...deps.config.llm, egress: deps.config.egress }, chat, tools),
+        );
       } catch (err) {
         if (err instanceof LlmError) {
           deps.log.warn('language-model call failed', {

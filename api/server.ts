@@ -22,7 +22,12 @@ export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps
   const temporal = new Client({ connection: temporalConnection, namespace: config.temporal.namespace });
   const verifier =
     config.auth.jwksUrl && config.auth.issuer && config.auth.audience
-      ? createJwtVerifier({ jwksUrl: config.auth.jwksUrl, issuer: config.auth.issuer, audience: config.auth.audience })
+      ? createJwtVerifier({
+          jwksUrl: config.auth.jwksUrl,
+          issuer: config.auth.issuer,
+          audience: config.auth.audience,
+          egress: config.egress,
+        })
       : undefined;
   return { config, orm, temporal, temporalConnection, log, verifier };
 }

@@ -73,6 +73,7 @@ const EnvSchema = z.object({
   PLATFORM_DATA_DIR: optionalString,
   PLATFORM_SECRETS_KEY: optionalString,
   CRM_ALLOW_INSECURE_LOOPBACK: optionalString,
+  PLATFORM_EGRESS_ALLOW_PRIVATE: optionalString,
   CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
   PLATFORM_SKILLS_DIR: optionalString,
 });
@@ -155,6 +156,12 @@ export interface AppConfig {
     /** `<PLATFORM_DATA_DIR>/secrets.key`. */
     keyFile: string;
   };
+  /**
+   * Outbound requests (shared/http/egress.ts): link-local and cloud-metadata addresses are always
+   * refused; private ranges only with `PLATFORM_EGRESS_ALLOW_PRIVATE`; loopback with either that or
+   * `CRM_ALLOW_INSECURE_LOOPBACK`.
+   */
+  egress: { allowPrivate: boolean; allowLoopback: boolean };
   crm: {
     /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
     allowInsecureLoopback: boolean;
@@ -298,6 +305,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secrets: {
       key: e.PLATFORM_SECRETS_KEY,
       keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key`,
+    },
+    egress: {
+      allowPrivate: truthy(e.PLATFORM_EGRESS_ALLOW_PRIVATE),
+      allowLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
     },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),

@@ -1,5 +1,6 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } from 'jose';
 import { AuthenticationError, ServiceUnavailableError } from '../../shared/errors.js';
+import { EgressError, egressFetchFunction, type EgressPolicy } from '../../shared/http/egress.js';
 
 /** Verifies identity-provider access tokens. */
 export interface TokenVerifier {
@@ -9,11 +10,18 @@ export interface TokenVerifier {
 /** Only asymmetric algorithms: an HS256 token "signed" with the public key is refused outright. */
 const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
-export function createJwtVerifier(options: { jwksUrl: string; issuer: string; audience: string }): TokenVerifier {
+export function createJwtVerifier(options: {
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  egress: EgressPolicy;
+}): TokenVerifier {
   const jwks = createRemoteJWKSet(new URL(options.jwksUrl), {
     timeoutDuration: 5_000,
     cooldownDuration: 30_000,
     cacheMaxAge: 10 * 60_000,
+    // The key set is fetched through the egress client: the JWKS address must pass the egress policy.
+    [customFetch]: egressFetchFunction(options.egress, { maxResponseBytes: 1024 * 1024 }),
   });
   return {
     async verify(token) {
@@ -64,9 +72,16 @@ function mapJoseError(err: unknown): Error {
       reason: 'algorithm_not_allowed',
     });
   }
+  if (err instanceof EgressError && err.code === 'egress_refused') {
+    return new ServiceUnavailableError(
+      'identity_provider',
+      `The identity provider's signing keys (AUTH_JWKS_URL) are not allowed for outbound requests: ${err.message}.`,
+    );
+  }
   if (
     err instanceof errors.JWKSTimeout ||
-    (err instanceof Error && /fetch failed|ECONNREFUSED|Expected 200 OK/.test(err.message))
+    err instanceof EgressError ||
+    (err instanceof Error && /Expected 200 OK/.test(err.message))
   ) {
     return new ServiceUnavailableError(
       'identity_provider',

@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../../shared/config.js';
+import { CrmEgressError } from '../../shared/crm/errors.js';
+import { crmFetch } from '../../shared/crm/http.js';
 import { listVersions } from '../../shared/crm/rest.js';
 import { CrmSession } from '../../shared/crm/session.js';
 import type { LoadedConnection } from '../../shared/crm/store.js';
@@ -20,13 +22,20 @@ export interface ConnectionTestResult {
 const describe = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Any HTTP answer proves the host is reachable (used before a user_oauth connection is authorized). */
-async function reachable(url: string): Promise<string | null> {
+async function reachable(config: AppConfig, url: string): Promise<string | null> {
   try {
-    const res = await fetch(url, { method: 'GET', redirect: 'manual', signal: AbortSignal.timeout(10_000) });
-    await res.body?.cancel();
+    await crmFetch(url, {
+      policy: config.egress,
+      method: 'GET',
+      redirect: 'manual',
+      timeoutMs: 10_000,
+      maxResponseBytes: 1024 * 1024,
+    });
     return null;
   } catch (err) {
-    return describe((err as { cause?: unknown }).cause ?? err);
+    // An answer too large to read is still an answer.
+    if (err instanceof CrmEgressError && err.egress.code === 'egress_too_large') return null;
+    return describe(err);
   }
 }
 
@@ -44,7 +53,7 @@ export async function testConnection(
   const session = new CrmSession(conn, em, config);
   const awaitingAuthorization = conn.authMode === 'user_oauth' && !conn.tokens?.refresh_token;
   if (awaitingAuthorization) {
-    const failure = await reachable(conn.settings.login_host);
+    const failure = await reachable(config, conn.settings.login_host);
     checks.push({
       target: 'login_host',
       host: conn.settings.login_host,
@@ -69,7 +78,7 @@ export async function testConnection(
         checks.push({ target: 'instance_url', host: instance, ok: false, detail: describe(err) });
       }
     } else {
-      const failure = await reachable(instance);
+      const failure = await reachable(config, instance);
       checks.push({ target: 'instance_url', host: instance, ok: !failure, detail: failure ?? 'reachable' });
     }
   }

@@ -104,6 +104,7 @@ export async function completeAuthorization(
     q.code,
     pending.redirectUri,
     pending.verifier,
+    deps.config.egress,
   );
   await saveTokens(em, deps.config, conn, tokens);
   // The save-time test could only reach the hosts; with tokens it can prove both, so its stored

@@ -52,7 +52,7 @@ export async function authorizationServerMetadata(config: AppConfig, origin: str
     };
   }
   if (mode === 'oidc') {
-    const upstream = await discoverUpstream(config.auth.issuer!);
+    const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
     return {
       issuer: upstream.issuer,
       authorization_endpoint: upstream.authorization_endpoint,

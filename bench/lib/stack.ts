@@ -44,8 +44,9 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     DATABASE_URL: pg.url,
     TEMPORAL_ADDRESS: temporal.address,
     AUTH_PROVIDER: 'none',
+    CRM_ALLOW_INSECURE_LOOPBACK: 'true',
     ...env,
-  });
+  }); // the fake model is on loopback
   const log = createLogger({ level: 'error', sink: () => {} });
   const api = await startApi(config, log);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });

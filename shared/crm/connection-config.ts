@@ -42,7 +42,7 @@ interface Issue {
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** An https origin (or a loopback http one when the deployment allows it); a bare host means https. */
-function hostOrigin(raw: string, allowInsecureLoopback: boolean): string | string[] {
+export function hostOrigin(raw: string, allowInsecureLoopback: boolean): string | string[] {
   let url: URL;
   try {
     url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `https://${raw}`);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PlatformError, type ErrorType } from '../errors.js';
+import type { EgressError } from '../http/egress-policy.js';
 
 /** Advice shown with the CRM's own OAuth error pairs (PROTOCOLS.md): what to change, not only what failed. */
 const OAUTH_FIXES: Array<[RegExp, string]> = [
@@ -104,5 +105,32 @@ export class CrmAuthorizationRequiredError extends PlatformError {
         authorize_path: `/api/connections/${connectionName}/oauth/authorize`,
       },
     );
+  }
+}
+
+/**
+ * Thrown when a request to the CRM could not be made or completed (shared/http/egress.ts): refused
+ * by the egress policy (400: the connection names a host this deployment may not call), or the
+ * host could not be reached or did not answer in time (503). `sent` is false when the request
+ * provably never left the platform. The message is the classified one, never socket text.
+ */
+export class CrmEgressError extends PlatformError {
+  override name = 'CrmEgressError';
+  readonly sent: boolean | undefined;
+  constructor(
+    readonly egress: EgressError,
+    what = 'The CRM',
+  ) {
+    const refused = egress.code === 'egress_refused';
+    super(
+      refused ? 'bad_request' : 'service_unavailable',
+      refused ? `${what} host is not allowed: ${egress.message}.` : `${what} cannot be reached: ${egress.message}.`,
+      {
+        code: egress.code,
+        dependency: 'crm',
+        ...(egress.socketCode ? { socket_code: egress.socketCode } : {}),
+      },
+    );
+    this.sent = egress.sent;
   }
 }

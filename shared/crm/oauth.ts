@@ -1,7 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
-import type { CrmSettings } from './connection-config.js';
-import { CrmApiError, CrmAuthError } from './errors.js';
+import { assertEgressAllowed, EgressError, type EgressPolicy } from '../http/egress.js';
+import { hostOrigin, type CrmSettings } from './connection-config.js';
+import { CrmApiError, CrmAuthError, CrmEgressError } from './errors.js';
+import { crmFetch } from './http.js';
 
 /** What the token endpoint answers (PROTOCOLS.md, CRM). */
 export interface TokenSet {
@@ -30,18 +32,42 @@ function checkSignature(body: Record<string, unknown>, clientSecret: string | un
   }
 }
 
+/**
+ * The instance host a token response names is discovered, not configured: it must be an https
+ * origin (plain http only on loopback with CRM_ALLOW_INSECURE_LOOPBACK) that the egress policy
+ * allows, or the tokens are refused (never stored, never used).
+ */
+async function checkInstanceUrl(instanceUrl: string, egress: EgressPolicy): Promise<void> {
+  const origin = hostOrigin(instanceUrl, egress.allowLoopback);
+  if (Array.isArray(origin)) {
+    throw new CrmAuthError(
+      'invalid_instance_url',
+      `the token response names instance_url ${instanceUrl}, which ${origin.join('; ')}`,
+    );
+  }
+  try {
+    await assertEgressAllowed(origin, egress);
+  } catch (err) {
+    if (err instanceof EgressError)
+      throw new CrmEgressError(err, 'The CRM instance (instance_url from the token response)');
+    throw err;
+  }
+}
+
 /** One form-encoded token request; the CRM's `{error, error_description}` becomes a CrmAuthError. */
 export async function tokenRequest(
   tokenUrl: string,
   form: Record<string, string>,
+  egress: EgressPolicy,
   clientSecret?: string,
   extra: Record<string, unknown> = {},
 ): Promise<TokenSet> {
-  const res = await fetch(tokenUrl, {
+  const res = await crmFetch(tokenUrl, {
+    policy: egress,
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
     body: new URLSearchParams(form).toString(),
-    signal: AbortSignal.timeout(TIMEOUT_MS),
+    timeoutMs: TIMEOUT_MS,
   });
   const text = await res.text();
   let body: Record<string, unknown>;
@@ -58,6 +84,7 @@ export async function tokenRequest(
     );
   }
   checkSignature(body, clientSecret);
+  if (typeof body.instance_url === 'string') await checkInstanceUrl(body.instance_url, egress);
   return {
     access_token: body.access_token,
     instance_url: typeof body.instance_url === 'string' ? body.instance_url : null,
@@ -69,7 +96,11 @@ export async function tokenRequest(
 }
 
 /** JWT bearer: RS256 assertion, iss = consumer key, sub = username, aud = the login host URL, short exp. */
-export async function jwtBearerGrant(settings: CrmSettings, privateKeyPem: string): Promise<TokenSet> {
+export async function jwtBearerGrant(
+  settings: CrmSettings,
+  privateKeyPem: string,
+  egress: EgressPolicy,
+): Promise<TokenSet> {
   const key = await importPKCS8(privateKeyPem, 'RS256');
   const now = Math.floor(Date.now() / 1000);
   const assertion = await new SignJWT({})
@@ -79,13 +110,14 @@ export async function jwtBearerGrant(settings: CrmSettings, privateKeyPem: strin
     .setAudience(settings.login_host)
     .setExpirationTime(now + ASSERTION_LIFETIME_SECONDS)
     .sign(key);
-  return tokenRequest(settings.token_url, { grant_type: JWT_BEARER_GRANT, assertion });
+  return tokenRequest(settings.token_url, { grant_type: JWT_BEARER_GRANT, assertion }, egress);
 }
 
 export function refreshTokenGrant(
   settings: CrmSettings,
   clientSecret: string | undefined,
   refreshToken: string,
+  egress: EgressPolicy,
 ): Promise<TokenSet> {
   const form: Record<string, string> = {
     grant_type: 'refresh_token',
@@ -93,13 +125,18 @@ export function refreshTokenGrant(
     client_id: settings.client_id!,
   };
   if (clientSecret) form.client_secret = clientSecret;
-  return tokenRequest(settings.token_url, form, clientSecret);
+  return tokenRequest(settings.token_url, form, egress, clientSecret);
 }
 
-export function clientCredentialsGrant(settings: CrmSettings, clientSecret: string): Promise<TokenSet> {
+export function clientCredentialsGrant(
+  settings: CrmSettings,
+  clientSecret: string,
+  egress: EgressPolicy,
+): Promise<TokenSet> {
   return tokenRequest(
     settings.token_url,
     { grant_type: 'client_credentials', client_id: settings.client_id!, client_secret: clientSecret },
+    egress,
     clientSecret,
   );
 }
@@ -110,6 +147,7 @@ export function authorizationCodeGrant(
   code: string,
   redirectUri: string,
   codeVerifier: string,
+  egress: EgressPolicy,
 ): Promise<TokenSet> {
   return tokenRequest(
     settings.token_url,
@@ -121,6 +159,7 @@ export function authorizationCodeGrant(
       redirect_uri: redirectUri,
       code_verifier: codeVerifier,
     },
+    egress,
     clientSecret,
     { redirect_uri: redirectUri },
   );

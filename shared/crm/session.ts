@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
+import type { EgressPolicy } from '../http/egress.js';
 import { CrmAuthorizationRequiredError } from './errors.js';
+import { crmFetch } from './http.js';
 import { clientCredentialsGrant, jwtBearerGrant, refreshTokenGrant, type TokenSet } from './oauth.js';
 import { saveTokens, type LoadedConnection } from './store.js';
 
@@ -10,19 +12,19 @@ export const CRM_API_VERSION = '62.0';
 const TIMEOUT_MS = 30_000;
 
 /** Obtains a fresh access token with the connection's own grant. */
-async function grant(conn: LoadedConnection): Promise<TokenSet> {
+async function grant(conn: LoadedConnection, egress: EgressPolicy): Promise<TokenSet> {
   const { settings, secrets } = conn;
   switch (conn.authMode) {
     case 'jwt_bearer':
-      return jwtBearerGrant(settings, secrets.private_key!);
+      return jwtBearerGrant(settings, secrets.private_key!, egress);
     case 'client_credentials':
-      return clientCredentialsGrant(settings, secrets.client_secret!);
+      return clientCredentialsGrant(settings, secrets.client_secret!, egress);
     case 'refresh_token':
-      return refreshTokenGrant(settings, secrets.client_secret, secrets.refresh_token!);
+      return refreshTokenGrant(settings, secrets.client_secret, secrets.refresh_token!, egress);
     case 'user_oauth': {
       const refresh = conn.tokens?.refresh_token;
       if (!refresh) throw new CrmAuthorizationRequiredError(conn.name);
-      const fresh = await refreshTokenGrant(settings, secrets.client_secret, refresh);
+      const fresh = await refreshTokenGrant(settings, secrets.client_secret, refresh, egress);
       // The refresh token is reused unless the CRM rotates it.
       return { ...fresh, refresh_token: fresh.refresh_token ?? refresh };
     }
@@ -42,7 +44,7 @@ export class CrmSession {
 
   async token(forceNew = false): Promise<TokenSet> {
     if (this.conn.tokens && !forceNew) return this.conn.tokens;
-    const tokens = await grant(this.conn);
+    const tokens = await grant(this.conn, this.config.egress);
     await saveTokens(this.em, this.config, this.conn, tokens);
     return tokens;
   }
@@ -66,7 +68,9 @@ export class CrmSession {
   ): Promise<{ res: Response; text: string }> {
     const once = async (tokens: TokenSet) => {
       const extra = build?.(tokens.access_token) ?? {};
-      const res = await fetch(`${this.instanceUrl()}${path}`, {
+      const body = extra.body ?? init.body;
+      const res = await crmFetch(`${this.instanceUrl()}${path}`, {
+        policy: this.config.egress,
         method: init.method,
         headers: {
           authorization: `Bearer ${tokens.access_token}`,
@@ -74,8 +78,9 @@ export class CrmSession {
           ...init.headers,
           ...extra.headers,
         },
-        body: extra.body ?? init.body,
-        signal: init.signal ?? AbortSignal.timeout(TIMEOUT_MS),
+        ...(body !== undefined ? { body } : {}),
+        ...(init.signal ? { signal: init.signal } : {}),
+        timeoutMs: TIMEOUT_MS,
       });
       return { res, text: await res.text() };
     };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EgressError, egressFetch, type EgressPolicy } from '../http/egress.js';
 
 /** A chat message in the OpenAI-compatible wire format. */
 export type ChatMessage =
@@ -28,6 +29,7 @@ export interface ChatResult {
 export interface LlmFailure {
   kind:
     | 'not_configured'
+    | 'egress_refused'
     | 'budget_exhausted'
     | 'authentication'
     | 'rate_limited'
@@ -57,6 +59,8 @@ export interface LlmSettings {
   apiKey: string | undefined;
   model: string | undefined;
   timeoutSeconds: number;
+  /** The deployment's egress policy (`config.egress`): the provider's address must pass it. */
+  egress: EgressPolicy;
 }
 
 export const llmFailure = (
@@ -89,7 +93,8 @@ export async function chatCompletion(
   let res: Response;
   let text: string;
   try {
-    res = await fetch(`${settings.baseUrl}/chat/completions`, {
+    res = await egressFetch(`${settings.baseUrl}/chat/completions`, {
+      policy: settings.egress,
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -100,18 +105,37 @@ export async function chatCompletion(
         messages,
         ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
       }),
-      signal: AbortSignal.timeout(settings.timeoutSeconds * 1000),
+      timeoutMs: settings.timeoutSeconds * 1000,
     });
-    // Read the body inside the same guard: a reset or timeout mid-body is the provider's failure too.
+    // The body is read inside the client, under its deadline and size cap.
     text = await res.text();
   } catch (err) {
-    const timedOut = (err as Error).name === 'TimeoutError';
+    if (!(err instanceof EgressError)) throw err;
+    if (err.code === 'egress_refused') {
+      throw llmFailure(
+        'egress_refused',
+        `The language-model provider's address is not allowed for outbound requests: ${err.message}.`,
+        'Ask an administrator to point PLATFORM_LLM_BASE_URL at an allowed address (a provider on the private network needs PLATFORM_EGRESS_ALLOW_PRIVATE).',
+        false,
+        err.message,
+      );
+    }
+    if (err.code === 'egress_too_large') {
+      throw llmFailure(
+        'bad_response',
+        'The language-model provider answered more than the platform accepts.',
+        'Check that the provider is OpenAI-compatible.',
+        false,
+        err.message,
+      );
+    }
+    const timedOut = err.code === 'egress_timeout';
     throw llmFailure(
       timedOut ? 'timeout' : 'unavailable',
       timedOut ? 'The language model did not answer in time.' : 'The language-model provider cannot be reached.',
       'Try again in a moment; if it persists, check the provider configuration.',
       true,
-      String((err as Error).message),
+      err.detailForLogs ?? err.message,
     );
   }
   if (res.status === 401 || res.status === 403)

@@ -158,9 +158,34 @@ describe('executors without a deployment to reach', () => {
     const result = await runExecutor(
       'ticket.write.v1',
       { title: 't' },
-      ctx({ TICKET_TRACKER_URL: `http://127.0.0.1:${await freePort()}` }),
+      ctx({ TICKET_TRACKER_URL: `http://127.0.0.1:${await freePort()}`, CRM_ALLOW_INSECURE_LOOPBACK: 'true' }),
     );
     expect(result).toMatchObject({ outcome: 'not_applied', reason: 'tracker_unreachable' });
+  });
+
+  it('ticket.write.v1 to an address the egress policy refuses sends nothing', async () => {
+    const port = await freePort();
+    for (const [url, env, says] of [
+      [
+        'http://169.254.169.254/api',
+        { CRM_ALLOW_INSECURE_LOOPBACK: 'true', PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' },
+        /169\.254\.169\.254 is link-local \(cloud metadata\); outbound requests to it are never allowed/,
+      ],
+      [
+        'http://10.0.0.9/api',
+        { CRM_ALLOW_INSECURE_LOOPBACK: 'true' },
+        /10\.0\.0\.9 is private; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set/,
+      ],
+      [
+        `http://127.0.0.1:${port}/api`,
+        {},
+        /127\.0\.0\.1 is loopback; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE or CRM_ALLOW_INSECURE_LOOPBACK is set/,
+      ],
+    ] as const) {
+      const result = await runExecutor('ticket.write.v1', { title: 't' }, ctx({ TICKET_TRACKER_URL: url, ...env }));
+      expect(result).toMatchObject({ outcome: 'not_applied', reason: 'egress_refused' });
+      expect((result as { detail: string }).detail).toMatch(says);
+    }
   });
 
   it('re-checks the payload before any effect', async () => {

@@ -35,6 +35,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE: uniqueTaskQueue(),
     AUTH_PROVIDER: 'none',
+    // The fakes (identity provider, model, tracker, CRM) listen on loopback: allow it, as a local run would.
+    CRM_ALLOW_INSECURE_LOOPBACK: 'true',
     ...options.env,
   });
   const lines = options.logLines;

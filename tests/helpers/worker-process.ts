@@ -76,7 +76,8 @@ export interface WorkerProcess {
 export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', scriptPath], {
     cwd: projectRoot,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    // The fakes listen on loopback: allow it (the egress policy refuses loopback otherwise).
+    env: { ...process.env, LOG_LEVEL: 'warn', CRM_ALLOW_INSECURE_LOOPBACK: 'true', ...env },
     // An IPC channel only so that the worker notices when its parent (the test run) is gone.
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

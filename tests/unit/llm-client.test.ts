@@ -10,7 +10,14 @@ afterAll(async () => {
   await llm?.close();
 });
 
-const settings = () => ({ baseUrl: llm.baseUrl, apiKey: 'sk-secret', model: 'm1', timeoutSeconds: 5 });
+// The fake provider is on loopback: the deployment allowance for it is set (CRM_ALLOW_INSECURE_LOOPBACK).
+const settings = () => ({
+  baseUrl: llm.baseUrl,
+  apiKey: 'sk-secret',
+  model: 'm1',
+  timeoutSeconds: 5,
+  egress: { allowPrivate: false, allowLoopback: true },
+});
 const failureOf = async (p: Promise<unknown>) => {
   const err = await p.catch((e: unknown) => e);
   expect(err).toBeInstanceOf(LlmError);
@@ -68,5 +75,30 @@ describe('chatCompletion', () => {
     expect(err.failure.kind).toBe('timeout');
     expect(err.retryable).toBe(true);
     llm.release({ content: 'late' });
+  });
+
+  it('refuses a metadata, a private or (without the allowance) a loopback provider address as a non-retryable egress_refused', async () => {
+    const before = llm.requests.length;
+    for (const [baseUrl, policy, says] of [
+      [
+        'http://169.254.169.254/v1',
+        settings().egress,
+        /169\.254\.169\.254 is link-local \(cloud metadata\); outbound requests to it are never allowed/,
+      ],
+      [
+        'http://10.0.0.7:8080/v1',
+        settings().egress,
+        /10\.0\.0\.7 is private; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set/,
+      ],
+      [llm.baseUrl, { allowPrivate: false, allowLoopback: false }, /is loopback; allowed only when/],
+    ] as const) {
+      const err = await failureOf(
+        chatCompletion({ ...settings(), baseUrl, egress: policy }, [{ role: 'user', content: 'x' }], []),
+      );
+      expect(err.failure.kind).toBe('egress_refused');
+      expect(err.failure.message).toMatch(says);
+      expect(err.retryable).toBe(false);
+    }
+    expect(llm.requests.length).toBe(before);
   });
 });

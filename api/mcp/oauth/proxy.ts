@@ -57,7 +57,7 @@ export async function startAuthorization(
     });
   if (!PKCE_PATTERN.test(req.code_challenge))
     throw new BadRequestError('code_challenge is not a valid S256 challenge.', { oauth_error: 'invalid_request' });
-  const upstream = await discoverUpstream(config.auth.issuer!);
+  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
   const state = randomToken();
   const callbackUri = `${origin}/oauth/callback`;
   const scope = req.scope?.trim() || SCOPES_SUPPORTED.join(' ');
@@ -168,7 +168,7 @@ export async function exchangeToken(
   req: TokenRequest,
   now = new Date(),
 ): Promise<Record<string, unknown>> {
-  const upstream = await discoverUpstream(config.auth.issuer!);
+  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
   const client = {
     client_id: config.auth.clientId!,
     ...(config.auth.clientSecret ? { client_secret: config.auth.clientSecret } : {}),
@@ -210,7 +210,7 @@ export async function exchangeToken(
   } else {
     throw new OAuthTokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.');
   }
-  const answer = await postUpstreamToken(upstream.token_endpoint, form);
+  const answer = await postUpstreamToken(upstream.token_endpoint, form, config.egress);
   if (answer.status >= 500)
     throw new ServiceUnavailableError(
       'identity_provider',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ServiceUnavailableError } from '../../../shared/errors.js';
+import { EgressError, egressFetch, type EgressPolicy } from '../../../shared/http/egress.js';
 
 const DiscoverySchema = z.looseObject({
   issuer: z.string(),
@@ -18,22 +19,37 @@ const CACHE_MS = 5 * 60_000;
 const TIMEOUT_MS = 5_000;
 const cache = new Map<string, { at: number; doc: UpstreamMetadata }>();
 
-const unavailable = (what: string) =>
-  new ServiceUnavailableError('identity_provider', `The identity provider's ${what} cannot be reached; retry shortly.`);
+/** Refused by the egress policy: the classified reason (a deployment setting to fix, not a retry). */
+const unavailable = (what: string, err?: unknown) =>
+  err instanceof EgressError && err.code === 'egress_refused'
+    ? new ServiceUnavailableError(
+        'identity_provider',
+        `The identity provider's ${what} is not allowed for outbound requests: ${err.message}.`,
+      )
+    : new ServiceUnavailableError(
+        'identity_provider',
+        `The identity provider's ${what} cannot be reached; retry shortly.`,
+      );
 
 /** The upstream provider's OpenID discovery document (`<AUTH_ISSUER>/.well-known/openid-configuration`), cached for five minutes. */
-export async function discoverUpstream(issuer: string, now = Date.now()): Promise<UpstreamMetadata> {
+export async function discoverUpstream(
+  issuer: string,
+  egress: EgressPolicy,
+  now = Date.now(),
+): Promise<UpstreamMetadata> {
   const hit = cache.get(issuer);
   if (hit && now - hit.at < CACHE_MS) return hit.doc;
   let body: unknown;
   try {
-    const res = await fetch(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, {
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+    const res = await egressFetch(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`, {
+      policy: egress,
+      timeoutMs: TIMEOUT_MS,
+      maxResponseBytes: 1024 * 1024,
     });
     if (!res.ok) throw new Error(`status ${res.status}`);
     body = await res.json();
-  } catch {
-    throw unavailable('discovery document');
+  } catch (err) {
+    throw unavailable('discovery document', err);
   }
   const parsed = DiscoverySchema.safeParse(body);
   if (!parsed.success) throw unavailable('discovery document (it is not valid)');
@@ -45,17 +61,20 @@ export async function discoverUpstream(issuer: string, now = Date.now()): Promis
 export async function postUpstreamToken(
   tokenEndpoint: string,
   form: Record<string, string>,
+  egress: EgressPolicy,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   try {
-    const res = await fetch(tokenEndpoint, {
+    const res = await egressFetch(tokenEndpoint, {
+      policy: egress,
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams(form).toString(),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      timeoutMs: TIMEOUT_MS,
+      maxResponseBytes: 1024 * 1024,
     });
     const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
     return { status: res.status, body };
-  } catch {
-    throw unavailable('token endpoint');
+  } catch (err) {
+    throw unavailable('token endpoint', err);
   }
 }

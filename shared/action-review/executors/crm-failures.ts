@@ -1,4 +1,4 @@
-import { CrmApiError, CrmAuthError, CrmAuthorizationRequiredError } from '../../crm/errors.js';
+import { CrmApiError, CrmAuthError, CrmAuthorizationRequiredError, CrmEgressError } from '../../crm/errors.js';
 import { PlatformError } from '../../errors.js';
 
 /** How the CRM merge executor reads a failed CRM call: refused before any change, or outcome unknown. */
@@ -9,7 +9,8 @@ const networkCode = (err: unknown): string | undefined => {
   const code = (err as { cause?: { code?: unknown } }).cause?.code;
   return typeof code === 'string' ? code : undefined;
 };
-export const neverSent = (err: unknown) => NOT_SENT.has(networkCode(err) ?? '');
+export const neverSent = (err: unknown) =>
+  err instanceof CrmEgressError ? err.sent === false : NOT_SENT.has(networkCode(err) ?? '');
 
 /**
  * SOAP faults the CRM raises while authenticating or validating a call, before it changes anything.

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { EgressError, egressFetch } from '../../http/egress.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
-
-/** Connection errors that prove the request never reached the tracker. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-function errorCode(err: unknown): string | undefined {
-  const cause = (err as { cause?: { code?: unknown } }).cause;
-  return typeof cause?.code === 'string' ? cause.code : undefined;
-}
 
 /**
  * Creates an issue in the configured tracker (`POST {TICKET_TRACKER_URL}/issues`) with the
@@ -22,23 +15,39 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
       return notApplied('TICKETING_SETUP_REQUIRED', 'No issue tracker is configured (TICKET_TRACKER_URL).');
     let res: Response;
     try {
-      res = await fetch(new URL('issues', ticketTrackerUrl.endsWith('/') ? ticketTrackerUrl : `${ticketTrackerUrl}/`), {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': ctx.proposalId,
-          ...(ticketTrackerToken ? { authorization: `Bearer ${ticketTrackerToken}` } : {}),
+      res = await egressFetch(
+        new URL('issues', ticketTrackerUrl.endsWith('/') ? ticketTrackerUrl : `${ticketTrackerUrl}/`),
+        {
+          policy: ctx.config.egress,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'idempotency-key': ctx.proposalId,
+            ...(ticketTrackerToken ? { authorization: `Bearer ${ticketTrackerToken}` } : {}),
+          },
+          body: JSON.stringify({ ...payload, external_id: ctx.proposalId }),
+          signal: ctx.signal,
+          // The effect's own start-to-close timeout bounds it, as before.
+          timeoutMs: ctx.config.actionReview.effectTimeoutSeconds * 1000,
         },
-        body: JSON.stringify({ ...payload, external_id: ctx.proposalId }),
-        signal: ctx.signal,
-      });
+      );
     } catch (err) {
-      const code = errorCode(err);
-      if (code && NOT_SENT.has(code))
-        return notApplied('tracker_unreachable', `The issue tracker could not be reached (${code}); nothing was sent.`);
+      if (!(err instanceof EgressError)) throw err;
+      if (err.code === 'egress_refused') {
+        return notApplied(
+          'egress_refused',
+          `The issue tracker's address is not allowed for outbound requests: ${err.message}; nothing was sent.`,
+        );
+      }
+      const code = err.socketCode;
+      if (err.sent === false && err.code !== 'egress_aborted')
+        return notApplied(
+          'tracker_unreachable',
+          `The issue tracker could not be reached (${code ?? err.code}); nothing was sent.`,
+        );
       const why = ctx.signal.aborted
         ? 'was interrupted (the worker stopped)'
-        : `failed after it was sent (${code ?? 'no answer'})`;
+        : `failed after it was sent (${code ?? err.code})`;
       throw new EffectOutcomeUnknownError(
         `The request to the issue tracker ${why}; the ticket may have been created.`,
         { cause: err },
