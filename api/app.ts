@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { RequestContext } from '@mikro-orm/postgresql';
+import coBody from 'co-body';
 import Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { BadRequestError, PayloadTooLargeError, PlatformError } from '../shared/errors.js';
@@ -22,16 +23,39 @@ function bodyParseError(err: Error, limitBytes: number): PlatformError {
   return new BadRequestError('The request body is not valid JSON.', { reason: 'malformed_json' });
 }
 
+const JSON_BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Parses JSON bodies (strict: an object or array at the root). Keys that would reach an object's
+ * prototype (`__proto__`, and `constructor.prototype`) are removed rather than refused: they are valid
+ * JSON and no schema declares them, so like any undeclared key they never reach a handler.
+ */
+function jsonBody(limitBytes: number): Koa.Middleware {
+  return async (ctx, next) => {
+    if (JSON_BODY_METHODS.has(ctx.method) && ctx.is('application/json', '+json')) {
+      try {
+        // `onProtoPoisoning` is co-body's (6.2) option for its JSON parser; its published types predate it.
+        const options = { limit: limitBytes, strict: true, onProtoPoisoning: 'remove' } as coBody.Options;
+        ctx.request.body = await coBody.json(ctx, options);
+      } catch (err) {
+        throw bodyParseError(err as Error, limitBytes);
+      }
+    }
+    await next();
+  };
+}
+
 /** The Koa application: request id and access log, one error middleware, JSON bodies, then the routes. */
 export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa {
   const app = new Koa({ proxy: true });
   app.silent = true;
   app.use(requestIdAndAccessLog(deps.log));
   app.use(errorEnvelope(deps.log));
+  app.use(jsonBody(deps.config.limits.jsonBodyBytes));
   app.use(
     koaBody({
-      json: true,
-      jsonStrict: true,
+      // JSON is parsed by jsonBody (above), which drops prototype keys instead of refusing the body.
+      json: false,
       // Form bodies are parsed for every route but admitted only on `bodyKind: 'form'` routes (below).
       urlencoded: true,
       formLimit: deps.config.limits.jsonBodyBytes,

@@ -106,6 +106,7 @@ export const crmMergeRoutes = [
         schema: successEnvelope(PreviewSchema),
       },
       400: { description: 'A merge rule is broken (payload.rule)' },
+      404: { description: 'No connection with that name in your tenant (`not_found`)' },
       409: { description: 'merge_not_enabled' },
     },
     handler: async ({ body, deps, em, principal }) => ({
@@ -138,6 +139,7 @@ export const crmMergeRoutes = [
         ),
       },
       400: { description: 'A merge rule is broken' },
+      404: { description: 'No connection with that name in your tenant (`not_found`)' },
       409: { description: 'stale_digest or merge_not_enabled' },
     },
     handler: async ({ body, deps, em, principal }) => {

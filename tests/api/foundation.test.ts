@@ -67,6 +67,19 @@ describe('error envelope', () => {
     expect(await query(stack.db.url, 'select * from echo_jobs')).toHaveLength(0);
   });
 
+  it('accepts a body carrying prototype keys, dropping them (regression: `__proto__` was refused as malformed JSON)', async () => {
+    const res = await http(stack.url, 'POST', '/api/jobs/echo', {
+      raw: '{"message":"proto","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(200);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const rows = await query(stack.db.url, "select message from echo_jobs where message = 'proto'");
+    expect(rows).toHaveLength(1);
+    // Later tests in this file count echo_jobs rows.
+    await query(stack.db.url, "delete from echo_jobs where message = 'proto'");
+  });
+
   it('answers 400 with the failing fields from zod validation', async () => {
     const res = await http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 42, job_id: 'bad id!' } });
     expect(res.status).toBe(400);
