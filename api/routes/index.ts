@@ -2,6 +2,8 @@ import type { AnyRoute } from '../http/route.js';
 import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
+import { configSetupRoutes } from './config-setup.js';
+import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
 import { downloadRoutes } from './downloads.js';
@@ -20,6 +22,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...metaRoutes(() => routes), ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
   routes.push(...actionReviewRoutes, ...toolCallRoutes);
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
+  routes.push(...configSetupRoutes, ...configViewRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
   return routes;
