@@ -2,7 +2,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
 import { AgentRowEntity } from '../shared/db/entities/index.js';
 import { demoBudgetExhausted, recordLlmUsage } from '../shared/deployment/demo-budget.js';
-import { chatCompletion, LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
+import { activeProviders } from '../shared/llm/active-provider.js';
+import { LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
 import { withHeartbeat } from './heartbeat.js';
 import type { ActivityDeps } from './index.js';
@@ -74,11 +75,11 @@ export function createThreadActivities(deps: ActivityDeps) {
         });
       }
       let result;
+      // Resolved per call (cached by the tenant's version), so a provider switch applies to the next turn.
+      const active = await activeProviders(deps.config).resolve(em, input.tenant);
       try {
         // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
-        result = await withHeartbeat(2_000, () =>
-          chatCompletion({ ...deps.config.llm, egress: deps.config.egress }, chat, tools),
-        );
+        result = await withHeartbeat(2_000, () => active.chat(chat, tools));
       } catch (err) {
         if (err instanceof LlmError) {
           deps.log.warn('language-model call failed', {
@@ -95,13 +96,13 @@ export function createThreadActivities(deps: ActivityDeps) {
       }
       await recordLlmUsage(em, {
         tenant: input.tenant,
-        provider: new URL(deps.config.llm.baseUrl!).host,
+        provider: active.label,
         model: result.model,
         promptTokens: result.usage.promptTokens,
         completionTokens: result.usage.completionTokens,
         costUsd:
-          (result.usage.promptTokens * deps.config.llm.inputUsdPerMtok +
-            result.usage.completionTokens * deps.config.llm.outputUsdPerMtok) /
+          (result.usage.promptTokens * active.prices.inputUsdPerMtok +
+            result.usage.completionTokens * active.prices.outputUsdPerMtok) /
           1_000_000,
         threadId: input.threadId,
       });

@@ -1,6 +1,7 @@
 import type { AnyRoute } from '../http/route.js';
 import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
+import { aiModelRoutes } from './ai-models.js';
 import { authRoutes } from './auth.js';
 import { configSetupRoutes } from './config-setup.js';
 import { configViewRoutes } from './config-views.js';
@@ -10,6 +11,7 @@ import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
+import { llmProviderRoutes } from './llm-providers.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
@@ -25,5 +27,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...configSetupRoutes, ...configViewRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
+  routes.push(...llmProviderRoutes, ...aiModelRoutes);
   return routes;
 }

@@ -36,7 +36,12 @@ export interface LlmFailure {
     | 'timeout'
     | 'unavailable'
     | 'bad_request'
-    | 'bad_response';
+    | 'bad_response'
+    | 'quota_exceeded'
+    | 'model_not_found'
+    | 'context_too_long'
+    | 'content_refused'
+    | 'unsupported';
   message: string;
   action: string;
   error_id: string;
@@ -76,46 +81,45 @@ export const llmFailure = (
     detail,
   );
 
-/** One chat-completions call to the active OpenAI-compatible provider, with tool calling. */
-export async function chatCompletion(
-  settings: LlmSettings,
-  messages: ChatMessage[],
-  tools: ToolSpec[],
-): Promise<ChatResult> {
-  if (!settings.baseUrl || !settings.model) {
-    throw llmFailure(
-      'not_configured',
-      'No language-model provider is configured for this deployment.',
-      'Ask an administrator to configure the active provider (PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL).',
-      false,
-    );
-  }
-  let res: Response;
-  let text: string;
+/** What one provider exchange answered: status, raw text (logs only) and headers. */
+export interface ProviderAnswer {
+  status: number;
+  text: string;
+  headers: Headers;
+}
+
+export interface ProviderRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  egress: EgressPolicy;
+  timeoutMs: number;
+  /** `manual` answers a 3xx to the caller (proxy `/models` discovery checks each hop itself). */
+  redirect?: 'follow' | 'manual';
+  /** Names the setting to fix when the address is refused. */
+  addressSetting?: string;
+}
+
+/** One exchange with a provider through the egress client; transport failures become classified `LlmError`s. */
+export async function providerCall(url: string, req: ProviderRequest): Promise<ProviderAnswer> {
   try {
-    res = await egressFetch(`${settings.baseUrl}/chat/completions`, {
-      policy: settings.egress,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}),
-      },
-      body: JSON.stringify({
-        model: settings.model,
-        messages,
-        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
-      }),
-      timeoutMs: settings.timeoutSeconds * 1000,
+    const res = await egressFetch(url, {
+      policy: req.egress,
+      method: req.method ?? (req.body === undefined ? 'GET' : 'POST'),
+      headers: { ...(req.body === undefined ? {} : { 'content-type': 'application/json' }), ...req.headers },
+      ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
+      timeoutMs: req.timeoutMs,
+      redirect: req.redirect ?? 'follow',
     });
     // The body is read inside the client, under its deadline and size cap.
-    text = await res.text();
+    return { status: res.status, text: await res.text(), headers: res.headers };
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;
     if (err.code === 'egress_refused') {
       throw llmFailure(
         'egress_refused',
         `The language-model provider's address is not allowed for outbound requests: ${err.message}.`,
-        'Ask an administrator to point PLATFORM_LLM_BASE_URL at an allowed address (a provider on the private network needs PLATFORM_EGRESS_ALLOW_PRIVATE).',
+        `Ask an administrator to point ${req.addressSetting ?? "the provider's base URL"} at an allowed address (a provider on the private network needs PLATFORM_EGRESS_ALLOW_PRIVATE).`,
         false,
         err.message,
       );
@@ -124,7 +128,7 @@ export async function chatCompletion(
       throw llmFailure(
         'bad_response',
         'The language-model provider answered more than the platform accepts.',
-        'Check that the provider is OpenAI-compatible.',
+        'Check that the provider speaks the configured wire format.',
         false,
         err.message,
       );
@@ -138,7 +142,19 @@ export async function chatCompletion(
       err.detailForLogs ?? err.message,
     );
   }
-  if (res.status === 401 || res.status === 403)
+}
+
+const CONTEXT_TOO_LONG =
+  /context_length_exceeded|maximum context length|prompt is too long|too many tokens|input is too long|context window/i;
+const CONTENT_REFUSED = /content_filter|content_policy|content management policy|responsible ?ai|guardrail|safety/i;
+const MODEL_NOT_FOUND = /model_not_found|deploymentnotfound|does not exist|unknown model|model.{0,40}not found/i;
+const QUOTA = /insufficient_quota|quota|billing|credit balance/i;
+
+/** Throws the classified failure for an HTTP error answer (any wire format); the raw text stays in `detailForLogs`. */
+export function failOnStatus(answer: ProviderAnswer): void {
+  const { status, text } = answer;
+  if (status < 400) return;
+  if (status === 401 || status === 403)
     throw llmFailure(
       'authentication',
       "The language-model provider refused the platform's credentials.",
@@ -146,7 +162,15 @@ export async function chatCompletion(
       false,
       text,
     );
-  if (res.status === 429)
+  if (status === 429 || status === 402) {
+    if (status === 402 || QUOTA.test(text))
+      throw llmFailure(
+        'quota_exceeded',
+        "The language-model provider says the account's quota is used up.",
+        "Ask an administrator to check the provider account's quota or billing.",
+        false,
+        text,
+      );
     throw llmFailure(
       'rate_limited',
       'The language-model provider is rate limiting requests.',
@@ -154,7 +178,8 @@ export async function chatCompletion(
       true,
       text,
     );
-  if (res.status >= 500)
+  }
+  if (status >= 500)
     throw llmFailure(
       'unavailable',
       'The language-model provider had an internal error.',
@@ -162,43 +187,110 @@ export async function chatCompletion(
       true,
       text,
     );
-  if (res.status >= 400)
+  if (CONTEXT_TOO_LONG.test(text) || status === 413)
     throw llmFailure(
-      'bad_request',
-      'The language-model provider rejected the request.',
-      'Ask an administrator to check the model name and provider settings.',
+      'context_too_long',
+      'The conversation is longer than the model accepts.',
+      'Start a new thread, or ask an administrator to assign a model with a larger context window.',
       false,
       text,
     );
-  let body: {
-    model?: string;
-    choices?: Array<{ message?: { content?: string | null; tool_calls?: ToolCall[] } }>;
-    usage?: { prompt_tokens?: number; completion_tokens?: number };
-  };
+  if (CONTENT_REFUSED.test(text))
+    throw llmFailure(
+      'content_refused',
+      'The language-model provider refused the request under its content policy.',
+      'Rephrase the request.',
+      false,
+      text,
+    );
+  if (status === 404 || MODEL_NOT_FOUND.test(text))
+    throw llmFailure(
+      'model_not_found',
+      'The language-model provider does not know the configured model.',
+      'Ask an administrator to check the model (or deployment) name of the active provider.',
+      false,
+      text,
+    );
+  throw llmFailure(
+    'bad_request',
+    'The language-model provider rejected the request.',
+    'Ask an administrator to check the model name and provider settings.',
+    false,
+    text,
+  );
+}
+
+/** The JSON of a successful answer, or a classified `bad_response`. */
+export function answerJson<T>(answer: ProviderAnswer, what: string): T {
+  failOnStatus(answer);
   try {
-    body = JSON.parse(text);
+    return JSON.parse(answer.text) as T;
   } catch {
     throw llmFailure(
       'bad_response',
-      'The language-model provider answered something that is not a chat completion.',
-      'Check that the provider is OpenAI-compatible.',
+      `The language-model provider answered something that is not ${what}.`,
+      'Check that the provider speaks the configured wire format.',
       false,
-      text.slice(0, 500),
+      answer.text.slice(0, 500),
     );
   }
-  const message = body.choices?.[0]?.message;
-  if (!message)
+}
+
+export const notConfigured = (message = 'No language-model provider is configured for this deployment.') =>
+  llmFailure(
+    'not_configured',
+    message,
+    'Ask an administrator to save and activate a provider (/api/config/llm-providers), or set PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL.',
+    false,
+  );
+
+/** One chat-completions call to an OpenAI-compatible provider, with tool calling. */
+export async function chatCompletion(
+  settings: LlmSettings,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+  extraHeaders: Record<string, string> = {},
+): Promise<ChatResult> {
+  if (!settings.baseUrl || !settings.model) throw notConfigured();
+  const answer = await providerCall(`${settings.baseUrl}/chat/completions`, {
+    egress: settings.egress,
+    headers: { ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}), ...extraHeaders },
+    body: { model: settings.model, messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) },
+    timeoutMs: settings.timeoutSeconds * 1000,
+  });
+  return chatResultOf(answer, settings.model);
+}
+
+/** Reads an OpenAI chat-completions answer (also what Azure-type deployments answer). */
+export function chatResultOf(answer: ProviderAnswer, model: string): ChatResult {
+  const body = answerJson<{
+    model?: string;
+    choices?: Array<{ message?: { content?: string | null; tool_calls?: ToolCall[] }; finish_reason?: string }>;
+    usage?: { prompt_tokens?: number; completion_tokens?: number };
+  }>(answer, 'a chat completion');
+  const choice = body.choices?.[0];
+  const message = choice?.message;
+  if (!message) {
+    if (choice?.finish_reason === 'content_filter')
+      throw llmFailure(
+        'content_refused',
+        'The language-model provider refused the request under its content policy.',
+        'Rephrase the request.',
+        false,
+        answer.text.slice(0, 500),
+      );
     throw llmFailure(
       'bad_response',
       'The language-model provider answered without a message.',
       'Check that the provider is OpenAI-compatible.',
       false,
-      text.slice(0, 500),
+      answer.text.slice(0, 500),
     );
+  }
   return {
     content: message.content ?? null,
     toolCalls: (message.tool_calls ?? []).filter((c) => c?.type === 'function' && typeof c.function?.name === 'string'),
     usage: { promptTokens: body.usage?.prompt_tokens ?? 0, completionTokens: body.usage?.completion_tokens ?? 0 },
-    model: body.model ?? settings.model,
+    model: body.model ?? model,
   };
 }

@@ -14,7 +14,19 @@ export type FakeReply =
 
 export interface FakeLlm {
   baseUrl: string;
+  /** `http://127.0.0.1:<port>` (Azure-type, Anthropic and Bedrock-type paths hang off it). */
+  origin: string;
   requests: ChatRequest[];
+  /** Every request's method, path (with query) and credential header, in order. */
+  calls: Array<{ method: string; path: string; credential: string | undefined }>;
+  /** When set, a request without this credential (Bearer, `api-key` or `x-api-key`) answers 401. */
+  apiKey: string | undefined;
+  /** What `GET /v1/models` and the Azure-type deployment list answer. */
+  models: string[];
+  /** GET paths answered with a redirect to the given location (proxy discovery tests). */
+  redirects: Record<string, { status: number; location: string }>;
+  /** Embedding calls hang (never answer) while set. */
+  embeddingsHang: boolean;
   /** Decides each answer from the request (the conversation so far). */
   respond: (req: ChatRequest) => FakeReply;
   /** Releases every request held by `{ hang: true }` with this reply. */
@@ -35,7 +47,13 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
   let callNo = 0;
   const fake: FakeLlm = {
     baseUrl: '',
+    origin: '',
     requests: [],
+    calls: [],
+    apiKey: undefined,
+    models: ['fake-model', 'fake-embed'],
+    redirects: {},
+    embeddingsHang: false,
     respond,
     release(reply) {
       for (const h of held.splice(0)) h(reply);
@@ -45,11 +63,58 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
   const server: Server = createServer(
     (req, res) =>
       void (async () => {
-        if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        const url = new URL(req.url ?? '/', 'http://fake');
+        const credential =
+          req.headers.authorization?.replace(/^Bearer /, '') ??
+          (req.headers['api-key'] as string | undefined) ??
+          (req.headers['x-api-key'] as string | undefined);
+        fake.calls.push({ method: req.method ?? '', path: url.pathname + url.search, credential });
+        const json = (status: number, value: unknown) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+        const redirect = req.method === 'GET' ? fake.redirects[url.pathname] : undefined;
+        if (redirect) {
+          res.writeHead(redirect.status, { location: redirect.location }).end();
+          return;
+        }
+        if (fake.apiKey !== undefined && credential !== fake.apiKey) {
+          json(401, { error: { message: `bad key ${credential}`, type: 'invalid_api_key' } });
+          return;
+        }
+        const raw = req.method === 'POST' ? await readBody(req) : '';
+        if (req.method === 'GET' && (url.pathname.endsWith('/models') || url.pathname === '/openai/deployments')) {
+          json(200, { object: 'list', data: fake.models.map((id) => ({ id, object: 'model' })) });
+          return;
+        }
+        if (
+          req.method === 'POST' &&
+          (url.pathname === '/v1/embeddings' || /^\/openai\/deployments\/[^/]+\/embeddings$/.test(url.pathname))
+        ) {
+          if (fake.embeddingsHang) return;
+          const input = (JSON.parse(raw) as { input: string[] | string }).input;
+          const texts = Array.isArray(input) ? input : [input];
+          json(200, {
+            data: texts.map((_, index) => ({ index, embedding: [0.1, 0.2, 0.3] })),
+            usage: { prompt_tokens: texts.length },
+          });
+          return;
+        }
+        const azure = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname);
+        const bedrock = /^\/model\/([^/]+)\/(invoke|converse)$/.exec(url.pathname);
+        const wire =
+          url.pathname === '/v1/chat/completions' || azure
+            ? 'openai'
+            : url.pathname === '/v1/messages' || bedrock?.[2] === 'invoke'
+              ? 'anthropic'
+              : bedrock?.[2] === 'converse'
+                ? 'converse'
+                : undefined;
+        if (req.method !== 'POST' || !wire) {
           res.writeHead(404).end();
           return;
         }
-        const body = JSON.parse(await readBody(req)) as ChatRequest;
+        const parsed = JSON.parse(raw) as Record<string, unknown>;
+        const model = azure?.[1] ?? (bedrock ? decodeURIComponent(bedrock[1]!) : (parsed.model as string));
+        const body = { ...toChatRequest(wire, parsed), model };
         fake.requests.push(body);
         const send = (reply: FakeReply) => {
           if ('hang' in reply) {
@@ -60,32 +125,93 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
             res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.body);
             return;
           }
+          const calls =
+            'toolCalls' in reply
+              ? reply.toolCalls.map((c, i) => ({ id: `call_${++callNo}_${i}`, name: c.name, input: c.arguments }))
+              : [];
+          const text = 'content' in reply ? reply.content : null;
+          if (wire === 'anthropic') {
+            json(200, {
+              id: 'msg_fake',
+              type: 'message',
+              role: 'assistant',
+              model: body.model,
+              content: [
+                ...(text !== null ? [{ type: 'text', text }] : []),
+                ...calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input })),
+              ],
+              stop_reason: calls.length ? 'tool_use' : 'end_turn',
+              usage: { input_tokens: 11, output_tokens: 7 },
+            });
+            return;
+          }
+          if (wire === 'converse') {
+            json(200, {
+              output: {
+                message: {
+                  role: 'assistant',
+                  content: [
+                    ...(text !== null ? [{ text }] : []),
+                    ...calls.map((c) => ({ toolUse: { toolUseId: c.id, name: c.name, input: c.input } })),
+                  ],
+                },
+              },
+              stopReason: calls.length ? 'tool_use' : 'end_turn',
+              usage: { inputTokens: 11, outputTokens: 7 },
+            });
+            return;
+          }
           const message =
-            'content' in reply
-              ? { role: 'assistant', content: reply.content }
+            text !== null
+              ? { role: 'assistant', content: text }
               : {
                   role: 'assistant',
                   content: null,
-                  tool_calls: reply.toolCalls.map((c, i) => ({
-                    id: `call_${++callNo}_${i}`,
+                  tool_calls: calls.map((c) => ({
+                    id: c.id,
                     type: 'function',
-                    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                    function: { name: c.name, arguments: JSON.stringify(c.input) },
                   })),
                 };
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(
-            JSON.stringify({
-              id: 'chatcmpl-fake',
-              model: body.model,
-              choices: [{ index: 0, message, finish_reason: 'stop' }],
-              usage: { prompt_tokens: 11, completion_tokens: 7 },
-            }),
-          );
+          json(200, {
+            id: 'chatcmpl-fake',
+            model: body.model,
+            choices: [{ index: 0, message, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 11, completion_tokens: 7 },
+          });
         };
         send(fake.respond(body));
       })(),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+  fake.origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  fake.baseUrl = `${fake.origin}/v1`;
   return fake;
+}
+
+/** Any wire format's request as the OpenAI-shaped `ChatRequest` the scripted answers read. */
+function toChatRequest(wire: 'openai' | 'anthropic' | 'converse', body: Record<string, unknown>): ChatRequest {
+  if (wire === 'openai') return body as unknown as ChatRequest;
+  const messages: ChatRequest['messages'] = [];
+  const system = wire === 'anthropic' ? body.system : (body.system as Array<{ text: string }> | undefined)?.[0]?.text;
+  if (typeof system === 'string' && system) messages.push({ role: 'system', content: system });
+  for (const m of (body.messages ?? []) as Array<{ role: string; content: Array<Record<string, any>> }>) {
+    for (const b of m.content) {
+      if (b.type === 'text' || typeof b.text === 'string') messages.push({ role: m.role, content: b.text as string });
+      else if (b.type === 'tool_result' || b.toolResult)
+        messages.push({ role: 'tool', content: String(b.content ?? b.toolResult?.content?.[0]?.text ?? '') });
+      else if (b.type === 'tool_use' || b.toolUse) messages.push({ role: 'assistant', content: null, tool_calls: [b] });
+    }
+  }
+  const tools = (body.tools ?? (body.toolConfig as { tools?: unknown[] } | undefined)?.tools ?? []) as Array<
+    Record<string, any>
+  >;
+  return {
+    model: '',
+    messages,
+    tools: tools.map((t) => ({
+      type: 'function',
+      function: { name: (t.name ?? t.toolSpec?.name) as string, parameters: t.input_schema ?? t.toolSpec?.inputSchema },
+    })),
+  };
 }

@@ -5,6 +5,7 @@ import { ConversationMessageEntity, ConversationThreadEntity } from './conversat
 import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
 import { EchoJobEntity } from './echo-job.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
+import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 
 export * from './action-review.js';
@@ -14,6 +15,7 @@ export * from './crm.js';
 export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
+export * from './llm.js';
 export * from './mcp.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
@@ -35,4 +37,6 @@ export const allEntities = [
   DownloadGrantEntity,
   CrmConnectionEntity,
   CrmMergeApprovalEntity,
+  LlmProviderEntity,
+  LlmSettingsEntity,
 ];

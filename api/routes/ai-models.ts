@@ -1,0 +1,305 @@
+import { z } from 'zod';
+import { resolveEmbeddings } from '../../shared/llm/active-provider.js';
+import { LlmError } from '../../shared/llm/client.js';
+import { PROVIDER_KINDS, providerKey, SubProvider, type ProviderKind } from '../../shared/llm/provider-kinds.js';
+import { findProvider, listProviders, readLlmSettings, writeLlmSettings } from '../../shared/llm/provider-store.js';
+import { defineRoute, successEnvelope, type AnyRoute } from '../http/route.js';
+import { LlmOperationResponse } from './llm-providers.js';
+import { activeSummary, overviewRow } from '../llm/provider-views.js';
+import type { LlmOperationResult } from '../llm/provider-service.js';
+
+const tags = ['config'];
+const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;
+const Kind = z.enum(PROVIDER_KINDS);
+const ModelName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/);
+
+/** Spec: embedding-health waits at most 5 seconds. */
+export const EMBEDDING_HEALTH_WAIT_MS = 5_000;
+
+const EmbeddingIdentity = z.object({
+  source: z.enum(['saved', 'active_provider', 'none']),
+  provider_kind: z.string().nullable(),
+  sub_provider: z.string().nullable(),
+  model_name: z.string().nullable(),
+});
+
+export const aiModelRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'get',
+    path: '/api/config/ai-providers/overview',
+    operationId: 'getAiProvidersOverview',
+    summary: 'Read-only overview of the providers for any signed-in user (masked subtitles, no secrets)',
+    tags,
+    access: { kind: 'authenticated' },
+    responses: {
+      200: {
+        description: 'Overview',
+        schema: successEnvelope(
+          z.object({
+            active: z.record(z.string(), z.unknown()),
+            providers: z.array(z.record(z.string(), z.unknown())),
+          }),
+        ),
+      },
+    },
+    handler: async (c) => {
+      const [providers, s] = await Promise.all([
+        listProviders(c.em, c.principal.tenant),
+        readLlmSettings(c.em, c.principal.tenant),
+      ]);
+      return {
+        success: true,
+        data: {
+          active: activeSummary(c.deps.config, providers, s),
+          providers: providers.map((p) => overviewRow(p, s)),
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/config/ai-providers/embedding-health',
+    operationId: 'getEmbeddingHealth',
+    summary: 'One embedding call against the embedding provider, waiting at most 5 s (`unavailable` when slow or down)',
+    tags,
+    access: panel,
+    responses: {
+      200: {
+        description: 'Health',
+        schema: successEnvelope(
+          z.object({
+            status: z.enum(['ok', 'unavailable', 'not_configured']),
+            provider: z.string().nullable(),
+            model: z.string().nullable(),
+            dimensions: z.number().int().nullable(),
+            message: z.string(),
+            checked_at: z.string(),
+          }),
+        ),
+      },
+    },
+    handler: async (c) => {
+      const checked_at = new Date().toISOString();
+      const config = {
+        ...c.deps.config,
+        llm: { ...c.deps.config.llm, timeoutSeconds: EMBEDDING_HEALTH_WAIT_MS / 1000 },
+      };
+      const target = await resolveEmbeddings(c.em, config, c.principal.tenant);
+      if (!target)
+        return {
+          success: true,
+          data: {
+            status: 'not_configured',
+            provider: null,
+            model: null,
+            dimensions: null,
+            message: 'No embedding provider and model are configured.',
+            checked_at,
+          },
+        };
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>(
+        (resolve) => (timer = setTimeout(() => resolve('late'), EMBEDDING_HEALTH_WAIT_MS)),
+      );
+      try {
+        const result = await Promise.race([target.embed(['embedding health check']), late]);
+        const base = { provider: target.label, model: target.model, checked_at };
+        if (result === 'late')
+          return {
+            success: true,
+            data: {
+              ...base,
+              status: 'unavailable',
+              dimensions: null,
+              message: 'The embedding provider did not answer within 5 seconds.',
+            },
+          };
+        return {
+          success: true,
+          data: {
+            ...base,
+            status: 'ok',
+            dimensions: result.vectors[0]?.length ?? null,
+            message: 'The embedding provider answered.',
+          },
+        };
+      } catch (err) {
+        if (!(err instanceof LlmError)) throw err;
+        return {
+          success: true,
+          data: {
+            provider: target.label,
+            model: target.model,
+            checked_at,
+            status: 'unavailable',
+            dimensions: null,
+            message: err.failure.message,
+          },
+        };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/config/models/embeddings/config',
+    operationId: 'getEmbeddingsConfig',
+    summary: 'The embedding identity (provider and model): saved, else the active provider’s embedding model',
+    tags,
+    access: panel,
+    responses: { 200: { description: 'Embedding identity', schema: successEnvelope(EmbeddingIdentity) } },
+    handler: async (c) => {
+      const s = await readLlmSettings(c.em, c.principal.tenant);
+      if (s.embeddings)
+        return {
+          success: true,
+          data: {
+            source: 'saved',
+            provider_kind: s.embeddings.provider_kind as string,
+            sub_provider: (s.embeddings.sub_provider as string) || null,
+            model_name: s.embeddings.model_name as string,
+          },
+        };
+      const active = s.activeKind
+        ? await findProvider(c.em, c.principal.tenant, s.activeKind, s.activeSubProvider)
+        : null;
+      const model = (active?.settings.embedding_deployment ?? active?.settings.embedding_model_name) as
+        string | undefined;
+      return {
+        success: true,
+        data:
+          active && model
+            ? {
+                source: 'active_provider',
+                provider_kind: active.kind,
+                sub_provider: active.subProvider || null,
+                model_name: model,
+              }
+            : { source: 'none', provider_kind: null, sub_provider: null, model_name: null },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/api/config/models/embeddings/config',
+    operationId: 'setEmbeddingsConfig',
+    summary: 'Set the embedding identity; a change marks indexes for re-embedding',
+    tags,
+    access: panel,
+    body: z.object({ provider_kind: Kind, sub_provider: SubProvider.optional(), model_name: ModelName }).strict(),
+    bodyKind: 'config',
+    ownShape: 'Other named resources: LlmOperationResponse',
+    responses: { 200: { description: 'Outcome', schema: LlmOperationResponse } },
+    handler: async (c): Promise<LlmOperationResult> => {
+      const kind: ProviderKind = c.body.provider_kind;
+      const sub = kind === 'other' ? (c.body.sub_provider ?? '') : '';
+      const p = await findProvider(c.em, c.principal.tenant, kind, sub);
+      if (!p)
+        return {
+          success: false,
+          message: `No configuration for the provider ${providerKey(kind, sub)} exists; save it first.`,
+        };
+      const s = await readLlmSettings(c.em, c.principal.tenant);
+      const next = { provider_kind: kind, sub_provider: sub, model_name: c.body.model_name };
+      const before = s.embeddings;
+      const changed =
+        !before ||
+        before.provider_kind !== next.provider_kind ||
+        (before.sub_provider ?? '') !== next.sub_provider ||
+        before.model_name !== next.model_name;
+      if (!changed) return { success: true, message: 'The embedding identity is unchanged.' };
+      await writeLlmSettings(c.em, c.principal.tenant, {
+        embeddings: next,
+        // Vectors of another identity are not comparable: indexes built before must be re-embedded.
+        ...(before
+          ? { reindex: { status: 'pending', requested_at: new Date().toISOString(), from: before, to: next } }
+          : {}),
+      });
+      return {
+        success: true,
+        message: before
+          ? 'Embedding identity changed; indexes are marked for re-embedding.'
+          : 'Embedding identity set.',
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/config/models/embeddings/reindexing-status',
+    operationId: 'getReindexingStatus',
+    summary: 'Progress of re-embedding after an embedding identity change',
+    tags,
+    access: panel,
+    responses: {
+      200: {
+        description: 'Status',
+        schema: successEnvelope(
+          z.object({
+            status: z.enum(['idle', 'pending']),
+            requested_at: z.string().nullable(),
+            from: z.record(z.string(), z.unknown()).nullable(),
+            to: z.record(z.string(), z.unknown()).nullable(),
+            indexes_total: z.number().int(),
+            indexes_done: z.number().int(),
+          }),
+        ),
+      },
+    },
+    handler: async (c) => {
+      const r = (await readLlmSettings(c.em, c.principal.tenant)).reindex;
+      return {
+        success: true,
+        data: {
+          status: r ? 'pending' : 'idle',
+          requested_at: (r?.requested_at as string | undefined) ?? null,
+          from: (r?.from as Record<string, unknown> | undefined) ?? null,
+          to: (r?.to as Record<string, unknown> | undefined) ?? null,
+          // Document indexes arrive with the document-index capability; until then there is none to re-embed.
+          indexes_total: 0,
+          indexes_done: 0,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/api/config/models/main/assignments',
+    operationId: 'setMainModelAssignments',
+    summary: 'Model assignments of a provider (default: the active one); `use_defaults` returns to its own models',
+    tags,
+    access: panel,
+    body: z
+      .object({
+        provider_kind: Kind.optional(),
+        sub_provider: SubProvider.optional(),
+        use_defaults: z.boolean().optional(),
+        chat_model_name: ModelName.optional(),
+        fast_model_name: ModelName.optional(),
+      })
+      .strict(),
+    bodyKind: 'config',
+    responses: {
+      200: {
+        description: 'Stored assignments',
+        schema: successEnvelope(z.object({ provider: z.string(), assignments: z.record(z.string(), z.string()) })),
+      },
+    },
+    handler: async (c) => {
+      const s = await readLlmSettings(c.em, c.principal.tenant);
+      const kind = c.body.provider_kind ?? s.activeKind;
+      const key = kind
+        ? providerKey(
+            kind,
+            kind === 'other' ? (c.body.sub_provider ?? (c.body.provider_kind ? '' : s.activeSubProvider)) : '',
+          )
+        : 'env';
+      const current = c.body.use_defaults ? {} : { ...(s.assignments[key] ?? {}) };
+      if (c.body.chat_model_name) current.chat_model_name = c.body.chat_model_name;
+      if (c.body.fast_model_name) current.fast_model_name = c.body.fast_model_name;
+      const assignments = { ...s.assignments, [key]: current };
+      await writeLlmSettings(c.em, c.principal.tenant, { assignments });
+      return { success: true, data: { provider: key, assignments: current } };
+    },
+  }),
+];

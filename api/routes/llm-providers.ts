@@ -1,0 +1,444 @@
+import { z } from 'zod';
+import {
+  brokenRule,
+  HttpUrl,
+  MASK,
+  PROVIDER_BODIES,
+  PROVIDER_KINDS,
+  SECRET_FIELDS,
+  SubProvider,
+  withDefaults,
+  type ProviderKind,
+} from '../../shared/llm/provider-kinds.js';
+import {
+  deleteProvider,
+  findProvider,
+  listProviders,
+  openFields,
+  readLlmSettings,
+  splitFields,
+  writeLlmSettings,
+  writeProvider,
+} from '../../shared/llm/provider-store.js';
+import { secretBox } from '../../shared/secrets/secret-box.js';
+import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
+import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../llm/provider-service.js';
+import { activeSummary, providerView } from '../llm/provider-views.js';
+
+const tags = ['config'];
+const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;
+const OWN_SHAPE =
+  'Other named resources: LlmOperationResponse (`success`, `message`, optional `embedding_adoption`, optional `warning_message`)';
+
+export const LlmOperationResponse = z
+  .object({
+    success: z.boolean(),
+    message: z.string(),
+    embedding_adoption: z
+      .object({
+        adopted: z.boolean(),
+        provider_kind: z.string(),
+        sub_provider: z.string().nullable(),
+        model_name: z.string(),
+      })
+      .optional()
+      .describe('Set when this provider became the embedding identity'),
+    warning_message: z.string().optional(),
+  })
+  .meta({ id: 'LlmOperationResponse' });
+const operation = {
+  200: {
+    description: 'Outcome (`success` false names what failed; nothing is left half-written)',
+    schema: LlmOperationResponse,
+  },
+};
+
+const Kind = z.enum(PROVIDER_KINDS);
+const ProviderParams = z.object({ provider: Kind });
+const SubOnly = z.object({ sub_provider: SubProvider.optional().describe('Required for the `other` kind') }).strict();
+
+type Ctx = RouteContext<unknown, unknown, unknown>;
+const svc = (c: Ctx) => ({ em: c.em, config: c.deps.config, principal: c.principal, log: c.log });
+
+/** `other` rows are per vendor: routes acting on one name it in `sub_provider`. */
+function subOf(kind: ProviderKind, sub: string | undefined): { sub: string } | { refusal: LlmOperationResult } {
+  if (kind !== 'other') return { sub: '' };
+  if (!sub) return { refusal: { success: false, message: 'sub_provider names which `other` provider is meant.' } };
+  return { sub };
+}
+
+/** Create, update and delete, one route each per kind, so each kind publishes its own strict body. */
+function kindRoutes(kind: ProviderKind): AnyRoute[] {
+  const body = PROVIDER_BODIES[kind];
+  const path = `/api/config/llm-providers/${kind}`;
+  const deleteBody = z
+    .object({
+      ...Object.fromEntries(Object.entries(body.shape).map(([k, v]) => [k, (v as z.ZodType).optional()])),
+      sub_provider: SubProvider.optional(),
+    })
+    .strict();
+  return [
+    defineRoute({
+      method: 'post',
+      path,
+      operationId: `createLlmProvider_${kind}`,
+      summary: `Save the ${kind} provider (duplicate check first; rollback guard with test_connection)`,
+      tags,
+      access: panel,
+      body,
+      bodyKind: 'config',
+      ownShape: OWN_SHAPE,
+      responses: operation,
+      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, 'create'),
+    }),
+    defineRoute({
+      method: 'put',
+      path,
+      operationId: `updateLlmProvider_${kind}`,
+      summary: `Update the ${kind} provider; omitted fields (and masked secrets sent back) keep their stored values`,
+      tags,
+      access: panel,
+      body,
+      bodyKind: 'config',
+      ownShape: OWN_SHAPE,
+      responses: operation,
+      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, 'update'),
+    }),
+    defineRoute({
+      method: 'delete',
+      path,
+      operationId: `deleteLlmProvider_${kind}`,
+      summary: `Delete the ${kind} provider (body: base fields plus sub_provider for an \`other\` vendor)`,
+      tags,
+      access: panel,
+      body: deleteBody,
+      bodyKind: 'config',
+      ownShape: OWN_SHAPE,
+      responses: operation,
+      handler: async (c): Promise<LlmOperationResult> => {
+        const s = subOf(kind, (c.body as { sub_provider?: string }).sub_provider);
+        if ('refusal' in s) return s.refusal;
+        const gone = await deleteProvider(c.em, c.principal.tenant, kind, s.sub);
+        return gone
+          ? { success: true, message: `Deleted the ${labelOf(kind, s.sub)} provider.` }
+          : { success: false, message: `No configuration for the provider ${labelOf(kind, s.sub)} exists.` };
+      },
+    }),
+  ];
+}
+
+const TestBody = z
+  .object({
+    sub_provider: SubProvider.optional(),
+    base_url: HttpUrl.optional(),
+    api_key: z.string().min(1).max(8000).optional(),
+    model_name: z.string().min(1).max(200).optional(),
+    api_version: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/)
+      .optional()
+      .describe('Azure-type only; default 2025-04-01-preview'),
+    auth_mode: z.enum(['api_key', 'iam_role', 'pat', 'oauth']).optional(),
+    endpoint_mode: z.enum(['default', 'custom']).optional(),
+    bedrock_chat_route_mode: z.enum(['invoke', 'converse']).optional(),
+    aws_bearer_token: z.string().min(1).max(8000).optional(),
+    aws_region: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d{1,2}$/)
+      .optional(),
+    custom_endpoint_url: HttpUrl.optional(),
+  })
+  .describe('Overrides on top of the saved configuration (secrets sent as the mask keep the stored value)');
+
+/** `{provider}` regex of the secret fields `set-value` accepts: `llm_providers.<kind>[.<vendor>].<secret>`. */
+const SECRET_PATH = new RegExp(
+  `^llm_providers\\.(?:${PROVIDER_KINDS.map(
+    (k) => `${k}${k === 'other' ? '\\.[a-z0-9][a-z0-9_-]{0,63}' : ''}\\.(?:${SECRET_FIELDS[k].join('|')})`,
+  ).join('|')})$`,
+);
+
+/** IAM credentials seen in this process's environment, checked at most once per region unless refreshed. */
+const iamChecks = new Map<string, { credentials_available: boolean; source: string | null; checked_at: string }>();
+function iamStatus(region: string, refresh: boolean) {
+  const cached = iamChecks.get(region);
+  if (cached && !refresh) return { ...cached, cached: true };
+  const env = process.env;
+  const source = env.AWS_WEB_IDENTITY_TOKEN_FILE
+    ? 'web_identity'
+    : env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
+      ? 'container'
+      : env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+        ? 'environment'
+        : null;
+  const result = { credentials_available: source !== null, source, checked_at: new Date().toISOString() };
+  iamChecks.set(region, result);
+  return { ...result, cached: false };
+}
+
+export const llmProviderRoutes: AnyRoute[] = [
+  ...PROVIDER_KINDS.flatMap(kindRoutes),
+  defineRoute({
+    method: 'put',
+    path: '/api/config/llm-providers/:provider/admission',
+    operationId: 'setLlmProviderAdmission',
+    summary: 'Admit (`auto`) or deny (`deny`) a saved provider; a denied provider is never called',
+    tags,
+    access: panel,
+    params: ProviderParams,
+    body: z.object({ admission: z.enum(['deny', 'auto']), sub_provider: SubProvider.optional() }).strict(),
+    bodyKind: 'config',
+    ownShape: OWN_SHAPE,
+    responses: operation,
+    handler: async (c): Promise<LlmOperationResult> => {
+      const kind = c.params.provider;
+      const s = subOf(kind, c.body.sub_provider);
+      if ('refusal' in s) return s.refusal;
+      const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
+      if (!p) return { success: false, message: `No configuration for the provider ${labelOf(kind, s.sub)} exists.` };
+      await writeProvider(c.em, { ...p, admission: c.body.admission }, c.principal.id);
+      return { success: true, message: `Admission of ${labelOf(kind, s.sub)} is ${c.body.admission}.` };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/config/llm-providers/:llm_type/activate',
+    operationId: 'activateLlmProvider',
+    summary: 'Make a saved provider the active chat provider; saved model assignments are left as they are',
+    tags,
+    access: panel,
+    params: z.object({ llm_type: Kind }),
+    body: SubOnly.extend({ force_activation: z.boolean().optional() }).strict().meta({ id: 'LLMActivateRequest' }),
+    bodyKind: 'config',
+    ownShape: OWN_SHAPE,
+    responses: operation,
+    handler: async (c): Promise<LlmOperationResult> => {
+      const kind = c.params.llm_type;
+      const s = subOf(kind, c.body.sub_provider);
+      if ('refusal' in s) return s.refusal;
+      const label = labelOf(kind, s.sub);
+      const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
+      if (!p) return { success: false, message: `No configuration for the provider ${label} exists; save it first.` };
+      if (!p.configured)
+        return {
+          success: false,
+          message: `The provider ${label} is not marked configured (POST /api/config/llm-providers/mark-configured).`,
+        };
+      if (p.admission === 'deny')
+        return {
+          success: false,
+          message: `The provider ${label} is denied (admission deny); admit it before activating.`,
+        };
+      await writeLlmSettings(c.em, c.principal.tenant, { activeKind: kind, activeSubProvider: s.sub });
+      return { success: true, message: `${label} is now the active chat provider.` };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/config/llm-providers/info',
+    operationId: 'getLlmProvidersInfo',
+    summary: 'Saved providers (secrets masked) and a summary: active provider and its source, embeddings, assignments',
+    tags,
+    access: panel,
+    responses: {
+      200: {
+        description: 'Overview grid plus summary',
+        schema: successEnvelope(
+          z.object({
+            providers: z.array(z.record(z.string(), z.unknown())),
+            summary: z.object({
+              active: z.object({
+                source: z.enum(['saved', 'env', 'none']),
+                provider_kind: z.string().nullable(),
+                sub_provider: z.string().nullable(),
+                model: z.string().nullable(),
+              }),
+              configured_count: z.number().int(),
+              embeddings: z.record(z.string(), z.unknown()).nullable(),
+              assignments: z.record(z.string(), z.record(z.string(), z.string())),
+            }),
+          }),
+        ),
+      },
+    },
+    handler: async (c) => {
+      const [providers, s] = await Promise.all([
+        listProviders(c.em, c.principal.tenant),
+        readLlmSettings(c.em, c.principal.tenant),
+      ]);
+      return {
+        success: true,
+        data: {
+          providers: providers.map((p) => providerView(p, s)),
+          summary: {
+            active: activeSummary(c.deps.config, providers, s),
+            configured_count: providers.filter((p) => p.configured).length,
+            embeddings: s.embeddings,
+            assignments: s.assignments,
+          },
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/config/llm-providers/mark-configured',
+    operationId: 'markLlmProviderConfigured',
+    summary: 'Mark a secret-only provider configured once its secret is set (set-value)',
+    tags,
+    access: panel,
+    body: z.object({ provider: Kind, sub_provider: SubProvider.optional() }).strict(),
+    bodyKind: 'config',
+    ownShape: OWN_SHAPE,
+    responses: operation,
+    handler: async (c): Promise<LlmOperationResult> => {
+      const kind = c.body.provider;
+      const s = subOf(kind, c.body.sub_provider);
+      if ('refusal' in s) return s.refusal;
+      const label = labelOf(kind, s.sub);
+      const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
+      if (!p)
+        return {
+          success: false,
+          message: `Set the provider's secret first (POST /api/config/secret-fields/llm_providers.${kind}${s.sub ? `.${s.sub}` : ''}.${SECRET_FIELDS[kind][0]}/set-value).`,
+        };
+      const rule = brokenRule(kind, withDefaults(kind, openFields(p, secretBox(c.deps.config))));
+      if (rule) return { success: false, message: `Not marked configured: ${rule}.` };
+      await writeProvider(c.em, { ...p, configured: true }, c.principal.id);
+      return { success: true, message: `${label} is configured.` };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/config/:provider/test-connection',
+    operationId: 'testLlmProviderConnection',
+    summary: 'Provider-specific connection test of the saved configuration with optional overrides',
+    tags,
+    access: panel,
+    params: ProviderParams,
+    body: TestBody,
+    ownShape: OWN_SHAPE,
+    responses: operation,
+    handler: async (c): Promise<LlmOperationResult> => {
+      const kind = c.params.provider;
+      const s = subOf(kind, c.body.sub_provider);
+      if ('refusal' in s) return s.refusal;
+      const stored = await findProvider(c.em, c.principal.tenant, kind, s.sub);
+      const fields = stored ? openFields(stored, secretBox(c.deps.config)) : {};
+      for (const [k, v] of Object.entries(c.body))
+        if (v !== undefined && k !== 'sub_provider' && v !== MASK) fields[k] = v;
+      const merged = withDefaults(kind, fields);
+      const rule = brokenRule(kind, merged);
+      if (rule) return { success: false, message: `Cannot test: ${rule}.` };
+      const test = await testFields(c.deps.config, kind, merged);
+      return { success: test.ok, message: test.ok ? test.message : `Connection test failed: ${test.message}` };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/config/:provider/iam-status',
+    operationId: 'getLlmProviderIamStatus',
+    summary: 'Whether IAM credentials for the Bedrock-type provider are available to this deployment',
+    tags,
+    access: panel,
+    params: ProviderParams,
+    query: z.object({
+      region: z
+        .string()
+        .regex(/^[a-z]{2}(-[a-z]+)+-\d{1,2}$/)
+        .optional()
+        .describe('Default us-east-1'),
+      refresh: queryBoolean(false).describe('Re-check instead of answering the cached reading'),
+    }),
+    responses: {
+      200: {
+        description: 'IAM status',
+        schema: successEnvelope(
+          z.object({
+            provider: z.string(),
+            region: z.string(),
+            applicable: z.boolean(),
+            credentials_available: z.boolean(),
+            source: z.string().nullable(),
+            checked_at: z.string().nullable(),
+            cached: z.boolean(),
+          }),
+        ),
+      },
+    },
+    handler: async (c) => {
+      const region = c.query.region ?? 'us-east-1';
+      if (c.params.provider !== 'bedrock')
+        return {
+          success: true,
+          data: {
+            provider: c.params.provider,
+            region,
+            applicable: false,
+            credentials_available: false,
+            source: null,
+            checked_at: null,
+            cached: false,
+          },
+        };
+      return {
+        success: true,
+        data: { provider: 'bedrock', region, applicable: true, ...iamStatus(region, c.query.refresh) },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/config/secret-fields/:field_path/set-value',
+    operationId: 'setSecretFieldValue',
+    summary: 'Set one secret field (`llm_providers.<kind>[.<vendor>].<secret>`); a configured provider is tested first',
+    tags,
+    access: panel,
+    params: z.object({ field_path: z.string().regex(SECRET_PATH) }),
+    body: z.object({ value: z.string().min(1).max(8000).regex(/^\S+$/) }).strict(),
+    bodyKind: 'config',
+    ownShape: 'Configuration, secrets and providers: SetSecretValueResponse (`success`, `message`, `field_path`)',
+    responses: {
+      200: {
+        description: 'Outcome',
+        schema: z
+          .object({ success: z.boolean(), message: z.string(), field_path: z.string() })
+          .meta({ id: 'SetSecretValueResponse' }),
+      },
+    },
+    handler: async (c) => {
+      const parts = c.params.field_path.split('.');
+      const kind = parts[1] as ProviderKind;
+      const sub = kind === 'other' ? parts[2]! : '';
+      const field = parts.at(-1)!;
+      const field_path = c.params.field_path;
+      const box = secretBox(c.deps.config);
+      const stored = await findProvider(c.em, c.principal.tenant, kind, sub);
+      const fields = { ...(stored ? openFields(stored, box) : {}), [field]: c.body.value };
+      // A configured provider's credential: the save-time test runs before anything is written.
+      if (stored?.configured) {
+        const test = await testFields(c.deps.config, kind, withDefaults(kind, fields));
+        if (!test.ok)
+          return {
+            success: false,
+            message: `Connection test failed: ${test.message} The secret was not changed.`,
+            field_path,
+          };
+      }
+      const { settings, secrets } = splitFields(kind, fields, box);
+      await writeProvider(
+        c.em,
+        {
+          tenant: c.principal.tenant,
+          kind,
+          subProvider: sub,
+          settings,
+          secrets,
+          admission: stored?.admission ?? 'auto',
+          configured: stored?.configured ?? false,
+        },
+        c.principal.id,
+      );
+      return { success: true, message: `Secret ${field_path} is set.`, field_path };
+    },
+  }),
+];

@@ -1,0 +1,241 @@
+import { z } from 'zod';
+
+/**
+ * The language-model provider kinds an administrator can save (spec, "Configuration, secrets and
+ * providers"): single-vendor kinds, the multi-vendor `other` (one row per `sub_provider`) and `proxy`.
+ */
+export const PROVIDER_KINDS = [
+  'openai',
+  'azure_openai',
+  'anthropic',
+  'bedrock',
+  'warehouse_ai',
+  'databricks',
+  'other',
+  'proxy',
+] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/** Secret fields per kind: sealed at rest, masked on every read. */
+export const SECRET_FIELDS: Record<ProviderKind, readonly string[]> = {
+  openai: ['api_key'],
+  azure_openai: ['api_key'],
+  anthropic: ['api_key'],
+  bedrock: ['aws_bearer_token'],
+  warehouse_ai: ['pat', 'private_key'],
+  databricks: ['api_key'],
+  other: ['api_key'],
+  proxy: ['api_key', 'oauth_client_secret'],
+};
+
+/** What a masked secret reads as; sending it back on PUT keeps the stored value. */
+export const MASK = '********';
+
+/** Spec, Versioning 6: the Azure-type API version when none is saved or given. */
+export const DEFAULT_AZURE_API_VERSION = '2025-04-01-preview';
+
+export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
+  openai: 'https://api.openai.com/v1',
+  anthropic: 'https://api.anthropic.com',
+};
+
+/** Proxy settings a `PUT` keeps when omitted (rule 6); every other kind keeps omitted fields too. */
+export const PROXY_KEPT_FIELDS = [
+  'auth_mechanism',
+  'transport',
+  'oauth_token_endpoint_auth_method',
+  'allow_user_oauth_fallback_for_non_interactive',
+] as const;
+
+export const HttpUrl = z
+  .string()
+  .max(2000)
+  .regex(/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/)
+  .describe('http(s) URL without query or fragment');
+export const SubProvider = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/)
+  .describe('Vendor behind the multi-vendor `other` kind (e.g. `mistral`, `groq`)');
+const ModelName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/)
+  .describe('Model or deployment name');
+const Secret = z.string().min(1).max(8000).regex(/^\S+$/).describe(`Secret; \`${MASK}\` keeps the stored value`);
+const Price = z.number().min(0).max(100000).describe('USD per million tokens, for the spend each call records');
+
+const common = {
+  model_name: ModelName.optional().describe('Chat model (the default `main` assignment)'),
+  embedding_model_name: ModelName.optional(),
+  input_usd_per_mtok: Price.optional(),
+  output_usd_per_mtok: Price.optional(),
+  test_connection: z.boolean().optional().describe('Run the save-time connection test (rollback guard)'),
+};
+const keyed = { ...common, base_url: HttpUrl.optional(), api_key: Secret.optional() };
+
+/** Body of `POST`/`PUT /api/config/llm-providers/{kind}` per kind (strict: undeclared fields answer 422). */
+export const PROVIDER_BODIES = {
+  openai: z.object(keyed).strict(),
+  anthropic: z.object(keyed).strict(),
+  other: z.object({ ...keyed, sub_provider: SubProvider }).strict(),
+  proxy: z
+    .object({
+      ...keyed,
+      auth_mechanism: z.enum(['api_key', 'none']).optional().describe('Default `api_key`'),
+      transport: z.enum(['chat_completions', 'responses']).optional().describe('Default `chat_completions`'),
+      oauth_token_endpoint_auth_method: z.enum(['client_secret_basic', 'client_secret_post']).optional(),
+      allow_user_oauth_fallback_for_non_interactive: z.boolean().optional(),
+      oauth_client_id: z.string().min(1).max(500).regex(/^\S+$/).optional(),
+      oauth_client_secret: Secret.optional(),
+    })
+    .strict(),
+  azure_openai: z
+    .object({
+      ...keyed,
+      api_version: z
+        .string()
+        .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/)
+        .optional()
+        .describe(`Default \`${DEFAULT_AZURE_API_VERSION}\``),
+      chat_deployment: ModelName.optional(),
+      embedding_deployment: ModelName.optional(),
+    })
+    .strict(),
+  bedrock: z
+    .object({
+      ...common,
+      auth_mode: z.enum(['api_key', 'iam_role']).optional().describe('Default `api_key`'),
+      endpoint_mode: z.enum(['default', 'custom']).optional().describe('Default `default`'),
+      bedrock_chat_route_mode: z.enum(['invoke', 'converse']).optional().describe('Default `invoke`'),
+      aws_bearer_token: Secret.optional(),
+      aws_region: z
+        .string()
+        .regex(/^[a-z]{2}(-[a-z]+)+-\d{1,2}$/)
+        .optional(),
+      custom_endpoint_url: HttpUrl.optional(),
+    })
+    .strict(),
+  warehouse_ai: z
+    .object({
+      ...common,
+      base_url: HttpUrl.optional().describe('Account URL'),
+      auth_method: z.enum(['pat', 'keypair']).optional().describe('Default `pat`'),
+      user: z.string().min(1).max(255).regex(/^\S+$/).optional(),
+      pat: Secret.optional(),
+      private_key: z.string().min(1).max(8000).optional(),
+      force_activation: z.boolean().optional(),
+    })
+    .strict(),
+  databricks: z
+    .object({
+      ...common,
+      auth_mode: z.enum(['pat', 'oauth']).optional().describe('Default `pat`'),
+      llm_endpoint: HttpUrl.optional().describe('Serving-endpoints base URL (OpenAI-compatible)'),
+      api_key: Secret.optional(),
+      oauth_connection_name: z.string().min(1).max(200).regex(/^\S+$/).optional(),
+    })
+    .strict(),
+} satisfies Record<ProviderKind, z.ZodObject>;
+
+/** A saved provider: non-secret settings and opened secrets, as one flat record. */
+export type ProviderFields = Record<string, unknown>;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** Defaults the spec names, applied to a merged configuration. */
+export function withDefaults(kind: ProviderKind, f: ProviderFields): ProviderFields {
+  const out = { ...f };
+  if (kind === 'bedrock') {
+    out.auth_mode ??= 'api_key';
+    out.endpoint_mode ??= 'default';
+    out.bedrock_chat_route_mode ??= 'invoke';
+  }
+  if (kind === 'azure_openai') out.api_version ??= DEFAULT_AZURE_API_VERSION;
+  if (kind === 'proxy') {
+    out.auth_mechanism ??= 'api_key';
+    out.transport ??= 'chat_completions';
+  }
+  if (kind === 'warehouse_ai') out.auth_method ??= 'pat';
+  if (kind === 'databricks') out.auth_mode ??= 'pat';
+  return out;
+}
+
+/**
+ * The cross-field rules of a configuration after merging (spec rules 3 to 6); answers the first
+ * broken rule in words, or null. Shapes are the zod bodies' job; these need the stored values too.
+ */
+export function brokenRule(kind: ProviderKind, f: ProviderFields): string | null {
+  const need = (field: string, why: string) => (str(f[field]) ? null : `${field} is required ${why}`);
+  const url = (field: string) => {
+    const v = str(f[field]);
+    if (!v) return null;
+    try {
+      new URL(v);
+      return null;
+    } catch {
+      return `${field} is not a valid URL`;
+    }
+  };
+  const first = (...checks: Array<string | null>) => checks.find((c) => c !== null) ?? null;
+  switch (kind) {
+    case 'openai':
+    case 'anthropic':
+      return first(need('api_key', `for the ${kind} provider`), url('base_url'));
+    case 'other':
+      return first(need('base_url', 'for an `other` provider'), url('base_url'));
+    case 'proxy':
+      return first(
+        need('base_url', 'for the proxy provider'),
+        url('base_url'),
+        f.auth_mechanism === 'api_key' ? need('api_key', 'when auth_mechanism is api_key') : null,
+      );
+    case 'azure_openai':
+      return first(
+        need('base_url', 'for the Azure-type provider (its endpoint)'),
+        url('base_url'),
+        need('api_key', 'for the Azure-type provider'),
+      );
+    case 'bedrock':
+      if (f.endpoint_mode === 'custom' && f.auth_mode !== 'api_key')
+        return 'custom endpoints allow only auth_mode api_key';
+      return first(
+        f.auth_mode === 'api_key' ? need('aws_bearer_token', 'when auth_mode is api_key') : null,
+        f.endpoint_mode === 'default' ? need('aws_region', 'when endpoint_mode is default') : null,
+        f.endpoint_mode === 'custom' ? need('custom_endpoint_url', 'when endpoint_mode is custom') : null,
+        url('custom_endpoint_url'),
+      );
+    case 'warehouse_ai':
+      return first(
+        need('base_url', 'for the warehouse-AI provider (the account URL)'),
+        url('base_url'),
+        f.auth_method === 'pat' ? need('pat', 'when auth_method is pat') : null,
+        f.auth_method === 'keypair' ? need('private_key', 'when auth_method is keypair') : null,
+        f.auth_method === 'keypair' ? need('user', 'when auth_method is keypair') : null,
+      );
+    case 'databricks':
+      return f.auth_mode === 'oauth'
+        ? need('oauth_connection_name', 'when auth_mode is oauth')
+        : first(
+            need('llm_endpoint', 'when auth_mode is pat'),
+            url('llm_endpoint'),
+            need('api_key', 'when auth_mode is pat'),
+          );
+  }
+}
+
+/** The chat model a configuration names (Azure-type: its chat deployment). */
+export function chatModelOf(kind: ProviderKind, f: ProviderFields): string | undefined {
+  return kind === 'azure_openai' ? (str(f.chat_deployment) ?? str(f.model_name)) : str(f.model_name);
+}
+
+/** The embedding model a configuration names (Azure-type: its embedding deployment). */
+export function embeddingModelOf(kind: ProviderKind, f: ProviderFields): string | undefined {
+  return kind === 'azure_openai'
+    ? (str(f.embedding_deployment) ?? str(f.embedding_model_name))
+    : str(f.embedding_model_name);
+}
+
+/** `other` rows are keyed by their vendor; every other kind has one row (sub_provider ''). */
+export const providerKey = (kind: string, subProvider: string) => (subProvider ? `${kind}:${subProvider}` : kind);
+
+/** A secret as reads show it. */
+export const masked = (value: unknown) => (typeof value === 'string' && value !== '' ? MASK : null);

@@ -1,0 +1,353 @@
+import type { EgressPolicy } from '../http/egress.js';
+import {
+  answerJson,
+  chatResultOf,
+  llmFailure,
+  notConfigured,
+  providerCall,
+  type ChatMessage,
+  type ChatResult,
+  type ToolSpec,
+} from './client.js';
+import {
+  anthropicResultOf,
+  converseResultOf,
+  toAnthropicMessages,
+  toAnthropicTools,
+  toConverseBody,
+} from './messages-wire.js';
+import {
+  chatModelOf,
+  DEFAULT_AZURE_API_VERSION,
+  DEFAULT_BASE_URLS,
+  embeddingModelOf,
+  type ProviderFields,
+  type ProviderKind,
+} from './provider-kinds.js';
+
+/** Which provider to talk to: its kind and flat configuration (secrets opened), and the call's limits. */
+export interface ProviderTarget {
+  kind: ProviderKind;
+  fields: ProviderFields;
+  egress: EgressPolicy;
+  timeoutMs: number;
+}
+
+export interface EmbeddingResult {
+  vectors: number[][];
+  promptTokens: number;
+  model: string;
+}
+
+/** One interface over every wire format: chat with tool calls, embeddings, model listing, the connection test. */
+export interface LlmProvider {
+  chat(messages: ChatMessage[], tools: ToolSpec[], model?: string): Promise<ChatResult>;
+  embed(texts: string[], model?: string): Promise<EmbeddingResult>;
+  listModels(): Promise<string[]>;
+  /** The save-time test: answers a sentence on success, throws a classified `LlmError` otherwise. */
+  test(): Promise<string>;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Rule 6: `/models` discovery follows at most this many redirects. */
+export const MAX_DISCOVERY_REDIRECTS = 2;
+const MAX_TOKENS = 4096;
+
+const s = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+const trim = (url: string) => url.replace(/\/+$/, '');
+
+const unsupported = (message: string, action: string) => llmFailure('unsupported', message, action, false);
+const discoveryRefused = (message: string, detail: string) =>
+  llmFailure('bad_response', message, "Point the proxy provider's base URL at the proxy's API root.", false, detail);
+
+function modelIds(answer: Parameters<typeof answerJson>[0]): string[] {
+  const body = answerJson<{ data?: Array<{ id?: unknown }>; models?: Array<{ id?: unknown; name?: unknown }> }>(
+    answer,
+    'a model list',
+  );
+  const list = body.data ?? body.models ?? [];
+  return list.map((m) => s(m.id) ?? s((m as { name?: unknown }).name)).filter((id): id is string => !!id);
+}
+
+/** The test every listing provider shares: the listing works, and names the configured chat model when it lists any. */
+async function listingTest(p: LlmProvider, model: string | undefined): Promise<string> {
+  const models = await p.listModels();
+  if (model && models.length && !models.includes(model))
+    throw llmFailure(
+      'model_not_found',
+      `The provider does not list the configured model ${model}.`,
+      'Pick one of the models the provider lists.',
+      false,
+    );
+  return `Connection test passed (${models.length} model${models.length === 1 ? '' : 's'} listed).`;
+}
+
+function needModel(model: string | undefined): string {
+  if (!model) throw notConfigured('The active language-model provider names no chat model.');
+  return model;
+}
+
+/** OpenAI-compatible providers: `openai`, `other`, `proxy`, and Databricks-type serving endpoints (PAT). */
+function openAiCompatible(
+  t: ProviderTarget,
+  baseUrl: string,
+  headers: Record<string, string>,
+  discovery: boolean,
+): LlmProvider {
+  const base = trim(baseUrl);
+  const call = (path: string, body?: unknown, redirect?: 'manual') =>
+    providerCall(`${base}${path}`, { egress: t.egress, headers, body, timeoutMs: t.timeoutMs, redirect });
+  const provider: LlmProvider = {
+    async chat(messages, tools, model) {
+      const m = needModel(model ?? chatModelOf(t.kind, t.fields));
+      const answer = await call('/chat/completions', {
+        model: m,
+        messages,
+        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
+      });
+      return chatResultOf(answer, m);
+    },
+    async embed(texts, model) {
+      const m = model ?? embeddingModelOf(t.kind, t.fields);
+      if (!m) throw notConfigured('The embedding provider names no embedding model.');
+      return embeddingsOf(await call('/embeddings', { model: m, input: texts }), m);
+    },
+    async listModels() {
+      if (!discovery) return modelIds(await call('/models'));
+      // Rule 6: at most two same-origin redirects, each to a path ending in /models.
+      const origin = new URL(base).origin;
+      let url = `${base}/models`;
+      for (let hop = 0; ; hop++) {
+        const answer = await providerCall(url, {
+          egress: t.egress,
+          headers,
+          timeoutMs: t.timeoutMs,
+          redirect: 'manual',
+        });
+        if (!REDIRECTS.has(answer.status)) return modelIds(answer);
+        const location = answer.headers.get('location');
+        if (hop >= MAX_DISCOVERY_REDIRECTS)
+          throw discoveryRefused(`Model discovery was redirected more than ${MAX_DISCOVERY_REDIRECTS} times.`, url);
+        if (!location) throw discoveryRefused('Model discovery was redirected without a target.', url);
+        let next: URL;
+        try {
+          next = new URL(location, url);
+        } catch {
+          throw discoveryRefused('Model discovery was redirected to an invalid URL.', location);
+        }
+        if (next.origin !== origin)
+          throw discoveryRefused(`Model discovery was redirected to another origin (${next.origin}).`, next.href);
+        if (!trim(next.pathname).endsWith('/models'))
+          throw discoveryRefused('Model discovery was redirected to a path that does not end in /models.', next.href);
+        url = next.href;
+      }
+    },
+    test: () => listingTest(provider, chatModelOf(t.kind, t.fields)),
+  };
+  return provider;
+}
+
+function embeddingsOf(answer: Parameters<typeof answerJson>[0], model: string): EmbeddingResult {
+  const body = answerJson<{
+    data?: Array<{ embedding?: number[]; index?: number }>;
+    usage?: { prompt_tokens?: number };
+  }>(answer, 'an embeddings answer');
+  if (!Array.isArray(body.data) || body.data.some((d) => !Array.isArray(d.embedding)))
+    throw llmFailure(
+      'bad_response',
+      'The embedding provider answered without vectors.',
+      'Check the embedding model of the provider.',
+      false,
+      answer.text.slice(0, 500),
+    );
+  const ordered = [...body.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+  return { vectors: ordered.map((d) => d.embedding!), promptTokens: body.usage?.prompt_tokens ?? 0, model };
+}
+
+/** Azure-type: deployments under `/openai/deployments/{name}`, `api-version` on every call, `api-key` header. */
+function azure(t: ProviderTarget): LlmProvider {
+  const base = trim(s(t.fields.base_url) ?? '');
+  const version = encodeURIComponent(s(t.fields.api_version) ?? DEFAULT_AZURE_API_VERSION);
+  const headers = { 'api-key': s(t.fields.api_key) ?? '' };
+  const deploymentCall = (deployment: string, op: string, body: unknown) =>
+    providerCall(`${base}/openai/deployments/${encodeURIComponent(deployment)}/${op}?api-version=${version}`, {
+      egress: t.egress,
+      headers,
+      body,
+      timeoutMs: t.timeoutMs,
+    });
+  const provider: LlmProvider = {
+    async chat(messages, tools, model) {
+      const d = needModel(model ?? chatModelOf(t.kind, t.fields));
+      const answer = await deploymentCall(d, 'chat/completions', {
+        messages,
+        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
+      });
+      return chatResultOf(answer, d);
+    },
+    async embed(texts, model) {
+      const d = model ?? embeddingModelOf(t.kind, t.fields);
+      if (!d) throw notConfigured('The Azure-type provider names no embedding deployment.');
+      return embeddingsOf(await deploymentCall(d, 'embeddings', { input: texts }), d);
+    },
+    async listModels() {
+      return modelIds(
+        await providerCall(`${base}/openai/deployments?api-version=${version}`, {
+          egress: t.egress,
+          headers,
+          timeoutMs: t.timeoutMs,
+        }),
+      );
+    },
+    test: () => listingTest(provider, chatModelOf(t.kind, t.fields)),
+  };
+  return provider;
+}
+
+/** Anthropic messages: `/v1/messages` with `x-api-key` and `anthropic-version`. */
+function anthropic(t: ProviderTarget): LlmProvider {
+  const base = trim(s(t.fields.base_url) ?? DEFAULT_BASE_URLS.anthropic!);
+  const headers = { 'x-api-key': s(t.fields.api_key) ?? '', 'anthropic-version': '2023-06-01' };
+  const provider: LlmProvider = {
+    async chat(messages, tools, model) {
+      const m = needModel(model ?? chatModelOf(t.kind, t.fields));
+      const { system, messages: turns } = toAnthropicMessages(messages);
+      const answer = await providerCall(`${base}/v1/messages`, {
+        egress: t.egress,
+        headers,
+        timeoutMs: t.timeoutMs,
+        body: {
+          model: m,
+          max_tokens: MAX_TOKENS,
+          ...(system ? { system } : {}),
+          messages: turns,
+          ...(tools.length ? { tools: toAnthropicTools(tools) } : {}),
+        },
+      });
+      return anthropicResultOf(answer, m);
+    },
+    embed() {
+      return Promise.reject(
+        unsupported(
+          'The Anthropic-style provider offers no embeddings.',
+          'Choose another provider for embeddings (PUT /api/config/models/embeddings/config).',
+        ),
+      );
+    },
+    async listModels() {
+      return modelIds(await providerCall(`${base}/v1/models`, { egress: t.egress, headers, timeoutMs: t.timeoutMs }));
+    },
+    test: () => listingTest(provider, chatModelOf(t.kind, t.fields)),
+  };
+  return provider;
+}
+
+/** Bedrock-type runtime with an API key (bearer token): `invoke` (Anthropic body) or `converse`. */
+function bedrock(t: ProviderTarget): LlmProvider {
+  const f = t.fields;
+  const endpoint =
+    f.endpoint_mode === 'custom'
+      ? trim(s(f.custom_endpoint_url) ?? '')
+      : `https://bedrock-runtime.${s(f.aws_region) ?? 'us-east-1'}.amazonaws.com`;
+  const headers = () => {
+    if (f.auth_mode === 'iam_role')
+      throw unsupported(
+        'IAM-role request signing for the Bedrock-type provider is not available in this build.',
+        'Use auth_mode api_key with a Bedrock API key (aws_bearer_token).',
+      );
+    return { authorization: `Bearer ${s(f.aws_bearer_token) ?? ''}` };
+  };
+  const modelCall = (model: string, op: 'invoke' | 'converse', body: unknown) =>
+    providerCall(`${endpoint}/model/${encodeURIComponent(model)}/${op}`, {
+      egress: t.egress,
+      headers: headers(),
+      body,
+      timeoutMs: t.timeoutMs,
+    });
+  const provider: LlmProvider = {
+    async chat(messages, tools, model) {
+      const m = needModel(model ?? chatModelOf(t.kind, f));
+      if (f.bedrock_chat_route_mode === 'converse')
+        return converseResultOf(await modelCall(m, 'converse', toConverseBody(messages, tools, MAX_TOKENS)), m);
+      const { system, messages: turns } = toAnthropicMessages(messages);
+      const answer = await modelCall(m, 'invoke', {
+        anthropic_version: 'bedrock-2023-05-31',
+        max_tokens: MAX_TOKENS,
+        ...(system ? { system } : {}),
+        messages: turns,
+        ...(tools.length ? { tools: toAnthropicTools(tools) } : {}),
+      });
+      return anthropicResultOf(answer, m);
+    },
+    async embed(texts, model) {
+      const m = model ?? embeddingModelOf(t.kind, f);
+      if (!m) throw notConfigured('The Bedrock-type provider names no embedding model.');
+      const vectors: number[][] = [];
+      let promptTokens = 0;
+      for (const text of texts) {
+        const body = answerJson<{ embedding?: number[]; inputTextTokenCount?: number }>(
+          await modelCall(m, 'invoke', { inputText: text }),
+          'an embedding',
+        );
+        if (!Array.isArray(body.embedding))
+          throw llmFailure(
+            'bad_response',
+            'The embedding provider answered without a vector.',
+            'Check the embedding model.',
+            false,
+          );
+        vectors.push(body.embedding);
+        promptTokens += body.inputTextTokenCount ?? 0;
+      }
+      return { vectors, promptTokens, model: m };
+    },
+    // The runtime endpoint has no listing: the configured models are what this provider offers.
+    listModels: () =>
+      Promise.resolve([chatModelOf(t.kind, f), embeddingModelOf(t.kind, f)].filter((m): m is string => !!m)),
+    async test() {
+      const model = chatModelOf(t.kind, f);
+      if (!model) throw notConfigured('Name a model_name to test the Bedrock-type provider.');
+      await provider.chat([{ role: 'user', content: 'ping' }], [], model);
+      return `Connection test passed (${f.bedrock_chat_route_mode} route answered).`;
+    },
+  };
+  return provider;
+}
+
+/** A kind whose wire protocol this build does not speak: every call answers a classified `unsupported`. */
+function notSpoken(message: string, action: string): LlmProvider {
+  const fail = () => Promise.reject(unsupported(message, action));
+  return { chat: fail, embed: fail, listModels: fail, test: fail };
+}
+
+/** The client for a saved (or bootstrap) provider configuration. */
+export function providerClient(t: ProviderTarget): LlmProvider {
+  const f = t.fields;
+  const bearer = (key: unknown): Record<string, string> => (s(key) ? { authorization: `Bearer ${s(key)}` } : {});
+  switch (t.kind) {
+    case 'openai':
+      return openAiCompatible(t, s(f.base_url) ?? DEFAULT_BASE_URLS.openai!, bearer(f.api_key), false);
+    case 'other':
+      return openAiCompatible(t, s(f.base_url) ?? '', bearer(f.api_key), false);
+    case 'proxy':
+      return openAiCompatible(t, s(f.base_url) ?? '', f.auth_mechanism === 'none' ? {} : bearer(f.api_key), true);
+    case 'databricks':
+      if (f.auth_mode === 'oauth')
+        return notSpoken(
+          'The Databricks-type OAuth mode needs a saved OAuth connection, which this build cannot use yet.',
+          'Use auth_mode pat with llm_endpoint and api_key.',
+        );
+      return openAiCompatible(t, s(f.llm_endpoint) ?? '', bearer(f.api_key), false);
+    case 'azure_openai':
+      return azure(t);
+    case 'anthropic':
+      return anthropic(t);
+    case 'bedrock':
+      return bedrock(t);
+    case 'warehouse_ai':
+      return notSpoken(
+        "Calls to the warehouse-AI provider's inference service are not available in this build.",
+        'Save it with force_activation to activate it without a test, or choose another provider.',
+      );
+  }
+}
