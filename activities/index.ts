@@ -6,6 +6,7 @@ import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
 import { createHandbackActivities } from './handback.js';
+import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
 
 export interface ActivityDeps {
@@ -24,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCrmMergeActivities(deps),
     ...createHandbackActivities(deps),
     ...createThreadActivities(deps),
+    ...createSecretActivities(deps),
   };
 }
 
