@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
@@ -19,6 +20,8 @@ export interface ActivityDeps {
 
 /** Every activity the worker registers, built from its dependencies. */
 export function createActivities(deps: ActivityDeps) {
+  // In container-service mode the stored mesh egress list is the outbound allow-list.
+  attachMeshEgress(deps.config, deps.orm);
   return {
     ...createEchoActivities(deps),
     ...createActionReviewActivities(deps),

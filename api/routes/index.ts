@@ -11,6 +11,7 @@ import { jobRoutes } from './jobs.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
+import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 
@@ -22,5 +23,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
+  routes.push(...secretsRoutes);
   return routes;
 }
