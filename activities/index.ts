@@ -1,12 +1,14 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { Settings } from '../shared/settings/store.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
 import { createHandbackActivities } from './handback.js';
+import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
 
 export interface ActivityDeps {
@@ -22,12 +24,15 @@ export interface ActivityDeps {
 /** Every activity the worker registers, built from its dependencies. */
 export function createActivities(input: Omit<ActivityDeps, 'settings'> & { settings?: Settings }) {
   const deps: ActivityDeps = { ...input, settings: input.settings ?? new Settings(input.orm, input.config) };
+  // In container-service mode the stored mesh egress list is the outbound allow-list.
+  attachMeshEgress(deps.config, deps.orm);
   return {
     ...createEchoActivities(deps),
     ...createActionReviewActivities(deps),
     ...createCrmMergeActivities(deps),
     ...createHandbackActivities(deps),
     ...createThreadActivities(deps),
+    ...createSecretActivities(deps),
   };
 }
 

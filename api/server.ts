@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
+import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError, type Logger } from '../shared/log.js';
 import { Settings } from '../shared/settings/store.js';
@@ -13,6 +14,8 @@ import type { AppDeps } from './deps.js';
 export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
+  // In container-service mode the stored mesh egress list is the outbound allow-list.
+  attachMeshEgress(config, orm);
   // A request must not hang for long while Temporal is down: fewer gRPC retries than the SDK default,
   // then the error middleware answers 503.
   const temporalConnection = Connection.lazy({

@@ -73,6 +73,10 @@ const EnvSchema = z.object({
   PLATFORM_LLM_OUTPUT_USD_PER_MTOK: optionalString,
   PLATFORM_DATA_DIR: optionalString,
   PLATFORM_SECRETS_KEY: optionalString,
+  PLATFORM_SECRETS_RESEAL_BATCH_SIZE: optionalString,
+  PLATFORM_SECRETS_RESEAL_PAUSE_MS: optionalString,
+  PLATFORM_CONTAINER_SERVICE_MODE: optionalString,
+  PLATFORM_MESH_AUTH_KEY_FILE: optionalString,
   CRM_ALLOW_INSECURE_LOOPBACK: optionalString,
   PLATFORM_EGRESS_ALLOW_PRIVATE: optionalString,
   CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
@@ -156,13 +160,34 @@ export interface AppConfig {
     key: string | undefined;
     /** `<PLATFORM_DATA_DIR>/secrets.key`. */
     keyFile: string;
+    /** `PLATFORM_SECRETS_RESEAL_BATCH_SIZE`: rows one re-seal activity handles (one transaction). */
+    resealBatchSize: number;
+    /** `PLATFORM_SECRETS_RESEAL_PAUSE_MS`: a durable pause between re-seal batches, to spare the database (0: none). */
+    resealPauseMs: number;
+  };
+  /**
+   * `PLATFORM_CONTAINER_SERVICE_MODE`: the deployment runs as a warehouse container service. The
+   * encryption-key enable/verify and mesh auth key routes answer only then, and the mesh egress list
+   * restricts outbound requests. Read here only (the settings store will take it over).
+   */
+  containerServiceMode: boolean;
+  mesh: {
+    /** `PLATFORM_MESH_AUTH_KEY_FILE`: where the container service mounts the mesh auth key (read by enable, never served). */
+    authKeyFile: string;
   };
   /**
    * Outbound requests (shared/http/egress.ts): link-local and cloud-metadata addresses are always
    * refused; private ranges only with `PLATFORM_EGRESS_ALLOW_PRIVATE`; loopback with either that or
    * `CRM_ALLOW_INSECURE_LOOPBACK`.
    */
-  egress: { allowPrivate: boolean; allowLoopback: boolean };
+  egress: {
+    allowPrivate: boolean;
+    allowLoopback: boolean;
+    /** Container-service mode: only destinations on the mesh egress list (shared/secrets/mesh.ts) are reached. */
+    containerService: boolean;
+    /** The mesh egress list's source, attached by API and worker (`attachMeshEgress`); absent: the default list. */
+    destinations?: () => Promise<readonly string[]>;
+  };
   crm: {
     /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
     allowInsecureLoopback: boolean;
@@ -237,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
   }
   const settingsEnv = settingsEnvOf(env);
+  const containerServiceMode = truthy(e.PLATFORM_CONTAINER_SERVICE_MODE);
   return {
     settingsEnv,
     port: e.PORT,
@@ -313,10 +339,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secrets: {
       key: e.PLATFORM_SECRETS_KEY,
       keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key`,
+      resealBatchSize: positiveInt('PLATFORM_SECRETS_RESEAL_BATCH_SIZE', e.PLATFORM_SECRETS_RESEAL_BATCH_SIZE, 100),
+      resealPauseMs: nonNegative('PLATFORM_SECRETS_RESEAL_PAUSE_MS', e.PLATFORM_SECRETS_RESEAL_PAUSE_MS),
+    },
+    containerServiceMode,
+    mesh: {
+      authKeyFile:
+        e.PLATFORM_MESH_AUTH_KEY_FILE ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/mesh-auth.key`,
     },
     egress: {
       allowPrivate: truthy(e.PLATFORM_EGRESS_ALLOW_PRIVATE),
       allowLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
+      containerService: containerServiceMode,
     },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),

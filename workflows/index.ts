@@ -4,3 +4,4 @@ export { actionReviewProposalWorkflow } from './action-review.js';
 export { actionReviewHandbackSweepWorkflow, actionReviewHandbackWorkflow } from './handback.js';
 export { threadWorkflow } from './thread.js';
 export { crmMergeApprovalWorkflow } from './crm-merge.js';
+export { secretResealWorkflow } from './secret-reseal.js';

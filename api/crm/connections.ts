@@ -6,7 +6,7 @@ import { AUTHORIZE_PATH, CRM_MODE_FIELDS, MASK, SECRET_FIELDS, TOKEN_PATH } from
 import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { ConflictError } from '../../shared/errors.js';
-import { secretBox } from '../../shared/secrets/secret-box.js';
+import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { testConnection } from './connection-test.js';
 import { toIso } from '../../shared/dates.js';
@@ -82,6 +82,7 @@ export async function createConnection(
   if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name })) {
     throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
   }
+  await refreshKeyring(em);
   const now = new Date();
   const row = em.create(CrmConnectionEntity, {
     id: randomUUID(),

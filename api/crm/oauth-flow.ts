@@ -6,7 +6,7 @@ import { authorizationCodeGrant } from '../../shared/crm/oauth.js';
 import { findConnectionRow, openConnection, saveTokens } from '../../shared/crm/store.js';
 import { CrmConnectionEntity } from '../../shared/db/entities/index.js';
 import { BadRequestError, ConflictError } from '../../shared/errors.js';
-import { secretBox } from '../../shared/secrets/secret-box.js';
+import { openSecretBox, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { redirectUriFor, runTest } from './connections.js';
 
@@ -79,7 +79,7 @@ export async function completeAuthorization(
     throw new BadRequestError('The callback carries no state.', {
       fields: [{ field: 'query.state', message: 'required' }],
     });
-  const box = secretBox(deps.config);
+  const box = await openSecretBox(em, deps.config);
   const candidates = await em.find(CrmConnectionEntity, { name, oauthPendingSealed: { $ne: null } }, { refresh: true });
   const row = candidates.find((c) => {
     const p = JSON.parse(box.open(c.oauthPendingSealed!)) as Pending;

@@ -15,6 +15,7 @@ import { llmProviderRoutes } from './llm-providers.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
+import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 
@@ -28,5 +29,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
   routes.push(...llmProviderRoutes, ...aiModelRoutes);
+  routes.push(...secretsRoutes);
   return routes;
 }

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
-import { secretBox } from '../secrets/secret-box.js';
+import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import type { CrmSettings } from './connection-config.js';
 import type { CrmAuthMode } from './connection-types.js';
 import type { TokenSet } from './oauth.js';
@@ -22,6 +22,8 @@ export interface LoadedConnection {
 export async function findConnectionRow(em: EntityManager, tenant: string, name: string): Promise<CrmConnectionRow> {
   const row = await em.findOne(CrmConnectionEntity, { tenant, name }, { refresh: true });
   if (!row) throw new NotFoundError(`No connection named "${name}".`);
+  // The row's sealed values may be under a key this process has not read yet.
+  await refreshKeyring(em);
   return row;
 }
 
@@ -55,6 +57,7 @@ export async function saveTokens(
   tokens: TokenSet,
 ): Promise<void> {
   conn.tokens = tokens;
+  await refreshKeyring(em);
   if (!conn.settings.instance_url && tokens.instance_url)
     conn.settings = { ...conn.settings, instance_url: tokens.instance_url };
   // The instance host discovered at authorization joins the declared egress hosts, so deployments

@@ -35,6 +35,39 @@ export class EgressError extends Error {
 export interface EgressPolicy {
   allowPrivate: boolean;
   allowLoopback: boolean;
+  /** Container-service mode: only `host:port` destinations on the mesh egress list (`destinations`) are reached. */
+  containerService?: boolean;
+  /** The egress list's source (shared/secrets/mesh.ts `attachMeshEgress`); absent: `0.0.0.0:443` only. */
+  destinations?: () => Promise<readonly string[]>;
+}
+
+/** The mesh egress list when none is stored: any host, port 443. */
+export const DEFAULT_DESTINATIONS: readonly string[] = ['0.0.0.0:443'];
+
+/** Whether `host:port` is on the list (`0.0.0.0:<port>` admits any host on that port; names compare case-insensitively). */
+export function destinationAllowed(host: string, port: number, entries: readonly string[]): boolean {
+  const h = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
+  return entries.some((entry) => {
+    const i = entry.lastIndexOf(':');
+    const eHost = entry.slice(0, i).toLowerCase();
+    return Number(entry.slice(i + 1)) === port && (eHost === '0.0.0.0' || eHost === h);
+  });
+}
+
+/** In container-service mode, refuses a destination outside the mesh egress list. */
+export async function checkDestination(url: URL, policy: EgressPolicy): Promise<void> {
+  if (!policy.containerService) return;
+  const entries = policy.destinations ? await policy.destinations() : DEFAULT_DESTINATIONS;
+  const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  if (!destinationAllowed(url.hostname, port, entries)) {
+    throw new EgressError(
+      'egress_refused',
+      `${url.hostname}:${port} is not on the mesh egress list; in container-service mode outbound requests reach only its destinations`,
+    );
+  }
 }
 
 export type AddressClass = 'metadata' | 'link_local' | 'unspecified' | 'reserved' | 'loopback' | 'private' | 'public';

@@ -17,7 +17,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
-import { checkAddress, checkHostName, EgressError, type EgressPolicy } from './egress-policy.js';
+import { checkAddress, checkDestination, checkHostName, EgressError, type EgressPolicy } from './egress-policy.js';
 
 export { EgressError, type EgressErrorCode, type EgressPolicy } from './egress-policy.js';
 
@@ -99,6 +99,7 @@ export async function checkedAddresses(
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   checkHostName(host);
+  await checkDestination(url, policy);
   if (isIP(host)) {
     checkAddress(host, policy);
     return [{ address: host, family: isIP(host) }];
