@@ -2,12 +2,16 @@ import type { AnyRoute } from '../http/route.js';
 import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
+import { brandingRoutes } from './branding.js';
+import { configMiscRoutes } from './config-misc.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
+import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
+import { licenseRoutes } from './license.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
@@ -22,5 +26,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
+  routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }
