@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import { Settings } from '../shared/settings/store.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
@@ -12,12 +13,15 @@ export interface ActivityDeps {
   orm: MikroORM;
   config: AppConfig;
   log: Logger;
+  /** Run-time settings (saved, env, default); built from `orm` and `config` when not given. */
+  settings: Settings;
   /** Tools agents may call during thread turns; without it agents answer without tools. */
   toolbox?: AgentToolbox;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(input: Omit<ActivityDeps, 'settings'> & { settings?: Settings }) {
+  const deps: ActivityDeps = { ...input, settings: input.settings ?? new Settings(input.orm, input.config) };
   return {
     ...createEchoActivities(deps),
     ...createActionReviewActivities(deps),

@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client, Connection } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import type { Settings } from '../shared/settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
 
 /** Everything the API needs, built once per process by api/server.ts (or a test). */
@@ -11,6 +12,8 @@ export interface AppDeps {
   temporal: Client;
   temporalConnection: Connection;
   log: Logger;
+  /** Run-time settings (saved configuration, then env, then default), seen without a restart. */
+  settings: Settings;
   /** Present when an identity provider is configured. */
   verifier: TokenVerifier | undefined;
 }

@@ -4,6 +4,7 @@ import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError, type Logger } from '../shared/log.js';
+import { Settings } from '../shared/settings/store.js';
 import { createApp } from './app.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import type { AppDeps } from './deps.js';
@@ -29,7 +30,7 @@ export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps
           egress: config.egress,
         })
       : undefined;
-  return { config, orm, temporal, temporalConnection, log, verifier };
+  return { config, orm, temporal, temporalConnection, log, verifier, settings: new Settings(orm, config) };
 }
 
 export interface RunningApi {

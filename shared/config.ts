@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 
 /** The authentication providers the spec names (`auth.provider`), plus `none` for the embedded default. */
 export const AUTH_PROVIDERS = ['oidc', 'proxy', 'hosted', 'none'] as const;
@@ -182,6 +183,11 @@ export interface AppConfig {
     /** `crm.max_approval_ttl_seconds`: cap on a merge approval's lifetime. */
     maxApprovalTtlSeconds: number;
   };
+  /**
+   * The environment variables the settings schema names (shared/settings), as set: the `env` layer
+   * of every setting (saved configuration, then this, then the default).
+   */
+  settingsEnv: Readonly<Record<string, string>>;
 }
 
 /** Thrown when the environment cannot describe a runnable deployment. */
@@ -244,7 +250,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
   }
+  const settingsEnv = settingsEnvOf(env);
   return {
+    settingsEnv,
     port: e.PORT,
     host: e.HOST ?? '0.0.0.0',
     publicBaseUrl: e.PLATFORM_PUBLIC_BASE_URL,
@@ -335,6 +343,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
     },
   };
+}
+
+/** Keeps the variables settings read; a run-time setting's variable must parse as its type. */
+function settingsEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of SETTING_ENV_NAMES) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') kept[name] = value;
+  }
+  for (const path of SETTING_PATHS) {
+    const def = settingDef(path);
+    if (!def.writable || !def.env || kept[def.env] === undefined) continue;
+    try {
+      def.kind.fromEnv(kept[def.env]!);
+    } catch (err) {
+      throw new ConfigError(`${def.env} (${path}) ${(err as Error).message}`);
+    }
+  }
+  return kept;
 }
 
 function nonNegative(name: string, raw: string | undefined): number {

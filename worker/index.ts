@@ -7,6 +7,7 @@ import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
+import { Settings } from '../shared/settings/store.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -21,16 +22,21 @@ async function main(): Promise<void> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const tools = createWorkerToolbox({ orm, config, log });
+  const settings = new Settings(orm, config);
+  const tools = createWorkerToolbox({ orm, config, log, settings });
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowsPath,
-    activities: createActivities({ orm, config, log, toolbox: tools.toolbox }),
+    activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox }),
     ...workerDefaults,
   });
-  await ensureHandbackSweepScheduleAtStart(config, log);
+  const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {
+    log.warn('could not read the saved sweep interval; using env or default', describeError(err));
+    return config.actionReview.sweepIntervalSeconds;
+  });
+  await ensureHandbackSweepScheduleAtStart(config, log, sweepEvery);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

@@ -3,18 +3,20 @@ import { Client, Connection } from '@temporalio/client';
 import { createAgentToolbox } from '../api/tools/toolbox.js';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import { Settings } from '../shared/settings/store.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
 
 /**
  * The agents' toolbox inside the worker. Tools start and update workflows (e.g. an Action Review
  * proposal), so the worker holds a Temporal client of its own for them.
  */
-export function createWorkerToolbox(deps: { orm: MikroORM; config: AppConfig; log: Logger }): {
+export function createWorkerToolbox(deps: { orm: MikroORM; config: AppConfig; log: Logger; settings?: Settings }): {
   toolbox: AgentToolbox;
   close(): Promise<void>;
 } {
   const temporalConnection = Connection.lazy({ address: deps.config.temporal.address });
   const temporal = new Client({ connection: temporalConnection, namespace: deps.config.temporal.namespace });
-  const toolbox = createAgentToolbox({ ...deps, temporal, temporalConnection, verifier: undefined });
+  const settings = deps.settings ?? new Settings(deps.orm, deps.config);
+  const toolbox = createAgentToolbox({ ...deps, settings, temporal, temporalConnection, verifier: undefined });
   return { toolbox, close: () => temporalConnection.close() };
 }

@@ -14,6 +14,8 @@ export interface CrmMergeWorkflowInput {
   tenant: string;
   connectionName: string;
   ttlSeconds: number;
+  /** `crm.max_approval_ttl_seconds` when the approval was requested (absent in histories from before the setting). */
+  maxTtlSeconds?: number;
   /** How long to wait, after an execution started, for its outcome before ending (the proposal keeps it anyway). */
   settleWaitSeconds: number;
 }

@@ -116,7 +116,7 @@ export async function createProposal(
     createdAt: new Date().toISOString(),
   };
   const bytes = Buffer.byteLength(JSON.stringify(record));
-  const limit = deps.config.actionReview.maxProposalBytes;
+  const limit = await deps.settings.get('action_review.max_proposal_bytes');
   if (bytes > limit)
     throw new PayloadTooLargeError(`The proposal is too large to store (${bytes} bytes; the limit is ${limit}).`, {
       limit_bytes: limit,

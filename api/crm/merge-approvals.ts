@@ -71,7 +71,9 @@ export async function requestApproval(
       digest: preview.digest,
     });
   }
-  const ttlSeconds = Math.min(input.ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS, deps.config.crm.maxApprovalTtlSeconds);
+  // The cap in effect now (saved setting, env, default); the workflow's input and memo record it.
+  const maxTtlSeconds = await deps.settings.get('crm.max_approval_ttl_seconds');
+  const ttlSeconds = Math.min(input.ttl_seconds ?? DEFAULT_APPROVAL_TTL_SECONDS, maxTtlSeconds);
   const agent = principal.kind === 'agent';
   if (agent && (!principal.botId || !principal.threadId))
     throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
@@ -118,6 +120,7 @@ export async function requestApproval(
     tenant: principal.tenant,
     connectionName: selection.connectionName,
     ttlSeconds,
+    maxTtlSeconds,
     settleWaitSeconds: deps.config.actionReview.effectTimeoutSeconds + 60,
   };
   await deps.temporal.workflow.start(workflowRef('crmMergeApprovalWorkflow'), {
@@ -125,6 +128,7 @@ export async function requestApproval(
     workflowId: crmMergeWorkflowId(approvalId),
     args: [input_],
     workflowIdConflictPolicy: 'FAIL',
+    memo: { ttl_seconds: ttlSeconds, max_approval_ttl_seconds: maxTtlSeconds },
     typedSearchAttributes: [
       { key: SearchAttributes.tenant, value: principal.tenant },
       { key: SearchAttributes.resourceId, value: approvalId },

@@ -4,6 +4,8 @@ import { agentRoutes } from './agents.js';
 import { authRoutes } from './auth.js';
 import { brandingRoutes } from './branding.js';
 import { configMiscRoutes } from './config-misc.js';
+import { configSetupRoutes } from './config-setup.js';
+import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
 import { docsSessionRoutes } from './docs-session.js';
@@ -24,6 +26,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...metaRoutes(() => routes), ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
   routes.push(...actionReviewRoutes, ...toolCallRoutes);
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
+  routes.push(...configSetupRoutes, ...configViewRoutes);
   routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
   routes.push(...connectionRoutes, ...crmMergeRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);

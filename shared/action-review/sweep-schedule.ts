@@ -10,10 +10,10 @@ export const HANDBACK_SWEEP_SCHEDULE_ID = 'action-review-handback-sweep';
 /** Every run sweeps all pending hand-backs (no limits of its own). */
 const sweepInput: HandbackSweepInput = {};
 
-function scheduleOptions(config: AppConfig, scheduleId: string) {
+function scheduleOptions(config: AppConfig, scheduleId: string, everySeconds: number) {
   return {
     scheduleId,
-    spec: { intervals: [{ every: `${config.actionReview.sweepIntervalSeconds} seconds` }] },
+    spec: { intervals: [{ every: `${everySeconds} seconds` }] },
     action: {
       type: 'startWorkflow' as const,
       workflowType: workflowRef('actionReviewHandbackSweepWorkflow'),
@@ -29,14 +29,16 @@ function scheduleOptions(config: AppConfig, scheduleId: string) {
 
 /**
  * Creates the sweep schedule, or brings an existing one in line with the configuration (interval,
- * task queue). Idempotent: every worker start may call it.
+ * task queue). Idempotent: every worker start calls it, and so does a configuration apply that
+ * changes `action_review.sweep_interval_seconds` (with the new value).
  */
 export async function ensureHandbackSweepSchedule(
   client: Client,
   config: AppConfig,
   scheduleId = HANDBACK_SWEEP_SCHEDULE_ID,
+  everySeconds = config.actionReview.sweepIntervalSeconds,
 ): Promise<'created' | 'updated'> {
-  const options = scheduleOptions(config, scheduleId);
+  const options = scheduleOptions(config, scheduleId, everySeconds);
   try {
     await client.schedule.create(options);
     return 'created';
@@ -52,18 +54,27 @@ export async function ensureHandbackSweepSchedule(
   return 'updated';
 }
 
-/** For the worker's start: its own short-lived client; a failure is logged, not fatal (the next start retries). */
-export async function ensureHandbackSweepScheduleAtStart(config: AppConfig, log: Logger): Promise<void> {
+/**
+ * For the worker's start, with the effective interval (saved setting, env, default): its own
+ * short-lived client; a failure is logged, not fatal (the next start retries).
+ */
+export async function ensureHandbackSweepScheduleAtStart(
+  config: AppConfig,
+  log: Logger,
+  everySeconds: number,
+): Promise<void> {
   const connection = await Connection.connect({ address: config.temporal.address });
   try {
     const outcome = await ensureHandbackSweepSchedule(
       new Client({ connection, namespace: config.temporal.namespace }),
       config,
+      HANDBACK_SWEEP_SCHEDULE_ID,
+      everySeconds,
     );
     log.info('hand-back sweep schedule ensured', {
       schedule_id: HANDBACK_SWEEP_SCHEDULE_ID,
       outcome,
-      every_seconds: config.actionReview.sweepIntervalSeconds,
+      every_seconds: everySeconds,
     });
   } catch (err) {
     log.warn('could not ensure the hand-back sweep schedule', describeError(err));

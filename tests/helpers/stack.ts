@@ -3,6 +3,7 @@ import { loadConfig, type AppConfig } from '../../shared/config.js';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { watchStatusContract } from './status-contract.js';
 import { startWorker, uniqueTaskQueue, type RunningWorker } from './temporal.js';
 
 export interface StackOptions {
@@ -42,6 +43,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const lines = options.logLines;
   const log = createLogger({ level: lines ? 'debug' : 'error', sink: lines ? (line) => lines.push(line) : () => {} });
   const api = await startApi(config, log);
+  const contract = watchStatusContract(api.server);
   const worker = options.worker === false ? undefined : await startWorker({ orm: api.deps.orm, config, log });
   const stack: Stack = {
     url: api.url,
@@ -55,6 +57,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await stack.worker?.stop();
       await api.close();
       await db.drop();
+      const violations = contract.violations();
+      if (violations.length) throw new Error(`Undocumented statuses:\n${violations.join('\n')}`);
     },
   };
   return stack;

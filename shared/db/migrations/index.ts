@@ -5,6 +5,7 @@ import { Migration20261122000000Backbone } from './Migration20261122000000Backbo
 import { Migration20261122010000ActionReview } from './Migration20261122010000ActionReview.js';
 import { Migration20261122020000McpGateway } from './Migration20261122020000McpGateway.js';
 import { Migration20261122040000Crm } from './Migration20261122040000Crm.js';
+import { Migration20261123100000Settings } from './Migration20261123100000Settings.js';
 import { Migration20261123120000ConfigMisc } from './Migration20261123120000ConfigMisc.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
@@ -15,5 +16,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122020000McpGateway', class: Migration20261122020000McpGateway },
   { name: 'Migration20261122050000Rooms', class: Migration20261122050000Rooms },
   { name: 'Migration20261122040000Crm', class: Migration20261122040000Crm },
+  { name: 'Migration20261123100000Settings', class: Migration20261123100000Settings },
   { name: 'Migration20261123120000ConfigMisc', class: Migration20261123120000ConfigMisc },
 ];

@@ -1,0 +1,307 @@
+import { boolean, integer, number, oneOf, string, stringList, url, type SettingKind } from './kinds.js';
+
+/**
+ * One setting: its type, default, optional environment variable, whether it is a secret (sealed at
+ * rest, masked on every read) and whether it may be saved at run time. A read-only setting
+ * (`writable: false`) is process-level: it is read once at start from the environment, so saving it
+ * would change nothing; its source is `env` or `default`, never `saved`.
+ */
+export interface SettingDef<T = unknown, D = T | null> {
+  kind: SettingKind<T>;
+  default: D;
+  env?: string;
+  secret: boolean;
+  writable: boolean;
+  description: string;
+}
+
+interface Options {
+  env?: string;
+  secret?: boolean;
+  description: string;
+}
+
+/** A setting that may be saved at run time (effective value: saved, then env, then default). */
+function setting<T, D extends T | null>(kind: SettingKind<T>, dflt: D, o: Options): SettingDef<T, D> {
+  return { kind, default: dflt, env: o.env, secret: o.secret ?? false, writable: true, description: o.description };
+}
+
+/** A process-level setting: environment or default only, read at start. */
+function envOnly<T, D extends T | null>(kind: SettingKind<T>, dflt: D, o: Options): SettingDef<T, D> {
+  return { kind, default: dflt, env: o.env, secret: o.secret ?? false, writable: false, description: o.description };
+}
+
+/**
+ * Every setting the platform knows, by dotted path; the first segment is its section. Env names
+ * are the ones the README's configuration table lists.
+ */
+export const SETTINGS = {
+  // Process-level: where the process listens and what it connects to.
+  'server.port': envOnly(integer(0, 65535), 8080, { env: 'PORT', description: 'API listen port' }),
+  'server.host': envOnly(string(), '0.0.0.0', { env: 'HOST', description: 'API listen address' }),
+  'server.public_base_url': envOnly(url, null, {
+    env: 'PLATFORM_PUBLIC_BASE_URL',
+    description: 'Customer-facing HTTPS origin',
+  }),
+  'database.url': envOnly(string(), null, { env: 'DATABASE_URL', secret: true, description: 'PostgreSQL to use' }),
+  'database.pool_max': envOnly(integer(1, 1000), 10, {
+    env: 'DATABASE_POOL_MAX',
+    description: 'Connection pool size per process',
+  }),
+  'temporal.address': envOnly(string(), '127.0.0.1:7233', {
+    env: 'TEMPORAL_ADDRESS',
+    description: 'Temporal frontend',
+  }),
+  'temporal.namespace': envOnly(string(), 'default', { env: 'TEMPORAL_NAMESPACE', description: 'Temporal namespace' }),
+  'temporal.task_queue': envOnly(string(), 'platform', { env: 'TEMPORAL_TASK_QUEUE', description: 'Task queue' }),
+  'temporal.ui_url': envOnly(url, null, { env: 'TEMPORAL_UI_URL', description: 'Temporal Web UI' }),
+  'platform.data_dir': envOnly(string(), '.data', { env: 'PLATFORM_DATA_DIR', description: 'Local state folder' }),
+  'platform.tenant': envOnly(string(), 'default', {
+    env: 'PLATFORM_TENANT',
+    description: 'Deployment tenant when a token names none',
+  }),
+  'platform.signing_key': envOnly(string(), null, {
+    env: 'PLATFORM_SIGNING_KEY',
+    secret: true,
+    description: 'HS256 key of signed download URLs',
+  }),
+  'platform.skills_dir': envOnly(string(), null, {
+    env: 'PLATFORM_SKILLS_DIR',
+    description: 'Folder of skills the gateway serves',
+  }),
+  'secrets.key': envOnly(string(), null, {
+    env: 'PLATFORM_SECRETS_KEY',
+    secret: true,
+    description: 'Key material for sealing secrets at rest',
+  }),
+  'limits.max_json_body_bytes': envOnly(integer(1, 2 ** 31), 1024 * 1024, {
+    env: 'MAX_JSON_BODY_BYTES',
+    description: 'Larger JSON bodies answer 413',
+  }),
+  'log.level': envOnly(oneOf(['debug', 'info', 'warn', 'error']), 'info', {
+    env: 'LOG_LEVEL',
+    description: 'Log level',
+  }),
+  'egress.allow_private': envOnly(boolean, false, {
+    env: 'PLATFORM_EGRESS_ALLOW_PRIVATE',
+    description: 'Outbound requests may reach private addresses',
+  }),
+
+  // Authentication (spec, Authentication 3 and 4; Gateway settings): verified with keys fetched at start.
+  'auth.provider': envOnly(oneOf(['oidc', 'proxy', 'hosted', 'none']), 'none', {
+    env: 'AUTH_PROVIDER',
+    description: 'Identity provider kind',
+  }),
+  'auth.issuer': envOnly(string(), null, { env: 'AUTH_ISSUER', description: 'Token issuer' }),
+  'auth.audience': envOnly(string(), null, { env: 'AUTH_AUDIENCE', description: 'Token audience' }),
+  'auth.jwks_url': envOnly(url, null, { env: 'AUTH_JWKS_URL', description: "Identity provider's JWKS" }),
+  'auth.client_id': envOnly(string(), null, { env: 'AUTH_CLIENT_ID', description: "Platform's client id" }),
+  'auth.client_secret': envOnly(string(), null, {
+    env: 'AUTH_CLIENT_SECRET',
+    secret: true,
+    description: "Platform's client secret (OAuth proxy)",
+  }),
+  'auth.mcp_client_redirect_uris': envOnly(stringList(), [], {
+    env: 'AUTH_MCP_CLIENT_REDIRECT_URIS',
+    description: 'Extra MCP client callbacks, matched verbatim',
+  }),
+  'auth.roles_claim': envOnly(string(), 'roles', { env: 'AUTH_ROLES_CLAIM', description: 'Claim holding roles' }),
+  'auth.service_token': envOnly(string(), null, {
+    env: 'PLATFORM_SERVICE_TOKEN',
+    secret: true,
+    description: 'X-Platform-Service-Token value',
+  }),
+  'auth.internal_token': envOnly(string(), null, {
+    env: 'PLATFORM_INTERNAL_TOKEN',
+    secret: true,
+    description: 'X-Platform-Internal-Token value',
+  }),
+
+  // Hosted gateway deployment settings.
+  'mcp.public_url': envOnly(url, null, { env: 'PLATFORM_MCP_PUBLIC_URL', description: 'Public origin of /mcp' }),
+  'mcp.oauth_proxy_enabled': envOnly(boolean, false, {
+    env: 'PLATFORM_OAUTH_PROXY_ENABLED',
+    description: 'Serve the OAuth proxy routes',
+  }),
+  'mcp.default_agent_id': envOnly(string(), null, {
+    env: 'PLATFORM_MCP_DEFAULT_AGENT_ID',
+    description: 'Gateway default agent when the gateway setting is unset',
+  }),
+  'mcp.default_agent_unavailable_policy': envOnly(
+    oneOf(['require_selection', 'first_available']),
+    'require_selection',
+    {
+      env: 'PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY',
+      description: 'What the gateway does when the default agent is unavailable',
+    },
+  ),
+
+  // CRM (spec, Limits).
+  'crm.max_approval_ttl_seconds': setting(integer(1, 30 * 86_400), 86_400, {
+    env: 'CRM_MAX_APPROVAL_TTL_SECONDS',
+    description: "Cap on a merge approval's lifetime; each approval records the cap it was requested under",
+  }),
+  'crm.allow_insecure_loopback': envOnly(boolean, false, {
+    env: 'CRM_ALLOW_INSECURE_LOOPBACK',
+    description: 'Accept plain-http loopback CRM hosts (local testing only)',
+  }),
+
+  // Action Review.
+  'action_review.sweep_interval_seconds': setting(integer(1, 7 * 86_400), 600, {
+    env: 'ACTION_REVIEW_SWEEP_INTERVAL_SECONDS',
+    description: 'How often the hand-back sweep schedule runs; saving it updates the schedule',
+  }),
+  'action_review.max_proposal_bytes': setting(integer(1, 64 * 1024 * 1024), 256 * 1024, {
+    env: 'ACTION_REVIEW_MAX_PROPOSAL_BYTES',
+    description: 'A proposal whose stored form is larger answers 413',
+  }),
+  'action_review.effect_timeout_seconds': envOnly(integer(1, 86_400), 600, {
+    env: 'ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS',
+    description: "Start-to-close limit of an effect's one attempt",
+  }),
+  'action_review.effect_heartbeat_seconds': envOnly(integer(1, 86_400), 30, {
+    env: 'ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS',
+    description: "Heartbeat limit of an effect's one attempt",
+  }),
+  'action_review.handback_max_attempts': envOnly(integer(1, 10_000), 20, {
+    env: 'ACTION_REVIEW_HANDBACK_MAX_ATTEMPTS',
+    description: 'Delivery attempts of one hand-back workflow',
+  }),
+  'action_review.local_cli_allowed_commands': envOnly(stringList(), [], {
+    env: 'LOCAL_CLI_ALLOWED_COMMANDS',
+    description: 'Commands local_cli.run.v1 may run',
+  }),
+  'action_review.local_cli_timeout_seconds': envOnly(integer(1, 86_400), 120, {
+    env: 'LOCAL_CLI_TIMEOUT_SECONDS',
+    description: 'Limit of one local_cli.run.v1 command',
+  }),
+  'action_review.ticket_tracker_url': envOnly(url, null, {
+    env: 'TICKET_TRACKER_URL',
+    description: 'Issue tracker ticket.write.v1 posts to',
+  }),
+  'action_review.ticket_tracker_token': envOnly(string(), null, {
+    env: 'TICKET_TRACKER_TOKEN',
+    secret: true,
+    description: "Issue tracker's token",
+  }),
+
+  // The language model (its provider routes belong to another issue; read at start for now).
+  'llm.base_url': envOnly(url, null, { env: 'PLATFORM_LLM_BASE_URL', description: 'OpenAI-compatible endpoint' }),
+  'llm.api_key': envOnly(string(), null, { env: 'PLATFORM_LLM_API_KEY', secret: true, description: 'Model API key' }),
+  'llm.model': envOnly(string(), null, { env: 'PLATFORM_LLM_MODEL', description: 'Model name' }),
+  'llm.timeout_seconds': envOnly(integer(1, 3600), 120, {
+    env: 'PLATFORM_LLM_TIMEOUT_SECONDS',
+    description: "One model call's limit",
+  }),
+  'llm.input_usd_per_mtok': envOnly(number(0), 0, {
+    env: 'PLATFORM_LLM_INPUT_USD_PER_MTOK',
+    description: 'Input price per million tokens',
+  }),
+  'llm.output_usd_per_mtok': envOnly(number(0), 0, {
+    env: 'PLATFORM_LLM_OUTPUT_USD_PER_MTOK',
+    description: 'Output price per million tokens',
+  }),
+
+  // ETL tool (spec, ETL-tool settings).
+  'etl.project_path': setting(string(), null, {
+    env: 'ETL_PROJECT_PATH',
+    description: 'Project root with the project file and process/',
+  }),
+  'etl.jobs_dir': setting(string(), null, { env: 'ETL_JOBS_DIR', description: 'Directory of built jobs' }),
+  'etl.run_timeout_seconds': setting(integer(1, 86_400), 900, {
+    description: 'Seconds before a hung job is killed',
+  }),
+  'etl.runner_url': setting(url, null, { env: 'ETL_RUNNER_URL', description: 'Remote runner base URL' }),
+  'etl.cloud_base_url': setting(url, null, { description: 'Reserved; ignored by the current execution path' }),
+  'etl.cloud_token': setting(string(), null, {
+    secret: true,
+    description: 'Reserved; ignored by the current execution path',
+  }),
+
+  // Enhancements (spec, Code-agent connection).
+  'enhancements.code_agent.enabled': setting(boolean, false, {
+    env: 'CODE_AGENT_TICKET_ENABLED',
+    description: 'Launch code agents from tickets',
+  }),
+  'enhancements.code_agent.adapter': setting(oneOf(['auto', 'local', 'cloud']), 'auto', {
+    description: 'auto, local or cloud',
+  }),
+  'enhancements.code_agent.connection_name': setting(string(200), '', {
+    description: 'Shared-scope code-agent connection',
+  }),
+  'enhancements.code_agent.target_repo_url': setting(string(), '', {
+    description: 'Repository cloud agents modify',
+  }),
+  'enhancements.code_agent.target_base_ref': setting(string(200), 'main', {
+    env: 'CODE_AGENT_TARGET_BRANCH',
+    description: 'Base branch of cloud runs',
+  }),
+  'enhancements.code_agent.auto_create_pr': setting(boolean, true, {
+    description: 'Ask the cloud to open a pull request',
+  }),
+  'enhancements.coding_agent.backend': setting(oneOf(['code_agent', 'agent_cli']), 'code_agent', {
+    description: 'Coding-agent backend',
+  }),
+  'enhancements.coding_agent.agent_cli.enabled': setting(boolean, false, {
+    description: 'Enable the agent-CLI backend',
+  }),
+  'enhancements.coding_agent.agent_cli.target_repo_url': setting(string(), '', {
+    description: 'Repository the agent CLI modifies',
+  }),
+  'enhancements.coding_agent.agent_cli.target_base_ref': setting(string(200), 'main', {
+    description: 'Base branch of agent-CLI runs',
+  }),
+  'enhancements.coding_agent.agent_cli.connection_name': setting(string(200), '', {
+    description: 'Model credential connection',
+  }),
+  'enhancements.coding_agent.agent_cli.git_connection_name': setting(string(200), '', {
+    description: 'Identity that pushes the branch and opens the pull request',
+  }),
+  'enhancements.coding_agent.agent_cli.worktree_root': setting(string(), '/opt/platform-agents-start-code-agent', {
+    description: 'Per-run worktree root',
+  }),
+  'enhancements.tracker_automation.enabled': setting(boolean, false, {
+    env: 'TRACKER_AUTOMATION_ENABLED',
+    description: 'Issue-tracker automation rollout (frontend flag jira_automation_enabled)',
+  }),
+  'enhancements.tracker_automation.poll_interval_seconds': setting(integer(10, 86_400), 300, {
+    description: 'Tracker poll interval',
+  }),
+  'enhancements.tracker_automation.poll_lookback_minutes': setting(integer(1, 10_080), 60, {
+    description: 'Tracker poll lookback',
+  }),
+
+  // Branding and the hosted demo.
+  'branding.product_name': setting(string(200), 'Data-Agent Platform', { description: 'Product name shown in the UI' }),
+  'branding.primary_color': setting(string(32), null, { description: 'Primary UI color (CSS color)' }),
+  'demo.mode_enabled': setting(boolean, false, {
+    env: 'PLATFORM_DEMO_MODE',
+    description: 'Hosted demo mode (GET /api/config/demo-mode)',
+  }),
+} as const satisfies Record<string, SettingDef<never, unknown> | SettingDef<unknown, unknown>>;
+
+export type SettingPath = keyof typeof SETTINGS;
+type Def<P extends SettingPath> = (typeof SETTINGS)[P];
+/** The effective value's type: the kind's type, or null when the default is none. */
+export type SettingValue<P extends SettingPath> =
+  Def<P> extends SettingDef<infer T, infer D> ? T | (D extends null ? null : never) : never;
+
+export const SETTING_PATHS = Object.keys(SETTINGS) as SettingPath[];
+
+export function isSettingPath(path: string): path is SettingPath {
+  return Object.hasOwn(SETTINGS, path);
+}
+
+export function settingDef(path: SettingPath): SettingDef {
+  return SETTINGS[path] as unknown as SettingDef;
+}
+
+/** A section is any dotted prefix of a path (`etl`, `enhancements.code_agent`). */
+export function pathsInSection(section: string): SettingPath[] {
+  return SETTING_PATHS.filter((p) => p.startsWith(`${section}.`));
+}
+
+/** Every env name a setting reads, for the config loader to keep. */
+export const SETTING_ENV_NAMES = [
+  ...new Set(SETTING_PATHS.map((p) => settingDef(p).env).filter((e): e is string => !!e)),
+];
