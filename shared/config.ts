@@ -81,6 +81,9 @@ const EnvSchema = z.object({
   PLATFORM_EGRESS_ALLOW_PRIVATE: optionalString,
   CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
   PLATFORM_SKILLS_DIR: optionalString,
+  PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
+  PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
+  PLATFORM_DOCS_BASE_URL: optionalString,
 });
 
 export interface AppConfig {
@@ -188,6 +191,14 @@ export interface AppConfig {
     /** The mesh egress list's source, attached by API and worker (`attachMeshEgress`); absent: the default list. */
     destinations?: () => Promise<readonly string[]>;
   };
+  license: {
+    /** `PLATFORM_LICENSE_PUBLIC_KEY`: PEM (SPKI) or JWK JSON of the EdDSA/ES256 key licenses are signed with. */
+    publicKey: string | undefined;
+    /** `PLATFORM_LICENSE_ENFORCEMENT_DISABLED`: `check` always answers ok (reported by `status`). */
+    enforcementDisabled: boolean;
+  };
+  /** `PLATFORM_DOCS_BASE_URL`: root of the hosted documentation tree; unset, `POST /api/docs/session` answers 503. */
+  docs: { baseUrl: string | undefined };
   crm: {
     /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
     allowInsecureLoopback: boolean;
@@ -352,6 +363,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       allowLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
       containerService: containerServiceMode,
     },
+    license: {
+      publicKey: e.PLATFORM_LICENSE_PUBLIC_KEY,
+      enforcementDisabled: truthy(e.PLATFORM_LICENSE_ENFORCEMENT_DISABLED),
+    },
+    docs: { baseUrl: docsBaseUrlOf(e.PLATFORM_DOCS_BASE_URL) },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
@@ -410,6 +426,30 @@ function publicOriginOf(name: string, raw: string | undefined): string | undefin
     throw new ConfigError(`${name} must be an https:// URL (plain http only for loopback), got "${raw}"`);
   }
   return url.origin;
+}
+
+/**
+ * The hosted docs tree's root: an https URL (plain http only for loopback) without query or fragment;
+ * kept without its trailing slash so a relative path joins with one `/`.
+ */
+function docsBaseUrlOf(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PLATFORM_DOCS_BASE_URL is not a URL (got "${raw}")`);
+  }
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError(
+      `PLATFORM_DOCS_BASE_URL must be an https:// URL (plain http only for loopback), got "${raw}"`,
+    );
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`PLATFORM_DOCS_BASE_URL takes no query, fragment or credentials (got "${raw}")`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 export { truthy as isTruthy };

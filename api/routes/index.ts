@@ -3,15 +3,19 @@ import { actionReviewRoutes } from './action-review.js';
 import { agentRoutes } from './agents.js';
 import { aiModelRoutes } from './ai-models.js';
 import { authRoutes } from './auth.js';
+import { brandingRoutes } from './branding.js';
+import { configMiscRoutes } from './config-misc.js';
 import { configSetupRoutes } from './config-setup.js';
 import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
+import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
+import { licenseRoutes } from './license.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
@@ -30,5 +34,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...connectionRoutes, ...crmMergeRoutes);
   routes.push(...llmProviderRoutes, ...aiModelRoutes);
   routes.push(...secretsRoutes);
+  routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

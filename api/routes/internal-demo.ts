@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { demoBudgetAggregate, setDemoBudgetCap } from '../../shared/deployment/demo-budget.js';
-import { defineRoute, successEnvelope } from '../http/route.js';
+import { setDemoOwner } from '../../shared/deployment/demo-owner.js';
+import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
 
 const AggregateSchema = z.object({
   spend_usd: z.number(),
@@ -41,6 +42,47 @@ export const internalDemoRoutes = [
     handler: async ({ body, em }) => ({
       success: true,
       data: await setDemoBudgetCap(em, body.cap_usd, 'internal-token'),
+    }),
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/api/internal/demo-access/owner',
+    operationId: 'setDemoAccessOwner',
+    summary: "Set the hosted demo's owner; 409 when a different owner exists and `force` is not set",
+    description:
+      'The address must be verified: the caller attests it with `email_verified: true` (the identity provider verified it). `sub` may be empty (the owner has not signed in yet; answered as null). The same address with no conflicting `sub` is the same owner (`changed` false unless a new `sub` or display name is recorded); a different owner answers 409 `DEMO_OWNER_EXISTS` unless `force` is true. The display name comes from the signed-in user with that `sub` (else that address).',
+    tags: ['internal'],
+    access: { kind: 'internal' },
+    body: z
+      .object({
+        email: z
+          .string()
+          .min(1)
+          .max(254)
+          .regex(/^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+$/, 'an e-mail address'),
+        email_verified: z.literal(true).describe('The identity provider verified this address'),
+        sub: z.string().max(256).default(''),
+        force: z.boolean().default(false),
+      })
+      .strict(),
+    bodyKind: 'config',
+    responses: {
+      200: {
+        description: 'Owner',
+        schema: successEnvelope(
+          z.object({
+            owner_sub: z.string().nullable(),
+            owner_email: z.string(),
+            owner_display_name: z.string().nullable(),
+            changed: z.boolean(),
+          }),
+        ),
+      },
+      409: { description: 'A different owner exists (send `force: true`)', schema: ErrorEnvelopeSchema },
+    },
+    handler: async ({ body, em }) => ({
+      success: true,
+      data: await setDemoOwner(em, body, 'internal-token'),
     }),
   }),
 ];

@@ -14,6 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startBenchStack } from '../../bench/lib/stack.js';
+import { exportSPKI, generateKeyPair } from 'jose';
 import { startFakeOidc } from '../helpers/fake-oidc.js';
 
 /**
@@ -37,6 +38,9 @@ export const POSITIVE_EXCLUDED = [
   '^/api/(connections|crm/merge)',
   // Encryption-key enable/verify and the mesh auth key routes answer 400 outside container-service mode (a deployment setting the fuzz stack does not turn on, since it would restrict the stack's own outbound calls); the advertise tags' total length is a cross-item limit (tests/secrets).
   '^/api/secrets/(encryption-key/(enable|verify-setup)|mesh-auth-key)',
+  // A license must carry the vendor's signature, and a logo must be an image by its bytes (tests/config-misc).
+  '^/api/license/activate',
+  '^/api/config/branding/logo/',
 ].join('|');
 
 const st = process.env.SCHEMATHESIS_BIN;
@@ -63,6 +67,10 @@ const stack = await startBenchStack({
   PLATFORM_INTERNAL_TOKEN: 'fuzz-internal-token',
   // Only loopback exists in the namespace; the policy says the same wherever this runs.
   PLATFORM_EGRESS_ALLOW_PRIVATE: 'false',
+  // Licensing and the hosted docs configured, so their routes answer as a deployment using them would.
+  PLATFORM_LICENSE_PUBLIC_KEY: await exportSPKI((await generateKeyPair('EdDSA', { extractable: true })).publicKey),
+  PLATFORM_DOCS_BASE_URL: 'https://docs.example.com/platform',
+  PLATFORM_SIGNING_KEY: 'fuzz-signing-key-0123456789abcdef0123456789',
 });
 let code: number;
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'platform-fuzz-'));

@@ -1,5 +1,6 @@
 import { HandbackRowEntity, ProposalEventRowEntity, ProposalRowEntity } from './action-review.js';
 import { AgentRowEntity } from './agents.js';
+import { BrandingLogoEntity, EaiAssignmentEntity } from './config-misc.js';
 import { CrmConnectionEntity, CrmMergeApprovalEntity } from './crm.js';
 import { ConversationMessageEntity, ConversationThreadEntity } from './conversation.js';
 import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
@@ -10,6 +11,7 @@ import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from
 
 export * from './action-review.js';
 export * from './agents.js';
+export * from './config-misc.js';
 export * from './conversation.js';
 export * from './crm.js';
 export * from './deployment.js';
@@ -39,4 +41,6 @@ export const allEntities = [
   CrmMergeApprovalEntity,
   LlmProviderEntity,
   LlmSettingsEntity,
+  BrandingLogoEntity,
+  EaiAssignmentEntity,
 ];

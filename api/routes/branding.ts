@@ -1,0 +1,212 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import {
+  findLogo,
+  LOGO_TYPES,
+  logoUrl,
+  MAX_LOGO_BYTES,
+  readBranding,
+  storeLogo,
+  updateBranding,
+} from '../../shared/branding/branding.js';
+import { LOGO_MEDIA_TYPES, sniffImage } from '../../shared/branding/image-type.js';
+import { BadRequestError, NotFoundError, PlatformError } from '../../shared/errors.js';
+import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+
+const tags = ['config'];
+const LogoType = z.enum(LOGO_TYPES);
+const Color = z
+  .string()
+  .regex(/^#[0-9A-Fa-f]{6}$/, 'a colour as #rrggbb')
+  .describe('#rrggbb');
+const HttpsUrl = z
+  .string()
+  .max(2048)
+  .regex(
+    /^https:\/\/[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/,
+    'an https:// URL',
+  );
+const Email = z
+  .string()
+  .max(254)
+  .regex(/^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+$/, 'an e-mail address');
+const Text = (max: number) => z.string().min(1).max(max);
+
+const BrandingSchema = z.object({
+  product_name: z.string().nullable(),
+  primary_color: z.string().nullable(),
+  accent_color: z.string().nullable(),
+  support_url: z.string().nullable(),
+  support_email: z.string().nullable(),
+  sign_in_message: z.string().nullable(),
+  square_logo_url: z.string().nullable().describe('Read-only; `v` changes with each upload'),
+  wide_logo_url: z.string().nullable().describe('Read-only; `v` changes with each upload'),
+  header_light_logo_url: z.string().nullable().describe('Read-only; `v` changes with each upload'),
+  header_dark_logo_url: z.string().nullable().describe('Read-only; `v` changes with each upload'),
+  updated_at: z.string().nullable(),
+  updated_by: z.string().nullable(),
+});
+
+const LOGO_DOC = `Logo types: ${LOGO_TYPES.join(', ')}. The file (multipart field \`file\`, at most ${MAX_LOGO_BYTES} bytes) must be ${LOGO_MEDIA_TYPES.join(', ')}, judged from its bytes; SVG is refused (it can carry script). A declared part content type that contradicts the bytes is refused too. Refusals: 400 no file or an empty one, 413 too large, 415 not an accepted image (payload.reason \`not_an_image\`, \`svg_not_accepted\`, \`content_type_mismatch\`).`;
+
+/** Declared part types that say nothing about the format. */
+const UNINFORMATIVE_TYPES = new Set(['application/octet-stream', 'binary/octet-stream']);
+const TYPE_ALIASES: Record<string, string> = { 'image/jpg': 'image/jpeg', 'image/pjpeg': 'image/jpeg' };
+
+function unsupported(message: string, reason: string, extra: Record<string, unknown> = {}) {
+  return new PlatformError('unsupported_media_type', message, {
+    reason,
+    accepted_media_types: LOGO_MEDIA_TYPES,
+    ...extra,
+  });
+}
+
+export const brandingRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/config/branding',
+    operationId: 'getBranding',
+    summary: 'Deployment branding (public: the sign-in page shows it); logo URLs are read-only and versioned',
+    tags,
+    access: { kind: 'public' },
+    responses: { 200: { description: 'Branding', schema: successEnvelope(BrandingSchema) } },
+    handler: async ({ em }) => ({ success: true, data: await readBranding(em) }),
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/api/config/branding',
+    operationId: 'updateBranding',
+    summary: 'Change any subset of the writable branding fields; null clears a field',
+    description:
+      'Writable: product_name, primary_color and accent_color (#rrggbb), support_url (https), support_email, sign_in_message. Logo URLs are read-only (upload with POST /api/config/branding/logo/{logo_type}); any other field answers 422 and nothing is written.',
+    tags,
+    access: { kind: 'authenticated', permission: 'access_config_panel' },
+    body: z
+      .object({
+        product_name: Text(80).nullable().optional(),
+        primary_color: Color.nullable().optional(),
+        accent_color: Color.nullable().optional(),
+        support_url: HttpsUrl.nullable().optional(),
+        support_email: Email.nullable().optional(),
+        sign_in_message: Text(500).nullable().optional(),
+      })
+      .strict(),
+    bodyKind: 'config',
+    responses: { 200: { description: 'Stored', schema: successEnvelope(BrandingSchema) } },
+    handler: async ({ em, body, principal }) => ({
+      success: true,
+      data: await updateBranding(em, body, principal.id),
+    }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/config/branding/logo/:logo_type',
+    operationId: 'uploadBrandingLogo',
+    summary: 'Upload a logo; answers its new URL, whose version parameter changes with every upload',
+    description: LOGO_DOC,
+    tags,
+    access: { kind: 'authenticated', permission: 'access_config_panel' },
+    params: z.object({ logo_type: LogoType }),
+    body: z.object({}),
+    bodyKind: 'multipart',
+    multipart: { maxFileBytes: MAX_LOGO_BYTES, maxFiles: 1, maxFields: 4, fileFields: ['file'] },
+    ownShape:
+      'Configuration, secrets and providers: POST /api/config/branding/logo/{logo_type} responds `success`, `logo_url`',
+    responses: {
+      200: {
+        description: 'Stored',
+        schema: z.object({
+          success: z.literal(true),
+          logo_url: z.string(),
+          logo_type: LogoType,
+          version: z.number().int(),
+          media_type: z.enum(LOGO_MEDIA_TYPES),
+        }),
+      },
+      415: { description: 'Not an accepted image, judged from its bytes', schema: ErrorEnvelopeSchema },
+    },
+    handler: async ({ em, params, files, principal }) => {
+      const file = files.find((f) => f.field === 'file');
+      if (!file) {
+        throw new BadRequestError('Send the logo as the multipart file field `file`.', {
+          fields: [{ field: 'body.file', message: 'required', code: 'file_required' }],
+        });
+      }
+      if (file.size === 0) {
+        throw new BadRequestError('The uploaded file is empty.', {
+          fields: [{ field: 'body.file', message: 'empty file', code: 'file_empty' }],
+        });
+      }
+      const bytes = await readFile(file.path);
+      const sniffed = sniffImage(bytes);
+      if (sniffed.kind === 'svg') {
+        throw unsupported(
+          'SVG logos are not accepted (an SVG can carry script); upload a PNG, JPEG, WebP or GIF.',
+          'svg_not_accepted',
+        );
+      }
+      if (sniffed.kind === 'unknown') {
+        throw unsupported('The file is not a PNG, JPEG, WebP or GIF image.', 'not_an_image');
+      }
+      const declared = file.mediaType?.toLowerCase().split(';')[0]!.trim();
+      const normalised = declared ? (TYPE_ALIASES[declared] ?? declared) : undefined;
+      if (normalised && !UNINFORMATIVE_TYPES.has(normalised) && normalised !== sniffed.mediaType) {
+        throw unsupported(
+          `The file is declared as ${declared} but its bytes are ${sniffed.mediaType}.`,
+          'content_type_mismatch',
+          { declared_media_type: declared, detected_media_type: sniffed.mediaType },
+        );
+      }
+      const version = await storeLogo(em, params.logo_type, sniffed.mediaType, bytes, principal.id);
+      return {
+        success: true,
+        logo_url: logoUrl(params.logo_type, version),
+        logo_type: params.logo_type,
+        version,
+        media_type: sniffed.mediaType,
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/branding/logos/:logo_type',
+    operationId: 'getBrandingLogo',
+    summary: 'A branding logo (public), with its own content type and cache headers',
+    description:
+      'With `v` equal to the current version the answer is cacheable for a year (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an older one, the current logo is served with `no-cache` and the client revalidates with its ETag (304 when unchanged).',
+    tags,
+    access: { kind: 'public' },
+    params: z.object({ logo_type: LogoType }),
+    query: z.object({
+      v: z
+        .string()
+        .regex(/^[0-9]{1,10}$/)
+        .optional(),
+    }),
+    responses: {
+      200: { description: 'The image (image/png, image/jpeg, image/webp or image/gif)' },
+      304: { description: 'Not modified (If-None-Match matched the ETag)' },
+      404: { description: 'No logo of this type was uploaded', schema: ErrorEnvelopeSchema },
+    },
+    handler: async ({ em, params, query, koa }) => {
+      const logo = await findLogo(em, params.logo_type);
+      if (!logo) throw new NotFoundError(`No ${params.logo_type} logo has been uploaded.`);
+      const etag = `"${logo.sha256.slice(0, 32)}-v${logo.version}"`;
+      koa.set('ETag', etag);
+      koa.set(
+        'Cache-Control',
+        query.v === String(logo.version) ? 'public, max-age=31536000, immutable' : 'public, no-cache',
+      );
+      koa.set('X-Content-Type-Options', 'nosniff');
+      koa.set('Content-Security-Policy', "default-src 'none'; sandbox");
+      const match = koa.get('if-none-match');
+      if (match && match.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
+        koa.status = 304;
+        koa.body = '';
+        return;
+      }
+      koa.type = logo.mediaType;
+      koa.body = Buffer.from(logo.content);
+    },
+  }),
+];
