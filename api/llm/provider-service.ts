@@ -118,13 +118,11 @@ export async function saveProvider(
     (k) => incoming[k] !== undefined && previous[k] !== undefined && incoming[k] !== previous[k],
   );
   const runTest = body.test_connection === true || replacedSecret;
-  const { settings, secrets } = splitFields(kind, merged, box);
   const row = {
     tenant: principal.tenant,
     kind,
     subProvider: sub,
-    settings,
-    secrets,
+    ...splitFields(kind, merged, box),
     admission: existing?.admission ?? ('auto' as const),
     configured: true,
   };
@@ -168,7 +166,8 @@ async function rollBack(
           kind,
           subProvider: sub,
           settings: existing.settings,
-          secrets: existing.secrets,
+          secretsSealed: existing.secretsSealed,
+          secretFields: existing.secretFields,
           admission: existing.admission,
           configured: existing.configured,
         },

@@ -27,7 +27,7 @@ const isActive = (p: StoredProvider, s: LlmSettings) =>
 /** One provider as the configuration panel reads it: settings, secrets masked, models, state. */
 export function providerView(p: StoredProvider, s: LlmSettings) {
   const secrets: Record<string, string> = {};
-  for (const field of SECRET_FIELDS[p.kind]) if (p.secrets[field]) secrets[field] = MASK;
+  for (const field of SECRET_FIELDS[p.kind]) if (p.secretFields.includes(field)) secrets[field] = MASK;
   return {
     provider_kind: p.kind,
     sub_provider: p.subProvider || null,
@@ -79,7 +79,7 @@ const hostOf = (url: unknown) => {
 export function overviewRow(p: StoredProvider, s: LlmSettings) {
   const host = hostOf(p.settings.base_url ?? p.settings.llm_endpoint ?? p.settings.custom_endpoint_url);
   const model = chatModelOf(p.kind, p.settings);
-  const hasSecret = SECRET_FIELDS[p.kind].some((f) => p.secrets[f]);
+  const hasSecret = SECRET_FIELDS[p.kind].some((f) => p.secretFields.includes(f));
   const subtitle = [model ?? 'no chat model', host, hasSecret ? `key ${MASK}` : null].filter(Boolean).join(' · ');
   return {
     provider_kind: p.kind,

@@ -424,15 +424,13 @@ export const llmProviderRoutes: AnyRoute[] = [
             field_path,
           };
       }
-      const { settings, secrets } = splitFields(kind, fields, box);
       await writeProvider(
         c.em,
         {
           tenant: c.principal.tenant,
           kind,
           subProvider: sub,
-          settings,
-          secrets,
+          ...splitFields(kind, fields, box),
           admission: stored?.admission ?? 'auto',
           configured: stored?.configured ?? false,
         },

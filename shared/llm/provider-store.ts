@@ -1,14 +1,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SecretBox } from '../secrets/secret-box.js';
+import { refreshKeyring, type SecretBox } from '../secrets/secret-box.js';
 import { SECRET_FIELDS, type ProviderFields, type ProviderKind } from './provider-kinds.js';
 
-/** A saved provider with its secrets still sealed. */
+/** A saved provider with its secrets still sealed (one sealed JSON object; `secretFields` names what it holds). */
 export interface StoredProvider {
   tenant: string;
   kind: ProviderKind;
   subProvider: string;
   settings: Record<string, unknown>;
-  secrets: Record<string, string>;
+  secretsSealed: string | null;
+  secretFields: string[];
   admission: 'auto' | 'deny';
   configured: boolean;
   updatedAt: Date;
@@ -40,18 +41,24 @@ const toProvider = (r: Row): StoredProvider => ({
   kind: r.provider_kind as ProviderKind,
   subProvider: r.sub_provider as string,
   settings: (r.settings ?? {}) as Record<string, unknown>,
-  secrets: (r.secrets ?? {}) as Record<string, string>,
+  secretsSealed: (r.secrets_sealed as string | null) ?? null,
+  secretFields: (r.secret_fields ?? []) as string[],
   admission: r.admission as 'auto' | 'deny',
   configured: r.configured as boolean,
   updatedAt: new Date(r.updated_at as string),
 });
 
+/**
+ * Reads of sealed rows refresh this process's keyring first, so `secretBox` opens what they return
+ * even when a key rotation re-sealed them under a key created after this process last looked.
+ */
 export async function findProvider(
   em: EntityManager,
   tenant: string,
   kind: ProviderKind,
   subProvider: string,
 ): Promise<StoredProvider | null> {
+  await refreshKeyring(em);
   const rows: Row[] = await em
     .getConnection()
     .execute('select * from llm_providers where tenant = ? and provider_kind = ? and sub_provider = ?', [
@@ -63,6 +70,7 @@ export async function findProvider(
 }
 
 export async function listProviders(em: EntityManager, tenant: string): Promise<StoredProvider[]> {
+  await refreshKeyring(em);
   const rows: Row[] = await em
     .getConnection()
     .execute('select * from llm_providers where tenant = ? order by provider_kind, sub_provider', [tenant]);
@@ -85,17 +93,18 @@ export async function writeProvider(
   updatedBy: string,
 ): Promise<void> {
   await em.getConnection().execute(
-    `insert into llm_providers (tenant, provider_kind, sub_provider, settings, secrets, admission, configured, created_at, updated_at, updated_by)
-     values (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, now(), now(), ?)
+    `insert into llm_providers (tenant, provider_kind, sub_provider, settings, secrets_sealed, secret_fields, admission, configured, created_at, updated_at, updated_by)
+     values (?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, now(), now(), ?)
      on conflict (tenant, provider_kind, sub_provider) do update set settings = excluded.settings,
-       secrets = excluded.secrets, admission = excluded.admission, configured = excluded.configured,
+       secrets_sealed = excluded.secrets_sealed, secret_fields = excluded.secret_fields, admission = excluded.admission, configured = excluded.configured,
        updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
     [
       p.tenant,
       p.kind,
       p.subProvider,
       JSON.stringify(p.settings),
-      JSON.stringify(p.secrets),
+      p.secretsSealed,
+      JSON.stringify(p.secretFields),
       p.admission,
       p.configured,
       updatedBy,
@@ -174,21 +183,21 @@ export function splitFields(
   kind: ProviderKind,
   fields: ProviderFields,
   box: SecretBox,
-): { settings: Record<string, unknown>; secrets: Record<string, string> } {
+): { settings: Record<string, unknown>; secretsSealed: string | null; secretFields: string[] } {
   const settings: Record<string, unknown> = {};
   const secrets: Record<string, string> = {};
   for (const [k, v] of Object.entries(fields)) {
     if (v === undefined || k === 'test_connection') continue;
     if (SECRET_FIELDS[kind].includes(k)) {
-      if (typeof v === 'string' && v !== '') secrets[k] = box.seal(v);
+      if (typeof v === 'string' && v !== '') secrets[k] = v;
     } else settings[k] = v;
   }
-  return { settings, secrets };
+  const secretFields = Object.keys(secrets).sort();
+  return { settings, secretsSealed: secretFields.length ? box.seal(JSON.stringify(secrets)) : null, secretFields };
 }
 
 /** A stored provider as one flat configuration with its secrets opened (for calls and tests only). */
-export function openFields(p: Pick<StoredProvider, 'settings' | 'secrets'>, box: SecretBox): ProviderFields {
-  const out: ProviderFields = { ...p.settings };
-  for (const [k, sealed] of Object.entries(p.secrets)) out[k] = box.open(sealed);
-  return out;
+export function openFields(p: Pick<StoredProvider, 'settings' | 'secretsSealed'>, box: SecretBox): ProviderFields {
+  const secrets = p.secretsSealed ? (JSON.parse(box.open(p.secretsSealed)) as Record<string, string>) : {};
+  return { ...p.settings, ...secrets };
 }

@@ -19,6 +19,9 @@ export interface SealedTable {
 export const SEALED_TABLES: readonly SealedTable[] = [
   { table: 'crm_connections', pk: 'id', columns: ['secrets_sealed', 'tokens_sealed', 'oauth_pending_sealed'] },
   { table: 'mesh_settings', pk: 'id', columns: ['auth_key_sealed'] },
+  { table: 'platform_settings', pk: 'path', columns: ['sealed'] },
+  // `id` is generated from (tenant, provider_kind, sub_provider); every secret field is in one sealed JSON object.
+  { table: 'llm_providers', pk: 'id', columns: ['secrets_sealed'] },
 ];
 
 export const SEALED_TABLE_NAMES: readonly string[] = SEALED_TABLES.map((t) => t.table);

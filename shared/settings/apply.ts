@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDeepStrictEqual } from 'node:util';
 import YAML from 'yaml';
 import type { AppConfig } from '../config.js';
-import { secretBox } from '../secrets/secret-box.js';
+import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { isSettingPath, SETTING_PATHS, settingDef, type SettingPath } from './definitions.js';
 import { SECRET_MASK, type SavedRow, type Settings } from './store.js';
 
@@ -171,6 +171,8 @@ export async function applyConfiguration(
     if (req.dryRun || plan.changes.length === 0) return { success: true, result, saved };
 
     const now = new Date();
+    // Seal under the active key as of now (a rotation may have activated one since this process looked).
+    await refreshKeyring(tx);
     const box = secretBox(config);
     for (const c of plan.changes) {
       if (c.action === 'deleted') {

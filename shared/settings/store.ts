@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { secretBox } from '../secrets/secret-box.js';
+import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { settingDef, type SettingPath, type SettingValue } from './definitions.js';
 
 /** Where an effective value came from, highest precedence first. */
@@ -42,6 +42,11 @@ export interface SettingsOptions {
  */
 export class Settings {
   private cache: { version: number; rows: Map<string, SavedRow> } | undefined;
+  /**
+   * Secrets of the cached rows, opened when the rows were read: a key rotation re-seals the rows
+   * without moving the version, and may retire the key the cached sealed text is under.
+   */
+  private opened = new Map<string, unknown>();
   private checkedAt = 0;
   private loading: Promise<Map<string, SavedRow>> | undefined;
   private readonly maxStalenessMs: number;
@@ -88,6 +93,7 @@ export class Settings {
   openRow(row: SavedRow, openSecrets = true): unknown {
     if (row.sealed === null) return row.value;
     if (!openSecrets) return SECRET_MASK;
+    if (this.cache?.rows.get(row.path) === row && this.opened.has(row.path)) return this.opened.get(row.path);
     return JSON.parse(secretBox(this.config).open(row.sealed)) as unknown;
   }
 
@@ -113,7 +119,14 @@ export class Settings {
     const version = Number(row?.version ?? 0);
     if (!this.cache || this.cache.version !== version) {
       const rows = await conn.execute<SavedRow[]>('select path, value, sealed from platform_settings');
+      const opened = new Map<string, unknown>();
+      if (rows.some((r) => r.sealed !== null)) {
+        await refreshKeyring(this.orm.em);
+        const box = secretBox(this.config);
+        for (const r of rows) if (r.sealed !== null) opened.set(r.path, JSON.parse(box.open(r.sealed)) as unknown);
+      }
       this.cache = { version, rows: new Map(rows.map((r) => [r.path, r])) };
+      this.opened = opened;
     }
     this.checkedAt = Date.now();
     return this.cache.rows;

@@ -56,8 +56,16 @@ beforeAll(async () => {
       AUTH_AUDIENCE: idp.audience,
       PLATFORM_LICENSE_PUBLIC_KEY: await exportSPKI(vendor.publicKey),
       PLATFORM_CONTAINER_SERVICE_MODE: 'true',
+      PLATFORM_SERVICE_TOKEN: 'license-service-token',
     },
   });
+  // In container-service mode outbound requests reach only the mesh egress list: the identity provider joins it.
+  const jwks = new URL(idp.jwksUrl);
+  const egress = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
+    headers: { 'x-platform-service-token': 'license-service-token' },
+    body: { entries: [`${jwks.hostname}:${jwks.port}`] },
+  });
+  expect(egress.status, egress.text).toBe(200);
   admin = await idp.sign({ sub: 'root', roles: ['admin'] });
   member = await idp.sign({ sub: 'ann', roles: ['member'] });
   // Both sign in: two people hold seats.

@@ -37,16 +37,21 @@ const call = (method: string, path: string, body?: unknown, token = admin) =>
 const rows = (kind: string) =>
   query<{
     sub_provider: string;
-    secrets: Record<string, string>;
+    secrets_sealed: string | null;
+    secret_fields: string[];
     settings: Record<string, unknown>;
     admission: string;
   }>(
     stack.db.url,
-    'select sub_provider, secrets, settings, admission from llm_providers where provider_kind = $1 order by sub_provider',
+    'select sub_provider, secrets_sealed, secret_fields, settings, admission from llm_providers where provider_kind = $1 order by sub_provider',
     [kind],
   );
 const storedSecret = async (kind: string, field: string, sub = '') =>
-  secretBox(stack.config).open((await rows(kind)).find((r) => r.sub_provider === sub)!.secrets[field]!);
+  (
+    JSON.parse(
+      secretBox(stack.config).open((await rows(kind)).find((r) => r.sub_provider === sub)!.secrets_sealed!),
+    ) as Record<string, string>
+  )[field];
 
 describe('saving providers', () => {
   it('creates once; a second create answers success false and writes nothing', async () => {

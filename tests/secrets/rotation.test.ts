@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { exportPKCS8, exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { egressFetch, EgressError } from '../../shared/http/egress.js';
+import { findProvider, openFields } from '../../shared/llm/provider-store.js';
 import { SEALED_TABLES } from '../../shared/secrets/sealed-columns.js';
 import { refreshKeyring, sealedKeyId, secretBox } from '../../shared/secrets/secret-box.js';
 import { query } from '../helpers/db.js';
@@ -243,8 +244,22 @@ describe('mesh auth key', () => {
 describe('encryption key enable and rotation', () => {
   it('re-seals every secret under the new key as a workflow, resuming after the worker is SIGKILLed midway', async () => {
     for (let i = 0; i < 12; i++) await createConnection(`crm_${String(i).padStart(2, '0')}`);
+    // A saved secret setting and a language-model provider's credentials are sealed values too.
+    const setting = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+      ...as,
+      body: { content: JSON.stringify({ etl: { cloud_token: 'etl-cloud-token-1' } }) },
+    });
+    expect(setting.body.success, setting.text).toBe(true);
+    const provider = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
+      ...as,
+      body: { sub_provider: 'acme', base_url: 'https://llm.example.com/v1', api_key: 'llm-key-1', model_name: 'm' },
+    });
+    expect(provider.body.success, provider.text).toBe(true);
     const before = await openEverything();
-    expect(before.length).toBeGreaterThanOrEqual(13);
+    expect(before.length).toBeGreaterThanOrEqual(15);
+    expect(before.map((v) => v.plain)).toEqual(
+      expect.arrayContaining(['"etl-cloud-token-1"', JSON.stringify({ api_key: 'llm-key-1' })]),
+    );
     expect(new Set(before.map((v) => v.kid))).toEqual(new Set(['root']));
     expect((await status()).status).toBe('missing');
 
@@ -315,6 +330,11 @@ describe('encryption key enable and rotation', () => {
     expect(keys).toEqual([{ kid: old, status: 'retired', wrapped: null }]);
     const after = await openEverything();
     expect(new Set(after.map((v) => v.kid))).toEqual(new Set([target]));
+    // What the API process cached before the rotations still reads, and so do fresh reads.
+    expect(await stack.api.deps.settings.get('etl.cloud_token')).toBe('etl-cloud-token-1');
+    const em = stack.api.deps.orm.em.fork();
+    const stored = await findProvider(em, stack.config.auth.deploymentTenant, 'other', 'acme');
+    expect(openFields(stored!, secretBox(stack.config)).api_key).toBe('llm-key-1');
     // A writer holding an old keyring cannot leave a value under the retired key: the trigger refuses it.
     const stale = `v2.${old}.AAAA.AAAA.AAAA`;
     await expect(query(stack.db.url, `update crm_connections set tokens_sealed = $1`, [stale])).rejects.toThrow(

@@ -1,13 +1,14 @@
 import { EntitySchema } from '@mikro-orm/core';
 
-/** A saved language-model provider of a tenant. `secrets` maps field names to sealed values; `settings` holds no secret. */
+/** A saved language-model provider of a tenant. `secretsSealed` holds every secret field as one sealed JSON object (`secretFields` names them); `settings` holds no secret. */
 export interface LlmProviderRow {
   tenant: string;
   providerKind: string;
   /** The vendor behind the multi-vendor `other` kind; '' for every other kind. */
   subProvider: string;
   settings: Record<string, unknown>;
-  secrets: Record<string, string>;
+  secretsSealed: string | null;
+  secretFields: string[];
   admission: 'auto' | 'deny';
   configured: boolean;
   createdAt: Date;
@@ -23,7 +24,8 @@ export const LlmProviderEntity = new EntitySchema<LlmProviderRow>({
     providerKind: { type: 'string', primary: true },
     subProvider: { type: 'string', primary: true },
     settings: { type: 'json' },
-    secrets: { type: 'json' },
+    secretsSealed: { type: 'text', nullable: true },
+    secretFields: { type: 'json' },
     admission: { type: 'string' },
     configured: { type: 'boolean' },
     createdAt: { type: 'Date' },

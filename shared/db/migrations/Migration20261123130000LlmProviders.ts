@@ -13,7 +13,11 @@ export class Migration20261123130000LlmProviders extends Migration {
       provider_kind text not null,
       sub_provider text not null default '',
       settings jsonb not null default '{}',
-      secrets jsonb not null default '{}',
+      -- Every secret field in one sealed JSON object (shared/secrets/sealed-columns.ts lists the column,
+      -- so key rotation re-seals it); secret_fields names which are set, for masked reads.
+      secrets_sealed text null,
+      secret_fields jsonb not null default '[]',
+      id text generated always as (tenant || '/' || provider_kind || '/' || sub_provider) stored unique,
       admission text not null default 'auto' check (admission in ('auto', 'deny')),
       configured boolean not null default true,
       created_at timestamptz not null,
@@ -31,9 +35,16 @@ export class Migration20261123130000LlmProviders extends Migration {
       version bigint not null default 0,
       updated_at timestamptz not null
     )`);
+    // Sealed columns refuse a value under a retired key (Migration20261123110000Secrets); platform_settings
+    // (created before that migration) joins here too.
+    this.addSql(`create trigger llm_providers_sealed_key before insert or update on llm_providers
+      for each row execute function refuse_retired_secret_key('secrets_sealed')`);
+    this.addSql(`create trigger platform_settings_sealed_key before insert or update on platform_settings
+      for each row execute function refuse_retired_secret_key('sealed')`);
   }
 
   override async down(): Promise<void> {
+    this.addSql('drop trigger if exists platform_settings_sealed_key on platform_settings');
     this.addSql('drop table if exists llm_settings');
     this.addSql('drop table if exists llm_providers');
   }

@@ -19,7 +19,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122050000Rooms', class: Migration20261122050000Rooms },
   { name: 'Migration20261122040000Crm', class: Migration20261122040000Crm },
   { name: 'Migration20261123100000Settings', class: Migration20261123100000Settings },
-  { name: 'Migration20261123130000LlmProviders', class: Migration20261123130000LlmProviders },
   { name: 'Migration20261123110000Secrets', class: Migration20261123110000Secrets },
   { name: 'Migration20261123120000ConfigMisc', class: Migration20261123120000ConfigMisc },
+  { name: 'Migration20261123130000LlmProviders', class: Migration20261123130000LlmProviders },
 ];
