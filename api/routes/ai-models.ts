@@ -110,11 +110,22 @@ export const aiModelRoutes: AnyRoute[] = [
             dimensions: z.number().int().nullable(),
             message: z.string(),
             checked_at: z.string(),
+            startup_smoke_tests: z.array(
+              z.object({
+                provider: z.string(),
+                model: z.string(),
+                status: z.enum(['pending', 'ok', 'failed']),
+                message: z.string(),
+                started_at: z.string(),
+                finished_at: z.string().nullable(),
+              }),
+            ),
           }),
         ),
       },
     },
     handler: async (c) => {
+      const startup_smoke_tests = c.deps.embeddingSmoke?.forTenant(c.principal.tenant) ?? [];
       const checked_at = new Date().toISOString();
       const config = {
         ...c.deps.config,
@@ -131,6 +142,7 @@ export const aiModelRoutes: AnyRoute[] = [
             dimensions: null,
             message: 'No embedding provider and model are configured.',
             checked_at,
+            startup_smoke_tests,
           },
         };
       let timer: NodeJS.Timeout | undefined;
@@ -139,7 +151,7 @@ export const aiModelRoutes: AnyRoute[] = [
       );
       try {
         const result = await Promise.race([target.embed(['embedding health check']), late]);
-        const base = { provider: target.label, model: target.model, checked_at };
+        const base = { provider: target.label, model: target.model, checked_at, startup_smoke_tests };
         if (result === 'late')
           return {
             success: true,
@@ -167,6 +179,7 @@ export const aiModelRoutes: AnyRoute[] = [
             provider: target.label,
             model: target.model,
             checked_at,
+            startup_smoke_tests,
             status: 'unavailable',
             dimensions: null,
             message: err.failure.message,
