@@ -4,6 +4,7 @@ import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { Settings } from '../shared/settings/store.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
+import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
@@ -23,6 +24,8 @@ export interface ActivityDeps {
   toolbox?: AgentToolbox;
   /** What the re-embedding workflow walks; the platform's registry unless a test gives its own. */
   embeddingConsumers?: EmbeddingConsumerRegistry;
+  /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
+  llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
