@@ -4,9 +4,12 @@ import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { Settings } from '../shared/settings/store.js';
 import type { AgentToolbox } from '../shared/threads/toolbox.js';
+import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
+import { createEmbeddingActivities } from './embeddings.js';
+import { platformEmbeddingConsumers, type EmbeddingConsumerRegistry } from '../shared/embeddings/consumers.js';
 import { createHandbackActivities } from './handback.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
@@ -19,6 +22,10 @@ export interface ActivityDeps {
   settings: Settings;
   /** Tools agents may call during thread turns; without it agents answer without tools. */
   toolbox?: AgentToolbox;
+  /** What the re-embedding workflow walks; the platform's registry unless a test gives its own. */
+  embeddingConsumers?: EmbeddingConsumerRegistry;
+  /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
+  llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
@@ -33,6 +40,10 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createHandbackActivities(deps),
     ...createThreadActivities(deps),
     ...createSecretActivities(deps),
+    ...createEmbeddingActivities({
+      ...deps,
+      embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),
+    }),
   };
 }
 

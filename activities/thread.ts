@@ -76,7 +76,7 @@ export function createThreadActivities(deps: ActivityDeps) {
       }
       let result;
       // Resolved per call (cached by the tenant's version), so a provider switch applies to the next turn.
-      const active = await activeProviders(deps.config).resolve(em, input.tenant);
+      const active = await (deps.llmProviders ?? activeProviders(deps.config)).resolve(em, input.tenant);
       try {
         // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
         result = await withHeartbeat(2_000, () => active.chat(chat, tools));

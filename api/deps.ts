@@ -4,6 +4,7 @@ import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import type { Settings } from '../shared/settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
+import type { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 
 /** Everything the API needs, built once per process by api/server.ts (or a test). */
 export interface AppDeps {
@@ -16,4 +17,6 @@ export interface AppDeps {
   settings: Settings;
   /** Present when an identity provider is configured. */
   verifier: TokenVerifier | undefined;
+  /** This process's startup embedding smoke test (started by `startApi`). */
+  embeddingSmoke?: EmbeddingSmokeTests;
 }

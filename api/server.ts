@@ -9,6 +9,7 @@ import { Settings } from '../shared/settings/store.js';
 import { createApp } from './app.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import type { AppDeps } from './deps.js';
+import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 
 /** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
 export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
@@ -52,6 +53,9 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
   const server = createServer((req, res) => void handle(req, res));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  // The startup embedding smoke test: after listening, never awaited, so it cannot delay boot.
+  d.embeddingSmoke ??= new EmbeddingSmokeTests();
+  d.embeddingSmoke.start(d);
   const address = server.address() as { port: number };
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${address.port}`;
   return {

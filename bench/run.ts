@@ -3,6 +3,7 @@ import { benchActionReview } from './action-review.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
 import { benchThreads } from './threads.js';
+import { benchProviderResolution } from './provider-resolution.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
 
 const count = Number(process.env.BENCH_COUNT ?? 200);
@@ -20,6 +21,9 @@ try {
   if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
+  // Last: it saves and activates a provider, which the other benchmarks must not see.
+  if (wanted('provider-resolution'))
+    process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');
 } finally {
   await stack.close();
   await llm.close();

@@ -69,6 +69,7 @@ const EnvSchema = z.object({
   PLATFORM_LLM_API_KEY: optionalString,
   PLATFORM_LLM_MODEL: optionalString,
   PLATFORM_LLM_TIMEOUT_SECONDS: optionalString,
+  PLATFORM_EMBEDDING_REINDEX_BATCH_SIZE: optionalString,
   PLATFORM_LLM_INPUT_USD_PER_MTOK: optionalString,
   PLATFORM_LLM_OUTPUT_USD_PER_MTOK: optionalString,
   PLATFORM_DATA_DIR: optionalString,
@@ -136,6 +137,8 @@ export interface AppConfig {
     /** Prices in USD per million tokens, for the spend each call records (0 when unknown). */
     inputUsdPerMtok: number;
     outputUsdPerMtok: number;
+    /** `PLATFORM_EMBEDDING_REINDEX_BATCH_SIZE`: texts one re-embedding activity sends in one embedding call. */
+    reindexBatchSize: number;
   };
   /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
   skillsDir: string | undefined;
@@ -315,6 +318,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       timeoutSeconds: positiveInt('PLATFORM_LLM_TIMEOUT_SECONDS', e.PLATFORM_LLM_TIMEOUT_SECONDS, 120),
       inputUsdPerMtok: nonNegative('PLATFORM_LLM_INPUT_USD_PER_MTOK', e.PLATFORM_LLM_INPUT_USD_PER_MTOK),
       outputUsdPerMtok: nonNegative('PLATFORM_LLM_OUTPUT_USD_PER_MTOK', e.PLATFORM_LLM_OUTPUT_USD_PER_MTOK),
+      // Spec Limits: vector inserts in batches of 64.
+      reindexBatchSize: positiveInt(
+        'PLATFORM_EMBEDDING_REINDEX_BATCH_SIZE',
+        e.PLATFORM_EMBEDDING_REINDEX_BATCH_SIZE,
+        64,
+      ),
     },
     actionReview: {
       sweepIntervalSeconds: positiveInt(

@@ -5,3 +5,4 @@ export { actionReviewHandbackSweepWorkflow, actionReviewHandbackWorkflow } from 
 export { threadWorkflow } from './thread.js';
 export { crmMergeApprovalWorkflow } from './crm-merge.js';
 export { secretResealWorkflow } from './secret-reseal.js';
+export { embeddingReindexWorkflow } from './embedding-reindex.js';

@@ -1,4 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import { z } from 'zod';
+import type { EmbeddingIdentity } from '../../shared/embeddings/consumers.js';
+import { readReindexProgress } from '../../shared/embeddings/reindex.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { embeddingReindexWorkflowId } from '../../workflows/embedding-reindex-definitions.js';
+import type { AppDeps } from '../deps.js';
 import { resolveEmbeddings } from '../../shared/llm/active-provider.js';
 import { LlmError } from '../../shared/llm/client.js';
 import { PROVIDER_KINDS, providerKey, SubProvider, type ProviderKind } from '../../shared/llm/provider-kinds.js';
@@ -22,6 +29,35 @@ const EmbeddingIdentity = z.object({
   sub_provider: z.string().nullable(),
   model_name: z.string().nullable(),
 });
+
+/** Starts the tenant's re-embedding for a recorded identity change (`llm_settings.reindex`). */
+async function startReindex(
+  deps: AppDeps,
+  tenant: string,
+  runId: string,
+  reindex: Record<string, unknown>,
+  conflict: WorkflowIdConflictPolicy,
+): Promise<void> {
+  const identity = (v: unknown): EmbeddingIdentity | null => {
+    const o = v as Record<string, unknown> | null | undefined;
+    if (!o || typeof o.provider_kind !== 'string' || typeof o.model_name !== 'string') return null;
+    return {
+      provider_kind: o.provider_kind,
+      sub_provider: typeof o.sub_provider === 'string' ? o.sub_provider : '',
+      model_name: o.model_name,
+    };
+  };
+  const to = identity(reindex.to);
+  if (!to) return;
+  await deps.temporal.workflow.start(workflowRef('embeddingReindexWorkflow'), {
+    workflowId: embeddingReindexWorkflowId(tenant),
+    taskQueue: deps.config.temporal.taskQueue,
+    workflowIdConflictPolicy: conflict,
+    args: [
+      { tenant, runId, identity: to, previous: identity(reindex.from), batchSize: deps.config.llm.reindexBatchSize },
+    ],
+  });
+}
 
 export const aiModelRoutes: AnyRoute[] = [
   defineRoute({
@@ -74,11 +110,22 @@ export const aiModelRoutes: AnyRoute[] = [
             dimensions: z.number().int().nullable(),
             message: z.string(),
             checked_at: z.string(),
+            startup_smoke_tests: z.array(
+              z.object({
+                provider: z.string(),
+                model: z.string(),
+                status: z.enum(['pending', 'ok', 'failed']),
+                message: z.string(),
+                started_at: z.string(),
+                finished_at: z.string().nullable(),
+              }),
+            ),
           }),
         ),
       },
     },
     handler: async (c) => {
+      const startup_smoke_tests = c.deps.embeddingSmoke?.forTenant(c.principal.tenant) ?? [];
       const checked_at = new Date().toISOString();
       const config = {
         ...c.deps.config,
@@ -95,6 +142,7 @@ export const aiModelRoutes: AnyRoute[] = [
             dimensions: null,
             message: 'No embedding provider and model are configured.',
             checked_at,
+            startup_smoke_tests,
           },
         };
       let timer: NodeJS.Timeout | undefined;
@@ -103,7 +151,7 @@ export const aiModelRoutes: AnyRoute[] = [
       );
       try {
         const result = await Promise.race([target.embed(['embedding health check']), late]);
-        const base = { provider: target.label, model: target.model, checked_at };
+        const base = { provider: target.label, model: target.model, checked_at, startup_smoke_tests };
         if (result === 'late')
           return {
             success: true,
@@ -131,6 +179,7 @@ export const aiModelRoutes: AnyRoute[] = [
             provider: target.label,
             model: target.model,
             checked_at,
+            startup_smoke_tests,
             status: 'unavailable',
             dimensions: null,
             message: err.failure.message,
@@ -208,14 +257,29 @@ export const aiModelRoutes: AnyRoute[] = [
         before.provider_kind !== next.provider_kind ||
         (before.sub_provider ?? '') !== next.sub_provider ||
         before.model_name !== next.model_name;
-      if (!changed) return { success: true, message: 'The embedding identity is unchanged.' };
-      await writeLlmSettings(c.em, c.principal.tenant, {
-        embeddings: next,
-        // Vectors of another identity are not comparable: indexes built before must be re-embedded.
-        ...(before
-          ? { reindex: { status: 'pending', requested_at: new Date().toISOString(), from: before, to: next } }
-          : {}),
-      });
+      if (!changed) {
+        // A re-embedding whose start was lost (Temporal down at the change) starts on the next save.
+        const runId = s.reindex?.run_id;
+        if (typeof runId === 'string' && (await readReindexProgress(c.em, c.principal.tenant))?.runId !== runId) {
+          await startReindex(c.deps, c.principal.tenant, runId, s.reindex!, WorkflowIdConflictPolicy.USE_EXISTING);
+          return { success: true, message: 'The embedding identity is unchanged; its re-embedding has started.' };
+        }
+        return { success: true, message: 'The embedding identity is unchanged.' };
+      }
+      // Vectors of another identity are not comparable: indexes built before must be re-embedded.
+      const reindex = before
+        ? { status: 'pending', run_id: randomUUID(), requested_at: new Date().toISOString(), from: before, to: next }
+        : null;
+      await writeLlmSettings(c.em, c.principal.tenant, { embeddings: next, ...(reindex ? { reindex } : {}) });
+      // A newer change supersedes a running re-embedding: its work is for an identity no longer wanted.
+      if (reindex)
+        await startReindex(
+          c.deps,
+          c.principal.tenant,
+          reindex.run_id,
+          reindex,
+          WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+        );
       return {
         success: true,
         message: before
@@ -236,28 +300,48 @@ export const aiModelRoutes: AnyRoute[] = [
         description: 'Status',
         schema: successEnvelope(
           z.object({
-            status: z.enum(['idle', 'pending']),
+            status: z.enum(['idle', 'pending', 'running', 'completed', 'failed', 'superseded']),
+            run_id: z.string().nullable(),
             requested_at: z.string().nullable(),
             from: z.record(z.string(), z.unknown()).nullable(),
             to: z.record(z.string(), z.unknown()).nullable(),
+            indexes: z.array(z.string()),
             indexes_total: z.number().int(),
             indexes_done: z.number().int(),
+            total: z.number().int(),
+            done: z.number().int(),
+            failed: z.number().int(),
+            over_input_window: z.number().int(),
+            error: z.string().nullable(),
+            started_at: z.string().nullable(),
+            finished_at: z.string().nullable(),
           }),
         ),
       },
     },
     handler: async (c) => {
       const r = (await readLlmSettings(c.em, c.principal.tenant)).reindex;
+      const run = await readReindexProgress(c.em, c.principal.tenant);
+      // The progress row of the latest requested run; none yet: the workflow has not begun (or its start was lost).
+      const p = run && r?.run_id === run.runId ? run : null;
       return {
         success: true,
         data: {
-          status: r ? 'pending' : 'idle',
+          status: p ? p.status : r ? 'pending' : 'idle',
+          run_id: (r?.run_id as string | undefined) ?? null,
           requested_at: (r?.requested_at as string | undefined) ?? null,
           from: (r?.from as Record<string, unknown> | undefined) ?? null,
           to: (r?.to as Record<string, unknown> | undefined) ?? null,
-          // Document indexes arrive with the document-index capability; until then there is none to re-embed.
-          indexes_total: 0,
-          indexes_done: 0,
+          indexes: p?.consumers ?? [],
+          indexes_total: p?.consumers.length ?? 0,
+          indexes_done: p?.consumersDone ?? 0,
+          total: p?.total ?? 0,
+          done: p?.done ?? 0,
+          failed: p?.failed ?? 0,
+          over_input_window: p?.overWindow ?? 0,
+          error: p?.error ?? null,
+          started_at: p?.startedAt.toISOString() ?? null,
+          finished_at: p?.finishedAt?.toISOString() ?? null,
         },
       };
     },

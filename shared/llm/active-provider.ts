@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { secretBox } from '../secrets/secret-box.js';
+import { embeddingWindowWarning, type EmbeddingWindowWarning } from './embedding-windows.js';
 import { llmFailure, notConfigured, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
 import {
   chatModelOf,
@@ -163,7 +164,7 @@ export async function resolveEmbeddings(
   em: EntityManager,
   config: AppConfig,
   tenant: string,
-): Promise<{ label: string; model: string; embed(texts: string[]): Promise<EmbeddingResult> } | null> {
+): Promise<EmbeddingTarget | null> {
   const settings = await readLlmSettings(em, tenant);
   const e = settings.embeddings;
   let stored: StoredProvider | null = null;
@@ -188,5 +189,26 @@ export async function resolveEmbeddings(
   const model = (typeof e?.model_name === 'string' ? e.model_name : undefined) ?? embeddingModelOf(kind, fields);
   if (!model) return null;
   const client = providerClient({ kind, fields, egress: config.egress, timeoutMs: config.llm.timeoutSeconds * 1000 });
-  return { label, model, embed: (texts) => client.embed(texts, model) };
+  return {
+    label,
+    kind,
+    subProvider: stored?.subProvider ?? '',
+    model,
+    async embed(texts) {
+      // Spec Limits: inputs beyond the provider's window are sent whole, with a warning.
+      const warning = embeddingWindowWarning(kind, texts);
+      const result = await client.embed(texts, model);
+      return warning ? { ...result, windowWarning: warning } : result;
+    },
+  };
+}
+
+/** The embedding provider and model in use, as one call sees them. */
+export interface EmbeddingTarget {
+  label: string;
+  kind: ProviderKind;
+  subProvider: string;
+  model: string;
+  /** Embeds the texts whole; `windowWarning` is set when some exceed the provider's input window. */
+  embed(texts: string[]): Promise<EmbeddingResult & { windowWarning?: EmbeddingWindowWarning }>;
 }

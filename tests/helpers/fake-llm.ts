@@ -27,6 +27,10 @@ export interface FakeLlm {
   redirects: Record<string, { status: number; location: string }>;
   /** Embedding calls hang (never answer) while set. */
   embeddingsHang: boolean;
+  /** When set, embedding calls hang once this many have been answered. */
+  embeddingsHangAfter: number | undefined;
+  /** The inputs of every answered embedding call, in order. */
+  embeddingInputs: string[][];
   /** Decides each answer from the request (the conversation so far). */
   respond: (req: ChatRequest) => FakeReply;
   /** Releases every request held by `{ hang: true }` with this reply. */
@@ -54,6 +58,8 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     models: ['fake-model', 'fake-embed'],
     redirects: {},
     embeddingsHang: false,
+    embeddingsHangAfter: undefined,
+    embeddingInputs: [],
     respond,
     release(reply) {
       for (const h of held.splice(0)) h(reply);
@@ -90,8 +96,10 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
           (url.pathname === '/v1/embeddings' || /^\/openai\/deployments\/[^/]+\/embeddings$/.test(url.pathname))
         ) {
           if (fake.embeddingsHang) return;
+          if (fake.embeddingsHangAfter !== undefined && fake.embeddingInputs.length >= fake.embeddingsHangAfter) return;
           const input = (JSON.parse(raw) as { input: string[] | string }).input;
           const texts = Array.isArray(input) ? input : [input];
+          fake.embeddingInputs.push(texts);
           json(200, {
             data: texts.map((_, index) => ({ index, embedding: [0.1, 0.2, 0.3] })),
             usage: { prompt_tokens: texts.length },

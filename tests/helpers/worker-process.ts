@@ -19,6 +19,7 @@ import { initOrm } from '../../shared/db/orm.js';
 import { isMain } from '../../shared/is-main.js';
 import { createLogger, describeError } from '../../shared/log.js';
 import { workerDefaults } from '../../worker/index.js';
+import { testEmbeddingConsumers } from './embedding-test-consumer.js';
 
 const scriptPath = fileURLToPath(import.meta.url);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -42,7 +43,12 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowBundle: { codePath: bundlePath },
-    activities: createActivities({ orm, config, log }),
+    activities: createActivities({
+      orm,
+      config,
+      log,
+      ...(process.env.TEST_EMBEDDING_CONSUMER === '1' ? { embeddingConsumers: testEmbeddingConsumers() } : {}),
+    }),
     ...workerDefaults,
   });
   // The SDK's runtime turns SIGINT/SIGTERM into a graceful shutdown; a vanished parent does too.
