@@ -59,6 +59,7 @@ export async function testFields(
       fields,
       egress: config.egress,
       timeoutMs: Math.min(TEST_TIMEOUT_MS, config.llm.timeoutSeconds * 1000),
+      aws: config.aws,
     }).test();
     return { ok: true, message };
   } catch (err) {

@@ -1,3 +1,4 @@
+import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer, type AwsSettings } from '../aws/credentials.js';
 import type { EgressPolicy } from '../http/egress.js';
 import {
   answerJson,
@@ -6,6 +7,7 @@ import {
   notConfigured,
   providerCall,
   type ChatMessage,
+  type ProviderRequest,
   type ChatResult,
   type ToolSpec,
 } from './client.js';
@@ -31,6 +33,8 @@ export interface ProviderTarget {
   fields: ProviderFields;
   egress: EgressPolicy;
   timeoutMs: number;
+  /** The deployment's AWS credentials and endpoint overrides (`config.aws`): Bedrock-type `iam_role`. */
+  aws?: AwsSettings;
 }
 
 export interface EmbeddingResult {
@@ -242,28 +246,43 @@ function anthropic(t: ProviderTarget): LlmProvider {
   return provider;
 }
 
-/** Bedrock-type runtime with an API key (bearer token): `invoke` (Anthropic body) or `converse`. */
+/**
+ * Bedrock-type runtime: `invoke` (Anthropic body) or `converse`, authenticated with an API key
+ * (bearer token) or, in `iam_role` mode, SigV4-signed (service `bedrock`, region `aws_region`) with
+ * the deployment's AWS credentials.
+ */
 function bedrock(t: ProviderTarget): LlmProvider {
   const f = t.fields;
+  const region = s(f.aws_region) ?? 'us-east-1';
+  const iam = f.auth_mode === 'iam_role';
   const endpoint =
-    f.endpoint_mode === 'custom'
-      ? trim(s(f.custom_endpoint_url) ?? '')
-      : `https://bedrock-runtime.${s(f.aws_region) ?? 'us-east-1'}.amazonaws.com`;
-  const headers = () => {
-    if (f.auth_mode === 'iam_role')
-      throw unsupported(
-        'IAM-role request signing for the Bedrock-type provider is not available in this build.',
-        'Use auth_mode api_key with a Bedrock API key (aws_bearer_token).',
+    f.endpoint_mode === 'custom' ? trim(s(f.custom_endpoint_url) ?? '') : trim(bedrockRuntimeEndpoint(t.aws, region));
+  const auth = (): Pick<ProviderRequest, 'headers' | 'sign'> => {
+    if (!iam) return { headers: { authorization: `Bearer ${s(f.aws_bearer_token) ?? ''}` } };
+    const credentials = awsCredentialsOf(t.aws);
+    if (!credentials)
+      throw notConfigured(
+        'The Bedrock-type provider uses auth_mode iam_role, but no AWS credentials are available to this deployment.',
       );
-    return { authorization: `Bearer ${s(f.aws_bearer_token) ?? ''}` };
+    return { sign: sigV4Signer(credentials, region, 'bedrock') };
   };
-  const modelCall = (model: string, op: 'invoke' | 'converse', body: unknown) =>
-    providerCall(`${endpoint}/model/${encodeURIComponent(model)}/${op}`, {
+  const modelCall = async (model: string, op: 'invoke' | 'converse', body: unknown) => {
+    const answer = await providerCall(`${endpoint}/model/${encodeURIComponent(model)}/${op}`, {
       egress: t.egress,
-      headers: headers(),
+      ...auth(),
       body,
       timeoutMs: t.timeoutMs,
     });
+    if (iam && (answer.status === 401 || answer.status === 403))
+      throw llmFailure(
+        'authentication',
+        `AWS refused the signed request (${answer.headers.get('x-amzn-errortype')?.split(':')[0] ?? `HTTP ${answer.status}`}).`,
+        'Check the AWS credentials of the deployment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), their Bedrock permissions and aws_region (GET /api/config/bedrock/iam-status?refresh=true verifies them).',
+        false,
+        answer.text.slice(0, 500),
+      );
+    return answer;
+  };
   const provider: LlmProvider = {
     async chat(messages, tools, model) {
       const m = needModel(model ?? chatModelOf(t.kind, f));

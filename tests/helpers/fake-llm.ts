@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { bedrockRefusal, verifySigV4, type FakeAwsIdentity } from './fake-aws.js';
 
 export interface ChatRequest {
   model: string;
@@ -21,6 +22,8 @@ export interface FakeLlm {
   calls: Array<{ method: string; path: string; credential: string | undefined }>;
   /** When set, a request without this credential (Bearer, `api-key` or `x-api-key`) answers 401. */
   apiKey: string | undefined;
+  /** When set, Bedrock-type paths (`/model/...`) need a valid SigV4 signature (service `bedrock`) of this identity. */
+  aws: { identity: FakeAwsIdentity; region: string } | undefined;
   /** What `GET /v1/models` and the Azure-type deployment list answer. */
   models: string[];
   /** GET paths answered with a redirect to the given location (proxy discovery tests). */
@@ -51,6 +54,7 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     requests: [],
     calls: [],
     apiKey: undefined,
+    aws: undefined,
     models: ['fake-model', 'fake-embed'],
     redirects: {},
     embeddingsHang: false,
@@ -76,11 +80,18 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
           res.writeHead(redirect.status, { location: redirect.location }).end();
           return;
         }
-        if (fake.apiKey !== undefined && credential !== fake.apiKey) {
+        const raw = req.method === 'POST' ? await readBody(req) : '';
+        if (fake.aws && url.pathname.startsWith('/model/')) {
+          const refusal = verifySigV4(req, raw, fake.aws.identity, fake.aws.region, 'bedrock');
+          if (refusal) {
+            const r = bedrockRefusal(refusal);
+            res.writeHead(r.status, r.headers).end(r.body);
+            return;
+          }
+        } else if (fake.apiKey !== undefined && credential !== fake.apiKey) {
           json(401, { error: { message: `bad key ${credential}`, type: 'invalid_api_key' } });
           return;
         }
-        const raw = req.method === 'POST' ? await readBody(req) : '';
         if (req.method === 'GET' && (url.pathname.endsWith('/models') || url.pathname === '/openai/deployments')) {
           json(200, { object: 'list', data: fake.models.map((id) => ({ id, object: 'model' })) });
           return;
