@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { accountOf, privateKeyProblem } from './warehouse-auth.js';
 
 /**
  * The language-model provider kinds an administrator can save (spec, "Configuration, secrets and
@@ -119,10 +120,17 @@ export const PROVIDER_BODIES = {
       ...common,
       base_url: HttpUrl.optional().describe('Account URL'),
       auth_method: z.enum(['pat', 'keypair']).optional().describe('Default `pat`'),
+      account: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/)
+        .optional()
+        .describe(
+          'Account identifier for key-pair JWTs; default: the first label of an <account>.snowflakecomputing.com base_url',
+        ),
       user: z.string().min(1).max(255).regex(/^\S+$/).optional(),
       pat: Secret.optional(),
       private_key: z.string().min(1).max(8000).optional(),
-      force_activation: z.boolean().optional(),
+      force_activation: z.boolean().optional().describe('Make the provider the active chat provider once saved'),
     })
     .strict(),
   databricks: z
@@ -210,6 +218,10 @@ export function brokenRule(kind: ProviderKind, f: ProviderFields): string | null
         f.auth_method === 'pat' ? need('pat', 'when auth_method is pat') : null,
         f.auth_method === 'keypair' ? need('private_key', 'when auth_method is keypair') : null,
         f.auth_method === 'keypair' ? need('user', 'when auth_method is keypair') : null,
+        f.auth_method === 'keypair' ? privateKeyProblem(f.private_key) : null,
+        f.auth_method === 'keypair' && !accountOf(f)
+          ? 'account is required when auth_method is keypair and base_url is not an <account>.snowflakecomputing.com URL'
+          : null,
       );
     case 'databricks':
       return f.auth_mode === 'oauth'

@@ -18,6 +18,7 @@ import {
   toAnthropicTools,
   toConverseBody,
 } from './messages-wire.js';
+import { warehouseAi } from './warehouse-ai.js';
 import {
   chatModelOf,
   DEFAULT_AZURE_API_VERSION,
@@ -364,9 +365,6 @@ export function providerClient(t: ProviderTarget): LlmProvider {
     case 'bedrock':
       return bedrock(t);
     case 'warehouse_ai':
-      return notSpoken(
-        "Calls to the warehouse-AI provider's inference service are not available in this build.",
-        'Save it with force_activation to activate it without a test, or choose another provider.',
-      );
+      return warehouseAi(t);
   }
 }

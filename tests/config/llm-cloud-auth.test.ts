@@ -1,8 +1,11 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { iamStatus } from '../../api/llm/iam-status.js';
 import { loadConfig } from '../../shared/config.js';
+import { providerClient } from '../../shared/llm/providers.js';
 import { query } from '../helpers/db.js';
 import { startFakeSts, type FakeAwsIdentity, type FakeSts } from '../helpers/fake-aws.js';
+import { startFakeCortex, type FakeCortex } from '../helpers/fake-cortex.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -18,6 +21,7 @@ const IDENTITY: FakeAwsIdentity = {
 let idp: FakeIdp;
 let llm: FakeLlm;
 let sts: FakeSts;
+let cortex: FakeCortex;
 let stack: Stack;
 let admin: string;
 let member: string;
@@ -26,6 +30,7 @@ beforeAll(async () => {
   idp = await startFakeIdp();
   llm = await startFakeLlm();
   sts = await startFakeSts({ ...IDENTITY });
+  cortex = await startFakeCortex({ account: 'myorg-acct', user: 'svc_user', pat: 'pat-good' });
   stack = await startStack({
     worker: false,
     env: {
@@ -46,6 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
   await sts?.close();
+  await cortex?.close();
   await llm?.close();
   await idp?.close();
 });
@@ -181,5 +187,149 @@ describe('GET /api/config/{provider}/iam-status', () => {
     const res = await status('?region=Mars');
     expect(res.status).toBe(400);
     expect(res.body.error_type).toBe('bad_request');
+  });
+});
+
+describe('warehouse-AI provider (PAT and key-pair JWT)', () => {
+  const rsa = () => generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keyPem = (k: ReturnType<typeof rsa>) => k.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const rows = () =>
+    query<{ settings: Record<string, unknown>; secret_fields: string[] }>(
+      stack.db.url,
+      `select settings, secret_fields from llm_providers where provider_kind = 'warehouse_ai'`,
+    );
+  const pat = { base_url: '', auth_method: 'pat', model_name: 'claude-3-5-sonnet', test_connection: true };
+
+  it('refuses a wrong access token (nothing saved), then saves with the right one as a PAT bearer', async () => {
+    const bad = await call('POST', '/api/config/llm-providers/warehouse_ai', {
+      ...pat,
+      base_url: cortex.url,
+      pat: 'pat-wrong',
+    });
+    expect(bad.body.success).toBe(false);
+    expect(bad.body.message).toMatch(/refused the platform's credentials.*Nothing was saved/);
+    expect(await rows()).toEqual([]);
+    const good = await call('POST', '/api/config/llm-providers/warehouse_ai', {
+      ...pat,
+      base_url: cortex.url,
+      pat: 'pat-good',
+    });
+    expect(good.body).toMatchObject({ success: true });
+    expect(cortex.auths.at(-1)).toEqual({ tokenType: 'PROGRAMMATIC_ACCESS_TOKEN' });
+    expect(cortex.completions.at(-1)).toMatchObject({
+      model: 'claude-3-5-sonnet',
+      stream: false,
+      messages: [{ role: 'user', content: 'ping' }],
+    });
+  });
+
+  it('refuses key-pair input it cannot use before writing anything', async () => {
+    for (const [body, says] of [
+      [{ auth_method: 'keypair', user: 'svc_user', private_key: 'not a key' }, /not a readable PEM private key/],
+      [{ auth_method: 'keypair', user: 'svc_user', private_key: keyPem(rsa()) }, /account is required/],
+    ] as const) {
+      const before = await rows();
+      const res = await call('PUT', '/api/config/llm-providers/warehouse_ai', body);
+      expect(res.body.success).toBe(false);
+      expect(res.body.message).toMatch(says);
+      expect(await rows()).toEqual(before);
+    }
+  });
+
+  it('signs a key-pair JWT the service verifies; a key it does not know restores the previous credentials', async () => {
+    const registered = rsa();
+    const other = rsa();
+    cortex.publicKey = registered.publicKey;
+    const keypair = {
+      auth_method: 'keypair',
+      account: 'myorg-acct',
+      user: 'svc_user',
+      test_connection: true,
+    };
+    const refused = await call('PUT', '/api/config/llm-providers/warehouse_ai', {
+      ...keypair,
+      private_key: keyPem(other),
+    });
+    expect(refused.body.success).toBe(false);
+    expect(refused.body.message).toMatch(/previous credentials were restored/);
+    expect((await rows())[0]!.settings.auth_method).toBe('pat');
+
+    const accepted = await call('PUT', '/api/config/llm-providers/warehouse_ai', {
+      ...keypair,
+      private_key: keyPem(registered),
+      force_activation: true,
+    });
+    expect(accepted.body).toMatchObject({ success: true });
+    expect(accepted.body.message).toMatch(/now the active chat provider/);
+    const auth = cortex.auths.at(-1)!;
+    expect(auth.tokenType).toBe('KEYPAIR_JWT');
+    expect(auth.claims).toMatchObject({ sub: 'MYORG-ACCT.SVC_USER' });
+    expect(String(auth.claims!.iss)).toMatch(/^MYORG-ACCT\.SVC_USER\.SHA256:[A-Za-z0-9+/]{43}=$/);
+    expect(Number(auth.claims!.exp) - Number(auth.claims!.iat)).toBeLessThanOrEqual(3600);
+    const [row] = await rows();
+    expect(row!.settings).toMatchObject({ auth_method: 'keypair', account: 'myorg-acct', user: 'svc_user' });
+    expect(row!.settings).not.toHaveProperty('force_activation');
+    expect(row!.secret_fields).toEqual(['pat', 'private_key']);
+
+    const info = await call('GET', '/api/config/llm-providers/info');
+    expect(info.text).not.toContain('PRIVATE KEY');
+    expect(info.body.data.summary.active).toMatchObject({ source: 'saved', provider_kind: 'warehouse_ai' });
+  });
+
+  it('speaks tool calls and embeddings in the Cortex wire format', async () => {
+    const fields = {
+      base_url: cortex.url,
+      auth_method: 'pat',
+      pat: 'pat-good',
+      model_name: 'claude-3-5-sonnet',
+      embedding_model_name: 'snowflake-arctic-embed-m',
+    };
+    const client = providerClient({ kind: 'warehouse_ai', fields, egress: stack.config.egress, timeoutMs: 5000 });
+    const tool = {
+      type: 'function' as const,
+      function: { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: {} } },
+    };
+    cortex.toolCalls = [{ name: 'lookup', input: { q: 'x' } }];
+    const first = await client.chat([{ role: 'user', content: 'find x' }], [tool]);
+    expect(first.toolCalls).toEqual([
+      { id: 'tooluse_0', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } },
+    ]);
+    expect(cortex.completions.at(-1)!.tools).toEqual([
+      {
+        tool_spec: {
+          type: 'generic',
+          name: 'lookup',
+          description: 'Look up',
+          input_schema: { type: 'object', properties: {} },
+        },
+      },
+    ]);
+    const second = await client.chat(
+      [
+        { role: 'user', content: 'find x' },
+        { role: 'assistant', content: null, tool_calls: first.toolCalls },
+        { role: 'tool', tool_call_id: 'tooluse_0', content: 'found' },
+      ],
+      [tool],
+    );
+    expect(second).toMatchObject({ content: 'pong', usage: { promptTokens: 5, completionTokens: 1 } });
+    expect(cortex.completions.at(-1)!.messages.at(-1)).toEqual({
+      role: 'user',
+      content_list: [
+        {
+          type: 'tool_results',
+          tool_results: { tool_use_id: 'tooluse_0', name: 'lookup', content: [{ type: 'text', text: 'found' }] },
+        },
+      ],
+    });
+    const embedded = await client.embed(['a', 'b']);
+    expect(embedded).toEqual({
+      vectors: [
+        [0.5, 0.25],
+        [0.5, 0.25],
+      ],
+      promptTokens: 2,
+      model: 'snowflake-arctic-embed-m',
+    });
   });
 });
