@@ -24,7 +24,7 @@ export const SECRET_FIELDS: Record<ProviderKind, readonly string[]> = {
   anthropic: ['api_key'],
   bedrock: ['aws_bearer_token'],
   warehouse_ai: ['pat', 'private_key'],
-  databricks: ['api_key'],
+  databricks: ['api_key', 'oauth_client_secret'],
   other: ['api_key'],
   proxy: ['api_key', 'oauth_client_secret'],
 };
@@ -139,7 +139,24 @@ export const PROVIDER_BODIES = {
       auth_mode: z.enum(['pat', 'oauth']).optional().describe('Default `pat`'),
       llm_endpoint: HttpUrl.optional().describe('Serving-endpoints base URL (OpenAI-compatible)'),
       api_key: Secret.optional(),
-      oauth_connection_name: z.string().min(1).max(200).regex(/^\S+$/).optional(),
+      oauth_connection_name: z
+        .string()
+        .min(1)
+        .max(200)
+        .regex(/^\S+$/)
+        .optional()
+        .describe('Name of the OAuth machine-to-machine credential (service principal) the provider uses'),
+      oauth_client_id: z
+        .string()
+        .min(1)
+        .max(500)
+        .regex(/^\S+$/)
+        .optional()
+        .describe('OAuth mode: service principal client id'),
+      oauth_client_secret: Secret.optional().describe('OAuth mode: service principal secret'),
+      workspace_url: HttpUrl.optional().describe(
+        'OAuth mode: workspace whose /oidc/v1/token issues tokens; default: the origin of llm_endpoint',
+      ),
     })
     .strict(),
 } satisfies Record<ProviderKind, z.ZodObject>;
@@ -225,7 +242,14 @@ export function brokenRule(kind: ProviderKind, f: ProviderFields): string | null
       );
     case 'databricks':
       return f.auth_mode === 'oauth'
-        ? need('oauth_connection_name', 'when auth_mode is oauth')
+        ? first(
+            need('oauth_connection_name', 'when auth_mode is oauth'),
+            need('llm_endpoint', 'when auth_mode is oauth'),
+            url('llm_endpoint'),
+            need('oauth_client_id', 'when auth_mode is oauth'),
+            need('oauth_client_secret', 'when auth_mode is oauth'),
+            url('workspace_url'),
+          )
         : first(
             need('llm_endpoint', 'when auth_mode is pat'),
             url('llm_endpoint'),

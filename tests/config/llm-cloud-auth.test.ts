@@ -333,3 +333,50 @@ describe('warehouse-AI provider (PAT and key-pair JWT)', () => {
     });
   });
 });
+
+describe('Databricks-type OAuth mode (machine-to-machine)', () => {
+  const rows = () => query(stack.db.url, `select settings from llm_providers where provider_kind = 'databricks'`);
+
+  it('needs the connection name and client credentials, gets a token from /oidc/v1/token and caches it until expiry', async () => {
+    llm.apiKey = 'dbx-access-1';
+    llm.oauth = { clientId: 'sp-client', clientSecret: 'sp-secret', token: 'dbx-access-1', issued: 0 };
+    try {
+      const body = {
+        auth_mode: 'oauth',
+        oauth_connection_name: 'dbx_sp',
+        llm_endpoint: llm.baseUrl,
+        oauth_client_id: 'sp-client',
+        model_name: 'fake-model',
+        test_connection: true,
+      };
+      const missing = await call('POST', '/api/config/llm-providers/databricks', body);
+      expect(missing.body.success).toBe(false);
+      expect(missing.body.message).toMatch(/oauth_client_secret is required/);
+      const wrong = await call('POST', '/api/config/llm-providers/databricks', {
+        ...body,
+        oauth_client_secret: 'not-it',
+      });
+      expect(wrong.body.success).toBe(false);
+      expect(wrong.body.message).toMatch(/refused the OAuth client credentials of dbx_sp.*Nothing was saved/);
+      expect(wrong.text).not.toContain('invalid_client');
+      expect(await rows()).toEqual([]);
+
+      const saved = await call('POST', '/api/config/llm-providers/databricks', {
+        ...body,
+        oauth_client_secret: 'sp-secret',
+      });
+      expect(saved.body).toMatchObject({ success: true });
+      expect(llm.oauth.issued).toBe(1);
+      expect(llm.calls.at(-1)).toMatchObject({ method: 'GET', path: '/v1/models', credential: 'dbx-access-1' });
+      const again = await call('POST', '/api/config/databricks/test-connection', {});
+      expect(again.body.success).toBe(true);
+      expect(llm.oauth.issued).toBe(1);
+      const info = await call('GET', '/api/config/llm-providers/info');
+      expect(info.text).not.toContain('sp-secret');
+      expect(JSON.stringify(await rows())).not.toContain('sp-secret');
+    } finally {
+      llm.apiKey = undefined;
+      llm.oauth = undefined;
+    }
+  });
+});
