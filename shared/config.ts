@@ -85,6 +85,11 @@ const EnvSchema = z.object({
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
+  AWS_ACCESS_KEY_ID: optionalString,
+  AWS_SECRET_ACCESS_KEY: optionalString,
+  AWS_SESSION_TOKEN: optionalString,
+  AWS_ENDPOINT_URL_BEDROCK_RUNTIME: optionalString,
+  AWS_ENDPOINT_URL_STS: optionalString,
 });
 
 export interface AppConfig {
@@ -202,6 +207,18 @@ export interface AppConfig {
   };
   /** `PLATFORM_DOCS_BASE_URL`: root of the hosted documentation tree; unset, `POST /api/docs/session` answers 503. */
   docs: { baseUrl: string | undefined };
+  /**
+   * AWS credentials for the Bedrock-type provider's `iam_role` mode (the standard variables; signed
+   * with SigV4 by shared/aws/sigv4.ts) and the SDKs' standard endpoint overrides (default: the
+   * regional `bedrock-runtime` and `sts` hosts).
+   */
+  aws: {
+    accessKeyId: string | undefined;
+    secretAccessKey: string | undefined;
+    sessionToken: string | undefined;
+    bedrockRuntimeEndpoint: string | undefined;
+    stsEndpoint: string | undefined;
+  };
   crm: {
     /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
     allowInsecureLoopback: boolean;
@@ -377,11 +394,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       enforcementDisabled: truthy(e.PLATFORM_LICENSE_ENFORCEMENT_DISABLED),
     },
     docs: { baseUrl: docsBaseUrlOf(e.PLATFORM_DOCS_BASE_URL) },
+    aws: {
+      accessKeyId: e.AWS_ACCESS_KEY_ID,
+      secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
+      sessionToken: e.AWS_SESSION_TOKEN,
+      bedrockRuntimeEndpoint: endpointOf('AWS_ENDPOINT_URL_BEDROCK_RUNTIME', e.AWS_ENDPOINT_URL_BEDROCK_RUNTIME),
+      stsEndpoint: endpointOf('AWS_ENDPOINT_URL_STS', e.AWS_ENDPOINT_URL_STS),
+    },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
     },
   };
+}
+
+/** An endpoint override: an http(s) URL, kept without trailing slashes. */
+function endpointOf(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL (got "${raw}")`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`${name} must be an http(s) URL (got "${raw}")`);
+  return raw.replace(/\/+$/, '');
 }
 
 /** Keeps the variables settings read; a run-time setting's variable must parse as its type. */

@@ -59,6 +59,7 @@ export async function testFields(
       fields,
       egress: config.egress,
       timeoutMs: Math.min(TEST_TIMEOUT_MS, config.llm.timeoutSeconds * 1000),
+      aws: config.aws,
     }).test();
     return { ok: true, message };
   } catch (err) {
@@ -71,7 +72,7 @@ export async function testFields(
 function incomingFields(kind: ProviderKind, body: Record<string, unknown>): ProviderFields {
   const out: ProviderFields = {};
   for (const [k, v] of Object.entries(body)) {
-    if (v === undefined || k === 'test_connection' || k === 'sub_provider') continue;
+    if (v === undefined || k === 'test_connection' || k === 'sub_provider' || k === 'force_activation') continue;
     if (SECRET_FIELDS[kind].includes(k) && v === MASK) continue;
     out[k] = v;
   }
@@ -144,6 +145,15 @@ export async function saveProvider(
   };
   if (!chatModelOf(kind, merged))
     result.warning_message = 'No chat model is named (model_name); calls through this provider need one.';
+  // Rule 4: the warehouse-AI provider's `force_activation` makes it the active chat provider once saved.
+  if (kind === 'warehouse_ai' && body.force_activation === true) {
+    if (row.admission === 'deny')
+      result.warning_message = 'Not activated: the provider is denied (admission deny); admit it before activating.';
+    else {
+      await writeLlmSettings(em, principal.tenant, { activeKind: kind, activeSubProvider: sub });
+      result.message += ' It is now the active chat provider (force_activation).';
+    }
+  }
   const adoption = await adoptEmbeddings(em, principal.tenant, kind, sub, merged);
   if (adoption) result.embedding_adoption = adoption;
   return result;

@@ -22,6 +22,7 @@ import {
 } from '../../shared/llm/provider-store.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
+import { iamStatus } from '../llm/iam-status.js';
 import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../llm/provider-service.js';
 import { activeSummary, providerView } from '../llm/provider-views.js';
 
@@ -156,24 +157,6 @@ const SECRET_PATH = new RegExp(
     (k) => `${k}${k === 'other' ? '\\.[a-z0-9][a-z0-9_-]{0,63}' : ''}\\.(?:${SECRET_FIELDS[k].join('|')})`,
   ).join('|')})$`,
 );
-
-/** IAM credentials seen in this process's environment, checked at most once per region unless refreshed. */
-const iamChecks = new Map<string, { credentials_available: boolean; source: string | null; checked_at: string }>();
-function iamStatus(region: string, refresh: boolean) {
-  const cached = iamChecks.get(region);
-  if (cached && !refresh) return { ...cached, cached: true };
-  const env = process.env;
-  const source = env.AWS_WEB_IDENTITY_TOKEN_FILE
-    ? 'web_identity'
-    : env.AWS_CONTAINER_CREDENTIALS_FULL_URI || env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
-      ? 'container'
-      : env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
-        ? 'environment'
-        : null;
-  const result = { credentials_available: source !== null, source, checked_at: new Date().toISOString() };
-  iamChecks.set(region, result);
-  return { ...result, cached: false };
-}
 
 export const llmProviderRoutes: AnyRoute[] = [
   ...PROVIDER_KINDS.flatMap(kindRoutes),
@@ -337,7 +320,8 @@ export const llmProviderRoutes: AnyRoute[] = [
     method: 'get',
     path: '/api/config/:provider/iam-status',
     operationId: 'getLlmProviderIamStatus',
-    summary: 'Whether IAM credentials for the Bedrock-type provider are available to this deployment',
+    summary:
+      'Whether AWS credentials for the Bedrock-type iam_role mode are available; refresh=true verifies them with STS GetCallerIdentity',
     tags,
     access: panel,
     params: ProviderParams,
@@ -358,7 +342,12 @@ export const llmProviderRoutes: AnyRoute[] = [
             region: z.string(),
             applicable: z.boolean(),
             credentials_available: z.boolean(),
-            source: z.string().nullable(),
+            source: z.enum(['environment']).nullable(),
+            access_key_id: z.string().nullable().describe('Masked but for the last four characters'),
+            session_token: z.boolean(),
+            verified: z.boolean().nullable().describe('null until verified (refresh=true)'),
+            identity: z.object({ account: z.string(), arn: z.string() }).nullable(),
+            message: z.string(),
             checked_at: z.string().nullable(),
             cached: z.boolean(),
           }),
@@ -376,13 +365,23 @@ export const llmProviderRoutes: AnyRoute[] = [
             applicable: false,
             credentials_available: false,
             source: null,
+            access_key_id: null,
+            session_token: false,
+            verified: null,
+            identity: null,
+            message: 'IAM credentials apply to the Bedrock-type provider only.',
             checked_at: null,
             cached: false,
           },
         };
       return {
         success: true,
-        data: { provider: 'bedrock', region, applicable: true, ...iamStatus(region, c.query.refresh) },
+        data: {
+          provider: 'bedrock',
+          region,
+          applicable: true,
+          ...(await iamStatus(c.deps.config, region, c.query.refresh)),
+        },
       };
     },
   }),

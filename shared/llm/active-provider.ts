@@ -57,7 +57,13 @@ function activeOf(
 ): ActiveProvider {
   const client =
     kind && fields
-      ? providerClient({ kind, fields, egress: config.egress, timeoutMs: config.llm.timeoutSeconds * 1000 })
+      ? providerClient({
+          kind,
+          fields,
+          egress: config.egress,
+          timeoutMs: config.llm.timeoutSeconds * 1000,
+          aws: config.aws,
+        })
       : null;
   const chatModel = assignment?.chat_model_name ?? (kind && fields ? chatModelOf(kind, fields) : undefined);
   return {
@@ -188,7 +194,13 @@ export async function resolveEmbeddings(
   }
   const model = (typeof e?.model_name === 'string' ? e.model_name : undefined) ?? embeddingModelOf(kind, fields);
   if (!model) return null;
-  const client = providerClient({ kind, fields, egress: config.egress, timeoutMs: config.llm.timeoutSeconds * 1000 });
+  const client = providerClient({
+    kind,
+    fields,
+    egress: config.egress,
+    timeoutMs: config.llm.timeoutSeconds * 1000,
+    aws: config.aws,
+  });
   return {
     label,
     kind,

@@ -98,16 +98,30 @@ export interface ProviderRequest {
   redirect?: 'follow' | 'manual';
   /** Names the setting to fix when the address is refused. */
   addressSetting?: string;
+  /** Signs the exact request about to be sent (AWS SigV4): answers the headers to send instead. */
+  sign?: (request: {
+    method: string;
+    url: URL;
+    headers: Record<string, string>;
+    body: string;
+  }) => Record<string, string>;
 }
 
 /** One exchange with a provider through the egress client; transport failures become classified `LlmError`s. */
 export async function providerCall(url: string, req: ProviderRequest): Promise<ProviderAnswer> {
+  const method = req.method ?? (req.body === undefined ? 'GET' : 'POST');
+  let headers: Record<string, string> = {
+    ...(req.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...req.headers,
+  };
+  const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+  if (req.sign) headers = req.sign({ method, url: new URL(url), headers, body: body ?? '' });
   try {
     const res = await egressFetch(url, {
       policy: req.egress,
-      method: req.method ?? (req.body === undefined ? 'GET' : 'POST'),
-      headers: { ...(req.body === undefined ? {} : { 'content-type': 'application/json' }), ...req.headers },
-      ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
+      method,
+      headers,
+      ...(body === undefined ? {} : { body }),
       timeoutMs: req.timeoutMs,
       redirect: req.redirect ?? 'follow',
     });

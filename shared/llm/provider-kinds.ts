@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { accountOf, privateKeyProblem } from './warehouse-auth.js';
 
 /**
  * The language-model provider kinds an administrator can save (spec, "Configuration, secrets and
@@ -23,7 +24,7 @@ export const SECRET_FIELDS: Record<ProviderKind, readonly string[]> = {
   anthropic: ['api_key'],
   bedrock: ['aws_bearer_token'],
   warehouse_ai: ['pat', 'private_key'],
-  databricks: ['api_key'],
+  databricks: ['api_key', 'oauth_client_secret'],
   other: ['api_key'],
   proxy: ['api_key', 'oauth_client_secret'],
 };
@@ -119,10 +120,17 @@ export const PROVIDER_BODIES = {
       ...common,
       base_url: HttpUrl.optional().describe('Account URL'),
       auth_method: z.enum(['pat', 'keypair']).optional().describe('Default `pat`'),
+      account: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/)
+        .optional()
+        .describe(
+          'Account identifier for key-pair JWTs; default: the first label of an <account>.snowflakecomputing.com base_url',
+        ),
       user: z.string().min(1).max(255).regex(/^\S+$/).optional(),
       pat: Secret.optional(),
       private_key: z.string().min(1).max(8000).optional(),
-      force_activation: z.boolean().optional(),
+      force_activation: z.boolean().optional().describe('Make the provider the active chat provider once saved'),
     })
     .strict(),
   databricks: z
@@ -131,7 +139,24 @@ export const PROVIDER_BODIES = {
       auth_mode: z.enum(['pat', 'oauth']).optional().describe('Default `pat`'),
       llm_endpoint: HttpUrl.optional().describe('Serving-endpoints base URL (OpenAI-compatible)'),
       api_key: Secret.optional(),
-      oauth_connection_name: z.string().min(1).max(200).regex(/^\S+$/).optional(),
+      oauth_connection_name: z
+        .string()
+        .min(1)
+        .max(200)
+        .regex(/^\S+$/)
+        .optional()
+        .describe('Name of the OAuth machine-to-machine credential (service principal) the provider uses'),
+      oauth_client_id: z
+        .string()
+        .min(1)
+        .max(500)
+        .regex(/^\S+$/)
+        .optional()
+        .describe('OAuth mode: service principal client id'),
+      oauth_client_secret: Secret.optional().describe('OAuth mode: service principal secret'),
+      workspace_url: HttpUrl.optional().describe(
+        'OAuth mode: workspace whose /oidc/v1/token issues tokens; default: the origin of llm_endpoint',
+      ),
     })
     .strict(),
 } satisfies Record<ProviderKind, z.ZodObject>;
@@ -210,10 +235,21 @@ export function brokenRule(kind: ProviderKind, f: ProviderFields): string | null
         f.auth_method === 'pat' ? need('pat', 'when auth_method is pat') : null,
         f.auth_method === 'keypair' ? need('private_key', 'when auth_method is keypair') : null,
         f.auth_method === 'keypair' ? need('user', 'when auth_method is keypair') : null,
+        f.auth_method === 'keypair' ? privateKeyProblem(f.private_key) : null,
+        f.auth_method === 'keypair' && !accountOf(f)
+          ? 'account is required when auth_method is keypair and base_url is not an <account>.snowflakecomputing.com URL'
+          : null,
       );
     case 'databricks':
       return f.auth_mode === 'oauth'
-        ? need('oauth_connection_name', 'when auth_mode is oauth')
+        ? first(
+            need('oauth_connection_name', 'when auth_mode is oauth'),
+            need('llm_endpoint', 'when auth_mode is oauth'),
+            url('llm_endpoint'),
+            need('oauth_client_id', 'when auth_mode is oauth'),
+            need('oauth_client_secret', 'when auth_mode is oauth'),
+            url('workspace_url'),
+          )
         : first(
             need('llm_endpoint', 'when auth_mode is pat'),
             url('llm_endpoint'),

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer, type AwsSettings } from '../aws/credentials.js';
 import type { EgressPolicy } from '../http/egress.js';
 import {
   answerJson,
@@ -6,6 +8,7 @@ import {
   notConfigured,
   providerCall,
   type ChatMessage,
+  type ProviderRequest,
   type ChatResult,
   type ToolSpec,
 } from './client.js';
@@ -16,6 +19,7 @@ import {
   toAnthropicTools,
   toConverseBody,
 } from './messages-wire.js';
+import { warehouseAi } from './warehouse-ai.js';
 import {
   chatModelOf,
   DEFAULT_AZURE_API_VERSION,
@@ -31,6 +35,8 @@ export interface ProviderTarget {
   fields: ProviderFields;
   egress: EgressPolicy;
   timeoutMs: number;
+  /** The deployment's AWS credentials and endpoint overrides (`config.aws`): Bedrock-type `iam_role`. */
+  aws?: AwsSettings;
 }
 
 export interface EmbeddingResult {
@@ -242,28 +248,43 @@ function anthropic(t: ProviderTarget): LlmProvider {
   return provider;
 }
 
-/** Bedrock-type runtime with an API key (bearer token): `invoke` (Anthropic body) or `converse`. */
+/**
+ * Bedrock-type runtime: `invoke` (Anthropic body) or `converse`, authenticated with an API key
+ * (bearer token) or, in `iam_role` mode, SigV4-signed (service `bedrock`, region `aws_region`) with
+ * the deployment's AWS credentials.
+ */
 function bedrock(t: ProviderTarget): LlmProvider {
   const f = t.fields;
+  const region = s(f.aws_region) ?? 'us-east-1';
+  const iam = f.auth_mode === 'iam_role';
   const endpoint =
-    f.endpoint_mode === 'custom'
-      ? trim(s(f.custom_endpoint_url) ?? '')
-      : `https://bedrock-runtime.${s(f.aws_region) ?? 'us-east-1'}.amazonaws.com`;
-  const headers = () => {
-    if (f.auth_mode === 'iam_role')
-      throw unsupported(
-        'IAM-role request signing for the Bedrock-type provider is not available in this build.',
-        'Use auth_mode api_key with a Bedrock API key (aws_bearer_token).',
+    f.endpoint_mode === 'custom' ? trim(s(f.custom_endpoint_url) ?? '') : trim(bedrockRuntimeEndpoint(t.aws, region));
+  const auth = (): Pick<ProviderRequest, 'headers' | 'sign'> => {
+    if (!iam) return { headers: { authorization: `Bearer ${s(f.aws_bearer_token) ?? ''}` } };
+    const credentials = awsCredentialsOf(t.aws);
+    if (!credentials)
+      throw notConfigured(
+        'The Bedrock-type provider uses auth_mode iam_role, but no AWS credentials are available to this deployment.',
       );
-    return { authorization: `Bearer ${s(f.aws_bearer_token) ?? ''}` };
+    return { sign: sigV4Signer(credentials, region, 'bedrock') };
   };
-  const modelCall = (model: string, op: 'invoke' | 'converse', body: unknown) =>
-    providerCall(`${endpoint}/model/${encodeURIComponent(model)}/${op}`, {
+  const modelCall = async (model: string, op: 'invoke' | 'converse', body: unknown) => {
+    const answer = await providerCall(`${endpoint}/model/${encodeURIComponent(model)}/${op}`, {
       egress: t.egress,
-      headers: headers(),
+      ...auth(),
       body,
       timeoutMs: t.timeoutMs,
     });
+    if (iam && (answer.status === 401 || answer.status === 403))
+      throw llmFailure(
+        'authentication',
+        `AWS refused the signed request (${answer.headers.get('x-amzn-errortype')?.split(':')[0] ?? `HTTP ${answer.status}`}).`,
+        'Check the AWS credentials of the deployment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), their Bedrock permissions and aws_region (GET /api/config/bedrock/iam-status?refresh=true verifies them).',
+        false,
+        answer.text.slice(0, 500),
+      );
+    return answer;
+  };
   const provider: LlmProvider = {
     async chat(messages, tools, model) {
       const m = needModel(model ?? chatModelOf(t.kind, f));
@@ -314,10 +335,60 @@ function bedrock(t: ProviderTarget): LlmProvider {
   return provider;
 }
 
-/** A kind whose wire protocol this build does not speak: every call answers a classified `unsupported`. */
-function notSpoken(message: string, action: string): LlmProvider {
-  const fail = () => Promise.reject(unsupported(message, action));
-  return { chat: fail, embed: fail, listModels: fail, test: fail };
+/** OAuth machine-to-machine tokens per workspace and client, kept until a minute before they expire. */
+const oauthTokens = new Map<string, { token: string; expiresAt: number }>();
+
+/** Client credentials against the workspace's `/oidc/v1/token` (HTTP Basic client authentication, scope `all-apis`). */
+async function databricksToken(t: ProviderTarget): Promise<string> {
+  const f = t.fields;
+  const workspace = trim(s(f.workspace_url) ?? new URL(s(f.llm_endpoint) ?? '').origin);
+  const clientId = s(f.oauth_client_id) ?? '';
+  const secret = s(f.oauth_client_secret) ?? '';
+  const key = `${workspace} ${clientId} ${createHash('sha256').update(secret).digest('hex')}`;
+  const hit = oauthTokens.get(key);
+  if (hit && hit.expiresAt > Date.now()) return hit.token;
+  const answer = await providerCall(`${workspace}/oidc/v1/token`, {
+    egress: t.egress,
+    timeoutMs: t.timeoutMs,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`,
+    },
+    body: 'grant_type=client_credentials&scope=all-apis',
+    addressSetting: 'the Databricks-type workspace_url (or llm_endpoint)',
+  });
+  if (answer.status === 400 || answer.status === 401)
+    throw llmFailure(
+      'authentication',
+      `The workspace refused the OAuth client credentials of ${s(f.oauth_connection_name) ?? 'the provider'}.`,
+      'Check oauth_client_id and oauth_client_secret of the Databricks-type provider.',
+      false,
+      answer.text.slice(0, 500),
+    );
+  const body = answerJson<{ access_token?: unknown; expires_in?: unknown }>(answer, 'an OAuth token');
+  if (typeof body.access_token !== 'string' || !body.access_token)
+    throw llmFailure(
+      'bad_response',
+      'The workspace answered the token request without an access token.',
+      'Check workspace_url.',
+      false,
+    );
+  const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600;
+  oauthTokens.set(key, { token: body.access_token, expiresAt: Date.now() + Math.max(0, lifetime - 60) * 1000 });
+  return body.access_token;
+}
+
+/** Databricks-type OAuth mode: the serving endpoints' OpenAI-compatible API with a machine-to-machine token. */
+function databricksOauth(t: ProviderTarget): LlmProvider {
+  const client = async () =>
+    openAiCompatible(t, s(t.fields.llm_endpoint) ?? '', { authorization: `Bearer ${await databricksToken(t)}` }, false);
+  return {
+    chat: async (messages, tools, model) => (await client()).chat(messages, tools, model),
+    embed: async (texts, model) => (await client()).embed(texts, model),
+    listModels: async () => (await client()).listModels(),
+    test: async () => (await client()).test(),
+  };
 }
 
 /** The client for a saved (or bootstrap) provider configuration. */
@@ -332,11 +403,7 @@ export function providerClient(t: ProviderTarget): LlmProvider {
     case 'proxy':
       return openAiCompatible(t, s(f.base_url) ?? '', f.auth_mechanism === 'none' ? {} : bearer(f.api_key), true);
     case 'databricks':
-      if (f.auth_mode === 'oauth')
-        return notSpoken(
-          'The Databricks-type OAuth mode needs a saved OAuth connection, which this build cannot use yet.',
-          'Use auth_mode pat with llm_endpoint and api_key.',
-        );
+      if (f.auth_mode === 'oauth') return databricksOauth(t);
       return openAiCompatible(t, s(f.llm_endpoint) ?? '', bearer(f.api_key), false);
     case 'azure_openai':
       return azure(t);
@@ -345,9 +412,6 @@ export function providerClient(t: ProviderTarget): LlmProvider {
     case 'bedrock':
       return bedrock(t);
     case 'warehouse_ai':
-      return notSpoken(
-        "Calls to the warehouse-AI provider's inference service are not available in this build.",
-        'Save it with force_activation to activate it without a test, or choose another provider.',
-      );
+      return warehouseAi(t);
   }
 }

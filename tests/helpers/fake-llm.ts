@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { bedrockRefusal, verifySigV4, type FakeAwsIdentity } from './fake-aws.js';
 
 export interface ChatRequest {
   model: string;
@@ -21,6 +22,10 @@ export interface FakeLlm {
   calls: Array<{ method: string; path: string; credential: string | undefined }>;
   /** When set, a request without this credential (Bearer, `api-key` or `x-api-key`) answers 401. */
   apiKey: string | undefined;
+  /** When set, Bedrock-type paths (`/model/...`) need a valid SigV4 signature (service `bedrock`) of this identity. */
+  aws: { identity: FakeAwsIdentity; region: string } | undefined;
+  /** When set, `POST /oidc/v1/token` issues `token` for these client credentials (Basic auth, client_credentials). */
+  oauth: { clientId: string; clientSecret: string; token: string; issued: number } | undefined;
   /** What `GET /v1/models` and the Azure-type deployment list answer. */
   models: string[];
   /** GET paths answered with a redirect to the given location (proxy discovery tests). */
@@ -55,6 +60,8 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     requests: [],
     calls: [],
     apiKey: undefined,
+    aws: undefined,
+    oauth: undefined,
     models: ['fake-model', 'fake-embed'],
     redirects: {},
     embeddingsHang: false,
@@ -82,11 +89,35 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
           res.writeHead(redirect.status, { location: redirect.location }).end();
           return;
         }
-        if (fake.apiKey !== undefined && credential !== fake.apiKey) {
+        const raw = req.method === 'POST' ? await readBody(req) : '';
+        if (fake.oauth && req.method === 'POST' && url.pathname === '/oidc/v1/token') {
+          const [id, secret] = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64')
+            .toString()
+            .split(':')
+            .map((p) => decodeURIComponent(p));
+          const form = new URLSearchParams(raw);
+          if (form.get('grant_type') !== 'client_credentials') return json(400, { error: 'unsupported_grant_type' });
+          if (id !== fake.oauth.clientId || secret !== fake.oauth.clientSecret)
+            return json(401, { error: 'invalid_client', error_description: 'Client authentication failed' });
+          fake.oauth.issued++;
+          return json(200, {
+            access_token: fake.oauth.token,
+            token_type: 'Bearer',
+            expires_in: 3600,
+            scope: form.get('scope'),
+          });
+        }
+        if (fake.aws && url.pathname.startsWith('/model/')) {
+          const refusal = verifySigV4(req, raw, fake.aws.identity, fake.aws.region, 'bedrock');
+          if (refusal) {
+            const r = bedrockRefusal(refusal);
+            res.writeHead(r.status, r.headers).end(r.body);
+            return;
+          }
+        } else if (fake.apiKey !== undefined && credential !== fake.apiKey) {
           json(401, { error: { message: `bad key ${credential}`, type: 'invalid_api_key' } });
           return;
         }
-        const raw = req.method === 'POST' ? await readBody(req) : '';
         if (req.method === 'GET' && (url.pathname.endsWith('/models') || url.pathname === '/openai/deployments')) {
           json(200, { object: 'list', data: fake.models.map((id) => ({ id, object: 'model' })) });
           return;
