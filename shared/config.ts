@@ -171,7 +171,7 @@ export interface AppConfig {
   /**
    * `PLATFORM_CONTAINER_SERVICE_MODE`: the deployment runs as a warehouse container service. The
    * encryption-key enable/verify and mesh auth key routes answer only then, and the mesh egress list
-   * restricts outbound requests. Read here only (the settings store will take it over).
+   * restricts outbound requests. Process-level: setting `platform.container_service_mode` (env-only).
    */
   containerServiceMode: boolean;
   mesh: {
@@ -197,8 +197,6 @@ export interface AppConfig {
     /** `PLATFORM_LICENSE_ENFORCEMENT_DISABLED`: `check` always answers ok (reported by `status`). */
     enforcementDisabled: boolean;
   };
-  /** `PLATFORM_DOCS_BASE_URL`: root of the hosted documentation tree; unset, `POST /api/docs/session` answers 503. */
-  docs: { baseUrl: string | undefined };
   crm: {
     /** `crm.allow_insecure_loopback`: accept plain-http loopback hosts (local testing only). */
     allowInsecureLoopback: boolean;
@@ -367,7 +365,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       publicKey: e.PLATFORM_LICENSE_PUBLIC_KEY,
       enforcementDisabled: truthy(e.PLATFORM_LICENSE_ENFORCEMENT_DISABLED),
     },
-    docs: { baseUrl: docsBaseUrlOf(e.PLATFORM_DOCS_BASE_URL) },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
@@ -426,30 +423,6 @@ function publicOriginOf(name: string, raw: string | undefined): string | undefin
     throw new ConfigError(`${name} must be an https:// URL (plain http only for loopback), got "${raw}"`);
   }
   return url.origin;
-}
-
-/**
- * The hosted docs tree's root: an https URL (plain http only for loopback) without query or fragment;
- * kept without its trailing slash so a relative path joins with one `/`.
- */
-function docsBaseUrlOf(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`PLATFORM_DOCS_BASE_URL is not a URL (got "${raw}")`);
-  }
-  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new ConfigError(
-      `PLATFORM_DOCS_BASE_URL must be an https:// URL (plain http only for loopback), got "${raw}"`,
-    );
-  }
-  if (url.search || url.hash || url.username || url.password) {
-    throw new ConfigError(`PLATFORM_DOCS_BASE_URL takes no query, fragment or credentials (got "${raw}")`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 export { truthy as isTruthy };

@@ -15,7 +15,7 @@ export const docsSessionRoutes = [
     operationId: 'createDocsSession',
     summary: 'A sign-in link into the hosted documentation, carrying a login JWT valid 10 seconds',
     description:
-      'People only (identity-provider sign-in or their own personal access token); agents, apps and the service identity answer 403. `path` is a page relative to the docs tree (letters, digits, `._~-` segments not starting with a dot, optional leading `/` and `#fragment`); absolute URLs, schemes, `//host`, `..`, backslashes, queries and %-encoding answer 400 (invalid redirect). 503 when PLATFORM_DOCS_BASE_URL or PLATFORM_SIGNING_KEY is unset. The JWT (HS256, PLATFORM_SIGNING_KEY, `aud` `platform-docs`) names the person, the page (`redirect`) and `session_max_seconds` 3600.',
+      'People only (identity-provider sign-in or their own personal access token); agents, apps and the service identity answer 403. `path` is a page relative to the docs tree (letters, digits, `._~-` segments not starting with a dot, optional leading `/` and `#fragment`); absolute URLs, schemes, `//host`, `..`, backslashes, queries and %-encoding answer 400 (invalid redirect). 503 when the setting `docs.base_url` (env PLATFORM_DOCS_BASE_URL; changeable at run time through the configuration apply) or PLATFORM_SIGNING_KEY is unset. The JWT (HS256, PLATFORM_SIGNING_KEY, `aud` `platform-docs`) names the person, the page (`redirect`) and `session_max_seconds` 3600.',
     tags: ['docs'],
     access: { kind: 'authenticated', principalKinds: ['person'] },
     body: z.object({
@@ -43,6 +43,7 @@ export const docsSessionRoutes = [
       const user = await em.findOne(UserEntity, { id: principal.id });
       const data = await createDocsSession(
         deps.config,
+        await deps.settings.get('docs.base_url'),
         { id: principal.id, tenant: principal.tenant, displayName: principal.displayName, email: user?.email ?? null },
         body.path,
       );

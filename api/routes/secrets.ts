@@ -12,8 +12,6 @@ import {
   MAX_TAGS_TOTAL_LENGTH,
   readMesh,
   readMountedAuthKey,
-  setAdvertiseTags,
-  setEgress,
   storedKeyMatches,
   type MeshRow,
 } from '../../shared/secrets/mesh.js';
@@ -29,6 +27,7 @@ import { ROOT_KEY_ID, rootKeyInfo, unwrapManagedKey } from '../../shared/secrets
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { secretResealWorkflowId } from '../../workflows/secret-reseal-definitions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { saveSettingValues } from '../config/save-settings.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 const access = { kind: 'authenticated', permission: 'manage_secrets' } as const;
@@ -301,7 +300,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Status', schema: successEnvelope(MeshStatus) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -314,7 +313,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Instructions', schema: successEnvelope(Instructions) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      const row = await readMesh(em);
+      const row = await readMesh(em, deps.settings);
       const file = deps.config.mesh.authKeyFile;
       const tagList = (row.advertise_tags ?? []).join(',');
       return {
@@ -351,7 +350,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Checks', schema: successEnvelope(Verify) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      const row = await readMesh(em);
+      const row = await readMesh(em, deps.settings);
       const mounted = readMountedAuthKey(deps.config);
       const stored = await storedKeyMatches(em, deps.config, row, 'key' in mounted ? mounted.key : null);
       const checks = [
@@ -429,7 +428,7 @@ export const secretsRoutes = [
       const mounted = readMountedAuthKey(deps.config);
       if (!('key' in mounted)) throw new BadRequestError(mounted.problem, { code: 'mesh_auth_key_not_mounted' });
       await enableMesh(em, deps.config, mounted.key, principal.id);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -443,7 +442,7 @@ export const secretsRoutes = [
     handler: async ({ em, deps, principal }) => {
       requireContainerServiceMode(deps.config);
       await disableMesh(em, principal.id);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -456,7 +455,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Egress list', schema: successEnvelope(EgressView) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: egressView(deps.config, await readMesh(em)) };
+      return { success: true, data: egressView(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -472,8 +471,10 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Stored', schema: successEnvelope(EgressView) }, 400: OUTSIDE },
     handler: async ({ em, deps, body, principal }) => {
       requireContainerServiceMode(deps.config);
-      await setEgress(em, [...new Set(body.entries.map((e) => e.toLowerCase()))], principal.id);
-      return { success: true, data: egressView(deps.config, await readMesh(em)) };
+      await saveSettingValues(deps, em, principal, {
+        'mesh.egress': [...new Set(body.entries.map((e) => e.toLowerCase()))],
+      });
+      return { success: true, data: egressView(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -489,7 +490,7 @@ export const secretsRoutes = [
     },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: { tags: (await readMesh(em)).advertise_tags ?? [] } };
+      return { success: true, data: { tags: (await readMesh(em, deps.settings)).advertise_tags ?? [] } };
     },
   }),
   defineRoute({
@@ -516,7 +517,7 @@ export const secretsRoutes = [
           code: 'tags_too_long',
           fields: [{ field: 'body.tags', message: `total length at most ${MAX_TAGS_TOTAL_LENGTH}` }],
         });
-      await setAdvertiseTags(em, unique, principal.id);
+      await saveSettingValues(deps, em, principal, { 'mesh.advertise_tags': unique });
       return { success: true, data: { tags: unique } };
     },
   }),

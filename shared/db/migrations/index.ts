@@ -9,6 +9,7 @@ import { Migration20261123100000Settings } from './Migration20261123100000Settin
 import { Migration20261123130000LlmProviders } from './Migration20261123130000LlmProviders.js';
 import { Migration20261123110000Secrets } from './Migration20261123110000Secrets.js';
 import { Migration20261123120000ConfigMisc } from './Migration20261123120000ConfigMisc.js';
+import { Migration20261123170000SettingsFold } from './Migration20261123170000SettingsFold.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123110000Secrets', class: Migration20261123110000Secrets },
   { name: 'Migration20261123120000ConfigMisc', class: Migration20261123120000ConfigMisc },
   { name: 'Migration20261123130000LlmProviders', class: Migration20261123130000LlmProviders },
+  { name: 'Migration20261123170000SettingsFold', class: Migration20261123170000SettingsFold },
 ];
