@@ -175,6 +175,8 @@ describe('branding has one store: the branding route and the settings agree', ()
     });
     expect(put.status, put.text).toBe(200);
     expect(await source('branding.product_name')).toMatchObject({ effective_value: 'Acme Data', source: 'saved' });
+    const frontend = await http(stack.url, 'GET', '/api/config/frontend', { token: admin });
+    expect(frontend.body.data.product_name).toBe('Acme Data');
     const [record] = await query<{ applied_by: string; mode: string }>(
       stack.db.url,
       'select applied_by, mode from platform_settings_applies order by id desc limit 1',
