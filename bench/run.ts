@@ -2,6 +2,7 @@
 import { benchActionReview } from './action-review.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
+import { benchSettingsSources } from './settings-sources.js';
 import { benchThreads } from './threads.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
 
@@ -20,6 +21,7 @@ try {
   if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
+  if (wanted('settings-sources')) process.stdout.write((await benchSettingsSources(stack, count, concurrency)) + '\n');
 } finally {
   await stack.close();
   await llm.close();
