@@ -464,15 +464,18 @@ export const secretsRoutes = [
     operationId: 'updateMeshEgress',
     summary:
       'Replaces the mesh egress list: 1 to 256 `host:port` entries (port 1 to 65535); the outbound policy follows it',
+    description:
+      "Body: the list itself (the spec's form), or `{entries: [...]}`. The list is the setting `mesh.egress` (also saved by the configuration apply; needs `manage_secrets` either way).",
     tags,
     access,
-    body: z.object({ entries: EgressListSchema }).strict(),
+    body: z.union([EgressListSchema, z.object({ entries: EgressListSchema }).strict()]),
     bodyKind: 'config',
     responses: { 200: { description: 'Stored', schema: successEnvelope(EgressView) }, 400: OUTSIDE },
     handler: async ({ em, deps, body, principal }) => {
       requireContainerServiceMode(deps.config);
+      const entries = Array.isArray(body) ? body : body.entries;
       await saveSettingValues(deps, em, principal, {
-        'mesh.egress': [...new Set(body.entries.map((e) => e.toLowerCase()))],
+        'mesh.egress': [...new Set(entries.map((e) => e.toLowerCase()))],
       });
       return { success: true, data: egressView(deps.config, await readMesh(em, deps.settings)) };
     },
@@ -498,9 +501,11 @@ export const secretsRoutes = [
     path: '/api/secrets/mesh-auth-key/advertise-tags',
     operationId: 'updateMeshAdvertiseTags',
     summary: `Replaces the advertise tags: at most 32 \`tag:<name>\`, total length at most ${MAX_TAGS_TOTAL_LENGTH}`,
+    description:
+      "Body: the tag list itself (the spec's form), or `{tags: [...]}`. The list is the setting `mesh.advertise_tags`.",
     tags,
     access,
-    body: z.object({ tags: AdvertiseTagsSchema }).strict(),
+    body: z.union([AdvertiseTagsSchema, z.object({ tags: AdvertiseTagsSchema }).strict()]),
     bodyKind: 'config',
     responses: {
       200: { description: 'Stored', schema: successEnvelope(z.object({ tags: z.array(z.string()) })) },
@@ -510,7 +515,7 @@ export const secretsRoutes = [
     },
     handler: async ({ em, deps, body, principal }) => {
       requireContainerServiceMode(deps.config);
-      const unique = [...new Set(body.tags)];
+      const unique = [...new Set(Array.isArray(body) ? body : body.tags)];
       const total = unique.reduce((n, t) => n + t.length, 0);
       if (total > MAX_TAGS_TOTAL_LENGTH)
         throw new BadRequestError(`The tags are ${total} characters together; at most ${MAX_TAGS_TOTAL_LENGTH}.`, {

@@ -357,6 +357,12 @@ describe('encryption key enable and rotation', () => {
   });
 });
 
+const source = async (path: string) => {
+  const res = await http(stack.url, 'GET', `/api/config/setup/sources?path=${path}`, as);
+  expect(res.status, res.text).toBe(200);
+  return res.body.data;
+};
+
 describe('Authentication 8: connection credentials are secrets; no secret value crosses the key routes', () => {
   it('stores every connection credential sealed and answers none of them, nor any key, on the key routes', async () => {
     await createConnection('crm_auth8');
@@ -454,6 +460,29 @@ describe('Authentication 8: connection credentials are secrets; no secret value 
         `127.0.0.1:${port}`,
         `127.0.0.1:${crmPort}`,
       ]);
+      // The spec's body form is the list itself; the wrapped form refuses undeclared fields with 422.
+      const bare = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
+        ...as,
+        body: [`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`],
+      });
+      expect(bare.status, bare.text).toBe(200);
+      expect(bare.body.data.entries).toEqual([`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`]);
+      expect((await source('mesh.egress')).effective_value).toEqual([`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`]);
+      const extra = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
+        ...as,
+        body: { entries: [`127.0.0.1:${port}`], note: 'x' },
+      });
+      expect(extra.status).toBe(422);
+      expect(extra.body.payload.fields).toEqual(['body.note']);
+      const bareTags = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/advertise-tags', {
+        ...as,
+        body: ['tag:edge'],
+      });
+      expect(bareTags.status, bareTags.text).toBe(200);
+      expect((await source('mesh.advertise_tags')).effective_value).toEqual(['tag:edge']);
+      expect(
+        (await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/advertise-tags', { ...as, body: ['web'] })).status,
+      ).toBe(400);
     } finally {
       server.close();
     }
