@@ -31,8 +31,8 @@ export interface ActivityDeps {
 /** Every activity the worker registers, built from its dependencies. */
 export function createActivities(input: Omit<ActivityDeps, 'settings'> & { settings?: Settings }) {
   const deps: ActivityDeps = { ...input, settings: input.settings ?? new Settings(input.orm, input.config) };
-  // In container-service mode the stored mesh egress list is the outbound allow-list.
-  attachMeshEgress(deps.config, deps.orm);
+  // In container-service mode the mesh egress list (setting `mesh.egress`) is the outbound allow-list.
+  attachMeshEgress(deps.config, deps.settings);
   return {
     ...createEchoActivities(deps),
     ...createActionReviewActivities(deps),

@@ -15,8 +15,9 @@ import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
-  // In container-service mode the stored mesh egress list is the outbound allow-list.
-  attachMeshEgress(config, orm);
+  const settings = new Settings(orm, config);
+  // In container-service mode the mesh egress list (setting `mesh.egress`) is the outbound allow-list.
+  attachMeshEgress(config, settings);
   // A request must not hang for long while Temporal is down: fewer gRPC retries than the SDK default,
   // then the error middleware answers 503.
   const temporalConnection = Connection.lazy({
@@ -34,7 +35,7 @@ export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps
           egress: config.egress,
         })
       : undefined;
-  return { config, orm, temporal, temporalConnection, log, verifier, settings: new Settings(orm, config) };
+  return { config, orm, temporal, temporalConnection, log, verifier, settings };
 }
 
 export interface RunningApi {

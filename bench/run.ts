@@ -2,6 +2,7 @@
 import { benchActionReview } from './action-review.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
+import { benchSettingsSources } from './settings-sources.js';
 import { benchThreads } from './threads.js';
 import { benchProviderResolution } from './provider-resolution.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
@@ -21,6 +22,7 @@ try {
   if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
+  if (wanted('settings-sources')) process.stdout.write((await benchSettingsSources(stack, count, concurrency)) + '\n');
   // Last: it saves and activates a provider, which the other benchmarks must not see.
   if (wanted('provider-resolution'))
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');

@@ -179,7 +179,7 @@ export interface AppConfig {
   /**
    * `PLATFORM_CONTAINER_SERVICE_MODE`: the deployment runs as a warehouse container service. The
    * encryption-key enable/verify and mesh auth key routes answer only then, and the mesh egress list
-   * restricts outbound requests. Read here only (the settings store will take it over).
+   * restricts outbound requests. Process-level: setting `platform.container_service_mode` (env-only).
    */
   containerServiceMode: boolean;
   mesh: {
@@ -205,8 +205,6 @@ export interface AppConfig {
     /** `PLATFORM_LICENSE_ENFORCEMENT_DISABLED`: `check` always answers ok (reported by `status`). */
     enforcementDisabled: boolean;
   };
-  /** `PLATFORM_DOCS_BASE_URL`: root of the hosted documentation tree; unset, `POST /api/docs/session` answers 503. */
-  docs: { baseUrl: string | undefined };
   /**
    * AWS credentials for the Bedrock-type provider's `iam_role` mode (the standard variables; signed
    * with SigV4 by shared/aws/sigv4.ts) and the SDKs' standard endpoint overrides (default: the
@@ -393,7 +391,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       publicKey: e.PLATFORM_LICENSE_PUBLIC_KEY,
       enforcementDisabled: truthy(e.PLATFORM_LICENSE_ENFORCEMENT_DISABLED),
     },
-    docs: { baseUrl: docsBaseUrlOf(e.PLATFORM_DOCS_BASE_URL) },
     aws: {
       accessKeyId: e.AWS_ACCESS_KEY_ID,
       secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
@@ -473,30 +470,6 @@ function publicOriginOf(name: string, raw: string | undefined): string | undefin
     throw new ConfigError(`${name} must be an https:// URL (plain http only for loopback), got "${raw}"`);
   }
   return url.origin;
-}
-
-/**
- * The hosted docs tree's root: an https URL (plain http only for loopback) without query or fragment;
- * kept without its trailing slash so a relative path joins with one `/`.
- */
-function docsBaseUrlOf(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`PLATFORM_DOCS_BASE_URL is not a URL (got "${raw}")`);
-  }
-  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new ConfigError(
-      `PLATFORM_DOCS_BASE_URL must be an https:// URL (plain http only for loopback), got "${raw}"`,
-    );
-  }
-  if (url.search || url.hash || url.username || url.password) {
-    throw new ConfigError(`PLATFORM_DOCS_BASE_URL takes no query, fragment or credentials (got "${raw}")`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 export { truthy as isTruthy };

@@ -14,9 +14,16 @@ import { bodyRequired, type AnyRoute } from './route.js';
 type Location = 'params' | 'query' | 'body';
 
 function undeclaredKeys(location: Location, error: z.ZodError): string[] {
-  return error.issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [location, ...issue.path.map(String), k].join('.')) : [],
-  );
+  // A union body (e.g. a list, or an object wrapping it) counts the undeclared keys of any branch.
+  const walk = (issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[]): string[] =>
+    issues.flatMap((issue) => {
+      const path = [...prefix, ...issue.path];
+      if (issue.code === 'unrecognized_keys')
+        return issue.keys.map((k) => [location, ...path.map(String), k].join('.'));
+      if (issue.code === 'invalid_union') return issue.errors.flatMap((branch) => walk(branch, path));
+      return [];
+    });
+  return [...new Set(walk(error.issues, []))];
 }
 
 function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | undefined, value: unknown): unknown {

@@ -7,31 +7,17 @@ import {
   MAX_LOGO_BYTES,
   readBranding,
   storeLogo,
-  updateBranding,
+  brandingPath,
 } from '../../shared/branding/branding.js';
+import { BRANDING_FIELD_NAMES, BRANDING_FIELD_SCHEMAS as F } from '../../shared/branding/fields.js';
+import type { SettingPath } from '../../shared/settings/definitions.js';
+import { saveSettingValues } from '../config/save-settings.js';
 import { LOGO_MEDIA_TYPES, sniffImage } from '../../shared/branding/image-type.js';
 import { BadRequestError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
 
 const tags = ['config'];
 const LogoType = z.enum(LOGO_TYPES);
-const Color = z
-  .string()
-  .regex(/^#[0-9A-Fa-f]{6}$/, 'a colour as #rrggbb')
-  .describe('#rrggbb');
-const HttpsUrl = z
-  .string()
-  .max(2048)
-  .regex(
-    /^https:\/\/[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/,
-    'an https:// URL',
-  );
-const Email = z
-  .string()
-  .max(254)
-  .regex(/^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+$/, 'an e-mail address');
-const Text = (max: number) => z.string().min(1).max(max);
-
 const BrandingSchema = z.object({
   product_name: z.string().nullable(),
   primary_color: z.string().nullable(),
@@ -70,7 +56,7 @@ export const brandingRoutes = [
     tags,
     access: { kind: 'public' },
     responses: { 200: { description: 'Branding', schema: successEnvelope(BrandingSchema) } },
-    handler: async ({ em }) => ({ success: true, data: await readBranding(em) }),
+    handler: async ({ em, deps }) => ({ success: true, data: await readBranding(em, deps.settings) }),
   }),
   defineRoute({
     method: 'put',
@@ -78,25 +64,27 @@ export const brandingRoutes = [
     operationId: 'updateBranding',
     summary: 'Change any subset of the writable branding fields; null clears a field',
     description:
-      'Writable: product_name, primary_color and accent_color (#rrggbb), support_url (https), support_email, sign_in_message. Logo URLs are read-only (upload with POST /api/config/branding/logo/{logo_type}); any other field answers 422 and nothing is written.',
+      'Writable: product_name, primary_color and accent_color (#rrggbb), support_url (https), support_email, sign_in_message: the settings `branding.<field>` (the same values `GET /api/config/setup/sources` and the configuration apply see; a change is recorded as a partial apply). Logo URLs are read-only (upload with POST /api/config/branding/logo/{logo_type}); any other field answers 422 and nothing is written.',
     tags,
     access: { kind: 'authenticated', permission: 'access_config_panel' },
     body: z
       .object({
-        product_name: Text(80).nullable().optional(),
-        primary_color: Color.nullable().optional(),
-        accent_color: Color.nullable().optional(),
-        support_url: HttpsUrl.nullable().optional(),
-        support_email: Email.nullable().optional(),
-        sign_in_message: Text(500).nullable().optional(),
+        product_name: F.product_name.nullable().optional(),
+        primary_color: F.primary_color.nullable().optional(),
+        accent_color: F.accent_color.nullable().optional(),
+        support_url: F.support_url.nullable().optional(),
+        support_email: F.support_email.nullable().optional(),
+        sign_in_message: F.sign_in_message.nullable().optional(),
       })
       .strict(),
     bodyKind: 'config',
     responses: { 200: { description: 'Stored', schema: successEnvelope(BrandingSchema) } },
-    handler: async ({ em, body, principal }) => ({
-      success: true,
-      data: await updateBranding(em, body, principal.id),
-    }),
+    handler: async ({ em, deps, body, principal }) => {
+      const values: Partial<Record<SettingPath, unknown>> = {};
+      for (const name of BRANDING_FIELD_NAMES) if (body[name] !== undefined) values[brandingPath(name)] = body[name];
+      if (Object.keys(values).length > 0) await saveSettingValues(deps, em, principal, values);
+      return { success: true, data: await readBranding(em, deps.settings) };
+    },
   }),
   defineRoute({
     method: 'post',

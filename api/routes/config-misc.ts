@@ -92,10 +92,12 @@ const NAME_PATTERN = /^[A-Za-z0-9_]+$/;
 const EaiParams = z.object({
   reference_name: z.string().min(1).max(255).regex(NAME_PATTERN, 'letters, digits and underscore only'),
 });
-const EaiBody = z.object({
-  reference_name: z.string().max(255),
-  integration_type: z.string().max(255),
-});
+const EaiBody = z
+  .object({
+    reference_name: z.string().max(255),
+    integration_type: z.string().max(255),
+  })
+  .strict();
 const Verification = z.object({
   checked: z.boolean().describe('Whether the assignment was verified in a warehouse (never on PostgreSQL)'),
   applied: z.boolean(),
@@ -153,6 +155,7 @@ function eaiAssignRoute(path: string, operationId: string) {
     tags: path.startsWith('/api/enhancements') ? ['enhancements'] : tags,
     access: configPanel,
     body: EaiBody,
+    bodyKind: 'config',
     ownShape:
       'Configuration, secrets and providers: POST /api/config/eai/assign answers `success` (false for invalid names) and `verification` (`checked`, `applied`)',
     responses: { 200: { description: 'Recorded, or refused with `success` false', schema: EaiAssignResponse } },

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ensureHandbackSweepSchedule, HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
 import { NotFoundError } from '../../shared/errors.js';
-import { applyConfiguration, render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
+import { applySettings } from '../config/save-settings.js';
+import { render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import { isSettingPath, pathsInSection, SETTING_PATHS } from '../../shared/settings/definitions.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
@@ -60,7 +60,7 @@ const APPLY_DESCRIPTION =
   'Content is YAML or JSON: nested mappings or dotted keys down to setting paths (see GET /api/config/setup/sources). ' +
   '`null` unsets a saved value; a secret sent back as "********" keeps the saved one. `schema_version`, `name` and ' +
   '`description` at the root are ignored; `connection`/`connections` are refused (use /api/connections). Any error ' +
-  '(unknown or read-only path, wrong type, not a mapping) answers 200 with `success` false and writes nothing. One ' +
+  '(unknown or read-only path, wrong type, not a mapping, a change to a path that needs a permission the caller lacks, such as `mesh.*` without `manage_secrets`) answers 200 with `success` false and writes nothing. One ' +
   'transaction; every apply that changes something is recorded with who and when.';
 
 const applyResponses = {
@@ -80,18 +80,7 @@ async function runApply(
   dryRun: boolean,
   outputFormat: 'json' | 'yaml',
 ) {
-  const outcome: ApplyOutcome = await applyConfiguration(em, deps.config, deps.settings, {
-    mode,
-    content,
-    dryRun,
-    appliedBy: principal.id,
-    beforeCommit: async (changed) => {
-      // The schedule follows the setting in the same step: if Temporal refuses, nothing is saved.
-      const every = changed.get('action_review.sweep_interval_seconds');
-      if (typeof every === 'number')
-        await ensureHandbackSweepSchedule(deps.temporal, deps.config, HANDBACK_SWEEP_SCHEDULE_ID, every);
-    },
-  });
+  const outcome: ApplyOutcome = await applySettings(deps, em, principal, mode, content, dryRun);
   return {
     success: outcome.success,
     result: outcome.result,

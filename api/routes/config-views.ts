@@ -123,7 +123,12 @@ export const configViewRoutes = [
             code_agent_enabled: z.boolean(),
             demo_mode: z.boolean(),
             auth_provider: z.enum(['oidc', 'proxy', 'hosted', 'none']),
-            product_name: z.string(),
+            product_name: z
+              .string()
+              .nullable()
+              .describe(
+                '`branding.product_name` (the branding route saves it); null: unset, the web app shows its own',
+              ),
           }),
         ),
       },

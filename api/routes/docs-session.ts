@@ -15,16 +15,19 @@ export const docsSessionRoutes = [
     operationId: 'createDocsSession',
     summary: 'A sign-in link into the hosted documentation, carrying a login JWT valid 10 seconds',
     description:
-      'People only (identity-provider sign-in or their own personal access token); agents, apps and the service identity answer 403. `path` is a page relative to the docs tree (letters, digits, `._~-` segments not starting with a dot, optional leading `/` and `#fragment`); absolute URLs, schemes, `//host`, `..`, backslashes, queries and %-encoding answer 400 (invalid redirect). 503 when PLATFORM_DOCS_BASE_URL or PLATFORM_SIGNING_KEY is unset. The JWT (HS256, PLATFORM_SIGNING_KEY, `aud` `platform-docs`) names the person, the page (`redirect`) and `session_max_seconds` 3600.',
+      'People only (identity-provider sign-in or their own personal access token); agents, apps and the service identity answer 403. `path` is a page relative to the docs tree (letters, digits, `._~-` segments not starting with a dot, optional leading `/` and `#fragment`); absolute URLs, schemes, `//host`, `..`, backslashes, queries and %-encoding answer 400 (invalid redirect). 503 when the setting `docs.base_url` (env PLATFORM_DOCS_BASE_URL; changeable at run time through the configuration apply) or PLATFORM_SIGNING_KEY is unset. The JWT (HS256, PLATFORM_SIGNING_KEY, `aud` `platform-docs`) names the person, the page (`redirect`) and `session_max_seconds` 3600.',
     tags: ['docs'],
     access: { kind: 'authenticated', principalKinds: ['person'] },
-    body: z.object({
-      path: z
-        .string()
-        .max(MAX_DOCS_PATH_LENGTH)
-        .regex(DOCS_PATH_PATTERN, 'invalid redirect: a relative path inside the docs tree')
-        .describe('Page relative to the docs tree, e.g. `guides/connections.html#crm`; empty: the docs home'),
-    }),
+    body: z
+      .object({
+        path: z
+          .string()
+          .max(MAX_DOCS_PATH_LENGTH)
+          .regex(DOCS_PATH_PATTERN, 'invalid redirect: a relative path inside the docs tree')
+          .describe('Page relative to the docs tree, e.g. `guides/connections.html#crm`; empty: the docs home'),
+      })
+      .strict(),
+    bodyKind: 'config',
     responses: {
       200: {
         description: 'Sign-in link',
@@ -43,6 +46,7 @@ export const docsSessionRoutes = [
       const user = await em.findOne(UserEntity, { id: principal.id });
       const data = await createDocsSession(
         deps.config,
+        await deps.settings.get('docs.base_url'),
         { id: principal.id, tenant: principal.tenant, displayName: principal.displayName, email: user?.email ?? null },
         body.path,
       );

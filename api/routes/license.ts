@@ -93,14 +93,17 @@ export const licenseRoutes = [
     description: `${LICENSE_DOC} Refusals write nothing: 400 \`payload.reason\` \`signature_invalid\` (altered or signed with another key), \`algorithm_not_allowed\`, \`malformed\`, \`claims_invalid\`, \`audience_mismatch\`, \`expired\`, \`not_yet_valid\`; 409 \`LICENSE_SEAT_LIMIT_EXCEEDED\` when the deployment already has more people than the license's seats; 501 when no public key is configured.`,
     tags,
     access,
-    body: z.object({
-      license: z
-        .string()
-        .min(1)
-        .max(16_384)
-        .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'a compact JWS (three base64url parts)')
-        .describe('The license token'),
-    }),
+    body: z
+      .object({
+        license: z
+          .string()
+          .min(1)
+          .max(16_384)
+          .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'a compact JWS (three base64url parts)')
+          .describe('The license token'),
+      })
+      .strict(),
+    bodyKind: 'config',
     responses: {
       200: {
         description: 'Activated',

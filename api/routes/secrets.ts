@@ -12,8 +12,6 @@ import {
   MAX_TAGS_TOTAL_LENGTH,
   readMesh,
   readMountedAuthKey,
-  setAdvertiseTags,
-  setEgress,
   storedKeyMatches,
   type MeshRow,
 } from '../../shared/secrets/mesh.js';
@@ -29,6 +27,7 @@ import { ROOT_KEY_ID, rootKeyInfo, unwrapManagedKey } from '../../shared/secrets
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { secretResealWorkflowId } from '../../workflows/secret-reseal-definitions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { saveSettingValues } from '../config/save-settings.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 const access = { kind: 'authenticated', permission: 'manage_secrets' } as const;
@@ -301,7 +300,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Status', schema: successEnvelope(MeshStatus) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -314,7 +313,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Instructions', schema: successEnvelope(Instructions) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      const row = await readMesh(em);
+      const row = await readMesh(em, deps.settings);
       const file = deps.config.mesh.authKeyFile;
       const tagList = (row.advertise_tags ?? []).join(',');
       return {
@@ -351,7 +350,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Checks', schema: successEnvelope(Verify) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      const row = await readMesh(em);
+      const row = await readMesh(em, deps.settings);
       const mounted = readMountedAuthKey(deps.config);
       const stored = await storedKeyMatches(em, deps.config, row, 'key' in mounted ? mounted.key : null);
       const checks = [
@@ -429,7 +428,7 @@ export const secretsRoutes = [
       const mounted = readMountedAuthKey(deps.config);
       if (!('key' in mounted)) throw new BadRequestError(mounted.problem, { code: 'mesh_auth_key_not_mounted' });
       await enableMesh(em, deps.config, mounted.key, principal.id);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -443,7 +442,7 @@ export const secretsRoutes = [
     handler: async ({ em, deps, principal }) => {
       requireContainerServiceMode(deps.config);
       await disableMesh(em, principal.id);
-      return { success: true, data: meshStatus(deps.config, await readMesh(em)) };
+      return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -456,7 +455,7 @@ export const secretsRoutes = [
     responses: { 200: { description: 'Egress list', schema: successEnvelope(EgressView) }, 400: OUTSIDE },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: egressView(deps.config, await readMesh(em)) };
+      return { success: true, data: egressView(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -465,15 +464,20 @@ export const secretsRoutes = [
     operationId: 'updateMeshEgress',
     summary:
       'Replaces the mesh egress list: 1 to 256 `host:port` entries (port 1 to 65535); the outbound policy follows it',
+    description:
+      "Body: the list itself (the spec's form), or `{entries: [...]}`. The list is the setting `mesh.egress` (also saved by the configuration apply; needs `manage_secrets` either way).",
     tags,
     access,
-    body: z.object({ entries: EgressListSchema }).strict(),
+    body: z.union([EgressListSchema, z.object({ entries: EgressListSchema }).strict()]),
     bodyKind: 'config',
     responses: { 200: { description: 'Stored', schema: successEnvelope(EgressView) }, 400: OUTSIDE },
     handler: async ({ em, deps, body, principal }) => {
       requireContainerServiceMode(deps.config);
-      await setEgress(em, [...new Set(body.entries.map((e) => e.toLowerCase()))], principal.id);
-      return { success: true, data: egressView(deps.config, await readMesh(em)) };
+      const entries = Array.isArray(body) ? body : body.entries;
+      await saveSettingValues(deps, em, principal, {
+        'mesh.egress': [...new Set(entries.map((e) => e.toLowerCase()))],
+      });
+      return { success: true, data: egressView(deps.config, await readMesh(em, deps.settings)) };
     },
   }),
   defineRoute({
@@ -489,7 +493,7 @@ export const secretsRoutes = [
     },
     handler: async ({ em, deps }) => {
       requireContainerServiceMode(deps.config);
-      return { success: true, data: { tags: (await readMesh(em)).advertise_tags ?? [] } };
+      return { success: true, data: { tags: (await readMesh(em, deps.settings)).advertise_tags ?? [] } };
     },
   }),
   defineRoute({
@@ -497,9 +501,11 @@ export const secretsRoutes = [
     path: '/api/secrets/mesh-auth-key/advertise-tags',
     operationId: 'updateMeshAdvertiseTags',
     summary: `Replaces the advertise tags: at most 32 \`tag:<name>\`, total length at most ${MAX_TAGS_TOTAL_LENGTH}`,
+    description:
+      "Body: the tag list itself (the spec's form), or `{tags: [...]}`. The list is the setting `mesh.advertise_tags`.",
     tags,
     access,
-    body: z.object({ tags: AdvertiseTagsSchema }).strict(),
+    body: z.union([AdvertiseTagsSchema, z.object({ tags: AdvertiseTagsSchema }).strict()]),
     bodyKind: 'config',
     responses: {
       200: { description: 'Stored', schema: successEnvelope(z.object({ tags: z.array(z.string()) })) },
@@ -509,14 +515,14 @@ export const secretsRoutes = [
     },
     handler: async ({ em, deps, body, principal }) => {
       requireContainerServiceMode(deps.config);
-      const unique = [...new Set(body.tags)];
+      const unique = [...new Set(Array.isArray(body) ? body : body.tags)];
       const total = unique.reduce((n, t) => n + t.length, 0);
       if (total > MAX_TAGS_TOTAL_LENGTH)
         throw new BadRequestError(`The tags are ${total} characters together; at most ${MAX_TAGS_TOTAL_LENGTH}.`, {
           code: 'tags_too_long',
           fields: [{ field: 'body.tags', message: `total length at most ${MAX_TAGS_TOTAL_LENGTH}` }],
         });
-      await setAdvertiseTags(em, unique, principal.id);
+      await saveSettingValues(deps, em, principal, { 'mesh.advertise_tags': unique });
       return { success: true, data: { tags: unique } };
     },
   }),

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { BrandingLogoEntity, type BrandingLogo } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
-import { readSettingRow, writeSettingRow } from '../deployment/settings-rows.js';
+import type { Settings } from '../settings/store.js';
+import { BRANDING_FIELD_NAMES, type BrandingFieldName } from './fields.js';
 import type { LogoMediaType } from './image-type.js';
 
 /**
- * Deployment-wide branding (spec, Other named resources): writable fields in `deployment_settings`
- * (`branding`), logos in `branding_logos`. Branding is shown on the sign-in page, so it is read
+ * Deployment-wide branding (spec, Other named resources): writable fields are the settings
+ * `branding.*` (shared/settings; `PUT /api/config/branding` saves them as a partial apply), logos
+ * in `branding_logos`. Branding is shown on the sign-in page, so it is read
  * without a credential; it is one per deployment, not per tenant.
  */
 export const LOGO_TYPES = ['square', 'wide', 'header_light', 'header_dark'] as const;
@@ -16,34 +18,10 @@ export type LogoType = (typeof LOGO_TYPES)[number];
 /** Largest logo accepted, in bytes. */
 export const MAX_LOGO_BYTES = 1024 * 1024;
 
-export const BRANDING_KEY = 'branding';
+export type BrandingFields = Record<BrandingFieldName, string | null>;
 
-export interface BrandingFields {
-  product_name: string | null;
-  primary_color: string | null;
-  accent_color: string | null;
-  support_url: string | null;
-  support_email: string | null;
-  sign_in_message: string | null;
-}
-
-export const BRANDING_FIELD_NAMES: readonly (keyof BrandingFields)[] = [
-  'product_name',
-  'primary_color',
-  'accent_color',
-  'support_url',
-  'support_email',
-  'sign_in_message',
-];
-
-const EMPTY: BrandingFields = {
-  product_name: null,
-  primary_color: null,
-  accent_color: null,
-  support_url: null,
-  support_email: null,
-  sign_in_message: null,
-};
+/** The setting path of a branding field: branding is part of the one settings store (saved, env, default). */
+export const brandingPath = (field: BrandingFieldName) => `branding.${field}` as const;
 
 /** The public path a logo is served at; `v` changes with every upload, so the URL can be cached forever. */
 export function logoUrl(type: LogoType, version: number): string {
@@ -59,44 +37,36 @@ export interface BrandingView extends BrandingFields {
   updated_by: string | null;
 }
 
-export async function readBranding(em: EntityManager): Promise<BrandingView> {
-  const row = await readSettingRow<Partial<BrandingFields>>(em, BRANDING_KEY);
-  const logos = await em
-    .getConnection()
-    .execute<Array<{ logo_type: LogoType; version: number }>>('select logo_type, version from branding_logos');
+/**
+ * Effective branding fields (through the settings accessor, so the same values `GET
+ * /api/config/setup/sources` reports), logo URLs, and who last changed a branding field (the latest
+ * recorded apply that touched a `branding.*` path).
+ */
+export async function readBranding(em: EntityManager, settings: Settings): Promise<BrandingView> {
+  const fields = {} as BrandingFields;
+  for (const name of BRANDING_FIELD_NAMES) fields[name] = await settings.get(brandingPath(name));
+  const conn = em.getConnection();
+  const logos = await conn.execute<Array<{ logo_type: LogoType; version: number }>>(
+    'select logo_type, version from branding_logos',
+  );
   const url = (type: LogoType) => {
     const logo = logos.find((l) => l.logo_type === type);
     return logo ? logoUrl(type, Number(logo.version)) : null;
   };
-  const fields = { ...EMPTY };
-  for (const name of BRANDING_FIELD_NAMES) {
-    const v = row?.value?.[name];
-    if (typeof v === 'string') fields[name] = v;
-  }
+  const [last] = await conn.execute<Array<{ applied_at: Date; applied_by: string }>>(
+    `select applied_at, applied_by from platform_settings_applies a
+     where exists (select 1 from jsonb_array_elements(a.changes) c where c->>'path' like 'branding.%')
+     order by id desc limit 1`,
+  );
   return {
     ...fields,
     square_logo_url: url('square'),
     wide_logo_url: url('wide'),
     header_light_logo_url: url('header_light'),
     header_dark_logo_url: url('header_dark'),
-    updated_at: toIso(row?.updatedAt),
-    updated_by: row?.updatedBy ?? null,
+    updated_at: toIso(last?.applied_at),
+    updated_by: last?.applied_by ?? null,
   };
-}
-
-/** Merges the given fields (null clears one) into the stored branding; fields not given stay. */
-export async function updateBranding(
-  em: EntityManager,
-  patch: Partial<BrandingFields>,
-  updatedBy: string,
-): Promise<BrandingView> {
-  await em.transactional(async (tx) => {
-    const row = await readSettingRow<Partial<BrandingFields>>(tx as EntityManager, BRANDING_KEY, { forUpdate: true });
-    const next: Partial<BrandingFields> = { ...(row?.value ?? {}) };
-    for (const name of BRANDING_FIELD_NAMES) if (patch[name] !== undefined) next[name] = patch[name];
-    await writeSettingRow(tx as EntityManager, BRANDING_KEY, next, updatedBy);
-  });
-  return readBranding(em);
 }
 
 /** Stores a logo (already checked) and bumps its version; answers the new version. */

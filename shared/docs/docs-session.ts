@@ -52,17 +52,18 @@ export interface DocsCaller {
   email: string | null;
 }
 
+/** `baseUrl` is the effective `docs.base_url` setting (saved, then PLATFORM_DOCS_BASE_URL), already normalised. */
 export async function createDocsSession(
   config: AppConfig,
+  baseUrl: string | null,
   caller: DocsCaller,
   rawPath: string,
   now = new Date(),
 ): Promise<{ url: string; expires_at: string; expires_in: number; redirect: string }> {
-  const baseUrl = config.docs.baseUrl;
   if (!baseUrl) {
     throw new ServiceUnavailableError(
       'docs',
-      'Hosted documentation is not available on this deployment (PLATFORM_DOCS_BASE_URL is unset).',
+      'Hosted documentation is not available on this deployment (setting docs.base_url, PLATFORM_DOCS_BASE_URL, is unset).',
     );
   }
   if (!config.signingKey) {

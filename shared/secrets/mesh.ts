@@ -4,63 +4,55 @@
  * (which, in container-service mode, is the outbound policy's allow-list) and the advertise tags.
  */
 import { readFileSync } from 'node:fs';
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { z } from 'zod';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Settings } from '../settings/store.js';
 import type { AppConfig } from '../config.js';
 import { refreshKeyring, secretBox } from './secret-box.js';
 import { sql } from './rotation.js';
+import { DEFAULT_EGRESS } from './mesh-limits.js';
+
+export * from './mesh-limits.js';
 
 const ROW_ID = 'deployment';
-export const DEFAULT_EGRESS = ['0.0.0.0:443'] as const;
-
-const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
-const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
-/** `host:port`: a DNS name or IPv4 address (`0.0.0.0` means any host), port 1 to 65535. */
-export const EgressEntrySchema = z
-  .string()
-  .max(259)
-  .regex(new RegExp(`^${LABEL}(?:\\.${LABEL})*:${PORT}$`), 'host:port with a port from 1 to 65535');
-export const EgressListSchema = z.array(EgressEntrySchema).min(1).max(256);
-/** `tag:<name>`: letters, digits and hyphens, starting alphanumeric. */
-export const AdvertiseTagSchema = z
-  .string()
-  .max(512)
-  .regex(/^tag:[A-Za-z0-9][A-Za-z0-9-]*$/, 'tag:<name> (letters, digits, hyphens; starting alphanumeric)');
-export const MAX_TAGS = 32;
-export const MAX_TAGS_TOTAL_LENGTH = 512;
-export const AdvertiseTagsSchema = z.array(AdvertiseTagSchema).max(MAX_TAGS);
 
 export interface MeshRow {
   enabled: boolean;
   auth_key_sealed: string | null;
+  /** Setting `mesh.egress` when saved (null: the default list applies). */
   egress: string[] | null;
+  /** Setting `mesh.advertise_tags` when saved. */
   advertise_tags: string[] | null;
   updated_by: string | null;
   updated_at: Date | null;
 }
 
-export async function readMesh(em: EntityManager): Promise<MeshRow> {
-  const rows = await sql<MeshRow>(em, `select * from mesh_settings where id = ?`, [ROW_ID]);
-  return (
-    rows[0] ?? {
-      enabled: false,
-      auth_key_sealed: null,
-      egress: null,
-      advertise_tags: null,
-      updated_by: null,
-      updated_at: null,
-    }
+/**
+ * The mesh row (`mesh_settings`: enabled, the sealed key) with the egress list and the tags, which
+ * are settings (`mesh.egress`, `mesh.advertise_tags`, read through the one accessor).
+ */
+export async function readMesh(em: EntityManager, settings: Settings): Promise<MeshRow> {
+  const rows = await sql<Omit<MeshRow, 'egress' | 'advertise_tags'>>(
+    em,
+    `select enabled, auth_key_sealed, updated_by, updated_at from mesh_settings where id = ?`,
+    [ROW_ID],
   );
+  const [egress, tags] = await settings.sources(['mesh.egress', 'mesh.advertise_tags']);
+  const saved = (v: typeof egress) => (v!.source === 'saved' ? (v!.effective_value as string[]) : null);
+  return {
+    ...(rows[0] ?? { enabled: false, auth_key_sealed: null, updated_by: null, updated_at: null }),
+    egress: saved(egress),
+    advertise_tags: saved(tags),
+  };
 }
 
 async function writeMesh(
   em: EntityManager,
-  fields: Partial<Pick<MeshRow, 'enabled' | 'auth_key_sealed' | 'egress' | 'advertise_tags'>>,
+  fields: Partial<Pick<MeshRow, 'enabled' | 'auth_key_sealed'>>,
   by: string,
 ): Promise<void> {
   const cols = Object.keys(fields) as Array<keyof typeof fields>;
-  const values = cols.map((c) => (c === 'egress' || c === 'advertise_tags' ? JSON.stringify(fields[c]) : fields[c]));
-  const casts = cols.map((c) => (c === 'egress' || c === 'advertise_tags' ? '?::jsonb' : '?'));
+  const values = cols.map((c) => fields[c]);
+  const casts = cols.map(() => '?');
   await sql(
     em,
     `insert into mesh_settings (id, ${cols.join(', ')}, updated_by, updated_at) values (?, ${casts.join(', ')}, ?, now())
@@ -69,10 +61,6 @@ async function writeMesh(
     [ROW_ID, ...values, by],
   );
 }
-
-export const setEgress = (em: EntityManager, entries: string[], by: string) => writeMesh(em, { egress: entries }, by);
-export const setAdvertiseTags = (em: EntityManager, tags: string[], by: string) =>
-  writeMesh(em, { advertise_tags: tags }, by);
 
 /** The auth key the container service mounted, or why it cannot be used (never its text in a message). */
 export function readMountedAuthKey(config: AppConfig): { key: string } | { problem: string } {
@@ -117,17 +105,18 @@ export async function storedKeyMatches(
 }
 
 /**
- * Gives the outbound policy its allow-list source in container-service mode: the stored egress
- * list, else the default. When the database cannot be read, the last list read is used (none read
+ * Gives the outbound policy its allow-list source in container-service mode: the effective setting
+ * `mesh.egress` (saved, else the default), through the settings accessor, so a change reaches API and
+ * worker without a restart. When the database cannot be read, the last list read is used (none read
  * yet: the default), so an outage never widens the policy.
  */
-export function attachMeshEgress(config: AppConfig, orm: MikroORM): void {
+export function attachMeshEgress(config: AppConfig, settings: Settings): void {
   if (!config.egress.containerService || config.egress.destinations) return;
   let last: readonly string[] = DEFAULT_EGRESS;
   config.egress.destinations = async () => {
     try {
-      const row = await readMesh(orm.em.fork());
-      last = row.egress && row.egress.length ? row.egress : DEFAULT_EGRESS;
+      const list = await settings.get('mesh.egress');
+      last = list.length ? list : DEFAULT_EGRESS;
     } catch {
       // keep the last list read
     }

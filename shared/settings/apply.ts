@@ -41,6 +41,8 @@ export interface ApplyRequest {
   content: string;
   dryRun: boolean;
   appliedBy: string;
+  /** The caller's permissions: a change to a path whose setting names a `permission` needs it. */
+  permissions: ReadonlySet<string>;
   beforeCommit?: BeforeCommit;
 }
 
@@ -143,6 +145,18 @@ export async function applyConfiguration(
     const rows = await tx.execute<SavedRow[]>('select path, value, sealed from platform_settings');
     const before = new Map(rows.map((r) => [r.path as SettingPath, r]));
     const plan = planChanges(req.mode, checked.wanted, before, settings);
+    const forbidden = plan.changes
+      .map((c) => ({ path: c.path, action: c.action, permission: settingDef(c.path).permission }))
+      .filter((c) => c.permission !== undefined && !req.permissions.has(c.permission))
+      .map(
+        (c) =>
+          `${c.path}: changing it needs the ${c.permission} permission${
+            req.mode === 'full' && c.action === 'deleted' && !checked.wanted.has(c.path)
+              ? ' (a full apply unsets every saved path it does not name; name it with its current value)'
+              : ''
+          }`,
+      );
+    if (forbidden.length > 0) return { success: false, result: emptyResult(forbidden), saved: null };
     const masked = (path: SettingPath, value: unknown) =>
       settingDef(path).secret && value !== null ? SECRET_MASK : value;
     const result: ApplyResult = { ...emptyResult([]), skipped: plan.skipped };

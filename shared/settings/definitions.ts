@@ -1,4 +1,19 @@
-import { boolean, integer, number, oneOf, string, stringList, url, type SettingKind } from './kinds.js';
+import type { z } from 'zod';
+import type { Permission } from '../auth/rbac.js';
+import { BRANDING_FIELD_SCHEMAS } from '../branding/fields.js';
+import { AdvertiseTagsSettingSchema, DEFAULT_EGRESS, EgressListSettingSchema } from '../secrets/mesh-limits.js';
+import {
+  boolean,
+  checked,
+  httpsBaseUrl,
+  integer,
+  number,
+  oneOf,
+  string,
+  stringList,
+  url,
+  type SettingKind,
+} from './kinds.js';
 
 /**
  * One setting: its type, default, optional environment variable, whether it is a secret (sealed at
@@ -12,18 +27,29 @@ export interface SettingDef<T = unknown, D = T | null> {
   env?: string;
   secret: boolean;
   writable: boolean;
+  /** A permission an apply naming (or, in a full apply, unsetting) this path needs beyond `access_config_panel`. */
+  permission?: Permission;
   description: string;
 }
 
 interface Options {
   env?: string;
   secret?: boolean;
+  permission?: Permission;
   description: string;
 }
 
 /** A setting that may be saved at run time (effective value: saved, then env, then default). */
 function setting<T, D extends T | null>(kind: SettingKind<T>, dflt: D, o: Options): SettingDef<T, D> {
-  return { kind, default: dflt, env: o.env, secret: o.secret ?? false, writable: true, description: o.description };
+  return {
+    kind,
+    default: dflt,
+    env: o.env,
+    secret: o.secret ?? false,
+    writable: true,
+    permission: o.permission,
+    description: o.description,
+  };
 }
 
 /** A process-level setting: environment or default only, read at start. */
@@ -85,6 +111,53 @@ export const SETTINGS = {
   'egress.allow_private': envOnly(boolean, false, {
     env: 'PLATFORM_EGRESS_ALLOW_PRIVATE',
     description: 'Outbound requests may reach private addresses',
+  }),
+  'platform.container_service_mode': envOnly(boolean, false, {
+    env: 'PLATFORM_CONTAINER_SERVICE_MODE',
+    description:
+      'The deployment runs as a warehouse container service: encryption-key enable/verify and the mesh routes answer, and the mesh egress list restricts outbound requests',
+  }),
+  'secrets.reseal_batch_size': envOnly(integer(1, 2 ** 31), 100, {
+    env: 'PLATFORM_SECRETS_RESEAL_BATCH_SIZE',
+    description: 'Rows one re-seal activity handles (one transaction)',
+  }),
+  'secrets.reseal_pause_ms': envOnly(number(0), 0, {
+    env: 'PLATFORM_SECRETS_RESEAL_PAUSE_MS',
+    description: 'Durable pause between re-seal batches (0: none)',
+  }),
+
+  // Mesh (spec, Limits). The auth key file is where the container service mounts the key (never served).
+  'mesh.auth_key_file': envOnly(string(), null, {
+    env: 'PLATFORM_MESH_AUTH_KEY_FILE',
+    description: 'Mounted mesh auth key file; unset: <PLATFORM_DATA_DIR>/mesh-auth.key',
+  }),
+  'mesh.egress': setting(checked('string_list', EgressListSettingSchema), [...DEFAULT_EGRESS], {
+    permission: 'manage_secrets',
+    description:
+      'Mesh egress list: 1 to 256 host:port entries (port 1 to 65535); in container-service mode the outbound allow-list (PUT /api/secrets/mesh-auth-key/egress)',
+  }),
+  'mesh.advertise_tags': setting(checked('string_list', AdvertiseTagsSettingSchema), [], {
+    permission: 'manage_secrets',
+    description:
+      'Mesh advertise tags: at most 32 tag:<name>, 512 characters together (PUT /api/secrets/mesh-auth-key/advertise-tags)',
+  }),
+
+  // License: the key licenses are verified with is a trust root, so it (and switching enforcement off)
+  // is the operator's, not a configuration admin's.
+  'license.public_key': envOnly(string(16_384), null, {
+    env: 'PLATFORM_LICENSE_PUBLIC_KEY',
+    description: 'PEM (SPKI) or JWK JSON of the EdDSA/ES256 key licenses are signed with',
+  }),
+  'license.enforcement_disabled': envOnly(boolean, false, {
+    env: 'PLATFORM_LICENSE_ENFORCEMENT_DISABLED',
+    description: 'License check always answers ok (reported by GET /api/license/status)',
+  }),
+
+  // Hosted documentation (POST /api/docs/session).
+  'docs.base_url': setting(httpsBaseUrl, null, {
+    env: 'PLATFORM_DOCS_BASE_URL',
+    description:
+      'Root of the hosted docs tree (https; http only for loopback); unset: POST /api/docs/session answers 503',
   }),
 
   // Authentication (spec, Authentication 3 and 4; Gateway settings): verified with keys fetched at start.
@@ -272,13 +345,29 @@ export const SETTINGS = {
   }),
 
   // Branding and the hosted demo.
-  'branding.product_name': setting(string(200), 'Data-Agent Platform', { description: 'Product name shown in the UI' }),
-  'branding.primary_color': setting(string(32), null, { description: 'Primary UI color (CSS color)' }),
+  ...brandingSettings(),
   'demo.mode_enabled': setting(boolean, false, {
     env: 'PLATFORM_DEMO_MODE',
     description: 'Hosted demo mode (GET /api/config/demo-mode)',
   }),
 } as const satisfies Record<string, SettingDef<never, unknown> | SettingDef<unknown, unknown>>;
+
+/**
+ * Branding fields (`PUT /api/config/branding` writes these same paths; one store, one validator each).
+ * No default: the web app shows its own when a field is unset.
+ */
+function brandingSettings() {
+  const kind = <T>(schema: z.ZodType<T>) => checked('string', schema);
+  const f = BRANDING_FIELD_SCHEMAS;
+  return {
+    'branding.product_name': setting(kind(f.product_name), null, { description: 'Product name shown in the UI' }),
+    'branding.primary_color': setting(kind(f.primary_color), null, { description: 'Primary UI colour (#rrggbb)' }),
+    'branding.accent_color': setting(kind(f.accent_color), null, { description: 'Accent UI colour (#rrggbb)' }),
+    'branding.support_url': setting(kind(f.support_url), null, { description: 'Support page (https)' }),
+    'branding.support_email': setting(kind(f.support_email), null, { description: 'Support e-mail address' }),
+    'branding.sign_in_message': setting(kind(f.sign_in_message), null, { description: 'Message on the sign-in page' }),
+  } as const;
+}
 
 export type SettingPath = keyof typeof SETTINGS;
 type Def<P extends SettingPath> = (typeof SETTINGS)[P];

@@ -94,3 +94,50 @@ export function stringList(maxItems = 256): SettingKind<string[]> {
     fromEnv: (raw) => raw.split(/[\s,]+/).filter(Boolean),
   };
 }
+
+/**
+ * A setting whose saved value is checked by a route's own zod schema (one validator for the route and
+ * the configuration apply); in env, its text is parsed the same way (`list`: comma or whitespace separated).
+ */
+export function checked<T>(
+  type: SettingKind<T>['type'],
+  schema: z.ZodType<T>,
+  fromText: (raw: string) => unknown = (raw) => raw.trim(),
+): SettingKind<T> {
+  return {
+    type,
+    schema,
+    fromEnv(raw) {
+      const parsed = schema.safeParse(fromText(raw));
+      if (!parsed.success) throw new Error(`${parsed.error.issues.map((i) => i.message).join('; ')} (got "${raw}")`);
+      return parsed.data;
+    },
+  };
+}
+
+/** An https origin and path (plain http only for loopback hosts) without query, fragment or credentials; trailing slashes dropped. */
+export const httpsBaseUrl: SettingKind<string> = checked(
+  'string',
+  z
+    .string()
+    .max(2048)
+    .transform((v, ctx) => {
+      let u: URL;
+      try {
+        u = new URL(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a URL' });
+        return z.NEVER;
+      }
+      const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname);
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) {
+        ctx.addIssue({ code: 'custom', message: 'must be an https:// URL (plain http only for loopback)' });
+        return z.NEVER;
+      }
+      if (u.search || u.hash || u.username || u.password) {
+        ctx.addIssue({ code: 'custom', message: 'takes no query, fragment or credentials' });
+        return z.NEVER;
+      }
+      return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+    }) as unknown as z.ZodType<string>,
+);

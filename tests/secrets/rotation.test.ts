@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { egressFetch, EgressError } from '../../shared/http/egress.js';
 import { findProvider, openFields } from '../../shared/llm/provider-store.js';
 import { SEALED_TABLES } from '../../shared/secrets/sealed-columns.js';
-import { refreshKeyring, sealedKeyId, secretBox } from '../../shared/secrets/secret-box.js';
+import { refreshKeyring, sealedKeyId, secretBox, unwrapManagedKey } from '../../shared/secrets/secret-box.js';
 import { query } from '../helpers/db.js';
 import { startFakeCrm, type FakeCrm } from '../helpers/fake-crm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -353,6 +353,138 @@ describe('encryption key enable and rotation', () => {
       const trig = triggers.find((x) => x.table === t.table);
       expect(trig, t.table).toBeDefined();
       expect(trig!.args.split('\\000').filter(Boolean).sort()).toEqual([...t.columns].sort());
+    }
+  });
+});
+
+const source = async (path: string) => {
+  const res = await http(stack.url, 'GET', `/api/config/setup/sources?path=${path}`, as);
+  expect(res.status, res.text).toBe(200);
+  return res.body.data;
+};
+
+describe('Authentication 8: connection credentials are secrets; no secret value crosses the key routes', () => {
+  it('stores every connection credential sealed and answers none of them, nor any key, on the key routes', async () => {
+    await createConnection('crm_auth8');
+    const pemBody = pem.split('\n').find((l) => l.length > 40 && !l.startsWith('-----'))!;
+    const meshKey = 'mesh-authkey-auth8-0123456789abcdef';
+    await writeFile(keyFile, meshKey + '\n', { mode: 0o600 });
+    expect((await http(stack.url, 'POST', '/api/secrets/mesh-auth-key/enable', as)).status).toBe(200);
+
+    // At rest: the credential is only in the sealed column, which is not plaintext.
+    const rows = await query<Record<string, unknown>>(stack.db.url, `select * from crm_connections where name = $1`, [
+      'crm_auth8',
+    ]);
+    expect(rows).toHaveLength(1);
+    const rowText = JSON.stringify(rows[0]);
+    expect(rowText).not.toContain(pemBody);
+    expect(rowText).not.toContain('PRIVATE KEY');
+    const sealedColumns = SEALED_TABLES.find((t) => t.table === 'crm_connections')!.columns;
+    const sealed = sealedColumns.map((c) => rows[0]![c]).filter((v): v is string => typeof v === 'string');
+    expect(sealed.length).toBeGreaterThan(0);
+    for (const v of sealed) expect(v).toMatch(/^v[12]\./);
+
+    // Every value a leak could be: the root key, the mesh key, the connection key, each managed key's material.
+    const em = stack.api.deps.orm.em.fork();
+    await refreshKeyring(em);
+    const managed = await query<{ kid: string; wrapped: string | null }>(
+      stack.db.url,
+      `select kid, wrapped from secret_keys where wrapped is not null`,
+    );
+    const forbidden = [ROOT_KEY, meshKey, pemBody];
+    for (const k of managed) {
+      const material = unwrapManagedKey(stack.config, k);
+      forbidden.push(material.toString('base64'), material.toString('base64url'), material.toString('hex'));
+    }
+    const routes: Array<[string, string]> = [
+      ['GET', '/api/secrets/encryption-key/status'],
+      ['GET', '/api/secrets/encryption-key/verify-setup'],
+      ['GET', '/api/secrets/mesh-auth-key/status'],
+      ['GET', '/api/secrets/mesh-auth-key/setup'],
+      ['GET', '/api/secrets/mesh-auth-key/verify-setup'],
+      ['GET', '/api/secrets/mesh-auth-key/disable-template'],
+      ['GET', '/api/secrets/mesh-auth-key/egress'],
+      ['GET', '/api/secrets/mesh-auth-key/advertise-tags'],
+      ['POST', '/api/secrets/mesh-auth-key/enable'],
+      ['POST', '/api/secrets/mesh-auth-key/disable'],
+    ];
+    for (const [method, path] of routes) {
+      const res = await http(stack.url, method, path, as);
+      expect(res.status, `${method} ${path}: ${res.text}`).toBe(200);
+      for (const secret of forbidden) expect(res.text, `${method} ${path}`).not.toContain(secret);
+    }
+    // The connection's own read masks the credential too.
+    const read = await http(stack.url, 'GET', '/api/connections/crm_auth8', as);
+    expect(read.status, read.text).toBe(200);
+    expect(read.text).not.toContain(pemBody);
+  });
+
+  it('enforces the egress list saved through the configuration apply (one setting, mesh.egress)', async () => {
+    const crmPort = new URL(crm.url).port;
+    const server = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const refusedFirst = await egressFetch(`http://127.0.0.1:${port}/`, { policy: stack.config.egress }).catch(
+        (e) => e,
+      );
+      expect(refusedFirst.code).toBe('egress_refused');
+      const applied = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+        ...as,
+        body: { content: JSON.stringify({ mesh: { egress: [`127.0.0.1:${port}`, `127.0.0.1:${crmPort}`] } }) },
+      });
+      expect(applied.status, applied.text).toBe(200);
+      expect(applied.body.success, applied.text).toBe(true);
+      const get = await http(stack.url, 'GET', '/api/secrets/mesh-auth-key/egress', as);
+      expect(get.body.data).toEqual({
+        entries: [`127.0.0.1:${port}`, `127.0.0.1:${crmPort}`],
+        default: false,
+        enforced: true,
+      });
+      const res = await egressFetch(`http://127.0.0.1:${port}/`, { policy: stack.config.egress });
+      expect(await res.text()).toBe('ok');
+      // Limits hold on the apply path too: nothing is written.
+      for (const bad of [[], ['example.com:0'], Array.from({ length: 257 }, (_, i) => `h${i}.example.com:443`)]) {
+        const refused = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+          ...as,
+          body: { content: JSON.stringify({ 'mesh.egress': bad }) },
+        });
+        expect(refused.body.success).toBe(false);
+      }
+      const tags = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+        ...as,
+        body: { content: JSON.stringify({ 'mesh.advertise_tags': Array.from({ length: 33 }, (_, i) => `tag:t${i}`) }) },
+      });
+      expect(tags.body.success).toBe(false);
+      expect((await http(stack.url, 'GET', '/api/secrets/mesh-auth-key/egress', as)).body.data.entries).toEqual([
+        `127.0.0.1:${port}`,
+        `127.0.0.1:${crmPort}`,
+      ]);
+      // The spec's body form is the list itself; the wrapped form refuses undeclared fields with 422.
+      const bare = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
+        ...as,
+        body: [`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`],
+      });
+      expect(bare.status, bare.text).toBe(200);
+      expect(bare.body.data.entries).toEqual([`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`]);
+      expect((await source('mesh.egress')).effective_value).toEqual([`127.0.0.1:${crmPort}`, `127.0.0.1:${port}`]);
+      const extra = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
+        ...as,
+        body: { entries: [`127.0.0.1:${port}`], note: 'x' },
+      });
+      expect(extra.status).toBe(422);
+      expect(extra.body.payload.fields).toEqual(['body.note']);
+      const bareTags = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/advertise-tags', {
+        ...as,
+        body: ['tag:edge'],
+      });
+      expect(bareTags.status, bareTags.text).toBe(200);
+      expect((await source('mesh.advertise_tags')).effective_value).toEqual(['tag:edge']);
+      expect(
+        (await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/advertise-tags', { ...as, body: ['web'] })).status,
+      ).toBe(400);
+    } finally {
+      server.close();
     }
   });
 });

@@ -1,0 +1,50 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ensureHandbackSweepSchedule, HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import { BadRequestError } from '../../shared/errors.js';
+import { applyConfiguration, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
+import type { SettingPath } from '../../shared/settings/definitions.js';
+import type { AppDeps } from '../deps.js';
+
+/**
+ * The one way a route saves settings: the configuration apply (one transaction, version bump, apply
+ * record with who and when, per-path permissions), with the side effects a change carries (the
+ * hand-back sweep schedule follows its interval inside the transaction: if Temporal refuses, nothing is saved).
+ */
+export function applySettings(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  mode: ApplyMode,
+  content: string,
+  dryRun: boolean,
+): Promise<ApplyOutcome> {
+  return applyConfiguration(em, deps.config, deps.settings, {
+    mode,
+    content,
+    dryRun,
+    appliedBy: principal.id,
+    permissions: principal.permissions,
+    beforeCommit: async (changed) => {
+      const every = changed.get('action_review.sweep_interval_seconds');
+      if (typeof every === 'number')
+        await ensureHandbackSweepSchedule(deps.temporal, deps.config, HANDBACK_SWEEP_SCHEDULE_ID, every);
+    },
+  });
+}
+
+/**
+ * Saves the given paths (`null` unsets) as a partial apply, for routes that own a slice of the
+ * settings (branding, the mesh egress list and tags). The route validated the values with the same
+ * schemas the settings use, so a refusal here is a 400 naming the apply's errors.
+ */
+export async function saveSettingValues(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  values: Partial<Record<SettingPath, unknown>>,
+): Promise<ApplyOutcome> {
+  const outcome = await applySettings(deps, em, principal, 'partial', JSON.stringify(values), false);
+  if (!outcome.success) throw new BadRequestError(outcome.result.errors.join('; '), { errors: outcome.result.errors });
+  return outcome;
+}
