@@ -40,6 +40,9 @@ export const DEFAULT_BASE_URLS: Partial<Record<ProviderKind, string>> = {
   anthropic: 'https://api.anthropic.com',
 };
 
+/** How the platform signs in to a `proxy` provider. */
+export const PROXY_AUTH_MECHANISMS = ['api_key', 'none', 'oauth_client_credentials'] as const;
+
 /** Proxy settings a `PUT` keeps when omitted (rule 6); every other kind keeps omitted fields too. */
 export const PROXY_KEPT_FIELDS = [
   'auth_mechanism',
@@ -81,12 +84,43 @@ export const PROVIDER_BODIES = {
   proxy: z
     .object({
       ...keyed,
-      auth_mechanism: z.enum(['api_key', 'none']).optional().describe('Default `api_key`'),
+      auth_mechanism: z
+        .enum(PROXY_AUTH_MECHANISMS)
+        .optional()
+        .describe(
+          'How the platform signs in to the proxy. Default `api_key` (bearer `api_key`); `none` sends no credential; `oauth_client_credentials` gets a bearer token from `oauth_token_url` with the OAuth 2.0 client-credentials grant (RFC 6749 §4.4) for `oauth_client_id`/`oauth_client_secret`, cached until shortly before it expires and renewed once when the proxy answers 401',
+        ),
       transport: z.enum(['chat_completions', 'responses']).optional().describe('Default `chat_completions`'),
-      oauth_token_endpoint_auth_method: z.enum(['client_secret_basic', 'client_secret_post']).optional(),
-      allow_user_oauth_fallback_for_non_interactive: z.boolean().optional(),
-      oauth_client_id: z.string().min(1).max(500).regex(/^\S+$/).optional(),
-      oauth_client_secret: Secret.optional(),
+      oauth_token_url: HttpUrl.optional().describe(
+        "Token endpoint of the authorization server that issues the proxy's tokens; required with `oauth_client_credentials`",
+      ),
+      oauth_token_endpoint_auth_method: z
+        .enum(['client_secret_basic', 'client_secret_post'])
+        .optional()
+        .describe(
+          'How the client authenticates at `oauth_token_url` (RFC 6749 §2.3.1): `client_secret_basic` (HTTP Basic header, the default) or `client_secret_post` (`client_id` and `client_secret` form fields)',
+        ),
+      oauth_scope: z
+        .string()
+        .min(1)
+        .max(1000)
+        .regex(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/)
+        .optional()
+        .describe('Space-separated scopes requested with the client-credentials grant (none sent when omitted)'),
+      allow_user_oauth_fallback_for_non_interactive: z
+        .boolean()
+        .optional()
+        .describe(
+          "Whether non-interactive calls (workflows, scheduled jobs) may fall back to a signed-in user's own OAuth token for the proxy. Stored and kept on PUT only: the platform has no per-user proxy sign-in yet, so every call uses the provider's own credential and this setting has no effect until per-user OAuth exists",
+        ),
+      oauth_client_id: z
+        .string()
+        .min(1)
+        .max(500)
+        .regex(/^\S+$/)
+        .optional()
+        .describe('OAuth client id (required with `oauth_client_credentials`)'),
+      oauth_client_secret: Secret.optional().describe('OAuth client secret (required with `oauth_client_credentials`)'),
     })
     .strict(),
   azure_openai: z
@@ -212,6 +246,14 @@ export function brokenRule(kind: ProviderKind, f: ProviderFields): string | null
         need('base_url', 'for the proxy provider'),
         url('base_url'),
         f.auth_mechanism === 'api_key' ? need('api_key', 'when auth_mechanism is api_key') : null,
+        ...(f.auth_mechanism === 'oauth_client_credentials'
+          ? [
+              need('oauth_token_url', 'when auth_mechanism is oauth_client_credentials'),
+              url('oauth_token_url'),
+              need('oauth_client_id', 'when auth_mechanism is oauth_client_credentials'),
+              need('oauth_client_secret', 'when auth_mechanism is oauth_client_credentials'),
+            ]
+          : []),
       );
     case 'azure_openai':
       return first(

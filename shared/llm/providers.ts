@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer, type AwsSettings } from '../aws/credentials.js';
 import type { EgressPolicy } from '../http/egress.js';
 import {
@@ -19,6 +18,12 @@ import {
   toAnthropicTools,
   toConverseBody,
 } from './messages-wire.js';
+import {
+  clientCredentialsToken,
+  forgetClientCredentialsToken,
+  type ClientCredentialsGrant,
+  type TokenEndpointAuthMethod,
+} from './oauth-client-credentials.js';
 import { warehouseAi } from './warehouse-ai.js';
 import {
   chatModelOf,
@@ -93,16 +98,36 @@ function needModel(model: string | undefined): string {
   return model;
 }
 
-/** OpenAI-compatible providers: `openai`, `other`, `proxy`, and Databricks-type serving endpoints (PAT). */
-function openAiCompatible(
-  t: ProviderTarget,
-  baseUrl: string,
-  headers: Record<string, string>,
-  discovery: boolean,
-): LlmProvider {
+/**
+ * How a provider's requests are authenticated: fixed headers, or headers carrying an OAuth access
+ * token that `renew` discards, so a 401 answered with it is retried once with a fresh token.
+ */
+interface ProviderAuth {
+  headers(): Promise<Record<string, string>>;
+  renew?: () => void;
+}
+
+const fixedAuth = (headers: Record<string, string>): ProviderAuth => ({ headers: () => Promise.resolve(headers) });
+
+/** Bearer-token auth from an OAuth client-credentials grant (cached token; renewed once on a 401). */
+const grantAuth = (grant: () => ClientCredentialsGrant): ProviderAuth => ({
+  headers: async () => ({ authorization: `Bearer ${await clientCredentialsToken(grant())}` }),
+  renew: () => forgetClientCredentialsToken(grant()),
+});
+
+/** One provider exchange with the auth's headers; a 401 with a renewable token is retried once with a new one. */
+async function authedCall(auth: ProviderAuth, url: string, req: Omit<ProviderRequest, 'headers'>) {
+  const answer = await providerCall(url, { ...req, headers: await auth.headers() });
+  if (answer.status !== 401 || !auth.renew) return answer;
+  auth.renew();
+  return providerCall(url, { ...req, headers: await auth.headers() });
+}
+
+/** OpenAI-compatible providers: `openai`, `other`, `proxy`, and Databricks-type serving endpoints. */
+function openAiCompatible(t: ProviderTarget, baseUrl: string, auth: ProviderAuth, discovery: boolean): LlmProvider {
   const base = trim(baseUrl);
-  const call = (path: string, body?: unknown, redirect?: 'manual') =>
-    providerCall(`${base}${path}`, { egress: t.egress, headers, body, timeoutMs: t.timeoutMs, redirect });
+  const call = (path: string, body?: unknown) =>
+    authedCall(auth, `${base}${path}`, { egress: t.egress, body, timeoutMs: t.timeoutMs });
   const provider: LlmProvider = {
     async chat(messages, tools, model) {
       const m = needModel(model ?? chatModelOf(t.kind, t.fields));
@@ -124,12 +149,7 @@ function openAiCompatible(
       const origin = new URL(base).origin;
       let url = `${base}/models`;
       for (let hop = 0; ; hop++) {
-        const answer = await providerCall(url, {
-          egress: t.egress,
-          headers,
-          timeoutMs: t.timeoutMs,
-          redirect: 'manual',
-        });
+        const answer = await authedCall(auth, url, { egress: t.egress, timeoutMs: t.timeoutMs, redirect: 'manual' });
         if (!REDIRECTS.has(answer.status)) return modelIds(answer);
         const location = answer.headers.get('location');
         if (hop >= MAX_DISCOVERY_REDIRECTS)
@@ -335,76 +355,73 @@ function bedrock(t: ProviderTarget): LlmProvider {
   return provider;
 }
 
-/** OAuth machine-to-machine tokens per workspace and client, kept until a minute before they expire. */
-const oauthTokens = new Map<string, { token: string; expiresAt: number }>();
-
-/** Client credentials against the workspace's `/oidc/v1/token` (HTTP Basic client authentication, scope `all-apis`). */
-async function databricksToken(t: ProviderTarget): Promise<string> {
+/** Databricks-type OAuth mode: client credentials against the workspace's `/oidc/v1/token` (HTTP Basic, scope `all-apis`). */
+function databricksGrant(t: ProviderTarget): ClientCredentialsGrant {
   const f = t.fields;
   const workspace = trim(s(f.workspace_url) ?? new URL(s(f.llm_endpoint) ?? '').origin);
-  const clientId = s(f.oauth_client_id) ?? '';
-  const secret = s(f.oauth_client_secret) ?? '';
-  const key = `${workspace} ${clientId} ${createHash('sha256').update(secret).digest('hex')}`;
-  const hit = oauthTokens.get(key);
-  if (hit && hit.expiresAt > Date.now()) return hit.token;
-  const answer = await providerCall(`${workspace}/oidc/v1/token`, {
+  return {
+    tokenUrl: `${workspace}/oidc/v1/token`,
+    clientId: s(f.oauth_client_id) ?? '',
+    clientSecret: s(f.oauth_client_secret) ?? '',
+    authMethod: 'client_secret_basic',
+    scope: 'all-apis',
     egress: t.egress,
     timeoutMs: t.timeoutMs,
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`,
+    refusal: {
+      message: `The workspace refused the OAuth client credentials of ${s(f.oauth_connection_name) ?? 'the provider'}.`,
+      action: 'Check oauth_client_id and oauth_client_secret of the Databricks-type provider.',
     },
-    body: 'grant_type=client_credentials&scope=all-apis',
     addressSetting: 'the Databricks-type workspace_url (or llm_endpoint)',
-  });
-  if (answer.status === 400 || answer.status === 401)
-    throw llmFailure(
-      'authentication',
-      `The workspace refused the OAuth client credentials of ${s(f.oauth_connection_name) ?? 'the provider'}.`,
-      'Check oauth_client_id and oauth_client_secret of the Databricks-type provider.',
-      false,
-      answer.text.slice(0, 500),
-    );
-  const body = answerJson<{ access_token?: unknown; expires_in?: unknown }>(answer, 'an OAuth token');
-  if (typeof body.access_token !== 'string' || !body.access_token)
-    throw llmFailure(
-      'bad_response',
-      'The workspace answered the token request without an access token.',
-      'Check workspace_url.',
-      false,
-    );
-  const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600;
-  oauthTokens.set(key, { token: body.access_token, expiresAt: Date.now() + Math.max(0, lifetime - 60) * 1000 });
-  return body.access_token;
+  };
 }
 
-/** Databricks-type OAuth mode: the serving endpoints' OpenAI-compatible API with a machine-to-machine token. */
-function databricksOauth(t: ProviderTarget): LlmProvider {
-  const client = async () =>
-    openAiCompatible(t, s(t.fields.llm_endpoint) ?? '', { authorization: `Bearer ${await databricksToken(t)}` }, false);
+/** Proxy `auth_mechanism` `oauth_client_credentials`: the saved client at the saved token endpoint. */
+function proxyGrant(t: ProviderTarget): ClientCredentialsGrant {
+  const f = t.fields;
   return {
-    chat: async (messages, tools, model) => (await client()).chat(messages, tools, model),
-    embed: async (texts, model) => (await client()).embed(texts, model),
-    listModels: async () => (await client()).listModels(),
-    test: async () => (await client()).test(),
+    tokenUrl: s(f.oauth_token_url) ?? '',
+    clientId: s(f.oauth_client_id) ?? '',
+    clientSecret: s(f.oauth_client_secret) ?? '',
+    authMethod: (s(f.oauth_token_endpoint_auth_method) ?? 'client_secret_basic') as TokenEndpointAuthMethod,
+    scope: s(f.oauth_scope),
+    egress: t.egress,
+    timeoutMs: t.timeoutMs,
+    refusal: {
+      message: "The proxy's token endpoint refused the OAuth client credentials.",
+      action:
+        'Check oauth_client_id, oauth_client_secret, oauth_token_endpoint_auth_method and oauth_scope of the proxy provider.',
+    },
+    addressSetting: "the proxy provider's oauth_token_url",
   };
 }
 
 /** The client for a saved (or bootstrap) provider configuration. */
 export function providerClient(t: ProviderTarget): LlmProvider {
   const f = t.fields;
-  const bearer = (key: unknown): Record<string, string> => (s(key) ? { authorization: `Bearer ${s(key)}` } : {});
+  const bearer = (key: unknown) => fixedAuth(s(key) ? { authorization: `Bearer ${s(key)}` } : {});
   switch (t.kind) {
     case 'openai':
       return openAiCompatible(t, s(f.base_url) ?? DEFAULT_BASE_URLS.openai!, bearer(f.api_key), false);
     case 'other':
       return openAiCompatible(t, s(f.base_url) ?? '', bearer(f.api_key), false);
-    case 'proxy':
-      return openAiCompatible(t, s(f.base_url) ?? '', f.auth_mechanism === 'none' ? {} : bearer(f.api_key), true);
+    case 'proxy': {
+      const auth =
+        f.auth_mechanism === 'oauth_client_credentials'
+          ? grantAuth(() => proxyGrant(t))
+          : f.auth_mechanism === 'none'
+            ? fixedAuth({})
+            : bearer(f.api_key);
+      return openAiCompatible(t, s(f.base_url) ?? '', auth, true);
+    }
     case 'databricks':
-      if (f.auth_mode === 'oauth') return databricksOauth(t);
-      return openAiCompatible(t, s(f.llm_endpoint) ?? '', bearer(f.api_key), false);
+      return f.auth_mode === 'oauth'
+        ? openAiCompatible(
+            t,
+            s(f.llm_endpoint) ?? '',
+            grantAuth(() => databricksGrant(t)),
+            false,
+          )
+        : openAiCompatible(t, s(f.llm_endpoint) ?? '', bearer(f.api_key), false);
     case 'azure_openai':
       return azure(t);
     case 'anthropic':
