@@ -24,6 +24,7 @@ import {
   type ClientCredentialsGrant,
   type TokenEndpointAuthMethod,
 } from './oauth-client-credentials.js';
+import { responsesResultOf, toResponsesBody } from './responses-wire.js';
 import { warehouseAi } from './warehouse-ai.js';
 import {
   chatModelOf,
@@ -131,6 +132,9 @@ function openAiCompatible(t: ProviderTarget, baseUrl: string, auth: ProviderAuth
   const provider: LlmProvider = {
     async chat(messages, tools, model) {
       const m = needModel(model ?? chatModelOf(t.kind, t.fields));
+      // The proxy kind may speak the Responses format instead of chat completions (`transport`).
+      if (t.fields.transport === 'responses')
+        return responsesResultOf(await call('/responses', toResponsesBody(messages, tools, m)), m);
       const answer = await call('/chat/completions', {
         model: m,
         messages,

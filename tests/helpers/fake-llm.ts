@@ -142,11 +142,13 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
         const wire =
           url.pathname === '/v1/chat/completions' || azure
             ? 'openai'
-            : url.pathname === '/v1/messages' || bedrock?.[2] === 'invoke'
-              ? 'anthropic'
-              : bedrock?.[2] === 'converse'
-                ? 'converse'
-                : undefined;
+            : url.pathname === '/v1/responses'
+              ? 'responses'
+              : url.pathname === '/v1/messages' || bedrock?.[2] === 'invoke'
+                ? 'anthropic'
+                : bedrock?.[2] === 'converse'
+                  ? 'converse'
+                  : undefined;
         if (req.method !== 'POST' || !wire) {
           res.writeHead(404).end();
           return;
@@ -181,6 +183,37 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
               ],
               stop_reason: calls.length ? 'tool_use' : 'end_turn',
               usage: { input_tokens: 11, output_tokens: 7 },
+            });
+            return;
+          }
+          if (wire === 'responses') {
+            json(200, {
+              id: 'resp_fake',
+              object: 'response',
+              status: 'completed',
+              model: body.model,
+              output: [
+                ...(text !== null
+                  ? [
+                      {
+                        type: 'message',
+                        id: 'msg_fake',
+                        role: 'assistant',
+                        status: 'completed',
+                        content: [{ type: 'output_text', text, annotations: [] }],
+                      },
+                    ]
+                  : []),
+                ...calls.map((c) => ({
+                  type: 'function_call',
+                  id: `fc_${c.id}`,
+                  call_id: c.id,
+                  name: c.name,
+                  arguments: JSON.stringify(c.input),
+                  status: 'completed',
+                })),
+              ],
+              usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 },
             });
             return;
           }
@@ -229,8 +262,12 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
 }
 
 /** Any wire format's request as the OpenAI-shaped `ChatRequest` the scripted answers read. */
-function toChatRequest(wire: 'openai' | 'anthropic' | 'converse', body: Record<string, unknown>): ChatRequest {
+function toChatRequest(
+  wire: 'openai' | 'responses' | 'anthropic' | 'converse',
+  body: Record<string, unknown>,
+): ChatRequest {
   if (wire === 'openai') return body as unknown as ChatRequest;
+  if (wire === 'responses') return responsesToChatRequest(body);
   const messages: ChatRequest['messages'] = [];
   const system = wire === 'anthropic' ? body.system : (body.system as Array<{ text: string }> | undefined)?.[0]?.text;
   if (typeof system === 'string' && system) messages.push({ role: 'system', content: system });
@@ -252,5 +289,28 @@ function toChatRequest(wire: 'openai' | 'anthropic' | 'converse', body: Record<s
       type: 'function',
       function: { name: (t.name ?? t.toolSpec?.name) as string, parameters: t.input_schema ?? t.toolSpec?.inputSchema },
     })),
+  };
+}
+
+/** A Responses request (`instructions`, input items, flat function tools) as the OpenAI-shaped `ChatRequest`. */
+function responsesToChatRequest(body: Record<string, unknown>): ChatRequest {
+  const messages: ChatRequest['messages'] = [];
+  if (typeof body.instructions === 'string') messages.push({ role: 'system', content: body.instructions });
+  for (const item of (body.input ?? []) as Array<Record<string, any>>) {
+    if (item.type === 'function_call')
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } }],
+      });
+    else if (item.type === 'function_call_output')
+      messages.push({ role: 'tool', content: String(item.output), tool_call_id: String(item.call_id) });
+    else messages.push({ role: String(item.role), content: String(item.content) });
+  }
+  const tools = (body.tools ?? []) as Array<Record<string, any>>;
+  return {
+    model: '',
+    messages,
+    tools: tools.map((t) => ({ type: 'function', function: { name: t.name as string, parameters: t.parameters } })),
   };
 }
