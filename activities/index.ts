@@ -11,6 +11,7 @@ import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
 import { platformEmbeddingConsumers, type EmbeddingConsumerRegistry } from '../shared/embeddings/consumers.js';
 import { createHandbackActivities } from './handback.js';
+import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
 
@@ -40,6 +41,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createHandbackActivities(deps),
     ...createThreadActivities(deps),
     ...createSecretActivities(deps),
+    ...createManagedSourceActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),

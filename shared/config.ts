@@ -182,6 +182,11 @@ export interface AppConfig {
    * restricts outbound requests. Process-level: setting `platform.container_service_mode` (env-only).
    */
   containerServiceMode: boolean;
+  /** Managed sources (Git): each source's working tree and object store live under `dir/<source_id>/`. */
+  managedSources: {
+    /** `<PLATFORM_DATA_DIR>/managed-sources`. */
+    dir: string;
+  };
   mesh: {
     /** `PLATFORM_MESH_AUTH_KEY_FILE`: where the container service mounts the mesh auth key (read by enable, never served). */
     authKeyFile: string;
@@ -378,6 +383,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       resealPauseMs: nonNegative('PLATFORM_SECRETS_RESEAL_PAUSE_MS', e.PLATFORM_SECRETS_RESEAL_PAUSE_MS),
     },
     containerServiceMode,
+    managedSources: {
+      dir: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/managed-sources`,
+    },
     mesh: {
       authKeyFile:
         e.PLATFORM_MESH_AUTH_KEY_FILE ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/mesh-auth.key`,

@@ -6,3 +6,4 @@ export { threadWorkflow } from './thread.js';
 export { crmMergeApprovalWorkflow } from './crm-merge.js';
 export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
+export { sourceSyncWorkflow } from './source-sync.js';

@@ -16,6 +16,7 @@ import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
+import { managedSourceRoutes } from './managed-sources.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
@@ -34,6 +35,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...connectionRoutes, ...crmMergeRoutes);
   routes.push(...llmProviderRoutes, ...aiModelRoutes);
   routes.push(...secretsRoutes);
+  routes.push(...managedSourceRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

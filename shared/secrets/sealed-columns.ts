@@ -22,6 +22,8 @@ export const SEALED_TABLES: readonly SealedTable[] = [
   { table: 'platform_settings', pk: 'path', columns: ['sealed'] },
   // `id` is generated from (tenant, provider_kind, sub_provider); every secret field is in one sealed JSON object.
   { table: 'llm_providers', pk: 'id', columns: ['secrets_sealed'] },
+  // Git credentials (token or basic) as one sealed JSON object.
+  { table: 'managed_sources', pk: 'id', columns: ['credentials_sealed'] },
 ];
 
 export const SEALED_TABLE_NAMES: readonly string[] = SEALED_TABLES.map((t) => t.table);

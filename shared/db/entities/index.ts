@@ -7,6 +7,7 @@ import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
 import { EchoJobEntity } from './echo-job.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
+import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 
 export * from './action-review.js';
@@ -18,6 +19,7 @@ export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
 export * from './llm.js';
+export * from './managed-sources.js';
 export * from './mcp.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
@@ -43,4 +45,6 @@ export const allEntities = [
   LlmSettingsEntity,
   BrandingLogoEntity,
   EaiAssignmentEntity,
+  ManagedSourceEntity,
+  ManagedSourceSyncJobEntity,
 ];

@@ -1,0 +1,624 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { sourcePaths } from '../../activities/managed-sources.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import {
+  ManagedSourceEntity,
+  ManagedSourceSyncJobEntity,
+  type ManagedSourceRow,
+  type ManagedSourceSettings,
+} from '../../shared/db/entities/index.js';
+import { toIso } from '../../shared/dates.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
+import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { sourceSyncWorkflowId, type SourceSyncResult } from '../../workflows/source-sync-definitions.js';
+import type { AppDeps } from '../deps.js';
+import { defineRoute, successEnvelope } from '../http/route.js';
+
+const SCAN_TYPES = [
+  'skills',
+  'flows',
+  'apps',
+  'blueprints',
+  'agents',
+  'document_indexes',
+  'roles',
+  'missions',
+] as const;
+const HOST = '[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*';
+const PORT = '(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?';
+const RepoUrl = z
+  .string()
+  .max(2000)
+  .regex(new RegExp(`^https?://${HOST}${PORT}(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?$`), 'an http(s) URL without query')
+  .describe('Git repository over HTTP(S), e.g. https://git.example.com/team/repo.git');
+const RefName = z
+  .string()
+  .regex(/^[A-Za-z0-9._/-]{1,200}$/, 'a branch or tag name')
+  .describe('Branch or tag to track (a tag is tried first); null: the remote default branch');
+const Line = z
+  .string()
+  .max(1000)
+  .regex(/^[^\r\n\0]*$/, 'one line, no NUL');
+const Patterns = z.array(Line).max(500);
+const Root = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'a relative folder')
+  .max(500)
+  .nullable();
+const SourceId = z.string().regex(/^src_[0-9a-f]{16}$/, 'a managed source id');
+const JobId = z.string().regex(/^[0-9a-f-]{36}$/, 'a sync job id');
+
+const Credentials = z
+  .discriminatedUnion('kind', [
+    z
+      .object({
+        kind: z.literal('token'),
+        token: z.string().min(1).max(4000),
+        username: z.string().min(1).max(200).optional(),
+      })
+      .strict(),
+    z
+      .object({ kind: z.literal('basic'), username: z.string().min(1).max(200), password: z.string().min(1).max(4000) })
+      .strict(),
+  ])
+  .nullable()
+  .describe('Sealed at rest, never answered; null removes them');
+
+const settingsFields = {
+  name: z.string().min(1).max(200),
+  repo_url: RepoUrl,
+  release_ref: RefName.nullable(),
+  scan_types_enabled: z.array(z.enum(SCAN_TYPES)).min(1).max(SCAN_TYPES.length),
+  include: Patterns.describe('gitignore-style patterns a scanned file must match (empty: all)'),
+  exclude: Patterns.describe('gitignore-style patterns left out of scanning'),
+  checkout_exclude: Patterns.describe(
+    'gitignore-style rules for paths left out of the working tree (blank lines and # ignored, ! re-includes; empty: full checkout)',
+  ),
+  agents_root: Root,
+  flows_root: Root,
+  documents_root: Root,
+  auto_sync: z.boolean(),
+  auto_promote_on_sync: z.boolean(),
+  credentials: Credentials,
+};
+const syncFlags = {
+  sync_now: z.boolean().optional().describe('Sync right after saving and answer the result in `sync`'),
+  sync_in_background: z
+    .boolean()
+    .optional()
+    .describe('With sync_now: start the sync as a job and answer `sync_job` at once'),
+};
+
+const CreateBody = z
+  .object({
+    ...settingsFields,
+    release_ref: settingsFields.release_ref.optional(),
+    include: Patterns.optional(),
+    exclude: Patterns.optional(),
+    checkout_exclude: settingsFields.checkout_exclude.optional(),
+    agents_root: Root.optional(),
+    flows_root: Root.optional(),
+    documents_root: Root.optional(),
+    auto_sync: z.boolean().optional(),
+    auto_promote_on_sync: z.boolean().optional(),
+    credentials: Credentials.optional(),
+    ...syncFlags,
+  })
+  .strict();
+
+const PatchBody = z
+  .object({
+    ...Object.fromEntries(Object.entries(settingsFields).map(([k, v]) => [k, v.optional()])),
+    acknowledge_moved_tag: z
+      .boolean()
+      .optional()
+      .describe(
+        'true accepts the commit a moved release tag now names (RELEASE_TAG_CHANGED_ON_REMOTE); the next sync applies it',
+      ),
+    ...syncFlags,
+  })
+  .strict() as z.ZodType<
+  Partial<z.output<z.ZodObject<typeof settingsFields>>> & {
+    acknowledge_moved_tag?: boolean;
+    sync_now?: boolean;
+    sync_in_background?: boolean;
+  }
+>;
+
+const SyncResultView = z
+  .object({
+    outcome: z.enum(['up_to_date', 'updated', 'failed', 'not_eligible']),
+    source_id: z.string(),
+    job_id: z.string(),
+    release_ref: z.string().nullable(),
+    ref_kind: z.enum(['tag', 'branch']).nullable(),
+    commit_sha: z.string().nullable(),
+    previous_commit_sha: z.string().nullable(),
+    files_checked_out: z.number(),
+    paths_excluded: z.number(),
+    files_scanned: z.number(),
+    candidates: z.record(z.string(), z.number()),
+    error_code: z.string().nullable(),
+    error: z.string().nullable(),
+    moved_tag: z
+      .object({ tag: z.string(), anchored_commit_sha: z.string(), remote_commit_sha: z.string().nullable() })
+      .nullable(),
+    finished_at: z.string().optional(),
+  })
+  .meta({ id: 'ManagedSourceSyncResult' });
+
+const SourceView = z
+  .object({
+    source_id: z.string(),
+    name: z.string(),
+    repo_url: z.string(),
+    release_ref: z.string().nullable(),
+    scan_types_enabled: z.array(z.string()),
+    include: z.array(z.string()),
+    exclude: z.array(z.string()),
+    checkout_exclude: z.array(z.string()),
+    agents_root: z.string().nullable(),
+    flows_root: z.string().nullable(),
+    documents_root: z.string().nullable(),
+    auto_sync: z.boolean(),
+    auto_promote_on_sync: z.boolean(),
+    credentials: z
+      .object({ kind: z.enum(['token', 'basic']), username: z.string().nullable(), configured: z.literal(true) })
+      .nullable(),
+    synced_commit_sha: z.string().nullable(),
+    release_poll: z.record(z.string(), z.unknown()).nullable(),
+    last_sync: SyncResultView.nullable(),
+    sync_running: z.boolean(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'ManagedSource' });
+
+const SyncJobRef = z.object({
+  job_id: z.string(),
+  status: z.literal('running'),
+  expected_release_commit: z.string().nullable(),
+});
+
+const UpsertEnvelope = z.object({
+  success: z.literal(true),
+  source: SourceView,
+  sync: SyncResultView.nullable(),
+  sync_job: SyncJobRef.optional(),
+  warning: z.string().optional(),
+  warning_code: z.string().optional(),
+  warning_action: z.string().optional(),
+});
+
+const JobView = z
+  .object({
+    job_id: z.string(),
+    source_id: z.string(),
+    status: z.enum(['running', 'complete', 'error']),
+    phase: z.string(),
+    files_scanned: z.number(),
+    expected_release_commit: z.string().nullable(),
+    result: SyncResultView.nullable(),
+    error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'ManagedSourceSyncJob' });
+
+const UPSERT_SHAPE = 'Managed sources and artifacts (upsert envelope: success, source, sync, sync_job, warning…)';
+const IN_PROGRESS = '`MANAGED_SOURCE_SYNC_IN_PROGRESS`: a sync of this source is running';
+const TYPE_PERMISSION =
+  'Missing `manage_repos`, or `manage_agents` (agents) / `manage_users` (roles) for the scan types';
+const SYNC_WAIT_MS = 60_000;
+
+/** Roles need `manage_users`, agents `manage_agents`, on top of `manage_repos`. */
+function checkTypePermissions(principal: Principal, types: readonly string[] | undefined): void {
+  if (types?.includes('roles') && !principal.permissions.has('manage_users'))
+    throw new ForbiddenError('Sources that import roles need the manage_users permission; ask an administrator.');
+  if (types?.includes('agents') && !principal.permissions.has('manage_agents'))
+    throw new ForbiddenError('Sources that import agents need the manage_agents permission; ask an administrator.');
+}
+
+function sealCredentials(deps: AppDeps, creds: z.output<typeof Credentials>) {
+  if (!creds) return { credentialKind: null, credentialUsername: null, credentialsSealed: null };
+  const secret = creds.kind === 'token' ? creds.token : creds.password;
+  return {
+    credentialKind: creds.kind,
+    credentialUsername: creds.username ?? null,
+    credentialsSealed: secretBox(deps.config).seal(JSON.stringify({ secret })),
+  };
+}
+
+async function loadSource(em: EntityManager, principal: Principal, id: string): Promise<ManagedSourceRow> {
+  const row = await em.findOne(ManagedSourceEntity, { id, tenant: principal.tenant });
+  if (!row) throw new NotFoundError(`No managed source ${id}.`);
+  return row;
+}
+
+async function view(em: EntityManager, row: ManagedSourceRow) {
+  const running = await em.count(ManagedSourceSyncJobEntity, { sourceId: row.id, status: 'running' });
+  const s = row.settings;
+  return {
+    source_id: row.id,
+    name: row.name,
+    repo_url: row.repoUrl,
+    release_ref: row.releaseRef,
+    ...s,
+    credentials: row.credentialKind
+      ? { kind: row.credentialKind, username: row.credentialUsername, configured: true as const }
+      : null,
+    synced_commit_sha: row.syncedCommitSha,
+    release_poll: row.releasePoll,
+    last_sync: (row.lastSync as z.output<typeof SyncResultView> | null) ?? null,
+    sync_running: running > 0,
+    created_at: toIso(row.createdAt),
+    updated_at: toIso(row.updatedAt),
+  };
+}
+
+/**
+ * Starts sync job `source-sync/<source_id>/<job_id>`. The running-job row is written first; the
+ * partial unique index refuses a second one (409), so two syncs of one source never run at once.
+ */
+async function startSync(em: EntityManager, deps: AppDeps, principal: Principal, row: ManagedSourceRow) {
+  const jobId = randomUUID();
+  const expected = row.syncedCommitSha;
+  try {
+    await em.getConnection().execute(
+      `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
+         values (?, ?, ?, 'running', 'queued', ?, ?, now(), now())`,
+      [jobId, row.id, principal.tenant, expected, principal.id],
+    );
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
+      throw new ConflictError(`A sync of managed source ${row.id} is already running; wait for it to finish.`, {
+        code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
+      });
+    throw err;
+  }
+  const workflowId = sourceSyncWorkflowId(row.id, jobId);
+  try {
+    await deps.temporal.workflow.start(workflowRef('sourceSyncWorkflow'), {
+      taskQueue: deps.config.temporal.taskQueue,
+      workflowId,
+      args: [{ sourceId: row.id, jobId, tenant: principal.tenant }],
+      typedSearchAttributes: [
+        { key: SearchAttributes.tenant, value: principal.tenant },
+        { key: SearchAttributes.resourceId, value: row.id },
+      ],
+      memo: { requested_by: principal.id, kind: 'source-sync' },
+    });
+  } catch (err) {
+    await em
+      .getConnection()
+      .execute(
+        `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now() where job_id = ?`,
+        [JSON.stringify({ code: 'SYNC_NOT_STARTED', message: 'The sync workflow could not be started.' }), jobId],
+      );
+    throw err;
+  }
+  return { jobId, workflowId, expected };
+}
+
+async function runSync(em: EntityManager, deps: AppDeps, principal: Principal, row: ManagedSourceRow) {
+  const { jobId, workflowId, expected } = await startSync(em, deps, principal, row);
+  const result = deps.temporal.workflow.getHandle(workflowId).result() as Promise<SourceSyncResult>;
+  result.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([
+    result,
+    new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), SYNC_WAIT_MS))),
+  ]).finally(() => clearTimeout(timer));
+  return { jobId, expected, result: done };
+}
+
+async function upsertAnswer(
+  em: EntityManager,
+  deps: AppDeps,
+  principal: Principal,
+  row: ManagedSourceRow,
+  flags: { sync_now?: boolean; sync_in_background?: boolean },
+) {
+  if (flags.sync_now && flags.sync_in_background) {
+    const job = await startSync(em, deps, principal, row);
+    return {
+      success: true as const,
+      source: await view(em, await em.fork().findOneOrFail(ManagedSourceEntity, { id: row.id })),
+      sync: null,
+      sync_job: { job_id: job.jobId, status: 'running' as const, expected_release_commit: job.expected },
+    };
+  }
+  if (flags.sync_now) {
+    const run = await runSync(em, deps, principal, row);
+    const fresh = await em.fork().findOneOrFail(ManagedSourceEntity, { id: row.id });
+    if (run.result === 'pending')
+      return {
+        success: true as const,
+        source: await view(em, fresh),
+        sync: null,
+        sync_job: { job_id: run.jobId, status: 'running' as const, expected_release_commit: run.expected },
+        warning: 'The sync is still running; poll sync-status with sync_job.job_id.',
+        warning_code: 'SYNC_STILL_RUNNING',
+        warning_action: 'poll_sync_status',
+      };
+    return { success: true as const, source: await view(em, fresh), sync: run.result };
+  }
+  return { success: true as const, source: await view(em, row), sync: null };
+}
+
+const base = {
+  tags: ['managed-sources'],
+  access: { kind: 'authenticated' as const, permission: 'manage_repos' as const },
+};
+const idParams = z.object({ source_id: SourceId });
+
+export const managedSourceRoutes = [
+  defineRoute({
+    ...base,
+    method: 'post',
+    path: '/api/managed-sources',
+    operationId: 'createManagedSource',
+    summary: 'Register a Git repository as a managed source (optionally syncing it at once)',
+    body: CreateBody,
+    bodyKind: 'config',
+    ownShape: UPSERT_SHAPE,
+    successStatus: 201,
+    responses: {
+      201: { description: 'Created (and synced with sync_now)', schema: UpsertEnvelope },
+      403: { description: TYPE_PERMISSION },
+      409: { description: IN_PROGRESS },
+    },
+    handler: async ({ body, principal, deps, em }) => {
+      checkTypePermissions(principal, body.scan_types_enabled);
+      await refreshKeyring(em);
+      const now = new Date();
+      const settings: ManagedSourceSettings = {
+        scan_types_enabled: [...new Set(body.scan_types_enabled)],
+        include: body.include ?? [],
+        exclude: body.exclude ?? [],
+        checkout_exclude: body.checkout_exclude ?? [],
+        agents_root: body.agents_root ?? null,
+        flows_root: body.flows_root ?? null,
+        documents_root: body.documents_root ?? null,
+        auto_sync: body.auto_sync ?? false,
+        auto_promote_on_sync: body.auto_promote_on_sync ?? false,
+      };
+      const row = em.create(ManagedSourceEntity, {
+        id: `src_${randomBytes(8).toString('hex')}`,
+        tenant: principal.tenant,
+        name: body.name,
+        repoUrl: body.repo_url,
+        releaseRef: body.release_ref ?? null,
+        settings,
+        ...sealCredentials(deps, body.credentials ?? null),
+        syncedCommitSha: null,
+        checkoutRulesHash: null,
+        tagAnchor: null,
+        releasePoll: null,
+        lastSync: null,
+        createdAt: now,
+        updatedAt: now,
+        createdBy: principal.id,
+      });
+      await em.flush();
+      return upsertAnswer(em, deps, principal, row, body);
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'get',
+    path: '/api/managed-sources',
+    operationId: 'listManagedSources',
+    summary: "The tenant's managed sources (credentials masked)",
+    responses: { 200: { description: 'Sources', schema: successEnvelope(z.object({ sources: z.array(SourceView) })) } },
+    handler: async ({ principal, em }) => {
+      const rows = await em.find(ManagedSourceEntity, { tenant: principal.tenant }, { orderBy: { createdAt: 'asc' } });
+      const sources = [];
+      for (const r of rows) sources.push(await view(em, r));
+      return { success: true, data: { sources } };
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'get',
+    path: '/api/managed-sources/:source_id',
+    operationId: 'getManagedSource',
+    summary: 'One managed source with its last sync result and release tracking (credentials masked)',
+    params: idParams,
+    responses: {
+      200: { description: 'The source', schema: successEnvelope(SourceView) },
+      404: { description: 'Unknown source' },
+    },
+    handler: async ({ params, principal, em }) => ({
+      success: true,
+      data: await view(em, await loadSource(em, principal, params.source_id)),
+    }),
+  }),
+  defineRoute({
+    ...base,
+    method: 'patch',
+    path: '/api/managed-sources/:source_id',
+    operationId: 'updateManagedSource',
+    summary: 'Change a managed source; sync_now / sync_in_background sync it after saving',
+    params: idParams,
+    body: PatchBody,
+    bodyKind: 'config',
+    ownShape: UPSERT_SHAPE,
+    responses: {
+      200: { description: 'Saved (and synced with sync_now)', schema: UpsertEnvelope },
+      403: { description: TYPE_PERMISSION },
+      404: { description: 'Unknown source' },
+      409: { description: IN_PROGRESS },
+    },
+    handler: async ({ params, body, principal, deps, em }) => {
+      const row = await loadSource(em, principal, params.source_id);
+      checkTypePermissions(principal, body.scan_types_enabled);
+      const { name, repo_url, release_ref, credentials, acknowledge_moved_tag, sync_now, sync_in_background, ...rest } =
+        body;
+      const settings: ManagedSourceSettings = { ...row.settings };
+      for (const [k, v] of Object.entries(rest))
+        if (v !== undefined) (settings as unknown as Record<string, unknown>)[k] = v;
+      if (name !== undefined) row.name = name;
+      if (repo_url !== undefined && repo_url !== row.repoUrl) {
+        row.repoUrl = repo_url;
+        row.tagAnchor = null;
+      }
+      if (release_ref !== undefined && release_ref !== row.releaseRef) {
+        row.releaseRef = release_ref;
+        row.tagAnchor = null;
+      }
+      if (credentials !== undefined) {
+        await refreshKeyring(em);
+        Object.assign(row, sealCredentials(deps, credentials));
+      }
+      if (acknowledge_moved_tag && row.tagAnchor) {
+        // The moved tag's new commit is accepted: the next sync applies it as the new anchor.
+        row.tagAnchor = null;
+        row.releasePoll = { ...(row.releasePoll ?? {}), moved_tag: null };
+      }
+      row.settings = settings;
+      row.updatedAt = new Date();
+      await em.flush();
+      return upsertAnswer(em, deps, principal, row, { sync_now, sync_in_background });
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'delete',
+    path: '/api/managed-sources/:source_id',
+    operationId: 'deleteManagedSource',
+    summary: 'Remove a managed source, its sync jobs and its working tree (refused while a sync runs)',
+    params: idParams,
+    responses: {
+      200: {
+        description: 'Removed',
+        schema: successEnvelope(z.object({ source_id: z.string(), deleted: z.literal(true) })),
+      },
+      404: { description: 'Unknown source' },
+      409: { description: IN_PROGRESS },
+    },
+    handler: async ({ params, principal, deps, em }) => {
+      const row = await loadSource(em, principal, params.source_id);
+      if (await em.count(ManagedSourceSyncJobEntity, { sourceId: row.id, status: 'running' }))
+        throw new ConflictError(`A sync of managed source ${row.id} is running; delete it when the sync ends.`, {
+          code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
+        });
+      await em.remove(row).flush();
+      await rm(sourcePaths(deps.config, row.id).root, { recursive: true, force: true });
+      return { success: true, data: { source_id: row.id, deleted: true as const } };
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'post',
+    path: '/api/managed-sources/:source_id/sync',
+    operationId: 'syncManagedSource',
+    summary: 'Sync a managed source and answer the sync result (outcome `failed` carries a classified error_code)',
+    description:
+      'Body fields of agent/role apply and index overwrite are accepted for the spec; part 1 does not hydrate artifacts, so they change nothing yet.',
+    params: idParams,
+    body: z
+      .object({
+        overwrite_indexes: z.boolean().optional(),
+        apply_agent_changes: z.boolean().optional(),
+        expected_agent_commit: z.string().max(200).optional(),
+        expected_agent_plan_hash: z.string().max(200).optional(),
+        apply_role_changes: z.boolean().optional(),
+        expected_role_commit: z.string().max(200).optional(),
+        expected_role_plan_hash: z.string().max(200).optional(),
+      })
+      .strict(),
+    responses: {
+      200: { description: 'The sync result', schema: successEnvelope(SyncResultView) },
+      202: {
+        description: 'Still running after 60 s: poll sync-status',
+        schema: successEnvelope(z.object({ job_id: z.string(), status: z.literal('running') })),
+      },
+      404: { description: 'Unknown source' },
+      409: { description: IN_PROGRESS },
+    },
+    handler: async ({ params, principal, deps, em, koa }) => {
+      const row = await loadSource(em, principal, params.source_id);
+      const run = await runSync(em, deps, principal, row);
+      if (run.result === 'pending') {
+        // Set here: the mount answers successStatus (200) only when the handler left no body.
+        koa.body = { success: true, data: { job_id: run.jobId, status: 'running' as const } };
+        koa.status = 202;
+        return koa.body;
+      }
+      return { success: true, data: run.result };
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'post',
+    path: '/api/managed-sources/:source_id/sync-async',
+    operationId: 'syncManagedSourceAsync',
+    summary: 'Start a sync job and answer its job_id at once',
+    params: idParams,
+    responses: {
+      202: {
+        description: 'Started',
+        schema: successEnvelope(
+          z.object({
+            job_id: z.string(),
+            status: z.literal('running'),
+            expected_release_commit: z.string().nullable(),
+          }),
+        ),
+      },
+      404: { description: 'Unknown source' },
+      409: { description: IN_PROGRESS },
+    },
+    successStatus: 202,
+    handler: async ({ params, principal, deps, em }) => {
+      const row = await loadSource(em, principal, params.source_id);
+      const job = await startSync(em, deps, principal, row);
+      return {
+        success: true,
+        data: { job_id: job.jobId, status: 'running' as const, expected_release_commit: job.expected },
+      };
+    },
+  }),
+  defineRoute({
+    ...base,
+    method: 'get',
+    path: '/api/managed-sources/:source_id/sync-status/:job_id',
+    operationId: 'getManagedSourceSyncStatus',
+    summary: 'A sync job: running (phase, files scanned so far), then complete or error with its result',
+    params: z.object({ source_id: SourceId, job_id: JobId }),
+    responses: {
+      200: { description: 'The job', schema: successEnvelope(JobView) },
+      404: { description: 'Unknown source or job' },
+    },
+    handler: async ({ params, principal, em }) => {
+      const job = await em.findOne(ManagedSourceSyncJobEntity, {
+        jobId: params.job_id,
+        sourceId: params.source_id,
+        tenant: principal.tenant,
+      });
+      if (!job) throw new NotFoundError(`No sync job ${params.job_id} of managed source ${params.source_id}.`);
+      return {
+        success: true,
+        data: {
+          job_id: job.jobId,
+          source_id: job.sourceId,
+          status: job.status,
+          phase: job.phase,
+          files_scanned: job.filesScanned,
+          expected_release_commit: job.expectedReleaseCommit,
+          result: (job.result as z.output<typeof SyncResultView> | null) ?? null,
+          error: (job.error as { code: string; message: string | null } | null) ?? null,
+          started_at: toIso(job.startedAt),
+          finished_at: job.finishedAt ? toIso(job.finishedAt) : null,
+        },
+      };
+    },
+  }),
+];

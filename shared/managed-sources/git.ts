@@ -1,0 +1,279 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { mkdir, readdir, rename, rm, stat, writeFile, chmod } from 'node:fs/promises';
+import path from 'node:path';
+import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
+import ignoreModule from 'ignore';
+import { egressFetch, EgressError, type EgressPolicy } from '../http/egress.js';
+
+// `ignore` is CommonJS with an ES default in its types: under NodeNext the default import is the module object.
+const ignore = ((ignoreModule as unknown as { default?: typeof ignoreModule }).default ??
+  ignoreModule) as unknown as typeof ignoreModule.default;
+
+/** Git over HTTP(S), every request through the egress client (policy-checked, size-capped, one deadline). */
+export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; maxResponseBytes?: number } = {}) {
+  const client: HttpClient = {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      const body = req.body ? await collect(req.body) : undefined;
+      const res = await egressFetch(req.url, {
+        policy,
+        method: req.method ?? 'GET',
+        headers: req.headers ?? {},
+        body,
+        timeoutMs: opts.timeoutMs ?? 5 * 60_000,
+        maxResponseBytes: opts.maxResponseBytes ?? 512 * 1024 * 1024,
+      });
+      const headers: Record<string, string> = {};
+      res.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      return {
+        url: res.url,
+        method: req.method ?? 'GET',
+        statusCode: res.status,
+        statusMessage: res.statusText,
+        headers,
+        body: (async function* () {
+          yield bytes;
+        })(),
+      };
+    },
+  };
+  return client;
+}
+
+async function collect(body: AsyncIterableIterator<Uint8Array> | Uint8Array[] | Uint8Array): Promise<Uint8Array> {
+  if (body instanceof Uint8Array) return body;
+  const parts: Uint8Array[] = [];
+  for await (const part of body as AsyncIterable<Uint8Array>) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+export interface GitCredentials {
+  kind: 'token' | 'basic';
+  username: string | null;
+  secret: string;
+}
+
+/** Token and basic credentials both travel as HTTP basic auth (a token as the password, as Git hosts expect). */
+export function authHeaders(creds: GitCredentials | null): Record<string, string> {
+  if (!creds) return {};
+  const user = creds.username ?? (creds.kind === 'token' ? 'x-access-token' : '');
+  return { authorization: `Basic ${Buffer.from(`${user}:${creds.secret}`).toString('base64')}` };
+}
+
+/** A Git failure the caller can act on, with the code the sync result names. */
+export class GitSyncError extends Error {
+  override name = 'GitSyncError';
+  constructor(
+    readonly code: string,
+    message: string,
+    /** False when retrying cannot help (credentials, missing ref, refused destination). */
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Maps isomorphic-git and egress failures to codes; transient ones are retryable. */
+export function classifyGitError(err: unknown, host: string): GitSyncError {
+  if (err instanceof GitSyncError) return err;
+  if (err instanceof EgressError) {
+    if (err.code === 'egress_refused') return new GitSyncError('GIT_EGRESS_REFUSED', err.message);
+    if (err.code === 'egress_too_large') return new GitSyncError('GIT_RESPONSE_TOO_LARGE', err.message);
+    return new GitSyncError('GIT_UNREACHABLE', err.message, true);
+  }
+  const e = err as { code?: string; data?: { statusCode?: number } };
+  if (e.code === 'HttpError') {
+    const status = e.data?.statusCode ?? 0;
+    if (status === 401 || status === 403)
+      return new GitSyncError(
+        'GIT_AUTH_FAILED',
+        `The Git server at ${host} refused the credentials (HTTP ${status}); check the source's credentials.`,
+      );
+    if (status === 404)
+      return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', `No Git repository at that URL on ${host} (HTTP 404).`);
+    return new GitSyncError('GIT_SERVER_ERROR', `The Git server at ${host} answered HTTP ${status}.`, status >= 500);
+  }
+  if (e.code === 'SmartHttpError' || e.code === 'ParseError' || e.code === 'UnknownTransportError')
+    return new GitSyncError('GIT_PROTOCOL_ERROR', `The server at ${host} does not speak the Git smart HTTP protocol.`);
+  return new GitSyncError('GIT_FAILED', `Git failed against ${host}.`, true);
+}
+
+export interface ResolvedRef {
+  /** Full remote ref name (`refs/tags/v1`, `refs/heads/main`). */
+  ref: string;
+  kind: 'tag' | 'branch';
+  /** The commit the ref names (annotated tags peeled). */
+  commitSha: string;
+}
+
+/** Lists the remote's refs and resolves `releaseRef` (tag first, then branch; none: the remote HEAD). */
+export async function resolveRemoteRef(input: {
+  http: HttpClient;
+  url: string;
+  headers: Record<string, string>;
+  releaseRef: string | null;
+}): Promise<ResolvedRef> {
+  const refs = await git.listServerRefs({
+    http: input.http,
+    url: input.url,
+    headers: input.headers,
+    protocolVersion: 1,
+    peelTags: true,
+    symrefs: true,
+  });
+  const find = (name: string) => refs.find((r) => r.ref === name);
+  if (input.releaseRef) {
+    const tag = find(`refs/tags/${input.releaseRef}`);
+    if (tag) return { ref: tag.ref, kind: 'tag', commitSha: tag.peeled ?? tag.oid };
+    const branch = find(`refs/heads/${input.releaseRef}`);
+    if (branch) return { ref: branch.ref, kind: 'branch', commitSha: branch.oid };
+    throw new GitSyncError(
+      'RELEASE_REF_NOT_FOUND',
+      `The repository has no tag or branch named ${JSON.stringify(input.releaseRef)}.`,
+    );
+  }
+  const head = find('HEAD');
+  const target = head?.target ? find(head.target) : undefined;
+  if (head && target?.ref.startsWith('refs/heads/')) return { ref: target.ref, kind: 'branch', commitSha: head.oid };
+  throw new GitSyncError('RELEASE_REF_NOT_FOUND', 'The repository has no default branch; set release_ref.');
+}
+
+/** Shallow fetch (depth 1) of one ref into the source's object store; answers once the commit is present. */
+export async function fetchRef(input: {
+  http: HttpClient;
+  gitdir: string;
+  url: string;
+  headers: Record<string, string>;
+  resolved: ResolvedRef;
+}): Promise<void> {
+  await mkdir(input.gitdir, { recursive: true });
+  if (!fs.existsSync(path.join(input.gitdir, 'HEAD'))) await git.init({ fs, gitdir: input.gitdir, bare: true });
+  if (await hasCommit(input.gitdir, input.resolved.commitSha)) return;
+  // The remote `origin` (URL may have changed) with the default refspec isomorphic-git needs to record refs.
+  await git.addRemote({ fs, gitdir: input.gitdir, remote: 'origin', url: input.url, force: true });
+  await git.fetch({
+    fs,
+    http: input.http,
+    gitdir: input.gitdir,
+    remote: 'origin',
+    url: input.url,
+    headers: input.headers,
+    remoteRef: input.resolved.ref,
+    ref: input.resolved.ref,
+    singleBranch: true,
+    depth: 1,
+    tags: false,
+  });
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha)))
+    throw new GitSyncError('GIT_FETCH_INCOMPLETE', 'The fetched pack does not contain the release commit.', true);
+}
+
+async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs, gitdir, oid });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The checkout rules that apply: blank lines and `#` comments dropped. */
+export function effectiveRules(rules: readonly string[]): string[] {
+  return rules.map((r) => r.trim()).filter((r) => r !== '' && !r.startsWith('#'));
+}
+
+export function rulesHash(rules: readonly string[]): string {
+  return createHash('sha256')
+    .update(JSON.stringify(effectiveRules(rules)))
+    .digest('hex');
+}
+
+/** A matcher for gitignore-style rules (`!` re-includes); empty rules match nothing. */
+export function gitignoreMatcher(rules: readonly string[]): (file: string) => boolean {
+  const effective = effectiveRules(rules);
+  if (!effective.length) return () => false;
+  const ig = ignore().add(effective);
+  return (file) => ig.ignores(file);
+}
+
+const UNSAFE_NAME = /[\\/\0]/;
+
+/**
+ * Writes the commit's tree into a fresh directory, leaving out paths the `checkout_exclude` rules
+ * match, then swaps it in place of `workdir` (a failure leaves the previous working tree). Symbolic
+ * links and submodules are not materialised. Answers the number of files written.
+ */
+export async function materializeCheckout(input: {
+  gitdir: string;
+  commitSha: string;
+  workdir: string;
+  checkoutExclude: readonly string[];
+  tag: string;
+}): Promise<{ files: number; excluded: number }> {
+  const excluded = gitignoreMatcher(input.checkoutExclude);
+  const temp = `${input.workdir}.tmp-${input.tag}`;
+  await rm(temp, { recursive: true, force: true });
+  await mkdir(temp, { recursive: true });
+  const counts = { files: 0, excluded: 0 };
+  const commit = await git.readCommit({ fs, gitdir: input.gitdir, oid: input.commitSha });
+  const walkTree = async (treeOid: string, prefix: string): Promise<void> => {
+    const { tree } = await git.readTree({ fs, gitdir: input.gitdir, oid: treeOid });
+    for (const entry of tree) {
+      if (entry.path === '.' || entry.path === '..' || entry.path === '.git' || UNSAFE_NAME.test(entry.path)) continue;
+      const rel = prefix ? `${prefix}/${entry.path}` : entry.path;
+      if (entry.type === 'tree') {
+        if (excluded(`${rel}/`)) {
+          counts.excluded++;
+          continue;
+        }
+        await walkTree(entry.oid, rel);
+        continue;
+      }
+      if (entry.type !== 'blob' || entry.mode === '120000') continue;
+      if (excluded(rel)) {
+        counts.excluded++;
+        continue;
+      }
+      const { blob } = await git.readBlob({ fs, gitdir: input.gitdir, oid: entry.oid });
+      const target = path.join(temp, ...rel.split('/'));
+      await mkdir(path.dirname(target), { recursive: true });
+      await writeFile(target, blob);
+      if (entry.mode === '100755') await chmod(target, 0o755);
+      counts.files++;
+    }
+  };
+  await walkTree(commit.commit.tree, '');
+  const old = `${input.workdir}.old-${input.tag}`;
+  const hadPrevious = await exists(input.workdir);
+  if (hadPrevious) await rename(input.workdir, old);
+  await rename(temp, input.workdir);
+  if (hadPrevious) await rm(old, { recursive: true, force: true });
+  return counts;
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function workingTreeExists(workdir: string): Promise<boolean> {
+  return exists(workdir);
+}
+
+/** Every file under `dir`, as `/`-separated paths relative to it, in a stable order. */
+export async function* listFiles(dir: string, prefix = ''): AsyncGenerator<string> {
+  const entries = await readdir(path.join(dir, ...prefix.split('/').filter(Boolean)), { withFileTypes: true });
+  entries.sort((a, b) => a.name.localeCompare(b.name));
+  for (const e of entries) {
+    const rel = prefix ? `${prefix}/${e.name}` : e.name;
+    if (e.isDirectory()) yield* listFiles(dir, rel);
+    else if (e.isFile()) yield rel;
+  }
+}
