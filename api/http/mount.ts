@@ -135,7 +135,9 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       files: (ctx.state.uploads as UploadedFile[] | undefined) ?? [],
     });
     if (ctx.body === undefined || ctx.body === null) {
-      ctx.status = route.successStatus ?? 200;
+      // Koa's status is 404 until someone sets it: a handler that chose its status (a 202 while a
+      // workflow still runs) keeps it; otherwise the route's declared success status.
+      if (ctx.status === 404) ctx.status = route.successStatus ?? 200;
       if (result !== undefined) ctx.body = result;
     }
   }
