@@ -7,6 +7,7 @@ import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
+import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
 import { Settings } from '../shared/settings/store.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -19,6 +20,10 @@ export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ level: config.logLevel, base: { service: 'worker' } });
+  // Once per process, before any connection: SDK logs through our logger, worker metrics when configured.
+  installWorkerRuntime({ log, metricsBindAddress: config.observability.workerMetricsAddress });
+  if (config.observability.workerMetricsAddress)
+    log.info('worker metrics', { address: config.observability.workerMetricsAddress, path: '/metrics' });
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
