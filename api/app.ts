@@ -10,6 +10,7 @@ import { gatewayCors } from './mcp/cors.js';
 import type { AnyRoute } from './http/route.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { requestMetrics } from './middleware/metrics.js';
+import { requestTracing } from './middleware/tracing.js';
 import { requestIdAndAccessLog } from './middleware/request-id.js';
 import { createApiMetrics } from '../shared/observability/metrics.js';
 import { allRoutes } from './routes/index.js';
@@ -53,6 +54,7 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   app.silent = true;
   deps.metrics ??= createApiMetrics();
   app.use(requestMetrics(deps.metrics));
+  if (deps.tracing) app.use(requestTracing());
   app.use(requestIdAndAccessLog(deps.log));
   app.use(errorEnvelope(deps.log));
   app.use(jsonBody(deps.config.limits.jsonBodyBytes));

@@ -3,6 +3,7 @@ import type { Client, Connection } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import type { ApiMetrics } from '../shared/observability/metrics.js';
+import type { Tracing } from '../shared/observability/tracing.js';
 import type { Settings } from '../shared/settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
 import type { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
@@ -22,4 +23,6 @@ export interface AppDeps {
   embeddingSmoke?: EmbeddingSmokeTests;
   /** This process's Prometheus registry (`GET /metrics`); created by `createApp` when absent. */
   metrics?: ApiMetrics;
+  /** Present when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT`, or a test's in-memory exporter). */
+  tracing?: Tracing;
 }

@@ -8,6 +8,7 @@ import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
 import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
+import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
   installWorkerRuntime({ log, metricsBindAddress: config.observability.workerMetricsAddress });
   if (config.observability.workerMetricsAddress)
     log.info('worker metrics', { address: config.observability.workerMetricsAddress, path: '/metrics' });
+  const tracing = startTracing({ serviceName: 'platform-worker', otlpEndpoint: config.observability.otlpEndpoint });
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -36,6 +38,7 @@ async function main(): Promise<void> {
     workflowsPath,
     activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox }),
     ...workerDefaults,
+    plugins: temporalWorkerPlugins(tracing),
   });
   const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {
     log.warn('could not read the saved sweep interval; using env or default', describeError(err));
@@ -53,6 +56,7 @@ async function main(): Promise<void> {
   await tools.close();
   await connection.close();
   await orm.close();
+  await tracing?.shutdown();
   log.info('worker stopped');
 }
 
