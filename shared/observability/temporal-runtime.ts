@@ -1,6 +1,6 @@
 import type { LogLevel as SdkLogLevel, LogMetadata, Logger as SdkLogger } from '@temporalio/common';
 import { Runtime, makeTelemetryFilterString, type TelemetryOptions } from '@temporalio/worker';
-import { describeError, type Logger } from '../log.js';
+import { describeError, type Logger, type LogLevel } from '../log.js';
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -19,42 +19,48 @@ function fields(meta: LogMetadata | undefined): Record<string, unknown> | undefi
  * The Temporal SDK's logger interface over the platform logger: the SDK's own lines (worker state,
  * workflow and activity loggers, and core's lines when forwarded) leave as the same JSON lines.
  */
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const LEVEL_OF: Record<SdkLogLevel, LogLevel> = {
+  TRACE: 'debug',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
 export class TemporalLogAdapter implements SdkLogger {
-  constructor(private readonly target: Logger) {}
+  /** `minLevel`: SDK lines below it are dropped (tests keep only errors); the platform logger's own level applies too. */
+  constructor(
+    private readonly target: Logger,
+    private readonly minLevel: LogLevel = 'debug',
+  ) {}
 
   log(level: SdkLogLevel, message: string, meta?: LogMetadata): void {
-    const f = fields(meta);
-    switch (level) {
-      case 'TRACE':
-      case 'DEBUG':
-        return this.target.debug(message, f);
-      case 'INFO':
-        return this.target.info(message, f);
-      case 'WARN':
-        return this.target.warn(message, f);
-      default:
-        return this.target.error(message, f);
-    }
+    const ours = LEVEL_OF[level] ?? 'error';
+    if (RANK[ours] < RANK[this.minLevel]) return;
+    this.target[ours](message, fields(meta));
   }
   trace(message: string, meta?: LogMetadata): void {
-    this.target.debug(message, fields(meta));
+    this.log('TRACE', message, meta);
   }
   debug(message: string, meta?: LogMetadata): void {
-    this.target.debug(message, fields(meta));
+    this.log('DEBUG', message, meta);
   }
   info(message: string, meta?: LogMetadata): void {
-    this.target.info(message, fields(meta));
+    this.log('INFO', message, meta);
   }
   warn(message: string, meta?: LogMetadata): void {
-    this.target.warn(message, fields(meta));
+    this.log('WARN', message, meta);
   }
   error(message: string, meta?: LogMetadata): void {
-    this.target.error(message, fields(meta));
+    this.log('ERROR', message, meta);
   }
 }
 
 export interface WorkerRuntimeOptions {
   log: Logger;
+  /** SDK lines below this level are dropped (default: all pass to `log`, which applies LOG_LEVEL). */
+  sdkLevel?: LogLevel;
   /** `host:port` for the SDK's Prometheus endpoint (`/metrics`); unset: no worker metrics endpoint. */
   metricsBindAddress?: string;
   /** Core's own lines from this level up (forwarded to `log`); default WARN. */
@@ -62,7 +68,7 @@ export interface WorkerRuntimeOptions {
 }
 
 /** The telemetry options the worker installs: core's logs forwarded, Prometheus metrics when configured. */
-export function workerTelemetryOptions(options: Omit<WorkerRuntimeOptions, 'log'>): TelemetryOptions {
+export function workerTelemetryOptions(options: Omit<WorkerRuntimeOptions, 'log' | 'sdkLevel'>): TelemetryOptions {
   return {
     logging: {
       filter: makeTelemetryFilterString({ core: options.coreLogLevel ?? 'WARN', other: 'ERROR' }),
@@ -89,7 +95,7 @@ export function workerTelemetryOptions(options: Omit<WorkerRuntimeOptions, 'log'
  */
 export function installWorkerRuntime(options: WorkerRuntimeOptions): Runtime {
   return Runtime.install({
-    logger: new TemporalLogAdapter(options.log),
+    logger: new TemporalLogAdapter(options.log, options.sdkLevel),
     telemetryOptions: workerTelemetryOptions(options),
   });
 }
