@@ -71,7 +71,11 @@ describe('GET /metrics', () => {
       (sample(before, 'http_requests_total', created) ?? 0) + 1,
     );
     expect(
-      sample(text, 'http_requests_total', { method: 'GET', route: '/api/action-review/proposals/:proposal_id', status: '200' }),
+      sample(text, 'http_requests_total', {
+        method: 'GET',
+        route: '/api/action-review/proposals/:proposal_id',
+        status: '200',
+      }),
     ).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'http_request_duration_seconds_count', created)).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'http_requests_total', { method: 'GET', route: '/metrics', status: '401' })).toBe(2);
