@@ -9,7 +9,10 @@ import { mountRoutes } from './http/mount.js';
 import { gatewayCors } from './mcp/cors.js';
 import type { AnyRoute } from './http/route.js';
 import { errorEnvelope } from './middleware/errors.js';
+import { requestMetrics } from './middleware/metrics.js';
+import { requestTracing } from './middleware/tracing.js';
 import { requestIdAndAccessLog } from './middleware/request-id.js';
+import { createApiMetrics } from '../shared/observability/metrics.js';
 import { allRoutes } from './routes/index.js';
 
 /** Maps co-body's parse failures (plain errors carrying `status`) to the platform's refusals. */
@@ -49,6 +52,9 @@ function jsonBody(limitBytes: number): Koa.Middleware {
 export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa {
   const app = new Koa({ proxy: true });
   app.silent = true;
+  deps.metrics ??= createApiMetrics();
+  app.use(requestMetrics(deps.metrics));
+  if (deps.tracing) app.use(requestTracing());
   app.use(requestIdAndAccessLog(deps.log));
   app.use(errorEnvelope(deps.log));
   app.use(jsonBody(deps.config.limits.jsonBodyBytes));

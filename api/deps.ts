@@ -2,6 +2,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client, Connection } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import type { ApiMetrics } from '../shared/observability/metrics.js';
+import type { Tracing } from '../shared/observability/tracing.js';
 import type { Settings } from '../shared/settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
 import type { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
@@ -19,4 +21,8 @@ export interface AppDeps {
   verifier: TokenVerifier | undefined;
   /** This process's startup embedding smoke test (started by `startApi`). */
   embeddingSmoke?: EmbeddingSmokeTests;
+  /** This process's Prometheus registry (`GET /metrics`); created by `createApp` when absent. */
+  metrics?: ApiMetrics;
+  /** Present when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT`, or a test's in-memory exporter). */
+  tracing?: Tracing;
 }

@@ -6,13 +6,14 @@ import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError, type Logger } from '../shared/log.js';
 import { Settings } from '../shared/settings/store.js';
+import { startTracing, temporalClientInterceptors, type Tracing } from '../shared/observability/tracing.js';
 import { createApp } from './app.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import type { AppDeps } from './deps.js';
 import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 
 /** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
-export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps> {
+export async function buildDeps(config: AppConfig, log: Logger, options: { tracing?: Tracing } = {}): Promise<AppDeps> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const settings = new Settings(orm, config);
@@ -25,7 +26,11 @@ export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps
     connectTimeout: 5_000,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 4, maxIntervalMs: () => 2_000 }))],
   });
-  const temporal = new Client({ connection: temporalConnection, namespace: config.temporal.namespace });
+  const temporal = new Client({
+    connection: temporalConnection,
+    namespace: config.temporal.namespace,
+    interceptors: temporalClientInterceptors(options.tracing),
+  });
   const verifier =
     config.auth.jwksUrl && config.auth.issuer && config.auth.audience
       ? createJwtVerifier({
@@ -35,7 +40,7 @@ export async function buildDeps(config: AppConfig, log: Logger): Promise<AppDeps
           egress: config.egress,
         })
       : undefined;
-  return { config, orm, temporal, temporalConnection, log, verifier, settings };
+  return { config, orm, temporal, temporalConnection, log, verifier, settings, tracing: options.tracing };
 }
 
 export interface RunningApi {
@@ -79,7 +84,9 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ level: config.logLevel, base: { service: 'api' } });
-  const api = await startApi(config, log);
+  const tracing = startTracing({ serviceName: 'platform-api', otlpEndpoint: config.observability.otlpEndpoint });
+  const api = await startApi(config, log, tracing ? await buildDeps(config, log, { tracing }) : undefined);
+  if (tracing) log.info('tracing on', { otlp_endpoint: config.observability.otlpEndpoint });
   log.info('api listening', { url: api.url, auth_provider: config.auth.provider });
   let stopping = false;
   const stop = async (reason: string) => {
@@ -87,6 +94,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info('api stopping', { reason });
     await api.close().catch((err: unknown) => log.error('api stop failed', describeError(err)));
+    await tracing?.shutdown().catch((err: unknown) => log.warn('trace flush failed', describeError(err)));
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -17,7 +17,9 @@ const llm = await startFakeLlm((req) => ({ content: `ok ${req.messages.length}` 
 const stack = await startBenchStack({ PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'bench-model' });
 try {
   process.stdout.write(
-    `# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores)\n\n`,
+    `# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores, tracing ${
+      process.env.BENCH_TRACING === '1' ? 'on (in-process exporter)' : 'off'
+    })\n\n`,
   );
   if (wanted('echo')) process.stdout.write((await benchEcho(stack, count, concurrency)) + '\n');
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
@@ -26,6 +28,8 @@ try {
   // Last: it saves and activates a provider, which the other benchmarks must not see.
   if (wanted('provider-resolution'))
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');
+  const spans = stack.tracedSpans();
+  if (spans !== undefined) process.stdout.write(`Spans exported in-process: ${spans}\n`);
 } finally {
   await stack.close();
   await llm.close();

@@ -38,6 +38,8 @@ const EnvSchema = z.object({
   TEMPORAL_NAMESPACE: optionalString,
   TEMPORAL_TASK_QUEUE: optionalString,
   TEMPORAL_UI_URL: optionalString,
+  TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   AUTH_PROVIDER: optionalString,
   AUTH_JWKS_URL: optionalString,
   AUTH_ISSUER: optionalString,
@@ -165,6 +167,13 @@ export interface AppConfig {
     ticketTrackerToken: string | undefined;
   };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Metrics and traces (README, Operating). */
+  observability: {
+    /** `TEMPORAL_WORKER_METRICS_ADDRESS` (`host:port`): the worker's Temporal SDK Prometheus endpoint; unset: off. */
+    workerMetricsAddress: string | undefined;
+    /** `OTEL_EXPORTER_OTLP_ENDPOINT`: OTLP/HTTP collector for traces; unset: tracing off. */
+    otlpEndpoint: string | undefined;
+  };
   /** Secrets at rest (connection credentials, cached tokens): AES-256-GCM with a key derived from `key`. */
   secrets: {
     /** `PLATFORM_SECRETS_KEY`; unset: a random key generated once into `keyFile` (one machine only). */
@@ -376,6 +385,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ticketTrackerToken: e.TICKET_TRACKER_TOKEN,
     },
     logLevel: logLevel as AppConfig['logLevel'],
+    observability: {
+      workerMetricsAddress: hostPort('TEMPORAL_WORKER_METRICS_ADDRESS', e.TEMPORAL_WORKER_METRICS_ADDRESS),
+      otlpEndpoint: endpointOf('OTEL_EXPORTER_OTLP_ENDPOINT', e.OTEL_EXPORTER_OTLP_ENDPOINT),
+    },
     secrets: {
       key: e.PLATFORM_SECRETS_KEY,
       keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key`,
@@ -444,6 +457,14 @@ function settingsEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
     }
   }
   return kept;
+}
+
+/** `host:port` (IPv6 hosts in brackets), as a listener's bind address. */
+function hostPort(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(raw);
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`${name} must be host:port, e.g. 0.0.0.0:9464 (got "${raw}")`);
+  return raw;
 }
 
 function nonNegative(name: string, raw: string | undefined): number {

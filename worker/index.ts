@@ -7,6 +7,8 @@ import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
+import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
+import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -19,6 +21,11 @@ export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ level: config.logLevel, base: { service: 'worker' } });
+  // Once per process, before any connection: SDK logs through our logger, worker metrics when configured.
+  installWorkerRuntime({ log, metricsBindAddress: config.observability.workerMetricsAddress });
+  if (config.observability.workerMetricsAddress)
+    log.info('worker metrics', { address: config.observability.workerMetricsAddress, path: '/metrics' });
+  const tracing = startTracing({ serviceName: 'platform-worker', otlpEndpoint: config.observability.otlpEndpoint });
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -31,6 +38,7 @@ async function main(): Promise<void> {
     workflowsPath,
     activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox }),
     ...workerDefaults,
+    plugins: temporalWorkerPlugins(tracing),
   });
   const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {
     log.warn('could not read the saved sweep interval; using env or default', describeError(err));
@@ -48,6 +56,7 @@ async function main(): Promise<void> {
   await tools.close();
   await connection.close();
   await orm.close();
+  await tracing?.shutdown();
   log.info('worker stopped');
 }
 

@@ -1,11 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
+import type { AppConfig } from '../../shared/config.js';
 import {
   HandbackRowEntity,
   ProposalEventRowEntity,
   ProposalRowEntity,
   type ProposalRow,
 } from '../../shared/db/entities/index.js';
+import { workflowUrl } from '../../shared/temporal/workflow-url.js';
+import { proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import { detailView, type ProposalDetail } from './views.js';
 
 export interface DetailOptions {
@@ -35,6 +38,7 @@ export async function proposalDetail(
   principal: Principal,
   row: ProposalRow,
   options: DetailOptions,
+  config: AppConfig,
 ): Promise<ProposalDetail> {
   // Three independent reads, each on its own fork so they run concurrently on separate pool connections.
   const { proposalId } = row;
@@ -45,6 +49,7 @@ export async function proposalDetail(
   ]);
   return {
     ...detailView(current, { summary: options.summary, includeStatement: options.includeStatement, events, handback }),
+    workflow_url: workflowUrl(config, proposalWorkflowId(proposalId)),
     ...(options.includePackageSignability ? signability(current, principal) : {}),
   };
 }

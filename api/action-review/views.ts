@@ -105,6 +105,10 @@ export const ProposalDetailSchema = z
       .nullable(),
     created_at: z.string(),
     updated_at: z.string(),
+    workflow_url: z
+      .string()
+      .nullable()
+      .describe('The Temporal UI page of the proposal workflow; null when TEMPORAL_UI_URL is not configured'),
     events: z.array(EventSchema).optional().describe('In order; omitted with include_events=false'),
     viewer_can_sign: z.boolean().optional(),
     viewer_can_apply: z.boolean().optional(),
@@ -168,7 +172,7 @@ export function detailView(
     events: ProposalEventRow[] | null;
     handback: HandbackRow | null;
   },
-): ProposalDetail {
+): Omit<ProposalDetail, 'workflow_url'> {
   return {
     proposal_id: row.proposalId,
     action_type: actionTypeOf(row),

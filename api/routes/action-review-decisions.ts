@@ -132,7 +132,7 @@ function decideRoute(kind: 'approve' | 'reject') {
       };
       const answer = await sendUpdate(deps, row.proposalId, kind === 'approve' ? approveUpdate : rejectUpdate, args);
       if (!answer.ok) throw refusalError('refusal' in answer ? answer.refusal : alreadyDecided);
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
       const execution = answer.value.execution;
       return { success: true, decided: true, refusal_reason: null, proposal, ...executionFields(execution) };
     },
@@ -167,7 +167,7 @@ export const actionReviewDecisionRoutes = [
         expectedPayloadDigest: body.expected_payload_digest ?? null,
         origin: { surface: 'api', threadId: null },
       });
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
       if (!answer.ok) {
         const refusal = 'refusal' in answer ? answer.refusal : alreadyDecided;
         return {
@@ -234,7 +234,7 @@ export const actionReviewDecisionRoutes = [
       const row = await findVisibleProposal(em, principal, params.proposal_id);
       const answer = await reconcileProposal(deps, em, principal, row.proposalId, body.final_status, body.note || null);
       if (!answer.resolved && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL);
+      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
       if (!answer.resolved)
         return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };
       return { resolved: true, final_status: answer.finalStatus, refusal_reason: null, proposal };

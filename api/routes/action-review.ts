@@ -129,7 +129,7 @@ export const actionReviewRoutes = [
         subject: body.subject ?? null,
         executionOrigin: body.execution_origin ?? null,
       });
-      return { success: true, proposal: await proposalDetail(em, principal, row, FULL_DETAIL) };
+      return { success: true, proposal: await proposalDetail(em, principal, row, FULL_DETAIL, deps.config) };
     },
   }),
   defineRoute({
@@ -182,14 +182,20 @@ export const actionReviewRoutes = [
       },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
-    handler: async ({ params, query, principal, em }) => {
+    handler: async ({ params, query, principal, em, deps }) => {
       const row = await findVisibleProposal(em, principal, params.proposal_id);
-      const proposal = await proposalDetail(em, principal, row, {
-        includeEvents: query.include_events,
-        summary: query.view === 'summary',
-        includeStatement: query.include_statement,
-        includePackageSignability: query.include_package_signability,
-      });
+      const proposal = await proposalDetail(
+        em,
+        principal,
+        row,
+        {
+          includeEvents: query.include_events,
+          summary: query.view === 'summary',
+          includeStatement: query.include_statement,
+          includePackageSignability: query.include_package_signability,
+        },
+        deps.config,
+      );
       return { success: true, proposal };
     },
   }),

@@ -6,8 +6,14 @@ import { ApprovalViewSchema } from '../crm/approval-views.js';
 import { approvalWithProposal, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
 import { approveApproval, rejectApproval } from '../crm/merge-decisions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { workflowUrl } from '../../shared/temporal/workflow-url.js';
 
 const tags = ['crm-merge'];
+const WorkflowUrl = z
+  .string()
+  .nullable()
+  .describe('The Temporal UI page of the crm-merge workflow; null when TEMPORAL_UI_URL is not configured');
+
 const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
 const PreviewSchema = z
@@ -133,6 +139,7 @@ export const crmMergeRoutes = [
             expires_at: z.string(),
             digest: z.string(),
             ttl_seconds: z.number().int(),
+            workflow_url: WorkflowUrl,
             approval: ApprovalViewSchema,
             preview: PreviewSchema,
           }),
@@ -151,6 +158,7 @@ export const crmMergeRoutes = [
           expires_at: approval.expires_at,
           digest: approval.digest,
           ttl_seconds: approval.ttl_seconds,
+          workflow_url: workflowUrl(deps.config, approval.workflow_id),
           approval,
           preview,
         },
@@ -205,13 +213,16 @@ export const crmMergeRoutes = [
     access: view,
     params: IdParams,
     responses: {
-      200: { description: 'Approval', schema: successEnvelope(z.object({ approval: ApprovalViewSchema })) },
+      200: {
+        description: 'Approval',
+        schema: successEnvelope(z.object({ approval: ApprovalViewSchema, workflow_url: WorkflowUrl })),
+      },
       404: { description: 'Unknown, hidden or another tenant’s approval' },
     },
-    handler: async ({ params, em, principal }) => ({
-      success: true,
-      data: { approval: await approvalWithProposal(em, await findApproval(em, principal, params.approval_id)) },
-    }),
+    handler: async ({ params, em, principal, deps }) => {
+      const approval = await approvalWithProposal(em, await findApproval(em, principal, params.approval_id));
+      return { success: true, data: { approval, workflow_url: workflowUrl(deps.config, approval.workflow_id) } };
+    },
   }),
   decisionRoute('approve'),
   decisionRoute('reject'),

@@ -19,6 +19,7 @@ import { licenseRoutes } from './license.js';
 import { managedSourceRoutes } from './managed-sources.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
+import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
@@ -27,7 +28,7 @@ import { wellKnownRoutes } from './well-known.js';
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
   const routes: AnyRoute[] = [];
-  routes.push(...metaRoutes(() => routes), ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
+  routes.push(...metaRoutes(() => routes), ...metricsRoutes, ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
   routes.push(...actionReviewRoutes, ...toolCallRoutes);
   routes.push(...agentRoutes, ...gatewaySettingsRoutes);
   routes.push(...configSetupRoutes, ...configViewRoutes);

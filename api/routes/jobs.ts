@@ -8,11 +8,18 @@ import type { EchoResult } from '../../workflows/echo.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { toIso } from '../../shared/dates.js';
+import { workflowUrl } from '../../shared/temporal/workflow-url.js';
+
+const WorkflowUrl = z
+  .string()
+  .nullable()
+  .describe('The Temporal UI page of the workflow; null when TEMPORAL_UI_URL is not configured');
 
 const EchoJobView = z
   .object({
     job_id: z.string(),
     workflow_id: z.string(),
+    workflow_url: WorkflowUrl,
     message: z.string(),
     recorded_at: z.string(),
     tenant: z.string(),
@@ -60,7 +67,12 @@ export const jobRoutes = [
         description:
           'Still running after 20 s (for example while PostgreSQL is down and the activity retries); poll GET /api/jobs/echo/{job_id}',
         schema: successEnvelope(
-          z.object({ job_id: z.string(), workflow_id: z.string(), status: z.literal('running') }),
+          z.object({
+            job_id: z.string(),
+            workflow_id: z.string(),
+            workflow_url: WorkflowUrl,
+            status: z.literal('running'),
+          }),
         ),
       },
       409: { description: '`JOB_ID_TAKEN`: the job_id belongs to another tenant' },
@@ -92,7 +104,15 @@ export const jobRoutes = [
       );
       if (result === 'pending') {
         koa.status = 202;
-        return { success: true, data: { job_id: jobId, workflow_id: workflowId, status: 'running' } };
+        return {
+          success: true,
+          data: {
+            job_id: jobId,
+            workflow_id: workflowId,
+            workflow_url: workflowUrl(deps.config, workflowId),
+            status: 'running',
+          },
+        };
       }
       const row = await em.findOneOrFail(EchoJobEntity, { jobId: result.jobId });
       if (row.tenant !== principal.tenant)
@@ -102,6 +122,7 @@ export const jobRoutes = [
         data: {
           job_id: row.jobId,
           workflow_id: row.workflowId,
+          workflow_url: workflowUrl(deps.config, row.workflowId),
           message: row.message,
           recorded_at: toIso(row.recordedAt),
           tenant: row.tenant,
@@ -137,6 +158,7 @@ export const jobRoutes = [
         data: {
           job_id: row.jobId,
           workflow_id: row.workflowId,
+          workflow_url: workflowUrl(deps.config, row.workflowId),
           message: row.message,
           recorded_at: toIso(row.recordedAt),
           tenant: row.tenant,

@@ -4,7 +4,10 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
-import { startApi, type RunningApi } from '../../api/server.js';
+import { buildDeps, startApi, type RunningApi } from '../../api/server.js';
+import { ExportResultCode } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { startTracing, temporalWorkerPlugins } from '../../shared/observability/tracing.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../scripts/lib/embedded-postgres.js';
 import { freePort } from '../../scripts/lib/net.js';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-binaries.js';
@@ -14,8 +17,22 @@ import { initOrm, migrate } from '../../shared/db/orm.js';
 import { createLogger } from '../../shared/log.js';
 import { workerDefaults, workflowsPath } from '../../worker/index.js';
 
+/** An in-process exporter that counts spans and drops them: the cost of tracing without a collector's. */
+class CountingExporter implements SpanExporter {
+  spans = 0;
+  export(spans: ReadableSpan[], done: (result: { code: ExportResultCode }) => void): void {
+    this.spans += spans.length;
+    done({ code: ExportResultCode.SUCCESS });
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
 export interface BenchStack {
   config: AppConfig;
+  /** Spans exported so far with `BENCH_TRACING=1`; undefined with tracing off. */
+  tracedSpans(): number | undefined;
   api: RunningApi;
   /** A client with no API in front: the baseline. */
   bareClient: Client;
@@ -48,7 +65,10 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     ...env,
   }); // the fake model is on loopback
   const log = createLogger({ level: 'error', sink: () => {} });
-  const api = await startApi(config, log);
+  // BENCH_TRACING=1: tracing on in API and worker, spans to an in-process exporter (no network).
+  const exporter = process.env.BENCH_TRACING === '1' ? new CountingExporter() : undefined;
+  const tracing = exporter ? startTracing({ serviceName: 'bench', exporter }) : undefined;
+  const api = await startApi(config, log, tracing ? await buildDeps(config, log, { tracing }) : undefined);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -58,6 +78,7 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     maxConcurrentWorkflowTaskExecutions: 50,
     maxConcurrentActivityTaskExecutions: 50,
     ...workerDefaults,
+    plugins: temporalWorkerPlugins(tracing),
   });
   const running = worker.run();
   const bareConnection = await Connection.connect({ address: temporal.address });
@@ -65,12 +86,18 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     config,
     api,
     bareClient: new Client({ connection: bareConnection }),
+    tracedSpans: () => exporter?.spans,
     async close() {
       worker.shutdown();
       await running;
       await nativeConnection.close();
       await bareConnection.close();
       await api.close();
+      if (tracing) {
+        await api.deps.orm.close();
+        await api.deps.temporalConnection.close();
+        await tracing.shutdown();
+      }
       await temporal.stop();
       await pg.stop();
       await rm(dir, { recursive: true, force: true });

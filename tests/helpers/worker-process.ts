@@ -12,12 +12,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import { loadConfig } from '../../shared/config.js';
 import { initOrm } from '../../shared/db/orm.js';
 import { isMain } from '../../shared/is-main.js';
 import { createLogger, describeError } from '../../shared/log.js';
+import { installWorkerRuntime } from '../../shared/observability/temporal-runtime.js';
 import { workerDefaults } from '../../worker/index.js';
 import { testEmbeddingConsumers } from './embedding-test-consumer.js';
 
@@ -30,11 +31,16 @@ async function main(): Promise<void> {
   if (!bundlePath) throw new Error('WORKFLOW_BUNDLE_PATH is not set');
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const log = createLogger({
     level: config.logLevel,
     base: { service: 'worker-process', pid: process.pid },
     sink: (line) => process.stderr.write(line + '\n'),
+  });
+  // As the worker does: SDK lines through our logger (errors only here), metrics when TEMPORAL_WORKER_METRICS_ADDRESS is set.
+  installWorkerRuntime({
+    log: log.child({ component: 'temporal-sdk' }),
+    sdkLevel: 'error',
+    metricsBindAddress: config.observability.workerMetricsAddress,
   });
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: 2 });
   const connection = await NativeConnection.connect({ address: config.temporal.address });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { createApiMetrics } from '../../shared/observability/metrics.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const composePath = path.join(root, 'docker-compose.yml');
@@ -26,6 +27,8 @@ interface Service {
   env_file?: unknown;
   depends_on?: DependsOn;
   volumes?: (string | { type?: string; source?: string; target?: string })[];
+  profiles?: string[];
+  ports?: string[];
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -125,6 +128,7 @@ describe('docker-compose.yml', () => {
       }
     }
     expect(mounted).toContain('./temporal-config/dynamic-config.yaml');
+    expect(mounted).toContain('./temporal-config/observability/prometheus.yml');
     for (const source of mounted) expect(existsSync(path.resolve(root, source)), source).toBe(true);
   });
 
@@ -138,6 +142,108 @@ describe('docker-compose.yml', () => {
     const script = `${asText(setup.entrypoint)} ${asText(setup.command)}`;
     expect(script).toContain('temporal operator search-attribute create');
     for (const [name, type] of attributes) expect(script, name).toContain(`${name}:${type}`);
+  });
+});
+
+describe('docker-compose.yml observability profile', () => {
+  const OBSERVABILITY = ['prometheus', 'grafana', 'jaeger'];
+  const observabilityDir = path.join(root, 'temporal-config/observability');
+  const prometheus = parse(readFileSync(path.join(observabilityDir, 'prometheus.yml'), 'utf8')) as {
+    scrape_configs: {
+      job_name: string;
+      metrics_path?: string;
+      http_headers?: Record<string, { files?: string[]; values?: string[] }>;
+      static_configs: { targets: string[] }[];
+    }[];
+  };
+
+  it('runs Prometheus, Grafana and Jaeger only under the observability profile; the platform needs no profile', () => {
+    for (const name of OBSERVABILITY) expect(services[name]?.profiles, name).toEqual(['observability']);
+    for (const name of REQUIRED_SERVICES) expect(services[name]!.profiles, name).toBeUndefined();
+  });
+
+  it('scrapes the API with the internal token from a file and the worker on its SDK metrics port', () => {
+    const api = prometheus.scrape_configs.find((c) => c.static_configs.some((s) => s.targets.includes('api:8080')));
+    expect(api?.metrics_path ?? '/metrics').toBe('/metrics');
+    const tokenFile = api?.http_headers?.['X-Platform-Internal-Token']?.files?.[0];
+    expect(tokenFile).toBeDefined();
+    // The prometheus service writes PLATFORM_INTERNAL_TOKEN to that file at start; the token is never in the config.
+    expect(asText(services.prometheus!.command)).toContain(`> ${tokenFile}`);
+    expect(envNames(services.prometheus!)).toContain('PLATFORM_INTERNAL_TOKEN');
+    const workerAddress = String(
+      (services.worker!.environment as Record<string, unknown>).TEMPORAL_WORKER_METRICS_ADDRESS ?? '',
+    );
+    const workerPort = /:(\d+)\}?$/.exec(workerAddress)?.[1];
+    expect(workerPort, workerAddress).toBeDefined();
+    const worker = prometheus.scrape_configs.find((c) =>
+      c.static_configs.some((s) => s.targets.includes(`worker:${workerPort}`)),
+    );
+    expect(worker, `a scrape job for worker:${workerPort}`).toBeDefined();
+    // The worker's metrics port stays on the compose network.
+    expect(services.worker!.ports).toBeUndefined();
+  });
+
+  it('sends traces to Jaeger over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => {
+    for (const name of ['api', 'worker'])
+      expect(envNames(services[name]!), name).toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
+    expect(composeText).toContain('OTEL_EXPORTER_OTLP_ENDPOINT: ${OTEL_EXPORTER_OTLP_ENDPOINT:-}');
+    expect(composeText).toContain(
+      'OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318 docker compose --profile observability up',
+    );
+    expect(String((services.jaeger!.environment as Record<string, unknown>).COLLECTOR_OTLP_ENABLED)).toBe('true');
+  });
+
+  it('provisions Grafana with Prometheus and Jaeger data sources and the platform dashboard', () => {
+    const mounts = (services.grafana!.volumes ?? []).map((v) =>
+      typeof v === 'string' ? v : `${v.source}:${v.target}`,
+    );
+    expect(mounts).toContain('./temporal-config/observability/grafana/provisioning:/etc/grafana/provisioning:ro');
+    expect(mounts).toContain('./temporal-config/observability/grafana/dashboards:/var/lib/grafana/dashboards:ro');
+    const datasources = parse(
+      readFileSync(path.join(observabilityDir, 'grafana/provisioning/datasources/datasources.yml'), 'utf8'),
+    ) as { datasources: { uid: string; type: string; url: string }[] };
+    expect(datasources.datasources).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ uid: 'prometheus', type: 'prometheus', url: 'http://prometheus:9090' }),
+        expect.objectContaining({ type: 'jaeger', url: 'http://jaeger:16686' }),
+      ]),
+    );
+    const providers = parse(
+      readFileSync(path.join(observabilityDir, 'grafana/provisioning/dashboards/dashboards.yml'), 'utf8'),
+    ) as { providers: { options: { path: string } }[] };
+    expect(providers.providers[0]!.options.path).toBe('/var/lib/grafana/dashboards');
+  });
+
+  it('has a dashboard whose every panel queries Prometheus for metrics the API or the worker serves', () => {
+    const dashboard = JSON.parse(
+      readFileSync(path.join(observabilityDir, 'grafana/dashboards/platform.json'), 'utf8'),
+    ) as { uid: string; panels: { title: string; datasource: { uid: string }; targets: { expr: string }[] }[] };
+    expect(dashboard.uid).toBeTruthy();
+    const apiFamilies = new Set(
+      createApiMetrics()
+        .registry.getMetricsAsArray()
+        .map((m) => m.name),
+    );
+    const names = new Set<string>();
+    for (const panel of dashboard.panels) {
+      expect(panel.datasource.uid, panel.title).toBe('prometheus');
+      expect(panel.targets.length, panel.title).toBeGreaterThan(0);
+      for (const { expr } of panel.targets)
+        for (const m of expr.matchAll(/\b((?:http|platform|temporal)_[a-z_]+)\b/g)) names.add(m[1]!);
+    }
+    for (const name of names) {
+      if (name.startsWith('temporal_')) continue; // checked against a live worker in tests/observability/worker-metrics.test.ts
+      expect(apiFamilies, name).toContain(name.replace(/_(bucket|count|sum)$/, ''));
+    }
+    for (const required of [
+      'platform_action_review_proposals',
+      'platform_action_review_events_total',
+      'platform_crm_merge_approvals_expiring',
+      'platform_thread_turns_total',
+      'platform_llm_spend_usd_total',
+      'http_request_duration_seconds_bucket',
+    ])
+      expect(names, required).toContain(required);
   });
 });
 

@@ -1,0 +1,22 @@
+import type Koa from 'koa';
+import type { AnyRoute } from '../http/route.js';
+import type { ApiMetrics } from '../../shared/observability/metrics.js';
+
+/**
+ * Counts every answered request and its duration by method, route TEMPLATE (`/api/agents/:id`, never
+ * the raw path) and final status. Outermost middleware, so refusals and 404s are counted as answered.
+ */
+export function requestMetrics(metrics: ApiMetrics): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const route =
+        (ctx.state.route as AnyRoute | undefined)?.path ??
+        (ctx as { _matchedRoute?: string | RegExp })._matchedRoute?.toString() ??
+        'unmatched';
+      metrics.observeRequest(ctx.method, route, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  };
+}
