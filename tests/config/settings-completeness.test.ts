@@ -252,7 +252,10 @@ describe('every configuration body refuses undeclared fields with 422', () => {
     expect(routes.length).toBeGreaterThan(20);
     const before = await written();
     for (const route of routes) {
-      const params: Record<string, string> = { field_path: 'llm_providers.openai.api_key' };
+      const params: Record<string, string> = {
+        field_path: 'llm_providers.openai.api_key',
+        source_id: 'src_0123456789abcdef',
+      };
       const path = route.path.replace(/:([a-z_]+)/g, (_m, name: string) => params[name] ?? 'openai');
       const res = await http(stack.url, route.method.toUpperCase(), path, {
         ...(route.access.kind === 'internal' ? { headers: INTERNAL } : { token: admin }),

@@ -3,7 +3,7 @@
  * while the smoke test is pending against a hanging fake, which later reads as failed (5-second bound);
  * against a healthy fake it reads ok.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -39,12 +39,15 @@ describe('startup embedding smoke test', () => {
   it('never delays boot; a hanging proxy provider reads as failed', async () => {
     llm.embeddingsHang = true;
     const api = await boot();
-    // The API answers while the smoke test still waits for the hanging provider.
+    // Boot is over and the smoke test is still waiting for the hanging provider (it registers its
+    // pending reading after a few reads of its own, hence the wait); the API answers meanwhile.
+    await vi.waitFor(() =>
+      expect(api.deps.embeddingSmoke!.forTenant(tenant)).toMatchObject([
+        { provider: 'proxy', model: 'fake-embed', status: 'pending', finished_at: null },
+      ]),
+    );
     const info = await http(api.url, 'GET', '/api/config/llm-providers/info');
     expect(info.status).toBe(200);
-    expect(api.deps.embeddingSmoke!.forTenant(tenant)).toMatchObject([
-      { provider: 'proxy', model: 'fake-embed', status: 'pending', finished_at: null },
-    ]);
     await api.deps.embeddingSmoke!.finished;
     const health = await http(api.url, 'GET', '/api/config/ai-providers/embedding-health');
     expect(health.status).toBe(200);

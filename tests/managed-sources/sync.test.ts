@@ -6,6 +6,7 @@ import { query } from '../helpers/db.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { recordHistory } from '../helpers/histories.js';
 
 let idp: FakeIdp;
 let stack: Stack;
@@ -170,6 +171,10 @@ describe('managed sources over a real Git server', () => {
       [jobId],
     );
     expect(row!.status).toBe('complete');
+    await recordHistory(
+      'source-sync-background',
+      stack.api.deps.temporal.workflow.getHandle(`source-sync/${id}/${jobId}`),
+    );
   });
 
   it('refuses a second sync while one runs (409) and deletion while it runs', async () => {
