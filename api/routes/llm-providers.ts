@@ -78,33 +78,28 @@ function kindRoutes(kind: ProviderKind): AnyRoute[] {
       sub_provider: SubProvider.optional(),
     })
     .strict();
+  // Create and update differ only in the duplicate check (rule 1) and in what omitted fields mean.
+  const save = (method: 'post' | 'put', mode: 'create' | 'update', summary: string) =>
+    defineRoute({
+      method,
+      path,
+      operationId: `${mode}LlmProvider_${kind}`,
+      summary,
+      tags,
+      access: panel,
+      body,
+      bodyKind: 'config',
+      ownShape: OWN_SHAPE,
+      responses: operation,
+      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
+    });
   return [
-    defineRoute({
-      method: 'post',
-      path,
-      operationId: `createLlmProvider_${kind}`,
-      summary: `Save the ${kind} provider (duplicate check first; rollback guard with test_connection)`,
-      tags,
-      access: panel,
-      body,
-      bodyKind: 'config',
-      ownShape: OWN_SHAPE,
-      responses: operation,
-      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, 'create'),
-    }),
-    defineRoute({
-      method: 'put',
-      path,
-      operationId: `updateLlmProvider_${kind}`,
-      summary: `Update the ${kind} provider; omitted fields (and masked secrets sent back) keep their stored values`,
-      tags,
-      access: panel,
-      body,
-      bodyKind: 'config',
-      ownShape: OWN_SHAPE,
-      responses: operation,
-      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, 'update'),
-    }),
+    save('post', 'create', `Save the ${kind} provider (duplicate check first; rollback guard with test_connection)`),
+    save(
+      'put',
+      'update',
+      `Update the ${kind} provider; omitted fields (and masked secrets sent back) keep their stored values`,
+    ),
     defineRoute({
       method: 'delete',
       path,
