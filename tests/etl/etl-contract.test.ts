@@ -7,7 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEtlRunner } from '../../etl-runner/server.js';
 import { ETL_SANDBOX_USER } from '../../shared/etl/launch.js';
+import { etlRunWorkflowId } from '../../workflows/etl-run-definitions.js';
 import { query } from '../helpers/db.js';
+import { recordHistory } from '../helpers/histories.js';
 import { ensureSandboxUser, makeEtlFixture, type EtlFixture } from '../helpers/etl-fixtures.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 
@@ -204,6 +206,11 @@ describe.each(['local', 'remote'] as const)('ETL tools (%s runner)', (mode) => {
     const done = await run('LoadCustomers');
     expect(done).toMatchObject({ status: 'failed', exit_code: 3, error: 'The job exited with code 3.' });
     expect(done.output.text).toContain('ERROR: could not connect to the database');
+    if (mode === 'local') {
+      const handle = stack.api.deps.temporal.workflow.getHandle(etlRunWorkflowId(done.run_id));
+      await handle.result();
+      await recordHistory('etl-run-failed', handle);
+    }
   });
 
   it('caps a job that writes a lot of output, keeping head and tail, and pages it', async () => {

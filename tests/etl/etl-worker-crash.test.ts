@@ -6,8 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { query } from '../helpers/db.js';
+import { recordHistory } from '../helpers/histories.js';
 import { ensureSandboxUser, makeEtlFixture, type EtlFixture } from '../helpers/etl-fixtures.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { etlRunWorkflowId } from '../../workflows/etl-run-definitions.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 let fixture: EtlFixture;
@@ -96,5 +98,8 @@ describe('a worker crash mid-run', () => {
       body: { tool: 'get_etl_run', arguments: { run_id: runId } },
     });
     expect(polled.body.data.result).toMatchObject({ status: 'interrupted', run_id: runId });
+    const handle = stack.api.deps.temporal.workflow.getHandle(etlRunWorkflowId(runId));
+    expect(await handle.result()).toBe('interrupted');
+    await recordHistory('etl-run-worker-crash-interrupted', handle);
   });
 });
