@@ -12,8 +12,9 @@ import type { ActivityDeps } from './index.js';
 
 /** How often a running job's output reaches its row, and the activity heartbeats. */
 const FLUSH_MS = 2_000;
-/** How often the remote runner is polled. */
+/** How often the remote runner is polled, and how long it may stay unreachable before the run is given up. */
 const POLL_MS = 1_000;
+const REMOTE_LOST_MS = 60_000;
 
 interface Outcome {
   status: EtlRunStatus;
@@ -73,7 +74,10 @@ export function createEtlActivities(deps: ActivityDeps) {
     const output = new OutputCapture();
     const flush = setInterval(() => {
       ctx.heartbeat();
-      void writeProgress(row.runId, { output: output.text(), bytes: output.bytesSeen, truncated: output.truncated });
+      // Progress is best effort (the final write is not): a failed write must not end the worker.
+      writeProgress(row.runId, { output: output.text(), bytes: output.bytesSeen, truncated: output.truncated }).catch(
+        () => undefined,
+      );
     }, FLUSH_MS);
     try {
       const result = await launch({
@@ -85,7 +89,10 @@ export function createEtlActivities(deps: ActivityDeps) {
         output,
         signal: ctx.cancellationSignal,
         onSpawn: (pid) =>
-          void exec(orm.em.fork(), 'update etl_runs set process_id = ? where run_id = ?', [pid, row.runId]),
+          void exec(orm.em.fork(), `update etl_runs set process_id = ? where run_id = ? and status = 'running'`, [
+            pid,
+            row.runId,
+          ]).catch(() => undefined),
       });
       const error =
         result.error ??
@@ -129,10 +136,27 @@ export function createEtlActivities(deps: ActivityDeps) {
     }
     await exec(orm.em.fork(), 'update etl_runs set remote_run_id = ? where run_id = ?', [remote.run_id, row.runId]);
     let text = '';
+    let unreachableSince: number | null = null;
     for (;;) {
       ctx.heartbeat();
       // While the runner keeps every byte, follow its output page by page; once it drops the middle, read it whole at the end.
-      const view = await client.get(remote.run_id, text.length, ETL_OUTPUT_PAGE_MAX, ctx.cancellationSignal);
+      let view;
+      try {
+        view = await client.get(remote.run_id, text.length, ETL_OUTPUT_PAGE_MAX, ctx.cancellationSignal);
+        unreachableSince = null;
+      } catch (err) {
+        if (ctx.cancellationSignal.aborted) throw err;
+        // A blip is waited out; a runner gone for a minute ends the run interrupted (the job may still run there).
+        unreachableSince ??= Date.now();
+        if (Date.now() - unreachableSince > REMOTE_LOST_MS)
+          return {
+            ...failed(`Lost contact with the ETL runner for ${REMOTE_LOST_MS / 1000} s: ${(err as Error).message}`),
+            status: 'interrupted',
+            output: text,
+          };
+        await sleep(POLL_MS);
+        continue;
+      }
       if (!view.output.truncated) text += view.output.text;
       if (ETL_TERMINAL_STATUSES.includes(view.status)) {
         if (view.output.truncated || view.output.next_offset !== null) {

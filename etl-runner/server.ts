@@ -181,7 +181,10 @@ export async function startEtlRunner(opts: EtlRunnerOptions): Promise<{ url: str
         return send(res, 200, view(run, offset, limit));
       }
       return send(res, 404, { error: 'Not found.' });
-    })().catch(() => send(res, 500, { error: 'Internal error.' }));
+    })().catch(() => {
+      if (!res.headersSent) send(res, 500, { error: 'Internal error.' });
+      else res.destroy();
+    });
   });
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -169,18 +169,24 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     opts.signal?.addEventListener('abort', onAbort);
     child.stdout.on('data', (c: Buffer) => opts.output.push(c));
     child.stderr.on('data', (c: Buffer) => opts.output.push(c));
-    let spawnError: string | null = null;
-    child.on('error', (err) => {
-      spawnError = `The job could not start: ${err.message}`;
-    });
-    child.on('close', (code, sig) => {
+    let settled = false;
+    const settle = (result: LaunchResult) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       clearTimeout(killTimer);
       opts.signal?.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    child.on('error', (err) => {
+      // A launcher that cannot be executed (missing, not readable by the sandbox user) never gets a pid.
+      if (!child.pid)
+        settle({ status: 'failed', exit_code: null, signal: null, error: `The job could not start: ${err.message}` });
+    });
+    child.on('close', (code, sig) => {
       // Anything the job left running in its group goes with it.
       killGroup('SIGKILL');
-      const status: LaunchStatus = ending ?? (code === 0 ? 'succeeded' : 'failed');
-      resolve({ status, exit_code: code, signal: sig, error: spawnError });
+      settle({ status: ending ?? (code === 0 ? 'succeeded' : 'failed'), exit_code: code, signal: sig, error: null });
     });
   });
 }
