@@ -20,6 +20,7 @@ COPY api ./api
 COPY scripts ./scripts
 COPY shared ./shared
 COPY worker ./worker
+COPY etl-runner ./etl-runner
 COPY workflows ./workflows
 RUN npm run build
 

@@ -9,6 +9,7 @@ import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
+import { createEtlActivities } from './etl.js';
 import { platformEmbeddingConsumers, type EmbeddingConsumerRegistry } from '../shared/embeddings/consumers.js';
 import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
@@ -42,6 +43,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createThreadActivities(deps),
     ...createSecretActivities(deps),
     ...createManagedSourceActivities(deps),
+    ...createEtlActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),

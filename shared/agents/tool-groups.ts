@@ -12,7 +12,7 @@ export const TOOL_GROUPS = {
   },
   etl_tools: {
     tools: ['list_etl_jobs', 'describe_etl_job', 'run_etl_job', 'get_etl_run'],
-    description: 'ETL jobs (reserved: not built yet)',
+    description: 'ETL jobs: list, describe, run built jobs, poll runs',
   },
   document_index_tools: { tools: ['_document_index'], description: 'Document index (reserved: not built yet)' },
   enhancement_tools: {

@@ -24,6 +24,8 @@ export const SEALED_TABLES: readonly SealedTable[] = [
   { table: 'llm_providers', pk: 'id', columns: ['secrets_sealed'] },
   // Git credentials (token or basic) as one sealed JSON object.
   { table: 'managed_sources', pk: 'id', columns: ['credentials_sealed'] },
+  // An ETL run's context parameters (connection settings a job reads) as one sealed JSON object.
+  { table: 'etl_runs', pk: 'run_id', columns: ['context_sealed'] },
 ];
 
 export const SEALED_TABLE_NAMES: readonly string[] = SEALED_TABLES.map((t) => t.table);

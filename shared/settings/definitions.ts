@@ -285,6 +285,11 @@ export const SETTINGS = {
     description: 'Seconds before a hung job is killed',
   }),
   'etl.runner_url': setting(url, null, { env: 'ETL_RUNNER_URL', description: 'Remote runner base URL' }),
+  'etl.runner_token': setting(string(), null, {
+    env: 'ETL_RUNNER_TOKEN',
+    secret: true,
+    description: "Bearer token the remote runner expects (the runner's own ETL_RUNNER_TOKEN)",
+  }),
   'etl.cloud_base_url': setting(url, null, { description: 'Reserved; ignored by the current execution path' }),
   'etl.cloud_token': setting(string(), null, {
     secret: true,

@@ -101,10 +101,14 @@ describe('agent registry', () => {
   it('calling a tool of a reserved group that is not built yet answers a clear 501', async () => {
     const res = await http(stack.url, 'POST', '/api/tool_call', {
       token: admin,
-      body: { tool: 'list_etl_jobs', arguments: {} },
+      body: { tool: 'enhancement_action', arguments: {} },
     });
     expect(res.status).toBe(501);
-    expect(res.body.payload).toEqual({ reason: 'tool_not_built', tool: 'list_etl_jobs', tool_group: 'etl_tools' });
+    expect(res.body.payload).toEqual({
+      reason: 'tool_not_built',
+      tool: 'enhancement_action',
+      tool_group: 'enhancement_tools',
+    });
     const unknown = await http(stack.url, 'POST', '/api/tool_call', {
       token: admin,
       body: { tool: 'no_such_tool', arguments: {} },

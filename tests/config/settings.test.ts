@@ -114,10 +114,11 @@ describe('sources', () => {
       'etl.jobs_dir',
       'etl.run_timeout_seconds',
       'etl.runner_url',
+      'etl.runner_token',
       'etl.cloud_base_url',
       'etl.cloud_token',
     ]);
-    expect(etl.body.data.count).toBe(6);
+    expect(etl.body.data.count).toBe(7);
     const nested = await http(stack.url, 'GET', `${SOURCES}?section=enhancements.code_agent`, { token: admin });
     expect(nested.body.data.count).toBe(6);
 

@@ -5,6 +5,7 @@ import { CrmConnectionEntity, CrmMergeApprovalEntity } from './crm.js';
 import { ConversationMessageEntity, ConversationThreadEntity } from './conversation.js';
 import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
 import { EchoJobEntity } from './echo-job.js';
+import { EtlRunEntity } from './etl.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
@@ -17,6 +18,7 @@ export * from './conversation.js';
 export * from './crm.js';
 export * from './deployment.js';
 export * from './echo-job.js';
+export * from './etl.js';
 export * from './identity.js';
 export * from './llm.js';
 export * from './managed-sources.js';
@@ -47,4 +49,5 @@ export const allEntities = [
   EaiAssignmentEntity,
   ManagedSourceEntity,
   ManagedSourceSyncJobEntity,
+  EtlRunEntity,
 ];

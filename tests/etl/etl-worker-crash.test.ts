@@ -1,0 +1,105 @@
+/**
+ * The worker process running a job is SIGKILLed mid-run. Temporal notices through the run
+ * activity's heartbeat timeout; the run must end `interrupted` (never run again: one attempt), and
+ * the worker that takes over ends the job's stranded process group on this host.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { query } from '../helpers/db.js';
+import { recordHistory } from '../helpers/histories.js';
+import { ensureSandboxUser, makeEtlFixture, type EtlFixture } from '../helpers/etl-fixtures.js';
+import { http, startStack, type Stack } from '../helpers/stack.js';
+import { etlRunWorkflowId } from '../../workflows/etl-run-definitions.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+
+let fixture: EtlFixture;
+let stack: Stack;
+const workers: WorkerProcess[] = [];
+
+function workerProcess(): WorkerProcess {
+  const w = spawnWorkerProcess({
+    DATABASE_URL: stack.db.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
+    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    ETL_JOBS_DIR: fixture.jobsDir,
+    ETL_PROJECT_PATH: fixture.projectPath,
+  });
+  workers.push(w);
+  return w;
+}
+
+const alive = (pid: number) =>
+  existsSync(`/proc/${pid}/stat`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tries = 240): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+beforeAll(async () => {
+  ensureSandboxUser();
+  fixture = makeEtlFixture();
+  stack = await startStack({
+    worker: false,
+    env: { ETL_JOBS_DIR: fixture.jobsDir, ETL_PROJECT_PATH: fixture.projectPath },
+  });
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop(5_000)));
+  await stack?.close();
+  fixture?.cleanup();
+});
+
+describe('a worker crash mid-run', () => {
+  it('marks the run interrupted, does not run it again, and ends the stranded job', { timeout: 180_000 }, async () => {
+    const first = workerProcess();
+    await first.ready;
+    const started = await http(stack.url, 'POST', '/api/tool_call', {
+      body: { tool: 'run_etl_job', arguments: { job_name: 'Hang' } },
+    });
+    expect(started.status, started.text).toBe(200);
+    const runId = started.body.data.result.run_id as string;
+    const row = async () =>
+      (
+        await query<{ status: string; output: string; process_id: number | null; error: string | null }>(
+          stack.db.url,
+          'select status, output, process_id, error from etl_runs where run_id = $1',
+          [runId],
+        )
+      )[0]!;
+    const running = await waitFor('the job to run and report its grandchild', async () => {
+      const r = await row();
+      return r.status === 'running' && r.process_id && /grandchild=\d+/.test(r.output) ? r : undefined;
+    });
+    const grandchild = Number(/grandchild=(\d+)/.exec(running.output)![1]);
+    const group = running.process_id!;
+
+    await first.kill();
+    // The job outlives its worker (its own process group) until someone ends it.
+    expect(alive(grandchild)).toBe(true);
+    const second = workerProcess();
+    await second.ready;
+
+    const ended = await waitFor('the run to be marked interrupted', async () => {
+      const r = await row();
+      return r.status === 'interrupted' ? r : undefined;
+    });
+    expect(ended.error).toContain('not restarted');
+    expect((ended.output.match(/Hang starting/g) ?? []).length).toBe(1);
+    await waitFor('the stranded job to end', async () => (alive(grandchild) || alive(group) ? undefined : true));
+
+    const polled = await http(stack.url, 'POST', '/api/tool_call', {
+      body: { tool: 'get_etl_run', arguments: { run_id: runId } },
+    });
+    expect(polled.body.data.result).toMatchObject({ status: 'interrupted', run_id: runId });
+    const handle = stack.api.deps.temporal.workflow.getHandle(etlRunWorkflowId(runId));
+    expect(await handle.result()).toBe('interrupted');
+    await recordHistory('etl-run-worker-crash-interrupted', handle);
+  });
+});
