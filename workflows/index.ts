@@ -7,3 +7,5 @@ export { crmMergeApprovalWorkflow } from './crm-merge.js';
 export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
 export { sourceSyncWorkflow } from './source-sync.js';
+export { sourceDeleteWorkflow } from './source-delete.js';
+export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
