@@ -25,8 +25,8 @@ export async function resolvePermissions(
   const rows = await em
     .getConnection()
     .execute<Array<{ permissions: string[] }>>(
-      'select permissions from custom_roles where tenant = ? and name = any(?)',
-      [tenant, custom],
+      `select permissions from custom_roles where tenant = ? and name in (${custom.map(() => '?').join(', ')})`,
+      [tenant, ...custom],
     );
   for (const row of rows)
     for (const p of row.permissions) if (isPermission(p) && !ADMIN_LEVEL_PERMISSIONS.includes(p)) granted.add(p);

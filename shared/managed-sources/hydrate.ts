@@ -331,7 +331,10 @@ export async function applyAgents(
     );
   }
   if (plan.remove.length)
-    await conn.execute(`delete from agents where managed_source_id = ? and id = any(?)`, [source.id, plan.remove]);
+    await conn.execute(
+      `delete from agents where managed_source_id = ? and id in (${plan.remove.map(() => '?').join(', ')})`,
+      [source.id, ...plan.remove],
+    );
   return plan.preview.changes.length;
 }
 
@@ -408,11 +411,10 @@ export async function applyRoles(
     );
   }
   if (plan.remove.length)
-    await conn.execute(`delete from custom_roles where tenant = ? and managed_source_id = ? and name = any(?)`, [
-      source.tenant,
-      source.id,
-      plan.remove,
-    ]);
+    await conn.execute(
+      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${plan.remove.map(() => '?').join(', ')})`,
+      [source.tenant, source.id, ...plan.remove],
+    );
   return plan.preview.changes.length;
 }
 

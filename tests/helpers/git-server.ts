@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -10,6 +10,8 @@ export interface GitServer {
   root: string;
   /** Creates a repository `name` with a working copy; answers helpers that make real commits and tags. */
   repo(name: string): GitRepo;
+  /** Holds every request until the returned function is called (a sync that stays in flight). */
+  hold(): () => void;
   close(): Promise<void>;
 }
 
@@ -23,7 +25,12 @@ export interface GitRepo {
 export async function startGitServer(auth: { username: string; password: string }): Promise<GitServer> {
   const root = mkdtempSync(path.join(tmpdir(), 'git-server-'));
   const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
+  let gate: Promise<void> | null = null;
   const server: Server = createServer((req, res) => {
+    if (gate) void gate.then(() => serve(req, res));
+    else serve(req, res);
+  });
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     if (req.headers.authorization !== expected) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('unauthorized');
       return;
@@ -62,7 +69,7 @@ export async function startGitServer(auth: { username: string; password: string 
       }
       res.writeHead(status, headers).end(out.subarray(split + 4));
     });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   const git = (cwd: string, ...args: string[]) =>
@@ -104,6 +111,14 @@ export async function startGitServer(auth: { username: string; password: string 
           git(work, 'push', '-q', ...(opts.force ? ['-f'] : []), 'origin', `refs/tags/${tagName}`);
         },
         head: () => git(work, 'rev-parse', 'HEAD'),
+      };
+    },
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        gate = null;
+        release();
       };
     },
     async close() {
