@@ -10,6 +10,7 @@ import { autoSyncScheduleOptions, ensureAutoSyncSchedule } from '../../shared/ma
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { AUTO_SYNC_INTERVAL_SECONDS } from '../../workflows/managed-source-lifecycle-definitions.js';
 import { query } from '../helpers/db.js';
+import { recordHistory } from '../helpers/histories.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -102,7 +103,10 @@ describe('managed-source lifecycles', () => {
     const del = await http(url, 'DELETE', `/api/managed-sources/${id}`, { token: admin });
     expect(del.status).toBe(202);
     expect(del.body.data).toEqual({ source_id: id, deleted: false, status: 'pending_deletion' });
-    const pending = await until(() => getSource(id), (r) => Number(r.body.data.deletion_state?.attempts ?? 0) >= 1);
+    const pending = await until(
+      () => getSource(id),
+      (r) => Number(r.body.data.deletion_state?.attempts ?? 0) >= 1,
+    );
     expect(pending.body.data.deletion_state).toMatchObject({
       state: 'pending_deletion',
       last_error: expect.any(String),
@@ -124,7 +128,10 @@ describe('managed-source lifecycles', () => {
     expect(jobs[0]!.n).toBe(1);
 
     await query(stack.db.url, 'drop trigger test_block_cleanup on agents');
-    await until(() => getSource(id), (r) => r.status === 404);
+    await until(
+      () => getSource(id),
+      (r) => r.status === 404,
+    );
     const left = await query<{ agents: number; roles: number; jobs: number }>(
       stack.db.url,
       `select (select count(*)::int from agents where managed_source_id = $1) as agents,
@@ -135,6 +142,10 @@ describe('managed-source lifecycles', () => {
     expect(left[0]).toEqual({ agents: 0, roles: 0, jobs: 0 });
     const history = await stack.api.deps.temporal.workflow.getHandle(`source-delete/${id}`).result();
     expect(history).toEqual({ source_id: id, deleted: true, removed_agents: 1, removed_roles: 1 });
+    await recordHistory(
+      'source-delete-cleanup-retried',
+      stack.api.deps.temporal.workflow.getHandle(`source-delete/${id}`),
+    );
   });
 
   it('auto-sync: the schedule is declared every 300 s; its workflow syncs eligible sources and records auto_sync_state', async () => {
@@ -162,14 +173,16 @@ describe('managed-source lifecycles', () => {
       [b],
     );
     const c = await create(gitServer.repo('auto-c'));
-    const tick = () =>
+    const firstTick = `auto-sync-test-${randomUUID()}`;
+    const tick = (workflowId = `auto-sync-test-${randomUUID()}`) =>
       client.workflow.execute(workflowRef('managedSourceAutoSyncWorkflow'), {
         taskQueue: stack.config.temporal.taskQueue,
-        workflowId: `auto-sync-test-${randomUUID()}`,
+        workflowId,
         args: [{ tenant: stack.config.auth.deploymentTenant }],
       });
 
-    expect(await tick()).toEqual({ checked: 2, synced: 1, skipped: 0, not_eligible: 1 });
+    expect(await tick(firstTick)).toEqual({ checked: 2, synced: 1, skipped: 0, not_eligible: 1 });
+    await recordHistory('managed-source-auto-sync', client.workflow.getHandle(firstTick));
     const stateA = (await getSource(a)).body.data.auto_sync_state;
     expect(stateA).toMatchObject({
       running: false,
