@@ -18,6 +18,8 @@ export interface GitServer {
 export interface GitRepo {
   url: string;
   write(files: Record<string, string>): string;
+  /** Removes files in one commit (pushed); answers the commit. */
+  remove(files: string[]): string;
   tag(name: string, opts?: { force?: boolean }): void;
   head(): string;
 }
@@ -103,6 +105,12 @@ export async function startGitServer(auth: { username: string; password: string 
           }
           git(work, 'add', '-A');
           git(work, 'commit', '-q', '-m', `change ${Object.keys(files).join(',')}`);
+          git(work, 'push', '-q', 'origin', 'main');
+          return git(work, 'rev-parse', 'HEAD');
+        },
+        remove(files) {
+          git(work, 'rm', '-q', '--', ...files);
+          git(work, 'commit', '-q', '-m', `remove ${files.join(',')}`);
           git(work, 'push', '-q', 'origin', 'main');
           return git(work, 'rev-parse', 'HEAD');
         },

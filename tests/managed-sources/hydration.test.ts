@@ -144,6 +144,19 @@ describe('managed-source artifact hydration', () => {
     expect((await http(stack.url, 'GET', `/api/agents/${agent!.id}`, { token: admin })).body.data.description).toBe(
       'v3',
     );
+    // An agent no longer declared is removed, again only through a pinned preview.
+    const c4 = repo.remove(['agents/analyst/agent.yaml']);
+    const p4 = (await sync(id)).body.data;
+    expect(p4.agent_preview).toMatchObject({ commit_sha: c4, changes: [{ action: 'delete', artifact_id: 'analyst' }] });
+    expect(await managedAgents(id)).toHaveLength(1);
+    const removed = await sync(id, {
+      apply_agent_changes: true,
+      expected_agent_commit: c4,
+      expected_agent_plan_hash: p4.agent_preview.plan_hash,
+    });
+    expect(removed.body.data.agent_auto_apply).toEqual({ applied: 1, waiting: 0 });
+    expect(await managedAgents(id)).toEqual([]);
+    expect((await http(stack.url, 'GET', `/api/agents/${agent!.id}`, { token: admin })).status).toBe(404);
   });
 
   it('imports roles as custom roles RBAC honours, and refuses a role file granting admin-level access', async () => {
