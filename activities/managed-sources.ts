@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -501,8 +501,12 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
     /** A job row for the schedule's sync (null when a sync of the source is already running: skipped). */
     async autoSyncStartJob(c: AutoSyncCandidate): Promise<string | null> {
       const em = deps.orm.em.fork();
-      // Deterministic per attempt is not needed: a retry after a lost answer finds the running row and skips.
-      const jobId = randomUUID();
+      // One job id per activity (not per attempt): a retry after a lost answer finds its own row again.
+      const info = Context.current().info;
+      const h = createHash('sha256')
+        .update(`${info.workflowExecution?.runId ?? randomUUID()}/${info.activityId}`)
+        .digest('hex');
+      const jobId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
       const rows = await em.getConnection().execute<Array<{ job_id: string }>>(
         `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
            select ?, id, tenant, 'running', 'queued', synced_commit_sha, 'auto-sync', now(), now()
@@ -510,6 +514,12 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
            on conflict do nothing returning job_id`,
         [jobId, c.sourceId],
       );
+      if (!rows.length) {
+        const mine = await em
+          .getConnection()
+          .execute<Array<{ job_id: string }>>('select job_id from managed_source_sync_jobs where job_id = ?', [jobId]);
+        if (mine.length) return jobId;
+      }
       if (!rows.length) return null;
       await em
         .getConnection()
