@@ -24,6 +24,7 @@ import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
+import { wikiRoutes } from './wiki.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -37,6 +38,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...llmProviderRoutes, ...aiModelRoutes);
   routes.push(...secretsRoutes);
   routes.push(...managedSourceRoutes);
+  routes.push(...wikiRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

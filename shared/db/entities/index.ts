@@ -9,6 +9,7 @@ import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './ide
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
+import { WikiCommentEntity } from './wiki.js';
 
 export * from './action-review.js';
 export * from './agents.js';
@@ -21,6 +22,7 @@ export * from './identity.js';
 export * from './llm.js';
 export * from './managed-sources.js';
 export * from './mcp.js';
+export * from './wiki.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
 export const allEntities = [
@@ -47,4 +49,5 @@ export const allEntities = [
   EaiAssignmentEntity,
   ManagedSourceEntity,
   ManagedSourceSyncJobEntity,
+  WikiCommentEntity,
 ];
