@@ -16,6 +16,7 @@ import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
+import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
@@ -39,6 +40,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...secretsRoutes);
   routes.push(...managedSourceRoutes);
   routes.push(...wikiRoutes);
+  routes.push(...managedSourceTypeRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

@@ -7,6 +7,7 @@ import { DeploymentSettingEntity, LlmUsageEntity } from './deployment.js';
 import { EchoJobEntity } from './echo-job.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
+import { ManagedFlowEntity } from './managed-flows.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 import { WikiCommentEntity } from './wiki.js';
@@ -20,6 +21,7 @@ export * from './deployment.js';
 export * from './echo-job.js';
 export * from './identity.js';
 export * from './llm.js';
+export * from './managed-flows.js';
 export * from './managed-sources.js';
 export * from './mcp.js';
 export * from './wiki.js';
@@ -50,4 +52,5 @@ export const allEntities = [
   ManagedSourceEntity,
   ManagedSourceSyncJobEntity,
   WikiCommentEntity,
+  ManagedFlowEntity,
 ];

@@ -13,6 +13,7 @@ import { Migration20261123150000EmbeddingReindex } from './Migration202611231500
 import { Migration20261123170000SettingsFold } from './Migration20261123170000SettingsFold.js';
 import { Migration20261123190000ManagedSources } from './Migration20261123190000ManagedSources.js';
 import { Migration20261124010000WikiCommentary } from './Migration20261124010000WikiCommentary.js';
+import { Migration20261124010100ManagedFlows } from './Migration20261124010100ManagedFlows.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -30,4 +31,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123170000SettingsFold', class: Migration20261123170000SettingsFold },
   { name: 'Migration20261123190000ManagedSources', class: Migration20261123190000ManagedSources },
   { name: 'Migration20261124010000WikiCommentary', class: Migration20261124010000WikiCommentary },
+  { name: 'Migration20261124010100ManagedFlows', class: Migration20261124010100ManagedFlows },
 ];
