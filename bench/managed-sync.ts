@@ -79,8 +79,15 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
     };
     const sync = async (id: string, expected: string) => {
       const res = await api('POST', `/api/managed-sources/${id}/sync`, {});
-      if (res.data.outcome !== expected) throw new Error(`sync ended ${res.data.outcome}: ${JSON.stringify(res.data)}`);
-      return res.data as { files_checked_out: number; files_scanned: number };
+      let result = res.data as { outcome?: string; job_id?: string; files_checked_out: number };
+      // Over 60 s the route answers 202 with the job: poll its status until it ends.
+      while (result.outcome === undefined && result.job_id) {
+        await new Promise((r) => setTimeout(r, 250));
+        const job = await api('GET', `/api/managed-sources/${id}/sync-status/${result.job_id}`);
+        if (job.data.status !== 'running') result = job.data.result ?? { outcome: 'failed', files_checked_out: 0 };
+      }
+      if (result.outcome !== expected) throw new Error(`sync ended ${result.outcome}: ${JSON.stringify(result)}`);
+      return result;
     };
     const firstSync: number[] = [];
     const resync: number[] = [];
