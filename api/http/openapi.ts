@@ -136,7 +136,8 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
   toSchema(ErrorEnvelopeSchema, 'output', components);
   const paths: Record<string, Json> = {};
   for (const route of routes) {
-    const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // `:name` is one segment, `*name` (path-to-regexp wildcard) one or more: both are `{name}` in OpenAPI.
+    const path = route.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
     const responses: Json = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = spec.schema
