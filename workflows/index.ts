@@ -7,3 +7,4 @@ export { crmMergeApprovalWorkflow } from './crm-merge.js';
 export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
 export { sourceSyncWorkflow } from './source-sync.js';
+export { rechunkWorkflow } from './rechunk.js';

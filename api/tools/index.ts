@@ -1,6 +1,7 @@
 import { actionReviewTool } from './action-review.js';
 import { agentFilesTool } from './agent-files.js';
 import { crmConnectorTool } from './crm-connector.js';
+import { documentIndexTool } from './document-index.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
 /** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
@@ -8,4 +9,5 @@ export const toolRegistry = new ToolRegistry([
   actionReviewTool as AnyTool,
   agentFilesTool as AnyTool,
   crmConnectorTool as AnyTool,
+  documentIndexTool as AnyTool,
 ]);
