@@ -1,6 +1,6 @@
 import type { EmbeddingConsumer } from '../embeddings/consumers.js';
 import { collectionOf } from './embedder.js';
-import { sql } from './store.js';
+import { pgArray, sql } from './store.js';
 
 /**
  * Document indexes as an embedding consumer: after an embedding identity change, every chunk without a
@@ -36,7 +36,7 @@ export const documentIndexConsumer: EmbeddingConsumer = {
         `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vector)
            select ?, c.id, c.tenant, c.index_id, ?::real[] from doc_chunks c where c.id = ?::uuid and c.tenant = ?
            on conflict (collection, chunk_id) do update set vector = excluded.vector`,
-        [collection, v.vector, v.key, tenant],
+        [collection, pgArray(v.vector), v.key, tenant],
       );
   },
 };

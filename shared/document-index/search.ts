@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { cosine, type Embedder } from './embedder.js';
-import { CHUNK_PAGE, sql, type Row } from './store.js';
+import { CHUNK_PAGE, pgArray, sql, type Row } from './store.js';
 
 /** Candidates each ranking contributes to the fusion. */
 export const CANDIDATES = 50;
@@ -35,7 +35,7 @@ export async function lexicalRanking(em: EntityManager, tenant: string, indexIds
     `select c.id from doc_chunks c, to_tsquery('english', ?) q
        where c.tenant = ? and c.index_id = any(?::uuid[]) and c.tsv @@ q
        order by ts_rank_cd(c.tsv, q) desc, c.id limit ?`,
-    [q, tenant, indexIds, CANDIDATES],
+    [q, tenant, pgArray(indexIds), CANDIDATES],
   );
 }
 
@@ -58,7 +58,7 @@ export async function vectorRanking(
       `select chunk_id, vector from doc_embeddings
          where collection = ? and tenant = ? and index_id = any(?::uuid[]) and chunk_id > ?
          order by chunk_id limit ?`,
-      [collection, tenant, indexIds, after, CHUNK_PAGE],
+      [collection, tenant, pgArray(indexIds), after, CHUNK_PAGE],
     );
     for (const r of page) {
       const sim = cosine(queryVector, r.vector);
@@ -109,7 +109,7 @@ export async function hybridSearch(
         ${q ? `ts_headline('english', c.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(c.text, 300)'} as snippet
        from doc_chunks c join doc_documents d on d.id = c.document_id join doc_indexes i on i.id = c.index_id
        where c.id = any(?::uuid[])`,
-    [...(q ? [q] : []), ranked.map(([id]) => id)],
+    [...(q ? [q] : []), pgArray(ranked.map(([id]) => id))],
   );
   const byId = new Map(rows.map((r) => [r.id as string, r]));
   return ranked

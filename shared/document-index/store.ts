@@ -171,7 +171,7 @@ export async function insertChunks(
       params,
     );
     const vparams: unknown[] = [];
-    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, vectors[i + k]));
+    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, pgArray(vectors[i + k]!)));
     await sql(
       tx,
       `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vector)
@@ -250,5 +250,8 @@ export async function findDocument(
   );
   return rows[0] ?? null;
 }
+
+/** A PostgreSQL array literal (knex would expand a JS array bound to `?` into a list). */
+export const pgArray = (values: ReadonlyArray<string | number>) => `{${values.join(',')}}`;
 
 export const trimSlashes = (p: string) => p.replace(/^\/+|\/+$/g, '');
