@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
+import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
 import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
 import { withHeartbeat } from './heartbeat.js';
 
@@ -25,6 +26,19 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
     },
     dropIndexRechunkTemp(input: { tempId: string }) {
       return dropRechunkTemp(deps.orm.em.fork(), input);
+    },
+    /** One batch of a directory ingestion (idempotent per file content hash). */
+    ingestDocumentBatch(input: {
+      tenant: string;
+      indexName: string;
+      root: string;
+      files: string[];
+      chunkConfig: ChunkConfig;
+    }) {
+      return withHeartbeat(2_000, () => ingestFiles(deps.orm.em.fork(), deps.config, input));
+    },
+    compactDocumentChunks() {
+      return compactionCheckpoint(deps.orm.em.fork(), deps.config);
     },
   };
 }

@@ -8,3 +8,4 @@ export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
 export { sourceSyncWorkflow } from './source-sync.js';
 export { rechunkWorkflow } from './rechunk.js';
+export { ingestWorkflow } from './ingest.js';

@@ -1,5 +1,3 @@
-import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
-import { basename, join, sep } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../../shared/config.js';
 import { resolveChunkConfig, type ChunkConfig, type ChunkParams } from '../../shared/document-index/chunking.js';
@@ -17,7 +15,6 @@ import {
   sql,
   trimSlashes,
   type IndexRow,
-  type IngestOutcome,
 } from '../../shared/document-index/store.js';
 import { activeProviders } from '../../shared/llm/active-provider.js';
 import { LlmError } from '../../shared/llm/client.js';
@@ -29,14 +26,14 @@ export interface Ctx {
   tenant: string;
 }
 
-const chunkConfigOrRefuse = (defaults: ChunkConfig | null, call: ChunkParams): ChunkConfig => {
+export const chunkConfigOrRefuse = (defaults: ChunkConfig | null, call: ChunkParams): ChunkConfig => {
   const r = resolveChunkConfig(defaults, call);
   if ('error' in r) throw new BadRequestError(r.error, { reason: 'invalid_chunk_parameters' });
   return r.config;
 };
 
 /** Spec: Git-backed knowledge-base documents change only through propose_kb_edit. */
-function managedRepoGuard(what: string, index: string, path?: string): never {
+export function managedRepoGuard(what: string, index: string, path?: string): never {
   throw new ConflictError(
     `${what} refused: ${path ? `"${path}" is` : `the index "${index}" holds`} a Git-backed knowledge-base document; change it through its repository.`,
     {
@@ -112,147 +109,6 @@ export async function listIndicesAction(c: Ctx) {
 export async function statsAction(c: Ctx) {
   const embedder = await currentEmbedder(c.em, c.config, c.tenant);
   return indexStats(c.em, c.tenant, embedder.collection);
-}
-
-const EXCLUDED_SEGMENTS = new Set(['__pycache__', 'node_modules', '.git', 'target', 'build', 'dist', '.venv', '.tox']);
-const EXCLUDED_FILES = [/\.o$/, /\.pyc$/, /\.class$/, /^\.DS_Store$/];
-
-/** Spec Limits, ingestion exclusions: a path segment or file name from the list. */
-export function excludedBy(relative: string): string | null {
-  const segments = relative.split(/[\\/]/).filter(Boolean);
-  for (const s of segments) if (EXCLUDED_SEGMENTS.has(s)) return s;
-  const file = segments[segments.length - 1] ?? '';
-  const rule = EXCLUDED_FILES.find((r) => r.test(file));
-  return rule ? `${rule.source.replace(/\\|\$|\^/g, '').replace(/^\./, '*.')}` : null;
-}
-
-/** Resolves `filepath` (optionally `BOT_GIT:`-prefixed, relative to the first root) inside an allowed root. */
-async function resolveServerPath(config: AppConfig, filepath: string): Promise<{ abs: string; root: string }> {
-  const raw = filepath.startsWith('BOT_GIT:') ? filepath.slice('BOT_GIT:'.length) : filepath;
-  const roots = config.documentIndex.roots;
-  const candidate = raw.startsWith('/') ? raw : join(roots[0] ?? '.', raw);
-  let abs: string;
-  try {
-    abs = await realpath(candidate);
-  } catch {
-    throw new NotFoundError(`No file or directory at "${filepath}".`, { filepath });
-  }
-  for (const r of roots) {
-    let root: string;
-    try {
-      root = await realpath(r);
-    } catch {
-      continue;
-    }
-    if (abs === root || abs.startsWith(root + sep)) return { abs, root };
-  }
-  throw new BadRequestError(
-    `"${filepath}" is outside the directories documents may be read from (PLATFORM_DOCUMENT_INDEX_ROOTS).`,
-    { reason: 'outside_document_roots', filepath },
-  );
-}
-
-async function walk(dir: string, out: string[]): Promise<void> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const e of entries) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (EXCLUDED_SEGMENTS.has(e.name)) out.push(p + sep);
-      else await walk(p, out);
-    } else if (e.isFile()) out.push(p);
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * ADD_DOCUMENTS: a file, or a directory read recursively (sorted), each file ingested as one document
- * (idempotent per content hash). Excluded paths are skipped with the rule; naming an excluded file
- * explicitly is refused. Every `compactionInterval` documents the ingestion pauses and runs ANALYZE on
- * the chunk table (PostgreSQL's counterpart of a compaction checkpoint), retried up to the limit.
- */
-export async function addDocumentsAction(c: Ctx, indexName: string, filepath: string, params: ChunkParams) {
-  const index = await requireIndex(c.em, c.tenant, indexName);
-  if (index.managed_source_id) managedRepoGuard('ADD_DOCUMENTS', indexName);
-  const config = chunkConfigOrRefuse(configOf(index), params);
-  const { abs, root } = await resolveServerPath(c.config, filepath);
-  const rel = (p: string) => p.slice(root.length).replace(/^[\\/]+/, '');
-  const stat = await lstat(abs);
-  const files: string[] = [];
-  if (stat.isDirectory()) await walk(abs, files);
-  else {
-    const rule = excludedBy(rel(abs));
-    if (rule)
-      throw new BadRequestError(`"${filepath}" is excluded from ingestion (rule ${rule}).`, {
-        reason: 'excluded_path',
-        rule,
-        filepath,
-      });
-    files.push(abs);
-  }
-  const embedder = await currentEmbedder(c.em, c.config, c.tenant);
-  const added: Array<Omit<IngestOutcome, 'warnings'>> = [];
-  const skipped: Array<{ filepath: string; reason: string }> = [];
-  const warnings: string[] = [];
-  let ingested = 0;
-  for (const f of files) {
-    const path = rel(f);
-    const rule = excludedBy(path);
-    if (rule) {
-      skipped.push({ filepath: path, reason: `excluded (${rule})` });
-      continue;
-    }
-    const bytes = await readFile(f);
-    if (bytes.includes(0)) {
-      skipped.push({ filepath: path, reason: 'binary file' });
-      continue;
-    }
-    const content = bytes.toString('utf8');
-    if (!content.trim()) {
-      skipped.push({ filepath: path, reason: 'empty file' });
-      continue;
-    }
-    const managed = await sql(
-      c.em,
-      'select 1 from doc_documents where index_id = ? and path = ? and managed_source_id is not null',
-      [index.id, path],
-    );
-    if (managed.length) managedRepoGuard('ADD_DOCUMENTS', indexName, path);
-    const r = await ingestDocument(
-      c.em,
-      index,
-      { path, kind: 'file', content, metadata: { filename: basename(f) } },
-      config,
-      embedder,
-    );
-    warnings.push(...r.warnings.map((w) => `${path}: ${w}`));
-    if (r.status === 'unchanged') skipped.push({ filepath: path, reason: 'unchanged (same content hash)' });
-    else added.push({ file_id: r.file_id, filepath: r.filepath, status: r.status, chunks: r.chunks });
-    if (++ingested % c.config.documentIndex.compactionInterval === 0) await checkpoint(c);
-  }
-  return {
-    Success: true,
-    index_name: indexName,
-    added,
-    skipped,
-    Warnings: warnings,
-    ...(config.chunk_strategy ? { chunk_config: config } : {}),
-  };
-}
-
-async function checkpoint(c: Ctx): Promise<void> {
-  const { compactionSleepS, compactionMaxRetries } = c.config.documentIndex;
-  await sleep(compactionSleepS * 1000);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await sql(c.em, 'analyze doc_chunks');
-      return;
-    } catch (err) {
-      if (attempt >= compactionMaxRetries) throw err;
-      await sleep(compactionSleepS * 1000);
-    }
-  }
 }
 
 export async function addTextAction(

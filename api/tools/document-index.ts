@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import {
-  addDocumentsAction,
   addTextAction,
   askAction,
   createIndexAction,
@@ -15,6 +14,7 @@ import {
   statsAction,
   type Ctx,
 } from '../document-index/actions.js';
+import { addDocumentsAction } from '../document-index/add-documents.js';
 import { rechunkAction } from '../document-index/rechunk.js';
 import { ForbiddenError, PlatformError } from '../../shared/errors.js';
 import { defineTool } from './registry.js';
@@ -172,7 +172,7 @@ export const documentIndexTool = defineTool({
       case 'LIST_INDICES':
         return listIndicesAction(c);
       case 'ADD_DOCUMENTS':
-        return addDocumentsAction(c, input.index_name, input.filepath, chunkParams(input));
+        return addDocumentsAction(c, deps, input.index_name, input.filepath, chunkParams(input));
       case 'ADD_TEXT':
         return addTextAction(c, input.index_name, input.text, input.metadata, chunkParams(input));
       case 'LIST_DOCUMENTS':

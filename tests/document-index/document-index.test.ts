@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rechunkWorkflowId } from '../../workflows/rechunk-definitions.js';
+import { recordHistory } from '../helpers/histories.js';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 
@@ -248,6 +249,7 @@ describe('a fixed corpus', () => {
       approximate_reassembly_notes: [],
     });
     expect(r.chunks_after).toBeGreaterThan(4);
+    await recordHistory('rechunk-completed', stack.api.deps.temporal.workflow.getHandle(rechunkWorkflowId('kb')));
     const stats = (await ok({ action: 'GET_INDICES_STATS' })).Indices;
     expect(stats[0]).toMatchObject({ name: 'kb', chunk_count: r.chunks_after, chunk_config: r.chunk_config });
     expect(await query(stack.db.url, `select name from doc_indexes where state = 'building'`)).toEqual([]);
@@ -302,6 +304,8 @@ describe('ADD_DOCUMENTS', () => {
   it('ingests a directory recursively with a per-file report, exclusions skipped; a second run is idempotent', async () => {
     const r = await ok({ action: 'ADD_DOCUMENTS', index_name: 'files', filepath: join(root, 'docs') });
     expect(r.Success).toBe(true);
+    expect(r.workflow_id).toMatch(/^ingest\/files\/[0-9a-f-]{36}$/);
+    await recordHistory('ingest-directory', stack.api.deps.temporal.workflow.getHandle(r.workflow_id));
     expect(r.added.map((a: { filepath: string; chunks: number }) => [a.filepath, a.chunks])).toEqual([
       ['docs/a.md', 1],
       ['docs/sub/b.txt', 1],
