@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { benchActionReview } from './action-review.js';
+import { benchDocumentIndex } from './document-index.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
 import { benchSettingsSources } from './settings-sources.js';
@@ -35,6 +36,7 @@ try {
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
   if (wanted('settings-sources')) process.stdout.write((await benchSettingsSources(stack, count, concurrency)) + '\n');
+  if (wanted('document-index')) process.stdout.write((await benchDocumentIndex(stack)) + '\n');
   // Last: it saves and activates a provider, which the other benchmarks must not see.
   if (wanted('provider-resolution'))
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');

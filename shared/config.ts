@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
 import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 
@@ -84,6 +85,10 @@ const EnvSchema = z.object({
   PLATFORM_EGRESS_ALLOW_PRIVATE: optionalString,
   CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
   PLATFORM_SKILLS_DIR: optionalString,
+  PLATFORM_DOCUMENT_INDEX_ROOTS: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -149,6 +154,15 @@ export interface AppConfig {
   };
   /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
   skillsDir: string | undefined;
+  /** Document indexes (issue 13). */
+  documentIndex: {
+    /** `PLATFORM_DOCUMENT_INDEX_ROOTS`: directories ADD_DOCUMENTS may read (`:`-separated; default `.data/documents`). */
+    roots: string[];
+    /** Spec Limits, ingestion compaction: checkpoint every N documents, pause seconds, retries. */
+    compactionInterval: number;
+    compactionSleepS: number;
+    compactionMaxRetries: number;
+  };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
     sweepIntervalSeconds: number;
@@ -340,6 +354,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       defaultAgentUnavailablePolicy: unavailablePolicy(e.PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY),
     },
     skillsDir: e.PLATFORM_SKILLS_DIR,
+    documentIndex: {
+      roots: (e.PLATFORM_DOCUMENT_INDEX_ROOTS ?? '.data/documents')
+        .split(':')
+        .filter(Boolean)
+        .map((r) => resolvePath(r)),
+      compactionInterval: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL,
+        50,
+      ),
+      compactionSleepS: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S ?? '0.5',
+      ),
+      compactionMaxRetries: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES,
+        3,
+      ),
+    },
     llm: {
       baseUrl: e.PLATFORM_LLM_BASE_URL?.replace(/\/+$/, ''),
       apiKey: e.PLATFORM_LLM_API_KEY,

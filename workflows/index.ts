@@ -10,3 +10,5 @@ export { sourceSyncWorkflow } from './source-sync.js';
 export { etlRunWorkflow } from './etl-run.js';
 export { sourceDeleteWorkflow } from './source-delete.js';
 export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
+export { rechunkWorkflow } from './rechunk.js';
+export { ingestWorkflow } from './ingest.js';

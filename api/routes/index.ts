@@ -12,6 +12,7 @@ import { crmMergeRoutes } from './crm-merge.js';
 import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
+import { indexRoutes } from './indexes.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
@@ -41,6 +42,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...managedSourceRoutes);
   routes.push(...wikiRoutes);
   routes.push(...managedSourceTypeRoutes);
+  routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

@@ -16,6 +16,7 @@ import { Migration20261124030000EtlRuns } from './Migration20261124030000EtlRuns
 import { Migration20261124000000ManagedSourceArtifacts } from './Migration20261124000000ManagedSourceArtifacts.js';
 import { Migration20261124010000WikiCommentary } from './Migration20261124010000WikiCommentary.js';
 import { Migration20261124010100ManagedFlows } from './Migration20261124010100ManagedFlows.js';
+import { Migration20261124020000DocumentIndexes } from './Migration20261124020000DocumentIndexes.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -35,5 +36,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124000000ManagedSourceArtifacts', class: Migration20261124000000ManagedSourceArtifacts },
   { name: 'Migration20261124010000WikiCommentary', class: Migration20261124010000WikiCommentary },
   { name: 'Migration20261124010100ManagedFlows', class: Migration20261124010100ManagedFlows },
+  { name: 'Migration20261124020000DocumentIndexes', class: Migration20261124020000DocumentIndexes },
   { name: 'Migration20261124030000EtlRuns', class: Migration20261124030000EtlRuns },
 ];
