@@ -12,6 +12,7 @@ import { Migration20261123120000ConfigMisc } from './Migration20261123120000Conf
 import { Migration20261123150000EmbeddingReindex } from './Migration20261123150000EmbeddingReindex.js';
 import { Migration20261123170000SettingsFold } from './Migration20261123170000SettingsFold.js';
 import { Migration20261123190000ManagedSources } from './Migration20261123190000ManagedSources.js';
+import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -28,4 +29,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123150000EmbeddingReindex', class: Migration20261123150000EmbeddingReindex },
   { name: 'Migration20261123170000SettingsFold', class: Migration20261123170000SettingsFold },
   { name: 'Migration20261123190000ManagedSources', class: Migration20261123190000ManagedSources },
+  { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
 ];
