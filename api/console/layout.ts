@@ -65,44 +65,60 @@ export function layout(
     s === 'countdown' ? html`<script src="${countdown.path}" defer></script>` : html``,
   );
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Review console</title>
-<link rel="stylesheet" href="${css.path}">
-${scripts}
-</head>
-<body>
-<a class="skip" href="#main">Skip to content</a>
-${page.localAdmin ? html`<div class="banner" role="status">Authentication is off (AUTH_PROVIDER=none): you are the local admin. Do not expose this deployment.</div>` : ''}
-<header class="top">
-<strong>Review console</strong>
-${
-  page.principal
-    ? html`<nav aria-label="Console"><ul>${nav.map(
-        (n) =>
-          html`<li><a href="${n.href}"${options.current === n.href ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
-      )}</ul></nav>
-<div class="who"><span>Signed in as <strong data-testid="who">${page.principal.displayName}</strong></span>
-${
-  page.localAdmin
-    ? ''
-    : html`<form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${page.csrfToken ?? ''}"><button class="plain" type="submit">Sign out</button></form>`
-}</div>`
-    : ''
-}
-</header>
-<main id="main">
-<h1>${title}</h1>
-${body}
-</main>
-</body>
-</html>`.value;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · Review console</title>
+        <link rel="stylesheet" href="${css.path}" />
+        ${scripts}
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>
+        ${page.localAdmin ? html`<div class="banner" role="status">Authentication is off (AUTH_PROVIDER=none): you are the local admin. Do not expose this deployment.</div>` : ''}
+        <header class="top">
+          <strong>Review console</strong>
+          ${
+            page.principal
+              ? html`<nav aria-label="Console">
+                    <ul>
+                      ${nav.map(
+                        (n) =>
+                          html`<li>
+                            <a href="${n.href}" ${options.current === n.href ? html` aria-current="page"` : ''}
+                              >${n.label}</a
+                            >
+                          </li>`,
+                      )}
+                    </ul>
+                  </nav>
+                  <div class="who">
+                    <span>Signed in as <strong data-testid="who">${page.principal.displayName}</strong></span> ${
+                      page.localAdmin
+                        ? ''
+                        : html`<form method="post" action="/console/logout">
+                            <input type="hidden" name="_csrf" value="${page.csrfToken ?? ''}" /><button
+                              class="plain"
+                              type="submit"
+                            >
+                              Sign out
+                            </button>
+                          </form>`
+                    }
+                  </div>`
+              : ''
+          }
+        </header>
+        <main id="main">
+          <h1>${title}</h1>
+          ${body}
+        </main>
+      </body>
+    </html>`.value;
 }
 
 /** A hidden CSRF field for a form. */
 export const csrfField = (page: PageContext) =>
-  html`<input type="hidden" name="_csrf" value="${page.csrfToken ?? ''}">`;
+  html`<input type="hidden" name="_csrf" value="${page.csrfToken ?? ''}" />`;
 
 export const dateText = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—');

@@ -9,11 +9,7 @@ import { ProposalRowEntity } from '../../shared/db/entities/index.js';
 import { BadRequestError, ForbiddenError, PlatformError } from '../../shared/errors.js';
 import { workflowUrl } from '../../shared/temporal/workflow-url.js';
 import { findThread, getOwnThread, listMessages, type ThreadRecord } from '../../shared/threads/store.js';
-import {
-  approveAndExecuteUpdate,
-  approveUpdate,
-  rejectUpdate,
-} from '../../workflows/action-review-definitions.js';
+import { approveAndExecuteUpdate, approveUpdate, rejectUpdate } from '../../workflows/action-review-definitions.js';
 import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
 import { executeProposal } from '../action-review/execute.js';
 import { listVisibleProposals } from '../action-review/list.js';
@@ -91,7 +87,8 @@ function errorPage(ctx: Koa.Context, page: PageContext, status: number, title: s
     layout(
       page,
       title,
-      html`<div class="refusal" role="alert" data-testid="refusal"><p class="text">${message}</p></div><p><a href="/console/proposals">Back to the inbox</a></p>`,
+      html`<div class="refusal" role="alert" data-testid="refusal"><p class="text">${message}</p></div>
+        <p><a href="/console/proposals">Back to the inbox</a></p>`,
     ),
   );
 }
@@ -187,7 +184,13 @@ function page(deps: AppDeps, handler: Handler): Koa.Middleware {
         return;
       }
       ctx.state.log?.error?.({ err }, 'console page failed');
-      errorPage(ctx, pageCtx, 500, 'Something went wrong', 'The page could not be built; the error is in the server log.');
+      errorPage(
+        ctx,
+        pageCtx,
+        500,
+        'Something went wrong',
+        'The page could not be built; the error is in the server log.',
+      );
     }
   };
 }
@@ -233,7 +236,10 @@ async function decide(c: Console, kind: 'approve' | 'reject' | 'approve-and-exec
         ? await sendUpdate(c.deps, row.proposalId, approveAndExecuteUpdate, { ...args, origin: API })
         : await sendUpdate(c.deps, row.proposalId, kind === 'approve' ? approveUpdate : rejectUpdate, args);
     if (!answer.ok) {
-      const refusal = 'refusal' in answer ? answer.refusal : { code: 'already_decided', message: 'The proposal was already decided.' };
+      const refusal =
+        'refusal' in answer
+          ? answer.refusal
+          : { code: 'already_decided', message: 'The proposal was already decided.' };
       await showProposal(c, id, { kind: 'refusal', title: `Refused: ${refusal.code}`, detail: refusal.message }, 409);
       return;
     }
@@ -251,9 +257,10 @@ async function decide(c: Console, kind: 'approve' | 'reject' | 'approve-and-exec
 async function ownThreads(manager: EntityManager, principal: Principal): Promise<ThreadRecord[]> {
   const rows = await manager
     .getConnection()
-    .execute<
-      Array<{ id: string }>
-    >(`select id from conversation_threads where tenant = ? and owner_id = ? order by created_at desc limit 200`, [principal.tenant, principal.id]);
+    .execute<Array<{ id: string }>>(
+      `select id from conversation_threads where tenant = ? and owner_id = ? order by created_at desc limit 200`,
+      [principal.tenant, principal.id],
+    );
   const threads = await Promise.all(rows.map((r) => findThread(manager, r.id)));
   return threads.filter((t): t is ThreadRecord => t !== null);
 }
@@ -297,8 +304,15 @@ export function consoleRouter(deps: AppDeps): Router {
         anonymous(deps),
         'Sign in',
         html`${signedOut ? html`<p class="notice" role="status">You are signed out.</p>` : ''}
-<p>Sign in with your organisation’s identity provider to review what agents may do.</p>
-<p><a class="button" href="/console/login/start?return_to=${encodeURIComponent(returnTo)}" data-testid="sign-in">Sign in</a></p>`,
+          <p>Sign in with your organisation’s identity provider to review what agents may do.</p>
+          <p>
+            <a
+              class="button"
+              href="/console/login/start?return_to=${encodeURIComponent(returnTo)}"
+              data-testid="sign-in"
+              >Sign in</a
+            >
+          </p>`,
       ),
     );
   });
@@ -331,7 +345,8 @@ export function consoleRouter(deps: AppDeps): Router {
         layout(
           anonymous(deps),
           'Sign-in failed',
-          html`<div class="refusal" role="alert"><p class="text">${err.message}</p></div><p><a href="/console/login">Start again</a></p>`,
+          html`<div class="refusal" role="alert"><p class="text">${err.message}</p></div>
+            <p><a href="/console/login">Start again</a></p>`,
         ),
       );
     }
@@ -416,7 +431,14 @@ export function consoleRouter(deps: AppDeps): Router {
       const form = parseForm(ReconcileForm, c.ctx.request.body);
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION', true);
       const row = await findVisibleProposal(c.em, c.principal, id);
-      const answer = await reconcileProposal(c.deps, c.em, c.principal, row.proposalId, form.final_status, form.note || null);
+      const answer = await reconcileProposal(
+        c.deps,
+        c.em,
+        c.principal,
+        row.proposalId,
+        form.final_status,
+        form.note || null,
+      );
       if (!answer.resolved) {
         await showProposal(
           c,
@@ -442,11 +464,7 @@ export function consoleRouter(deps: AppDeps): Router {
   const showMerge = async (c: Console, id: string, outcome: Outcome | null, status = 200) => {
     requirePermission(c.principal, 'view_connections');
     const approval = await approvalWithProposal(c.em, await findApproval(c.em, c.principal, id));
-    sendHtml(
-      c.ctx,
-      status,
-      mergePage(c.page, approval, workflowUrl(c.deps.config, approval.workflow_id), outcome),
-    );
+    sendHtml(c.ctx, status, mergePage(c.page, approval, workflowUrl(c.deps.config, approval.workflow_id), outcome));
   };
   const refusedOnMerge = async (c: Console, id: string, err: unknown) => {
     if (!(err instanceof PlatformError) || err.status === 404) throw err;
@@ -511,7 +529,9 @@ export function consoleRouter(deps: AppDeps): Router {
       const thread = await getOwnThread(c.em, c.principal, String(c.ctx.params.id));
       const [messages, proposals] = await Promise.all([
         listMessages(c.em.fork(), thread.id),
-        c.em.fork().find(ProposalRowEntity, { tenant: thread.tenant, threadId: thread.id }, { orderBy: { createdAt: 'asc' } }),
+        c.em
+          .fork()
+          .find(ProposalRowEntity, { tenant: thread.tenant, threadId: thread.id }, { orderBy: { createdAt: 'asc' } }),
       ]);
       sendHtml(c.ctx, 200, threadPage(c.page, thread, messages, proposals));
     }),
@@ -519,4 +539,3 @@ export function consoleRouter(deps: AppDeps): Router {
 
   return router;
 }
-

@@ -116,10 +116,14 @@ export function csrfMatches(session: ConsoleSession, submitted: unknown): boolea
 
 /** Records a sign-in in flight: the state's hash, the PKCE verifier and where to return. */
 export async function saveSignIn(em: EntityManager, state: string, codeVerifier: string, returnTo: string) {
-  await em.getConnection().execute(
-    `insert into console_sign_ins (state_hash, code_verifier, return_to, expires_at) values (?, ?, ?, ?)`,
-    [sha256(state), codeVerifier, returnTo, new Date(Date.now() + SIGN_IN_TTL_SECONDS * 1000)],
-  );
+  await em
+    .getConnection()
+    .execute(`insert into console_sign_ins (state_hash, code_verifier, return_to, expires_at) values (?, ?, ?, ?)`, [
+      sha256(state),
+      codeVerifier,
+      returnTo,
+      new Date(Date.now() + SIGN_IN_TTL_SECONDS * 1000),
+    ]);
 }
 
 /** Takes (and removes) the sign-in a state names; null when unknown, used or expired. */
@@ -129,9 +133,10 @@ export async function takeSignIn(
 ): Promise<{ codeVerifier: string; returnTo: string } | null> {
   const rows = await em
     .getConnection()
-    .execute<
-      Array<{ code_verifier: string; return_to: string; expires_at: Date }>
-    >(`delete from console_sign_ins where state_hash = ? returning code_verifier, return_to, expires_at`, [sha256(state)]);
+    .execute<Array<{ code_verifier: string; return_to: string; expires_at: Date }>>(
+      `delete from console_sign_ins where state_hash = ? returning code_verifier, return_to, expires_at`,
+      [sha256(state)],
+    );
   const row = rows[0];
   if (!row || new Date(row.expires_at).getTime() <= Date.now()) return null;
   return { codeVerifier: row.code_verifier, returnTo: row.return_to };

@@ -31,8 +31,13 @@ const post = (path: string, cookie: string | undefined, form: Record<string, str
     body: new URLSearchParams(form).toString(),
   });
 const proposalStatus = async (id: string) =>
-  (await query<{ status: string }>(c.stack.db.url, 'select status from action_review_proposals where proposal_id = $1', [id]))[0]
-    ?.status;
+  (
+    await query<{ status: string }>(
+      c.stack.db.url,
+      'select status from action_review_proposals where proposal_id = $1',
+      [id],
+    )
+  )[0]?.status;
 
 describe('console over plain HTTP', () => {
   it('sends a strict CSP with no inline script or style, and keeps the console out of the API document', async () => {
@@ -86,7 +91,9 @@ describe('console over plain HTTP', () => {
     expect(cookieOf(callback.headers, 'platform_console_session')).toBeNull();
     const anonymous = await get('/console/proposals?status=requested');
     expect(anonymous.status).toBe(303);
-    expect(anonymous.headers.get('location')).toBe('/console/login?return_to=%2Fconsole%2Fproposals%3Fstatus%3Drequested');
+    expect(anonymous.headers.get('location')).toBe(
+      '/console/login?return_to=%2Fconsole%2Fproposals%3Fstatus%3Drequested',
+    );
   });
 
   it('refuses a form without the session’s CSRF token and leaves the proposal undecided', async () => {

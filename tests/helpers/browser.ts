@@ -29,7 +29,8 @@ export function ensureChromium(): string {
     if (run.status !== 0)
       throw new Error(`apt-get ${args.join(' ')} failed (${run.status}): ${run.stderr.slice(-2000)}\n${INSTALL_HINT}`);
   }
-  if (!existsSync(CHROMIUM_PATH)) throw new Error(`apt-get installed chromium, yet ${CHROMIUM_PATH} is missing. ${INSTALL_HINT}`);
+  if (!existsSync(CHROMIUM_PATH))
+    throw new Error(`apt-get installed chromium, yet ${CHROMIUM_PATH} is missing. ${INSTALL_HINT}`);
   return CHROMIUM_PATH;
 }
 

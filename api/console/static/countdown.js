@@ -1,3 +1,4 @@
+/* global document, setInterval */
 // Review console: live countdown to an approval's expiry (served from this file; CSP script-src 'self').
 // Every <time data-countdown datetime="…"> shows the time left; at zero it reads "Expired" and the
 // buttons marked data-expires-with-countdown are disabled (the server refuses them after expiry anyway).
