@@ -51,6 +51,8 @@ export async function createSession(
   principal: Principal,
   ttlSeconds: number,
 ): Promise<{ cookie: string; session: ConsoleSession }> {
+  // Housekeeping: sessions past their expiry go whenever a new one is made.
+  await em.getConnection().execute(`delete from console_sessions where expires_at <= now()`);
   const cookie = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);

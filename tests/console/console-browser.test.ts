@@ -65,6 +65,17 @@ afterAll(async () => {
 /** How far the page is wider than the viewport (evaluated in the page). */
 const OVERFLOW = 'document.documentElement.scrollWidth - document.documentElement.clientWidth';
 
+/** Every visible form control on the page has its own label (keyboard and screen-reader users). */
+async function expectLabelled(p: Page) {
+  const controls = p.locator('textarea, select, input:not([type="hidden"]):not([type="checkbox"])');
+  const n = await controls.count();
+  for (let i = 0; i < n; i++) {
+    const id = await controls.nth(i).getAttribute('id');
+    expect(id, 'a form control without an id').toBeTruthy();
+    expect(await p.locator(`label[for="${id}"]`).count()).toBe(1);
+  }
+}
+
 const shot = (name: string, p: Page = page) => p.screenshot({ path: `${SCREENSHOTS}${name}.png` });
 
 describe('review console in Chromium', () => {
@@ -100,6 +111,7 @@ describe('review console in Chromium', () => {
     const temporalUi = await page.getByRole('link', { name: 'Open in the Temporal UI' }).getAttribute('href');
     expect(temporalUi).toMatch(/^http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\//);
     expect(temporalUi).toContain(id);
+    await expectLabelled(page);
     await shot('proposal');
     await page.getByLabel('Reason (optional)').first().fill('Agreed with the team');
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
@@ -190,6 +202,7 @@ describe('review console in Chromium', () => {
     expect(await email.locator('td.projected').textContent()).toBe('ada@example.com');
     expect(await email.textContent()).toContain(LOSER_A);
     await expect.poll(() => page.getByTestId('countdown').textContent()).toMatch(/left$/);
+    await expectLabelled(page);
     await shot('merge');
     await page.getByRole('button', { name: 'Approve merge' }).click();
     await page.waitForURL(/done=merge-approved/);
