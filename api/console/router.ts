@@ -124,6 +124,7 @@ const ListQuery = z.object({
     .transform((v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]))
     .pipe(z.array(z.enum(PROPOSAL_STATUSES))),
   offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(100).default(25),
 });
 
 function parseForm<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
@@ -367,7 +368,7 @@ export function consoleRouter(deps: AppDeps): Router {
     page(deps, async (c) => {
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION');
       const q = parseForm(ListQuery, c.ctx.query);
-      const limit = 25;
+      const limit = q.limit;
       const list = await listVisibleProposals(c.em, c.principal, {
         status: q.status,
         actionType: [],

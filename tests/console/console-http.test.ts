@@ -135,6 +135,33 @@ describe('console over plain HTTP', () => {
     expect(await proposalStatus(id)).toBe('requested');
   });
 
+  it('filters the inbox by status and pages through it', async () => {
+    const { cookie } = await signInOverHttp(c);
+    const ids = [
+      await propose(c.stack.url, c.tokens.rita, learning(11)),
+      await propose(c.stack.url, c.tokens.rita, learning(12)),
+    ];
+    const token = csrfOf(await (await get(`/console/proposals/${ids[0]}`, cookie)).text());
+    expect((await post(`/console/proposals/${ids[0]}/reject`, cookie, { reason: 'r', _csrf: token })).status).toBe(303);
+    const rejected = await (await get('/console/proposals?status=rejected&limit=100', cookie)).text();
+    expect(rejected).toContain(`/console/proposals/${ids[0]}"`);
+    expect(rejected).not.toContain(`/console/proposals/${ids[1]}"`);
+    expect(rejected).toMatch(/name="status" value="rejected"\s+checked/);
+    const requested = await (await get('/console/proposals?status=requested&limit=100', cookie)).text();
+    expect(requested).toContain(`/console/proposals/${ids[1]}"`);
+    expect(requested).not.toContain(`/console/proposals/${ids[0]}"`);
+    const first = await (await get('/console/proposals?limit=1', cookie)).text();
+    const total = Number(/Showing 1–1 of (\d+)\./.exec(first)![1]);
+    expect(total).toBeGreaterThanOrEqual(2);
+    expect(first).toContain('href="/console/proposals?offset=1&amp;limit=1" rel="next"');
+    expect(first).not.toContain('rel="prev"');
+    const second = await (await get('/console/proposals?offset=1&limit=1', cookie)).text();
+    expect(second).toContain('Showing 2–2 of');
+    expect(second).toContain('href="/console/proposals?offset=0&amp;limit=1" rel="prev"');
+    // A status the inbox does not know is a 400 page, not a silent empty list.
+    expect((await get('/console/proposals?status=bogus', cookie)).status).toBe(400);
+  });
+
   it('ends a session at its expiry and at sign-out', async () => {
     const { cookie } = await signInOverHttp(c);
     expect((await get('/console/proposals', cookie)).status).toBe(200);

@@ -38,6 +38,7 @@ export function inboxPage(
     const q = new URLSearchParams();
     for (const s of list.statuses) q.append('status', s);
     q.set('offset', String(offset));
+    q.set('limit', String(list.limit));
     return `/console/proposals?${q.toString()}`;
   };
   const filters = html`<form method="get" action="/console/proposals" class="filters">
