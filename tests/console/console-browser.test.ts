@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { learning, propose, ticket, tool, waitFor } from '../action-review/support.js';
 import { jwtConfig, LOSER_A, seedContacts, selection, SURVIVOR, type CrmStack } from '../crm/support.js';
-import { launchChromium } from '../helpers/browser.js';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, launchChromium } from '../helpers/browser.js';
 import { startFakeCrm, type FakeCrm } from '../helpers/fake-crm.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
@@ -42,7 +42,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
   watch(page);
-});
+}, CHROMIUM_INSTALL_TIMEOUT_MS);
 afterEach(() => {
   // Any script error or CSP violation (reported on the console) fails the test that caused it.
   expect(pageErrors.splice(0)).toEqual([]);
