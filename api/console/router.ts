@@ -21,6 +21,8 @@ import { listApprovals } from '../crm/approval-list.js';
 import { approvalWithProposal, executeApproval, findApproval } from '../crm/merge-approvals.js';
 import { approveApproval, rejectApproval } from '../crm/merge-decisions.js';
 import type { AppDeps } from '../deps.js';
+import { describeError, type Logger } from '../../shared/log.js';
+import { toPlatformError } from '../middleware/errors.js';
 import { html } from './html.js';
 import { CONSOLE_CSP, consoleAssets, layout, type PageContext } from './layout.js';
 import { mergePage, mergesPage } from './pages/merges.js';
@@ -180,17 +182,20 @@ function page(deps: AppDeps, handler: Handler): Koa.Middleware {
       }
       await handler({ deps, em: em(), ctx, session, page: pageCtx, principal: session.principal });
     } catch (err) {
-      if (err instanceof PlatformError) {
-        errorPage(ctx, pageCtx, err.status, err.status === 404 ? 'Not found' : 'Refused', err.message);
-        return;
-      }
-      ctx.state.log?.error?.({ err }, 'console page failed');
+      // The API's own classification: refusals keep their status, outages become 503, the rest 500.
+      const { error, unexpected } = toPlatformError(err);
+      const log = ctx.state.log as Logger;
+      if (unexpected) log.error('console page failed', describeError(err));
+      else if (error.status >= 500)
+        log.warn('dependency failure', { error_type: error.errorType, ...describeError(err) });
       errorPage(
         ctx,
         pageCtx,
-        500,
-        'Something went wrong',
-        'The page could not be built; the error is in the server log.',
+        error.status,
+        error.status === 404 ? 'Not found' : error.status >= 500 ? 'Something went wrong' : 'Refused',
+        unexpected
+          ? `The page could not be built; the server log has request ${String(ctx.state.requestId)}.`
+          : error.message,
       );
     }
   };
