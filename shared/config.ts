@@ -39,6 +39,7 @@ const EnvSchema = z.object({
   TEMPORAL_NAMESPACE: optionalString,
   TEMPORAL_TASK_QUEUE: optionalString,
   TEMPORAL_UI_URL: optionalString,
+  CONSOLE_SESSION_TTL_SECONDS: optionalString,
   TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   AUTH_PROVIDER: optionalString,
@@ -112,6 +113,8 @@ export interface AppConfig {
     taskQueue: string;
     uiUrl: string | undefined;
   };
+  /** The review console (`/console`): `CONSOLE_SESSION_TTL_SECONDS`, how long a sign-in lasts (default 8 h). */
+  console: { sessionTtlSeconds: number };
   auth: {
     provider: AuthProvider;
     jwksUrl: string | undefined;
@@ -333,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'platform',
       uiUrl: e.TEMPORAL_UI_URL,
     },
+    console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },
     auth: {
       provider: provider as AuthProvider,
       jwksUrl: e.AUTH_JWKS_URL,
