@@ -125,6 +125,8 @@ function requestBody(route: AnyRoute, components: Json): Json {
       ...schema,
       type: 'object',
       properties: { ...((schema.properties as Json | undefined) ?? {}), ...files },
+      // Every part counts: at most `maxFields` non-file fields plus the file parts (more answers 413).
+      maxProperties: route.multipart.maxFields + Math.min(route.multipart.maxFiles, route.multipart.fileFields.length),
     };
   }
   return { required: bodyRequired(route), content: { [mediaType]: { schema } } };
