@@ -181,11 +181,16 @@ describe('hosted identity', () => {
     const admin = await user(aliceSub);
     const bob = await user('bob');
     expect((await me(bob)).status).toBe(200);
+    const minted = await post('/api/auth/pats', { name: 'bob laptop' }, bob);
+    expect(minted.status).toBe(201);
+    const pat = minted.body.data.token as string;
+    expect((await me(pat)).status).toBe(200);
     const res = await post(`/api/hosted-identities/${memberBinding}/revoke`, { operation_id: 'rev-1' }, admin);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ binding_id: memberBinding, state: 'revoked' });
-    // The same (still unexpired) assertion stops working on the next request.
+    // The same (still unexpired) assertion stops working on the next request; so does Bob's PAT.
     expectAuthRefusal(await me(bob), 'identity_link_revoked');
+    expectAuthRefusal(await me(pat), 'identity_link_revoked');
     const again = await post(`/api/hosted-identities/${memberBinding}/revoke`, { operation_id: 'rev-1' }, admin);
     expect(again.status).toBe(200);
     expect(again.body.data).toEqual({ binding_id: memberBinding, state: 'revoked' });
@@ -206,6 +211,7 @@ describe('hosted identity', () => {
     expect(back.status).toBe(201);
     expect(back.body.data.binding_id).not.toBe(memberBinding);
     expect((await me(bob)).status).toBe(200);
+    expect((await me(pat)).status).toBe(200);
   });
 
   it('lets a management assertion with the emergency scope revoke, and nothing else', async () => {

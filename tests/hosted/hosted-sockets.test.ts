@@ -125,6 +125,26 @@ describe('hosted WebSockets', () => {
     ws.close();
   });
 
+  it('rechecks while open: a link revoked elsewhere (another API process) closes the socket', async () => {
+    const carolInvite = await http(stack.url, 'POST', '/api/hosted-identities/invitations', {
+      token: alice,
+      body: { subject: 'carol' },
+    });
+    expect(carolInvite.status).toBe(201);
+    const carol = await idp.sign(claims('carol'));
+    const ws = await open('/api/ws/estate-live', carol);
+    await ws.waitFor((m) => m.type === 'ready');
+    // Revoked straight in the database: no in-process notice, only the periodic recheck sees it.
+    await stack.api.deps.orm.em
+      .getConnection()
+      .execute(`update hosted_identity_bindings set state = 'revoked', revoked_at = now() where binding_id = ?`, [
+        carolInvite.body.data.binding_id,
+      ]);
+    const closed = await ws.closed;
+    expect(closed.code).toBe(4401);
+    expect(closed.reason).toMatch(/revoked/);
+  });
+
   it('closes open sockets when the link is revoked', async () => {
     const log = await open('/api/ws/log', bob);
     const estate = await open('/api/ws/unified', bob);
