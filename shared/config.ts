@@ -53,6 +53,7 @@ const EnvSchema = z.object({
   PLATFORM_OAUTH_PROXY_ENABLED: optionalString,
   PLATFORM_SIGNING_KEY: optionalString,
   AUTH_ROLES_CLAIM: optionalString,
+  AUTH_INSTALLATION: optionalString,
   PLATFORM_TENANT: optionalString,
   PLATFORM_SERVICE_TOKEN: optionalString,
   PLATFORM_INTERNAL_TOKEN: optionalString,
@@ -126,6 +127,8 @@ export interface AppConfig {
     /** `auth.mcp_client_redirect_uris`: extra MCP client callbacks, accepted verbatim. */
     mcpClientRedirectUris: string[];
     rolesClaim: string;
+    /** `AUTH_INSTALLATION` (hosted mode): the installation a signed assertion's `installation` claim must name. */
+    installation: string | undefined;
     deploymentTenant: string;
     serviceToken: string | undefined;
     internalToken: string | undefined;
@@ -297,8 +300,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (provider === 'oidc' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
     throw new ConfigError('AUTH_PROVIDER=oidc needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
   }
-  if (provider === 'hosted' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
-    throw new ConfigError('AUTH_PROVIDER=hosted needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
+  if (provider === 'hosted' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE || !e.AUTH_INSTALLATION)) {
+    throw new ConfigError('AUTH_PROVIDER=hosted needs AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE and AUTH_INSTALLATION');
   }
   const positiveInt = (name: string, raw: string | undefined, fallback: number): number => {
     if (raw === undefined) return fallback;
@@ -346,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       clientSecret: e.AUTH_CLIENT_SECRET,
       mcpClientRedirectUris: (e.AUTH_MCP_CLIENT_REDIRECT_URIS ?? '').split(/[\s,]+/).filter(Boolean),
       rolesClaim: e.AUTH_ROLES_CLAIM ?? 'roles',
+      installation: e.AUTH_INSTALLATION,
       deploymentTenant: e.PLATFORM_TENANT ?? 'default',
       serviceToken: e.PLATFORM_SERVICE_TOKEN,
       internalToken: e.PLATFORM_INTERNAL_TOKEN,

@@ -27,6 +27,7 @@ import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 import { wikiRoutes } from './wiki.js';
+import { hostedIdentityRoutes } from './hosted-identities.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -44,5 +45,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...managedSourceTypeRoutes);
   routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
+  routes.push(...hostedIdentityRoutes);
   return routes;
 }

@@ -178,6 +178,10 @@ export const SETTINGS = {
     env: 'AUTH_MCP_CLIENT_REDIRECT_URIS',
     description: 'Extra MCP client callbacks, matched verbatim',
   }),
+  'auth.installation': envOnly(string(), null, {
+    env: 'AUTH_INSTALLATION',
+    description: 'Hosted mode: the installation signed assertions must name (claim installation)',
+  }),
   'auth.roles_claim': envOnly(string(), 'roles', { env: 'AUTH_ROLES_CLAIM', description: 'Claim holding roles' }),
   'auth.service_token': envOnly(string(), null, {
     env: 'PLATFORM_SERVICE_TOKEN',
