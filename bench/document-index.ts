@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
 import { hybridSearch, lexicalRanking, vectorRanking, RRF_K } from '../shared/document-index/search.js';
 import { createIndex, ingestDocument, sql } from '../shared/document-index/store.js';
+import { vectorBackend } from '../shared/document-index/vectors.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import { rechunkWorkflowId } from '../workflows/rechunk-definitions.js';
 import { measure, measurePair, report } from './lib/measure.js';
@@ -136,6 +137,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   const tenant = config.auth.deploymentTenant;
   const em = () => orm.em.fork();
   const embedder = await currentEmbedder(em(), config, tenant);
+  const backend = await vectorBackend(em(), config);
   const sizes = (process.env.BENCH_DOCIDX_CHUNKS ?? '2000,10000').split(',').map(Number);
   const out: string[] = ['## Document indexes', ''];
   const chunkCfg = { chunk_size: 40, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
@@ -166,7 +168,15 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
       {
         label: 'SEARCH (hybrid)',
         op: async (i) => {
-          await hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder);
+          await hybridSearch(
+            em(),
+            tenant,
+            [{ id: index.id, name }],
+            queries[i % queries.length]!,
+            10,
+            embedder,
+            backend,
+          );
         },
       },
       {
@@ -211,6 +221,7 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
   const { orm, config } = stack.api.deps;
   const tenant = config.auth.deploymentTenant;
   const em = () => orm.em.fork();
+  const backend = await vectorBackend(em(), config);
   const index = await createIndex(em(), tenant, `bench-quality-${randomUUID().slice(0, 8)}`, {
     chunk_size: null,
     chunk_overlap: null,
@@ -247,7 +258,7 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
   for (const [topic, , query] of LABELLED) {
     const lex = (await lexicalRanking(em(), tenant, [index.id], query)).map((r) => r.id);
     const [qv] = (await embedder.embed([query])).vectors;
-    const vec = (await vectorRanking(em(), tenant, [index.id], embedder.collection, qv!)).map((r) => r.id);
+    const vec = (await vectorRanking(em(), backend, tenant, [index.id], embedder.collection, qv!)).map((r) => r.id);
     const fusedScore = new Map<string, number>();
     lex.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
     vec.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
