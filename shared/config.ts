@@ -91,6 +91,7 @@ const EnvSchema = z.object({
   PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL: optionalString,
   PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S: optionalString,
   PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES: optionalString,
+  PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -168,6 +169,8 @@ export interface AppConfig {
     compactionInterval: number;
     compactionSleepS: number;
     compactionMaxRetries: number;
+    /** `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`: memory the API's exact-search vector cache may hold (no pgvector). */
+    vectorCacheMb: number;
   };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
@@ -380,6 +383,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES',
         e.PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES,
         3,
+      ),
+      vectorCacheMb: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB',
+        e.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB ?? '512',
       ),
     },
     llm: {

@@ -19,6 +19,7 @@ import { Migration20261124010100ManagedFlows } from './Migration20261124010100Ma
 import { Migration20261124020000DocumentIndexes } from './Migration20261124020000DocumentIndexes.js';
 import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
 import { Migration20261125030000HostedIdentityBindings } from './Migration20261125030000HostedIdentityBindings.js';
+import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -42,4 +43,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124030000EtlRuns', class: Migration20261124030000EtlRuns },
   { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
   { name: 'Migration20261125030000HostedIdentityBindings', class: Migration20261125030000HostedIdentityBindings },
+  { name: 'Migration20261125050000DocVectorsBinary', class: Migration20261125050000DocVectorsBinary },
 ];
