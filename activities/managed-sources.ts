@@ -4,7 +4,13 @@ import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
-import { ManagedSourceEntity, ManagedSourceSyncJobEntity, type ManagedSourceRow } from '../shared/db/entities/index.js';
+import { pendingFlowChanges } from '../api/flows/promotions.js';
+import {
+  ManagedFlowEntity,
+  ManagedSourceEntity,
+  ManagedSourceSyncJobEntity,
+  type ManagedSourceRow,
+} from '../shared/db/entities/index.js';
 import {
   authHeaders,
   classifyGitError,
@@ -71,6 +77,7 @@ export function emptyHydration(): HydrationResult {
     requires_role_apply_confirmation: false,
     agent_auto_apply: { applied: 0, waiting: 0 },
     role_auto_apply: { applied: 0, waiting: 0 },
+    flow_auto_apply: { applied: 0, waiting: 0 },
   };
 }
 
@@ -179,8 +186,9 @@ export function releaseCheck(
 
 /** The outcome from what the sync did: errors and waiting changes are named, a plain change is `updated`. */
 export function syncOutcome(gitChanged: boolean, h: HydrationResult): SyncOutcome {
-  const applied = h.agent_auto_apply.applied + h.role_auto_apply.applied;
-  const waiting = h.agent_auto_apply.waiting + h.role_auto_apply.waiting;
+  const flows = h.flow_auto_apply ?? { applied: 0, waiting: 0 };
+  const applied = h.agent_auto_apply.applied + h.role_auto_apply.applied + flows.applied;
+  const waiting = h.agent_auto_apply.waiting + h.role_auto_apply.waiting + flows.waiting;
   const changed = gitChanged || applied > 0;
   if (changed && (h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0)) return 'updated_with_errors';
   if (waiting > 0) return 'updated_awaiting_promotion';
@@ -313,6 +321,45 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         applied: d.apply ? n : 0,
         waiting: d.apply ? 0 : n,
         degraded_artifacts: plan.degraded,
+      };
+    }
+    if (types.has('flows')) {
+      // Flows wait as pending promotions (api/flows/promotions.ts) unless auto_promote_on_sync promotes
+      // every valid change now; a flow that cannot be promoted is a degraded artifact either way.
+      const synced = { ...row, syncedCommitSha: commitSha } as ManagedSourceRow;
+      const { changes, flows } = await pendingFlowChanges(em, deps.config, synced);
+      const valid = changes.filter((c) => c.valid);
+      const degraded = changes
+        .filter((c) => !c.valid)
+        .map((c) => ({ artifact_id: c.flow_name, reason: c.invalid_reason ?? 'invalid flow' }));
+      if (autoPromote && valid.length)
+        await em.transactional(async (tx) => {
+          for (const c of valid) {
+            const existing = await tx.findOne(ManagedFlowEntity, { sourceId: row.id, flowName: c.flow_name });
+            if (c.change === 'removed') {
+              if (existing) tx.remove(existing);
+              continue;
+            }
+            const flow = flows.get(c.flow_name)!;
+            const fields = {
+              tenant: row.tenant,
+              contentHash: flow.contentHash,
+              commitSha,
+              manifestPath: flow.manifest,
+              promotedAt: new Date(),
+              promotedBy: 'auto_promote_on_sync',
+            };
+            if (existing) Object.assign(existing, fields);
+            else tx.create(ManagedFlowEntity, { sourceId: row.id, flowName: c.flow_name, ...fields });
+          }
+        });
+      const applied = autoPromote ? valid.length : 0;
+      h.flow_auto_apply = { applied, waiting: valid.length - applied };
+      h.hydrate.flows = {
+        found: flows.size,
+        applied,
+        waiting: valid.length - applied,
+        degraded_artifacts: degraded,
       };
     }
     h.degraded_artifact_count = Object.values(h.hydrate).reduce((n, t) => n + t.degraded_artifacts.length, 0);
@@ -609,7 +656,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             blueprint_versions: 0,
             agent_changes: r.agent_auto_apply.waiting,
             document_indexes: 0,
-            flow_changes: 0,
+            flow_changes: r.flow_auto_apply?.waiting ?? 0,
             role_changes: r.role_auto_apply.waiting,
           },
           failures: { count: Object.values(byType).reduce((a, b) => a + b, 0), by_type: byType },

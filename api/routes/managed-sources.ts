@@ -220,6 +220,7 @@ const SyncResultView = z
     requires_role_apply_confirmation: z.boolean().optional(),
     agent_auto_apply: AutoApply.optional(),
     role_auto_apply: AutoApply.optional(),
+    flow_auto_apply: AutoApply.optional(),
     finished_at: z.string().optional(),
   })
   .meta({ id: 'ManagedSourceSyncResult' });
