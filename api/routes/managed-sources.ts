@@ -850,13 +850,8 @@ export const managedSourceRoutes = [
     successStatus: 202,
     handler: async ({ params, principal, deps, em }) => {
       const row = await loadSource(em, principal, params.source_id);
-      if (!row.deletionState && (await runningJobs(em, row.id)))
-        throw new ConflictError(`A sync of managed source ${row.id} is already running; wait for it to finish.`, {
-          code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
-        });
-      // Resolved only for a source that may sync (startSync refuses one pending deletion first).
-      const release = row.deletionState ? { code: '', message: '' } : await remoteReleaseCommit(em, deps, row);
-      const job = await startSync(em, deps, principal, row, undefined, 'commit' in release ? release.commit : null);
+      // Answers at once: no look-up of the remote, so no expected release commit (no release check).
+      const job = await startSync(em, deps, principal, row);
       return {
         success: true,
         data: { job_id: job.jobId, status: 'running' as const, expected_release_commit: job.expected },
