@@ -19,6 +19,7 @@ import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
 import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
+import { skillRoutes } from './skills.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { metricsRoutes } from './metrics.js';
@@ -46,5 +47,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   routes.push(...hostedIdentityRoutes);
+  routes.push(...skillRoutes);
   return routes;
 }

@@ -20,6 +20,7 @@ import { Migration20261124020000DocumentIndexes } from './Migration2026112402000
 import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
 import { Migration20261125030000HostedIdentityBindings } from './Migration20261125030000HostedIdentityBindings.js';
 import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
+import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -44,4 +45,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
   { name: 'Migration20261125030000HostedIdentityBindings', class: Migration20261125030000HostedIdentityBindings },
   { name: 'Migration20261125050000DocVectorsBinary', class: Migration20261125050000DocVectorsBinary },
+  {
+    name: 'Migration20261125060000ManagedSourceOAuthAgentFields',
+    class: Migration20261125060000ManagedSourceOAuthAgentFields,
+  },
 ];
