@@ -9,6 +9,7 @@ import { configSetupRoutes } from './config-setup.js';
 import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
+import { desktopRoutes } from './desktop.js';
 import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
@@ -44,5 +45,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...managedSourceTypeRoutes);
   routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
+  routes.push(...desktopRoutes);
   return routes;
 }
