@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { desktopNow } from '../../shared/desktop/clock.js';
-import { ProvisionerClient, ProvisionerError, type ProvisionerCredit } from '../../shared/desktop/provisioner.js';
+import { type ProvisionerClient, ProvisionerError, type ProvisionerCredit } from '../../shared/desktop/provisioner.js';
 import { evaluatePolicy } from '../../shared/desktop/versions.js';
 import {
   BadRequestError,
@@ -13,7 +13,8 @@ import {
   UpdateRequiredError,
 } from '../../shared/errors.js';
 import type { AppDeps } from '../deps.js';
-import { loadState, saveState, type DesktopState, type LoadedState } from './state.js';
+import { desktopSetup, type DesktopSetup } from '../../shared/desktop/setup.js';
+import { loadState, saveState, type DesktopState, type LoadedState } from '../../shared/desktop/state.js';
 
 /** Spec, Limits: the loopback ports a sign-in callback may use. */
 export const SIGN_IN_PORTS = [47080, 47081, 47082, 47083] as const;
@@ -27,35 +28,6 @@ export const CREDIT_REFUSED_WAIT_MS = 180_000;
 export const CREDIT_HEADS_UP_FRACTION = 0.8;
 
 export const CALLBACK_PATH = '/api/desktop/auth/callback';
-
-export interface DesktopSetup {
-  provisioner: ProvisionerClient | null;
-  platformAiOnly: boolean;
-}
-
-/** Desktop mode's deployment settings; off answers 404 (the notice routes pass `conflict` for their 409). */
-export async function desktopSetup(
-  deps: AppDeps,
-  whenOff: 'not_found' | 'conflict' = 'not_found',
-): Promise<DesktopSetup> {
-  if (!(await deps.settings.get('desktop.enabled'))) {
-    const message = 'Desktop mode is not enabled in this deployment.';
-    const payload = { code: 'desktop_mode_unavailable' };
-    throw whenOff === 'conflict' ? new ConflictError(message, payload) : new NotFoundError(message, payload);
-  }
-  const baseUrl = await deps.settings.get('desktop.provisioner_url');
-  return {
-    provisioner: baseUrl
-      ? new ProvisionerClient({
-          baseUrl,
-          clientId: await deps.settings.get('desktop.provisioner_client_id'),
-          clientSecret: await deps.settings.get('desktop.provisioner_client_secret'),
-          egress: deps.config.egress,
-        })
-      : null,
-    platformAiOnly: await deps.settings.get('desktop.platform_ai_only'),
-  };
-}
 
 function requireProvisioner(setup: DesktopSetup): ProvisionerClient {
   if (!setup.provisioner)

@@ -13,6 +13,7 @@ import {
   switchCreditModel,
   updateManifest,
 } from '../desktop/service.js';
+import { createDiagnosticsPreview, sendDiagnostics } from '../../shared/desktop/diagnostics.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 
 /**
@@ -368,5 +369,64 @@ export const desktopRoutes = [
       }
       return manifest;
     },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/desktop/diagnostics/preview',
+    operationId: 'desktopDiagnosticsPreview',
+    summary: 'Collect the log files a diagnostics send would upload (newest bytes; sendable for 15 minutes)',
+    tags: ['desktop'],
+    access: config,
+    responses: {
+      200: {
+        description: 'Preview',
+        schema: successEnvelope(
+          z.object({
+            preview_id: z.string(),
+            trigger: z.enum(['manual', 'automatic']),
+            total_bytes: z.number().int(),
+            files: z.array(z.object({ name: z.string(), bytes: z.number().int() })),
+            excerpt: z.string().describe('The last 4000 characters'),
+            created_at: z.string(),
+            expires_at: z.string(),
+          }),
+        ),
+      },
+      404: { description: OFF },
+    },
+    handler: async ({ deps, em }) => ({ success: true, data: await createDiagnosticsPreview(deps, em, 'manual') }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/desktop/diagnostics/send',
+    operationId: 'desktopDiagnosticsSend',
+    summary:
+      'Send a preview: chunks of 1,500,000 bytes (4,000,000 with gzip advertised), at most 4, halved on 413 down to 64,000',
+    tags: ['desktop'],
+    access: config,
+    body: z.object({ preview_id: z.string().min(1).max(64) }),
+    responses: {
+      200: {
+        description: 'Sent',
+        schema: successEnvelope(
+          z.object({
+            preview_id: z.string(),
+            upload_id: z.string(),
+            gzip: z.boolean(),
+            chunks_sent: z.number().int(),
+            bytes_sent: z.number().int(),
+            chunk_bytes: z.number().int().describe('The chunk size in use at the end (after any halving)'),
+            truncated: z.boolean().describe('Older bytes beyond 4 chunks were not sent'),
+          }),
+        ),
+      },
+      404: { description: `${OFF}; or the preview is unknown, expired or already sent` },
+      409: { description: 'Not activated (`not_activated`)' },
+      503: { description: 'The provisioner refused or failed (the preview stays sendable)' },
+    },
+    handler: async ({ deps, em, body }) => ({
+      success: true,
+      data: await sendDiagnostics(deps, em, body.preview_id),
+    }),
   }),
 ];

@@ -14,6 +14,9 @@ import { egressFetch, type EgressPolicy } from '../http/egress.js';
  * - `POST {base}/v1/desktop/sign-out`
  * - `GET  {base}/v1/desktop/credit` → `{model, max_budget_usd, spend_usd, alternatives, resets_at}`
  * - `GET  {base}/v1/desktop/update/{target}/{arch}/{current_version}` → 200 manifest, 204 none, 404 unknown
+ * - `POST {base}/v1/desktop/diagnostics` `{trigger, total_bytes}` → `{upload_id, accept_encoding}` (gzip advertised there)
+ * - `PUT  {base}/v1/desktop/diagnostics/{upload_id}/chunks/{index}` raw log bytes (gzip when advertised); 413 too large
+ * - `POST {base}/v1/desktop/diagnostics/{upload_id}/complete` `{chunks, bytes}`
  *
  * Outcomes: `refused` (the provisioner answered 4xx: a refused code or device credential), `not_found`
  * (404 where that means "none"), `unavailable` (unreachable, 5xx, or an answer that is not the contract).
@@ -96,6 +99,11 @@ export const UpdateManifestSchema = z.object({
 });
 export type UpdateManifest = z.infer<typeof UpdateManifestSchema>;
 
+const DiagnosticsUploadSchema = z.object({
+  upload_id: z.string().min(1).max(200),
+  accept_encoding: z.array(z.string().max(32)).max(10).default([]),
+});
+
 const TIMEOUT_MS = 15_000;
 
 export class ProvisionerClient {
@@ -144,6 +152,48 @@ export class ProvisionerClient {
     return body === null ? null : this.parse(UpdateManifestSchema, body);
   }
 
+  async startDiagnostics(deviceCredential: string, trigger: string, totalBytes: number) {
+    const body = await this.call(
+      'POST',
+      '/v1/desktop/diagnostics',
+      { trigger, total_bytes: totalBytes },
+      deviceCredential,
+    );
+    return this.parse(DiagnosticsUploadSchema, body);
+  }
+
+  /** One chunk; `too_large` when the provisioner answers 413. */
+  async putDiagnosticsChunk(
+    deviceCredential: string,
+    uploadId: string,
+    index: number,
+    bytes: Uint8Array,
+    gzip: boolean,
+  ): Promise<'ok' | 'too_large'> {
+    try {
+      await this.call(
+        'PUT',
+        `/v1/desktop/diagnostics/${encodeURIComponent(uploadId)}/chunks/${index}`,
+        bytes,
+        deviceCredential,
+        gzip ? { 'content-encoding': 'gzip' } : {},
+      );
+      return 'ok';
+    } catch (err) {
+      if (err instanceof ProvisionerError && err.status === 413) return 'too_large';
+      throw err;
+    }
+  }
+
+  async completeDiagnostics(deviceCredential: string, uploadId: string, chunks: number, bytes: number) {
+    await this.call(
+      'POST',
+      `/v1/desktop/diagnostics/${encodeURIComponent(uploadId)}/complete`,
+      { chunks, bytes },
+      deviceCredential,
+    );
+  }
+
   private parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
     const parsed = schema.safeParse(body);
     if (!parsed.success) throw new ProvisionerError('unavailable', 'the provisioner answered outside its contract');
@@ -151,19 +201,26 @@ export class ProvisionerClient {
   }
 
   /** One call; answers the JSON body, or null for 204. */
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown, bearer?: string | null): Promise<unknown> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  private async call(
+    method: 'GET' | 'POST' | 'PUT',
+    path: string,
+    body?: unknown,
+    bearer?: string | null,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<unknown> {
+    const raw = body instanceof Uint8Array;
+    const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
     if (this.s.clientId) headers['x-client-id'] = this.s.clientId;
     if (this.s.clientSecret) headers['x-client-secret'] = this.s.clientSecret;
     if (bearer) headers.authorization = `Bearer ${bearer}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = raw ? 'application/octet-stream' : 'application/json';
     let res: Response;
     try {
       res = await egressFetch(`${this.s.baseUrl.replace(/\/+$/, '')}${path}`, {
         policy: this.s.egress,
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
         timeoutMs: TIMEOUT_MS,
         maxResponseBytes: 1024 * 1024,
       });
@@ -176,7 +233,8 @@ export class ProvisionerClient {
       throw new ProvisionerError('refused', `the provisioner refused (status ${res.status})`, res.status);
     if (!res.ok) throw new ProvisionerError('unavailable', `the provisioner failed (status ${res.status})`, res.status);
     try {
-      return await res.json();
+      const text = await res.text();
+      return text.trim() === '' ? null : (JSON.parse(text) as unknown);
     } catch {
       throw new ProvisionerError('unavailable', 'the provisioner answered something that is not JSON');
     }

@@ -141,6 +141,15 @@ export const SETTINGS = {
     description:
       'Platform-AI-only mode: the laptop uses only the platform AI key (llm-choice and credit switch answer 403)',
   }),
+  'desktop.diagnostics_dir': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_DIR',
+    description: 'Folder whose log files diagnostics previews collect (default: <PLATFORM_DATA_DIR>/logs)',
+  }),
+  'desktop.diagnostics_auto': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_AUTO',
+    description:
+      'Send diagnostics automatically (at most one attempt an hour, by the desktop-diagnostics-auto Schedule)',
+  }),
   'secrets.reseal_batch_size': envOnly(integer(1, 2 ** 31), 100, {
     env: 'PLATFORM_SECRETS_RESEAL_BATCH_SIZE',
     description: 'Rows one re-seal activity handles (one transaction)',

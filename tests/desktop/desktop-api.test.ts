@@ -67,6 +67,8 @@ describe('desktop mode off', () => {
       ['POST', '/api/desktop/llm-choice'],
       ['POST', '/api/desktop/credit/switch'],
       ['GET', '/api/desktop/update/darwin/aarch64/1.0.0'],
+      ['POST', '/api/desktop/diagnostics/preview'],
+      ['POST', '/api/desktop/diagnostics/send'],
     ] as const) {
       const body = path.endsWith('cancel')
         ? { state: 'abc' }
@@ -74,7 +76,9 @@ describe('desktop mode off', () => {
           ? { choice: 'platform' }
           : path.endsWith('switch')
             ? { model: 'm' }
-            : undefined;
+            : path.endsWith('send')
+              ? { preview_id: 'p' }
+              : undefined;
       const res = await http(off.url, method, path, { body });
       expect(res.status, path).toBe(404);
       expect(res.body.payload, path).toEqual({ code: 'desktop_mode_unavailable' });

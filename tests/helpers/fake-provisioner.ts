@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 /**
@@ -32,15 +33,23 @@ export interface FakeProvisioner {
   credit: Record<string, unknown>;
   /** `${target}/${arch}` → a manifest, `none` (204), or `fail` (500); missing keys answer 404. */
   updates: Record<string, Record<string, unknown> | 'none' | 'fail'>;
+  /** Diagnostics: advertise gzip; chunks whose log bytes exceed `maxChunkBytes` answer 413; `refuseDiagnostics` answers 400 to a start. */
+  diagnosticsGzip: boolean;
+  maxChunkBytes: number | undefined;
+  refuseDiagnostics: boolean;
+  uploads: Map<
+    string,
+    { trigger: string; total_bytes: number; chunks: Buffer[]; attempts: number[]; completed: unknown }
+  >;
   count(path: string): number;
   close(): Promise<void>;
 }
 
 const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let data = '';
-    req.on('data', (c) => (data += c));
-    req.on('end', () => resolve(data));
+  new Promise<Buffer>((resolve) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => resolve(Buffer.concat(parts)));
   });
 
 export async function startFakeProvisioner(): Promise<FakeProvisioner> {
@@ -69,13 +78,18 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
       resets_at: '2026-12-01T00:00:00Z',
     },
     updates: {},
+    diagnosticsGzip: false,
+    maxChunkBytes: undefined,
+    refuseDiagnostics: false,
+    uploads: new Map(),
     count: (path) => fake.calls.filter((c) => c.path === path).length,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
   const server: Server = createServer((req, res) => {
-    void readBody(req).then((raw) => answer(req, res, raw));
+    void readBody(req).then((bytes) => answer(req, res, bytes));
   });
-  const answer = (req: IncomingMessage, res: ServerResponse, raw: string) => {
+  const answer = (req: IncomingMessage, res: ServerResponse, bytes: Buffer) => {
+    const raw = req.method === 'PUT' ? '' : bytes.toString('utf8');
     const url = new URL(req.url ?? '/', 'http://x');
     const auth = req.headers.authorization;
     const bearer = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
@@ -128,6 +142,40 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
       if (fake.creditFails) return send(500, { error: 'down' });
       if (!device()) return;
       return send(200, fake.credit);
+    }
+    if (p === '/v1/desktop/diagnostics' && req.method === 'POST') {
+      if (!device()) return;
+      if (fake.refuseDiagnostics) return send(400, { error: 'diagnostics refused' });
+      const upload_id = `up-${randomBytes(4).toString('hex')}`;
+      const body = b as unknown as { trigger: string; total_bytes: number };
+      fake.uploads.set(upload_id, {
+        trigger: body.trigger,
+        total_bytes: body.total_bytes,
+        chunks: [],
+        attempts: [],
+        completed: null,
+      });
+      return send(200, { upload_id, accept_encoding: fake.diagnosticsGzip ? ['gzip'] : [] });
+    }
+    const chunk = /^\/v1\/desktop\/diagnostics\/([^/]+)\/chunks\/(\d+)$/.exec(p);
+    if (chunk && req.method === 'PUT') {
+      if (!device()) return;
+      const up = fake.uploads.get(chunk[1]!);
+      if (!up) return send(404, { error: 'no upload' });
+      const logBytes = req.headers['content-encoding'] === 'gzip' ? gunzipSync(bytes) : bytes;
+      up.attempts.push(logBytes.length);
+      if (fake.maxChunkBytes !== undefined && logBytes.length > fake.maxChunkBytes)
+        return send(413, { error: 'too large' });
+      up.chunks[Number(chunk[2])] = logBytes;
+      return send(204);
+    }
+    const done = /^\/v1\/desktop\/diagnostics\/([^/]+)\/complete$/.exec(p);
+    if (done && req.method === 'POST') {
+      if (!device()) return;
+      const up = fake.uploads.get(done[1]!);
+      if (!up) return send(404, { error: 'no upload' });
+      up.completed = body;
+      return send(204);
     }
     const upd = /^\/v1\/desktop\/update\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(p);
     if (upd && req.method === 'GET') {

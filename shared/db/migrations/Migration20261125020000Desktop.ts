@@ -4,7 +4,8 @@ import { Migration } from '@mikro-orm/migrations';
  * Desktop mode (issue 18): the laptop's one activation record (`desktop_state`, a single row keyed
  * `desktop`: the device credential and AI key sealed together in `credentials_sealed`, everything
  * else in `state`) and the sign-in attempts (`desktop_sign_in_attempts`, keyed by the SHA-256 of the
- * OAuth `state`: waiting, then succeeded or failed).
+ * OAuth `state`: waiting, then succeeded or failed) and the diagnostics previews
+ * (`desktop_diagnostics_previews`: the exact log bytes a send uploads, until expiry or the send).
  */
 export class Migration20261125020000Desktop extends Migration {
   override async up(): Promise<void> {
@@ -27,9 +28,21 @@ export class Migration20261125020000Desktop extends Migration {
       expires_at timestamptz not null
     )`);
     this.addSql('create index desktop_sign_in_attempts_created_at on desktop_sign_in_attempts (created_at)');
+    this.addSql(`create table desktop_diagnostics_previews (
+      id text primary key,
+      trigger text not null check (trigger in ('manual', 'automatic')),
+      content bytea not null,
+      total_bytes integer not null,
+      files jsonb not null,
+      created_at timestamptz not null default now(),
+      expires_at timestamptz not null,
+      sent_at timestamptz null,
+      result jsonb null
+    )`);
   }
 
   override async down(): Promise<void> {
+    this.addSql('drop table if exists desktop_diagnostics_previews');
     this.addSql('drop table if exists desktop_sign_in_attempts');
     this.addSql('drop table if exists desktop_state');
   }

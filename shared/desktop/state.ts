@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AppConfig } from '../../shared/config.js';
-import type { LlmActivation, ProvisionerCredit } from '../../shared/desktop/provisioner.js';
-import type { VersionPolicy } from '../../shared/desktop/versions.js';
-import { openSecretBox } from '../../shared/secrets/secret-box.js';
+import type { AppConfig } from '../config.js';
+import type { LlmActivation, ProvisionerCredit } from './provisioner.js';
+import type { VersionPolicy } from './versions.js';
+import { openSecretBox } from '../secrets/secret-box.js';
 
 /**
  * The laptop's one desktop record (`desktop_state`, row `desktop`). The device credential and the AI
@@ -21,6 +21,9 @@ export interface DesktopState {
   credit: { reading: ProvisionerCredit; read_at: number } | null;
   /** When the provisioner last refused the device credential on a credit read (ms since epoch). */
   credit_refused_at: number | null;
+  /** The last automatic diagnostics attempt (ms since epoch) and the SHA-256 of the logs it sent. */
+  diagnostics_last_auto_at: number | null;
+  diagnostics_last_sent_sha256: string | null;
 }
 
 export interface DesktopCredentials {
@@ -40,6 +43,8 @@ export const EMPTY_STATE: DesktopState = {
   credit_model: null,
   credit: null,
   credit_refused_at: null,
+  diagnostics_last_auto_at: null,
+  diagnostics_last_sent_sha256: null,
 };
 
 export interface LoadedState {
