@@ -14,6 +14,8 @@ import {
   updateManifest,
 } from '../desktop/service.js';
 import { createDiagnosticsPreview, sendDiagnostics } from '../../shared/desktop/diagnostics.js';
+import { desktopSetup } from '../../shared/desktop/setup.js';
+import { PlatformError } from '../../shared/errors.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 
 /**
@@ -429,4 +431,28 @@ export const desktopRoutes = [
       data: await sendDiagnostics(deps, em, body.preview_id),
     }),
   }),
+  ...(['install', 'remove'] as const).map((action) =>
+    defineRoute({
+      method: 'post',
+      path: `/api/desktop/browser-tool/${action}`,
+      operationId: action === 'install' ? 'desktopBrowserToolInstall' : 'desktopBrowserToolRemove',
+      summary: `${action === 'install' ? 'Install' : 'Remove'} the browser tool (only where the deployment manages it)`,
+      description:
+        'This platform manages no browser-tool installation on the laptop, so in desktop mode the route answers 501 `not_available_here` (spec: 501 when not managed).',
+      tags: ['desktop'],
+      access: config,
+      responses: {
+        404: { description: OFF },
+        501: { description: 'The browser tool is not managed by this deployment (`not_available_here`)' },
+      },
+      handler: async ({ deps }) => {
+        await desktopSetup(deps);
+        throw new PlatformError(
+          'not_available_here',
+          'The browser tool is not managed by this deployment: install or remove it outside the app.',
+          { code: 'browser_tool_not_managed' },
+        );
+      },
+    }),
+  ),
 ];

@@ -69,6 +69,8 @@ describe('desktop mode off', () => {
       ['GET', '/api/desktop/update/darwin/aarch64/1.0.0'],
       ['POST', '/api/desktop/diagnostics/preview'],
       ['POST', '/api/desktop/diagnostics/send'],
+      ['POST', '/api/desktop/browser-tool/install'],
+      ['POST', '/api/desktop/browser-tool/remove'],
     ] as const) {
       const body = path.endsWith('cancel')
         ? { state: 'abc' }
@@ -430,6 +432,17 @@ describe('credit', () => {
       platform_ai_only_notice: false,
       platform_ai_only_notice_seen: true,
     });
+  });
+});
+
+describe('browser tool', () => {
+  it('answers 501 not_available_here on install and remove (not managed by this deployment)', async () => {
+    for (const action of ['install', 'remove']) {
+      const res = await post(`/api/desktop/browser-tool/${action}`);
+      expect(res.status, action).toBe(501);
+      expect(res.body.error_type).toBe('not_available_here');
+      expect(res.body.payload).toEqual({ code: 'browser_tool_not_managed' });
+    }
   });
 });
 
