@@ -7,6 +7,7 @@ import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
+import { createDesktopActivities } from './desktop.js';
 import { createDocumentIndexActivities } from './document-index.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
@@ -50,6 +51,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),
     }),
+    ...createDesktopActivities(deps),
   };
 }
 

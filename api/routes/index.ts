@@ -9,6 +9,7 @@ import { configSetupRoutes } from './config-setup.js';
 import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
+import { desktopRoutes } from './desktop.js';
 import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
@@ -48,5 +49,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   routes.push(...hostedIdentityRoutes);
   routes.push(...skillRoutes);
+  routes.push(...desktopRoutes);
   return routes;
 }

@@ -117,6 +117,39 @@ export const SETTINGS = {
     description:
       'The deployment runs as a warehouse container service: encryption-key enable/verify and the mesh routes answer, and the mesh egress list restricts outbound requests',
   }),
+  // Desktop (laptop) mode, issue 18: off unless the deployment turns it on; the provisioner is reached through egress.
+  'desktop.enabled': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_MODE',
+    description: 'Desktop (laptop) mode: the /api/desktop routes answer (otherwise 404, or 409 for the notice routes)',
+  }),
+  'desktop.provisioner_url': envOnly(url, null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_URL',
+    description:
+      'Base URL of the provisioner issuing sign-in, activation, AI keys, credit readings and the version policy',
+  }),
+  'desktop.provisioner_client_id': envOnly(string(200), null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_CLIENT_ID',
+    description: 'Client id this deployment presents to the provisioner (authorize URL and every call)',
+  }),
+  'desktop.provisioner_client_secret': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_CLIENT_SECRET',
+    secret: true,
+    description: 'Client secret this deployment presents to the provisioner',
+  }),
+  'desktop.platform_ai_only': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_PLATFORM_AI_ONLY',
+    description:
+      'Platform-AI-only mode: the laptop uses only the platform AI key (llm-choice and credit switch answer 403)',
+  }),
+  'desktop.diagnostics_dir': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_DIR',
+    description: 'Folder whose log files diagnostics previews collect (default: <PLATFORM_DATA_DIR>/logs)',
+  }),
+  'desktop.diagnostics_auto': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_AUTO',
+    description:
+      'Send diagnostics automatically (at most one attempt an hour, by the desktop-diagnostics-auto Schedule)',
+  }),
   'secrets.reseal_batch_size': envOnly(integer(1, 2 ** 31), 100, {
     env: 'PLATFORM_SECRETS_RESEAL_BATCH_SIZE',
     description: 'Rows one re-seal activity handles (one transaction)',
