@@ -31,7 +31,8 @@ RUN npm run build
 # paths, next to the compiled JS; the worker's bundler (webpack + swc) compiles the TS itself.
 RUN cp -R workflows/. dist/workflows/ \
  && cp -R shared/. dist/shared/ \
- && cp -R activities/. dist/activities/
+ && cp -R activities/. dist/activities/ \
+ && mkdir -p dist/api/console && cp -R api/console/static dist/api/console/
 
 # Production dependencies only; the embedded PostgreSQL binaries are dead weight in the image.
 RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund \

@@ -7,6 +7,7 @@ import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
+import { createDocumentIndexActivities } from './document-index.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
 import { createEtlActivities } from './etl.js';
@@ -44,6 +45,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createSecretActivities(deps),
     ...createManagedSourceActivities(deps),
     ...createEtlActivities(deps),
+    ...createDocumentIndexActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),

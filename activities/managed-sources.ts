@@ -1,3 +1,5 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
@@ -17,8 +19,27 @@ import {
   type GitCredentials,
   type ResolvedRef,
 } from '../shared/managed-sources/git.js';
+import {
+  applyAgents,
+  applyRoles,
+  removeSourceArtifacts,
+  planAgents,
+  planRoles,
+  readAgentManifests,
+  readRoleManifests,
+} from '../shared/managed-sources/hydrate.js';
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
-import type { SourceSyncInput, SourceSyncResult } from '../workflows/source-sync-definitions.js';
+import type {
+  AutoSyncCandidate,
+  AutoSyncInput,
+  SourceDeleteInput,
+} from '../workflows/managed-source-lifecycle-definitions.js';
+import type {
+  HydrationResult,
+  SourceSyncInput,
+  SourceSyncResult,
+  SyncOutcome,
+} from '../workflows/source-sync-definitions.js';
 import { withHeartbeat } from './heartbeat.js';
 
 export interface CheckoutSummary {
@@ -30,6 +51,25 @@ export interface CheckoutSummary {
 export interface ScanSummary {
   files_scanned: number;
   candidates: Record<string, number>;
+  /** Manifest paths for hydration (enabled types only; absent in histories recorded before hydration). */
+  agent_files?: string[];
+  role_files?: string[];
+}
+
+/** Hydration fields before (or without) hydration. */
+export function emptyHydration(): HydrationResult {
+  return {
+    partial_success: false,
+    degraded_artifact_count: 0,
+    hydrate_errors: [],
+    hydrate: {},
+    agent_preview: null,
+    role_preview: null,
+    requires_agent_apply_confirmation: false,
+    requires_role_apply_confirmation: false,
+    agent_auto_apply: { applied: 0, waiting: 0 },
+    role_auto_apply: { applied: 0, waiting: 0 },
+  };
 }
 
 /** Where a source's object store and working tree live. */
@@ -66,7 +106,55 @@ function emptyResult(input: SourceSyncInput, row: ManagedSourceRow | null): Sour
     error_code: null,
     error: null,
     moved_tag: null,
+    ...emptyHydration(),
   };
+}
+
+type Pins = { apply?: boolean; commit?: string; hash?: string };
+
+/**
+ * Whether a plan is applied now: with `auto_promote_on_sync`, or when the caller asked and pinned the
+ * preview it saw (commit and plan hash equal to this sync's). A pin that no longer matches is stale:
+ * nothing of that type is applied and the fresh preview is answered.
+ */
+function decide(
+  kind: 'AGENT' | 'ROLE',
+  changes: number,
+  autoPromote: boolean,
+  pins: Pins,
+  preview: { commit_sha: string; plan_hash: string },
+): { apply: boolean; error: { code: string; message: string } | null } {
+  if (changes === 0) return { apply: false, error: null };
+  if (autoPromote) return { apply: true, error: null };
+  if (!pins.apply) return { apply: false, error: null };
+  const what = kind === 'AGENT' ? 'agent' : 'role';
+  if (!pins.commit || !pins.hash)
+    return {
+      apply: false,
+      error: {
+        code: `${kind}_PREVIEW_REQUIRED`,
+        message: `Applying ${what} changes needs expected_${what}_commit and expected_${what}_plan_hash from a preview.`,
+      },
+    };
+  if (pins.commit !== preview.commit_sha || pins.hash !== preview.plan_hash)
+    return {
+      apply: false,
+      error: {
+        code: `${kind}_PREVIEW_STALE`,
+        message: `The ${what} changes drifted since the preview (now commit ${preview.commit_sha}, plan ${preview.plan_hash}); review the new preview and pin it.`,
+      },
+    };
+  return { apply: true, error: null };
+}
+
+/** The outcome from what the sync did: errors and waiting changes are named, a plain change is `updated`. */
+export function syncOutcome(gitChanged: boolean, h: HydrationResult): SyncOutcome {
+  const applied = h.agent_auto_apply.applied + h.role_auto_apply.applied;
+  const waiting = h.agent_auto_apply.waiting + h.role_auto_apply.waiting;
+  const changed = gitChanged || applied > 0;
+  if (changed && (h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0)) return 'updated_with_errors';
+  if (waiting > 0) return 'updated_awaiting_promotion';
+  return changed ? 'updated' : 'up_to_date';
 }
 
 const hostOf = (url: string) => {
@@ -134,6 +222,71 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       }
       return result;
     });
+  }
+
+  /** Reads the manifests, plans agents and roles, and applies what is confirmed or auto-promoted. */
+  async function hydrate(
+    em: EntityManager,
+    row: ManagedSourceRow,
+    input: SourceSyncInput,
+    commitSha: string,
+    scan: ScanSummary,
+  ): Promise<HydrationResult> {
+    const h = emptyHydration();
+    const { workdir } = sourcePaths(deps.config, row.id);
+    const types = new Set(row.settings.scan_types_enabled);
+    const autoPromote = row.settings.auto_promote_on_sync;
+    const apply = input.apply ?? {};
+    const src = { id: row.id, tenant: row.tenant };
+    if (types.has('agents')) {
+      const read = await readAgentManifests(workdir, scan.agent_files ?? []);
+      const plan = await planAgents(em, src, commitSha, read);
+      const n = plan.preview.changes.length;
+      const d = decide(
+        'AGENT',
+        n,
+        autoPromote,
+        { apply: apply.apply_agent_changes, commit: apply.expected_agent_commit, hash: apply.expected_agent_plan_hash },
+        plan.preview,
+      );
+      if (d.apply) await em.transactional((tx) => applyAgents(tx, src, plan));
+      if (d.error) h.hydrate_errors.push({ type: 'agents', ...d.error });
+      h.agent_preview = plan.preview;
+      h.agent_auto_apply = { applied: d.apply ? n : 0, waiting: d.apply ? 0 : n };
+      h.requires_agent_apply_confirmation = !d.apply && n > 0;
+      h.hydrate.agents = {
+        found: read.desired.length + read.degraded.length,
+        applied: d.apply ? n : 0,
+        waiting: d.apply ? 0 : n,
+        degraded_artifacts: plan.degraded,
+      };
+    }
+    if (types.has('roles')) {
+      const read = await readRoleManifests(workdir, scan.role_files ?? []);
+      const plan = await planRoles(em, src, commitSha, read);
+      const n = plan.preview.changes.length;
+      const d = decide(
+        'ROLE',
+        n,
+        autoPromote,
+        { apply: apply.apply_role_changes, commit: apply.expected_role_commit, hash: apply.expected_role_plan_hash },
+        plan.preview,
+      );
+      if (d.apply) await em.transactional((tx) => applyRoles(tx, src, plan));
+      if (d.error) h.hydrate_errors.push({ type: 'roles', ...d.error });
+      h.role_preview = plan.preview;
+      h.role_auto_apply = { applied: d.apply ? n : 0, waiting: d.apply ? 0 : n };
+      h.requires_role_apply_confirmation = !d.apply && n > 0;
+      h.hydrate.roles = {
+        found: read.desired.length + read.degraded.length,
+        applied: d.apply ? n : 0,
+        waiting: d.apply ? 0 : n,
+        degraded_artifacts: plan.degraded,
+      };
+    }
+    h.degraded_artifact_count = Object.values(h.hydrate).reduce((n, t) => n + t.degraded_artifacts.length, 0);
+    h.partial_success = h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0;
+    return h;
   }
 
   return {
@@ -238,13 +391,21 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const bump = (t: string) => (candidates[t] = (candidates[t] ?? 0) + 1);
       for (const t of types) if (t === 'agents' || t === 'roles' || t === 'document_indexes') candidates[t] = 0;
       let files = 0;
+      const agentFiles: string[] = [];
+      const roleFiles: string[] = [];
       const ctx = Context.current();
       for await (const file of listFiles(workdir)) {
         if (!included(file) || excluded(file)) continue;
         files++;
         const base = file.slice(file.lastIndexOf('/') + 1);
-        if (types.has('agents') && inAgents(file) && (base === 'agent.yaml' || base === 'agent.yml')) bump('agents');
-        if (types.has('roles') && /^roles\/[^/]+\/role\.ya?ml$/.test(file)) bump('roles');
+        if (types.has('agents') && inAgents(file) && (base === 'agent.yaml' || base === 'agent.yml')) {
+          bump('agents');
+          agentFiles.push(file);
+        }
+        if (types.has('roles') && /^roles\/[^/]+\/role\.ya?ml$/.test(file)) {
+          bump('roles');
+          roleFiles.push(file);
+        }
         if (types.has('document_indexes') && inDocs(file) && /\.(md|markdown)$/i.test(base)) bump('document_indexes');
         if (files % 200 === 0) {
           ctx.heartbeat();
@@ -252,7 +413,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         }
       }
       await setPhase(em, input.jobId, 'recording', files);
-      return { files_scanned: files, candidates };
+      return { files_scanned: files, candidates, agent_files: agentFiles, role_files: roleFiles };
     },
 
     /** Records a successful sync: the source's commit, tag anchor and checkout rules; the job `complete`. */
@@ -261,9 +422,11 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
     ): Promise<SourceSyncResult> {
       const em = deps.orm.em.fork();
       const row = await load(em, input);
+      const hydration = await hydrate(em, row, input, input.resolved.commitSha, input.scan);
       const result: SourceSyncResult = {
         ...emptyResult(input, row),
-        outcome: input.checkout.changed ? 'updated' : 'up_to_date',
+        ...hydration,
+        outcome: syncOutcome(input.checkout.changed, hydration),
         ref_kind: input.resolved.kind,
         commit_sha: input.resolved.commitSha,
         files_checked_out: input.checkout.files_checked_out,
@@ -284,6 +447,137 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
     /** Ends a refused sync (moved tag): the job `error` with the result; nothing applied to the source. */
     async managedSyncFinish(input: SourceSyncInput & { result: SourceSyncResult }): Promise<SourceSyncResult> {
       return finish(input, input.result);
+    },
+
+    /** Deletion cleanup: removes the agents and roles the source imported; a failure is recorded, then retried. */
+    async managedDeleteCleanup(input: SourceDeleteInput): Promise<{ agents: number; roles: number }> {
+      const em = deps.orm.em.fork();
+      const attempt = Context.current().info.attempt;
+      try {
+        return await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
+      } catch (err) {
+        await em
+          .getConnection()
+          .execute(
+            `update managed_sources set deletion_state = deletion_state || ?::jsonb, updated_at = now() where id = ? and deletion_state is not null`,
+            [
+              JSON.stringify({
+                attempts: attempt,
+                last_error: 'Cleanup of imported artifacts failed; retrying.',
+                last_failed_at: new Date().toISOString(),
+              }),
+              input.sourceId,
+            ],
+          )
+          .catch(() => undefined);
+        throw err;
+      }
+    },
+
+    /** Removes the source row (its jobs cascade) and its files; idempotent. */
+    async managedDeleteRemove(input: SourceDeleteInput): Promise<void> {
+      const em = deps.orm.em.fork();
+      await em
+        .getConnection()
+        .execute('delete from managed_sources where id = ? and tenant = ?', [input.sourceId, input.tenant]);
+      await rm(sourcePaths(deps.config, input.sourceId).root, { recursive: true, force: true });
+    },
+
+    /** Sources with `auto_sync` on and whether each may sync now. */
+    async autoSyncList(input: AutoSyncInput): Promise<AutoSyncCandidate[]> {
+      const em = deps.orm.em.fork();
+      const rows = await em.find(ManagedSourceEntity, input.tenant ? { tenant: input.tenant } : {}, {
+        orderBy: { createdAt: 'asc' },
+      });
+      return rows
+        .filter((r) => r.settings.auto_sync)
+        .map((r) => {
+          const moved = (r.releasePoll as { moved_tag?: unknown } | null)?.moved_tag;
+          const reason = r.deletionState ? 'pending_deletion' : moved ? 'moved_tag_unacknowledged' : null;
+          return { sourceId: r.id, tenant: r.tenant, eligible: reason === null, ineligibleReason: reason };
+        });
+    },
+
+    /** A job row for the schedule's sync (null when a sync of the source is already running: skipped). */
+    async autoSyncStartJob(c: AutoSyncCandidate): Promise<string | null> {
+      const em = deps.orm.em.fork();
+      // One job id per activity (not per attempt): a retry after a lost answer finds its own row again.
+      const info = Context.current().info;
+      const h = createHash('sha256')
+        .update(`${info.workflowExecution?.runId ?? randomUUID()}/${info.activityId}`)
+        .digest('hex');
+      const jobId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+      const rows = await em.getConnection().execute<Array<{ job_id: string }>>(
+        `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
+           select ?, id, tenant, 'running', 'queued', synced_commit_sha, 'auto-sync', now(), now()
+             from managed_sources where id = ? and deletion_state is null
+           on conflict do nothing returning job_id`,
+        [jobId, c.sourceId],
+      );
+      if (!rows.length) {
+        const mine = await em
+          .getConnection()
+          .execute<Array<{ job_id: string }>>('select job_id from managed_source_sync_jobs where job_id = ?', [jobId]);
+        if (mine.length) return jobId;
+      }
+      if (!rows.length) return null;
+      await em
+        .getConnection()
+        .execute(
+          `update managed_sources set auto_sync_state = coalesce(auto_sync_state, '{}'::jsonb) || ?::jsonb where id = ?`,
+          [JSON.stringify({ running: true, job_id: jobId }), c.sourceId],
+        );
+      return jobId;
+    },
+
+    /** Records the check on the source as `auto_sync_state` (the spec's fields). */
+    async autoSyncRecord(input: {
+      candidate: AutoSyncCandidate;
+      jobId: string | null;
+      result: SourceSyncResult | null;
+    }): Promise<void> {
+      const em = deps.orm.em.fork();
+      const row = await em.findOne(ManagedSourceEntity, { id: input.candidate.sourceId });
+      if (!row) return;
+      const prev = (row.autoSyncState ?? {}) as Record<string, unknown>;
+      const now = new Date().toISOString();
+      const r = input.result;
+      const state: Record<string, unknown> = {
+        ...prev,
+        running: false,
+        eligible: input.candidate.eligible,
+        ineligible_reason: input.candidate.ineligibleReason,
+        checked_at: now,
+        interval_seconds: 300,
+      };
+      if (!input.candidate.eligible) state.last_outcome = 'not_eligible';
+      else if (!input.jobId) state.skipped_at = now;
+      else if (r) {
+        const byType: Record<string, number> = {};
+        for (const [type, t] of Object.entries(r.hydrate))
+          if (t.degraded_artifacts.length) byType[type] = t.degraded_artifacts.length;
+        for (const e of r.hydrate_errors) byType[e.type] = (byType[e.type] ?? 0) + 1;
+        Object.assign(state, {
+          job_id: input.jobId,
+          last_outcome: r.outcome,
+          commit_sha: r.commit_sha,
+          waiting: {
+            blueprint_versions: 0,
+            agent_changes: r.agent_auto_apply.waiting,
+            document_indexes: 0,
+            flow_changes: 0,
+            role_changes: r.role_auto_apply.waiting,
+          },
+          failures: { count: Object.values(byType).reduce((a, b) => a + b, 0), by_type: byType },
+          degraded: r.degraded_artifact_count,
+          exceptions: r.outcome === 'failed' && r.error ? [r.error] : [],
+          error_code: r.error_code,
+          role_notes: (r.hydrate.roles?.degraded_artifacts ?? []).map((d) => `${d.artifact_id}: ${d.reason}`),
+        });
+      }
+      await em
+        .getConnection()
+        .execute('update managed_sources set auto_sync_state = ?::jsonb where id = ?', [JSON.stringify(state), row.id]);
     },
 
     /** Ends a failed sync with its classified code. */

@@ -6,6 +6,7 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import { BadRequestError, PayloadTooLargeError, PlatformError } from '../shared/errors.js';
 import type { AppDeps } from './deps.js';
 import { mountRoutes } from './http/mount.js';
+import { consoleRouter } from './console/router.js';
 import { gatewayCors } from './mcp/cors.js';
 import type { AnyRoute } from './http/route.js';
 import { errorEnvelope } from './middleware/errors.js';
@@ -96,7 +97,10 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
         throw new PlatformError('unsupported_media_type', 'Send this request body as multipart/form-data.');
       return next();
     }
-    const formAllowed = formRoutes.has(`${ctx.method} ${ctx.path}`) && ctx.is('application/x-www-form-urlencoded');
+    // The review console's forms (`/console/…`, outside the JSON API) post urlencoded bodies.
+    const formAllowed =
+      (formRoutes.has(`${ctx.method} ${ctx.path}`) || ctx.path.startsWith('/console/')) &&
+      ctx.is('application/x-www-form-urlencoded');
     if (!ctx.is('application/json', '+json') && !formAllowed) {
       throw new PlatformError('unsupported_media_type', 'Send the request body as application/json.');
     }
@@ -104,6 +108,8 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   });
   app.use((_ctx, next) => RequestContext.create(deps.orm.em, next));
   app.use(gatewayCors(deps.config));
+  // The review console: server-rendered HTML pages, not part of the JSON API or its OpenAPI document.
+  app.use(consoleRouter(deps).routes());
   const router = new Router();
   mountRoutes(router, routes, deps);
   app.use(router.routes());

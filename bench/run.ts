@@ -1,11 +1,16 @@
 /** `npm run bench`: starts its own stack and prints each benchmark beside its baseline, with ratios. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { benchActionReview } from './action-review.js';
+import { benchDocumentIndex } from './document-index.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
 import { benchSettingsSources } from './settings-sources.js';
 import { benchThreads } from './threads.js';
 import { benchProviderResolution } from './provider-resolution.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
+import { benchManagedSync } from './managed-sync.js';
 
 const count = Number(process.env.BENCH_COUNT ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
@@ -14,7 +19,13 @@ const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const wanted = (name: string) => !only || only.includes(name);
 // Thread turns talk to a local OpenAI-compatible fake model, so the figures measure the platform, not a provider.
 const llm = await startFakeLlm((req) => ({ content: `ok ${req.messages.length}` }));
-const stack = await startBenchStack({ PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'bench-model' });
+// Managed sources keep their working trees under PLATFORM_DATA_DIR: a scratch folder, not the repository's `.data`.
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-data-'));
+const stack = await startBenchStack({
+  PLATFORM_LLM_BASE_URL: llm.baseUrl,
+  PLATFORM_LLM_MODEL: 'bench-model',
+  PLATFORM_DATA_DIR: dataDir,
+});
 try {
   process.stdout.write(
     `# Benchmarks (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores, tracing ${
@@ -25,12 +36,16 @@ try {
   if (wanted('action-review')) process.stdout.write((await benchActionReview(stack, count, concurrency)) + '\n');
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
   if (wanted('settings-sources')) process.stdout.write((await benchSettingsSources(stack, count, concurrency)) + '\n');
+  if (wanted('document-index')) process.stdout.write((await benchDocumentIndex(stack)) + '\n');
   // Last: it saves and activates a provider, which the other benchmarks must not see.
   if (wanted('provider-resolution'))
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');
+  if (wanted('managed-sync'))
+    process.stdout.write((await benchManagedSync(stack, Number(process.env.BENCH_SYNC_ROUNDS ?? 3))) + '\n');
   const spans = stack.tracedSpans();
   if (spans !== undefined) process.stdout.write(`Spans exported in-process: ${spans}\n`);
 } finally {
   await stack.close();
   await llm.close();
+  await rm(dataDir, { recursive: true, force: true });
 }

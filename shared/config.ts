@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
 import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 
@@ -38,6 +39,7 @@ const EnvSchema = z.object({
   TEMPORAL_NAMESPACE: optionalString,
   TEMPORAL_TASK_QUEUE: optionalString,
   TEMPORAL_UI_URL: optionalString,
+  CONSOLE_SESSION_TTL_SECONDS: optionalString,
   TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   AUTH_PROVIDER: optionalString,
@@ -84,6 +86,10 @@ const EnvSchema = z.object({
   PLATFORM_EGRESS_ALLOW_PRIVATE: optionalString,
   CRM_MAX_APPROVAL_TTL_SECONDS: optionalString,
   PLATFORM_SKILLS_DIR: optionalString,
+  PLATFORM_DOCUMENT_INDEX_ROOTS: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S: optionalString,
+  PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -107,6 +113,8 @@ export interface AppConfig {
     taskQueue: string;
     uiUrl: string | undefined;
   };
+  /** The review console (`/console`): `CONSOLE_SESSION_TTL_SECONDS`, how long a sign-in lasts (default 8 h). */
+  console: { sessionTtlSeconds: number };
   auth: {
     provider: AuthProvider;
     jwksUrl: string | undefined;
@@ -149,6 +157,15 @@ export interface AppConfig {
   };
   /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
   skillsDir: string | undefined;
+  /** Document indexes (issue 13). */
+  documentIndex: {
+    /** `PLATFORM_DOCUMENT_INDEX_ROOTS`: directories ADD_DOCUMENTS may read (`:`-separated; default `.data/documents`). */
+    roots: string[];
+    /** Spec Limits, ingestion compaction: checkpoint every N documents, pause seconds, retries. */
+    compactionInterval: number;
+    compactionSleepS: number;
+    compactionMaxRetries: number;
+  };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
     sweepIntervalSeconds: number;
@@ -319,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'platform',
       uiUrl: e.TEMPORAL_UI_URL,
     },
+    console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },
     auth: {
       provider: provider as AuthProvider,
       jwksUrl: e.AUTH_JWKS_URL,
@@ -340,6 +358,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       defaultAgentUnavailablePolicy: unavailablePolicy(e.PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY),
     },
     skillsDir: e.PLATFORM_SKILLS_DIR,
+    documentIndex: {
+      roots: (e.PLATFORM_DOCUMENT_INDEX_ROOTS ?? '.data/documents')
+        .split(':')
+        .filter(Boolean)
+        .map((r) => resolvePath(r)),
+      compactionInterval: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL,
+        50,
+      ),
+      compactionSleepS: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S ?? '0.5',
+      ),
+      compactionMaxRetries: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES',
+        e.PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES,
+        3,
+      ),
+    },
     llm: {
       baseUrl: e.PLATFORM_LLM_BASE_URL?.replace(/\/+$/, ''),
       apiKey: e.PLATFORM_LLM_API_KEY,

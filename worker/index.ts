@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { createActivities } from '../activities/index.js';
 import { createWorkerToolbox } from './toolbox.js';
 import { ensureHandbackSweepScheduleAtStart } from '../shared/action-review/sweep-schedule.js';
+import { ensureAutoSyncScheduleAtStart } from '../shared/managed-sources/auto-sync-schedule.js';
 import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
     return config.actionReview.sweepIntervalSeconds;
   });
   await ensureHandbackSweepScheduleAtStart(config, log, sweepEvery);
+  await ensureAutoSyncScheduleAtStart(config, log);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

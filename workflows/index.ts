@@ -8,3 +8,7 @@ export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
 export { sourceSyncWorkflow } from './source-sync.js';
 export { etlRunWorkflow } from './etl-run.js';
+export { sourceDeleteWorkflow } from './source-delete.js';
+export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
+export { rechunkWorkflow } from './rechunk.js';
+export { ingestWorkflow } from './ingest.js';

@@ -11,12 +11,60 @@ export interface SourceSyncInput {
   sourceId: string;
   jobId: string;
   tenant: string;
+  /** The caller's apply requests with their preview pins (absent: preview only, unless auto_promote_on_sync). */
+  apply?: SyncApplyRequest;
+  /** Who asked: `api` (a caller) or `auto_sync` (the schedule). */
+  trigger?: 'api' | 'auto_sync';
 }
 
-export type SyncOutcome = 'up_to_date' | 'updated' | 'failed' | 'not_eligible';
+export interface SyncApplyRequest {
+  apply_agent_changes?: boolean;
+  expected_agent_commit?: string;
+  expected_agent_plan_hash?: string;
+  apply_role_changes?: boolean;
+  expected_role_commit?: string;
+  expected_role_plan_hash?: string;
+}
 
-/** The sync result (the spec's fields as far as part 1 produces them: no artifact hydration yet). */
-export interface SourceSyncResult {
+export type SyncOutcome =
+  'up_to_date' | 'updated' | 'updated_awaiting_promotion' | 'updated_with_errors' | 'failed' | 'not_eligible';
+
+export interface DegradedArtifactView {
+  artifact_id: string;
+  reason: string;
+}
+
+export interface PreviewView {
+  summary: string;
+  changes: Array<{ action: 'create' | 'update' | 'delete'; artifact_id: string; fields?: string[] }>;
+  commit_sha: string;
+  plan_hash: string;
+}
+
+/** Per hydrated type: manifests found, imported by this sync, changes waiting for confirmation, degraded ones. */
+export interface HydrateTypeView {
+  found: number;
+  applied: number;
+  waiting: number;
+  degraded_artifacts: DegradedArtifactView[];
+}
+
+/** Hydration fields of the sync result (the spec's names). */
+export interface HydrationResult {
+  partial_success: boolean;
+  degraded_artifact_count: number;
+  hydrate_errors: Array<{ type: string; code: string; message: string }>;
+  hydrate: Record<string, HydrateTypeView>;
+  agent_preview: PreviewView | null;
+  role_preview: PreviewView | null;
+  requires_agent_apply_confirmation: boolean;
+  requires_role_apply_confirmation: boolean;
+  agent_auto_apply: { applied: number; waiting: number };
+  role_auto_apply: { applied: number; waiting: number };
+}
+
+/** The sync result: Git fields, then hydration (zeros and nulls when the sync failed before it). */
+export interface SourceSyncResult extends HydrationResult {
   outcome: SyncOutcome;
   source_id: string;
   job_id: string;

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JWTPayload } from 'jose';
 import type { Principal } from '../../shared/auth/principal.js';
+import { resolvePermissions } from '../../shared/auth/custom-roles.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { findPat, findSandboxToken, recordSignIn } from '../../shared/auth/store.js';
 import { PAT_PREFIX, SANDBOX_PREFIX, secretsEqual } from '../../shared/auth/tokens.js';
@@ -122,7 +123,7 @@ export async function authenticate(
         tenant: pat.tenant,
         displayName: owner.displayName ?? owner.id,
         roles,
-        permissions: permissionsFor(roles),
+        permissions: await resolvePermissions(em, pat.tenant, roles),
         credential: 'pat',
         patId: pat.id,
       };
@@ -179,7 +180,7 @@ export async function authenticate(
       tenant,
       displayName,
       roles,
-      permissions: permissionsFor(roles),
+      permissions: await resolvePermissions(em, tenant, roles),
       credential: 'idp_jwt',
     };
   }

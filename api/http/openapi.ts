@@ -59,8 +59,31 @@ function forbidNul(node: unknown, components: Json): void {
 }
 
 /** Converts a zod schema to JSON Schema 2020-12 (OpenAPI 3.1's dialect), hoisting named schemas to components. */
+/**
+ * A string that is trimmed before its length is checked (`z.string().trim().min(1)`) refuses whitespace-only
+ * input, which `minLength` alone does not say: such a string is published with `pattern: "[^\\s\\uFEFF]"` (at least one
+ * non-whitespace character), so the document is as strict as the validator.
+ */
+function trimmedNonBlank(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
+  const def = (ctx.zodSchema as { _zod?: { def?: { type?: string; checks?: unknown[] } } })._zod?.def;
+  if (def?.type !== 'string' || !def.checks || typeof ctx.jsonSchema.minLength !== 'number') return;
+  if (ctx.jsonSchema.minLength < 1 || ctx.jsonSchema.pattern !== undefined) return;
+  let probe = '\u000b \t';
+  for (const check of def.checks) {
+    const c = (check as { _zod?: { def?: { check?: string; tx?: (v: string) => string } } })._zod?.def;
+    if (c?.check === 'overwrite' && c.tx) probe = c.tx(probe);
+  }
+  if (probe.length === 0) ctx.jsonSchema.pattern = '[^\\s\\uFEFF]';
+}
+
 function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): Json {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io, cycles: 'ref' }) as Json;
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    unrepresentable: 'any',
+    io,
+    cycles: 'ref',
+    ...(io === 'input' ? { override: trimmedNonBlank } : {}),
+  }) as Json;
   if (io === 'input') forbidNul(json, components);
   delete json.$schema;
   const defs = json.$defs as Record<string, Json> | undefined;
@@ -125,6 +148,8 @@ function requestBody(route: AnyRoute, components: Json): Json {
       ...schema,
       type: 'object',
       properties: { ...((schema.properties as Json | undefined) ?? {}), ...files },
+      // Every part counts: at most `maxFields` non-file fields plus the file parts (more answers 413).
+      maxProperties: route.multipart.maxFields + Math.min(route.multipart.maxFiles, route.multipart.fileFields.length),
     };
   }
   return { required: bodyRequired(route), content: { [mediaType]: { schema } } };
@@ -136,7 +161,8 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
   toSchema(ErrorEnvelopeSchema, 'output', components);
   const paths: Record<string, Json> = {};
   for (const route of routes) {
-    const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // `:name` is one segment, `*name` (path-to-regexp wildcard) one or more: both are `{name}` in OpenAPI.
+    const path = route.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
     const responses: Json = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = spec.schema

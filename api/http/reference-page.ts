@@ -1,11 +1,9 @@
+import { parameterType, schemaTables } from './schema-tables.js';
+
 type Json = Record<string, unknown>;
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-function schemaBlock(schema: unknown): string {
-  return `<pre class="schema">${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`;
-}
 
 /**
  * A self-contained, browsable API reference rendered on the server from the OpenAPI document: no
@@ -14,6 +12,8 @@ function schemaBlock(schema: unknown): string {
 export function renderReferencePage(doc: Json): string {
   const info = doc.info as { title: string; version: string; description: string };
   const paths = doc.paths as Record<string, Record<string, Json>>;
+  const components = ((doc.components as Json | undefined)?.schemas ?? {}) as Json;
+  const schemaBlock = (schema: unknown) => schemaTables(schema, components);
   const byTag = new Map<string, Array<{ method: string; path: string; op: Json }>>();
   for (const [path, ops] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(ops)) {
@@ -52,7 +52,7 @@ export function renderReferencePage(doc: Json): string {
           const paramRows = params
             .map(
               (p) =>
-                `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td><code>${escapeHtml(JSON.stringify(p.schema))}</code></td></tr>`,
+                `<tr><td><code>${escapeHtml(String(p.name))}</code></td><td>${escapeHtml(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${escapeHtml(String(p.description ?? ''))}</td><td>${parameterType(p.schema, components)}</td></tr>`,
             )
             .join('');
           const body = op.requestBody as { content: Record<string, { schema: unknown }> } | undefined;
@@ -68,7 +68,7 @@ export function renderReferencePage(doc: Json): string {
 <h3><code class="m ${method}">${method.toUpperCase()}</code> <code>${escapeHtml(path)}</code></h3>
 <p>${escapeHtml(String(op.summary ?? ''))}</p>${op.description ? `<p>${escapeHtml(String(op.description))}</p>` : ''}
 <p class="auth">Auth: ${escapeHtml(auth)}${permission}${kinds}</p>
-${paramRows ? `<table><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>schema</th></tr>${paramRows}</table>` : ''}
+${paramRows ? `<table><tr><th>name</th><th>in</th><th>required</th><th>description</th><th>type and limits</th></tr>${paramRows}</table>` : ''}
 ${
   body
     ? `<h4>Request body</h4>${Object.entries(body.content)
@@ -91,7 +91,8 @@ main{flex:1;padding:1rem 2rem;max-width:1000px}
 .op{border-top:1px solid #dde2ea;padding:.5rem 0}
 .m{font-weight:bold;padding:0 .3rem;border-radius:3px;color:#fff}
 .get{background:#2f7d32}.post{background:#1565c0}.put{background:#8e5a00}.patch{background:#6a1b9a}.delete{background:#b71c1c}
-pre.schema{background:#f7f7f9;padding:.5rem;overflow:auto;font-size:.8rem}
+pre.schema,pre.example{background:#f7f7f9;padding:.5rem;overflow:auto;font-size:.8rem}
+table.fields{width:100%;margin:.25rem 0}
 table{border-collapse:collapse;font-size:.85rem} td,th{border:1px solid #dde2ea;padding:.2rem .4rem;text-align:left}
 .auth{color:#555;font-size:.85rem}
 </style></head><body><nav><p><strong>${escapeHtml(info.title)}</strong> ${escapeHtml(info.version)}</p><p><a href="/openapi.json">openapi.json</a></p><ul>${nav}</ul></nav>

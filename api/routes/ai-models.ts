@@ -14,6 +14,7 @@ import { defineRoute, successEnvelope, type AnyRoute } from '../http/route.js';
 import { LlmOperationResponse } from './llm-providers.js';
 import { activeSummary, overviewRow } from '../llm/provider-views.js';
 import type { LlmOperationResult } from '../llm/provider-service.js';
+import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
 
 const tags = ['config'];
 const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;
@@ -267,9 +268,18 @@ export const aiModelRoutes: AnyRoute[] = [
         return { success: true, message: 'The embedding identity is unchanged.' };
       }
       // Vectors of another identity are not comparable: indexes built before must be re-embedded.
-      const reindex = before
-        ? { status: 'pending', run_id: randomUUID(), requested_at: new Date().toISOString(), from: before, to: next }
-        : null;
+      // A first identity also re-embeds when document indexes hold vectors of another (the local default).
+      const stranded = before ? 0 : await documentIndexConsumer.count(c.em, c.principal.tenant, next);
+      const reindex =
+        before || stranded > 0
+          ? {
+              status: 'pending',
+              run_id: randomUUID(),
+              requested_at: new Date().toISOString(),
+              from: before ?? null,
+              to: next,
+            }
+          : null;
       await writeLlmSettings(c.em, c.principal.tenant, { embeddings: next, ...(reindex ? { reindex } : {}) });
       // A newer change supersedes a running re-embedding: its work is for an identity no longer wanted.
       if (reindex)
@@ -282,8 +292,8 @@ export const aiModelRoutes: AnyRoute[] = [
         );
       return {
         success: true,
-        message: before
-          ? 'Embedding identity changed; indexes are marked for re-embedding.'
+        message: reindex
+          ? `Embedding identity ${before ? 'changed' : 'set'}; indexes are marked for re-embedding.`
           : 'Embedding identity set.',
       };
     },

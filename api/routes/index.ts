@@ -12,10 +12,12 @@ import { crmMergeRoutes } from './crm-merge.js';
 import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
+import { indexRoutes } from './indexes.js';
 import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
+import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
@@ -24,6 +26,7 @@ import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
+import { wikiRoutes } from './wiki.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -37,6 +40,9 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...llmProviderRoutes, ...aiModelRoutes);
   routes.push(...secretsRoutes);
   routes.push(...managedSourceRoutes);
+  routes.push(...wikiRoutes);
+  routes.push(...managedSourceTypeRoutes);
+  routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
   return routes;
 }

@@ -1,9 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { sourcePaths } from '../../activities/managed-sources.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import {
   ManagedSourceEntity,
@@ -12,11 +10,19 @@ import {
   type ManagedSourceSettings,
 } from '../../shared/db/entities/index.js';
 import { toIso } from '../../shared/dates.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
-import { sourceSyncWorkflowId, type SourceSyncResult } from '../../workflows/source-sync-definitions.js';
+import {
+  sourceDeleteWorkflowId,
+  type SourceDeleteResult,
+} from '../../workflows/managed-source-lifecycle-definitions.js';
+import {
+  sourceSyncWorkflowId,
+  type SourceSyncResult,
+  type SyncApplyRequest,
+} from '../../workflows/source-sync-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
@@ -131,9 +137,33 @@ const PatchBody = z
   }
 >;
 
+const Degraded = z.object({ artifact_id: z.string(), reason: z.string() });
+const PreviewView = z
+  .object({
+    summary: z.string(),
+    changes: z.array(
+      z.object({
+        action: z.enum(['create', 'update', 'delete']),
+        artifact_id: z.string(),
+        fields: z.array(z.string()).optional(),
+      }),
+    ),
+    commit_sha: z.string(),
+    plan_hash: z.string(),
+  })
+  .nullable();
+const AutoApply = z.object({ applied: z.number(), waiting: z.number() });
+
 const SyncResultView = z
   .object({
-    outcome: z.enum(['up_to_date', 'updated', 'failed', 'not_eligible']),
+    outcome: z.enum([
+      'up_to_date',
+      'updated',
+      'updated_awaiting_promotion',
+      'updated_with_errors',
+      'failed',
+      'not_eligible',
+    ]),
     source_id: z.string(),
     job_id: z.string(),
     release_ref: z.string().nullable(),
@@ -149,6 +179,27 @@ const SyncResultView = z
     moved_tag: z
       .object({ tag: z.string(), anchored_commit_sha: z.string(), remote_commit_sha: z.string().nullable() })
       .nullable(),
+    // Hydration (absent in results recorded before it existed).
+    partial_success: z.boolean().optional(),
+    degraded_artifact_count: z.number().optional(),
+    hydrate_errors: z.array(z.object({ type: z.string(), code: z.string(), message: z.string() })).optional(),
+    hydrate: z
+      .record(
+        z.string(),
+        z.object({
+          found: z.number(),
+          applied: z.number(),
+          waiting: z.number(),
+          degraded_artifacts: z.array(Degraded),
+        }),
+      )
+      .optional(),
+    agent_preview: PreviewView.optional(),
+    role_preview: PreviewView.optional(),
+    requires_agent_apply_confirmation: z.boolean().optional(),
+    requires_role_apply_confirmation: z.boolean().optional(),
+    agent_auto_apply: AutoApply.optional(),
+    role_auto_apply: AutoApply.optional(),
     finished_at: z.string().optional(),
   })
   .meta({ id: 'ManagedSourceSyncResult' });
@@ -173,6 +224,11 @@ const SourceView = z
       .nullable(),
     synced_commit_sha: z.string().nullable(),
     release_poll: z.record(z.string(), z.unknown()).nullable(),
+    auto_sync_state: z.record(z.string(), z.unknown()).nullable(),
+    deletion_state: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe('Set while deletion is pending (`state: pending_deletion`, cleanup `attempts`, `last_error`)'),
     last_sync: SyncResultView.nullable(),
     sync_running: z.boolean(),
     created_at: z.string(),
@@ -213,6 +269,9 @@ const JobView = z
 
 const UPSERT_SHAPE = 'Managed sources and artifacts (upsert envelope: success, source, sync, sync_job, warning…)';
 const IN_PROGRESS = '`MANAGED_SOURCE_SYNC_IN_PROGRESS`: a sync of this source is running';
+const CLEANUP_PENDING =
+  '`SOURCE_DELETE_CLEANUP_PENDING`: the source is being deleted (its artifact cleanup is pending)';
+const DELETE_WAIT_MS = 10_000;
 const TYPE_PERMISSION =
   'Missing `manage_repos`, or `manage_agents` (agents) / `manage_users` (roles) for the scan types';
 const SYNC_WAIT_MS = 60_000;
@@ -255,6 +314,8 @@ async function view(em: EntityManager, row: ManagedSourceRow) {
       : null,
     synced_commit_sha: row.syncedCommitSha,
     release_poll: row.releasePoll,
+    auto_sync_state: row.autoSyncState,
+    deletion_state: row.deletionState,
     last_sync: (row.lastSync as z.output<typeof SyncResultView> | null) ?? null,
     sync_running: running > 0,
     created_at: toIso(row.createdAt),
@@ -266,7 +327,19 @@ async function view(em: EntityManager, row: ManagedSourceRow) {
  * Starts sync job `source-sync/<source_id>/<job_id>`. The running-job row is written first; the
  * partial unique index refuses a second one (409), so two syncs of one source never run at once.
  */
-async function startSync(em: EntityManager, deps: AppDeps, principal: Principal, row: ManagedSourceRow) {
+async function startSync(
+  em: EntityManager,
+  deps: AppDeps,
+  principal: Principal,
+  row: ManagedSourceRow,
+  apply?: SyncApplyRequest,
+) {
+  if (row.deletionState)
+    throw new PlatformError(
+      'internal',
+      `Managed source ${row.id} is being deleted and the cleanup of its artifacts is still pending; it cannot sync.`,
+      { code: 'SOURCE_DELETE_CLEANUP_PENDING', source_id: row.id },
+    );
   const jobId = randomUUID();
   const expected = row.syncedCommitSha;
   try {
@@ -287,7 +360,7 @@ async function startSync(em: EntityManager, deps: AppDeps, principal: Principal,
     await deps.temporal.workflow.start(workflowRef('sourceSyncWorkflow'), {
       taskQueue: deps.config.temporal.taskQueue,
       workflowId,
-      args: [{ sourceId: row.id, jobId, tenant: principal.tenant }],
+      args: [{ sourceId: row.id, jobId, tenant: principal.tenant, trigger: 'api', ...(apply ? { apply } : {}) }],
       typedSearchAttributes: [
         { key: SearchAttributes.tenant, value: principal.tenant },
         { key: SearchAttributes.resourceId, value: row.id },
@@ -306,8 +379,14 @@ async function startSync(em: EntityManager, deps: AppDeps, principal: Principal,
   return { jobId, workflowId, expected };
 }
 
-async function runSync(em: EntityManager, deps: AppDeps, principal: Principal, row: ManagedSourceRow) {
-  const { jobId, workflowId, expected } = await startSync(em, deps, principal, row);
+async function runSync(
+  em: EntityManager,
+  deps: AppDeps,
+  principal: Principal,
+  row: ManagedSourceRow,
+  apply?: SyncApplyRequest,
+) {
+  const { jobId, workflowId, expected } = await startSync(em, deps, principal, row, apply);
   const result = deps.temporal.workflow.getHandle(workflowId).result() as Promise<SourceSyncResult>;
   result.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
@@ -402,6 +481,8 @@ export const managedSourceRoutes = [
         tagAnchor: null,
         releasePoll: null,
         lastSync: null,
+        deletionState: null,
+        autoSyncState: null,
         createdAt: now,
         updatedAt: now,
         createdBy: principal.id,
@@ -454,11 +535,31 @@ export const managedSourceRoutes = [
       200: { description: 'Saved (and synced with sync_now)', schema: UpsertEnvelope },
       403: { description: TYPE_PERMISSION },
       404: { description: 'Unknown source' },
-      409: { description: IN_PROGRESS },
+      409: {
+        description: `${IN_PROGRESS}; \`SCAN_TYPE_REMOVAL_NOT_SUPPORTED\` (payload: current_scan_types, attempted_scan_types, removed_scan_types, recovery, remediation)`,
+      },
+      500: { description: CLEANUP_PENDING },
     },
     handler: async ({ params, body, principal, deps, em }) => {
       const row = await loadSource(em, principal, params.source_id);
       checkTypePermissions(principal, body.scan_types_enabled);
+      if (body.scan_types_enabled) {
+        const current = row.settings.scan_types_enabled;
+        const removed = current.filter((t) => !body.scan_types_enabled!.includes(t as (typeof SCAN_TYPES)[number]));
+        if (removed.length)
+          throw new ConflictError(
+            `Scan types cannot be removed from a managed source (${removed.join(', ')}); delete the source and create it again with the types you want.`,
+            {
+              code: 'SCAN_TYPE_REMOVAL_NOT_SUPPORTED',
+              current_scan_types: current,
+              attempted_scan_types: body.scan_types_enabled,
+              removed_scan_types: removed,
+              recovery: 'delete_and_recreate',
+              remediation:
+                'DELETE /api/managed-sources/{source_id}, then POST /api/managed-sources with the scan types to keep.',
+            },
+          );
+      }
       const { name, repo_url, release_ref, credentials, acknowledge_moved_tag, sync_now, sync_in_background, ...rest } =
         body;
       const settings: ManagedSourceSettings = { ...row.settings };
@@ -493,25 +594,84 @@ export const managedSourceRoutes = [
     method: 'delete',
     path: '/api/managed-sources/:source_id',
     operationId: 'deleteManagedSource',
-    summary: 'Remove a managed source, its sync jobs and its working tree (refused while a sync runs)',
+    summary:
+      'Delete a managed source: pending deletion until what it imported (agents, roles) is cleaned up, then removed',
+    description:
+      'Starts workflow `source-delete/<source_id>`: the source is pending deletion at once (syncs answer 500 `SOURCE_DELETE_CLEANUP_PENDING`), its cleanup is retried until it succeeds, then the row, its jobs and its files go. Answers 200 when that finished within 10 s, else 202 with the pending state.',
     params: idParams,
     responses: {
       200: {
         description: 'Removed',
-        schema: successEnvelope(z.object({ source_id: z.string(), deleted: z.literal(true) })),
+        schema: successEnvelope(
+          z.object({
+            source_id: z.string(),
+            deleted: z.literal(true),
+            removed_agents: z.number(),
+            removed_roles: z.number(),
+          }),
+        ),
+      },
+      202: {
+        description: 'Pending deletion: the cleanup is still running (retried until it succeeds)',
+        schema: successEnvelope(
+          z.object({ source_id: z.string(), deleted: z.literal(false), status: z.literal('pending_deletion') }),
+        ),
       },
       404: { description: 'Unknown source' },
       409: { description: IN_PROGRESS },
     },
-    handler: async ({ params, principal, deps, em }) => {
+    handler: async ({ params, principal, deps, em, koa }) => {
       const row = await loadSource(em, principal, params.source_id);
       if (await em.count(ManagedSourceSyncJobEntity, { sourceId: row.id, status: 'running' }))
         throw new ConflictError(`A sync of managed source ${row.id} is running; delete it when the sync ends.`, {
           code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
         });
-      await em.remove(row).flush();
-      await rm(sourcePaths(deps.config, row.id).root, { recursive: true, force: true });
-      return { success: true, data: { source_id: row.id, deleted: true as const } };
+      if (!row.deletionState) {
+        row.deletionState = {
+          state: 'pending_deletion',
+          requested_at: new Date().toISOString(),
+          requested_by: principal.id,
+          attempts: 0,
+        };
+        row.updatedAt = new Date();
+        await em.flush();
+      }
+      const workflowId = sourceDeleteWorkflowId(row.id);
+      await deps.temporal.workflow.start(workflowRef('sourceDeleteWorkflow'), {
+        taskQueue: deps.config.temporal.taskQueue,
+        workflowId,
+        args: [{ sourceId: row.id, tenant: principal.tenant }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: SearchAttributes.tenant, value: principal.tenant },
+          { key: SearchAttributes.resourceId, value: row.id },
+        ],
+        memo: { requested_by: principal.id, kind: 'source-delete' },
+      });
+      const result = deps.temporal.workflow.getHandle(workflowId).result() as Promise<SourceDeleteResult>;
+      result.catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const done = await Promise.race([
+        result,
+        new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), DELETE_WAIT_MS))),
+      ]).finally(() => clearTimeout(timer));
+      if (done === 'pending') {
+        koa.body = {
+          success: true,
+          data: { source_id: row.id, deleted: false as const, status: 'pending_deletion' as const },
+        };
+        koa.status = 202;
+        return koa.body;
+      }
+      return {
+        success: true,
+        data: {
+          source_id: row.id,
+          deleted: true as const,
+          removed_agents: done.removed_agents,
+          removed_roles: done.removed_roles,
+        },
+      };
     },
   }),
   defineRoute({
@@ -521,7 +681,7 @@ export const managedSourceRoutes = [
     operationId: 'syncManagedSource',
     summary: 'Sync a managed source and answer the sync result (outcome `failed` carries a classified error_code)',
     description:
-      'Body fields of agent/role apply and index overwrite are accepted for the spec; part 1 does not hydrate artifacts, so they change nothing yet.',
+      'Agents and roles the source declares are previewed (`agent_preview`, `role_preview`); `apply_agent_changes` with `expected_agent_commit` and `expected_agent_plan_hash` from that preview applies them (likewise for roles), unless `auto_promote_on_sync` applies them anyway. Apply without pins: 409 `AGENT_PREVIEW_REQUIRED` / `ROLE_PREVIEW_REQUIRED`; pins that no longer match the synced plan: 409 `AGENT_PREVIEW_STALE` / `ROLE_PREVIEW_STALE` with the fresh result in `payload.sync` (nothing of that type applied). `overwrite_indexes` is accepted and has no effect (document indexes are not hydrated).',
     params: idParams,
     body: z
       .object({
@@ -541,17 +701,33 @@ export const managedSourceRoutes = [
         schema: successEnvelope(z.object({ job_id: z.string(), status: z.literal('running') })),
       },
       404: { description: 'Unknown source' },
-      409: { description: IN_PROGRESS },
+      409: {
+        description: `${IN_PROGRESS}; \`AGENT_PREVIEW_REQUIRED\`, \`AGENT_PREVIEW_STALE\`, \`ROLE_PREVIEW_REQUIRED\`, \`ROLE_PREVIEW_STALE\``,
+      },
+      500: { description: CLEANUP_PENDING },
     },
-    handler: async ({ params, principal, deps, em, koa }) => {
+    handler: async ({ params, principal, deps, em, koa, body }) => {
       const row = await loadSource(em, principal, params.source_id);
-      const run = await runSync(em, deps, principal, row);
+      const { overwrite_indexes: _ignored, ...apply } = body;
+      if (apply.apply_agent_changes && (!apply.expected_agent_commit || !apply.expected_agent_plan_hash))
+        throw new ConflictError(
+          'Applying agent changes needs expected_agent_commit and expected_agent_plan_hash from a sync preview (agent_preview).',
+          { code: 'AGENT_PREVIEW_REQUIRED' },
+        );
+      if (apply.apply_role_changes && (!apply.expected_role_commit || !apply.expected_role_plan_hash))
+        throw new ConflictError(
+          'Applying role changes needs expected_role_commit and expected_role_plan_hash from a sync preview (role_preview).',
+          { code: 'ROLE_PREVIEW_REQUIRED' },
+        );
+      const run = await runSync(em, deps, principal, row, apply);
       if (run.result === 'pending') {
         // Set here: the mount answers successStatus (200) only when the handler left no body.
         koa.body = { success: true, data: { job_id: run.jobId, status: 'running' as const } };
         koa.status = 202;
         return koa.body;
       }
+      const stale = run.result.hydrate_errors?.find((e) => e.code.endsWith('_PREVIEW_STALE'));
+      if (stale) throw new ConflictError(stale.message, { code: stale.code, sync: run.result });
       return { success: true, data: run.result };
     },
   }),
@@ -575,6 +751,7 @@ export const managedSourceRoutes = [
       },
       404: { description: 'Unknown source' },
       409: { description: IN_PROGRESS },
+      500: { description: CLEANUP_PENDING },
     },
     successStatus: 202,
     handler: async ({ params, principal, deps, em }) => {

@@ -26,6 +26,11 @@ export const toolCallRoutes = [
       },
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },
+      409: {
+        description:
+          'A conflict the tool names (e.g. _document_index: existing name, managed_repo_guard, rechunk_in_progress)',
+      },
+      502: { description: 'A language-model or embedding provider failure (error_type llm_error)' },
       501: { description: 'A tool of a reserved tool group that is not built yet (payload.reason tool_not_built)' },
     },
     handler: async ({ body, principal, deps, em, requestId }) => {

@@ -2,6 +2,7 @@ import { actionReviewTool } from './action-review.js';
 import { agentFilesTool } from './agent-files.js';
 import { crmConnectorTool } from './crm-connector.js';
 import { describeEtlJobTool, getEtlRunTool, listEtlJobsTool, runEtlJobTool } from './etl.js';
+import { documentIndexTool } from './document-index.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
 /** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
@@ -13,4 +14,5 @@ export const toolRegistry = new ToolRegistry([
   describeEtlJobTool as AnyTool,
   runEtlJobTool as AnyTool,
   getEtlRunTool as AnyTool,
+  documentIndexTool as AnyTool,
 ]);

@@ -14,7 +14,7 @@ export const TOOL_GROUPS = {
     tools: ['list_etl_jobs', 'describe_etl_job', 'run_etl_job', 'get_etl_run'],
     description: 'ETL jobs: list, describe, run built jobs, poll runs',
   },
-  document_index_tools: { tools: ['_document_index'], description: 'Document index (reserved: not built yet)' },
+  document_index_tools: { tools: ['_document_index'], description: 'Document indexes: ingest, search, ask, rechunk' },
   enhancement_tools: {
     tools: ['enhancement_action'],
     description: 'Code-agent enhancements (reserved: not built yet)',

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { documentIndexConsumer } from '../document-index/consumer.js';
 
 /** Which provider and model produced a vector. Vectors of two identities are not comparable. */
 export interface EmbeddingIdentity {
@@ -60,12 +61,9 @@ export class EmbeddingConsumerRegistry {
   }
 }
 
-/**
- * The platform's consumers. Empty today: document indexes arrive with the document-index capability,
- * which adds its consumer here (as routes are listed in api/routes/index.ts).
- */
+/** The platform's consumers (listed here as routes are listed in api/routes/index.ts). */
 export function platformEmbeddingConsumers(): EmbeddingConsumerRegistry {
-  return new EmbeddingConsumerRegistry([]);
+  return new EmbeddingConsumerRegistry([documentIndexConsumer]);
 }
 
 export const sameIdentity = (a: EmbeddingIdentity, b: EmbeddingIdentity) =>

@@ -140,7 +140,7 @@ describe('OpenAPI', () => {
     for (const [path, ops] of Object.entries(res.body.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(ops)) documented.add(`${method} ${path}`);
     }
-    const mounted = allRoutes().map((r) => `${r.method} ${r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+    const mounted = allRoutes().map((r) => `${r.method} ${r.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}')}`);
     expect([...documented].sort()).toEqual([...new Set(mounted)].sort());
     expect(res.body.components.schemas.ErrorEnvelope.required).toEqual(['error', 'error_type', 'request_id']);
     const echo = res.body.paths['/api/jobs/echo'].post;

@@ -96,6 +96,16 @@ describe('missing bodies', () => {
     expect(doc.paths['/api/config/gateway'].put.requestBody.required).toBe(true);
     expect(doc.paths['/api/agents'].post.requestBody.required).toBe(true);
   });
+
+  it('the OpenAPI document says a trimmed required string needs a non-whitespace character, as the validator does', async () => {
+    const doc = (await http(stack.url, 'GET', '/openapi.json')).body;
+    const body = doc.paths['/api/internal/sandbox-tokens'].post.requestBody.content['application/json'].schema;
+    const pattern = body.properties.bot_id.pattern as string;
+    expect(pattern).toBe('[^\\s\\uFEFF]');
+    expect(new RegExp(pattern).test('\u000b')).toBe(false);
+    expect(new RegExp(pattern).test('\ufeff')).toBe(false);
+    expect(new RegExp(pattern).test(' bot ')).toBe(true);
+  });
 });
 
 describe('undeclared methods', () => {

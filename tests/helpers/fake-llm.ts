@@ -34,6 +34,8 @@ export interface FakeLlm {
   embeddingsHang: boolean;
   /** When set, embedding calls hang once this many have been answered. */
   embeddingsHangAfter: number | undefined;
+  /** When set, embedding calls whose inputs it accepts hang (never answer). */
+  embeddingsHangOn: ((texts: string[]) => boolean) | undefined;
   /** The inputs of every answered embedding call, in order. */
   embeddingInputs: string[][];
   /** Decides each answer from the request (the conversation so far). */
@@ -66,6 +68,7 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
     redirects: {},
     embeddingsHang: false,
     embeddingsHangAfter: undefined,
+    embeddingsHangOn: undefined,
     embeddingInputs: [],
     respond,
     release(reply) {
@@ -130,6 +133,7 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
           if (fake.embeddingsHangAfter !== undefined && fake.embeddingInputs.length >= fake.embeddingsHangAfter) return;
           const input = (JSON.parse(raw) as { input: string[] | string }).input;
           const texts = Array.isArray(input) ? input : [input];
+          if (fake.embeddingsHangOn?.(texts)) return;
           fake.embeddingInputs.push(texts);
           json(200, {
             data: texts.map((_, index) => ({ index, embedding: [0.1, 0.2, 0.3] })),

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -10,12 +10,16 @@ export interface GitServer {
   root: string;
   /** Creates a repository `name` with a working copy; answers helpers that make real commits and tags. */
   repo(name: string): GitRepo;
+  /** Holds every request until the returned function is called (a sync that stays in flight). */
+  hold(): () => void;
   close(): Promise<void>;
 }
 
 export interface GitRepo {
   url: string;
   write(files: Record<string, string>): string;
+  /** Removes files in one commit (pushed); answers the commit. */
+  remove(files: string[]): string;
   tag(name: string, opts?: { force?: boolean }): void;
   head(): string;
 }
@@ -23,7 +27,12 @@ export interface GitRepo {
 export async function startGitServer(auth: { username: string; password: string }): Promise<GitServer> {
   const root = mkdtempSync(path.join(tmpdir(), 'git-server-'));
   const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
+  let gate: Promise<void> | null = null;
   const server: Server = createServer((req, res) => {
+    if (gate) void gate.then(() => serve(req, res));
+    else serve(req, res);
+  });
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     if (req.headers.authorization !== expected) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('unauthorized');
       return;
@@ -62,7 +71,7 @@ export async function startGitServer(auth: { username: string; password: string 
       }
       res.writeHead(status, headers).end(out.subarray(split + 4));
     });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   const git = (cwd: string, ...args: string[]) =>
@@ -99,11 +108,25 @@ export async function startGitServer(auth: { username: string; password: string 
           git(work, 'push', '-q', 'origin', 'main');
           return git(work, 'rev-parse', 'HEAD');
         },
+        remove(files) {
+          git(work, 'rm', '-q', '--', ...files);
+          git(work, 'commit', '-q', '-m', `remove ${files.join(',')}`);
+          git(work, 'push', '-q', 'origin', 'main');
+          return git(work, 'rev-parse', 'HEAD');
+        },
         tag(tagName, opts = {}) {
           git(work, 'tag', ...(opts.force ? ['-f'] : []), '-a', tagName, '-m', tagName);
           git(work, 'push', '-q', ...(opts.force ? ['-f'] : []), 'origin', `refs/tags/${tagName}`);
         },
         head: () => git(work, 'rev-parse', 'HEAD'),
+      };
+    },
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        gate = null;
+        release();
       };
     },
     async close() {

@@ -120,7 +120,11 @@ describe('agent thread turns', () => {
       origin: 'mcp_origin',
     });
     expect(turn.toolCalls).toBe(1);
-    expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual(['action_review', 'agent_files']);
+    expect(llm.requests.at(-2)!.tools!.map((t) => t.function.name)).toEqual([
+      '_document_index',
+      'action_review',
+      'agent_files',
+    ]);
     const toolResult = JSON.parse(turn.reply.replace(/^Raised: /, ''));
     const proposalId = toolResult.proposal?.proposal_id ?? toolResult.proposal_id;
     expect(typeof proposalId).toBe('string');

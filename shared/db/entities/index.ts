@@ -8,8 +8,10 @@ import { EchoJobEntity } from './echo-job.js';
 import { EtlRunEntity } from './etl.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
+import { ManagedFlowEntity } from './managed-flows.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
+import { WikiCommentEntity } from './wiki.js';
 
 export * from './action-review.js';
 export * from './agents.js';
@@ -21,8 +23,10 @@ export * from './echo-job.js';
 export * from './etl.js';
 export * from './identity.js';
 export * from './llm.js';
+export * from './managed-flows.js';
 export * from './managed-sources.js';
 export * from './mcp.js';
+export * from './wiki.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
 export const allEntities = [
@@ -50,4 +54,6 @@ export const allEntities = [
   ManagedSourceEntity,
   ManagedSourceSyncJobEntity,
   EtlRunEntity,
+  WikiCommentEntity,
+  ManagedFlowEntity,
 ];

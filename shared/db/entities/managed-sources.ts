@@ -36,6 +36,10 @@ export interface ManagedSourceRow {
   tagAnchor: TagAnchor | null;
   releasePoll: Record<string, unknown> | null;
   lastSync: Record<string, unknown> | null;
+  /** Set when deletion starts (`{state: 'pending_deletion', requested_at, attempts, last_error}`); the row goes once cleanup succeeds. */
+  deletionState: Record<string, unknown> | null;
+  /** The auto-sync schedule's last check of this source (the spec's `auto_sync_state`). */
+  autoSyncState: Record<string, unknown> | null;
   createdAt: Date;
   updatedAt: Date;
   createdBy: string;
@@ -59,6 +63,8 @@ export const ManagedSourceEntity = new EntitySchema<ManagedSourceRow>({
     tagAnchor: { type: 'json', nullable: true },
     releasePoll: { type: 'json', nullable: true },
     lastSync: { type: 'json', nullable: true },
+    deletionState: { type: 'json', nullable: true },
+    autoSyncState: { type: 'json', nullable: true },
     createdAt: { type: 'Date' },
     updatedAt: { type: 'Date' },
     createdBy: { type: 'string' },

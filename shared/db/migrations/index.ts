@@ -13,6 +13,11 @@ import { Migration20261123150000EmbeddingReindex } from './Migration202611231500
 import { Migration20261123170000SettingsFold } from './Migration20261123170000SettingsFold.js';
 import { Migration20261123190000ManagedSources } from './Migration20261123190000ManagedSources.js';
 import { Migration20261124030000EtlRuns } from './Migration20261124030000EtlRuns.js';
+import { Migration20261124000000ManagedSourceArtifacts } from './Migration20261124000000ManagedSourceArtifacts.js';
+import { Migration20261124010000WikiCommentary } from './Migration20261124010000WikiCommentary.js';
+import { Migration20261124010100ManagedFlows } from './Migration20261124010100ManagedFlows.js';
+import { Migration20261124020000DocumentIndexes } from './Migration20261124020000DocumentIndexes.js';
+import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -29,5 +34,10 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123150000EmbeddingReindex', class: Migration20261123150000EmbeddingReindex },
   { name: 'Migration20261123170000SettingsFold', class: Migration20261123170000SettingsFold },
   { name: 'Migration20261123190000ManagedSources', class: Migration20261123190000ManagedSources },
+  { name: 'Migration20261124000000ManagedSourceArtifacts', class: Migration20261124000000ManagedSourceArtifacts },
+  { name: 'Migration20261124010000WikiCommentary', class: Migration20261124010000WikiCommentary },
+  { name: 'Migration20261124010100ManagedFlows', class: Migration20261124010100ManagedFlows },
+  { name: 'Migration20261124020000DocumentIndexes', class: Migration20261124020000DocumentIndexes },
   { name: 'Migration20261124030000EtlRuns', class: Migration20261124030000EtlRuns },
+  { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
 ];

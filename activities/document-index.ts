@@ -1,0 +1,46 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { AppConfig } from '../shared/config.js';
+import type { ChunkConfig } from '../shared/document-index/chunking.js';
+import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
+import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
+import { withHeartbeat } from './heartbeat.js';
+
+/** The rechunk workflow's steps (shared/document-index/rechunk.ts); each is idempotent. */
+export function createDocumentIndexActivities(deps: { orm: MikroORM; config: AppConfig }) {
+  return {
+    beginIndexRechunk(input: { tenant: string; indexName: string; runId: string; config: ChunkConfig }) {
+      return beginRechunk(deps.orm.em.fork(), input);
+    },
+    copyIndexRechunkBatch(input: {
+      tenant: string;
+      sourceId: string;
+      tempId: string;
+      afterId: string | null;
+      limit: number;
+      chunkConfig: ChunkConfig;
+    }) {
+      return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
+    },
+    swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
+      return swapRechunk(deps.orm.em.fork(), input);
+    },
+    dropIndexRechunkTemp(input: { tempId: string }) {
+      return dropRechunkTemp(deps.orm.em.fork(), input);
+    },
+    /** One batch of a directory ingestion (idempotent per file content hash). */
+    ingestDocumentBatch(input: {
+      tenant: string;
+      indexName: string;
+      root: string;
+      files: string[];
+      chunkConfig: ChunkConfig;
+    }) {
+      return withHeartbeat(2_000, () => ingestFiles(deps.orm.em.fork(), deps.config, input));
+    },
+    compactDocumentChunks() {
+      return compactionCheckpoint(deps.orm.em.fork(), deps.config);
+    },
+  };
+}
+
+export type DocumentIndexActivities = ReturnType<typeof createDocumentIndexActivities>;

@@ -1,0 +1,281 @@
+/**
+ * Issue 13's benchmark: document-index ingestion throughput, SEARCH latency (hybrid: full text + exact
+ * vector scan + RRF) beside a plain PostgreSQL full-text query over the same rows, rechunk time, at
+ * each size of `BENCH_DOCIDX_CHUNKS` (default `2000,10000`), and search quality (recall@10, MRR) of
+ * lexical only, vector only and fused rankings on a small labelled corpus. Local hashing embeddings.
+ */
+import { randomUUID } from 'node:crypto';
+import { currentEmbedder } from '../shared/document-index/embedder.js';
+import { hybridSearch, lexicalRanking, vectorRanking, RRF_K } from '../shared/document-index/search.js';
+import { createIndex, ingestDocument, sql } from '../shared/document-index/store.js';
+import { workflowRef } from '../shared/temporal/workflow-refs.js';
+import { rechunkWorkflowId } from '../workflows/rechunk-definitions.js';
+import { measure, measurePair, report } from './lib/measure.js';
+import type { BenchStack } from './lib/stack.js';
+
+/** A deterministic pseudo-random generator (mulberry32), so every run indexes the same text. */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'te', 'vo', 'zi', 'pa', 'qu', 'di', 'fo', 'gu', 'ha', 'je'];
+
+/** Sentences of pseudo-words (a 4096-word vocabulary) so full text and vectors have something to rank. */
+function sentenceMaker(seed: number) {
+  const r = rng(seed);
+  const word = () => {
+    const n = Math.floor(r() * 4096);
+    return SYLLABLES[n & 15]! + SYLLABLES[(n >> 4) & 15]! + SYLLABLES[(n >> 8) & 15]!;
+  };
+  return () => {
+    const words = Array.from({ length: 8 + Math.floor(r() * 8) }, word);
+    return words.join(' ').replace(/^./, (c) => c.toUpperCase()) + '.';
+  };
+}
+
+/** Labelled corpus: each document has a query whose relevant answer is that document. */
+const LABELLED: Array<[string, string, string]> = [
+  [
+    'backups',
+    'Nightly backups run at two in the morning and are kept for thirty days.',
+    'how long do we keep backup copies',
+  ],
+  [
+    'rotation',
+    'Encryption keys are rotated every quarter; rotation re-seals every stored secret.',
+    'when are the encryption keys rotated',
+  ],
+  [
+    'pricing',
+    'The enterprise tier adds premium support and a dedicated account manager.',
+    'what does the enterprise plan include',
+  ],
+  [
+    'holidays',
+    'Employees receive twenty-five paid holidays each year; unused days expire in March.',
+    'how many paid holidays do employees get',
+  ],
+  [
+    'expenses',
+    'Expense reports must be filed within thirty days with receipts attached.',
+    'deadline for filing an expense report',
+  ],
+  [
+    'onboarding',
+    'New hires complete security training during their first week.',
+    'what training do new hires complete',
+  ],
+  [
+    'incidents',
+    'Severity one incidents page the on-call engineer immediately.',
+    'who gets paged for a severity one incident',
+  ],
+  [
+    'deploys',
+    'Production deployments happen on weekdays before four in the afternoon.',
+    'when are production deploys allowed',
+  ],
+  [
+    'passwords',
+    'Passwords need at least sixteen characters and are checked against breach lists.',
+    'minimum password length',
+  ],
+  ['laptops', 'Laptops are replaced every three years by the IT department.', 'how often are laptops replaced'],
+  [
+    'travel',
+    'Business travel above five hundred dollars requires manager approval.',
+    'approval needed for business travel',
+  ],
+  [
+    'parking',
+    'The office garage offers free parking for cyclists and electric cars.',
+    'is parking free for electric cars',
+  ],
+  [
+    'retention',
+    'Customer data is deleted ninety days after a contract ends.',
+    'when is customer data deleted after the contract',
+  ],
+  [
+    'vpn',
+    'Remote access requires the VPN client with hardware token authentication.',
+    'how do I access the network remotely',
+  ],
+  ['invoices', 'Invoices are payable within forty-five days of the billing date.', 'payment terms for invoices'],
+  [
+    'support',
+    'Support tickets receive a first answer within four business hours.',
+    'how fast is the first support response',
+  ],
+  [
+    'meetings',
+    'Meeting rooms are booked through the calendar; bookings expire after fifteen minutes unused.',
+    'how to book a meeting room',
+  ],
+  [
+    'cafeteria',
+    'The cafeteria menu changes weekly and serves soup on Fridays.',
+    'what is served on Fridays in the cafeteria',
+  ],
+  ['printing', 'Printers require badge release; color printing is limited to marketing.', 'who can print in color'],
+  [
+    'wellness',
+    'A monthly wellness budget covers gym memberships and yoga classes.',
+    'does the company pay for the gym',
+  ],
+];
+
+export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
+  const { orm, config, temporal } = stack.api.deps;
+  const tenant = config.auth.deploymentTenant;
+  const em = () => orm.em.fork();
+  const embedder = await currentEmbedder(em(), config, tenant);
+  const sizes = (process.env.BENCH_DOCIDX_CHUNKS ?? '2000,10000').split(',').map(Number);
+  const out: string[] = ['## Document indexes', ''];
+  const chunkCfg = { chunk_size: 40, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+  for (const chunks of sizes) {
+    const name = `bench-${chunks}-${randomUUID().slice(0, 8)}`;
+    const index = await createIndex(em(), tenant, name, chunkCfg);
+    // Documents of 5 sentences (about 5 chunks of 40 tokens each).
+    const docs = Math.ceil(chunks / 5);
+    const makers = Array.from({ length: 4 }, (_, k) => sentenceMaker(chunks * 10 + k));
+    const ingest = await measure(`ingest ${docs} docs`, docs, 4, async (i) => {
+      const next = makers[i % 4]!;
+      const text = Array.from({ length: 5 }, () => `${next()} ${next()} ${next()}`).join('\n\n');
+      await ingestDocument(em(), index, { path: `doc${i}.txt`, kind: 'file', content: text }, chunkCfg, embedder);
+    });
+    const stored = Number(
+      (await sql<{ n: string }>(em(), 'select count(*) as n from doc_chunks where index_id = ?', [index.id]))[0]!.n,
+    );
+    out.push(
+      `### ${stored} chunks`,
+      '',
+      `ingest: ${docs} documents, ${stored} chunks in ${ingest.seconds.toFixed(1)} s: ` +
+        `${(docs / ingest.seconds).toFixed(1)} documents/s, ${(stored / ingest.seconds).toFixed(1)} chunks/s`,
+      '',
+    );
+    const q = sentenceMaker(chunks * 10);
+    const queries = Array.from({ length: 50 }, () => q().split(' ').slice(0, 3).join(' '));
+    const [hybrid, plain] = await measurePair(
+      {
+        label: 'SEARCH (hybrid)',
+        op: async (i) => {
+          await hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder);
+        },
+      },
+      {
+        label: 'plain full-text query',
+        op: async (i) => {
+          await sql(
+            em(),
+            `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
+               order by ts_rank_cd(c.tsv, q) desc limit 10`,
+            [queries[i % queries.length], index.id],
+          );
+        },
+      },
+      100,
+      1,
+    );
+    out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
+    const started = performance.now();
+    const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
+      workflowId: rechunkWorkflowId(name),
+      taskQueue: config.temporal.taskQueue,
+      args: [
+        {
+          tenant,
+          indexName: name,
+          runId: randomUUID(),
+          config: { chunk_size: 80, chunk_overlap: 10, chunk_strategy: 'sentence' },
+          batchSize: 20,
+        },
+      ],
+    });
+    out.push(
+      `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${((performance.now() - started) / 1000).toFixed(1)} s (${r.status})`,
+      '',
+    );
+  }
+  out.push(await quality(stack, embedder));
+  return out.join('\n');
+}
+
+async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof currentEmbedder>>): Promise<string> {
+  const { orm, config } = stack.api.deps;
+  const tenant = config.auth.deploymentTenant;
+  const em = () => orm.em.fork();
+  const index = await createIndex(em(), tenant, `bench-quality-${randomUUID().slice(0, 8)}`, {
+    chunk_size: null,
+    chunk_overlap: null,
+    chunk_strategy: null,
+  });
+  // The labelled documents among 500 distractors.
+  const noise = sentenceMaker(7);
+  for (const [topic, text] of LABELLED)
+    await ingestDocument(
+      em(),
+      index,
+      { path: topic, kind: 'text', content: text },
+      { chunk_size: null, chunk_overlap: null, chunk_strategy: null },
+      embedder,
+    );
+  for (let i = 0; i < 500; i++)
+    await ingestDocument(
+      em(),
+      index,
+      { path: `noise${i}`, kind: 'text', content: `${noise()} ${noise()}` },
+      { chunk_size: null, chunk_overlap: null, chunk_strategy: null },
+      embedder,
+    );
+  const pathOf = async (ids: string[]) => {
+    const rows = await sql<{ id: string; path: string }>(
+      em(),
+      `select c.id, d.path from doc_chunks c join doc_documents d on d.id = c.document_id where c.index_id = ?`,
+      [index.id],
+    );
+    const m = new Map(rows.map((r) => [r.id, r.path]));
+    return ids.map((id) => m.get(id)!);
+  };
+  const scores = { lexical: { hit: 0, rr: 0 }, vector: { hit: 0, rr: 0 }, fused: { hit: 0, rr: 0 } };
+  for (const [topic, , query] of LABELLED) {
+    const lex = (await lexicalRanking(em(), tenant, [index.id], query)).map((r) => r.id);
+    const [qv] = (await embedder.embed([query])).vectors;
+    const vec = (await vectorRanking(em(), tenant, [index.id], embedder.collection, qv!)).map((r) => r.id);
+    const fusedScore = new Map<string, number>();
+    lex.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
+    vec.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
+    const fused = [...fusedScore.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
+    for (const [kind, ranking] of [
+      ['lexical', lex],
+      ['vector', vec],
+      ['fused', fused],
+    ] as const) {
+      const paths = await pathOf(ranking.slice(0, 10));
+      const rank = paths.indexOf(topic);
+      if (rank >= 0) {
+        scores[kind].hit++;
+        scores[kind].rr += 1 / (rank + 1);
+      }
+    }
+  }
+  const n = LABELLED.length;
+  const row = (k: keyof typeof scores) =>
+    `| ${k} | ${(scores[k].hit / n).toFixed(2)} | ${(scores[k].rr / n).toFixed(3)} |`;
+  return [
+    `### Search quality (${n} labelled queries, ${n} relevant documents among 500 distractors; local hashing embeddings)`,
+    '',
+    '| ranking | recall@10 | MRR |',
+    '|-|-|-|',
+    row('lexical'),
+    row('vector'),
+    row('fused'),
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,154 @@
+/**
+ * Managed-source sync (issue 12) of a repository with 10,000 files and 1,000 commits, served over
+ * smart HTTP by `git http-backend` (the test suite's Git server, basic auth on), against the system
+ * `git` on the same repository in the same run: first sync (`POST …/sync` of a new source: resolve,
+ * shallow fetch, checkout, scan, record, through the API and the workflow) against `git clone`
+ * (shallow, as the sync fetches, and full), and a no-change resync against `git fetch` in that clone.
+ * Rounds alternate which side goes first; medians are reported.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startGitServer, type GitServer } from '../tests/helpers/git-server.js';
+import type { BenchStack } from './lib/stack.js';
+
+const AUTH = { username: 'bench', password: 'bench-token' };
+
+/** Writes `commits` commits adding `files / commits` files each, with `git fast-import` into a bare repository. */
+function buildRepository(bare: string, files: number, commits: number): void {
+  execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
+  const perCommit = Math.ceil(files / commits);
+  const lines: string[] = [];
+  let made = 0;
+  for (let c = 0; c < commits; c++) {
+    const msg = `commit ${c}`;
+    lines.push('commit refs/heads/main', `committer Bench <bench@example.com> ${1_700_000_000 + c} +0000`);
+    lines.push(`data ${Buffer.byteLength(msg)}`, msg);
+    for (let f = 0; f < perCommit && made < files; f++, made++) {
+      const body = `file ${made} of commit ${c}\n${'lorem ipsum dolor sit amet '.repeat(6)}\n`;
+      const dir = made % 4 === 0 ? 'docs' : `src/mod${made % 50}`;
+      const ext = made % 4 === 0 ? 'md' : 'txt';
+      lines.push(`M 100644 inline ${dir}/f${made}.${ext}`, `data ${Buffer.byteLength(body)}`, body);
+    }
+    lines.push('');
+  }
+  execFileSync('git', ['--git-dir', bare, 'fast-import', '--quiet'], {
+    input: lines.join('\n'),
+    maxBuffer: 1 << 30,
+  });
+  execFileSync('git', ['--git-dir', bare, 'update-server-info']);
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+function git(args: string[], cwd?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git ${args[0]} failed: ${err}`))));
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
+
+export async function benchManagedSync(stack: BenchStack, rounds: number): Promise<string> {
+  const files = Number(process.env.BENCH_SYNC_FILES ?? 10_000);
+  const commits = Number(process.env.BENCH_SYNC_COMMITS ?? 1_000);
+  const server: GitServer = await startGitServer(AUTH);
+  const clones = await mkdtemp(path.join(os.tmpdir(), 'bench-clones-'));
+  try {
+    const built = await timed(async () => buildRepository(path.join(server.root, 'big.git'), files, commits));
+    const repoUrl = `${server.url}/big.git`;
+    const authedUrl = repoUrl.replace('http://', `http://${AUTH.username}:${AUTH.password}@`);
+    const api = async (method: string, p: string, body?: unknown) => {
+      const res = await fetch(`${stack.api.url}${p}`, {
+        method,
+        headers: body ? { 'content-type': 'application/json' } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const json = (await res.json()) as Record<string, any>;
+      if (res.status >= 300) throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(json)}`);
+      return json;
+    };
+    const sync = async (id: string, expected: string) => {
+      const res = await api('POST', `/api/managed-sources/${id}/sync`, {});
+      let result = res.data as { outcome?: string; job_id?: string; files_checked_out: number };
+      // Over 60 s the route answers 202 with the job: poll its status until it ends.
+      while (result.outcome === undefined && result.job_id) {
+        await new Promise((r) => setTimeout(r, 250));
+        const job = await api('GET', `/api/managed-sources/${id}/sync-status/${result.job_id}`);
+        if (job.data.status !== 'running') result = job.data.result ?? { outcome: 'failed', files_checked_out: 0 };
+      }
+      if (result.outcome !== expected) throw new Error(`sync ended ${result.outcome}: ${JSON.stringify(result)}`);
+      return result;
+    };
+    const firstSync: number[] = [];
+    const resync: number[] = [];
+    const shallowClone: number[] = [];
+    const fullClone: number[] = [];
+    const fetchNoChange: number[] = [];
+    let checkedOut = 0;
+    for (let r = 0; r < rounds; r++) {
+      const platform = async () => {
+        const created = await api('POST', '/api/managed-sources', {
+          name: `bench ${r}`,
+          repo_url: repoUrl,
+          release_ref: 'main',
+          scan_types_enabled: ['document_indexes'],
+          credentials: { kind: 'basic', username: AUTH.username, password: AUTH.password },
+        });
+        const id = created.source.source_id as string;
+        let result: { files_checked_out: number } | undefined;
+        firstSync.push(await timed(async () => (result = await sync(id, 'updated'))));
+        checkedOut = result!.files_checked_out;
+        resync.push(await timed(() => sync(id, 'up_to_date')));
+        await api('DELETE', `/api/managed-sources/${id}`);
+      };
+      const system = async () => {
+        const shallow = path.join(clones, `shallow-${r}`);
+        const full = path.join(clones, `full-${r}`);
+        shallowClone.push(
+          await timed(() =>
+            git(['clone', '-q', '--depth', '1', '--single-branch', '--branch', 'main', authedUrl, shallow]),
+          ),
+        );
+        fetchNoChange.push(await timed(() => git(['fetch', '-q', 'origin'], shallow)));
+        fullClone.push(await timed(() => git(['clone', '-q', authedUrl, full])));
+        await rm(shallow, { recursive: true, force: true });
+        await rm(full, { recursive: true, force: true });
+      };
+      if (r % 2 === 0) {
+        await platform();
+        await system();
+      } else {
+        await system();
+        await platform();
+      }
+    }
+    const fs = median(firstSync);
+    const rs = median(resync);
+    const sc = median(shallowClone);
+    const fc = median(fullClone);
+    const fe = median(fetchNoChange);
+    return [
+      `## Managed-source sync: ${files} files, ${commits} commits (git http-backend on loopback; built in ${fmt(built)}), median of ${rounds} rounds`,
+      '',
+      '| operation | platform (API + workflow) | system git | ratio platform / git |',
+      '|-|-|-|-|',
+      `| first sync (${checkedOut} files checked out) vs \`git clone --depth 1\` | ${fmt(fs)} | ${fmt(sc)} | ${(fs / sc).toFixed(2)}x |`,
+      `| first sync vs full \`git clone\` | ${fmt(fs)} | ${fmt(fc)} | ${(fs / fc).toFixed(2)}x |`,
+      `| no-change resync vs \`git fetch\` | ${fmt(rs)} | ${fmt(fe)} | ${(rs / fe).toFixed(2)}x |`,
+      '',
+    ].join('\n');
+  } finally {
+    await rm(clones, { recursive: true, force: true });
+    await server.close();
+  }
+}

@@ -1,0 +1,151 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppConfig } from '../config.js';
+import type { ChunkConfig } from './chunking.js';
+import { currentEmbedder } from './embedder.js';
+import { ingestDocument, lockIndex, sql, type IndexRow } from './store.js';
+
+/**
+ * RECHUNK's steps (workflow `rechunk/<index_name>`): every document of the index is rebuilt into a
+ * temporary index (state `building`, invisible to every action) with the new parameters, the counts
+ * are verified, and one transaction swaps it in (the old index's rows are dropped and the temporary
+ * one takes its name), so a search sees either the old index or the new one, never a half-built one.
+ * Each step is idempotent: a copy batch re-run after a crash finds the documents it already copied
+ * (same path and content hash) and writes nothing for them.
+ */
+
+export const tempIndexName = (name: string, runId: string) => `__rechunk__/${name}/${runId}`;
+
+export async function beginRechunk(
+  em: EntityManager,
+  input: { tenant: string; indexName: string; runId: string; config: ChunkConfig },
+): Promise<{ sourceId: string; tempId: string; chunksBefore: number } | { missing: true }> {
+  const source = (
+    await sql<IndexRow>(em, `select * from doc_indexes where tenant = ? and name = ? and state = 'active'`, [
+      input.tenant,
+      input.indexName,
+    ])
+  )[0];
+  if (!source) return { missing: true };
+  const temp = tempIndexName(input.indexName, input.runId);
+  await sql(
+    em,
+    `insert into doc_indexes (id, tenant, name, state, chunk_size, chunk_overlap, chunk_strategy, created_at)
+       values (gen_random_uuid(), ?, ?, 'building', ?, ?, ?, ?) on conflict (tenant, name) do nothing`,
+    [
+      input.tenant,
+      temp,
+      input.config.chunk_size,
+      input.config.chunk_overlap,
+      input.config.chunk_strategy,
+      source.created_at,
+    ],
+  );
+  const tempRow = (
+    await sql<{ id: string }>(em, 'select id from doc_indexes where tenant = ? and name = ?', [input.tenant, temp])
+  )[0]!;
+  const n = await sql<{ n: string }>(em, 'select count(*) as n from doc_chunks where index_id = ?', [source.id]);
+  return { sourceId: source.id, tempId: tempRow.id, chunksBefore: Number(n[0]!.n) };
+}
+
+/** Copies up to `limit` documents after the cursor (document id order) into the temporary index. */
+export async function rechunkCopyBatch(
+  em: EntityManager,
+  config: AppConfig,
+  input: {
+    tenant: string;
+    sourceId: string;
+    tempId: string;
+    afterId: string | null;
+    limit: number;
+    chunkConfig: ChunkConfig;
+  },
+): Promise<{ docs: number; lastId: string | null; warnings: string[] }> {
+  const temp = (await sql<IndexRow>(em, 'select * from doc_indexes where id = ?', [input.tempId]))[0];
+  if (!temp) return { docs: 0, lastId: input.afterId, warnings: [] };
+  const docs = await sql<{
+    id: string;
+    path: string;
+    kind: 'file' | 'text';
+    content: string;
+    metadata: Record<string, unknown>;
+  }>(
+    em,
+    `select id, path, kind, content, metadata from doc_documents where index_id = ? and (?::uuid is null or id > ?::uuid)
+       order by id limit ?`,
+    [input.sourceId, input.afterId, input.afterId, input.limit],
+  );
+  const embedder = await currentEmbedder(em, config, input.tenant);
+  const warnings: string[] = [];
+  for (const d of docs) {
+    const r = await ingestDocument(
+      em,
+      temp,
+      { path: d.path, kind: d.kind, content: d.content, metadata: d.metadata },
+      input.chunkConfig,
+      embedder,
+    );
+    warnings.push(...r.warnings.map((w) => `${d.path}: ${w}`));
+  }
+  return { docs: docs.length, lastId: docs.length ? docs[docs.length - 1]!.id : input.afterId, warnings };
+}
+
+/**
+ * Verifies that the temporary index holds exactly the source's documents (same paths and content
+ * hashes) and swaps in one transaction under the index lock. A mismatch (a document written to the
+ * source meanwhile) answers `verified: false` and changes nothing; the workflow copies again.
+ */
+export async function swapRechunk(
+  em: EntityManager,
+  input: { tenant: string; indexName: string; sourceId: string; tempId: string },
+): Promise<{ swapped: boolean; docs: number; chunksAfter: number; reason?: string }> {
+  return em.fork().transactional(async (tx) => {
+    await lockIndex(tx, input.sourceId);
+    const source = await sql<IndexRow>(tx, 'select * from doc_indexes where id = ?', [input.sourceId]);
+    const temp = await sql<IndexRow>(tx, 'select * from doc_indexes where id = ?', [input.tempId]);
+    if (!source[0]) {
+      // Swapped already (a retried activity) or deleted meanwhile.
+      if (temp[0]?.state === 'active' && temp[0].name === input.indexName) {
+        const n = await sql<{ d: string; c: string }>(
+          tx,
+          'select (select count(*) from doc_documents where index_id = ?) as d, (select count(*) from doc_chunks where index_id = ?) as c',
+          [input.tempId, input.tempId],
+        );
+        return { swapped: true, docs: Number(n[0]!.d), chunksAfter: Number(n[0]!.c) };
+      }
+      return { swapped: false, docs: 0, chunksAfter: 0, reason: 'index_deleted' };
+    }
+    const diff = await sql<{ n: string }>(
+      tx,
+      `select count(*) as n from (
+         (select path, content_hash from doc_documents where index_id = ? except select path, content_hash from doc_documents where index_id = ?)
+         union all
+         (select path, content_hash from doc_documents where index_id = ? except select path, content_hash from doc_documents where index_id = ?)
+       ) x`,
+      [input.sourceId, input.tempId, input.tempId, input.sourceId],
+    );
+    if (Number(diff[0]!.n) > 0) return { swapped: false, docs: 0, chunksAfter: 0, reason: 'documents_changed' };
+    await sql(tx, 'delete from doc_embeddings where index_id = ?', [input.sourceId]);
+    await sql(tx, 'delete from doc_indexes where id = ?', [input.sourceId]);
+    await sql(tx, `update doc_indexes set name = ?, state = 'active', managed_source_id = ? where id = ?`, [
+      input.indexName,
+      source[0].managed_source_id,
+      input.tempId,
+    ]);
+    const n = await sql<{ d: string; c: string }>(
+      tx,
+      'select (select count(*) from doc_documents where index_id = ?) as d, (select count(*) from doc_chunks where index_id = ?) as c',
+      [input.tempId, input.tempId],
+    );
+    return { swapped: true, docs: Number(n[0]!.d), chunksAfter: Number(n[0]!.c) };
+  });
+}
+
+/** Drops the temporary index of a failed or abandoned rechunk (the original keeps serving). */
+export async function dropRechunkTemp(em: EntityManager, input: { tempId: string }): Promise<void> {
+  await sql(
+    em,
+    `delete from doc_embeddings where index_id = ? and exists (select 1 from doc_indexes where id = ? and state = 'building')`,
+    [input.tempId, input.tempId],
+  );
+  await sql(em, `delete from doc_indexes where id = ? and state = 'building'`, [input.tempId]);
+}

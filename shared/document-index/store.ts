@@ -1,0 +1,257 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ConflictError, NotFoundError } from '../errors.js';
+import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
+import { VECTOR_BATCH, type Embedder } from './embedder.js';
+
+export type Row = Record<string, unknown>;
+
+/** Raw SQL inside the caller's transaction when there is one. */
+export function sql<T = Row>(em: EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+  return em.getConnection().execute(text, params, 'all', em.getTransactionContext()) as Promise<T[]>;
+}
+
+/** Spec Limits: internal chunk reads in pages of 2000. */
+export const CHUNK_PAGE = 2000;
+/** System indexes excluded from the statistics. */
+export const SYSTEM_INDEXES = new Set(['twin', 'harvester']);
+
+export interface IndexRow {
+  id: string;
+  tenant: string;
+  name: string;
+  state: 'active' | 'building';
+  chunk_size: number | null;
+  chunk_overlap: number | null;
+  chunk_strategy: ChunkStrategy | null;
+  managed_source_id: string | null;
+  created_at: Date;
+}
+
+export const configOf = (r: IndexRow): ChunkConfig => ({
+  chunk_size: r.chunk_size,
+  chunk_overlap: r.chunk_overlap,
+  chunk_strategy: r.chunk_strategy,
+});
+
+export const contentHash = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** An active index by name, or null. */
+export async function findIndex(em: EntityManager, tenant: string, name: string): Promise<IndexRow | null> {
+  const rows = await sql<IndexRow>(em, `select * from doc_indexes where tenant = ? and name = ? and state = 'active'`, [
+    tenant,
+    name,
+  ]);
+  return rows[0] ?? null;
+}
+
+export async function requireIndex(em: EntityManager, tenant: string, name: string): Promise<IndexRow> {
+  const row = await findIndex(em, tenant, name);
+  if (!row)
+    throw new NotFoundError(`No document index named "${name}". LIST_INDICES lists the existing ones.`, {
+      index_name: name,
+    });
+  return row;
+}
+
+export async function createIndex(
+  em: EntityManager,
+  tenant: string,
+  name: string,
+  config: ChunkConfig,
+  state: 'active' | 'building' = 'active',
+): Promise<IndexRow> {
+  const rows = await sql<IndexRow>(
+    em,
+    `insert into doc_indexes (id, tenant, name, state, chunk_size, chunk_overlap, chunk_strategy)
+       values (?, ?, ?, ?, ?, ?, ?) on conflict (tenant, name) do nothing returning *`,
+    [randomUUID(), tenant, name, state, config.chunk_size, config.chunk_overlap, config.chunk_strategy],
+  );
+  if (!rows[0]) throw new ConflictError(`A document index named "${name}" already exists.`, { index_name: name });
+  return rows[0];
+}
+
+/** Serialises writers of one index (ingestion, deletion, the rechunk swap) inside a transaction. */
+export async function lockIndex(tx: EntityManager, indexId: string): Promise<void> {
+  await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 13))`, [indexId]);
+}
+
+export interface IngestInput {
+  path: string;
+  kind: 'file' | 'text';
+  content: string;
+  metadata?: Record<string, unknown>;
+  id?: string;
+}
+
+export interface IngestOutcome {
+  file_id: string;
+  filepath: string;
+  status: 'added' | 'updated' | 'unchanged';
+  chunks: number;
+  warnings: string[];
+}
+
+/**
+ * Adds (or replaces) one document: chunks it, embeds the chunks (before any write, so a provider
+ * failure writes nothing), then in one transaction replaces the document of the same path and inserts
+ * its chunks and their vectors in batches of 64. Idempotent per content hash: the same text at the same
+ * path is `unchanged` and writes nothing, so a retried ingestion never duplicates chunks.
+ */
+export async function ingestDocument(
+  em: EntityManager,
+  index: IndexRow,
+  doc: IngestInput,
+  config: ChunkConfig,
+  embedder: Embedder,
+): Promise<IngestOutcome> {
+  const hash = contentHash(doc.content);
+  const existing = await sql<{ id: string; content_hash: string; chunk_count: number }>(
+    em,
+    'select id, content_hash, chunk_count from doc_documents where index_id = ? and path = ?',
+    [index.id, doc.path],
+  );
+  if (existing[0]?.content_hash === hash)
+    return {
+      file_id: existing[0].id,
+      filepath: doc.path,
+      status: 'unchanged',
+      chunks: existing[0].chunk_count,
+      warnings: [],
+    };
+  const chunks = chunkText(doc.content, config);
+  const { vectors, warnings } = await embedder.embed(chunks);
+  const id = doc.id ?? randomUUID();
+  await em.fork().transactional(async (tx) => {
+    await lockIndex(tx, index.id);
+    await sql(tx, 'delete from doc_documents where index_id = ? and path = ?', [index.id, doc.path]);
+    await sql(
+      tx,
+      `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+      [
+        id,
+        index.tenant,
+        index.id,
+        doc.path,
+        doc.kind,
+        doc.content,
+        hash,
+        JSON.stringify(doc.metadata ?? {}),
+        chunks.length,
+      ],
+    );
+    await insertChunks(tx, index, id, chunks, vectors, embedder.collection);
+  });
+  return {
+    file_id: id,
+    filepath: doc.path,
+    status: existing[0] ? 'updated' : 'added',
+    chunks: chunks.length,
+    warnings,
+  };
+}
+
+/** Inserts chunks and their vectors, 64 rows per statement. */
+export async function insertChunks(
+  tx: EntityManager,
+  index: IndexRow,
+  documentId: string,
+  chunks: string[],
+  vectors: number[][],
+  collection: string,
+): Promise<void> {
+  for (let i = 0; i < chunks.length; i += VECTOR_BATCH) {
+    const ids = chunks.slice(i, i + VECTOR_BATCH).map(() => randomUUID());
+    const params: unknown[] = [];
+    ids.forEach((cid, k) => params.push(cid, index.tenant, index.id, documentId, i + k, chunks[i + k]));
+    await sql(
+      tx,
+      `insert into doc_chunks (id, tenant, index_id, document_id, seq, text) values ${ids.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
+      params,
+    );
+    const vparams: unknown[] = [];
+    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, pgArray(vectors[i + k]!)));
+    await sql(
+      tx,
+      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vector)
+         values ${ids.map(() => '(?, ?, ?, ?, ?::real[])').join(', ')}`,
+      vparams,
+    );
+  }
+}
+
+export interface IndexStats {
+  name: string;
+  file_count: number;
+  document_count: number;
+  chunk_count: number;
+  created_at: string;
+  needs_reindex: boolean;
+  chunk_config: ChunkConfig | null;
+  embedding_collection: string;
+  collections: string[];
+  managed: boolean;
+}
+
+/**
+ * Statistics of the tenant's active indexes (system indexes excluded). An index whose chunks lack
+ * vectors in the current collection is stranded: `needs_reindex` true and `chunk_config` null.
+ */
+export async function indexStats(em: EntityManager, tenant: string, collection: string): Promise<IndexStats[]> {
+  const rows = await sql<Row>(
+    em,
+    `select i.*,
+        (select count(*) from doc_documents d where d.index_id = i.id and d.managed_source_id is null) as file_count,
+        (select count(*) from doc_documents d where d.index_id = i.id) as document_count,
+        (select count(*) from doc_chunks c where c.index_id = i.id) as chunk_count,
+        (select count(*) from doc_embeddings e where e.collection = ? and e.index_id = i.id) as current_vectors,
+        (select coalesce(array_agg(distinct e.collection order by e.collection), '{}') from doc_embeddings e
+           where e.index_id = i.id) as collections
+       from doc_indexes i where i.tenant = ? and i.state = 'active' order by i.name`,
+    [collection, tenant],
+  );
+  return rows
+    .filter((r) => !SYSTEM_INDEXES.has(r.name as string))
+    .map((r) => {
+      const chunks = Number(r.chunk_count);
+      const stranded = Number(r.current_vectors) < chunks;
+      return {
+        name: r.name as string,
+        file_count: Number(r.file_count),
+        document_count: Number(r.document_count),
+        chunk_count: chunks,
+        created_at: new Date(r.created_at as string).toISOString(),
+        needs_reindex: stranded,
+        chunk_config: stranded ? null : configOf(r as unknown as IndexRow),
+        embedding_collection: collection,
+        collections: r.collections as string[],
+        managed: r.managed_source_id != null,
+      };
+    });
+}
+
+/** A document of an index by id or by path (a leading or trailing `/` tolerated on either side). */
+export async function findDocument(
+  em: EntityManager,
+  index: IndexRow,
+  ref: { file_id?: string; filepath?: string },
+): Promise<Row | null> {
+  if (ref.file_id) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref.file_id)) return null;
+    const rows = await sql(em, 'select * from doc_documents where index_id = ? and id = ?', [index.id, ref.file_id]);
+    return rows[0] ?? null;
+  }
+  const path = trimSlashes(ref.filepath ?? '');
+  const rows = await sql(
+    em,
+    `select * from doc_documents where index_id = ? and btrim(path, '/') = ? order by created_at limit 1`,
+    [index.id, path],
+  );
+  return rows[0] ?? null;
+}
+
+/** A PostgreSQL array literal (knex would expand a JS array bound to `?` into a list). */
+export const pgArray = (values: ReadonlyArray<string | number>) => `{${values.join(',')}}`;
+
+export const trimSlashes = (p: string) => p.replace(/^\/+|\/+$/g, '');

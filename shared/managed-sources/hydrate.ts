@@ -1,0 +1,438 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { TOOL_GROUP_NAMES, isToolGroup } from '../agents/tool-groups.js';
+import { ADMIN_LEVEL_PERMISSIONS, isBuiltInRole } from '../auth/custom-roles.js';
+import { isPermission } from '../auth/rbac.js';
+
+/**
+ * Artifact hydration of a managed source (issue 12): agents from `agent.yaml`/`agent.yml` under
+ * `agents_root` and roles from `roles/<role_name>/role.yaml`. Each sync reads the manifests of the
+ * working tree, compares them with what the source imported before and answers a plan per type
+ * (the preview: `summary`, `changes`, `commit_sha`, `plan_hash`). A malformed manifest is a degraded
+ * artifact (`artifact_id`, `reason`) and never fails the sync; what it imported before stays.
+ */
+
+export interface DegradedArtifact {
+  artifact_id: string;
+  reason: string;
+}
+
+export interface PlannedChange {
+  action: 'create' | 'update' | 'delete';
+  artifact_id: string;
+  /** The fields an update changes. */
+  fields?: string[];
+}
+
+export interface Preview {
+  summary: string;
+  changes: PlannedChange[];
+  commit_sha: string;
+  plan_hash: string;
+}
+
+const ArtifactId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, "_" and "-" (max 64)');
+const Text = (max: number) => z.string().trim().min(1).max(max);
+
+const AgentManifest = z.object({
+  schema_version: z.literal(1, { error: 'schema_version must be 1' }),
+  agent_id: ArtifactId,
+  name: Text(100).regex(/^[\p{L}\p{N} _.-]+$/u, 'letters, digits, spaces, "_", "." and "-"'),
+  instructions: Text(20_000),
+  description: z.string().max(2_000).nullable().optional(),
+  llm_provider: z.string().max(100).nullable().optional(),
+  default_tool_groups: z.array(z.string().max(100)).max(50).optional(),
+  tool_groups: z.array(z.string().max(100)).max(50).optional(),
+  default_skill_groups: z.array(z.string().max(100)).max(50).optional(),
+  access: z
+    .object({
+      roles: z.array(z.string().min(1).max(100)).max(100).optional(),
+      users: z.array(z.string().min(1).max(200)).max(1000).optional(),
+    })
+    .optional(),
+});
+
+const RoleManifest = z.object({
+  name: ArtifactId.optional(),
+  description: z.string().max(2_000).nullable().optional(),
+  permissions: z.array(z.string().max(100)).max(50),
+  admin: z.boolean().optional(),
+});
+
+/** What an imported agent holds (compared field by field for the plan). */
+export interface DesiredAgent {
+  agent_id: string;
+  name: string;
+  description: string | null;
+  instructions: string;
+  tool_groups: string[];
+  access: { roles: string[]; users: string[] };
+  llm_provider: string | null;
+  skill_groups: string[];
+}
+
+export interface DesiredRole {
+  role_name: string;
+  description: string | null;
+  permissions: string[];
+}
+
+export const managedAgentId = (sourceId: string, agentId: string) => `msa_${sourceId.slice(4)}_${agentId}`;
+
+function zodReason(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+}
+
+async function readYaml(
+  workdir: string,
+  rel: string,
+): Promise<{ ok: true; value: unknown } | { ok: false; reason: string }> {
+  try {
+    const text = await readFile(path.join(workdir, ...rel.split('/')), 'utf8');
+    const doc = YAML.parseDocument(text);
+    if (doc.errors.length) return { ok: false, reason: `invalid YAML: ${doc.errors[0]!.message.split('\n')[0]}` };
+    return { ok: true, value: doc.toJS() };
+  } catch (err) {
+    return { ok: false, reason: `unreadable: ${(err as Error).message}` };
+  }
+}
+
+/** Reads the agent manifests (paths relative to the working tree); bad ones are degraded artifacts. */
+export async function readAgentManifests(
+  workdir: string,
+  files: readonly string[],
+): Promise<{ desired: DesiredAgent[]; degraded: DegradedArtifact[] }> {
+  const desired: DesiredAgent[] = [];
+  const degraded: DegradedArtifact[] = [];
+  const seen = new Map<string, string>();
+  for (const file of [...files].sort()) {
+    const parsed = await readYaml(workdir, file);
+    if (!parsed.ok) {
+      degraded.push({ artifact_id: file, reason: parsed.reason });
+      continue;
+    }
+    const m = AgentManifest.safeParse(parsed.value);
+    if (!m.success) {
+      degraded.push({ artifact_id: file, reason: zodReason(m.error) });
+      continue;
+    }
+    const a = m.data;
+    const groups = a.default_tool_groups ?? a.tool_groups ?? [];
+    const unknown = groups.filter((g) => !isToolGroup(g));
+    if (unknown.length) {
+      degraded.push({
+        artifact_id: a.agent_id,
+        reason: `unknown tool group(s) ${unknown.join(', ')}; known groups: ${TOOL_GROUP_NAMES.join(', ')}`,
+      });
+      continue;
+    }
+    if (seen.has(a.agent_id)) {
+      degraded.push({ artifact_id: a.agent_id, reason: `agent_id also declared by ${seen.get(a.agent_id)}` });
+      continue;
+    }
+    seen.set(a.agent_id, file);
+    desired.push({
+      agent_id: a.agent_id,
+      name: a.name,
+      description: a.description ?? null,
+      instructions: a.instructions,
+      tool_groups: [...new Set(groups)],
+      access: { roles: a.access?.roles ?? [], users: a.access?.users ?? [] },
+      llm_provider: a.llm_provider ?? null,
+      skill_groups: a.default_skill_groups ?? [],
+    });
+  }
+  return { desired, degraded };
+}
+
+/** Reads `roles/<role_name>/role.yaml`; a role granting admin-level access is refused (degraded). */
+export async function readRoleManifests(
+  workdir: string,
+  files: readonly string[],
+): Promise<{ desired: DesiredRole[]; degraded: DegradedArtifact[] }> {
+  const desired: DesiredRole[] = [];
+  const degraded: DegradedArtifact[] = [];
+  const seen = new Set<string>();
+  for (const file of [...files].sort()) {
+    const roleName = file.split('/')[1]!;
+    const refuse = (reason: string) => degraded.push({ artifact_id: roleName, reason });
+    if (!ArtifactId.safeParse(roleName).success) {
+      refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
+      continue;
+    }
+    if (seen.has(roleName)) {
+      refuse(`role declared twice (${file})`);
+      continue;
+    }
+    const parsed = await readYaml(workdir, file);
+    if (!parsed.ok) {
+      refuse(parsed.reason);
+      continue;
+    }
+    const m = RoleManifest.safeParse(parsed.value);
+    if (!m.success) {
+      refuse(zodReason(m.error));
+      continue;
+    }
+    const r = m.data;
+    if (r.name !== undefined && r.name !== roleName) {
+      refuse(`name ${r.name} differs from its folder ${roleName}`);
+      continue;
+    }
+    if (isBuiltInRole(roleName)) {
+      refuse(`admin_access_refused: ${roleName} is a built-in role; a role file cannot define or change it`);
+      continue;
+    }
+    const adminLevel = r.permissions.filter((p) => (ADMIN_LEVEL_PERMISSIONS as readonly string[]).includes(p));
+    if (r.admin === true || adminLevel.length) {
+      refuse(
+        `admin_access_refused: a role file cannot grant admin-level access (${r.admin === true ? 'admin: true' : adminLevel.join(', ')})`,
+      );
+      continue;
+    }
+    const unknown = r.permissions.filter((p) => !isPermission(p));
+    if (unknown.length) {
+      refuse(`unknown permission(s) ${unknown.join(', ')}`);
+      continue;
+    }
+    seen.add(roleName);
+    desired.push({
+      role_name: roleName,
+      description: r.description ?? null,
+      permissions: [...new Set(r.permissions)].sort(),
+    });
+  }
+  return { desired, degraded };
+}
+
+function hashPlan(kind: string, changes: PlannedChange[], content: unknown): string {
+  return createHash('sha256').update(JSON.stringify({ kind, changes, content })).digest('hex');
+}
+
+function summarize(kind: string, changes: PlannedChange[]): string {
+  if (!changes.length) return `No ${kind} changes.`;
+  const n = (a: PlannedChange['action']) => changes.filter((c) => c.action === a).length;
+  return `${kind}: ${n('create')} to create, ${n('update')} to update, ${n('delete')} to remove.`;
+}
+
+interface CurrentAgent {
+  id: string;
+  name: string;
+  description: string | null;
+  instructions: string;
+  tool_groups: string[];
+  access: { roles: string[]; users: string[] };
+}
+
+export interface AgentPlan {
+  preview: Preview;
+  desired: DesiredAgent[];
+  /** Managed agents of this source to remove. */
+  remove: string[];
+  degraded: DegradedArtifact[];
+}
+
+/** Compares the manifests with the source's imported agents; name clashes with other agents are degraded. */
+export async function planAgents(
+  em: EntityManager,
+  source: { id: string; tenant: string },
+  commitSha: string,
+  read: { desired: DesiredAgent[]; degraded: DegradedArtifact[] },
+): Promise<AgentPlan> {
+  const conn = em.getConnection();
+  const current = await conn.execute<CurrentAgent[]>(
+    `select id, name, description, instructions, tool_groups, access from agents where managed_source_id = ? and tenant = ?`,
+    [source.id, source.tenant],
+  );
+  const others = await conn.execute<Array<{ name: string }>>(
+    `select name from agents where tenant = ? and (managed_source_id is null or managed_source_id <> ?)`,
+    [source.tenant, source.id],
+  );
+  const taken = new Set(others.map((o) => o.name.toLowerCase()));
+  const degraded = [...read.degraded];
+  const desired: DesiredAgent[] = [];
+  for (const d of read.desired) {
+    if (taken.has(d.name.toLowerCase()))
+      degraded.push({ artifact_id: d.agent_id, reason: `an agent named ${d.name} already exists` });
+    else desired.push(d);
+  }
+  const byId = new Map(current.map((c) => [c.id, c]));
+  const changes: PlannedChange[] = [];
+  for (const d of desired) {
+    const cur = byId.get(managedAgentId(source.id, d.agent_id));
+    if (!cur) {
+      changes.push({ action: 'create', artifact_id: d.agent_id });
+      continue;
+    }
+    const fields: string[] = [];
+    if (cur.name !== d.name) fields.push('name');
+    if ((cur.description ?? null) !== d.description) fields.push('description');
+    if (cur.instructions !== d.instructions) fields.push('instructions');
+    if (JSON.stringify(cur.tool_groups) !== JSON.stringify(d.tool_groups)) fields.push('tool_groups');
+    if (JSON.stringify(cur.access) !== JSON.stringify(d.access)) fields.push('access');
+    if (fields.length) changes.push({ action: 'update', artifact_id: d.agent_id, fields });
+  }
+  // A degraded manifest keeps what it imported before; only agents no longer declared go.
+  const keep = new Set([...desired.map((d) => d.agent_id), ...degraded.map((d) => d.artifact_id)]);
+  const remove: string[] = [];
+  for (const c of current) {
+    const agentId = c.id.slice(managedAgentId(source.id, '').length);
+    if (!keep.has(agentId)) {
+      changes.push({ action: 'delete', artifact_id: agentId });
+      remove.push(c.id);
+    }
+  }
+  const content = desired.filter((d) => changes.some((c) => c.artifact_id === d.agent_id));
+  return {
+    preview: {
+      summary: summarize('Agents', changes),
+      changes,
+      commit_sha: commitSha,
+      plan_hash: hashPlan('agents', changes, content),
+    },
+    desired: content,
+    remove,
+    degraded,
+  };
+}
+
+/** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
+export async function applyAgents(
+  em: EntityManager,
+  source: { id: string; tenant: string },
+  plan: AgentPlan,
+  now = new Date(),
+): Promise<number> {
+  const conn = em.getConnection();
+  for (const d of plan.desired) {
+    await conn.execute(
+      `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id)
+       values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?)
+       on conflict (id) do update set name = excluded.name, description = excluded.description,
+         instructions = excluded.instructions, tool_groups = excluded.tool_groups, access = excluded.access,
+         updated_at = excluded.updated_at`,
+      [
+        managedAgentId(source.id, d.agent_id),
+        source.tenant,
+        d.name,
+        d.description,
+        d.instructions,
+        JSON.stringify(d.tool_groups),
+        JSON.stringify(d.access),
+        `managed-source:${source.id}`,
+        now,
+        now,
+        source.id,
+      ],
+    );
+  }
+  if (plan.remove.length)
+    await conn.execute(
+      `delete from agents where managed_source_id = ? and id in (${plan.remove.map(() => '?').join(', ')})`,
+      [source.id, ...plan.remove],
+    );
+  return plan.preview.changes.length;
+}
+
+export interface RolePlan {
+  preview: Preview;
+  desired: DesiredRole[];
+  remove: string[];
+  degraded: DegradedArtifact[];
+}
+
+export async function planRoles(
+  em: EntityManager,
+  source: { id: string; tenant: string },
+  commitSha: string,
+  read: { desired: DesiredRole[]; degraded: DegradedArtifact[] },
+): Promise<RolePlan> {
+  const rows = await em
+    .getConnection()
+    .execute<
+      Array<{ name: string; description: string | null; permissions: string[]; managed_source_id: string | null }>
+    >('select name, description, permissions, managed_source_id from custom_roles where tenant = ?', [source.tenant]);
+  const mine = new Map(rows.filter((r) => r.managed_source_id === source.id).map((r) => [r.name, r]));
+  const foreign = new Set(rows.filter((r) => r.managed_source_id !== source.id).map((r) => r.name));
+  const degraded = [...read.degraded];
+  const desired: DesiredRole[] = [];
+  for (const d of read.desired) {
+    if (foreign.has(d.role_name))
+      degraded.push({ artifact_id: d.role_name, reason: `role ${d.role_name} is defined by another source` });
+    else desired.push(d);
+  }
+  const changes: PlannedChange[] = [];
+  for (const d of desired) {
+    const cur = mine.get(d.role_name);
+    if (!cur) {
+      changes.push({ action: 'create', artifact_id: d.role_name });
+      continue;
+    }
+    const fields: string[] = [];
+    if ((cur.description ?? null) !== d.description) fields.push('description');
+    if (JSON.stringify([...cur.permissions].sort()) !== JSON.stringify(d.permissions)) fields.push('permissions');
+    if (fields.length) changes.push({ action: 'update', artifact_id: d.role_name, fields });
+  }
+  const keep = new Set([...desired.map((d) => d.role_name), ...degraded.map((d) => d.artifact_id)]);
+  const remove = [...mine.keys()].filter((name) => !keep.has(name));
+  for (const name of remove) changes.push({ action: 'delete', artifact_id: name });
+  const content = desired.filter((d) => changes.some((c) => c.artifact_id === d.role_name));
+  return {
+    preview: {
+      summary: summarize('Roles', changes),
+      changes,
+      commit_sha: commitSha,
+      plan_hash: hashPlan('roles', changes, content),
+    },
+    desired: content,
+    remove,
+    degraded,
+  };
+}
+
+export async function applyRoles(
+  em: EntityManager,
+  source: { id: string; tenant: string },
+  plan: RolePlan,
+  now = new Date(),
+): Promise<number> {
+  const conn = em.getConnection();
+  for (const d of plan.desired) {
+    await conn.execute(
+      `insert into custom_roles (tenant, name, description, permissions, managed_source_id, created_at, updated_at)
+       values (?, ?, ?, ?::jsonb, ?, ?, ?)
+       on conflict (tenant, name) do update set description = excluded.description, permissions = excluded.permissions,
+         updated_at = excluded.updated_at where custom_roles.managed_source_id = excluded.managed_source_id`,
+      [source.tenant, d.role_name, d.description, JSON.stringify(d.permissions), source.id, now, now],
+    );
+  }
+  if (plan.remove.length)
+    await conn.execute(
+      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${plan.remove.map(() => '?').join(', ')})`,
+      [source.tenant, source.id, ...plan.remove],
+    );
+  return plan.preview.changes.length;
+}
+
+/** Removes everything a source imported (deletion cleanup); idempotent. */
+export async function removeSourceArtifacts(
+  em: EntityManager,
+  source: { id: string; tenant: string },
+): Promise<{ agents: number; roles: number }> {
+  return em.transactional(async (tx) => {
+    const conn = tx.getConnection();
+    const agents = await conn.execute<Array<{ id: string }>>(
+      'delete from agents where managed_source_id = ? and tenant = ? returning id',
+      [source.id, source.tenant],
+    );
+    const roles = await conn.execute<Array<{ name: string }>>(
+      'delete from custom_roles where managed_source_id = ? and tenant = ? returning name',
+      [source.id, source.tenant],
+    );
+    return { agents: agents.length, roles: roles.length };
+  });
+}

@@ -1,0 +1,80 @@
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import type { AppConfig } from '../config.js';
+import { describeError, type Logger } from '../log.js';
+import type { WorkflowName, Workflows } from './workflow-refs.js';
+
+/** A Schedule that starts one workflow every N seconds, never two at once. */
+export interface IntervalSchedule<N extends WorkflowName = WorkflowName> {
+  scheduleId: string;
+  workflow: N;
+  /** The workflow's arguments. */
+  args: Parameters<Workflows[N]>;
+  everySeconds: number;
+  /** Shown as the schedule's memo in the Temporal UI. */
+  purpose: string;
+}
+
+export function intervalScheduleOptions<N extends WorkflowName>(config: AppConfig, schedule: IntervalSchedule<N>) {
+  return {
+    scheduleId: schedule.scheduleId,
+    spec: { intervals: [{ every: `${schedule.everySeconds} seconds` }] },
+    action: {
+      type: 'startWorkflow' as const,
+      // The name as a string (what workflowRef stands for); `args` were checked against the workflow above.
+      workflowType: schedule.workflow as string,
+      workflowId: `${schedule.scheduleId}-run`,
+      taskQueue: config.temporal.taskQueue,
+      args: [...schedule.args] as unknown[],
+    },
+    // A slow run is never doubled: the next tick is skipped while one runs.
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    memo: { purpose: schedule.purpose },
+  };
+}
+
+/** Creates the schedule, or brings an existing one in line (interval, workflow, task queue). Idempotent. */
+export async function ensureIntervalSchedule<N extends WorkflowName>(
+  client: Client,
+  config: AppConfig,
+  schedule: IntervalSchedule<N>,
+): Promise<'created' | 'updated'> {
+  const options = intervalScheduleOptions(config, schedule);
+  try {
+    await client.schedule.create(options);
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  await client.schedule.getHandle(schedule.scheduleId).update((previous) => ({
+    ...previous,
+    spec: options.spec,
+    action: options.action,
+    policies: { ...previous.policies, overlap: options.policies.overlap },
+  }));
+  return 'updated';
+}
+
+/** For the worker's start: its own short-lived client; a failure is logged, not fatal (the next start retries). */
+export async function ensureIntervalScheduleAtStart<N extends WorkflowName>(
+  config: AppConfig,
+  log: Logger,
+  schedule: IntervalSchedule<N>,
+): Promise<void> {
+  const connection = await Connection.connect({ address: config.temporal.address });
+  try {
+    const outcome = await ensureIntervalSchedule(
+      new Client({ connection, namespace: config.temporal.namespace }),
+      config,
+      schedule,
+    );
+    log.info('schedule ensured', {
+      schedule_id: schedule.scheduleId,
+      outcome,
+      every_seconds: schedule.everySeconds,
+    });
+  } catch (err) {
+    log.warn(`could not ensure the schedule ${schedule.scheduleId}`, describeError(err));
+  } finally {
+    await connection.close();
+  }
+}

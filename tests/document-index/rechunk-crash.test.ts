@@ -1,0 +1,112 @@
+/**
+ * RECHUNK survives a worker SIGKILLed midway: the copy into the temporary index hangs on an embedding
+ * call, the worker process is killed, searches keep being served by the original index, a new worker
+ * finishes the rechunk, and the swapped index holds every document once.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { query } from '../helpers/db.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { http, startStack, type Stack } from '../helpers/stack.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+
+let llm: FakeLlm;
+let stack: Stack;
+const workers: WorkerProcess[] = [];
+const MARKER = 'zebracrossing';
+const DOCS = 6;
+
+const tool = (args: Record<string, unknown>) =>
+  http(stack.url, 'POST', '/api/tool_call', { body: { tool: '_document_index', arguments: args } });
+const ok = async (args: Record<string, unknown>) => {
+  const r = await tool(args);
+  expect(r.status, r.text).toBe(200);
+  return r.body.data.result;
+};
+function worker(): WorkerProcess {
+  const w = spawnWorkerProcess({
+    DATABASE_URL: stack.db.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  });
+  workers.push(w);
+  return w;
+}
+async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const v = await read();
+    if (check(v)) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  stack = await startStack({ worker: false });
+  const saved = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
+    body: { sub_provider: 'acme', base_url: llm.baseUrl, api_key: 'k1', model_name: 'fake-model' },
+  });
+  expect(saved.body.success, saved.text).toBe(true);
+  const set = await http(stack.url, 'PUT', '/api/config/models/embeddings/config', {
+    body: { provider_kind: 'other', sub_provider: 'acme', model_name: 'embed-a' },
+  });
+  expect(set.body.success, set.text).toBe(true);
+  await ok({ action: 'CREATE_INDEX', index_name: 'kb' });
+  for (let i = 0; i < DOCS; i++)
+    await ok({
+      action: 'ADD_TEXT',
+      index_name: 'kb',
+      text: `Document number ${i} talks about topic${i}. ${i === 3 ? MARKER : 'Nothing else.'}`,
+      metadata: { filepath: `doc${i}.md` },
+    });
+}, 120_000);
+afterAll(async () => {
+  if (llm) llm.embeddingsHangOn = undefined;
+  for (const w of workers) await w.stop();
+  await stack?.close();
+  await llm?.close();
+});
+
+describe('RECHUNK and a worker crash', () => {
+  it('keeps the original index serving while the worker is killed midway, then completes once', async () => {
+    llm.embeddingsHangOn = (texts) => texts.some((t) => t.includes(MARKER));
+    const w1 = worker();
+    await w1.ready;
+    const rechunk = tool({ action: 'RECHUNK', index_name: 'kb', chunk_size: 4, chunk_overlap: 0 });
+    // The temporary index exists; the copy hangs on the marked document.
+    await until(
+      'copy reached the marked document',
+      () => query<{ n: string }>(stack.db.url, `select count(*) as n from doc_indexes where state = 'building'`),
+      (r) => Number(r[0]!.n) === 1,
+    );
+    // An embedding call is held (sent, never answered): the worker is inside the copy.
+    await until(
+      'embedding of the marked document sent',
+      async () => llm.calls.filter((c) => c.path === '/v1/embeddings').length - llm.embeddingInputs.length,
+      (held) => held === 1,
+    );
+    await w1.kill();
+    // Searches are served by the original index throughout.
+    const during = (await ok({ action: 'SEARCH', index_name: 'kb', query: 'topic3' })).results;
+    expect(during[0]).toMatchObject({ filepath: 'doc3.md', chunk_index: 0 });
+    expect((await ok({ action: 'GET_INDICES_STATS' })).Indices.map((s: { name: string }) => s.name)).toEqual(['kb']);
+    llm.embeddingsHangOn = undefined;
+    const w2 = worker();
+    await w2.ready;
+    const r = await rechunk;
+    expect(r.status, r.text).toBe(200);
+    const result = r.body.data.result;
+    expect(result).toMatchObject({ Success: true, docs_rechunked: DOCS, chunks_before: DOCS });
+    const rows = await query<{ d: string; c: string }>(
+      stack.db.url,
+      `select (select count(*) from doc_documents d join doc_indexes i on i.id = d.index_id where i.name = 'kb') as d,
+              (select count(*) from doc_chunks c join doc_indexes i on i.id = c.index_id where i.name = 'kb') as c`,
+    );
+    expect(Number(rows[0]!.d)).toBe(DOCS);
+    expect(Number(rows[0]!.c)).toBe(result.chunks_after);
+    expect(await query(stack.db.url, `select 1 from doc_indexes where state = 'building'`)).toEqual([]);
+    expect(await query(stack.db.url, 'select count(*)::int as n from doc_indexes')).toEqual([{ n: 1 }]);
+  }, 180_000);
+});

@@ -1,0 +1,53 @@
+import { proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { DocumentIndexActivities } from '../activities/document-index.js';
+import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import { SearchAttributes } from '../shared/temporal/search-attributes.js';
+import { ingestProgressQuery, type IngestInput, type IngestProgress, type IngestResult } from './ingest-definitions.js';
+
+const { compactDocumentChunks } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.database);
+
+/** A batch embeds its files' chunks (maybe remotely): it heartbeats, and a dead worker's batch runs again elsewhere. */
+const { ingestDocumentBatch } = proxyActivities<DocumentIndexActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * ADD_DOCUMENTS of a directory (id `ingest/<index>/<id>`): the planned files in batches, each batch
+ * idempotent per file content hash (a batch re-run after a worker crash finds its files `unchanged`
+ * and adds no chunk twice), with the compaction checkpoint every `checkpointInterval` documents.
+ * Progress is the `ingestProgress` query.
+ */
+export async function ingestWorkflow(input: IngestInput): Promise<IngestResult> {
+  const result: IngestResult = { added: [], skipped: [...input.skipped], warnings: [] };
+  const progress: IngestProgress = { files_total: input.files.length, files_done: 0, added: 0, skipped: 0 };
+  setHandler(ingestProgressQuery, () => progress);
+  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
+  let sinceCheckpoint = 0;
+  for (let i = 0; i < input.files.length; i += input.batchSize) {
+    const files = input.files.slice(i, i + input.batchSize);
+    const r = await ingestDocumentBatch({
+      tenant: input.tenant,
+      indexName: input.indexName,
+      root: input.root,
+      files,
+      chunkConfig: input.chunkConfig,
+    });
+    // A batch retried after a crash reports the files its first attempt stored as unchanged.
+    result.added.push(...r.added);
+    result.skipped.push(...r.skipped);
+    result.warnings.push(...r.warnings);
+    progress.files_done += files.length;
+    progress.added = result.added.length;
+    progress.skipped = result.skipped.length - input.skipped.length;
+    sinceCheckpoint += files.length;
+    if (sinceCheckpoint >= input.checkpointInterval && i + input.batchSize < input.files.length) {
+      sinceCheckpoint = 0;
+      if (input.checkpointSleepMs > 0) await sleep(input.checkpointSleepMs);
+      await compactDocumentChunks();
+    }
+  }
+  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
+  return result;
+}

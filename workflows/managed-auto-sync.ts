@@ -1,0 +1,41 @@
+import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
+import type { ManagedSourceActivities } from '../activities/managed-sources.js';
+import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import type { AutoSyncInput, AutoSyncSummary } from './managed-source-lifecycle-definitions.js';
+import { sourceSyncWorkflowId, type SourceSyncInput, type SourceSyncResult } from './source-sync-definitions.js';
+
+const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
+
+/**
+ * The auto-sync check (started by the `managed-source-auto-sync` Schedule every 300 s): every source
+ * with `auto_sync` is checked; an eligible one is synced as a child `source-sync/<source_id>/<job_id>`
+ * (one job row first, so a sync already running is skipped, never doubled), and the outcome is
+ * recorded as the source's `auto_sync_state`. Sources are synced one after another.
+ */
+export async function managedSourceAutoSyncWorkflow(input: AutoSyncInput = {}): Promise<AutoSyncSummary> {
+  const summary: AutoSyncSummary = { checked: 0, synced: 0, skipped: 0, not_eligible: 0 };
+  const candidates = await db.autoSyncList(input);
+  for (const c of candidates) {
+    summary.checked++;
+    if (!c.eligible) {
+      summary.not_eligible++;
+      await db.autoSyncRecord({ candidate: c, jobId: null, result: null });
+      continue;
+    }
+    const jobId = await db.autoSyncStartJob(c);
+    if (!jobId) {
+      summary.skipped++;
+      await db.autoSyncRecord({ candidate: c, jobId: null, result: null });
+      continue;
+    }
+    const args: SourceSyncInput = { sourceId: c.sourceId, jobId, tenant: c.tenant, trigger: 'auto_sync' };
+    const result = await executeChild<(i: SourceSyncInput) => Promise<SourceSyncResult>>('sourceSyncWorkflow', {
+      workflowId: sourceSyncWorkflowId(c.sourceId, jobId),
+      args: [args],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+    summary.synced++;
+    await db.autoSyncRecord({ candidate: c, jobId, result });
+  }
+  return summary;
+}
