@@ -63,7 +63,7 @@ async function runApiKeyTest(deps: AppDeps, em: EntityManager, row: CrmConnectio
   await em
     .getConnection()
     .execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
-  return findConnectionRow(em, row.tenant, row.name);
+  return findConnectionRow(em, row.tenant, row.name, 'api_key');
 }
 
 function columns(deps: AppDeps, v: ValidatedApiKeyConnection) {

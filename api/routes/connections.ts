@@ -135,7 +135,7 @@ export const connectionRoutes = [
     },
     handler: async (ctx) => ({
       success: true,
-      data: viewOf(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name), baseUrl(ctx)),
+      data: viewOf(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any'), baseUrl(ctx)),
     }),
   }),
   defineRoute({
@@ -154,7 +154,7 @@ export const connectionRoutes = [
       404: { description: 'Unknown connection' },
     },
     handler: async (ctx) => {
-      const row = await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name);
+      const row = await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any');
       if (row.type === API_KEY_CONNECTION)
         return {
           success: true,
@@ -201,6 +201,7 @@ export const connectionRoutes = [
           z.object({ authorization_url: z.string(), redirect_uri: z.string(), state: z.string() }),
         ),
       },
+      404: { description: 'Unknown connection, or not a CRM connection' },
       409: { description: 'Not a user_oauth connection' },
     },
     handler: async (ctx) => ({

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCrmStack, type CrmStack } from '../crm/support.js';
+import { crmTool, startCrmStack, type CrmStack } from '../crm/support.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 
@@ -83,5 +83,29 @@ describe('api_key connection for the code agent', () => {
     const res = await http(s.r.stack.url, 'GET', '/api/connections/types', { token: s.admin });
     const t = res.body.data.types.find((x: { type: string }) => x.type === 'api_key');
     expect(t.auth_modes[0].fields.find((f: { name: string }) => f.name === 'api_base_url').default).toMatch(/^https:/);
+  });
+  it('is never loaded where a CRM connection is expected: the CRM tool and the OAuth start answer 404', async () => {
+    const made = await create({ name: 'agent_key', config: { api_key: 'good-key', api_base_url: base } });
+    expect(made.status).toBe(201);
+    const before = seen.length;
+    const read = await crmTool(s, s.admin, {
+      action: 'get_record',
+      connection_name: 'agent_key',
+      record_kind: 'Account',
+      record_id: '001000000000001',
+      fields: ['Name'],
+    });
+    expect(read.status).toBe(404);
+    expect(read.body.error_type).toBe('not_found');
+    expect(read.body.payload).toMatchObject({ reason: 'connection_type_mismatch', expected_type: 'crm' });
+    const auth = await http(s.r.stack.url, 'GET', '/api/connections/agent_key/oauth/authorize', { token: s.admin });
+    expect(auth.status).toBe(404);
+    expect(auth.body.payload).toMatchObject({ reason: 'connection_type_mismatch' });
+    // Nothing was sent anywhere with the key, and the generic routes still see the row.
+    expect(seen.length).toBe(before);
+    const got = await http(s.r.stack.url, 'GET', '/api/connections/agent_key', { token: s.admin });
+    expect(got.status).toBe(200);
+    const del = await http(s.r.stack.url, 'DELETE', '/api/connections/agent_key', { token: s.admin });
+    expect(del.status).toBe(200);
   });
 });
