@@ -16,6 +16,7 @@ import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
+import { createCodeAgentActivities } from './code-agent.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -46,6 +47,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createManagedSourceActivities(deps),
     ...createEtlActivities(deps),
     ...createDocumentIndexActivities(deps),
+    ...createCodeAgentActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),

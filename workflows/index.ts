@@ -12,3 +12,4 @@ export { sourceDeleteWorkflow } from './source-delete.js';
 export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
 export { rechunkWorkflow } from './rechunk.js';
 export { ingestWorkflow } from './ingest.js';
+export { codeAgentRunWorkflow } from './code-agent.js';
