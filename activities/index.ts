@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
@@ -30,6 +31,8 @@ export interface ActivityDeps {
   embeddingConsumers?: EmbeddingConsumerRegistry;
   /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
   llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
+  /** A Temporal client for activities that start workflows (the code-agent Action Review executor). */
+  temporal?: Client;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
