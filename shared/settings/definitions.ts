@@ -321,7 +321,7 @@ export const SETTINGS = {
     env: 'CODE_AGENT_RUNNER_COMMAND',
     description: 'Local runner: program and arguments (split at spaces, run without a shell); auto picks it when set',
   }),
-  'enhancements.code_agent.run_timeout_seconds': setting(integer(10, 86_400), 3600, {
+  'enhancements.code_agent.run_timeout_seconds': setting(integer(1, 86_400), 3600, {
     env: 'CODE_AGENT_RUN_TIMEOUT_SECONDS',
     description: 'A local run is killed, a cloud run given up (expired), after this long',
   }),
