@@ -20,6 +20,8 @@ const db = proxyActivities<CodeAgentActivities>(ActivityProfiles.database);
 /** Creating the remote run is safe to repeat: the idempotency key derived from the run id makes a retry answer the same run. */
 const create = proxyActivities<CodeAgentActivities>({
   ...ActivityProfiles.externalIdempotent,
+  // The provider call itself times out at 30 s; a worker lost mid-create is retried soon after.
+  startToCloseTimeout: '40 seconds',
   retry: { ...ActivityProfiles.externalIdempotent.retry, nonRetryableErrorTypes: [CODE_AGENT_REFUSED] },
 });
 /** A poll is a read; a few quick tries, then the workflow's own backoff takes over. */
