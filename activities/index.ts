@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
@@ -17,6 +18,7 @@ import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
+import { createCodeAgentActivities } from './code-agent.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -30,6 +32,8 @@ export interface ActivityDeps {
   embeddingConsumers?: EmbeddingConsumerRegistry;
   /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
   llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
+  /** A Temporal client for activities that start workflows (the code-agent Action Review executor). */
+  temporal?: Client;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
@@ -47,6 +51,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createManagedSourceActivities(deps),
     ...createEtlActivities(deps),
     ...createDocumentIndexActivities(deps),
+    ...createCodeAgentActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),

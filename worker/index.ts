@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowsPath,
-    activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox }),
+    activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox, temporal: tools.temporal }),
     ...workerDefaults,
     plugins: temporalWorkerPlugins(tracing),
   });

@@ -13,3 +13,4 @@ export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
 export { rechunkWorkflow } from './rechunk.js';
 export { ingestWorkflow } from './ingest.js';
 export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
+export { codeAgentRunWorkflow } from './code-agent.js';

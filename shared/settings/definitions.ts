@@ -354,6 +354,17 @@ export const SETTINGS = {
   'enhancements.code_agent.auto_create_pr': setting(boolean, true, {
     description: 'Ask the cloud to open a pull request',
   }),
+  'enhancements.code_agent.runner_command': envOnly(string(), null, {
+    env: 'CODE_AGENT_RUNNER_COMMAND',
+    description: 'Local runner: program and arguments (split at spaces, run without a shell); auto picks it when set',
+  }),
+  'enhancements.code_agent.run_timeout_seconds': setting(integer(1, 86_400), 3600, {
+    env: 'CODE_AGENT_RUN_TIMEOUT_SECONDS',
+    description: 'A local run is killed, a cloud run given up (expired), after this long',
+  }),
+  'enhancements.code_agent.poll_interval_seconds': setting(integer(1, 3600), 15, {
+    description: 'Cloud runs: first poll delay; doubles while the status stays, up to 8 times this',
+  }),
   'enhancements.coding_agent.backend': setting(oneOf(['code_agent', 'agent_cli']), 'code_agent', {
     description: 'Coding-agent backend',
   }),
