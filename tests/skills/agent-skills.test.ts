@@ -242,5 +242,38 @@ describe('POST /api/skills/{skill_name}/execute', () => {
     // The runtime registry first.
     await execute('shadowed', { input: 'hi' });
     expect(llm.requests.at(-1)!.messages[0]!.content).toBe('# runtime copy\n');
+    const usage = await query<{ provider: string; model: string }>(
+      stack.db.url,
+      'select provider, model from llm_usage order by occurred_at',
+    );
+    expect(usage).toEqual([
+      { provider: 'other:acme', model: 'fake-model' },
+      { provider: 'other:acme', model: 'fake-model' },
+    ]);
+
+    // With a visible agent, its instructions follow SKILL.md.
+    const agent = await http(stack.url, 'POST', '/api/agents', {
+      token: admin,
+      body: { name: 'Reviewer', instructions: 'Be terse.' },
+    });
+    expect(agent.status).toBe(201);
+    const withAgent = await execute('sql-style', { input: 'x', agent_id: agent.body.data.agent_id });
+    expect(withAgent.status).toBe(200);
+    const system = llm.requests.at(-1)!.messages[0]!.content!;
+    expect(system.indexOf('Name your CTEs.')).toBeLessThan(system.indexOf('Be terse.'));
+  });
+
+  it('answers 502 llm_error when the provider call fails, recording no spend', async () => {
+    const before = await query(stack.db.url, 'select 1 from llm_usage');
+    llm.respond = () => ({ status: 500, body: 'boom' });
+    try {
+      const res = await execute('sql-style', { input: 'x' });
+      expect(res.status).toBe(502);
+      expect(res.body.error_type).toBe('llm_error');
+      expect(JSON.stringify(res.body)).not.toContain('boom');
+    } finally {
+      llm.respond = () => ({ content: 'skill answer' });
+    }
+    expect((await query(stack.db.url, 'select 1 from llm_usage')).length).toBe(before.length);
   });
 });
