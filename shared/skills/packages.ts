@@ -10,8 +10,9 @@ import { SKILL_NAME } from './read.js';
 /**
  * Imported agent-skill packages (issue 12). A managed source with scan type `skills` imports every
  * `skills/<skill_name>/SKILL.md` folder of its working tree into `agent_skill_packages`; the files are
- * served from the working tree (which follows the synced commit). SKILL.md must open with YAML front
- * matter carrying a `description` (and, if it names one, `name` equal to the folder). A malformed
+ * served from the working tree (which follows the synced commit). SKILL.md may open with YAML front
+ * matter carrying a `description` (and, if it names one, `name` equal to the folder); without front
+ * matter its first line is the description. Malformed front matter, an empty SKILL.md, a malformed
  * package, or a name another source already imported, is a degraded artifact; what it imported
  * before stays. A folder no longer present removes its package. A package removed with
  * `DELETE /api/agent-skills/{skill_name}` keeps a tombstone and is not re-imported until the source
@@ -29,15 +30,28 @@ export interface DesiredSkill {
   content_hash: string;
 }
 
-function frontMatter(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; reason: string } {
+/** The front matter of SKILL.md: null when it has none, a refusal when it is malformed. */
+function frontMatter(
+  text: string,
+): { ok: true; value: Record<string, unknown> | null } | { ok: false; reason: string } {
+  if (!/^\uFEFF?---\r?\n/.test(text)) return { ok: true, value: null };
   const m = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\r?(\n|$)/.exec(text);
-  if (!m) return { ok: false, reason: 'SKILL.md must start with YAML front matter (--- … ---)' };
+  if (!m) return { ok: false, reason: 'front matter is not closed by a --- line' };
   const doc = YAML.parseDocument(m[1]!);
   if (doc.errors.length) return { ok: false, reason: `invalid front matter: ${doc.errors[0]!.message.split('\n')[0]}` };
   const value = doc.toJS() as unknown;
   if (!value || typeof value !== 'object' || Array.isArray(value))
     return { ok: false, reason: 'front matter must be a mapping' };
   return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** Without front matter: the first non-empty line (a heading's text), as the description. */
+function firstLine(text: string): string {
+  const line = text.split(/\r?\n/).find((l) => l.trim()) ?? '';
+  return line
+    .replace(/^#+\s*/, '')
+    .trim()
+    .slice(0, MAX_DESCRIPTION);
 }
 
 async function folderHash(workdir: string, folder: string): Promise<string> {
@@ -83,7 +97,11 @@ export async function readSkillPackages(
       refuse(fm.reason);
       continue;
     }
-    const { name: declared, description } = fm.value;
+    if (!text.trim()) {
+      refuse('SKILL.md is empty');
+      continue;
+    }
+    const { name: declared, description } = fm.value ?? { description: firstLine(text) };
     if (declared !== undefined && declared !== name) {
       refuse(`name ${String(declared)} differs from its folder ${name}`);
       continue;

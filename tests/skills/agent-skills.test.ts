@@ -97,7 +97,8 @@ describe('imported agent-skill packages', () => {
     const c1 = repoA.write({
       'skills/sql-style/SKILL.md': skillMd('sql-style', 'SQL style rules', 'Use explicit joins.'),
       'skills/sql-style/docs/rules.md': 'no SELECT *\n',
-      'skills/broken/SKILL.md': '# no front matter\n',
+      'skills/broken/SKILL.md': '---\ndescription: [unclosed\n---\n# broken\n',
+      'skills/plain/SKILL.md': '# Plain skill\nNo front matter.\n',
       'skills/misnamed/SKILL.md': skillMd('other-name', 'x', 'y'),
       'skills/shadowed/SKILL.md': skillMd('shadowed', 'imported copy', 'imported body'),
       'README.md': 'not a skill\n',
@@ -105,13 +106,14 @@ describe('imported agent-skill packages', () => {
     sourceA = await create(repoA, 'skills-a');
     const r = await sync(sourceA);
     expect(r.outcome).toBe('updated_with_errors');
-    expect(r.candidates.skills).toBe(4);
-    expect(r.hydrate.skills).toMatchObject({ found: 4, applied: 2, waiting: 0 });
+    expect(r.candidates.skills).toBe(5);
+    expect(r.hydrate.skills).toMatchObject({ found: 5, applied: 3, waiting: 0 });
     const degraded = r.hydrate.skills.degraded_artifacts as Array<{ artifact_id: string; reason: string }>;
     expect(degraded.map((d) => d.artifact_id).sort()).toEqual(['broken', 'misnamed']);
     expect(degraded.find((d) => d.artifact_id === 'broken')!.reason).toMatch(/front matter/);
     expect(r.degraded_artifact_count).toBe(2);
     expect(await packages()).toMatchObject([
+      { name: 'plain', description: 'Plain skill' },
       { name: 'shadowed', managed_source_id: sourceA, commit_sha: c1, removed_at: null },
       { name: 'sql-style', description: 'SQL style rules', path: 'skills/sql-style', commit_sha: c1 },
     ]);
@@ -137,9 +139,9 @@ describe('imported agent-skill packages', () => {
     expect(row).toMatchObject({ description: 'SQL style v2', commit_sha: c2 });
     expect((await readSkill('sql-style')).data.content).toContain('Prefer CTEs.');
 
-    repoA.remove(['skills/shadowed/SKILL.md']);
+    repoA.remove(['skills/shadowed/SKILL.md', 'skills/plain/SKILL.md']);
     const r2 = await sync(sourceA);
-    expect(r2.hydrate.skills.applied).toBe(1);
+    expect(r2.hydrate.skills.applied).toBe(2);
     expect((await packages()).map((p) => p.name)).toEqual(['sql-style']);
   });
 
