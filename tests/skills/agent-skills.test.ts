@@ -279,3 +279,18 @@ describe('POST /api/skills/{skill_name}/execute', () => {
     expect((await query(stack.db.url, 'select 1 from llm_usage')).length).toBe(before.length);
   });
 });
+
+describe('source deletion', () => {
+  it("removes the source's skill packages; read_skill no longer serves them", async () => {
+    const del = await http(stack.url, 'DELETE', `/api/managed-sources/${sourceA}`, { token: admin });
+    // 200 when the cleanup finished within the request, 202 while it runs on.
+    expect([200, 202]).toContain(del.status);
+    for (;;) {
+      const rows = await query(stack.db.url, 'select 1 from managed_sources where id = $1', [sourceA]);
+      if (!rows.length) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(await packages()).toEqual([]);
+    expect((await readSkill('sql-style')).data.error_type).toBe('not_found');
+  });
+});
