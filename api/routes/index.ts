@@ -27,6 +27,7 @@ import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 import { wikiRoutes } from './wiki.js';
+import { blueprintRoutes } from './blueprints.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -44,5 +45,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...managedSourceTypeRoutes);
   routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
+  routes.push(...blueprintRoutes);
   return routes;
 }

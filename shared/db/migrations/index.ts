@@ -18,6 +18,7 @@ import { Migration20261124010000WikiCommentary } from './Migration20261124010000
 import { Migration20261124010100ManagedFlows } from './Migration20261124010100ManagedFlows.js';
 import { Migration20261124020000DocumentIndexes } from './Migration20261124020000DocumentIndexes.js';
 import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
+import { Migration20261125040000Blueprints } from './Migration20261125040000Blueprints.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -40,4 +41,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124020000DocumentIndexes', class: Migration20261124020000DocumentIndexes },
   { name: 'Migration20261124030000EtlRuns', class: Migration20261124030000EtlRuns },
   { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
+  { name: 'Migration20261125040000Blueprints', class: Migration20261125040000Blueprints },
 ];
