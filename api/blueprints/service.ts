@@ -19,6 +19,7 @@ import {
 import { DEFAULT_BLUEPRINTS, findDefault } from '../../shared/blueprints/defaults.js';
 import {
   EXPORT_MANIFEST_FILE,
+  isSafeRelativePath,
   MANIFEST_FILE,
   ManifestError,
   parseManifest,
@@ -82,6 +83,7 @@ export async function open(
       blueprint_id: identityOf(b),
     });
   }
+  if (b.kind === 'default' && action !== 'view') refuseDefault(name, 'changed');
   requireAccess(flags, action, name);
   return { b, flags };
 }
@@ -185,6 +187,10 @@ export async function detail(ctx: Ctx, b: Resolved, flags: AccessFlags) {
 }
 
 export async function fileBytes(b: Resolved, filePath: string): Promise<Buffer> {
+  if (!isSafeRelativePath(filePath))
+    throw new BadRequestError('file_path must be a relative path inside the blueprint (no "..", no leading "/").', {
+      fields: [{ field: 'params.file_path', message: 'outside the blueprint', code: 'path_traversal' }],
+    });
   let bytes: Buffer | null = null;
   if (b.kind === 'custom') bytes = await readWorkingFile(b.dir, filePath);
   else if (filePath === MANIFEST_FILE) bytes = Buffer.from(serializeManifest(b.manifest));

@@ -423,6 +423,7 @@ export const blueprintRoutes = [
     }),
     responses: {
       200: { description: 'The file (application/octet-stream)' },
+      400: err('file_path leaves the blueprint (absolute, "..", backslash)'),
       409: err('blueprint_id mismatch'),
     },
     handler: async (c) => {
