@@ -30,7 +30,9 @@ import {
   DefaultMode,
   ManifestSchema,
   OriginSchema,
+  PhaseList,
   PhaseSchema,
+  RelativeFilePath,
 } from '../../shared/blueprints/manifest.js';
 import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
@@ -125,7 +127,7 @@ const HistoryView = z.object({
 });
 
 const Description = z.string().max(500);
-const Phases = z.array(PhaseSchema).max(100);
+const Phases = PhaseList;
 const RoleName = z
   .string()
   .max(200)
@@ -413,7 +415,7 @@ export const blueprintRoutes = [
       'One working-copy file as bytes (file_path URL-encoded, "/" as %2F); paths outside the blueprint are refused',
     tags,
     access: authed,
-    params: NameParams.extend({ file_path: z.string().min(1).max(512) }),
+    params: NameParams.extend({ file_path: RelativeFilePath }),
     query: IdQuery.extend({
       mission_id: z
         .string()

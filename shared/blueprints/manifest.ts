@@ -44,17 +44,21 @@ export const BlueprintName = z
   .describe('Blueprint name (lowercase letters, digits, "-", "_"; at most 63)');
 
 /** A relative path inside a working copy: no absolute path, no `..`, no backslash, no NUL. */
+export const RELATIVE_PATH_PATTERN = /^[^./\\:][^/\\:]*(?:\/[^./\\:][^/\\:]*)*$/;
 export const RelativeFilePath = z
   .string()
   .min(1)
   .max(512)
-  .refine((p) => isSafeRelativePath(p), 'a relative path inside the blueprint (no "..", no leading "/")');
+  .regex(
+    RELATIVE_PATH_PATTERN,
+    'a relative path inside the blueprint: "/"-separated segments, none starting with ".", no "\\" or ":"',
+  );
 
 export function isSafeRelativePath(p: string): boolean {
   if (!p || p.includes('\0') || p.includes('\\')) return false;
   if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return false;
   const parts = p.split('/');
-  return parts.every((s) => s !== '' && s !== '.' && s !== '..') && parts[0] !== '.git';
+  return parts.every((s) => s !== '' && s !== '.' && s !== '..' && s.toLowerCase() !== '.git');
 }
 
 export const DEFAULT_MODES = ['interactive', 'autonomous'] as const;
@@ -81,7 +85,7 @@ export const PhaseSchema = z
     id: z
       .string()
       .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
-      .describe('Unique within the blueprint'),
+      .describe('Phase identifier (keep it unique within the blueprint)'),
     name: z.string().min(1).max(200),
     goal: z.string().min(1).max(4000),
     skills: z.array(z.string().min(1).max(200)).max(100).default([]),
@@ -91,6 +95,9 @@ export const PhaseSchema = z
   .strict()
   .meta({ id: 'BlueprintPhase' });
 export type BlueprintPhase = z.infer<typeof PhaseSchema>;
+
+/** Phases of one blueprint, in order. */
+export const PhaseList = z.array(PhaseSchema).max(100);
 
 export const ManifestSchema = z
   .object({
@@ -107,17 +114,9 @@ export const ManifestSchema = z
       .strict()
       .default({ short_description: '', default_mode: 'interactive' }),
     origin: OriginSchema.optional(),
-    phases: z.array(PhaseSchema).max(100).default([]),
+    phases: PhaseList.default([]),
   })
   .strict()
-  .superRefine((m, ctx) => {
-    const ids = new Set<string>();
-    for (const [i, p] of m.phases.entries()) {
-      if (ids.has(p.id))
-        ctx.addIssue({ code: 'custom', path: ['phases', i, 'id'], message: `duplicate phase id ${p.id}` });
-      ids.add(p.id);
-    }
-  })
   .meta({ id: 'BlueprintManifest' });
 export type BlueprintManifest = z.infer<typeof ManifestSchema>;
 
