@@ -204,7 +204,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/import/preview',
     operationId: 'previewBlueprintImport',
     summary: 'Check a blueprint ZIP and say what importing it would do (nothing is written)',
-    description: `Multipart field \`file\`. An unsafe or invalid archive answers 200 with valid false and the reason. ${ZIP_DOC}`,
+    description: `Multipart field \`file\`. A missing file part, an unsafe or an invalid archive answers 200 with valid false and the reason. ${ZIP_DOC}`,
     tags,
     access: authed,
     body: z.object({ confirm_legacy_name_match: formBoolean }),
@@ -241,8 +241,14 @@ export const blueprintRoutes = [
       413: err('Upload over 64 MiB'),
     },
     handler: async (c) => {
-      const file = zipFile(c.files);
+      const file = c.files.find((f) => f.field === 'file');
       try {
+        if (!file)
+          throw new InvalidArchiveError(
+            'INVALID_BLUEPRINT_ARCHIVE',
+            'file_required',
+            'Send the archive as the multipart file field `file`.',
+          );
         const a = await readArchive(file.path);
         try {
           return { success: true, data: await preview(ctxOf(c), a) };

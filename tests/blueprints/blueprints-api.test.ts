@@ -480,6 +480,24 @@ describe('unsafe archives are refused before anything is written', () => {
     });
   }
 
+  it('previews a request without a file part as invalid and refuses the import 400', async () => {
+    const form = new FormData();
+    form.append('confirm_legacy_name_match', 'false');
+    const p = await fetch(`${stack.url}/api/blueprints/import/preview`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.olivia}` },
+      body: form,
+    });
+    expect(p.status).toBe(200);
+    expect(((await p.json()) as { data: unknown }).data).toMatchObject({ valid: false, reason: 'file_required' });
+    const i = await fetch(`${stack.url}/api/blueprints/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.olivia}` },
+      body: form,
+    });
+    expect(i.status).toBe(400);
+  });
+
   it('refuses a missing or invalid manifest', async () => {
     const none = await upload('/api/blueprints/import', 'olivia', buildZip([{ name: 'readme.md', data: 'x' }]));
     expect(none.status).toBe(400);
