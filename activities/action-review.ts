@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import type { PrincipalRef } from '../shared/auth/principal.js';
 import type { ActionType } from '../shared/action-review/action-types.js';
 import { EFFECT_OUTCOME_UNKNOWN, type EffectFailureDetails } from '../shared/action-review/effect-failure.js';
@@ -9,6 +10,7 @@ import { EffectOutcomeUnknownError } from '../shared/action-review/executors/typ
 import type { EffectOutcome, ProposalEvent, ProposalProgress, ProposalRecord } from '../shared/action-review/types.js';
 import type { AppConfig } from '../shared/config.js';
 import { describeError, type Logger } from '../shared/log.js';
+import type { Settings } from '../shared/settings/store.js';
 import { withHeartbeat } from './heartbeat.js';
 
 export interface RecordCreatedInput {
@@ -55,7 +57,13 @@ async function insertEvent(em: EntityManager, proposalId: string, e: ProposalEve
 }
 
 /** Projection writes (idempotent: keyed by proposal id and event sequence) and the one-attempt effect. */
-export function createActionReviewActivities(deps: { orm: MikroORM; config: AppConfig; log: Logger }) {
+export function createActionReviewActivities(deps: {
+  orm: MikroORM;
+  config: AppConfig;
+  log: Logger;
+  settings?: Settings;
+  temporal?: Client;
+}) {
   return {
     async recordProposalCreated({ record: r, progress: p, event }: RecordCreatedInput): Promise<void> {
       await deps.orm.em.fork().transactional(async (em) => {
@@ -162,6 +170,8 @@ export function createActionReviewActivities(deps: { orm: MikroORM; config: AppC
             signal: ctx.cancellationSignal,
             heartbeat: () => ctx.heartbeat(),
             log: deps.log,
+            ...(deps.settings ? { settings: deps.settings } : {}),
+            ...(deps.temporal ? { temporal: deps.temporal } : {}),
           }),
         );
       } catch (err) {

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
@@ -7,6 +8,7 @@ import type { AgentToolbox } from '../shared/threads/toolbox.js';
 import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
+import { createDesktopActivities } from './desktop.js';
 import { createDocumentIndexActivities } from './document-index.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
@@ -16,6 +18,7 @@ import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
+import { createCodeAgentActivities } from './code-agent.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -29,6 +32,8 @@ export interface ActivityDeps {
   embeddingConsumers?: EmbeddingConsumerRegistry;
   /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
   llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
+  /** A Temporal client for activities that start workflows (the code-agent Action Review executor). */
+  temporal?: Client;
 }
 
 /** Every activity the worker registers, built from its dependencies. */
@@ -46,10 +51,12 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createManagedSourceActivities(deps),
     ...createEtlActivities(deps),
     ...createDocumentIndexActivities(deps),
+    ...createCodeAgentActivities(deps),
     ...createEmbeddingActivities({
       ...deps,
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),
     }),
+    ...createDesktopActivities(deps),
   };
 }
 

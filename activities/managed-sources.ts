@@ -4,7 +4,13 @@ import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
-import { ManagedSourceEntity, ManagedSourceSyncJobEntity, type ManagedSourceRow } from '../shared/db/entities/index.js';
+import { pendingFlowChanges } from '../api/flows/promotions.js';
+import {
+  ManagedFlowEntity,
+  ManagedSourceEntity,
+  ManagedSourceSyncJobEntity,
+  type ManagedSourceRow,
+} from '../shared/db/entities/index.js';
 import {
   authHeaders,
   classifyGitError,
@@ -13,7 +19,9 @@ import {
   gitignoreMatcher,
   listFiles,
   materializeCheckout,
+  oauthLapsed,
   resolveRemoteRef,
+  unsupportedCheckoutRules,
   rulesHash,
   workingTreeExists,
   type GitCredentials,
@@ -69,6 +77,7 @@ export function emptyHydration(): HydrationResult {
     requires_role_apply_confirmation: false,
     agent_auto_apply: { applied: 0, waiting: 0 },
     role_auto_apply: { applied: 0, waiting: 0 },
+    flow_auto_apply: { applied: 0, waiting: 0 },
   };
 }
 
@@ -86,8 +95,11 @@ export async function openCredentials(
 ): Promise<GitCredentials | null> {
   if (!row.credentialsSealed || !row.credentialKind) return null;
   await refreshKeyring(em);
-  const { secret } = JSON.parse(secretBox(config).open(row.credentialsSealed)) as { secret: string };
-  return { kind: row.credentialKind, username: row.credentialUsername, secret };
+  const { secret, expires_at } = JSON.parse(secretBox(config).open(row.credentialsSealed)) as {
+    secret: string;
+    expires_at?: string | null;
+  };
+  return { kind: row.credentialKind, username: row.credentialUsername, secret, expiresAt: expires_at ?? null };
 }
 
 function emptyResult(input: SourceSyncInput, row: ManagedSourceRow | null): SourceSyncResult {
@@ -147,10 +159,36 @@ function decide(
   return { apply: true, error: null };
 }
 
+/**
+ * A background release job (one started with an expected release commit) ends met only when the
+ * sync result and the source both name that commit: a sync that brought another commit (the release
+ * ref moved after the job started) ends `SKILL_RELEASE_CHANGED_DURING_SYNC`; one that could not bring
+ * it onto the source (refused, failed) ends `SKILL_RELEASE_STILL_PENDING`.
+ */
+export function releaseCheck(
+  expected: string | null,
+  result: SourceSyncResult,
+  sourceCommit: string | null,
+): { code: string; message: string } | null {
+  if (!expected) return null;
+  if (result.outcome !== 'failed' && result.commit_sha && result.commit_sha !== expected)
+    return {
+      code: 'SKILL_RELEASE_CHANGED_DURING_SYNC',
+      message: `The release changed while the job ran: it expected commit ${expected}, the sync brought ${result.commit_sha}. Review the new release and sync again.`,
+    };
+  if (result.commit_sha !== expected || sourceCommit !== expected)
+    return {
+      code: 'SKILL_RELEASE_STILL_PENDING',
+      message: `The release commit ${expected} is still pending: the sync ended ${result.outcome}${result.error_code ? ` (${result.error_code}: ${result.error})` : ''} and the source names ${sourceCommit ?? 'no commit'}.`,
+    };
+  return null;
+}
+
 /** The outcome from what the sync did: errors and waiting changes are named, a plain change is `updated`. */
 export function syncOutcome(gitChanged: boolean, h: HydrationResult): SyncOutcome {
-  const applied = h.agent_auto_apply.applied + h.role_auto_apply.applied;
-  const waiting = h.agent_auto_apply.waiting + h.role_auto_apply.waiting;
+  const flows = h.flow_auto_apply ?? { applied: 0, waiting: 0 };
+  const applied = h.agent_auto_apply.applied + h.role_auto_apply.applied + flows.applied;
+  const waiting = h.agent_auto_apply.waiting + h.role_auto_apply.waiting + flows.waiting;
   const changed = gitChanged || applied > 0;
   if (changed && (h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0)) return 'updated_with_errors';
   if (waiting > 0) return 'updated_awaiting_promotion';
@@ -166,8 +204,8 @@ const hostOf = (url: string) => {
 };
 
 /** Git failures become ApplicationFailures typed by their code; only transient ones are retried. */
-function toFailure(err: unknown, url: string): never {
-  const g = classifyGitError(err, hostOf(url));
+function toFailure(err: unknown, url: string, credKind?: GitCredentials['kind'] | null): never {
+  const g = classifyGitError(err, hostOf(url), credKind);
   throw g.retryable
     ? ApplicationFailure.retryable(g.message, g.code)
     : ApplicationFailure.nonRetryable(g.message, g.code);
@@ -212,11 +250,12 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         }
       }
       if (job) {
-        job.status = result.outcome === 'failed' ? 'error' : 'complete';
+        const release = releaseCheck(job.expectedReleaseCommit, result, source?.syncedCommitSha ?? null);
+        job.status = result.outcome === 'failed' || release ? 'error' : 'complete';
         job.phase = 'done';
         job.filesScanned = result.files_scanned;
         job.result = result as unknown as Record<string, unknown>;
-        job.error = result.error_code ? { code: result.error_code, message: result.error } : null;
+        job.error = release ?? (result.error_code ? { code: result.error_code, message: result.error } : null);
         job.updatedAt = now;
         job.finishedAt = now;
       }
@@ -284,6 +323,45 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         degraded_artifacts: plan.degraded,
       };
     }
+    if (types.has('flows')) {
+      // Flows wait as pending promotions (api/flows/promotions.ts) unless auto_promote_on_sync promotes
+      // every valid change now; a flow that cannot be promoted is a degraded artifact either way.
+      const synced = { ...row, syncedCommitSha: commitSha } as ManagedSourceRow;
+      const { changes, flows } = await pendingFlowChanges(em, deps.config, synced);
+      const valid = changes.filter((c) => c.valid);
+      const degraded = changes
+        .filter((c) => !c.valid)
+        .map((c) => ({ artifact_id: c.flow_name, reason: c.invalid_reason ?? 'invalid flow' }));
+      if (autoPromote && valid.length)
+        await em.transactional(async (tx) => {
+          for (const c of valid) {
+            const existing = await tx.findOne(ManagedFlowEntity, { sourceId: row.id, flowName: c.flow_name });
+            if (c.change === 'removed') {
+              if (existing) tx.remove(existing);
+              continue;
+            }
+            const flow = flows.get(c.flow_name)!;
+            const fields = {
+              tenant: row.tenant,
+              contentHash: flow.contentHash,
+              commitSha,
+              manifestPath: flow.manifest,
+              promotedAt: new Date(),
+              promotedBy: 'auto_promote_on_sync',
+            };
+            if (existing) Object.assign(existing, fields);
+            else tx.create(ManagedFlowEntity, { sourceId: row.id, flowName: c.flow_name, ...fields });
+          }
+        });
+      const applied = autoPromote ? valid.length : 0;
+      h.flow_auto_apply = { applied, waiting: valid.length - applied };
+      h.hydrate.flows = {
+        found: flows.size,
+        applied,
+        waiting: valid.length - applied,
+        degraded_artifacts: degraded,
+      };
+    }
     h.degraded_artifact_count = Object.values(h.hydrate).reduce((n, t) => n + t.degraded_artifacts.length, 0);
     h.partial_success = h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0;
     return h;
@@ -298,6 +376,8 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       await setPhase(em, input.jobId, 'resolving');
       const row = await load(em, input);
       const creds = await openCredentials(em, deps.config, row);
+      const lapsed = oauthLapsed(creds, new Date());
+      if (lapsed) toFailure(lapsed, row.repoUrl);
       let ref: ResolvedRef;
       try {
         ref = await resolveRemoteRef({
@@ -307,7 +387,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           releaseRef: row.releaseRef,
         });
       } catch (err) {
-        toFailure(err, row.repoUrl);
+        toFailure(err, row.repoUrl, creds?.kind);
       }
       const anchor = row.tagAnchor;
       if (ref.kind === 'tag' && anchor && anchor.tag === row.releaseRef && anchor.commit_sha !== ref.commitSha) {
@@ -339,6 +419,12 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       ) {
         return { changed: false, files_checked_out: 0, paths_excluded: 0 };
       }
+      const unsupported = unsupportedCheckoutRules(row.settings.checkout_exclude);
+      if (unsupported.length)
+        throw ApplicationFailure.nonRetryable(
+          `checkout_exclude cannot re-include a path below an excluded directory (${unsupported.join(', ')}): Git sparse rules never re-include a file whose parent directory is excluded. Exclude the directory's contents (\`dir/*\`) instead of the directory (\`dir/\`), then re-include.`,
+          'SPARSE_CHECKOUT_UNSUPPORTED',
+        );
       await setPhase(em, input.jobId, 'fetching');
       const creds = await openCredentials(em, deps.config, row);
       try {
@@ -352,18 +438,23 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           }),
         );
       } catch (err) {
-        toFailure(err, row.repoUrl);
+        toFailure(err, row.repoUrl, creds?.kind);
       }
       await setPhase(em, input.jobId, 'checking_out');
-      const counts = await withHeartbeat(10_000, () =>
-        materializeCheckout({
-          gitdir: paths.gitdir,
-          commitSha: input.resolved.commitSha,
-          workdir: paths.workdir,
-          checkoutExclude: row.settings.checkout_exclude,
-          tag: input.jobId,
-        }),
-      );
+      let counts: { files: number; excluded: number };
+      try {
+        counts = await withHeartbeat(10_000, () =>
+          materializeCheckout({
+            gitdir: paths.gitdir,
+            commitSha: input.resolved.commitSha,
+            workdir: paths.workdir,
+            checkoutExclude: row.settings.checkout_exclude,
+            tag: input.jobId,
+          }),
+        );
+      } catch (err) {
+        toFailure(err, row.repoUrl);
+      }
       return {
         changed: row.syncedCommitSha !== input.resolved.commitSha || row.checkoutRulesHash !== hash,
         files_checked_out: counts.files,
@@ -509,7 +600,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const jobId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
       const rows = await em.getConnection().execute<Array<{ job_id: string }>>(
         `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
-           select ?, id, tenant, 'running', 'queued', synced_commit_sha, 'auto-sync', now(), now()
+           select ?, id, tenant, 'running', 'queued', null, 'auto-sync', now(), now()
              from managed_sources where id = ? and deletion_state is null
            on conflict do nothing returning job_id`,
         [jobId, c.sourceId],
@@ -565,7 +656,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             blueprint_versions: 0,
             agent_changes: r.agent_auto_apply.waiting,
             document_indexes: 0,
-            flow_changes: 0,
+            flow_changes: r.flow_auto_apply?.waiting ?? 0,
             role_changes: r.role_auto_apply.waiting,
           },
           failures: { count: Object.values(byType).reduce((a, b) => a + b, 0), by_type: byType },

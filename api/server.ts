@@ -11,6 +11,7 @@ import { createApp } from './app.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import type { AppDeps } from './deps.js';
 import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
+import { attachHostedSockets } from './ws/hosted-sockets.js';
 
 /** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
 export async function buildDeps(config: AppConfig, log: Logger, options: { tracing?: Tracing } = {}): Promise<AppDeps> {
@@ -58,6 +59,8 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
   // Koa answers its own errors (the error middleware); the listener only starts the request.
   const server = createServer((req, res) => void handle(req, res));
   server.keepAliveTimeout = 65_000;
+  // Hosted-mode WebSockets (estate-live, log, …) answer upgrades on the same server.
+  const detachSockets = attachHostedSockets(server, d);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   // The startup embedding smoke test: after listening, never awaited, so it cannot delay boot.
   d.embeddingSmoke ??= new EmbeddingSmokeTests();
@@ -69,6 +72,7 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
     url,
     deps: d,
     async close() {
+      detachSockets();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

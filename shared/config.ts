@@ -53,6 +53,7 @@ const EnvSchema = z.object({
   PLATFORM_OAUTH_PROXY_ENABLED: optionalString,
   PLATFORM_SIGNING_KEY: optionalString,
   AUTH_ROLES_CLAIM: optionalString,
+  AUTH_INSTALLATION: optionalString,
   PLATFORM_TENANT: optionalString,
   PLATFORM_SERVICE_TOKEN: optionalString,
   PLATFORM_INTERNAL_TOKEN: optionalString,
@@ -91,6 +92,7 @@ const EnvSchema = z.object({
   PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL: optionalString,
   PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S: optionalString,
   PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES: optionalString,
+  PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -127,6 +129,8 @@ export interface AppConfig {
     /** `auth.mcp_client_redirect_uris`: extra MCP client callbacks, accepted verbatim. */
     mcpClientRedirectUris: string[];
     rolesClaim: string;
+    /** `AUTH_INSTALLATION` (hosted mode): the installation a signed assertion's `installation` claim must name. */
+    installation: string | undefined;
     deploymentTenant: string;
     serviceToken: string | undefined;
     internalToken: string | undefined;
@@ -166,6 +170,8 @@ export interface AppConfig {
     compactionInterval: number;
     compactionSleepS: number;
     compactionMaxRetries: number;
+    /** `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`: memory the API's exact-search vector cache may hold (no pgvector). */
+    vectorCacheMb: number;
   };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
@@ -303,8 +309,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (provider === 'oidc' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
     throw new ConfigError('AUTH_PROVIDER=oidc needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
   }
-  if (provider === 'hosted' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE)) {
-    throw new ConfigError('AUTH_PROVIDER=hosted needs AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE');
+  if (provider === 'hosted' && (!e.AUTH_JWKS_URL || !e.AUTH_ISSUER || !e.AUTH_AUDIENCE || !e.AUTH_INSTALLATION)) {
+    throw new ConfigError('AUTH_PROVIDER=hosted needs AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE and AUTH_INSTALLATION');
   }
   const positiveInt = (name: string, raw: string | undefined, fallback: number): number => {
     if (raw === undefined) return fallback;
@@ -352,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       clientSecret: e.AUTH_CLIENT_SECRET,
       mcpClientRedirectUris: (e.AUTH_MCP_CLIENT_REDIRECT_URIS ?? '').split(/[\s,]+/).filter(Boolean),
       rolesClaim: e.AUTH_ROLES_CLAIM ?? 'roles',
+      installation: e.AUTH_INSTALLATION,
       deploymentTenant: e.PLATFORM_TENANT ?? 'default',
       serviceToken: e.PLATFORM_SERVICE_TOKEN,
       internalToken: e.PLATFORM_INTERNAL_TOKEN,
@@ -382,6 +389,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES',
         e.PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES,
         3,
+      ),
+      vectorCacheMb: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB',
+        e.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB ?? '512',
       ),
     },
     llm: {

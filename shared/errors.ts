@@ -16,6 +16,7 @@ export const ErrorTypes = {
   internal: 500,
   llm_error: 502,
   not_available_here: 501,
+  update_required: 426,
   service_unavailable: 503,
 } as const;
 export type ErrorType = keyof typeof ErrorTypes;
@@ -110,5 +111,16 @@ export class LlmFailureError extends PlatformError {
   override name = 'LlmFailureError';
   constructor(failure: { kind: string; message: string; action: string; error_id: string }) {
     super('llm_error', failure.message, { llm_failure: failure });
+  }
+}
+
+/** Desktop mode: a required version notice locks the app until it updates (spec, Errors 426). */
+export class UpdateRequiredError extends PlatformError {
+  override name = 'UpdateRequiredError';
+  constructor(appVersionPolicy: Record<string, unknown>) {
+    super('update_required', 'This app version is no longer supported: update the app to continue.', {
+      status: 'update_required',
+      app_version_policy: appVersionPolicy,
+    });
   }
 }

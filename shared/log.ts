@@ -126,11 +126,30 @@ function wrap(p: PinoLogger): Logger {
   };
 }
 
+const taps = new Set<(line: string) => void>();
+
+/**
+ * Every log line this process writes (already redacted), as JSON text, to `listener` until the
+ * returned function is called (hosted-mode log WebSockets). A listener must not log.
+ */
+export function tapLogLines(listener: (line: string) => void): () => void {
+  taps.add(listener);
+  return () => taps.delete(listener);
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const sink = options.sink;
-  const out = sink
+  const target = sink
     ? { write: (line: string) => sink(line.endsWith('\n') ? line.slice(0, -1) : line) }
     : destination({ dest: 1, sync: true });
+  const out = {
+    write: (line: string) => {
+      target.write(line);
+      if (taps.size === 0) return;
+      const text = line.endsWith('\n') ? line.slice(0, -1) : line;
+      for (const tap of taps) tap(text);
+    },
+  };
   const root = pino(pinoOptions(options.level ?? 'info'), out);
   return wrap(options.base && Object.keys(options.base).length ? root.child(options.base) : root);
 }

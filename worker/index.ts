@@ -4,6 +4,7 @@ import { createActivities } from '../activities/index.js';
 import { createWorkerToolbox } from './toolbox.js';
 import { ensureHandbackSweepScheduleAtStart } from '../shared/action-review/sweep-schedule.js';
 import { ensureAutoSyncScheduleAtStart } from '../shared/managed-sources/auto-sync-schedule.js';
+import { ensureDesktopDiagnosticsScheduleAtStart } from '../shared/desktop/diagnostics-schedule.js';
 import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowsPath,
-    activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox }),
+    activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox, temporal: tools.temporal }),
     ...workerDefaults,
     plugins: temporalWorkerPlugins(tracing),
   });
@@ -47,6 +48,9 @@ async function main(): Promise<void> {
   });
   await ensureHandbackSweepScheduleAtStart(config, log, sweepEvery);
   await ensureAutoSyncScheduleAtStart(config, log);
+  // Desktop mode only: the hourly automatic diagnostics attempt.
+  if (await settings.get('desktop.enabled').catch(() => false))
+    await ensureDesktopDiagnosticsScheduleAtStart(config, log);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

@@ -12,11 +12,13 @@ import type { AgentToolbox } from '../shared/threads/toolbox.js';
  */
 export function createWorkerToolbox(deps: { orm: MikroORM; config: AppConfig; log: Logger; settings?: Settings }): {
   toolbox: AgentToolbox;
+  /** The worker's client, also handed to activities that start workflows. */
+  temporal: Client;
   close(): Promise<void>;
 } {
   const temporalConnection = Connection.lazy({ address: deps.config.temporal.address });
   const temporal = new Client({ connection: temporalConnection, namespace: deps.config.temporal.namespace });
   const settings = deps.settings ?? new Settings(deps.orm, deps.config);
   const toolbox = createAgentToolbox({ ...deps, settings, temporal, temporalConnection, verifier: undefined });
-  return { toolbox, close: () => temporalConnection.close() };
+  return { toolbox, temporal, close: () => temporalConnection.close() };
 }

@@ -12,3 +12,5 @@ export { sourceDeleteWorkflow } from './source-delete.js';
 export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
 export { rechunkWorkflow } from './rechunk.js';
 export { ingestWorkflow } from './ingest.js';
+export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
+export { codeAgentRunWorkflow } from './code-agent.js';

@@ -61,6 +61,8 @@ export interface HydrationResult {
   requires_role_apply_confirmation: boolean;
   agent_auto_apply: { applied: number; waiting: number };
   role_auto_apply: { applied: number; waiting: number };
+  /** Flow changes promoted by this sync (auto_promote_on_sync) and left pending (absent in older results). */
+  flow_auto_apply?: { applied: number; waiting: number };
 }
 
 /** The sync result: Git fields, then hydration (zeros and nulls when the sync failed before it). */

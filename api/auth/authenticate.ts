@@ -7,6 +7,7 @@ import { findPat, findSandboxToken, recordSignIn } from '../../shared/auth/store
 import { PAT_PREFIX, SANDBOX_PREFIX, secretsEqual } from '../../shared/auth/tokens.js';
 import type { AppConfig } from '../../shared/config.js';
 import { AuthenticationError } from '../../shared/errors.js';
+import { checkHostedClaims, requireActiveBinding } from './hosted.js';
 import type { TokenVerifier } from './jwt.js';
 
 /** The identity used for every request when AUTH_PROVIDER=none (embedded local default only). */
@@ -39,7 +40,7 @@ export function authenticationRequired(
 }
 
 /** An identity-provider token that does not hold (invalid, expired, …): the same guidance as a missing credential (rule 2). */
-async function verifyIdpToken(config: AppConfig, verifier: TokenVerifier, token: string) {
+export async function verifyIdpToken(config: AppConfig, verifier: TokenVerifier, token: string) {
   try {
     return await verifier.verify(token);
   } catch (err) {
@@ -115,6 +116,8 @@ export async function authenticate(
       if (found === 'expired') throw authenticationRequired(config, 'This personal access token has expired.');
       if (found === 'unknown') throw authenticationRequired(config, 'The personal access token is not recognised.');
       const { pat, owner } = found;
+      // Hosted mode: a PAT acts for its owner only while the owner's identity link is active.
+      if (config.auth.provider === 'hosted') await requireActiveBinding(config, em, owner.id);
       // A PAT acts in the tenant it was minted in; the owner's roles count only if they are that tenant's.
       const roles = owner.tenant === pat.tenant ? owner.roles : [];
       return {
@@ -162,10 +165,15 @@ export async function authenticate(
       email?: unknown;
     };
     const tenant = typeof c.tenant === 'string' && c.tenant ? c.tenant : config.auth.deploymentTenant;
-    if (config.auth.provider === 'hosted' && tenant !== config.auth.deploymentTenant) {
-      throw authenticationRequired(config, 'The signed assertion belongs to another tenant.');
+    let roles = rolesFromClaims(claims, config.auth.rolesClaim);
+    let bindingId: string | undefined;
+    if (config.auth.provider === 'hosted') {
+      // Spec, Authentication 4: tenant and installation, then an active explicit identity link.
+      checkHostedClaims(config, claims);
+      const binding = await requireActiveBinding(config, em, claims.sub!);
+      bindingId = binding.bindingId;
+      if (binding.role === 'admin' && !roles.includes('admin')) roles = [...roles, 'admin'];
     }
-    const roles = rolesFromClaims(claims, config.auth.rolesClaim);
     const appOnly = isAppOnlyToken(claims);
     const email = typeof c.email === 'string' ? c.email : null;
     const displayName =
@@ -182,6 +190,7 @@ export async function authenticate(
       roles,
       permissions: await resolvePermissions(em, tenant, roles),
       credential: 'idp_jwt',
+      ...(bindingId ? { bindingId } : {}),
     };
   }
 

@@ -136,6 +136,6 @@ export async function updateConnection(
 }
 
 export async function deleteConnection(em: EntityManager, principal: Principal, name: string): Promise<void> {
-  const row = await findConnectionRow(em, principal.tenant, name);
+  const row = await findConnectionRow(em, principal.tenant, name, 'any');
   await em.removeAndFlush(row);
 }

@@ -3,6 +3,7 @@ import type { AppConfig } from '../../shared/config.js';
 import { resolveChunkConfig, type ChunkConfig, type ChunkParams } from '../../shared/document-index/chunking.js';
 import { currentEmbedder } from '../../shared/document-index/embedder.js';
 import { hybridSearch, type SearchHit } from '../../shared/document-index/search.js';
+import { vectorBackend } from '../../shared/document-index/vectors.js';
 import {
   configOf,
   createIndex,
@@ -317,7 +318,7 @@ async function searchIndexes(c: Ctx, indexName: string | undefined, query: strin
         c.tenant,
       ]);
   const embedder = await currentEmbedder(c.em, c.config, c.tenant);
-  return hybridSearch(c.em, c.tenant, indexes, query, topN, embedder);
+  return hybridSearch(c.em, c.tenant, indexes, query, topN, embedder, await vectorBackend(c.em, c.config));
 }
 
 const embedFailure = (err: unknown): never => {

@@ -28,6 +28,11 @@ const AgentView = z
     access: z.object({ roles: z.array(z.string()), users: z.array(z.string()) }),
     source: z.enum(['builtin', 'api', 'managed']),
     is_editable: z.boolean(),
+    llm_provider: z
+      .string()
+      .nullable()
+      .describe("The LLM provider the agent asks (managed agents: the manifest's llm_provider); null: the default"),
+    skill_groups: z.array(z.string()).describe("Default skill groups (managed agents: the manifest's)"),
     created_by: z.string(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -43,6 +48,8 @@ export const agentView = (a: AgentRow) => ({
   access: a.access,
   source: a.source,
   is_editable: a.isEditable,
+  llm_provider: a.llmProvider ?? null,
+  skill_groups: a.skillGroups ?? [],
   created_by: a.createdBy,
   created_at: toIso(a.createdAt),
   updated_at: toIso(a.updatedAt),

@@ -1,7 +1,9 @@
 import { z } from 'zod';
+import { API_KEY_CONNECTION, API_KEY_CONNECTION_TYPE } from '../../shared/code-agent/connection.js';
 import { CRM_CONNECTION_TYPE } from '../../shared/crm/connection-types.js';
 import { findConnectionRow } from '../../shared/crm/store.js';
-import { CrmConnectionEntity } from '../../shared/db/entities/index.js';
+import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
+import { apiKeyConnectionView, createApiKeyConnection, updateApiKeyConnection } from '../code-agent/connections.js';
 import { connectionView, createConnection, deleteConnection, updateConnection } from '../crm/connections.js';
 import { completeAuthorization, startAuthorization } from '../crm/oauth-flow.js';
 import { defineRoute, successEnvelope, type RouteContext } from '../http/route.js';
@@ -42,6 +44,9 @@ const ConnectionSchema = z
 // Koa 3 `origin` is the Origin header; the callback needs our own scheme and host.
 const baseUrl = (ctx: RouteContext<unknown, unknown, unknown>) =>
   ctx.deps.config.publicBaseUrl ?? `${ctx.koa.protocol}://${ctx.koa.host}`;
+/** `api_key` (code-agent) connections share the table and routes; their view has no CRM fields. */
+const viewOf = (row: CrmConnectionRow, base: string) =>
+  row.type === API_KEY_CONNECTION ? apiKeyConnectionView(row) : connectionView(row, base);
 const manage = { kind: 'authenticated', permission: 'manage_all_connections' } as const;
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
 const access = 'Reads need view_connections; create, change, delete and authorize need manage_all_connections.';
@@ -60,7 +65,7 @@ export const connectionRoutes = [
         schema: successEnvelope(z.object({ types: z.array(z.record(z.string(), z.unknown())) })),
       },
     },
-    handler: async () => ({ success: true, data: { types: [CRM_CONNECTION_TYPE] } }),
+    handler: async () => ({ success: true, data: { types: [CRM_CONNECTION_TYPE, API_KEY_CONNECTION_TYPE] } }),
   }),
   defineRoute({
     method: 'get',
@@ -82,21 +87,24 @@ export const connectionRoutes = [
         { tenant: ctx.principal.tenant },
         { orderBy: { name: 'asc' }, refresh: true },
       );
-      return { success: true, data: { connections: rows.map((r) => connectionView(r, baseUrl(ctx))) } };
+      return { success: true, data: { connections: rows.map((r) => viewOf(r, baseUrl(ctx))) } };
     },
   }),
   defineRoute({
     method: 'post',
     path: '/api/connections',
     operationId: 'createConnection',
-    summary: 'Save a CRM connection, then test it against the login and instance hosts',
+    summary:
+      'Save a CRM connection (tested against the login and instance hosts) or a code-agent api_key connection (tested with GET /v1/models)',
     description: `${access} A missing required field, an unknown mode, a malformed policy or a non-HTTPS host answers 400 naming the field and saves nothing. Plain-http loopback hosts only with CRM_ALLOW_INSECURE_LOOPBACK=true. Secrets are sealed with AES-256-GCM (key from PLATFORM_SECRETS_KEY, else a key file under PLATFORM_DATA_DIR).`,
     tags,
     access: manage,
     body: z.object({
       name: ConnectionName,
-      type: z.literal('crm'),
-      auth_mode: z.string().describe('user_oauth, jwt_bearer, refresh_token or client_credentials'),
+      type: z.enum(['crm', API_KEY_CONNECTION]),
+      auth_mode: z
+        .string()
+        .describe('crm: user_oauth, jwt_bearer, refresh_token or client_credentials; api_key: api_key'),
       config: Config,
     }),
     successStatus: 201,
@@ -107,7 +115,10 @@ export const connectionRoutes = [
     },
     handler: async (ctx) => ({
       success: true,
-      data: connectionView(await createConnection(ctx.deps, ctx.em, ctx.principal, ctx.body), baseUrl(ctx)),
+      data:
+        ctx.body.type === API_KEY_CONNECTION
+          ? apiKeyConnectionView(await createApiKeyConnection(ctx.deps, ctx.em, ctx.principal, ctx.body))
+          : connectionView(await createConnection(ctx.deps, ctx.em, ctx.principal, ctx.body), baseUrl(ctx)),
     }),
   }),
   defineRoute({
@@ -124,7 +135,7 @@ export const connectionRoutes = [
     },
     handler: async (ctx) => ({
       success: true,
-      data: connectionView(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name), baseUrl(ctx)),
+      data: viewOf(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any'), baseUrl(ctx)),
     }),
   }),
   defineRoute({
@@ -142,13 +153,21 @@ export const connectionRoutes = [
       400: { description: 'Invalid field; nothing saved' },
       404: { description: 'Unknown connection' },
     },
-    handler: async (ctx) => ({
-      success: true,
-      data: connectionView(
-        await updateConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body),
-        baseUrl(ctx),
-      ),
-    }),
+    handler: async (ctx) => {
+      const row = await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any');
+      if (row.type === API_KEY_CONNECTION)
+        return {
+          success: true,
+          data: apiKeyConnectionView(await updateApiKeyConnection(ctx.deps, ctx.em, row, ctx.body)),
+        };
+      return {
+        success: true,
+        data: connectionView(
+          await updateConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body),
+          baseUrl(ctx),
+        ),
+      };
+    },
   }),
   defineRoute({
     method: 'delete',
@@ -182,6 +201,7 @@ export const connectionRoutes = [
           z.object({ authorization_url: z.string(), redirect_uri: z.string(), state: z.string() }),
         ),
       },
+      404: { description: 'Unknown connection, or not a CRM connection' },
       409: { description: 'Not a user_oauth connection' },
     },
     handler: async (ctx) => ({

@@ -9,6 +9,7 @@ import { configSetupRoutes } from './config-setup.js';
 import { configViewRoutes } from './config-views.js';
 import { connectionRoutes } from './connections.js';
 import { crmMergeRoutes } from './crm-merge.js';
+import { desktopRoutes } from './desktop.js';
 import { docsSessionRoutes } from './docs-session.js';
 import { downloadRoutes } from './downloads.js';
 import { gatewaySettingsRoutes } from './gateway-settings.js';
@@ -19,6 +20,7 @@ import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
 import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
+import { skillRoutes } from './skills.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { metricsRoutes } from './metrics.js';
@@ -27,6 +29,7 @@ import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 import { wikiRoutes } from './wiki.js';
+import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
@@ -45,6 +48,9 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...managedSourceTypeRoutes);
   routes.push(...indexRoutes);
   routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
+  routes.push(...hostedIdentityRoutes);
+  routes.push(...skillRoutes);
+  routes.push(...desktopRoutes);
   routes.push(...blueprintRoutes);
   return routes;
 }

@@ -23,6 +23,15 @@ import {
   type SourceSyncResult,
   type SyncApplyRequest,
 } from '../../workflows/source-sync-definitions.js';
+import { openCredentials } from '../../activities/managed-sources.js';
+import {
+  authHeaders,
+  classifyGitError,
+  egressGitHttp,
+  oauthLapsed,
+  resolveRemoteRef,
+  type GitCredentials,
+} from '../../shared/managed-sources/git.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
@@ -71,6 +80,17 @@ const Credentials = z
       .strict(),
     z
       .object({ kind: z.literal('basic'), username: z.string().min(1).max(200), password: z.string().min(1).max(4000) })
+      .strict(),
+    z
+      .object({
+        kind: z.literal('oauth'),
+        access_token: z.string().min(1).max(4000),
+        expires_at: z.iso
+          .datetime({ offset: true })
+          .optional()
+          .describe('When the grant lapses; after it syncs answer OAUTH_RENEWAL_REQUIRED until renewed'),
+        username: z.string().min(1).max(200).optional(),
+      })
       .strict(),
   ])
   .nullable()
@@ -200,6 +220,7 @@ const SyncResultView = z
     requires_role_apply_confirmation: z.boolean().optional(),
     agent_auto_apply: AutoApply.optional(),
     role_auto_apply: AutoApply.optional(),
+    flow_auto_apply: AutoApply.optional(),
     finished_at: z.string().optional(),
   })
   .meta({ id: 'ManagedSourceSyncResult' });
@@ -220,7 +241,15 @@ const SourceView = z
     auto_sync: z.boolean(),
     auto_promote_on_sync: z.boolean(),
     credentials: z
-      .object({ kind: z.enum(['token', 'basic']), username: z.string().nullable(), configured: z.literal(true) })
+      .object({
+        kind: z.enum(['token', 'basic', 'oauth']),
+        username: z.string().nullable(),
+        configured: z.literal(true),
+        expires_at: z
+          .string()
+          .nullable()
+          .describe('OAuth grants: when the grant lapses (null: not known or not OAuth)'),
+      })
       .nullable(),
     synced_commit_sha: z.string().nullable(),
     release_poll: z.record(z.string(), z.unknown()).nullable(),
@@ -285,12 +314,15 @@ function checkTypePermissions(principal: Principal, types: readonly string[] | u
 }
 
 function sealCredentials(deps: AppDeps, creds: z.output<typeof Credentials>) {
-  if (!creds) return { credentialKind: null, credentialUsername: null, credentialsSealed: null };
-  const secret = creds.kind === 'token' ? creds.token : creds.password;
+  if (!creds)
+    return { credentialKind: null, credentialUsername: null, credentialExpiresAt: null, credentialsSealed: null };
+  const secret = creds.kind === 'token' ? creds.token : creds.kind === 'oauth' ? creds.access_token : creds.password;
+  const expires_at = creds.kind === 'oauth' && creds.expires_at ? new Date(creds.expires_at).toISOString() : null;
   return {
     credentialKind: creds.kind,
     credentialUsername: creds.username ?? null,
-    credentialsSealed: secretBox(deps.config).seal(JSON.stringify({ secret })),
+    credentialExpiresAt: expires_at ? new Date(expires_at) : null,
+    credentialsSealed: secretBox(deps.config).seal(JSON.stringify({ secret, expires_at })),
   };
 }
 
@@ -310,7 +342,12 @@ async function view(em: EntityManager, row: ManagedSourceRow) {
     release_ref: row.releaseRef,
     ...s,
     credentials: row.credentialKind
-      ? { kind: row.credentialKind, username: row.credentialUsername, configured: true as const }
+      ? {
+          kind: row.credentialKind,
+          username: row.credentialUsername,
+          configured: true as const,
+          expires_at: row.credentialExpiresAt ? toIso(row.credentialExpiresAt) : null,
+        }
       : null,
     synced_commit_sha: row.syncedCommitSha,
     release_poll: row.releasePoll,
@@ -327,12 +364,45 @@ async function view(em: EntityManager, row: ManagedSourceRow) {
  * Starts sync job `source-sync/<source_id>/<job_id>`. The running-job row is written first; the
  * partial unique index refuses a second one (409), so two syncs of one source never run at once.
  */
+/**
+ * The commit the release ref names on the remote now: a background job expects it (its end is checked
+ * against it). Answers the classified failure when the remote cannot say.
+ */
+async function remoteReleaseCommit(
+  em: EntityManager,
+  deps: AppDeps,
+  row: ManagedSourceRow,
+): Promise<{ commit: string } | { code: string; message: string }> {
+  let creds: GitCredentials | null = null;
+  let host = 'the Git server';
+  try {
+    host = new URL(row.repoUrl).host;
+    creds = await openCredentials(em, deps.config, row);
+    const lapsed = oauthLapsed(creds, new Date());
+    if (lapsed) return { code: lapsed.code, message: lapsed.message };
+    const ref = await resolveRemoteRef({
+      http: egressGitHttp(deps.config.egress, { timeoutMs: 10_000, maxResponseBytes: 16 * 1024 * 1024 }),
+      url: row.repoUrl,
+      headers: authHeaders(creds),
+      releaseRef: row.releaseRef,
+    });
+    return { commit: ref.commitSha };
+  } catch (err) {
+    const g = classifyGitError(err, host, creds?.kind);
+    return { code: g.code, message: g.message };
+  }
+}
+
+const runningJobs = (em: EntityManager, sourceId: string) =>
+  em.count(ManagedSourceSyncJobEntity, { sourceId, status: 'running' });
+
 async function startSync(
   em: EntityManager,
   deps: AppDeps,
   principal: Principal,
   row: ManagedSourceRow,
   apply?: SyncApplyRequest,
+  expectedRelease: string | null = null,
 ) {
   if (row.deletionState)
     throw new PlatformError(
@@ -341,7 +411,7 @@ async function startSync(
       { code: 'SOURCE_DELETE_CLEANUP_PENDING', source_id: row.id },
     );
   const jobId = randomUUID();
-  const expected = row.syncedCommitSha;
+  const expected = expectedRelease;
   try {
     await em.getConnection().execute(
       `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
@@ -405,7 +475,22 @@ async function upsertAnswer(
   flags: { sync_now?: boolean; sync_in_background?: boolean },
 ) {
   if (flags.sync_now && flags.sync_in_background) {
-    const job = await startSync(em, deps, principal, row);
+    const notStarted = (why: string) => ({
+      success: true as const,
+      source: row,
+      sync: null,
+      warning: `Saved, but no background sync job started: ${why}`,
+      warning_code: 'SKILL_RELEASE_SYNC_NOT_STARTED',
+      warning_action: 'sync_again',
+    });
+    let skip: ReturnType<typeof notStarted> | null = null;
+    if (await runningJobs(em, row.id))
+      skip = notStarted('a sync of this source is already running; sync again when it ends.');
+    const release = skip ? null : await remoteReleaseCommit(em, deps, row);
+    if (release && !('commit' in release))
+      skip = notStarted(`the release commit could not be resolved (${release.code}: ${release.message})`);
+    if (skip || !release || !('commit' in release)) return { ...skip!, source: await view(em, row) };
+    const job = await startSync(em, deps, principal, row, undefined, release.commit);
     return {
       success: true as const,
       source: await view(em, await em.fork().findOneOrFail(ManagedSourceEntity, { id: row.id })),
@@ -562,6 +647,15 @@ export const managedSourceRoutes = [
       }
       const { name, repo_url, release_ref, credentials, acknowledge_moved_tag, sync_now, sync_in_background, ...rest } =
         body;
+      const releaseChange =
+        (release_ref !== undefined && release_ref !== row.releaseRef) ||
+        (repo_url !== undefined && repo_url !== row.repoUrl) ||
+        Boolean(acknowledge_moved_tag);
+      if (releaseChange && (await runningJobs(em, row.id)))
+        throw new ConflictError(
+          `A sync of managed source ${row.id} is running; change its release (release_ref, repo_url, acknowledge_moved_tag) when it ends. Nothing was saved.`,
+          { code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS' },
+        );
       const settings: ManagedSourceSettings = { ...row.settings };
       for (const [k, v] of Object.entries(rest))
         if (v !== undefined) (settings as unknown as Record<string, unknown>)[k] = v;
@@ -756,6 +850,7 @@ export const managedSourceRoutes = [
     successStatus: 202,
     handler: async ({ params, principal, deps, em }) => {
       const row = await loadSource(em, principal, params.source_id);
+      // Answers at once: no look-up of the remote, so no expected release commit (no release check).
       const job = await startSync(em, deps, principal, row);
       return {
         success: true,

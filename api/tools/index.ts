@@ -3,6 +3,7 @@ import { agentFilesTool } from './agent-files.js';
 import { crmConnectorTool } from './crm-connector.js';
 import { describeEtlJobTool, getEtlRunTool, listEtlJobsTool, runEtlJobTool } from './etl.js';
 import { documentIndexTool } from './document-index.js';
+import { enhancementActionTool } from './enhancement.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
 /** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
@@ -15,4 +16,5 @@ export const toolRegistry = new ToolRegistry([
   runEtlJobTool as AnyTool,
   getEtlRunTool as AnyTool,
   documentIndexTool as AnyTool,
+  enhancementActionTool as AnyTool,
 ]);

@@ -13,6 +13,7 @@ export const ACTION_TYPES = [
   'prover.approve_composite_bundle.v1',
   'prover.decide_improvement_docket_entry.v1',
   'ticket.write.v1',
+  'code_agent.start.v1',
 ] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 

@@ -36,6 +36,10 @@ export const PayloadSchemas = {
     project: id.optional(),
     labels: z.array(z.string().min(1).max(100)).max(50).default([]),
   }),
+  'code_agent.start.v1': z.object({
+    prompt: z.string().trim().min(1).max(20_000),
+    ticket_key: z.string().trim().min(1).max(200).optional(),
+  }),
 } as const satisfies Record<ActionType, z.ZodType>;
 
 export type Payload<T extends ActionType> = z.output<(typeof PayloadSchemas)[T]>;

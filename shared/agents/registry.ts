@@ -98,6 +98,8 @@ export async function createAgent(
     access: { roles: input.access?.roles ?? [], users: input.access?.users ?? [] },
     source: 'api',
     isEditable: true,
+    llmProvider: null,
+    skillGroups: [],
     createdBy: principal.id,
     createdAt: now,
     updatedAt: now,

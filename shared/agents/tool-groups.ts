@@ -17,7 +17,7 @@ export const TOOL_GROUPS = {
   document_index_tools: { tools: ['_document_index'], description: 'Document indexes: ingest, search, ask, rechunk' },
   enhancement_tools: {
     tools: ['enhancement_action'],
-    description: 'Code-agent enhancements (reserved: not built yet)',
+    description: 'Code-agent runs: start (agents through Action Review), follow status and pull request',
   },
 } as const satisfies Record<string, { tools: readonly string[]; description: string }>;
 

@@ -20,6 +20,8 @@ export interface Principal {
   /** Set for agents (`gsk_`): the bot and thread the token is bound to. */
   botId?: string;
   threadId?: string;
+  /** Hosted mode (`idp_jwt`): the active identity link the subject acts through. */
+  bindingId?: string;
 }
 
 /** The plain, serialisable part of a principal: what workflows and events record as "who". */

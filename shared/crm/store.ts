@@ -19,9 +19,27 @@ export interface LoadedConnection {
   policy: SurvivorshipPolicy | null;
 }
 
-export async function findConnectionRow(em: EntityManager, tenant: string, name: string): Promise<CrmConnectionRow> {
+/** The connection types sharing the `crm_connections` table; a lookup names the one it expects. */
+export type ConnectionTypeExpected = 'crm' | 'api_key' | 'any';
+
+/**
+ * A connection row by name. A row of another type than `expected` answers as an unknown name
+ * (404, `reason: connection_type_mismatch`), so an `api_key` row is never loaded as a CRM connection
+ * nor the other way round; only the generic connection routes pass `any`.
+ */
+export async function findConnectionRow(
+  em: EntityManager,
+  tenant: string,
+  name: string,
+  expected: ConnectionTypeExpected = 'crm',
+): Promise<CrmConnectionRow> {
   const row = await em.findOne(CrmConnectionEntity, { tenant, name }, { refresh: true });
   if (!row) throw new NotFoundError(`No connection named "${name}".`);
+  if (expected !== 'any' && row.type !== expected)
+    throw new NotFoundError(`No ${expected === 'crm' ? 'CRM' : 'api_key'} connection named "${name}".`, {
+      reason: 'connection_type_mismatch',
+      expected_type: expected,
+    });
   // The row's sealed values may be under a key this process has not read yet.
   await refreshKeyring(em);
   return row;

@@ -1,6 +1,7 @@
 import type { EmbeddingConsumer } from '../embeddings/consumers.js';
 import { collectionOf } from './embedder.js';
-import { pgArray, sql } from './store.js';
+import { sql } from './store.js';
+import { encodeVector } from './vectors.js';
 
 /**
  * Document indexes as an embedding consumer: after an embedding identity change, every chunk without a
@@ -33,10 +34,10 @@ export const documentIndexConsumer: EmbeddingConsumer = {
     for (const v of vectors)
       await sql(
         em,
-        `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vector)
-           select ?, c.id, c.tenant, c.index_id, ?::real[] from doc_chunks c where c.id = ?::uuid and c.tenant = ?
-           on conflict (collection, chunk_id) do update set vector = excluded.vector`,
-        [collection, pgArray(v.vector), v.key, tenant],
+        `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
+           select ?, c.id, c.tenant, c.index_id, ? from doc_chunks c where c.id = ?::uuid and c.tenant = ?
+           on conflict (collection, chunk_id) do update set vec = excluded.vec`,
+        [collection, encodeVector(v.vector), v.key, tenant],
       );
   },
 };

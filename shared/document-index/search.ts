@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { cosine, type Embedder } from './embedder.js';
-import { CHUNK_PAGE, pgArray, sql, type Row } from './store.js';
+import type { Embedder } from './embedder.js';
+import { pgArray, sql, type Row } from './store.js';
+import type { VectorBackend, VectorHit } from './vectors.js';
 
 /** Candidates each ranking contributes to the fusion. */
 export const CANDIDATES = 50;
@@ -39,40 +40,16 @@ export async function lexicalRanking(em: EntityManager, tenant: string, indexIds
   );
 }
 
-/**
- * Vector ranking: an exact cosine scan over the index's vectors in the current collection, read in
- * pages of 2000 (PostgreSQL without pgvector, the embedded default).
- */
+/** Vector ranking: the process's vector backend (pgvector's HNSW index, else the exact cached scan), 50 candidates. */
 export async function vectorRanking(
   em: EntityManager,
+  backend: VectorBackend,
   tenant: string,
   indexIds: string[],
   collection: string,
   queryVector: number[],
-): Promise<Array<{ id: string; sim: number }>> {
-  const top: Array<{ id: string; sim: number }> = [];
-  let after = '00000000-0000-0000-0000-000000000000';
-  for (;;) {
-    const page = await sql<{ chunk_id: string; vector: number[] }>(
-      em,
-      `select chunk_id, vector from doc_embeddings
-         where collection = ? and tenant = ? and index_id = any(?::uuid[]) and chunk_id > ?
-         order by chunk_id limit ?`,
-      [collection, tenant, pgArray(indexIds), after, CHUNK_PAGE],
-    );
-    for (const r of page) {
-      const sim = cosine(queryVector, r.vector);
-      if (sim <= 0) continue;
-      if (top.length < CANDIDATES || sim > top[top.length - 1]!.sim) {
-        top.push({ id: r.chunk_id, sim });
-        top.sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1));
-        if (top.length > CANDIDATES) top.pop();
-      }
-    }
-    if (page.length < CHUNK_PAGE) break;
-    after = page[page.length - 1]!.chunk_id;
-  }
-  return top;
+): Promise<VectorHit[]> {
+  return backend.nearest(em, tenant, indexIds, collection, queryVector, CANDIDATES);
 }
 
 /**
@@ -86,12 +63,13 @@ export async function hybridSearch(
   query: string,
   topN: number,
   embedder: Embedder,
+  backend: VectorBackend,
 ): Promise<SearchHit[]> {
   if (!indexes.length || !query.trim()) return [];
   const ids = indexes.map((i) => i.id);
   const [qv] = (await embedder.embed([query])).vectors;
   const lexical = await lexicalRanking(em, tenant, ids, query);
-  const vector = await vectorRanking(em, tenant, ids, embedder.collection, qv!);
+  const vector = await vectorRanking(em, backend, tenant, ids, embedder.collection, qv!);
   const fused = new Map<string, { score: number; lexical: number | null; vector: number | null }>();
   lexical.forEach((r, n) => fused.set(r.id, { score: 1 / (RRF_K + n + 1), lexical: n + 1, vector: null }));
   vector.forEach((r, n) => {

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import { VECTOR_BATCH, type Embedder } from './embedder.js';
+import { encodeVector } from './vectors.js';
 
 export type Row = Record<string, unknown>;
 
@@ -171,11 +172,11 @@ export async function insertChunks(
       params,
     );
     const vparams: unknown[] = [];
-    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, pgArray(vectors[i + k]!)));
+    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, encodeVector(vectors[i + k]!)));
     await sql(
       tx,
-      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vector)
-         values ${ids.map(() => '(?, ?, ?, ?, ?::real[])').join(', ')}`,
+      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
+         values ${ids.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
       vparams,
     );
   }

@@ -1,52 +1,18 @@
-import { spawn } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
-import { StringDecoder } from 'node:string_decoder';
+import { OutputCapture as GroupOutputCapture, runInProcessGroup, type GroupRunStatus } from '../process/group-run.js';
 
 /** Bytes of output kept per run: the first `HEAD` and the last `TAIL` (a failing job's error is at its end). */
 export const ETL_OUTPUT_HEAD_BYTES = 768 * 1024;
 export const ETL_OUTPUT_TAIL_BYTES = 256 * 1024;
-/** Seconds between SIGTERM to the job's process group and SIGKILL. */
-const KILL_GRACE_MS = 5_000;
-
 /** The account jobs run as when the server runs as root (container deployments). */
 export const ETL_SANDBOX_USER = 'platform-etl';
 
-export type LaunchStatus = 'succeeded' | 'failed' | 'timed_out' | 'interrupted';
+export type LaunchStatus = GroupRunStatus;
 
-/** Keeps the head and the tail of a job's combined output under a fixed size, counting every byte. */
-export class OutputCapture {
-  private head: Buffer[] = [];
-  private headBytes = 0;
-  private tail: Buffer[] = [];
-  private tailBytes = 0;
-  bytesSeen = 0;
-
-  push(chunk: Buffer): void {
-    this.bytesSeen += chunk.length;
-    if (this.headBytes < ETL_OUTPUT_HEAD_BYTES) {
-      const take = chunk.subarray(0, ETL_OUTPUT_HEAD_BYTES - this.headBytes);
-      this.head.push(take);
-      this.headBytes += take.length;
-      chunk = chunk.subarray(take.length);
-    }
-    if (!chunk.length) return;
-    this.tail.push(chunk);
-    this.tailBytes += chunk.length;
-    while (this.tailBytes - this.tail[0]!.length >= ETL_OUTPUT_TAIL_BYTES) this.tailBytes -= this.tail.shift()!.length;
-  }
-
-  get truncated(): boolean {
-    return this.bytesSeen > ETL_OUTPUT_HEAD_BYTES + ETL_OUTPUT_TAIL_BYTES;
-  }
-
-  /** The kept output as text; when bytes were dropped a marker line says how many. */
-  text(): string {
-    const head = new StringDecoder('utf8').end(Buffer.concat(this.head));
-    let tail = Buffer.concat(this.tail);
-    if (!this.truncated) return head + new StringDecoder('utf8').end(tail);
-    tail = tail.subarray(tail.length - ETL_OUTPUT_TAIL_BYTES);
-    const omitted = this.bytesSeen - ETL_OUTPUT_HEAD_BYTES - ETL_OUTPUT_TAIL_BYTES;
-    return `${head}\n[… ${omitted} bytes of output omitted …]\n${tail.toString('utf8')}`;
+/** Keeps the head and the tail of a job's combined output (ETL_OUTPUT_HEAD_BYTES + ETL_OUTPUT_TAIL_BYTES). */
+export class OutputCapture extends GroupOutputCapture {
+  constructor() {
+    super(ETL_OUTPUT_HEAD_BYTES, ETL_OUTPUT_TAIL_BYTES);
   }
 }
 
@@ -113,12 +79,8 @@ export interface LaunchOptions {
   onSpawn?: (pid: number) => void;
 }
 
-export interface LaunchResult {
-  status: LaunchStatus;
-  exit_code: number | null;
-  signal: string | null;
-  error: string | null;
-}
+export type { GroupRunResult as LaunchResult } from '../process/group-run.js';
+import type { GroupRunResult as LaunchResult } from '../process/group-run.js';
 
 /**
  * Runs a launcher script as a child process without a shell (argv passed as is), in a process group
@@ -129,64 +91,16 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const executable = opts.sandbox ? (mode & 0o001) !== 0 : (mode & 0o111) !== 0;
   // An unzipped build may have lost its exec bit: the script is then handed to sh, still without a command string.
   const [file, argv] = executable ? [opts.launcherPath, opts.args] : ['/bin/sh', [opts.launcherPath, ...opts.args]];
-  return await new Promise<LaunchResult>((resolve) => {
-    let child;
-    try {
-      child = spawn(file, argv, {
-        cwd: opts.cwd,
-        env: jobEnvironment(opts.sandbox),
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        ...(opts.sandbox ? { uid: opts.sandbox.uid, gid: opts.sandbox.gid } : {}),
-      });
-    } catch (err) {
-      resolve({
-        status: 'failed',
-        exit_code: null,
-        signal: null,
-        error: `The job could not start: ${(err as Error).message}`,
-      });
-      return;
-    }
-    if (child.pid) opts.onSpawn?.(child.pid);
-    let ending: LaunchStatus | null = null;
-    let killTimer: NodeJS.Timeout | undefined;
-    const killGroup = (sig: NodeJS.Signals) => {
-      try {
-        if (child.pid) process.kill(-child.pid, sig);
-      } catch {
-        // already gone
-      }
-    };
-    const stop = (why: LaunchStatus) => {
-      if (ending) return;
-      ending = why;
-      killGroup('SIGTERM');
-      killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
-    };
-    const timer = setTimeout(() => stop('timed_out'), opts.timeoutMs);
-    const onAbort = () => stop('interrupted');
-    opts.signal?.addEventListener('abort', onAbort);
-    child.stdout.on('data', (c: Buffer) => opts.output.push(c));
-    child.stderr.on('data', (c: Buffer) => opts.output.push(c));
-    let settled = false;
-    const settle = (result: LaunchResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(killTimer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      resolve(result);
-    };
-    child.on('error', (err) => {
-      // A launcher that cannot be executed (missing, not readable by the sandbox user) never gets a pid.
-      if (!child.pid)
-        settle({ status: 'failed', exit_code: null, signal: null, error: `The job could not start: ${err.message}` });
-    });
-    child.on('close', (code, sig) => {
-      // Anything the job left running in its group goes with it.
-      killGroup('SIGKILL');
-      settle({ status: ending ?? (code === 0 ? 'succeeded' : 'failed'), exit_code: code, signal: sig, error: null });
-    });
+  return await runInProcessGroup({
+    file,
+    argv,
+    cwd: opts.cwd,
+    env: jobEnvironment(opts.sandbox),
+    timeoutMs: opts.timeoutMs,
+    output: opts.output,
+    ...(opts.sandbox ? { uid: opts.sandbox.uid, gid: opts.sandbox.gid } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.onSpawn ? { onSpawn: opts.onSpawn } : {}),
+    what: 'The job',
   });
 }

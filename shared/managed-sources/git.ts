@@ -51,15 +51,20 @@ async function collect(body: AsyncIterableIterator<Uint8Array> | Uint8Array[] | 
 }
 
 export interface GitCredentials {
-  kind: 'token' | 'basic';
+  kind: 'token' | 'basic' | 'oauth';
   username: string | null;
   secret: string;
+  /** OAuth grants only: when the saved access token lapses (ISO time; null: not known). */
+  expiresAt?: string | null;
 }
 
-/** Token and basic credentials both travel as HTTP basic auth (a token as the password, as Git hosts expect). */
+/**
+ * Token, OAuth and basic credentials all travel as HTTP basic auth (a token as the password, as Git
+ * hosts expect; an OAuth access token with user `oauth2` unless a username is saved).
+ */
 export function authHeaders(creds: GitCredentials | null): Record<string, string> {
   if (!creds) return {};
-  const user = creds.username ?? (creds.kind === 'token' ? 'x-access-token' : '');
+  const user = creds.username ?? (creds.kind === 'token' ? 'x-access-token' : creds.kind === 'oauth' ? 'oauth2' : '');
   return { authorization: `Basic ${Buffer.from(`${user}:${creds.secret}`).toString('base64')}` };
 }
 
@@ -76,8 +81,18 @@ export class GitSyncError extends Error {
   }
 }
 
+/** A saved OAuth grant that has lapsed: the sync refuses before contacting the server. */
+export function oauthLapsed(creds: GitCredentials | null, now: Date): GitSyncError | null {
+  if (creds?.kind !== 'oauth' || !creds.expiresAt) return null;
+  if (Date.parse(creds.expiresAt) > now.getTime()) return null;
+  return new GitSyncError(
+    'OAUTH_RENEWAL_REQUIRED',
+    `The saved OAuth grant for this repository lapsed at ${creds.expiresAt}; renew it and save the new credentials (PATCH credentials).`,
+  );
+}
+
 /** Maps isomorphic-git and egress failures to codes; transient ones are retryable. */
-export function classifyGitError(err: unknown, host: string): GitSyncError {
+export function classifyGitError(err: unknown, host: string, credKind?: GitCredentials['kind'] | null): GitSyncError {
   if (err instanceof GitSyncError) return err;
   if (err instanceof EgressError) {
     if (err.code === 'egress_refused') return new GitSyncError('GIT_EGRESS_REFUSED', err.message);
@@ -87,6 +102,11 @@ export function classifyGitError(err: unknown, host: string): GitSyncError {
   const e = err as { code?: string; data?: { statusCode?: number } };
   if (e.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
+    if ((status === 401 || status === 403) && credKind === 'oauth')
+      return new GitSyncError(
+        'OAUTH_RENEWAL_REQUIRED',
+        `The Git server at ${host} refused the saved OAuth grant (HTTP ${status}): it lapsed or was revoked; renew it and save the new credentials.`,
+      );
     if (status === 401 || status === 403)
       return new GitSyncError(
         'GIT_AUTH_FAILED',
@@ -199,6 +219,34 @@ export function gitignoreMatcher(rules: readonly string[]): (file: string) => bo
   return (file) => ig.ignores(file);
 }
 
+/**
+ * Rules that gitignore semantics cannot honour: a `!` rule re-including a path below a directory
+ * the rules exclude (Git never re-includes a file whose parent directory is excluded, and neither
+ * does this checkout). Answers the offending rules (empty: all supported).
+ */
+export function unsupportedCheckoutRules(rules: readonly string[]): string[] {
+  const effective = effectiveRules(rules);
+  const bad: string[] = [];
+  effective.forEach((rule, i) => {
+    if (!rule.startsWith('!')) return;
+    const before = gitignoreMatcher(effective.slice(0, i));
+    const literal = rule
+      .slice(1)
+      .replace(/^\/+/, '')
+      .split(/[*?[\\]/)[0]!;
+    const parts = literal.split('/');
+    parts.pop(); // the last component is the re-included name itself (or a partial one)
+    for (let k = 1; k <= parts.length; k++) {
+      if (parts[k - 1] === '') break;
+      if (before(`${parts.slice(0, k).join('/')}/`)) {
+        bad.push(rule);
+        return;
+      }
+    }
+  });
+  return bad;
+}
+
 const UNSAFE_NAME = /[\\/\0]/;
 
 /**
@@ -253,9 +301,24 @@ export async function materializeCheckout(input: {
       counts.files++;
     }
   };
-  await walkTree(commit.commit.tree, '');
-  const old = `${input.workdir}.old-${input.tag}`;
   const hadPrevious = await exists(input.workdir);
+  try {
+    await walkTree(commit.commit.tree, '');
+  } catch (err) {
+    await rm(temp, { recursive: true, force: true }).catch(() => undefined);
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const sparse = effectiveRules(input.checkoutExclude).length > 0;
+    if (hadPrevious)
+      throw new GitSyncError(
+        'MANAGED_CHECKOUT_DEGRADED',
+        `The working tree of commit ${input.commitSha} could not be written (${why}); the previous working tree stays in place, so reads show the previously synced commit until a sync succeeds${sparse ? ' (add a checkout_exclude rule for the offending path)' : ''}.`,
+      );
+    throw new GitSyncError(
+      sparse ? 'SPARSE_CHECKOUT_APPLY_FAILED' : 'CHECKOUT_FAILED',
+      `The working tree of commit ${input.commitSha} could not be written (${why}); nothing was checked out${sparse ? ' (the checkout_exclude rules were not enough to leave the offending path out)' : ''}.`,
+    );
+  }
+  const old = `${input.workdir}.old-${input.tag}`;
   if (hadPrevious) await rename(input.workdir, old);
   await rename(temp, input.workdir);
   if (hadPrevious) await rm(old, { recursive: true, force: true });

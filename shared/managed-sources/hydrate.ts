@@ -48,6 +48,7 @@ const AgentManifest = z.object({
   default_tool_groups: z.array(z.string().max(100)).max(50).optional(),
   tool_groups: z.array(z.string().max(100)).max(50).optional(),
   default_skill_groups: z.array(z.string().max(100)).max(50).optional(),
+  skill_groups: z.array(z.string().max(100)).max(50).optional(),
   access: z
     .object({
       roles: z.array(z.string().min(1).max(100)).max(100).optional(),
@@ -143,7 +144,7 @@ export async function readAgentManifests(
       tool_groups: [...new Set(groups)],
       access: { roles: a.access?.roles ?? [], users: a.access?.users ?? [] },
       llm_provider: a.llm_provider ?? null,
-      skill_groups: a.default_skill_groups ?? [],
+      skill_groups: [...new Set(a.default_skill_groups ?? a.skill_groups ?? [])],
     });
   }
   return { desired, degraded };
@@ -226,6 +227,8 @@ interface CurrentAgent {
   instructions: string;
   tool_groups: string[];
   access: { roles: string[]; users: string[] };
+  llm_provider: string | null;
+  skill_groups: string[];
 }
 
 export interface AgentPlan {
@@ -245,7 +248,7 @@ export async function planAgents(
 ): Promise<AgentPlan> {
   const conn = em.getConnection();
   const current = await conn.execute<CurrentAgent[]>(
-    `select id, name, description, instructions, tool_groups, access from agents where managed_source_id = ? and tenant = ?`,
+    `select id, name, description, instructions, tool_groups, access, llm_provider, skill_groups from agents where managed_source_id = ? and tenant = ?`,
     [source.id, source.tenant],
   );
   const others = await conn.execute<Array<{ name: string }>>(
@@ -274,6 +277,8 @@ export async function planAgents(
     if (cur.instructions !== d.instructions) fields.push('instructions');
     if (JSON.stringify(cur.tool_groups) !== JSON.stringify(d.tool_groups)) fields.push('tool_groups');
     if (JSON.stringify(cur.access) !== JSON.stringify(d.access)) fields.push('access');
+    if ((cur.llm_provider ?? null) !== d.llm_provider) fields.push('llm_provider');
+    if (JSON.stringify(cur.skill_groups ?? []) !== JSON.stringify(d.skill_groups)) fields.push('skill_groups');
     if (fields.length) changes.push({ action: 'update', artifact_id: d.agent_id, fields });
   }
   // A degraded manifest keeps what it imported before; only agents no longer declared go.
@@ -310,10 +315,11 @@ export async function applyAgents(
   const conn = em.getConnection();
   for (const d of plan.desired) {
     await conn.execute(
-      `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id)
-       values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?)
+      `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id, llm_provider, skill_groups)
+       values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?, ?, ?::jsonb)
        on conflict (id) do update set name = excluded.name, description = excluded.description,
          instructions = excluded.instructions, tool_groups = excluded.tool_groups, access = excluded.access,
+         llm_provider = excluded.llm_provider, skill_groups = excluded.skill_groups,
          updated_at = excluded.updated_at`,
       [
         managedAgentId(source.id, d.agent_id),
@@ -327,6 +333,8 @@ export async function applyAgents(
         now,
         now,
         source.id,
+        d.llm_provider,
+        JSON.stringify(d.skill_groups),
       ],
     );
   }

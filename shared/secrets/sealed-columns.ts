@@ -26,6 +26,8 @@ export const SEALED_TABLES: readonly SealedTable[] = [
   { table: 'managed_sources', pk: 'id', columns: ['credentials_sealed'] },
   // An ETL run's context parameters (connection settings a job reads) as one sealed JSON object.
   { table: 'etl_runs', pk: 'run_id', columns: ['context_sealed'] },
+  // Desktop mode: the device credential and AI key as one sealed JSON object (one row).
+  { table: 'desktop_state', pk: 'id', columns: ['credentials_sealed'] },
 ];
 
 export const SEALED_TABLE_NAMES: readonly string[] = SEALED_TABLES.map((t) => t.table);

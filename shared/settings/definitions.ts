@@ -117,6 +117,39 @@ export const SETTINGS = {
     description:
       'The deployment runs as a warehouse container service: encryption-key enable/verify and the mesh routes answer, and the mesh egress list restricts outbound requests',
   }),
+  // Desktop (laptop) mode, issue 18: off unless the deployment turns it on; the provisioner is reached through egress.
+  'desktop.enabled': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_MODE',
+    description: 'Desktop (laptop) mode: the /api/desktop routes answer (otherwise 404, or 409 for the notice routes)',
+  }),
+  'desktop.provisioner_url': envOnly(url, null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_URL',
+    description:
+      'Base URL of the provisioner issuing sign-in, activation, AI keys, credit readings and the version policy',
+  }),
+  'desktop.provisioner_client_id': envOnly(string(200), null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_CLIENT_ID',
+    description: 'Client id this deployment presents to the provisioner (authorize URL and every call)',
+  }),
+  'desktop.provisioner_client_secret': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_PROVISIONER_CLIENT_SECRET',
+    secret: true,
+    description: 'Client secret this deployment presents to the provisioner',
+  }),
+  'desktop.platform_ai_only': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_PLATFORM_AI_ONLY',
+    description:
+      'Platform-AI-only mode: the laptop uses only the platform AI key (llm-choice and credit switch answer 403)',
+  }),
+  'desktop.diagnostics_dir': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_DIR',
+    description: 'Folder whose log files diagnostics previews collect (default: <PLATFORM_DATA_DIR>/logs)',
+  }),
+  'desktop.diagnostics_auto': envOnly(boolean, false, {
+    env: 'PLATFORM_DESKTOP_DIAGNOSTICS_AUTO',
+    description:
+      'Send diagnostics automatically (at most one attempt an hour, by the desktop-diagnostics-auto Schedule)',
+  }),
   'secrets.reseal_batch_size': envOnly(integer(1, 2 ** 31), 100, {
     env: 'PLATFORM_SECRETS_RESEAL_BATCH_SIZE',
     description: 'Rows one re-seal activity handles (one transaction)',
@@ -177,6 +210,10 @@ export const SETTINGS = {
   'auth.mcp_client_redirect_uris': envOnly(stringList(), [], {
     env: 'AUTH_MCP_CLIENT_REDIRECT_URIS',
     description: 'Extra MCP client callbacks, matched verbatim',
+  }),
+  'auth.installation': envOnly(string(), null, {
+    env: 'AUTH_INSTALLATION',
+    description: 'Hosted mode: the installation signed assertions must name (claim installation)',
   }),
   'auth.roles_claim': envOnly(string(), 'roles', { env: 'AUTH_ROLES_CLAIM', description: 'Claim holding roles' }),
   'auth.service_token': envOnly(string(), null, {
@@ -316,6 +353,17 @@ export const SETTINGS = {
   }),
   'enhancements.code_agent.auto_create_pr': setting(boolean, true, {
     description: 'Ask the cloud to open a pull request',
+  }),
+  'enhancements.code_agent.runner_command': envOnly(string(), null, {
+    env: 'CODE_AGENT_RUNNER_COMMAND',
+    description: 'Local runner: program and arguments (split at spaces, run without a shell); auto picks it when set',
+  }),
+  'enhancements.code_agent.run_timeout_seconds': setting(integer(1, 86_400), 3600, {
+    env: 'CODE_AGENT_RUN_TIMEOUT_SECONDS',
+    description: 'A local run is killed, a cloud run given up (expired), after this long',
+  }),
+  'enhancements.code_agent.poll_interval_seconds': setting(integer(1, 3600), 15, {
+    description: 'Cloud runs: first poll delay; doubles while the status stays, up to 8 times this',
   }),
   'enhancements.coding_agent.backend': setting(oneOf(['code_agent', 'agent_cli']), 'code_agent', {
     description: 'Coding-agent backend',

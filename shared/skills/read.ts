@@ -4,7 +4,7 @@ import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../errors.
 
 /** Largest skill file the gateway returns in one call. */
 export const MAX_SKILL_FILE_BYTES = 256 * 1024;
-const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /**
  * Reads one file of a skill: `<skills root>/<skill_name>/<relative_path>`. The path may not leave

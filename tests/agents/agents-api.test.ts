@@ -98,17 +98,13 @@ describe('agent registry', () => {
     expect(groupsOf('Adam')).toEqual(['action_review', 'agent_files', 'etl_tools', 'enhancement_tools']);
   });
 
-  it('calling a tool of a reserved group that is not built yet answers a clear 501', async () => {
+  it('the enhancement_tools group is built now: its tool validates input instead of answering 501', async () => {
     const res = await http(stack.url, 'POST', '/api/tool_call', {
       token: admin,
       body: { tool: 'enhancement_action', arguments: {} },
     });
-    expect(res.status).toBe(501);
-    expect(res.body.payload).toEqual({
-      reason: 'tool_not_built',
-      tool: 'enhancement_action',
-      tool_group: 'enhancement_tools',
-    });
+    expect(res.status).toBe(400);
+    expect(res.body.payload?.reason).not.toBe('tool_not_built');
     const unknown = await http(stack.url, 'POST', '/api/tool_call', {
       token: admin,
       body: { tool: 'no_such_tool', arguments: {} },

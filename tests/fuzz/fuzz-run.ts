@@ -41,6 +41,10 @@ export const POSITIVE_EXCLUDED = [
   // A license must carry the vendor's signature, and a logo must be an image by its bytes (tests/config-misc).
   '^/api/license/activate',
   '^/api/config/branding/logo/',
+  // Hosted identity links exist only with AUTH_PROVIDER=hosted (404 elsewhere) and need a management assertion or a bound caller (tests/hosted).
+  '^/api/hosted-identities/',
+  // Desktop mode is off in the fuzz stack (a deployment setting), so its routes answer 404/409 by design; tests/desktop drives them with a fake provisioner.
+  '^/api/desktop/',
   // A blueprint import must be a ZIP holding a valid blueprint_manifest.yaml, and a grant must name a configured role (spec: 400 otherwise; tests/blueprints).
   '^/api/blueprints/import$',
   '^/api/blueprints/[^/]+/access/grant$',

@@ -10,14 +10,22 @@ export interface GitServer {
   root: string;
   /** Creates a repository `name` with a working copy; answers helpers that make real commits and tags. */
   repo(name: string): GitRepo;
-  /** Holds every request until the returned function is called (a sync that stays in flight). */
-  hold(): () => void;
+  /**
+   * Holds every request (or those `which` selects) until the returned function is called (a sync
+   * that stays in flight).
+   */
+  hold(which?: (req: IncomingMessage) => boolean): () => void;
   close(): Promise<void>;
 }
 
 export interface GitRepo {
   url: string;
   write(files: Record<string, string>): string;
+  /**
+   * Commits a file straight into the index (never written to the working copy, so its name may be
+   * one no filesystem accepts, e.g. longer than 255 bytes); pushed; answers the commit.
+   */
+  writeIndexOnly(file: string, text: string): string;
   /** Removes files in one commit (pushed); answers the commit. */
   remove(files: string[]): string;
   tag(name: string, opts?: { force?: boolean }): void;
@@ -28,8 +36,9 @@ export async function startGitServer(auth: { username: string; password: string 
   const root = mkdtempSync(path.join(tmpdir(), 'git-server-'));
   const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
   let gate: Promise<void> | null = null;
+  let gated: ((req: IncomingMessage) => boolean) | null = null;
   const server: Server = createServer((req, res) => {
-    if (gate) void gate.then(() => serve(req, res));
+    if (gate && (!gated || gated(req))) void gate.then(() => serve(req, res));
     else serve(req, res);
   });
   const serve = (req: IncomingMessage, res: ServerResponse) => {
@@ -108,6 +117,16 @@ export async function startGitServer(auth: { username: string; password: string 
           git(work, 'push', '-q', 'origin', 'main');
           return git(work, 'rev-parse', 'HEAD');
         },
+        writeIndexOnly(file, text) {
+          const blob = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: work, input: text })
+            .toString()
+            .trim();
+          git(work, 'update-index', '--add', '--cacheinfo', `100644,${blob},${file}`);
+          git(work, 'update-index', '--skip-worktree', file);
+          git(work, 'commit', '-q', '-m', 'index-only file');
+          git(work, 'push', '-q', 'origin', 'main');
+          return git(work, 'rev-parse', 'HEAD');
+        },
         remove(files) {
           git(work, 'rm', '-q', '--', ...files);
           git(work, 'commit', '-q', '-m', `remove ${files.join(',')}`);
@@ -121,11 +140,13 @@ export async function startGitServer(auth: { username: string; password: string 
         head: () => git(work, 'rev-parse', 'HEAD'),
       };
     },
-    hold() {
+    hold(which) {
       let release!: () => void;
       gate = new Promise<void>((resolve) => (release = resolve));
+      gated = which ?? null;
       return () => {
         gate = null;
+        gated = null;
         release();
       };
     },

@@ -53,7 +53,13 @@ export async function startWorker(options: {
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities:
       options.activities ??
-      createActivities({ orm: options.orm, config: options.config, log: options.log, toolbox: tools.toolbox }),
+      createActivities({
+        orm: options.orm,
+        config: options.config,
+        log: options.log,
+        toolbox: tools.toolbox,
+        temporal: tools.temporal,
+      }),
     ...workerDefaults,
   });
   const running = worker.run();

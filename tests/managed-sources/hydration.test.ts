@@ -271,4 +271,39 @@ describe('managed-source artifact hydration', () => {
     });
     expect(added.status).toBe(200);
   });
+  it("stores and answers a manifest's llm_provider and skill groups; changing them is a planned update", async () => {
+    const repo = gitServer.repo('agents-fields');
+    repo.write({
+      'agents/writer/agent.yaml': agentYaml(
+        'writer',
+        'Wri Ter',
+        'llm_provider: team-openai\ndefault_skill_groups: [reporting, reporting, sql]\n',
+      ),
+    });
+    const id = await create(repo, { auto_promote_on_sync: true });
+    const first = await sync(id);
+    expect(first.body.data).toMatchObject({ outcome: 'updated', agent_auto_apply: { applied: 1, waiting: 0 } });
+    const [row] = await query<{ id: string; llm_provider: string; skill_groups: string[] }>(
+      stack.db.url,
+      'select id, llm_provider, skill_groups from agents where managed_source_id = $1',
+      [id],
+    );
+    expect(row).toMatchObject({ llm_provider: 'team-openai', skill_groups: ['reporting', 'sql'] });
+    const view = await http(stack.url, 'GET', `/api/agents/${row!.id}`, { token: admin });
+    expect(view.body.data).toMatchObject({ llm_provider: 'team-openai', skill_groups: ['reporting', 'sql'] });
+
+    repo.write({ 'agents/writer/agent.yaml': agentYaml('writer', 'Wri Ter', 'skill_groups: [sql]\n') });
+    const second = await sync(id);
+    expect(second.body.data.agent_preview.changes).toEqual([
+      { action: 'update', artifact_id: 'writer', fields: ['llm_provider', 'skill_groups'] },
+    ]);
+    const after = await http(stack.url, 'GET', `/api/agents/${row!.id}`, { token: admin });
+    expect(after.body.data).toMatchObject({ llm_provider: null, skill_groups: ['sql'] });
+    // Agents created over the API answer the fields too (no provider pinned, no skill groups).
+    const listed = await http(stack.url, 'GET', '/api/agents', { token: admin });
+    const builtin = (listed.body.data.agents ?? listed.body.data).find(
+      (a: { source: string }) => a.source === 'builtin',
+    );
+    expect(builtin).toMatchObject({ llm_provider: null, skill_groups: [] });
+  });
 });

@@ -213,7 +213,13 @@ describe('flow pending promotions', () => {
     rmSync(path.join(gitServer.root, 'flows-work', 'flows', 'report'), { recursive: true, force: true });
     const c2 = repo.write({ 'flows/etl/flow.yaml': 'name: etl\nsteps: [extract]\n' });
     const synced = await http(stack.url, 'POST', `/api/flows/repositories/${src}/sync`, { token: developer });
-    expect(synced.body.data).toMatchObject({ outcome: 'updated', commit_sha: c2 });
+    // The broken flow is a degraded artifact; the valid changes wait for promotion.
+    expect(synced.body.data).toMatchObject({
+      outcome: 'updated_with_errors',
+      commit_sha: c2,
+      flow_auto_apply: { applied: 0, waiting: 2 },
+      hydrate: { flows: { found: 2, applied: 0, waiting: 2, degraded_artifacts: [{ artifact_id: 'broken' }] } },
+    });
     const next = (await list(developer, `?source_id=${src}`)).body.data.changes as Change[];
     expect(next.map((c) => [c.flow_name, c.change, c.promoted_commit_sha])).toEqual([
       ['broken', 'added', null],
@@ -228,5 +234,63 @@ describe('flow pending promotions', () => {
       [src],
     );
     expect(after).toEqual([{ flow_name: 'etl', commit_sha: c2 }]);
+  });
+  it('auto_promote_on_sync promotes every valid flow change the sync brings; a broken flow stays pending, degraded', async () => {
+    const repo = gitServer.repo('flows-auto');
+    const c1 = repo.write({
+      'flows/etl/flow.yaml': 'name: etl\nsteps: []\n',
+      'flows/report/flow.yml': 'name: report\n',
+      'flows/broken/flow.yaml': 'name: [unclosed\n',
+    });
+    const created = await http(stack.url, 'POST', '/api/flows/repositories', {
+      token: developer,
+      body: { name: 'auto flows', repo_url: repo.url, credentials, auto_promote_on_sync: true, sync_now: true },
+    });
+    expect(created.status).toBe(201);
+    const src = created.body.source.source_id as string;
+    expect(created.body.sync).toMatchObject({
+      outcome: 'updated_with_errors',
+      commit_sha: c1,
+      flow_auto_apply: { applied: 2, waiting: 0 },
+      degraded_artifact_count: 1,
+      hydrate: { flows: { found: 3, applied: 2, waiting: 0 } },
+    });
+    expect(created.body.sync.hydrate.flows.degraded_artifacts).toEqual([
+      { artifact_id: 'broken', reason: 'flow.yaml is not valid YAML' },
+    ]);
+    const promoted = () =>
+      query<{ flow_name: string; commit_sha: string; promoted_by: string }>(
+        stack.db.url,
+        'select flow_name, commit_sha, promoted_by from managed_flows where source_id = $1 order by flow_name',
+        [src],
+      );
+    expect(await promoted()).toEqual([
+      { flow_name: 'etl', commit_sha: c1, promoted_by: 'auto_promote_on_sync' },
+      { flow_name: 'report', commit_sha: c1, promoted_by: 'auto_promote_on_sync' },
+    ]);
+    const pending = (await list(developer, `?source_id=${src}`)).body.data.changes as Change[];
+    expect(pending.map((c) => [c.flow_name, c.change, c.valid])).toEqual([['broken', 'added', false]]);
+
+    // The next commit modifies etl, removes report and fixes broken: all promoted by the sync.
+    rmSync(path.join(gitServer.root, 'flows-auto-work', 'flows', 'report'), { recursive: true, force: true });
+    const c2 = repo.write({
+      'flows/etl/flow.yaml': 'name: etl\nsteps: [extract]\n',
+      'flows/broken/flow.yaml': 'name: fixed\n',
+    });
+    const synced = await http(stack.url, 'POST', `/api/flows/repositories/${src}/sync`, { token: developer });
+    expect(synced.body.data).toMatchObject({
+      outcome: 'updated',
+      commit_sha: c2,
+      flow_auto_apply: { applied: 3, waiting: 0 },
+      degraded_artifact_count: 0,
+    });
+    expect(await promoted()).toEqual([
+      { flow_name: 'broken', commit_sha: c2, promoted_by: 'auto_promote_on_sync' },
+      { flow_name: 'etl', commit_sha: c2, promoted_by: 'auto_promote_on_sync' },
+    ]);
+    expect((await list(developer, `?source_id=${src}`)).body.data.changes).toEqual([]);
+    // Nothing new: up to date, nothing promoted again.
+    const again = await http(stack.url, 'POST', `/api/flows/repositories/${src}/sync`, { token: developer });
+    expect(again.body.data).toMatchObject({ outcome: 'up_to_date', flow_auto_apply: { applied: 0, waiting: 0 } });
   });
 });

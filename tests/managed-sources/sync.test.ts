@@ -77,7 +77,12 @@ describe('managed sources over a real Git server', () => {
     expect(created.status).toBe(201);
     expect(created.body.success).toBe(true);
     expect(created.body.sync).toBeNull();
-    expect(created.body.source.credentials).toEqual({ kind: 'token', username: 'bot', configured: true });
+    expect(created.body.source.credentials).toEqual({
+      kind: 'token',
+      username: 'bot',
+      configured: true,
+      expires_at: null,
+    });
     expect(created.text).not.toContain(AUTH.password);
     const id = created.body.source.source_id as string;
     const [stored] = await query<{ credentials_sealed: string }>(

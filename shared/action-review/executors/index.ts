@@ -5,6 +5,7 @@ import { crmMergeExecutor } from './crm-merge.js';
 import { learningAdoptExecutor, proverExecutors } from './internal.js';
 import { localCliExecutor } from './local-cli.js';
 import { ticketWriteExecutor } from './ticket.js';
+import { codeAgentStartExecutor } from './code-agent.js';
 import { notApplied, type Executor, type ExecutorContext } from './types.js';
 
 /** One registered executor per action type; a missing one fails the type check. */
@@ -13,6 +14,7 @@ const executors: { [T in ActionType]: Executor<T> } = {
   'learning.adopt.v1': learningAdoptExecutor,
   'local_cli.run.v1': localCliExecutor,
   'ticket.write.v1': ticketWriteExecutor,
+  'code_agent.start.v1': codeAgentStartExecutor,
   ...proverExecutors,
 };
 

@@ -1,7 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { PrincipalRef } from '../../auth/principal.js';
 import type { AppConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
+import type { Settings } from '../../settings/store.js';
 import type { ActionType } from '../action-types.js';
 import type { Payload } from '../payloads.js';
 import type { EffectOutcome } from '../types.js';
@@ -17,6 +19,10 @@ export interface ExecutorContext {
   heartbeat(): void;
   /** For what a target system answered: its text goes here, never into a refusal or error detail. */
   log: Logger;
+  /** Run-time settings (saved, env, default). */
+  settings?: Settings;
+  /** For effects that start workflows (a code-agent run); absent in a worker built without one. */
+  temporal?: Client;
 }
 
 /**

@@ -17,6 +17,10 @@ export interface AgentRow {
   access: AgentAccess;
   source: 'builtin' | 'api' | 'managed';
   isEditable: boolean;
+  /** The LLM provider the agent asks (a managed manifest's `llm_provider`); null: the tenant's default. */
+  llmProvider: string | null;
+  /** Default skill groups (a managed manifest's `default_skill_groups`). */
+  skillGroups: string[];
   createdBy: string;
   createdAt: Date;
   updatedAt: Date;
@@ -35,6 +39,8 @@ export const AgentRowEntity = new EntitySchema<AgentRow>({
     access: { type: 'json' },
     source: { type: 'string' },
     isEditable: { type: 'boolean' },
+    llmProvider: { type: 'string', nullable: true },
+    skillGroups: { type: 'json', default: '[]' },
     createdBy: { type: 'string' },
     createdAt: { type: 'Date' },
     updatedAt: { type: 'Date' },

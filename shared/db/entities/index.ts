@@ -12,6 +12,7 @@ import { ManagedFlowEntity } from './managed-flows.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 import { WikiCommentEntity } from './wiki.js';
+import { CodeAgentRunEntity } from './code-agent.js';
 
 export * from './action-review.js';
 export * from './agents.js';
@@ -27,6 +28,7 @@ export * from './managed-flows.js';
 export * from './managed-sources.js';
 export * from './mcp.js';
 export * from './wiki.js';
+export * from './code-agent.js';
 
 /** Every entity the ORM knows; a new area adds its schemas here. */
 export const allEntities = [
@@ -56,4 +58,5 @@ export const allEntities = [
   EtlRunEntity,
   WikiCommentEntity,
   ManagedFlowEntity,
+  CodeAgentRunEntity,
 ];

@@ -27,8 +27,10 @@ export interface ManagedSourceRow {
   repoUrl: string;
   releaseRef: string | null;
   settings: ManagedSourceSettings;
-  credentialKind: 'token' | 'basic' | null;
+  credentialKind: 'token' | 'basic' | 'oauth' | null;
   credentialUsername: string | null;
+  /** OAuth grants: when the saved grant lapses (shown masked-side; the token itself is sealed). */
+  credentialExpiresAt: Date | null;
   credentialsSealed: string | null;
   syncedCommitSha: string | null;
   /** Hash of the `checkout_exclude` rules the working tree was built with. */
@@ -57,6 +59,7 @@ export const ManagedSourceEntity = new EntitySchema<ManagedSourceRow>({
     settings: { type: 'json' },
     credentialKind: { type: 'string', nullable: true },
     credentialUsername: { type: 'string', nullable: true },
+    credentialExpiresAt: { type: 'Date', nullable: true },
     credentialsSealed: { type: 'text', nullable: true },
     syncedCommitSha: { type: 'string', nullable: true },
     checkoutRulesHash: { type: 'string', nullable: true },

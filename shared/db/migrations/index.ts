@@ -18,7 +18,12 @@ import { Migration20261124010000WikiCommentary } from './Migration20261124010000
 import { Migration20261124010100ManagedFlows } from './Migration20261124010100ManagedFlows.js';
 import { Migration20261124020000DocumentIndexes } from './Migration20261124020000DocumentIndexes.js';
 import { Migration20261124040000ConsoleSessions } from './Migration20261124040000ConsoleSessions.js';
+import { Migration20261125010000CodeAgentRuns } from './Migration20261125010000CodeAgentRuns.js';
+import { Migration20261125020000Desktop } from './Migration20261125020000Desktop.js';
+import { Migration20261125030000HostedIdentityBindings } from './Migration20261125030000HostedIdentityBindings.js';
 import { Migration20261125040000Blueprints } from './Migration20261125040000Blueprints.js';
+import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
+import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -41,5 +46,13 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261124020000DocumentIndexes', class: Migration20261124020000DocumentIndexes },
   { name: 'Migration20261124030000EtlRuns', class: Migration20261124030000EtlRuns },
   { name: 'Migration20261124040000ConsoleSessions', class: Migration20261124040000ConsoleSessions },
+  { name: 'Migration20261125010000CodeAgentRuns', class: Migration20261125010000CodeAgentRuns },
+  { name: 'Migration20261125020000Desktop', class: Migration20261125020000Desktop },
+  { name: 'Migration20261125030000HostedIdentityBindings', class: Migration20261125030000HostedIdentityBindings },
   { name: 'Migration20261125040000Blueprints', class: Migration20261125040000Blueprints },
+  { name: 'Migration20261125050000DocVectorsBinary', class: Migration20261125050000DocVectorsBinary },
+  {
+    name: 'Migration20261125060000ManagedSourceOAuthAgentFields',
+    class: Migration20261125060000ManagedSourceOAuthAgentFields,
+  },
 ];

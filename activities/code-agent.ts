@@ -1,0 +1,301 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { CodeAgentApiError, CodeAgentClient } from '../shared/code-agent/client.js';
+import { openApiKeyConnection } from '../shared/code-agent/connection.js';
+import { runnerArgv } from '../shared/code-agent/launcher.js';
+import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '../shared/code-agent/runs.js';
+import { findConnectionRow } from '../shared/crm/store.js';
+import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
+import { EgressError } from '../shared/http/egress.js';
+import { killGroup, OutputCapture, runInProcessGroup } from '../shared/process/group-run.js';
+import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
+import type { ActivityDeps } from './index.js';
+
+/** How often a running local runner's output reaches its row, and the activity heartbeats. */
+const FLUSH_MS = 2_000;
+/** Output kept per local run: the first and the last bytes. */
+const OUTPUT_HEAD_BYTES = 192 * 1024;
+const OUTPUT_TAIL_BYTES = 64 * 1024;
+/** A line the local runner prints to report its pull request. */
+const PR_LINE = /^CODE_AGENT_PR_URL=(\S+)\s*$/gm;
+
+const exec = (em: EntityManager, sql: string, params: unknown[]) =>
+  em.getConnection().execute<Array<Record<string, unknown>>>(sql, params, 'all');
+
+const step = (name: string, detail?: string) =>
+  JSON.stringify([{ at: new Date().toISOString(), step: name, ...(detail ? { detail } : {}) }]);
+
+/** The idempotency key of a run's remote create: the same for every attempt of every worker. */
+export const remoteIdempotencyKey = (runId: string) => `code-agent-${runId}`;
+
+export function createCodeAgentActivities(deps: ActivityDeps) {
+  const { orm, config } = deps;
+
+  async function load(runId: string): Promise<{ em: EntityManager; row: CodeAgentRunRow }> {
+    const em = orm.em.fork();
+    const row = await em.findOneOrFail(CodeAgentRunEntity, { runId }, { refresh: true });
+    return { em, row };
+  }
+
+  async function client(em: EntityManager, row: CodeAgentRunRow): Promise<CodeAgentClient> {
+    let cred;
+    try {
+      cred = openApiKeyConnection(config, await findConnectionRow(em, row.tenant, row.connectionName ?? '', 'api_key'));
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable(
+        `The code-agent connection "${row.connectionName}" is not usable: ${(err as Error).message}`,
+        CODE_AGENT_REFUSED,
+      );
+    }
+    if (cred.scope !== 'shared')
+      throw ApplicationFailure.nonRetryable(
+        `The connection "${cred.name}" is not shared-scope; the cloud adapter refuses personal connections.`,
+        CODE_AGENT_REFUSED,
+      );
+    return new CodeAgentClient(cred, config);
+  }
+
+  /** A provider refusal (4xx other than 429) will not change on retry; anything else may. */
+  function classify(err: unknown, what: string): never {
+    if (err instanceof CodeAgentApiError && !err.retryable)
+      throw ApplicationFailure.nonRetryable(
+        `${what} answered HTTP ${err.status}${err.code ? ` (${err.code})` : ''}`,
+        CODE_AGENT_REFUSED,
+      );
+    if (err instanceof EgressError && err.code === 'egress_refused')
+      throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, CODE_AGENT_REFUSED);
+    throw err;
+  }
+
+  return {
+    /**
+     * Creates the remote run once: a row that already has its remote ids answers them; otherwise the
+     * create carries the idempotency key derived from the run id, so a retry after a crash (the
+     * provider created the run, the answer was lost) gets the same run back, never a second one.
+     */
+    async codeAgentCloudCreate(input: {
+      runId: string;
+    }): Promise<{ status: CodeAgentRunStatus; remoteStatus: string }> {
+      const { em, row } = await load(input.runId);
+      if (row.remoteAgentId && row.remoteRunId)
+        return { status: row.status, remoteStatus: row.remoteStatus ?? 'CREATING' };
+      await exec(
+        em,
+        `update code_agent_runs set status = 'creating', started_at = coalesce(started_at, now()), updated_at = now()
+          where run_id = ? and status = 'queued'`,
+        [input.runId],
+      );
+      const api = await client(em, row);
+      let remote;
+      try {
+        remote = await api.launch(
+          {
+            prompt: row.prompt,
+            repoUrl: row.targetRepoUrl ?? '',
+            startingRef: row.targetBaseRef,
+            autoCreatePr: row.autoCreatePr,
+          },
+          remoteIdempotencyKey(row.runId),
+          Context.current().cancellationSignal,
+        );
+      } catch (err) {
+        classify(err, 'POST /v1/agents');
+      }
+      const status = statusOfRemote(remote.status);
+      await exec(
+        em,
+        `update code_agent_runs set remote_agent_id = ?, remote_run_id = ?, remote_status = ?, status = ?,
+            steps = steps || ?::jsonb, updated_at = now()
+          where run_id = ? and remote_run_id is null`,
+        [remote.agentId, remote.runId, remote.status, status, step('remote_run_created', remote.runId), input.runId],
+      );
+      return { status, remoteStatus: remote.status };
+    },
+
+    /** Reads the remote run's status; records a change (a step), the PR URL, and the end when it is terminal. */
+    async codeAgentCloudPoll(input: {
+      runId: string;
+    }): Promise<{ status: CodeAgentRunStatus; remoteStatus: string; prUrl: string | null }> {
+      const { em, row } = await load(input.runId);
+      const api = await client(em, row);
+      let remote;
+      try {
+        remote = await api.run(row.remoteAgentId ?? '', row.remoteRunId ?? '', Context.current().cancellationSignal);
+      } catch (err) {
+        classify(err, 'GET /v1/agents/{id}/runs/{runId}');
+      }
+      const status = statusOfRemote(remote.status);
+      const terminal = CODE_AGENT_TERMINAL.includes(status);
+      const steps: string[] = [];
+      if (remote.status !== row.remoteStatus) steps.push(step(`status:${remote.status}`));
+      if (remote.prUrl && remote.prUrl !== row.prUrl) steps.push(step('pull_request', remote.prUrl));
+      const newSteps = steps.length ? JSON.stringify(steps.flatMap((s) => JSON.parse(s) as unknown[])) : '[]';
+      await exec(
+        em,
+        `update code_agent_runs set remote_status = ?, status = ?, pr_url = coalesce(?, pr_url),
+            branch = coalesce(?, branch), summary = coalesce(?, summary), steps = steps || ?::jsonb,
+            error = case when ? then ? else error end,
+            finished_at = case when ? then now() else finished_at end, updated_at = now()
+          where run_id = ? and status not in ('finished', 'failed', 'expired', 'cancelled', 'timed_out', 'interrupted')`,
+        [
+          remote.status,
+          status,
+          remote.prUrl,
+          remote.branch,
+          remote.summary,
+          newSteps,
+          status === 'failed' || status === 'expired' || status === 'cancelled',
+          `The provider reports the run ${remote.status}.`,
+          terminal,
+          input.runId,
+        ],
+      );
+      return { status, remoteStatus: remote.status, prUrl: remote.prUrl ?? row.prUrl };
+    },
+
+    /** Ends a run the workflow gives up (create refused, deadline passed); a run already ended keeps its status. */
+    async codeAgentFinish(input: {
+      runId: string;
+      status: CodeAgentRunStatus;
+      error: string | null;
+    }): Promise<CodeAgentRunStatus> {
+      const em = orm.em.fork();
+      await exec(
+        em,
+        `update code_agent_runs set status = ?, error = ?, steps = steps || ?::jsonb, finished_at = now(), updated_at = now()
+          where run_id = ? and status not in ('finished', 'failed', 'expired', 'cancelled', 'timed_out', 'interrupted')`,
+        [input.status, input.error, step(input.status, input.error ?? undefined), input.runId],
+      );
+      return (await load(input.runId)).row.status;
+    },
+
+    /**
+     * The local runner: `CODE_AGENT_RUNNER_COMMAND` (this worker's) as a child process without a
+     * shell, in its own process group, with a scrubbed environment (PATH, locale, HOME and the run's
+     * own variables), the prompt on stdin, output captured under a cap, heartbeats, and the group
+     * killed at the run's timeout. A line `CODE_AGENT_PR_URL=<url>` reports the pull request.
+     */
+    async codeAgentLocalRun(input: { runId: string }): Promise<CodeAgentRunStatus> {
+      const ctx = Context.current();
+      const claimed = await exec(
+        orm.em.fork(),
+        `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
+            steps = steps || ?::jsonb
+          where run_id = ? and status = 'queued' returning run_id`,
+        [hostname(), step('runner_started'), input.runId],
+      );
+      if (!claimed.length)
+        throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
+      const { em, row } = await load(input.runId);
+      const argv = runnerArgv(await deps.settings.get('enhancements.code_agent.runner_command'));
+      const finish = async (
+        status: CodeAgentRunStatus,
+        fields: { exitCode: number | null; error: string | null; output: OutputCapture | null },
+      ) => {
+        const text = fields.output?.text() ?? '';
+        const pr = [...text.matchAll(PR_LINE)].pop()?.[1] ?? null;
+        await exec(
+          em,
+          `update code_agent_runs set status = ?, exit_code = ?, error = ?, output = ?, output_bytes = ?,
+              output_truncated = ?, pr_url = coalesce(?, pr_url), process_id = null, steps = steps || ?::jsonb,
+              finished_at = now(), updated_at = now()
+            where run_id = ? and status = 'running'`,
+          [
+            status,
+            fields.exitCode,
+            fields.error,
+            text,
+            fields.output?.bytesSeen ?? 0,
+            fields.output?.truncated ?? false,
+            pr,
+            step(status, fields.error ?? undefined),
+            input.runId,
+          ],
+        );
+        return status;
+      };
+      if (!argv.length)
+        return await finish('failed', {
+          exitCode: null,
+          error: 'CODE_AGENT_RUNNER_COMMAND is not set on the worker that took the run.',
+          output: null,
+        });
+      const output = new OutputCapture(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
+      const workdir = await mkdtemp(path.join(tmpdir(), 'code-agent-'));
+      const env: Record<string, string> = {
+        PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+        LANG: process.env.LANG ?? 'C.UTF-8',
+        HOME: workdir,
+        CODE_AGENT_RUN_ID: row.runId,
+        CODE_AGENT_TARGET_REPO_URL: row.targetRepoUrl ?? '',
+        CODE_AGENT_TARGET_BASE_REF: row.targetBaseRef,
+        CODE_AGENT_AUTO_CREATE_PR: String(row.autoCreatePr),
+        ...(row.ticketKey ? { CODE_AGENT_TICKET_KEY: row.ticketKey } : {}),
+      };
+      const flush = setInterval(() => {
+        ctx.heartbeat();
+        // Progress is best effort (the final write is not).
+        exec(
+          orm.em.fork(),
+          `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
+            where run_id = ? and status = 'running'`,
+          [output.text(), output.bytesSeen, output.truncated, input.runId],
+        ).catch(() => undefined);
+      }, FLUSH_MS);
+      try {
+        const result = await runInProcessGroup({
+          file: argv[0]!,
+          argv: argv.slice(1),
+          cwd: workdir,
+          env,
+          stdin: row.prompt,
+          timeoutMs: row.timeoutSeconds * 1000,
+          output,
+          signal: ctx.cancellationSignal,
+          what: 'The code-agent runner',
+          onSpawn: (pid) =>
+            void exec(
+              orm.em.fork(),
+              `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
+              [pid, input.runId],
+            ).catch(() => undefined),
+        });
+        const status: CodeAgentRunStatus = result.status === 'succeeded' ? 'finished' : result.status;
+        const error =
+          result.error ??
+          (result.status === 'timed_out'
+            ? `The runner ran past enhancements.code_agent.run_timeout_seconds (${row.timeoutSeconds} s) and was killed with its process group.`
+            : result.status === 'failed'
+              ? `The runner exited with ${result.exit_code === null ? `signal ${result.signal}` : `code ${result.exit_code}`}.`
+              : result.status === 'interrupted'
+                ? 'The worker stopped while the runner ran; it was stopped and not restarted.'
+                : null);
+        return await finish(status, { exitCode: result.exit_code, error, output });
+      } finally {
+        clearInterval(flush);
+        await rm(workdir, { recursive: true, force: true }).catch(() => undefined);
+      }
+    },
+
+    /** Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
+    async codeAgentMarkInterrupted(input: { runId: string; reason: string }): Promise<CodeAgentRunStatus> {
+      const em = orm.em.fork();
+      const rows = await exec(
+        em,
+        `update code_agent_runs set status = 'interrupted', error = ?, steps = steps || ?::jsonb, finished_at = now(),
+            updated_at = now()
+          where run_id = ? and status in ('queued', 'running') returning worker_host, process_id`,
+        [input.reason, step('interrupted', input.reason), input.runId],
+      );
+      const stranded = rows[0];
+      if (stranded?.process_id && stranded.worker_host === hostname())
+        killGroup(Number(stranded.process_id), 'SIGKILL');
+      return (await load(input.runId)).row.status;
+    },
+  };
+}
+
+export type CodeAgentActivities = ReturnType<typeof createCodeAgentActivities>;

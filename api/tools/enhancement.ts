@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { codeAgentRunIdFor, codeAgentRunView, startCodeAgentRun } from '../../shared/code-agent/start.js';
+import { CodeAgentRunEntity } from '../../shared/db/entities/index.js';
+import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { uuidFromKey } from '../../shared/ids.js';
+import { createProposal } from '../action-review/create.js';
+import { rowView } from '../action-review/views.js';
+import { defineTool } from './registry.js';
+
+const EnhancementInput = z.discriminatedUnion('action', [
+  z
+    .object({
+      action: z.literal('START_CODE_AGENT'),
+      prompt: z
+        .string()
+        .trim()
+        .min(1)
+        .max(20_000)
+        .describe('What the coding agent should change (e.g. from the ticket)'),
+      ticket_key: z.string().trim().min(1).max(200).optional().describe('The ticket the run comes from'),
+    })
+    .strict(),
+  z
+    .object({
+      action: z.literal('GET_CODE_AGENT_STATUS'),
+      run_id: z.string().regex(/^car_[0-9a-f]{24}$/, 'a run id from START_CODE_AGENT'),
+    })
+    .strict(),
+]);
+
+/**
+ * The group `enhancement_tools` (spec, "Code-agent connection"): `START_CODE_AGENT` launches a coding
+ * agent (workflow `code-agent/<run_id>`, cloud or local runner per `enhancements.code_agent.*`);
+ * `GET_CODE_AGENT_STATUS` answers status, steps and outcome while it runs. A person starts the run
+ * at once; an agent's start writes to a repository on its behalf, so it raises an Action Review
+ * proposal (`code_agent.start.v1`) and the run starts when a person approves and it is executed.
+ * Without a usable adapter the answer is `{success: false, error: {code: CODING_AGENT_UNSUPPORTED}}`.
+ */
+export const enhancementActionTool = defineTool({
+  name: 'enhancement_action',
+  description:
+    'Code-agent runs: START_CODE_AGENT (prompt, ticket_key?) launches a coding agent on the configured repository (agents: an Action Review proposal a person approves); GET_CODE_AGENT_STATUS (run_id) answers status, steps, pull-request URL.',
+  input: EnhancementInput,
+  principalKinds: ['agent', 'person'],
+  permission: (input) => (input.action === 'START_CODE_AGENT' ? 'manage_all_connections' : 'view_connections'),
+  async handler({ input, principal, deps, em, idempotencyKey }) {
+    if (input.action === 'GET_CODE_AGENT_STATUS') {
+      const row = await em.findOne(
+        CodeAgentRunEntity,
+        { runId: input.run_id, tenant: principal.tenant },
+        { refresh: true },
+      );
+      if (!row) throw new NotFoundError(`No code-agent run ${input.run_id}.`, { reason: 'code_agent_run_not_found' });
+      return { success: true, run: await codeAgentRunView(row, deps.temporal) };
+    }
+    const request = { prompt: input.prompt, ...(input.ticket_key ? { ticket_key: input.ticket_key } : {}) };
+    if (principal.kind === 'agent') {
+      if (!principal.botId || !principal.threadId)
+        throw new ForbiddenError('This sandbox token is not bound to a bot and thread.');
+      const proposal = await createProposal(deps, em, principal, {
+        actionType: 'code_agent.start.v1',
+        payload: request,
+        expectedEffect: `Launch a coding agent on the configured repository${input.ticket_key ? ` for ${input.ticket_key}` : ''}; it may push a branch and open a pull request.`,
+        requestedStatement: null,
+        botId: principal.botId,
+        threadId: principal.threadId,
+        subject: null,
+        executionOrigin: null,
+        proposalId: idempotencyKey ? uuidFromKey(`code-agent:${idempotencyKey}`) : undefined,
+      });
+      return {
+        success: true,
+        status: 'pending_review',
+        proposal: rowView(proposal, { scope: 'full', includeStatement: true }),
+      };
+    }
+    const started = await startCodeAgentRun(
+      { em, settings: deps.settings, temporal: deps.temporal, config: deps.config },
+      {
+        runId: codeAgentRunIdFor(idempotencyKey),
+        tenant: principal.tenant,
+        requestedBy: `${principal.kind}:${principal.id}`,
+      },
+      request,
+    );
+    if ('unsupported' in started) return { success: false, error: started.unsupported };
+    return { success: true, run: await codeAgentRunView(started.row) };
+  },
+});

@@ -1,0 +1,93 @@
+import type { Settings } from '../settings/store.js';
+
+/**
+ * The launcher settings (spec, "Code-agent connection", `enhancements.code_agent.*`) resolved into
+ * the adapter a run uses. `auto` picks the local runner when `CODE_AGENT_RUNNER_COMMAND` is set,
+ * else cloud when `connection_name` is set; an explicit `cloud` wins over a configured local runner.
+ * Cloud runs need `target_repo_url`. Anything else is `CODING_AGENT_UNSUPPORTED`.
+ */
+export const CODING_AGENT_UNSUPPORTED = 'CODING_AGENT_UNSUPPORTED';
+
+export type CodeAgentAdapter = 'cloud' | 'local';
+
+interface Common {
+  /** `enhancements.code_agent.enabled` (env `CODE_AGENT_TICKET_ENABLED`): launching from tickets. */
+  enabled: boolean;
+  targetRepoUrl: string;
+  targetBaseRef: string;
+  timeoutSeconds: number;
+}
+
+export type ResolvedLauncher =
+  | (Common & { adapter: 'cloud'; connectionName: string; autoCreatePr: boolean })
+  | (Common & { adapter: 'local'; command: string[] });
+
+export interface LauncherUnsupported {
+  code: typeof CODING_AGENT_UNSUPPORTED;
+  message: string;
+  /** The settings that would make a run possible. */
+  missing: string[];
+}
+
+/** Splits the runner command at whitespace: program then arguments, never handed to a shell. */
+export function runnerArgv(command: string | null | undefined): string[] {
+  return (command ?? '').split(/\s+/).filter(Boolean);
+}
+
+export async function resolveLauncher(settings: Settings): Promise<ResolvedLauncher | LauncherUnsupported> {
+  const get = <P extends Parameters<Settings['get']>[0]>(p: P) => settings.get(p);
+  const [enabled, adapter, connectionName, repoUrl, baseRef, autoCreatePr, command, timeoutSeconds] = await Promise.all(
+    [
+      get('enhancements.code_agent.enabled'),
+      get('enhancements.code_agent.adapter'),
+      get('enhancements.code_agent.connection_name'),
+      get('enhancements.code_agent.target_repo_url'),
+      get('enhancements.code_agent.target_base_ref'),
+      get('enhancements.code_agent.auto_create_pr'),
+      get('enhancements.code_agent.runner_command'),
+      get('enhancements.code_agent.run_timeout_seconds'),
+    ],
+  );
+  const argv = runnerArgv(command);
+  const common: Common = {
+    enabled: enabled ?? false,
+    targetRepoUrl: (repoUrl ?? '').trim(),
+    targetBaseRef: (baseRef ?? '').trim() || 'main',
+    timeoutSeconds: timeoutSeconds ?? 3600,
+  };
+  const conn = (connectionName ?? '').trim();
+  const chosen: CodeAgentAdapter | null =
+    adapter === 'cloud' ? 'cloud' : adapter === 'local' ? 'local' : argv.length ? 'local' : conn ? 'cloud' : null;
+  if (chosen === 'local') {
+    if (!argv.length)
+      return {
+        code: CODING_AGENT_UNSUPPORTED,
+        message: 'The local runner is selected but CODE_AGENT_RUNNER_COMMAND is not set.',
+        missing: ['CODE_AGENT_RUNNER_COMMAND'],
+      };
+    return { ...common, adapter: 'local', command: argv };
+  }
+  if (chosen === 'cloud') {
+    const missing = [
+      ...(conn ? [] : ['enhancements.code_agent.connection_name']),
+      ...(common.targetRepoUrl ? [] : ['enhancements.code_agent.target_repo_url']),
+    ];
+    if (missing.length)
+      return {
+        code: CODING_AGENT_UNSUPPORTED,
+        message: `The cloud code agent needs ${missing.join(' and ')}.`,
+        missing,
+      };
+    return { ...common, adapter: 'cloud', connectionName: conn, autoCreatePr: autoCreatePr ?? true };
+  }
+  return {
+    code: CODING_AGENT_UNSUPPORTED,
+    message:
+      'No code-agent adapter is usable: set CODE_AGENT_RUNNER_COMMAND for the local runner, or enhancements.code_agent.connection_name and target_repo_url for the cloud agent.',
+    missing: ['CODE_AGENT_RUNNER_COMMAND', 'enhancements.code_agent.connection_name'],
+  };
+}
+
+export function isUnsupported(r: ResolvedLauncher | LauncherUnsupported): r is LauncherUnsupported {
+  return 'code' in r;
+}

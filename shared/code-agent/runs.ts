@@ -1,0 +1,85 @@
+// @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
+/** Code-agent run states, steps and the view `enhancement_action` answers (table `code_agent_runs`). */
+
+export const CODE_AGENT_RUN_STATUSES = [
+  'queued',
+  'creating',
+  'running',
+  'finished',
+  'failed',
+  'expired',
+  'cancelled',
+  'timed_out',
+  'interrupted',
+] as const;
+export type CodeAgentRunStatus = (typeof CODE_AGENT_RUN_STATUSES)[number];
+export const CODE_AGENT_TERMINAL: readonly CodeAgentRunStatus[] = [
+  'finished',
+  'failed',
+  'expired',
+  'cancelled',
+  'timed_out',
+  'interrupted',
+];
+
+/** One step of a run, in order: what happened and when (ISO time). */
+export interface CodeAgentStep {
+  at: string;
+  step: string;
+  detail?: string;
+}
+
+/** The cloud provider's run status (PROTOCOLS.md: tolerate unknown values) as ours; unknown ones keep it running. */
+export function statusOfRemote(remote: string): CodeAgentRunStatus {
+  switch (remote.toUpperCase()) {
+    case 'CREATING':
+      return 'creating';
+    case 'FINISHED':
+      return 'finished';
+    case 'ERROR':
+      return 'failed';
+    case 'CANCELLED':
+      return 'cancelled';
+    case 'EXPIRED':
+      return 'expired';
+    default:
+      return 'running';
+  }
+}
+
+/** What the workflow's query answers while it runs. */
+export interface CodeAgentLiveStatus {
+  status: CodeAgentRunStatus;
+  remote_status: string | null;
+  pr_url: string | null;
+  polls: number;
+  /** The last failed poll (the provider unreachable); cleared by the next good one. */
+  last_poll_error: string | null;
+  next_poll_seconds: number | null;
+}
+
+export interface CodeAgentRunView {
+  run_id: string;
+  adapter: 'cloud' | 'local';
+  status: CodeAgentRunStatus;
+  ticket_key: string | null;
+  target_repo_url: string | null;
+  target_base_ref: string;
+  auto_create_pr: boolean;
+  remote_agent_id: string | null;
+  remote_run_id: string | null;
+  remote_status: string | null;
+  pr_url: string | null;
+  branch: string | null;
+  summary: string | null;
+  exit_code: number | null;
+  error: string | null;
+  steps: CodeAgentStep[];
+  output: { text: string; bytes_seen: number; truncated: boolean } | null;
+  requested_by: string;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  /** The workflow's own view while it runs (null once finished or when it could not be asked). */
+  live: CodeAgentLiveStatus | null;
+}

@@ -1,0 +1,14 @@
+/**
+ * The desktop module's clock (credit cache ages, the wait after a refused device credential, sign-in
+ * attempt expiry). Tests move it instead of sleeping; production uses the wall clock.
+ */
+let nowFn: () => number = () => Date.now();
+
+export function desktopNow(): number {
+  return nowFn();
+}
+
+/** Replaces the clock (tests); `undefined` restores the wall clock. */
+export function setDesktopClock(fn: (() => number) | undefined): void {
+  nowFn = fn ?? (() => Date.now());
+}

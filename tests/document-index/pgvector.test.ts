@@ -1,0 +1,142 @@
+/**
+ * The pgvector path against a PostgreSQL that has the extension: detection selects it, its HNSW
+ * ranking gives the same top results as the exact cached scan on a fixed corpus, and a write is seen
+ * by the next search. The embedded PostgreSQL of the suite cannot load pgvector, so this file runs
+ * only where `PLATFORM_TEST_PGVECTOR_URL` names the maintenance database of a server that has it
+ * (e.g. `docker run -e POSTGRES_PASSWORD=pw -p 5433:5432 pgvector/pgvector:pg16`, then
+ * `PLATFORM_TEST_PGVECTOR_URL=postgres://postgres:pw@127.0.0.1:5433/postgres`); elsewhere it is skipped.
+ */
+import { randomBytes } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initOrm, migrate } from '../../shared/db/orm.js';
+import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
+import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
+import { hybridSearch } from '../../shared/document-index/search.js';
+import { createIndex, ingestDocument, type IndexRow } from '../../shared/document-index/store.js';
+import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
+
+const adminUrl = process.env.PLATFORM_TEST_PGVECTOR_URL;
+const TENANT = 'pgv';
+const NO_CHUNKING = { chunk_size: null, chunk_overlap: null, chunk_strategy: null };
+const embedder: Embedder = {
+  identity: LOCAL_EMBEDDING_IDENTITY,
+  collection: collectionOf(LOCAL_EMBEDDING_IDENTITY),
+  embed: (texts) => Promise.resolve({ vectors: texts.map(localEmbed), warnings: [] }),
+};
+const CORPUS = [
+  'Nightly backups run at two in the morning and are kept for thirty days.',
+  'Restore a backup with the restore command from the operations handbook.',
+  'Encryption keys are rotated every quarter; rotation re-seals every stored secret.',
+  'The enterprise tier adds premium support and a dedicated account manager.',
+  'Employees receive twenty-five paid holidays each year; unused days expire in March.',
+  'Expense reports must be filed within thirty days with receipts attached.',
+  'Severity one incidents page the on-call engineer immediately.',
+  'Production deployments happen on weekdays before four in the afternoon.',
+  'Passwords need at least sixteen characters and are checked against breach lists.',
+  'Laptops are replaced every three years by the IT department.',
+  'Backup drills restore last night’s backup into a scratch database every month.',
+  'Customer data is deleted ninety days after a contract ends.',
+];
+const QUERIES = [
+  'restore a backup',
+  'encryption key rotation',
+  'paid holidays',
+  'on-call incidents',
+  'password length',
+  'customer data deletion',
+];
+
+describe.skipIf(!adminUrl)('pgvector backend (PLATFORM_TEST_PGVECTOR_URL)', () => {
+  let orm: MikroORM;
+  let dbName: string;
+  let index: IndexRow;
+  let pgv: VectorBackend;
+  const em = () => orm.em.fork() as EntityManager;
+
+  beforeAll(async () => {
+    dbName = `pgv_${randomBytes(5).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${dbName}`);
+    await admin.end();
+    orm = await initOrm({ clientUrl: adminUrl!.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 4 });
+    await migrate(orm);
+    index = await createIndex(em(), TENANT, 'kb', NO_CHUNKING);
+    for (const [i, text] of CORPUS.entries())
+      await ingestDocument(em(), index, { path: `doc${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
+    pgv = await detectVectorBackend(em(), 1024 * 1024);
+  }, 120_000);
+  afterAll(async () => {
+    await orm?.close();
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+  });
+
+  it('detects the extension and creates the HNSW index of the collection on first search', async () => {
+    expect(pgv.kind).toBe('pgvector');
+    await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    const idx = await em()
+      .getConnection()
+      .execute(`select indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`);
+    expect(idx).toHaveLength(1);
+    expect(String(idx[0]!.indexdef)).toContain('vector_cosine_ops');
+    // The search's ORDER BY matches the index expression, so the HNSW index can answer it.
+    const plan = await em().transactional(async (tx) => {
+      await tx.getConnection().execute('set local enable_seqscan = off', [], 'all', tx.getTransactionContext());
+      const q = `[${localEmbed('backup').join(',')}]`;
+      return tx.getConnection().execute(
+        `explain select chunk_id from doc_embeddings where collection = ? and index_id = ?
+             order by doc_vec_floats(vec)::vector(384) <=> ?::vector(384) limit 5`,
+        [embedder.collection, index.id, q],
+        'all',
+        tx.getTransactionContext(),
+      );
+    });
+    expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_emb_hnsw_/);
+  });
+
+  it('gives the same top results as the exact scan on a fixed corpus', async () => {
+    const exact = new ExactVectorBackend(64 * 1024 * 1024);
+    for (const q of QUERIES) {
+      const v = localEmbed(q);
+      const a = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, v, 5);
+      const b = await exact.nearest(em(), TENANT, [index.id], embedder.collection, v, 5);
+      expect(
+        a.map((h) => h.id),
+        q,
+      ).toEqual(b.map((h) => h.id));
+      a.forEach((h, i) => expect(h.sim).toBeCloseTo(b[i]!.sim, 4));
+      const ha = await hybridSearch(em(), TENANT, [{ id: index.id, name: 'kb' }], q, 5, embedder, pgv);
+      const hb = await hybridSearch(em(), TENANT, [{ id: index.id, name: 'kb' }], q, 5, embedder, exact);
+      expect(
+        ha.map((h) => h.filepath),
+        q,
+      ).toEqual(hb.map((h) => h.filepath));
+      expect(ha[0]).toBeDefined();
+    }
+  });
+
+  it('sees a write at the next search', async () => {
+    const v = localEmbed('zebra crossing near the school');
+    const before = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, v, 5);
+    const added = await ingestDocument(
+      em(),
+      index,
+      { path: 'zebra', kind: 'text', content: 'A zebra crossing near the school.' },
+      NO_CHUNKING,
+      embedder,
+    );
+    const chunk = await em()
+      .getConnection()
+      .execute('select id from doc_chunks where document_id = ?', [added.file_id]);
+    const after = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, v, 5);
+    expect(before.map((h) => h.id)).not.toContain(chunk[0]!.id);
+    expect(after[0]!.id).toBe(chunk[0]!.id);
+    expect(after[0]!.sim).toBeCloseTo(1, 4);
+  });
+});

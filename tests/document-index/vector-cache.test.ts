@@ -1,0 +1,258 @@
+/**
+ * The vector half of SEARCH without pgvector: binary float4 storage, the in-process vector cache and
+ * its generation counter (a search after any committed write sees that write: ingestion, document
+ * deletion, re-embedding, the rechunk swap, a write from another connection), the exact ranking equal
+ * to a brute-force cosine over the stored vectors, and the backend detection falling back to the exact
+ * path on the embedded PostgreSQL (which has no pgvector).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentEmbedder, cosine, type Embedder } from '../../shared/document-index/embedder.js';
+import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
+import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/document-index/rechunk.js';
+import { createIndex, ingestDocument, sql, type IndexRow } from '../../shared/document-index/store.js';
+import {
+  decodeVector,
+  detectVectorBackend,
+  encodeVector,
+  ExactVectorBackend,
+  vectorBackend,
+} from '../../shared/document-index/vectors.js';
+import { realArrayToBytes } from '../../shared/db/migrations/Migration20261125050000DocVectorsBinary.js';
+import { query } from '../helpers/db.js';
+import { http, startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+let embedder: Embedder;
+let tenant: string;
+const em = (): EntityManager => stack.api.deps.orm.em.fork() as EntityManager;
+const NO_CHUNKING = { chunk_size: null, chunk_overlap: null, chunk_strategy: null };
+
+const tool = (args: Record<string, unknown>) =>
+  http(stack.url, 'POST', '/api/tool_call', { body: { tool: '_document_index', arguments: args } });
+const ok = async (args: Record<string, unknown>) => {
+  const r = await tool(args);
+  expect(r.status, r.text).toBe(200);
+  return r.body.data.result;
+};
+
+beforeAll(async () => {
+  stack = await startStack();
+  tenant = stack.config.auth.deploymentTenant;
+  embedder = await currentEmbedder(em(), stack.config, tenant);
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+async function add(index: IndexRow, path: string, content: string) {
+  return ingestDocument(em(), index, { path, kind: 'text', content }, NO_CHUNKING, embedder);
+}
+const chunkIds = async (documentId: string) =>
+  (await sql<{ id: string }>(em(), 'select id from doc_chunks where document_id = ? order by seq', [documentId])).map(
+    (r) => r.id,
+  );
+const qv = async (text: string) => (await embedder.embed([text])).vectors[0]!;
+
+describe('binary vectors', () => {
+  it('round-trips float4 bytes, and doc_vec_floats (pgvector expression, down migration) decodes them in SQL', async () => {
+    const v = [0.5, -1.25, 3.0e-39, 0, 123456.789, -0.000123];
+    const decoded = Array.from(decodeVector(encodeVector(v)));
+    expect(decoded).toEqual(v.map((x) => Math.fround(x)));
+    const rows = await sql<{ f: number[] }>(em(), 'select doc_vec_floats(?) as f', [encodeVector(v)]);
+    expect(rows[0]!.f.map((x) => Math.fround(Number(x)))).toEqual(v.map((x) => Math.fround(x)));
+    // The up migration's conversion of the former real[] column gives the bytes the API writes.
+    const converted = await sql<{ b: Buffer }>(em(), `select ${realArrayToBytes('?::real[]')} as b`, [
+      `{${v.join(',')}}`,
+    ]);
+    expect(Buffer.compare(converted[0]!.b, encodeVector(v))).toBe(0);
+    const empty = await sql<{ f: number[] }>(em(), `select doc_vec_floats(''::bytea) as f`);
+    expect(empty[0]!.f).toEqual([]);
+  });
+
+  it('stores every ingested vector as 4 bytes per dimension', async () => {
+    const index = await createIndex(em(), tenant, 'bytes', NO_CHUNKING);
+    await add(index, 'a', 'Binary storage of float vectors.');
+    const rows = await query<{ n: number }>(
+      stack.db.url,
+      'select length(vec) as n from doc_embeddings where index_id = $1',
+      [index.id],
+    );
+    expect(rows.map((r) => Number(r.n))).toEqual([(await qv('x')).length * 4]);
+  });
+});
+
+describe('backend detection', () => {
+  it('falls back to the exact cached scan where CREATE EXTENSION vector fails (embedded PostgreSQL)', async () => {
+    const detected = await detectVectorBackend(em(), 1024 * 1024);
+    expect(detected.kind).toBe('exact');
+    expect((await vectorBackend(em(), stack.config)).kind).toBe('exact');
+    const ext = await query(stack.db.url, `select 1 from pg_extension where extname = 'vector'`);
+    expect(ext).toHaveLength(0);
+  });
+});
+
+describe('exact backend with its cache', () => {
+  it('ranks exactly like a brute-force cosine over the stored vectors', async () => {
+    const index = await createIndex(em(), tenant, 'parity', NO_CHUNKING);
+    const texts = [
+      'Nightly backups run at two in the morning.',
+      'Restore a backup with the restore command.',
+      'Encryption keys rotate every quarter.',
+      'Backups are kept for thirty days before deletion.',
+      'The cafeteria serves soup on Fridays.',
+      'Backup restore drills happen every month in the morning.',
+    ];
+    for (const [i, t] of texts.entries()) await add(index, `doc${i}`, t);
+    const q = await qv('backup restore in the morning');
+    const backend = new ExactVectorBackend(64 * 1024 * 1024);
+    const got = await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 4);
+    const stored = await query<{ chunk_id: string; vec: Buffer }>(
+      stack.db.url,
+      'select chunk_id, vec from doc_embeddings where index_id = $1',
+      [index.id],
+    );
+    const brute = stored
+      .map((r) => ({ id: r.chunk_id, sim: cosine(q, Array.from(decodeVector(r.vec))) }))
+      .filter((r) => r.sim > 0)
+      .sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1))
+      .slice(0, 4);
+    expect(got.map((h) => h.id)).toEqual(brute.map((h) => h.id));
+    got.forEach((h, i) => expect(h.sim).toBeCloseTo(brute[i]!.sim, 5));
+    expect(got.length).toBe(4);
+  });
+
+  it('serves repeated searches from memory and never serves vectors older than a committed write', async () => {
+    const index = await createIndex(em(), tenant, 'fresh', NO_CHUNKING);
+    const backend = new ExactVectorBackend(64 * 1024 * 1024);
+    const search = async (text: string) =>
+      (await backend.nearest(em(), tenant, [index.id], embedder.collection, await qv(text), 10)).map((h) => h.id);
+
+    const a = await add(index, 'a', 'Zebra crossings are painted white.');
+    const [chunkA] = await chunkIds(a.file_id);
+    expect(await search('zebra crossing')).toEqual([chunkA]);
+    expect(backend.stats).toEqual({ loads: 1, hits: 0 });
+    expect(await search('zebra crossing')).toEqual([chunkA]);
+    expect(backend.stats).toEqual({ loads: 1, hits: 1 });
+
+    // Ingestion: the new document's vector is seen by the next search.
+    const b = await add(index, 'b', 'A zebra crossing near the school.');
+    const [chunkB] = await chunkIds(b.file_id);
+    expect((await search('zebra crossing')).sort()).toEqual([chunkA, chunkB].sort());
+    expect(backend.stats.loads).toBe(2);
+
+    // Replacing a document's text (same path, new chunks).
+    const b2 = await add(index, 'b', 'Giraffes eat leaves from tall trees.');
+    const [chunkB2] = await chunkIds(b2.file_id);
+    expect(await search('zebra crossing')).toEqual([chunkA]);
+    expect(await search('giraffes leaves')).toEqual([chunkB2]);
+
+    // Document deletion (cascaded from doc_documents through doc_chunks).
+    await sql(em(), 'delete from doc_documents where id = ?', [a.file_id]);
+    expect(await search('zebra crossing')).toEqual([]);
+
+    // Re-embedding (an update of the stored vector through the embedding consumer).
+    await documentIndexConsumer.store(em(), tenant, embedder.identity, [
+      { key: chunkB2!, vector: await qv('penguins swim in cold water') },
+    ]);
+    expect(await search('penguins cold water')).toEqual([chunkB2]);
+    expect(await search('giraffes leaves')).toEqual([]);
+
+    // A write by another process (its own connection), e.g. the worker.
+    await query(stack.db.url, 'delete from doc_embeddings where chunk_id = $1', [chunkB2]);
+    expect(await search('penguins cold water')).toEqual([]);
+    const gen = await query<{ g: string }>(
+      stack.db.url,
+      'select vector_generation::text as g from doc_indexes where id = $1',
+      [index.id],
+    );
+    expect(Number(gen[0]!.g)).toBeGreaterThanOrEqual(6);
+  });
+
+  it('follows the rechunk swap: the new index is searched, the old one answers nothing', async () => {
+    const index = await createIndex(em(), tenant, 'swap', NO_CHUNKING);
+    await add(index, 'a', 'Lighthouses guide ships at night. Keepers trim the lamps.');
+    const backend = new ExactVectorBackend(64 * 1024 * 1024);
+    const q = await qv('lighthouse ships');
+    const before = await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 10);
+    expect(before).toHaveLength(1);
+    const begun = await beginRechunk(em(), {
+      tenant,
+      indexName: 'swap',
+      runId: 'r1',
+      config: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    if ('missing' in begun) throw new Error('index missing');
+    await rechunkCopyBatch(em(), stack.config, {
+      tenant,
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+      afterId: null,
+      limit: 10,
+      chunkConfig: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    // Searches keep being served by the original until the swap.
+    expect(await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 10)).toEqual(before);
+    const swapped = await swapRechunk(em(), {
+      tenant,
+      indexName: 'swap',
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+    });
+    expect(swapped.swapped).toBe(true);
+    expect(await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 10)).toEqual([]);
+    const after = await backend.nearest(em(), tenant, [begun.tempId], embedder.collection, q, 10);
+    const newChunks = (
+      await query<{ id: string }>(stack.db.url, 'select id from doc_chunks where index_id = $1', [begun.tempId])
+    ).map((r) => r.id);
+    expect(newChunks.length).toBe(2);
+    expect(after.map((h) => h.id)[0]).toBe(
+      (
+        await query<{ id: string }>(stack.db.url, 'select id from doc_chunks where index_id = $1 and seq = 0', [
+          begun.tempId,
+        ])
+      )[0]!.id,
+    );
+    expect(after.every((h) => newChunks.includes(h.id))).toBe(true);
+  });
+
+  it('keeps within its byte budget: a set larger than the budget is scanned, not kept', async () => {
+    const index = await createIndex(em(), tenant, 'budget', NO_CHUNKING);
+    const a = await add(index, 'a', 'Budgets cap the cache.');
+    const backend = new ExactVectorBackend(16);
+    const q = await qv('budget cache');
+    const [chunk] = await chunkIds(a.file_id);
+    expect((await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 10)).map((h) => h.id)).toEqual([
+      chunk,
+    ]);
+    expect((await backend.nearest(em(), tenant, [index.id], embedder.collection, q, 10)).map((h) => h.id)).toEqual([
+      chunk,
+    ]);
+    expect(backend.stats).toEqual({ loads: 2, hits: 0 });
+  });
+});
+
+describe('SEARCH over HTTP after writes', () => {
+  it('a search after ADD_TEXT and DELETE_DOCUMENT sees each write (the API process keeps its cache warm)', async () => {
+    await ok({ action: 'CREATE_INDEX', index_name: 'api' });
+    await ok({
+      action: 'ADD_TEXT',
+      index_name: 'api',
+      text: 'Otters hold hands while sleeping.',
+      metadata: { filepath: 'otters' },
+    });
+    const first = await ok({ action: 'SEARCH', index_name: 'api', query: 'otters sleeping' });
+    expect(first.results.map((r: { filepath: string }) => r.filepath)).toEqual(['otters']);
+    await ok({
+      action: 'ADD_TEXT',
+      index_name: 'api',
+      text: 'Sleeping otters float on kelp.',
+      metadata: { filepath: 'kelp' },
+    });
+    const second = await ok({ action: 'SEARCH', index_name: 'api', query: 'otters sleeping' });
+    expect(second.results.map((r: { filepath: string }) => r.filepath).sort()).toEqual(['kelp', 'otters']);
+    await ok({ action: 'DELETE_DOCUMENT', index_name: 'api', filepath: 'otters' });
+    const third = await ok({ action: 'SEARCH', index_name: 'api', query: 'otters sleeping' });
+    expect(third.results.map((r: { filepath: string }) => r.filepath)).toEqual(['kelp']);
+  });
+});
