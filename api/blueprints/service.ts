@@ -3,6 +3,7 @@
  * grants, export and import. Every write to one blueprint runs in a transaction holding the
  * blueprint's advisory lock (`lockBlueprint`) and ends in one commit authored by the acting user.
  */
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -300,9 +301,17 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
     const taken = await findRow(tx, ctx.principal.tenant, newName);
     if (taken) refuseTakenName(newName);
     // Grants, history and the repository are keyed by blueprint_id: only the name moves.
-    await tx
-      .getConnection()
-      .execute(`update blueprints set name = ? where blueprint_id = ?`, [newName, b.row.blueprint_id]);
+    // A create of the same name may commit between the check above and this update: the unique
+    // (tenant, name) constraint then decides, and the loser gets the same 409 as the check.
+    try {
+      await tx
+        .getConnection()
+        .execute(`update blueprints set name = ? where blueprint_id = ?`, [newName, b.row.blueprint_id]);
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
+        refuseTakenName(newName);
+      throw err;
+    }
     m.name = newName;
     await writeWorkingFiles(b.dir, new Map([[MANIFEST_FILE, serializeManifest(m)]]), false);
   });

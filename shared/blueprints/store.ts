@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import git from 'isomorphic-git';
 import type { Principal } from '../auth/principal.js';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, ServiceUnavailableError } from '../errors.js';
 import { findDefault, type DefaultBlueprint } from './defaults.js';
 import {
   isSafeRelativePath,
@@ -72,7 +72,20 @@ export async function findRowById(em: EntityManager, tenant: string, id: string)
 }
 
 export async function readManifestAt(dir: string): Promise<BlueprintManifest> {
-  return parseManifest(await readFile(path.join(dir, MANIFEST_FILE), 'utf8'));
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+  } catch (err) {
+    // The row exists but its working copy does not: the blueprints volume is not mounted (or not
+    // shared between API and worker). An operator problem, answered as such rather than as a 500.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ServiceUnavailableError(
+        'blueprint_storage',
+        'The blueprint storage (PLATFORM_BLUEPRINTS_DIR) does not hold this blueprint; check that its volume is mounted.',
+      );
+    throw err;
+  }
+  return parseManifest(text);
 }
 
 /** A blueprint by name (custom first, then defaults), or 404. */
