@@ -48,6 +48,8 @@ COPY --from=build --chown=node:node /app/package.json ./package.json
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node temporal-config ./temporal-config
+# Blueprint working copies (Git repositories): a named volume in docker-compose.yml, owned by `node`.
+RUN mkdir -p /app/.data/blueprints && chown -R node:node /app/.data
 
 USER node
 EXPOSE 8080

@@ -78,6 +78,7 @@ const EnvSchema = z.object({
   PLATFORM_LLM_INPUT_USD_PER_MTOK: optionalString,
   PLATFORM_LLM_OUTPUT_USD_PER_MTOK: optionalString,
   PLATFORM_DATA_DIR: optionalString,
+  PLATFORM_BLUEPRINTS_DIR: optionalString,
   PLATFORM_SECRETS_KEY: optionalString,
   PLATFORM_SECRETS_RESEAL_BATCH_SIZE: optionalString,
   PLATFORM_SECRETS_RESEAL_PAUSE_MS: optionalString,
@@ -217,6 +218,11 @@ export interface AppConfig {
   /** Managed sources (Git): each source's working tree and object store live under `dir/<source_id>/`. */
   managedSources: {
     /** `<PLATFORM_DATA_DIR>/managed-sources`. */
+    dir: string;
+  };
+  /** Blueprint working copies: one Git repository per blueprint under `dir/<tenant>/<blueprint_id>/` (API and worker share it). */
+  blueprints: {
+    /** `PLATFORM_BLUEPRINTS_DIR`, else `<PLATFORM_DATA_DIR>/blueprints`. */
     dir: string;
   };
   mesh: {
@@ -447,6 +453,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     containerServiceMode,
     managedSources: {
       dir: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/managed-sources`,
+    },
+    blueprints: {
+      dir: e.PLATFORM_BLUEPRINTS_DIR ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/blueprints`,
     },
     mesh: {
       authKeyFile:

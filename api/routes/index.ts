@@ -30,6 +30,7 @@ import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 import { wikiRoutes } from './wiki.js';
 import { hostedIdentityRoutes } from './hosted-identities.js';
+import { blueprintRoutes } from './blueprints.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -50,5 +51,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...hostedIdentityRoutes);
   routes.push(...skillRoutes);
   routes.push(...desktopRoutes);
+  routes.push(...blueprintRoutes);
   return routes;
 }

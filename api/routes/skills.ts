@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { getVisibleAgent } from '../../shared/agents/registry.js';
 import { demoBudgetExhausted, recordLlmUsage } from '../../shared/deployment/demo-budget.js';
-import { LlmFailureError, NotFoundError, PlatformError } from '../../shared/errors.js';
+import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { activeProviders } from '../../shared/llm/active-provider.js';
 import { LlmError, llmFailure, notConfigured } from '../../shared/llm/client.js';
 import { resolveSkill } from '../../shared/skills/packages.js';
@@ -29,7 +29,7 @@ export const skillRoutes = [
     tags: ['skills'],
     summary: 'Remove a skill from the runtime registry (the skills folder read_skill serves)',
     description:
-      'Needs `manage_skills`. The skill folder is moved to `.removed/<skill_name>-<epoch ms>` inside `PLATFORM_SKILLS_DIR` (recoverable by an operator); `read_skill` answers 404 for it afterwards. 501 when the deployment has no skills folder.',
+      'Needs `manage_skills`. The skill folder is moved to `.removed/<skill_name>-<epoch ms>` inside `PLATFORM_SKILLS_DIR` (recoverable by an operator); `read_skill` answers 404 for it afterwards. A deployment without a skills folder has an empty registry: 404 with `payload.reason` `no_skills_folder`.',
     access: { kind: 'authenticated', permission: 'manage_skills' },
     params: z.object({
       skill_name: z.string().regex(SKILL_NAME, 'a skill folder name (letters, digits, ".", "_", "-")'),
@@ -39,15 +39,16 @@ export const skillRoutes = [
         description: 'Removed from the runtime registry',
         schema: successEnvelope(z.object({ skill_name: z.string(), removed: z.literal(true), moved_to: z.string() })),
       },
-      404: { description: 'No such skill in the runtime registry' },
-      501: { description: 'No skills folder on this deployment (`PLATFORM_SKILLS_DIR` unset)' },
+      404: { description: 'No such skill in the runtime registry (also when the deployment has no skills folder)' },
     },
     handler: async ({ params, deps }) => {
       const root = deps.config.skillsDir;
+      // Without a skills folder the runtime registry is empty: every name is unknown (404, as the
+      // deployment-dependent families answer), with the reason spelled out for the operator.
       if (!root)
-        throw new PlatformError(
-          'not_available_here',
-          'No skills are installed on this deployment (PLATFORM_SKILLS_DIR is not set).',
+        throw new NotFoundError(
+          `No skill ${params.skill_name} in the runtime registry: this deployment has no skills folder (PLATFORM_SKILLS_DIR is not set).`,
+          { reason: 'no_skills_folder' },
         );
       const folder = path.join(root, params.skill_name);
       const info = await lstat(folder).catch(() => null);

@@ -62,6 +62,7 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     TEMPORAL_ADDRESS: temporal.address,
     AUTH_PROVIDER: 'none',
     CRM_ALLOW_INSECURE_LOOPBACK: 'true',
+    PLATFORM_BLUEPRINTS_DIR: path.join(dir, 'blueprints'),
     ...env,
   }); // the fake model is on loopback
   const log = createLogger({ level: 'error', sink: () => {} });

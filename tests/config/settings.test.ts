@@ -120,7 +120,9 @@ describe('sources', () => {
     ]);
     expect(etl.body.data.count).toBe(7);
     const nested = await http(stack.url, 'GET', `${SOURCES}?section=enhancements.code_agent`, { token: admin });
-    expect(nested.body.data.count).toBe(6);
+    // enabled, adapter, connection_name, target_repo_url, target_base_ref, auto_create_pr, runner_command,
+    // run_timeout_seconds, poll_interval_seconds
+    expect(nested.body.data.count).toBe(9);
 
     const all = await http(stack.url, 'GET', SOURCES, { token: admin });
     expect(all.body.data.count).toBeGreaterThan(60);

@@ -21,6 +21,7 @@ import { Migration20261124040000ConsoleSessions } from './Migration2026112404000
 import { Migration20261125010000CodeAgentRuns } from './Migration20261125010000CodeAgentRuns.js';
 import { Migration20261125020000Desktop } from './Migration20261125020000Desktop.js';
 import { Migration20261125030000HostedIdentityBindings } from './Migration20261125030000HostedIdentityBindings.js';
+import { Migration20261125040000Blueprints } from './Migration20261125040000Blueprints.js';
 import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
 import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
 import { Migration20261125070000AgentSkillPackages } from './Migration20261125070000AgentSkillPackages.js';
@@ -49,6 +50,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125010000CodeAgentRuns', class: Migration20261125010000CodeAgentRuns },
   { name: 'Migration20261125020000Desktop', class: Migration20261125020000Desktop },
   { name: 'Migration20261125030000HostedIdentityBindings', class: Migration20261125030000HostedIdentityBindings },
+  { name: 'Migration20261125040000Blueprints', class: Migration20261125040000Blueprints },
   { name: 'Migration20261125050000DocVectorsBinary', class: Migration20261125050000DocVectorsBinary },
   {
     name: 'Migration20261125060000ManagedSourceOAuthAgentFields',

@@ -1,0 +1,700 @@
+/**
+ * Blueprint operations shared by the routes (and later the `blueprints` tool): views, authoring,
+ * grants, export and import. Every write to one blueprint runs in a transaction holding the
+ * blueprint's advisory lock (`lockBlueprint`) and ends in one commit authored by the acting user.
+ */
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Principal } from '../../shared/auth/principal.js';
+import {
+  flagsFor,
+  grantsOf,
+  isConfiguredRole,
+  requireAccess,
+  type AccessFlags,
+  type BlueprintAction,
+} from '../../shared/blueprints/access.js';
+import { DEFAULT_BLUEPRINTS, findDefault } from '../../shared/blueprints/defaults.js';
+import {
+  EXPORT_MANIFEST_FILE,
+  isSafeRelativePath,
+  MANIFEST_FILE,
+  ManifestError,
+  parseManifest,
+  resolveOwner,
+  serializeManifest,
+  type BlueprintManifest,
+  type BlueprintPhase,
+} from '../../shared/blueprints/manifest.js';
+import {
+  commitAll,
+  findRow,
+  findRowById,
+  history,
+  identityOf,
+  initRepository,
+  insertRow,
+  listRows,
+  listWorkingFiles,
+  lockBlueprint,
+  newBlueprintId,
+  readManifestAt,
+  readWorkingFile,
+  repoDir,
+  resolveBlueprint,
+  touchRow,
+  workingCopyFingerprint,
+  writeWorkingFiles,
+  type Resolved,
+} from '../../shared/blueprints/store.js';
+import { buildZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
+import { parse } from 'yaml';
+import { z } from 'zod';
+
+export interface Ctx {
+  em: EntityManager;
+  principal: Principal;
+  root: string;
+}
+
+export async function accessOf(ctx: Ctx, b: Resolved): Promise<AccessFlags> {
+  const grants = b.kind === 'custom' ? await grantsOf(ctx.em, [b.row.blueprint_id]) : [];
+  return flagsFor(ctx.principal, b, grants);
+}
+
+/** Resolves a blueprint, pins its identity when `blueprintId` is given, and checks `action`. */
+export async function open(
+  ctx: Ctx,
+  name: string,
+  action: BlueprintAction,
+  blueprintId?: string,
+): Promise<{ b: Resolved; flags: AccessFlags }> {
+  const b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, name);
+  const flags = await accessOf(ctx, b);
+  requireAccess(flags, 'view', name);
+  if (blueprintId !== undefined && blueprintId !== identityOf(b)) {
+    throw new ConflictError(`Blueprint "${name}" is not the blueprint ${blueprintId} (it was renamed or replaced).`, {
+      code: 'BLUEPRINT_IDENTITY_MISMATCH',
+      blueprint_name: name,
+      requested_blueprint_id: blueprintId,
+      blueprint_id: identityOf(b),
+    });
+  }
+  if (b.kind === 'default' && action !== 'view') refuseDefault(name, 'changed');
+  requireAccess(flags, action, name);
+  return { b, flags };
+}
+
+function originOf(b: Resolved) {
+  return (
+    b.manifest.origin ?? {
+      source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
+      created_by_user_id: resolveOwner(b.manifest),
+    }
+  );
+}
+
+function sourceView(b: Resolved) {
+  return {
+    source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
+    source_id: null,
+    repo_id: null,
+    path: b.kind === 'default' ? null : '.',
+    read_only: b.kind === 'default',
+  };
+}
+
+export function summaryOf(b: Resolved, flags: AccessFlags) {
+  return {
+    blueprint_name: b.manifest.name,
+    blueprint_id: identityOf(b),
+    short_description: b.manifest.blueprint.short_description,
+    default_mode: b.manifest.blueprint.default_mode,
+    is_default: b.kind === 'default',
+    mode: 'standard' as const,
+    owner: b.kind === 'default' ? null : (resolveOwner(b.manifest) ?? b.row.created_by),
+    phase_count: b.manifest.phases.length,
+    origin: originOf(b),
+    access: flags,
+  };
+}
+
+export async function inventory(ctx: Ctx) {
+  const rows = await listRows(ctx.em, ctx.principal.tenant);
+  const grants = await grantsOf(
+    ctx.em,
+    rows.map((r) => r.blueprint_id),
+  );
+  const out: ReturnType<typeof summaryOf>[] = [];
+  for (const d of DEFAULT_BLUEPRINTS) {
+    if (d.manifest.hidden || rows.some((r) => r.name === d.manifest.name)) continue;
+    const b: Resolved = { kind: 'default', def: d, manifest: d.manifest };
+    out.push(summaryOf(b, flagsFor(ctx.principal, b, [])));
+  }
+  for (const row of rows) {
+    const dir = repoDir(ctx.root, ctx.principal.tenant, row.blueprint_id);
+    let manifest: BlueprintManifest;
+    try {
+      manifest = await readManifestAt(dir);
+    } catch {
+      continue; // a working copy being written or lost: not listed (its detail answers the reason)
+    }
+    const b: Resolved = { kind: 'custom', row, dir, manifest };
+    const flags = flagsFor(
+      ctx.principal,
+      b,
+      grants.filter((g) => g.blueprint_id === row.blueprint_id),
+    );
+    if (flags.can_view && !manifest.hidden) out.push(summaryOf(b, flags));
+  }
+  return out.sort((a, b) => a.blueprint_name.localeCompare(b.blueprint_name));
+}
+
+export async function detail(ctx: Ctx, b: Resolved, flags: AccessFlags) {
+  const files =
+    b.kind === 'custom' ? await listWorkingFiles(b.dir) : [MANIFEST_FILE, ...Object.keys(b.def.files)].sort();
+  const missing = new Set<string>();
+  const phases = b.manifest.phases.map((p: BlueprintPhase) => {
+    const refs = [...p.files, ...p.prompts.flatMap((x) => ('file' in x ? [x.file] : []))];
+    const absent = refs.filter((f) => !files.includes(f));
+    absent.forEach((f) => missing.add(f));
+    return { ...p, missing_files: absent };
+  });
+  return {
+    ...summaryOf(b, flags),
+    hidden: b.manifest.hidden,
+    manifest: b.manifest,
+    phases,
+    files,
+    missing_files: [...missing].sort(),
+    source_selection: {
+      source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
+      selected: 'working_copy' as const,
+      editable: flags.can_edit,
+    },
+    blueprint: {
+      short_description: b.manifest.blueprint.short_description,
+      default_mode: b.manifest.blueprint.default_mode,
+      created_by: b.kind === 'default' ? null : resolveOwner(b.manifest),
+      origin: originOf(b),
+      source_view: sourceView(b),
+    },
+    updated_at: b.kind === 'custom' ? new Date(b.row.updated_at).toISOString() : null,
+  };
+}
+
+export async function fileBytes(b: Resolved, filePath: string): Promise<Buffer> {
+  if (!isSafeRelativePath(filePath))
+    throw new BadRequestError('file_path must be a relative path inside the blueprint (no "..", no leading "/").', {
+      fields: [{ field: 'params.file_path', message: 'outside the blueprint', code: 'path_traversal' }],
+    });
+  let bytes: Buffer | null = null;
+  if (b.kind === 'custom') bytes = await readWorkingFile(b.dir, filePath);
+  else if (filePath === MANIFEST_FILE) bytes = Buffer.from(serializeManifest(b.manifest));
+  else if (Object.hasOwn(b.def.files, filePath)) bytes = Buffer.from(b.def.files[filePath]!);
+  if (!bytes)
+    throw new NotFoundError(`Blueprint "${b.manifest.name}" has no file "${filePath}".`, { file_path: filePath });
+  return bytes;
+}
+
+export async function historyOf(b: Resolved, limit: number) {
+  return b.kind === 'custom' ? history(b.dir, limit) : [];
+}
+
+function refuseDefault(name: string, what: string): never {
+  throw new ConflictError(`"${name}" is a built-in default blueprint; it cannot be ${what}.`, {
+    code: 'DEFAULT_BLUEPRINT',
+    blueprint_name: name,
+  });
+}
+
+function refuseTakenName(name: string): never {
+  throw new ConflictError(`A blueprint named "${name}" already exists.`, {
+    code: 'BLUEPRINT_NAME_TAKEN',
+    blueprint_name: name,
+  });
+}
+
+export interface CreateInput {
+  name: string;
+  short_description?: string;
+  default_mode?: 'interactive' | 'autonomous';
+  phases?: BlueprintPhase[];
+}
+
+export async function create(ctx: Ctx, input: CreateInput) {
+  if (findDefault(input.name)) refuseTakenName(input.name);
+  const id = newBlueprintId();
+  const manifest: BlueprintManifest = {
+    schema_version: 1,
+    name: input.name,
+    created_by: ctx.principal.id,
+    hidden: false,
+    blueprint: { short_description: input.short_description ?? '', default_mode: input.default_mode ?? 'interactive' },
+    origin: { source_type: 'local', created_by_user_id: ctx.principal.id },
+    phases: input.phases ?? [],
+  };
+  const dir = repoDir(ctx.root, ctx.principal.tenant, id);
+  await ctx.em.transactional(async (tx) => {
+    await lockBlueprint(tx, `${ctx.principal.tenant}:${input.name}`);
+    await insertRow(tx, {
+      blueprint_id: id,
+      tenant: ctx.principal.tenant,
+      name: input.name,
+      created_by: ctx.principal.id,
+    });
+    await initRepository(
+      dir,
+      ctx.principal,
+      new Map([[MANIFEST_FILE, serializeManifest(manifest)]]),
+      `Create blueprint ${input.name}`,
+    );
+  });
+  return resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, input.name);
+}
+
+/** Runs `fn` on the current working copy under the blueprint's lock; answers the commit (null when unchanged). */
+async function writeLocked(
+  ctx: Ctx,
+  b: Extract<Resolved, { kind: 'custom' }>,
+  message: string,
+  fn: (tx: EntityManager, manifest: BlueprintManifest) => Promise<void>,
+): Promise<string | null> {
+  return ctx.em.transactional(async (tx) => {
+    await lockBlueprint(tx, b.row.blueprint_id);
+    const current = await readManifestAt(b.dir);
+    await fn(tx, current);
+    const oid = await commitAll(b.dir, ctx.principal, message);
+    if (oid) await touchRow(tx, b.row.blueprint_id);
+    return oid;
+  });
+}
+
+export async function update(ctx: Ctx, b: Resolved, input: { short_description?: string; phases?: BlueprintPhase[] }) {
+  if (b.kind === 'default') refuseDefault(b.manifest.name, 'edited');
+  const changed = [
+    ...(input.short_description !== undefined ? ['short_description'] : []),
+    ...(input.phases !== undefined ? ['phases'] : []),
+  ];
+  const commit = await writeLocked(
+    ctx,
+    b,
+    `Update ${changed.join(' and ') || 'nothing'} of ${b.manifest.name}`,
+    async (_tx, m) => {
+      if (input.short_description !== undefined) m.blueprint.short_description = input.short_description;
+      if (input.phases !== undefined) m.phases = input.phases;
+      await writeWorkingFiles(b.dir, new Map([[MANIFEST_FILE, serializeManifest(m)]]), false);
+    },
+  );
+  return commit;
+}
+
+export async function rename(ctx: Ctx, b: Resolved, newName: string) {
+  if (b.kind === 'default') refuseDefault(b.manifest.name, 'renamed');
+  if (newName === b.manifest.name) return null;
+  if (findDefault(newName)) refuseTakenName(newName);
+  return writeLocked(ctx, b, `Rename blueprint ${b.manifest.name} to ${newName}`, async (tx, m) => {
+    const taken = await findRow(tx, ctx.principal.tenant, newName);
+    if (taken) refuseTakenName(newName);
+    // Grants, history and the repository are keyed by blueprint_id: only the name moves.
+    // A create of the same name may commit between the check above and this update: the unique
+    // (tenant, name) constraint then decides, and the loser gets the same 409 as the check.
+    try {
+      await tx
+        .getConnection()
+        .execute(`update blueprints set name = ? where blueprint_id = ?`, [newName, b.row.blueprint_id]);
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
+        refuseTakenName(newName);
+      throw err;
+    }
+    m.name = newName;
+    await writeWorkingFiles(b.dir, new Map([[MANIFEST_FILE, serializeManifest(m)]]), false);
+  });
+}
+
+export async function remove(ctx: Ctx, b: Resolved) {
+  if (b.kind === 'default') refuseDefault(b.manifest.name, 'deleted');
+  await ctx.em.transactional(async (tx) => {
+    await lockBlueprint(tx, b.row.blueprint_id);
+    await tx.getConnection().execute(`delete from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
+    await rm(b.dir, { recursive: true, force: true });
+  });
+}
+
+export async function accessList(ctx: Ctx, b: Resolved) {
+  const grants = b.kind === 'custom' ? await grantsOf(ctx.em, [b.row.blueprint_id]) : [];
+  return {
+    blueprint_name: b.manifest.name,
+    blueprint_id: identityOf(b),
+    owner: b.kind === 'default' ? null : resolveOwner(b.manifest),
+    grants: grants.map((g) => ({
+      role_name: g.role_name,
+      action: g.action,
+      subject: `blueprint:${b.manifest.name}`,
+      granted_by: g.granted_by,
+      granted_at: new Date(g.granted_at).toISOString(),
+    })),
+  };
+}
+
+export async function grant(ctx: Ctx, b: Resolved, roleName: string, action: BlueprintAction, add: boolean) {
+  if (b.kind === 'default') refuseDefault(b.manifest.name, 'shared or restricted');
+  if (add && !(await isConfiguredRole(ctx.em, ctx.principal.tenant, roleName))) {
+    throw new BadRequestError(`"${roleName}" is not a configured role.`, {
+      fields: [{ field: 'body.role_name', message: 'not a configured role', code: 'unknown_role' }],
+    });
+  }
+  await ctx.em.transactional(async (tx) => {
+    await lockBlueprint(tx, b.row.blueprint_id);
+    if (add)
+      await tx
+        .getConnection()
+        .execute(
+          `insert into blueprint_grants (blueprint_id, role_name, action, granted_by) values (?, ?, ?, ?) on conflict do nothing`,
+          [b.row.blueprint_id, roleName, action, ctx.principal.id],
+        );
+    else
+      await tx
+        .getConnection()
+        .execute(`delete from blueprint_grants where blueprint_id = ? and role_name = ? and action = ?`, [
+          b.row.blueprint_id,
+          roleName,
+          action,
+        ]);
+  });
+  return accessList(ctx, b);
+}
+
+// ---- export ----
+
+export async function exportZip(ctx: Ctx, b: Resolved) {
+  if (b.kind === 'default') refuseDefault(b.manifest.name, 'exported');
+  return ctx.em.transactional(async (tx) => {
+    // Under the lock: the fingerprint and the streamed files are the same working copy.
+    await lockBlueprint(tx, b.row.blueprint_id);
+    const files = await listWorkingFiles(b.dir);
+    const sidecar = {
+      manifest_version: 2,
+      blueprint_name: b.manifest.name,
+      blueprint_id: b.row.blueprint_id,
+      source_identity: { source_type: 'local', source_id: null, repo_id: null, path: '.' },
+      working_copy_fingerprint: await workingCopyFingerprint(b.dir),
+    };
+    // Files are read while the stream is consumed; snapshot them first so a later write cannot tear the archive.
+    const entries = await Promise.all(files.map(async (f) => ({ path: f, data: await readFile(path.join(b.dir, f)) })));
+    entries.push({ path: EXPORT_MANIFEST_FILE, data: Buffer.from(serializeYaml(sidecar)) });
+    return { stream: buildZip(entries), filename: `${b.manifest.name}.zip` };
+  });
+}
+
+function serializeYaml(v: unknown): string {
+  return serializeManifest(v as BlueprintManifest);
+}
+
+// ---- import ----
+
+const Sidecar = z
+  .object({
+    manifest_version: z.number().int().optional(),
+    blueprint_name: z.string().optional(),
+    blueprint_id: z.string().min(1).max(200).optional(),
+    working_copy_fingerprint: z.string().optional(),
+  })
+  .passthrough();
+
+export interface ImportArchive {
+  dir: string;
+  files: string[];
+  manifest: BlueprintManifest;
+  blueprintId: string | null;
+  manifestVersion: number;
+  legacy: boolean;
+}
+
+export class InvalidArchiveError extends Error {
+  constructor(
+    readonly code: 'UNSAFE_ZIP' | 'INVALID_BLUEPRINT_ARCHIVE',
+    readonly reason: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+  toBadRequest(): BadRequestError {
+    return new BadRequestError(this.message, { code: this.code, reason: this.reason, ...this.extra });
+  }
+}
+
+/** Checks and extracts an uploaded archive into a fresh temp folder (the caller removes `dir`). */
+export async function readArchive(uploadPath: string): Promise<ImportArchive> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-blueprint-import-'));
+  try {
+    let names: string[];
+    try {
+      names = await safeExtract(uploadPath, dir);
+    } catch (err) {
+      if (err instanceof UnsafeZipError)
+        throw new InvalidArchiveError('UNSAFE_ZIP', err.reason, err.message, {
+          ...(err.member ? { member: err.member } : {}),
+          limits: ZIP_LIMITS,
+        });
+      throw err;
+    }
+    if (!names.includes(MANIFEST_FILE))
+      throw new InvalidArchiveError(
+        'INVALID_BLUEPRINT_ARCHIVE',
+        'manifest_missing',
+        `The archive has no ${MANIFEST_FILE} at its root.`,
+      );
+    let manifest: BlueprintManifest;
+    try {
+      manifest = parseManifest(await readFile(path.join(dir, MANIFEST_FILE), 'utf8'));
+    } catch (err) {
+      if (err instanceof ManifestError)
+        throw new InvalidArchiveError('INVALID_BLUEPRINT_ARCHIVE', 'manifest_invalid', err.message, {
+          issues: err.issues,
+        });
+      throw err;
+    }
+    let sidecar: z.infer<typeof Sidecar> | null = null;
+    if (names.includes(EXPORT_MANIFEST_FILE)) {
+      let raw: unknown;
+      try {
+        raw = parse(await readFile(path.join(dir, EXPORT_MANIFEST_FILE), 'utf8'), { maxAliasCount: 50 });
+      } catch {
+        raw = undefined;
+      }
+      const r = Sidecar.safeParse(raw);
+      if (!r.success)
+        throw new InvalidArchiveError(
+          'INVALID_BLUEPRINT_ARCHIVE',
+          'export_manifest_invalid',
+          `${EXPORT_MANIFEST_FILE} is not valid.`,
+        );
+      sidecar = r.data;
+      await rm(path.join(dir, EXPORT_MANIFEST_FILE));
+    }
+    const blueprintId = sidecar?.blueprint_id ?? null;
+    return {
+      dir,
+      files: names.filter((n) => n !== EXPORT_MANIFEST_FILE).sort(),
+      manifest,
+      blueprintId,
+      manifestVersion: sidecar?.manifest_version ?? 1,
+      legacy: blueprintId === null,
+    };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export type Strategy = 'create_copy' | 'create_version' | 'replace';
+
+interface Target {
+  b: Resolved;
+  flags: AccessFlags;
+  match: 'blueprint_id' | 'name';
+}
+
+async function matchTarget(ctx: Ctx, a: ImportArchive): Promise<Target | null> {
+  let b: Resolved | null = null;
+  let match: Target['match'] = 'name';
+  if (a.blueprintId) {
+    const row = await findRowById(ctx.em, ctx.principal.tenant, a.blueprintId);
+    if (row) {
+      b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, row.name);
+      match = 'blueprint_id';
+    }
+  } else {
+    const row = await findRow(ctx.em, ctx.principal.tenant, a.manifest.name);
+    if (row) b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, row.name);
+  }
+  if (!b && findDefault(a.manifest.name))
+    b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, a.manifest.name);
+  if (!b) return null;
+  const flags = await accessOf(ctx, b);
+  if (!flags.can_view) return null;
+  return { b, flags, match };
+}
+
+export async function preview(ctx: Ctx, a: ImportArchive) {
+  const target = await matchTarget(ctx, a);
+  const nameTaken = !!findDefault(a.manifest.name) || !!(await findRow(ctx.em, ctx.principal.tenant, a.manifest.name));
+  const editable = !!target && target.b.kind === 'custom' && target.flags.can_edit;
+  const allowed: Strategy[] = ['create_copy'];
+  if (editable) allowed.push('replace');
+  return {
+    valid: true,
+    message: target
+      ? `Matches local blueprint "${target.b.manifest.name}" by ${target.match === 'blueprint_id' ? 'blueprint_id' : 'name'}.`
+      : nameTaken
+        ? `The name "${a.manifest.name}" is taken: a copy gets a suffixed name.`
+        : `Imports as a new blueprint "${a.manifest.name}".`,
+    blueprint_name: a.manifest.name,
+    blueprint_id: a.blueprintId,
+    manifest_version: a.manifestVersion,
+    legacy_export: a.legacy,
+    file_count: a.files.length,
+    matching_local_target: target
+      ? {
+          blueprint_name: target.b.manifest.name,
+          blueprint_id: identityOf(target.b),
+          matched_by: target.match,
+          is_default: target.b.kind === 'default',
+          can_edit: target.b.kind === 'custom' && target.flags.can_edit,
+          mode: 'standard' as const,
+        }
+      : null,
+    allowed_collision_strategies: allowed,
+    recommended_strategy: editable ? ('replace' as const) : ('create_copy' as const),
+  };
+}
+
+async function freeName(ctx: Ctx, base: string): Promise<string> {
+  for (let i = 1; i < 1000; i++) {
+    const suffix = i === 1 ? '-copy' : `-copy-${i}`;
+    const candidate = `${base.slice(0, 63 - suffix.length)}${suffix}`;
+    if (!findDefault(candidate) && !(await findRow(ctx.em, ctx.principal.tenant, candidate))) return candidate;
+  }
+  throw new ConflictError(`No free name for a copy of "${base}".`, { code: 'BLUEPRINT_NAME_TAKEN' });
+}
+
+async function archiveFileMap(a: ImportArchive, manifest: BlueprintManifest): Promise<Map<string, Buffer | string>> {
+  const files = new Map<string, Buffer | string>();
+  for (const f of a.files) if (f !== MANIFEST_FILE) files.set(f, await readFile(path.join(a.dir, f)));
+  files.set(MANIFEST_FILE, serializeManifest(manifest));
+  return files;
+}
+
+export interface ImportOptions {
+  strategy: Strategy;
+  promote: boolean;
+  confirmLegacy: boolean;
+}
+
+export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions) {
+  const base = {
+    created_version_number: null,
+    created_version_id: null,
+    promoted: false,
+    no_change: false,
+    overrode_existing: false,
+  };
+  if (opts.promote && opts.strategy !== 'create_version') {
+    throw new BadRequestError('promote_imported_version applies only with collision_strategy create_version.', {
+      fields: [
+        { field: 'body.promote_imported_version', message: 'only with create_version', code: 'invalid_combination' },
+      ],
+    });
+  }
+  if (opts.strategy === 'create_copy') {
+    const archiveOwner = resolveOwner(a.manifest);
+    const nameTaken =
+      !!findDefault(a.manifest.name) || !!(await findRow(ctx.em, ctx.principal.tenant, a.manifest.name));
+    const name = nameTaken ? await freeName(ctx, a.manifest.name) : a.manifest.name;
+    const id = newBlueprintId();
+    const manifest: BlueprintManifest = {
+      ...a.manifest,
+      name,
+      hidden: false,
+      created_by: ctx.principal.id,
+      blueprint: { ...a.manifest.blueprint, created_by: undefined },
+      origin: {
+        source_type: 'import',
+        created_by_user_id: archiveOwner,
+        imported_at: new Date().toISOString(),
+        imported_by_user_id: ctx.principal.id,
+        source_blueprint_id: a.blueprintId,
+      },
+    };
+    delete (manifest.blueprint as { created_by?: string }).created_by;
+    const dir = repoDir(ctx.root, ctx.principal.tenant, id);
+    await ctx.em.transactional(async (tx) => {
+      await lockBlueprint(tx, `${ctx.principal.tenant}:${name}`);
+      await insertRow(tx, { blueprint_id: id, tenant: ctx.principal.tenant, name, created_by: ctx.principal.id });
+      await initRepository(
+        dir,
+        ctx.principal,
+        await archiveFileMap(a, manifest),
+        `Import blueprint ${name} from a ZIP archive`,
+      );
+    });
+    return {
+      ...base,
+      import_action: 'created' as const,
+      blueprint_name: name,
+      blueprint_id: id,
+      message: nameTaken ? `Imported as "${name}" ("${a.manifest.name}" exists).` : `Imported as "${name}".`,
+    };
+  }
+
+  // create_version and replace write into an existing local blueprint.
+  if (a.legacy && opts.strategy === 'create_version' && !opts.confirmLegacy) {
+    throw new ConflictError(
+      'This archive is a legacy export without blueprint_id: confirm that it is the local blueprint of the same name (confirm_legacy_name_match).',
+      { code: 'LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED', blueprint_name: a.manifest.name, legacy_export: true },
+    );
+  }
+  const target = await matchTarget(ctx, a);
+  if (!target || target.b.kind === 'default' || !target.flags.can_edit) {
+    if (opts.strategy === 'create_version') {
+      throw new ConflictError(
+        target?.b.kind === 'default'
+          ? `"${a.manifest.name}" is a built-in default blueprint; versions cannot be imported into it.`
+          : 'No single editable local blueprint matches this archive.',
+        { code: 'BLUEPRINT_VERSION_TARGET_NOT_UNIQUE', blueprint_name: a.manifest.name, blueprint_id: a.blueprintId },
+      );
+    }
+    if (target?.b.kind === 'default') refuseDefault(a.manifest.name, 'replaced');
+    if (target) requireAccess(target.flags, 'edit', target.b.manifest.name);
+    throw new NotFoundError(`No local blueprint matches this archive; import it with create_copy.`, {
+      blueprint_name: a.manifest.name,
+      blueprint_id: a.blueprintId,
+    });
+  }
+  const b = target.b;
+  if (opts.strategy === 'create_version') {
+    throw new ConflictError(
+      `Blueprint "${b.manifest.name}" is not in versioned mode; import with replace or create_copy.`,
+      { code: 'BLUEPRINT_NOT_VERSIONED', blueprint_name: b.manifest.name, blueprint_id: b.row.blueprint_id },
+    );
+  }
+  // replace: only the working copy changes; destination name, identity, created_by and origin stay.
+  const commit = await writeLocked(
+    ctx,
+    b,
+    `Replace the working copy of ${b.manifest.name} from a ZIP archive`,
+    async (_tx, current) => {
+      const manifest: BlueprintManifest = {
+        ...a.manifest,
+        name: current.name,
+        hidden: current.hidden,
+        created_by: current.created_by,
+        blueprint: { ...a.manifest.blueprint, created_by: current.blueprint.created_by },
+        origin: current.origin,
+      };
+      if (manifest.created_by === undefined) delete manifest.created_by;
+      if (manifest.blueprint.created_by === undefined) delete manifest.blueprint.created_by;
+      if (manifest.origin === undefined) delete manifest.origin;
+      await writeWorkingFiles(b.dir, await archiveFileMap(a, manifest), true);
+    },
+  );
+  return {
+    ...base,
+    import_action: 'replaced' as const,
+    blueprint_name: b.manifest.name,
+    blueprint_id: b.row.blueprint_id,
+    no_change: commit === null,
+    overrode_existing: true,
+    message:
+      commit === null
+        ? 'The working copy already has this content.'
+        : `Replaced the working copy of "${b.manifest.name}".`,
+  };
+}

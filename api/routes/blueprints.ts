@@ -1,0 +1,607 @@
+/**
+ * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
+ * delete), role grants, ZIP export and import. Versioned mode and the wizard are not built yet (not
+ * mounted). Logic lives in `api/blueprints/service.ts`; storage in `shared/blueprints/`.
+ */
+import { rm } from 'node:fs/promises';
+import { z } from 'zod';
+import {
+  accessList,
+  create,
+  detail,
+  exportZip,
+  fileBytes,
+  grant,
+  historyOf,
+  inventory,
+  InvalidArchiveError,
+  open,
+  preview,
+  readArchive,
+  remove,
+  rename,
+  runImport,
+  update,
+  type Ctx,
+} from '../blueprints/service.js';
+import { ACTIONS } from '../../shared/blueprints/access.js';
+import {
+  BlueprintName,
+  DefaultMode,
+  ManifestSchema,
+  OriginSchema,
+  PhaseList,
+  PhaseSchema,
+  RelativeFilePath,
+} from '../../shared/blueprints/manifest.js';
+import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
+import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
+import type { UploadedFile } from '../http/multipart.js';
+import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+
+const tags = ['blueprints'];
+const authed = { kind: 'authenticated' as const };
+const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+
+const NameParams = z.object({ blueprint_name: BlueprintName });
+const IdQuery = z.object({
+  blueprint_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Pins the request to this blueprint identity; a different one answers 409 BLUEPRINT_IDENTITY_MISMATCH'),
+});
+
+const Flags = z.object({
+  is_owner: z.boolean(),
+  can_view: z.boolean(),
+  can_edit: z.boolean(),
+  can_manage: z.boolean(),
+});
+const Summary = z.object({
+  blueprint_name: z.string(),
+  blueprint_id: z.string(),
+  short_description: z.string(),
+  default_mode: DefaultMode,
+  is_default: z.boolean(),
+  mode: z.enum(['standard', 'versioned']),
+  owner: z.string().nullable(),
+  phase_count: z.number().int(),
+  origin: OriginSchema,
+  access: Flags,
+});
+const SourceView = z.object({
+  source_type: z.enum(['builtin', 'local']),
+  source_id: z.string().nullable(),
+  repo_id: z.string().nullable(),
+  path: z.string().nullable(),
+  read_only: z.boolean(),
+});
+const Detail = Summary.extend({
+  hidden: z.boolean(),
+  manifest: ManifestSchema,
+  phases: z.array(PhaseSchema.extend({ missing_files: z.array(z.string()) })),
+  files: z.array(z.string()),
+  missing_files: z.array(z.string()),
+  source_selection: z.object({
+    source_type: z.enum(['builtin', 'local']),
+    selected: z.literal('working_copy'),
+    editable: z.boolean(),
+  }),
+  blueprint: z.object({
+    short_description: z.string(),
+    default_mode: DefaultMode,
+    created_by: z.string().nullable(),
+    origin: OriginSchema,
+    source_view: SourceView,
+  }),
+  updated_at: z.string().nullable(),
+});
+const AccessView = z.object({
+  blueprint_name: z.string(),
+  blueprint_id: z.string(),
+  owner: z.string().nullable(),
+  grants: z.array(
+    z.object({
+      role_name: z.string(),
+      action: z.enum(ACTIONS),
+      subject: z.string(),
+      granted_by: z.string(),
+      granted_at: z.string(),
+    }),
+  ),
+});
+const HistoryView = z.object({
+  blueprint_name: z.string(),
+  blueprint_id: z.string(),
+  commits: z.array(
+    z.object({
+      commit_id: z.string(),
+      message: z.string(),
+      author_name: z.string(),
+      author_id: z.string(),
+      committed_at: z.string(),
+    }),
+  ),
+});
+
+const Description = z.string().max(500);
+const Phases = PhaseList;
+const RoleName = z
+  .string()
+  .max(200)
+  .regex(/\S/, 'must not be blank')
+  .transform((s) => s.trim())
+  .describe('A configured role (built-in or custom); required, non-blank');
+const GrantBody = z.object({
+  role_name: RoleName,
+  action: z.enum(ACTIONS).default('view').describe('view, edit or manage (manage implies edit implies view)'),
+});
+
+const IMPORT_LIMITS = { maxFileBytes: ZIP_LIMITS.maxArchiveBytes, maxFiles: 1, maxFields: 4, fileFields: ['file'] };
+const formBoolean = z.enum(['true', 'false']).optional();
+const ZIP_DOC = `Archives are checked from their central directory before anything is written: at most ${ZIP_LIMITS.maxArchiveBytes} bytes uploaded (413), ${ZIP_LIMITS.maxMembers} members, ${ZIP_LIMITS.maxMemberBytes} bytes per member and ${ZIP_LIMITS.maxTotalBytes} in all once inflated, a compression ratio of at most ${ZIP_LIMITS.maxRatio}:1 for members over ${ZIP_LIMITS.ratioFloorBytes} bytes; absolute paths, "..", backslashes, symlinks and other non-regular members, duplicate names and encrypted members are refused (400 payload.code UNSAFE_ZIP with payload.reason). A missing or invalid ${'blueprint_manifest.yaml'} answers 400 payload.code INVALID_BLUEPRINT_ARCHIVE.`;
+
+function ctxOf(c: RouteContext<unknown, unknown, unknown>): Ctx {
+  return { em: c.em, principal: c.principal, root: c.deps.config.blueprints.dir };
+}
+
+function zipFile(files: UploadedFile[]): UploadedFile {
+  const file = files.find((f) => f.field === 'file');
+  if (!file)
+    throw new BadRequestError('Send the archive as the multipart file field `file`.', {
+      fields: [{ field: 'body.file', message: 'required', code: 'file_required' }],
+    });
+  return file;
+}
+
+export const blueprintRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/',
+    operationId: 'listBlueprints',
+    summary: 'Blueprint inventory: what the caller can view (hidden built-ins omitted), each with its origin',
+    tags,
+    access: authed,
+    responses: {
+      200: { description: 'Blueprints', schema: successEnvelope(z.object({ blueprints: z.array(Summary) })) },
+    },
+    handler: async (c) => ({ success: true, data: { blueprints: await inventory(ctxOf(c)) } }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/',
+    operationId: 'createBlueprint',
+    summary: 'Create a blueprint (owner-only until roles are granted); its working copy starts with one commit',
+    tags,
+    access: authed,
+    body: z.object({
+      blueprint_name: BlueprintName,
+      short_description: Description.optional(),
+      default_mode: DefaultMode.optional(),
+      phases: Phases.optional(),
+    }),
+    successStatus: 201,
+    responses: {
+      201: { description: 'Created', schema: successEnvelope(Detail) },
+      409: err('The name is taken (payload.code BLUEPRINT_NAME_TAKEN)'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const b = await create(ctx, {
+        name: c.body.blueprint_name,
+        short_description: c.body.short_description,
+        default_mode: c.body.default_mode,
+        phases: c.body.phases,
+      });
+      const { flags } = await open(ctx, b.manifest.name, 'view');
+      return { success: true, data: await detail(ctx, b, flags) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/import/preview',
+    operationId: 'previewBlueprintImport',
+    summary: 'Check a blueprint ZIP and say what importing it would do (nothing is written)',
+    description: `Multipart field \`file\`. A missing file part, an unsafe or an invalid archive answers 200 with valid false and the reason. ${ZIP_DOC}`,
+    tags,
+    access: authed,
+    body: z.object({ confirm_legacy_name_match: formBoolean }),
+    bodyKind: 'multipart',
+    multipart: IMPORT_LIMITS,
+    responses: {
+      200: {
+        description: 'Preview',
+        schema: successEnvelope(
+          z.object({
+            valid: z.boolean(),
+            message: z.string(),
+            reason: z.string().optional(),
+            blueprint_name: z.string().nullable(),
+            blueprint_id: z.string().nullable().optional(),
+            manifest_version: z.number().int().nullable(),
+            legacy_export: z.boolean(),
+            file_count: z.number().int().optional(),
+            matching_local_target: z
+              .object({
+                blueprint_name: z.string(),
+                blueprint_id: z.string(),
+                matched_by: z.enum(['blueprint_id', 'name']),
+                is_default: z.boolean(),
+                can_edit: z.boolean(),
+                mode: z.enum(['standard', 'versioned']),
+              })
+              .nullable(),
+            allowed_collision_strategies: z.array(z.enum(['create_copy', 'create_version', 'replace'])),
+            recommended_strategy: z.enum(['create_copy', 'create_version', 'replace']).nullable(),
+          }),
+        ),
+      },
+      413: err('Upload over 64 MiB'),
+    },
+    handler: async (c) => {
+      const file = c.files.find((f) => f.field === 'file');
+      try {
+        if (!file)
+          throw new InvalidArchiveError(
+            'INVALID_BLUEPRINT_ARCHIVE',
+            'file_required',
+            'Send the archive as the multipart file field `file`.',
+          );
+        const a = await readArchive(file.path);
+        try {
+          return { success: true, data: await preview(ctxOf(c), a) };
+        } finally {
+          await rm(a.dir, { recursive: true, force: true });
+        }
+      } catch (e) {
+        if (!(e instanceof InvalidArchiveError)) throw e;
+        return {
+          success: true,
+          data: {
+            valid: false,
+            message: e.message,
+            reason: e.reason,
+            blueprint_name: null,
+            manifest_version: null,
+            legacy_export: false,
+            matching_local_target: null,
+            allowed_collision_strategies: [],
+            recommended_strategy: null,
+          },
+        };
+      }
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/import',
+    operationId: 'importBlueprint',
+    summary: 'Import a blueprint ZIP: create_copy (default), create_version or replace (alias override)',
+    description: `Multipart field \`file\`; form fields \`collision_strategy\`, \`promote_imported_version\`, \`confirm_legacy_name_match\`, \`override\` (true: replace). create_copy suffixes the name on collision and makes the importer \`created_by\` (the archive's owner kept in \`origin\`); replace changes only the working copy of the matching local blueprint (by blueprint_id, or by name for legacy exports) and keeps its created_by and origin; identical content answers no_change true. create_version needs a versioned destination (versioned mode is not available yet: 409 BLUEPRINT_NOT_VERSIONED), a legacy export needs confirm_legacy_name_match (409 LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED), and exactly one matching editable local blueprint (409 BLUEPRINT_VERSION_TARGET_NOT_UNIQUE). ${ZIP_DOC}`,
+    tags,
+    access: authed,
+    body: z.object({
+      collision_strategy: z.enum(['create_copy', 'create_version', 'replace']).optional(),
+      promote_imported_version: formBoolean,
+      confirm_legacy_name_match: formBoolean,
+      override: formBoolean,
+    }),
+    bodyKind: 'multipart',
+    multipart: IMPORT_LIMITS,
+    responses: {
+      200: {
+        description: 'Imported',
+        schema: successEnvelope(
+          z.object({
+            import_action: z.enum(['created', 'replaced', 'version_created']),
+            blueprint_name: z.string(),
+            blueprint_id: z.string(),
+            created_version_number: z.number().int().nullable(),
+            created_version_id: z.string().nullable(),
+            promoted: z.boolean(),
+            no_change: z.boolean(),
+            overrode_existing: z.boolean(),
+            message: z.string(),
+          }),
+        ),
+      },
+      400: err('Unsafe or invalid archive, or promote_imported_version without create_version'),
+      403: err('No edit access to the matching blueprint'),
+      404: err('replace without a matching local blueprint'),
+      409: err('Default target, name taken, or a version-import refusal (payload.code)'),
+      413: err('Upload over 64 MiB'),
+    },
+    handler: async (c) => {
+      const file = zipFile(c.files);
+      const strategy = c.body.override === 'true' ? 'replace' : (c.body.collision_strategy ?? 'create_copy');
+      let a;
+      try {
+        a = await readArchive(file.path);
+      } catch (e) {
+        if (e instanceof InvalidArchiveError) throw e.toBadRequest();
+        throw e;
+      }
+      try {
+        return {
+          success: true,
+          data: await runImport(ctxOf(c), a, {
+            strategy,
+            promote: c.body.promote_imported_version === 'true',
+            confirmLegacy: c.body.confirm_legacy_name_match === 'true',
+          }),
+        };
+      } finally {
+        await rm(a.dir, { recursive: true, force: true });
+      }
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name',
+    operationId: 'getBlueprint',
+    summary:
+      'Blueprint detail: resolved manifest, phases, source selection, caller access flags, origin and source view',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: { description: 'Blueprint', schema: successEnvelope(Detail) },
+      409: err('blueprint_id names another identity (BLUEPRINT_IDENTITY_MISMATCH)'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b, flags } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      return { success: true, data: await detail(ctx, b, flags) };
+    },
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/api/blueprints/:blueprint_name',
+    operationId: 'updateBlueprint',
+    summary: 'Update short_description and/or phases (one commit; needs edit access)',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: z.object({ short_description: Description.optional(), phases: Phases.optional() }),
+    responses: {
+      200: { description: 'Updated', schema: successEnvelope(Detail) },
+      403: err('No edit access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'edit', c.query.blueprint_id);
+      await update(ctx, b, c.body);
+      const fresh = await open(ctx, c.params.blueprint_name, 'view');
+      return { success: true, data: await detail(ctx, fresh.b, fresh.flags) };
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/api/blueprints/:blueprint_name',
+    operationId: 'deleteBlueprint',
+    summary: 'Delete a custom blueprint permanently (working copy, history and grants); needs manage access',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: {
+        description: 'Deleted',
+        schema: successEnvelope(
+          z.object({ blueprint_name: z.string(), blueprint_id: z.string(), deleted: z.literal(true) }),
+        ),
+      },
+      403: err('No manage access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      await remove(ctx, b);
+      return {
+        success: true,
+        data: {
+          blueprint_name: c.params.blueprint_name,
+          blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : '',
+          deleted: true as const,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name/files/:file_path',
+    operationId: 'getBlueprintFile',
+    summary:
+      'One working-copy file as bytes (file_path URL-encoded, "/" as %2F); paths outside the blueprint are refused',
+    tags,
+    access: authed,
+    params: NameParams.extend({ file_path: RelativeFilePath }),
+    query: IdQuery.extend({
+      mission_id: z
+        .string()
+        .max(200)
+        .optional()
+        .describe('Resolves duplicate names once missions exist; ignored today'),
+    }),
+    responses: {
+      200: { description: 'The file (application/octet-stream)' },
+      400: err('file_path leaves the blueprint (absolute, "..", backslash)'),
+      409: err('blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      const bytes = await fileBytes(b, c.params.file_path);
+      c.koa.type = 'application/octet-stream';
+      c.koa.set('X-Content-Type-Options', 'nosniff');
+      c.koa.body = bytes;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name/history',
+    operationId: 'getBlueprintHistory',
+    summary: "The blueprint's commit history, newest first (built-in defaults have none)",
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery.extend({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
+    responses: {
+      200: { description: 'Commits', schema: successEnvelope(HistoryView) },
+      409: err('blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      return {
+        success: true,
+        data: {
+          blueprint_name: b.manifest.name,
+          blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : b.def.blueprint_id,
+          commits: await historyOf(b, c.query.limit),
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/rename',
+    operationId: 'renameBlueprint',
+    summary: 'Rename a local blueprint at once (grants and history follow); needs manage access and manage_git',
+    description:
+      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT) and taken names (409 BLUEPRINT_NAME_TAKEN). Work-in-progress sessions, missions and remote-backed blueprints do not exist yet, so no rename waits on them.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: z.object({ new_name: BlueprintName }),
+    responses: {
+      200: {
+        description: 'Renamed',
+        schema: successEnvelope(
+          z.object({
+            blueprint_id: z.string(),
+            old_name: z.string(),
+            blueprint_name: z.string(),
+            status: z.enum(['renamed', 'unchanged']),
+            commit_id: z.string().nullable(),
+          }),
+        ),
+      },
+      403: err('No manage access or no manage_git'),
+      409: err('Built-in default, name taken, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      if (!c.principal.permissions.has('manage_git'))
+        throw new ForbiddenError(
+          'Renaming a blueprint needs the manage_git permission; ask an administrator for a role that has it.',
+          {
+            required_permission: 'manage_git',
+          },
+        );
+      const commit = await rename(ctx, b, c.body.new_name);
+      return {
+        success: true,
+        data: {
+          blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : '',
+          old_name: c.params.blueprint_name,
+          blueprint_name: c.body.new_name,
+          status: commit ? ('renamed' as const) : ('unchanged' as const),
+          commit_id: commit,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name/access',
+    operationId: 'getBlueprintAccess',
+    summary: 'Owner and explicit role grants (blueprint:<name>) of a blueprint',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: { description: 'Access list', schema: successEnvelope(AccessView) },
+      409: err('blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      return { success: true, data: await accessList(ctx, b) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/access/grant',
+    operationId: 'grantBlueprintAccess',
+    summary: 'Grant a configured role view, edit or manage on this blueprint; needs manage access',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: GrantBody,
+    responses: {
+      200: { description: 'Access list', schema: successEnvelope(AccessView) },
+      400: err('role_name missing, blank or not a configured role'),
+      403: err('No manage access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, true) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/access/revoke',
+    operationId: 'revokeBlueprintAccess',
+    summary: "Revoke a role's grant for one action; needs manage access (revoking an absent grant changes nothing)",
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: GrantBody,
+    responses: {
+      200: { description: 'Access list', schema: successEnvelope(AccessView) },
+      403: err('No manage access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, false) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name/export',
+    operationId: 'exportBlueprint',
+    summary: 'A ZIP of a custom blueprint working copy plus blueprint_export_manifest.yaml (manifest_version 2)',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: { description: 'The archive (application/zip)' },
+      409: err('Built-in default (cannot be exported), or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      const out = await exportZip(ctx, b);
+      c.koa.type = 'application/zip';
+      c.koa.set('Content-Disposition', `attachment; filename="${out.filename}"`);
+      c.koa.body = out.stream;
+    },
+  }),
+];

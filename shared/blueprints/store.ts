@@ -1,0 +1,251 @@
+/**
+ * Blueprint storage. Each custom blueprint is a row of `blueprints` (identity, name, owner) and a Git
+ * repository (isomorphic-git) whose working tree is the blueprint's working copy: the repository for
+ * blueprint `bp_…` of tenant `t` is `<blueprints.dir>/<t>/<bp_…>/`, so a rename never moves files
+ * and `GET .../history` is the log of that repository. Every write to one blueprint runs inside a
+ * transaction holding a PostgreSQL advisory lock on its id (`lockBlueprint`), so two writers (API
+ * replicas, the worker) never interleave; each write is one commit authored by the acting user.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import git from 'isomorphic-git';
+import type { Principal } from '../auth/principal.js';
+import { ConflictError, NotFoundError, ServiceUnavailableError } from '../errors.js';
+import { findDefault, type DefaultBlueprint } from './defaults.js';
+import {
+  isSafeRelativePath,
+  MANIFEST_FILE,
+  parseManifest,
+  serializeManifest,
+  type BlueprintManifest,
+} from './manifest.js';
+
+export interface BlueprintRow {
+  blueprint_id: string;
+  tenant: string;
+  name: string;
+  created_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A custom blueprint (a row and its working copy) or a built-in default (code only). */
+export type Resolved =
+  | { kind: 'custom'; row: BlueprintRow; dir: string; manifest: BlueprintManifest }
+  | { kind: 'default'; def: DefaultBlueprint; manifest: BlueprintManifest };
+
+export function newBlueprintId(): string {
+  return `bp_${randomBytes(8).toString('hex')}`;
+}
+
+export function repoDir(root: string, tenant: string, blueprintId: string): string {
+  return path.join(root, encodeURIComponent(tenant), blueprintId);
+}
+
+async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
+  return em.getConnection().execute<T[]>(q, params);
+}
+
+/** Serialises writers of one blueprint (call inside a transaction). */
+export async function lockBlueprint(tx: EntityManager, key: string): Promise<void> {
+  await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 14))`, [key]);
+}
+
+export async function listRows(em: EntityManager, tenant: string): Promise<BlueprintRow[]> {
+  return sql<BlueprintRow>(em, `select * from blueprints where tenant = ? order by name`, [tenant]);
+}
+
+export async function findRow(em: EntityManager, tenant: string, name: string): Promise<BlueprintRow | undefined> {
+  const rows = await sql<BlueprintRow>(em, `select * from blueprints where tenant = ? and name = ?`, [tenant, name]);
+  return rows[0];
+}
+
+export async function findRowById(em: EntityManager, tenant: string, id: string): Promise<BlueprintRow | undefined> {
+  const rows = await sql<BlueprintRow>(em, `select * from blueprints where tenant = ? and blueprint_id = ?`, [
+    tenant,
+    id,
+  ]);
+  return rows[0];
+}
+
+export async function readManifestAt(dir: string): Promise<BlueprintManifest> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+  } catch (err) {
+    // The row exists but its working copy does not: the blueprints volume is not mounted (or not
+    // shared between API and worker). An operator problem, answered as such rather than as a 500.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ServiceUnavailableError(
+        'blueprint_storage',
+        'The blueprint storage (PLATFORM_BLUEPRINTS_DIR) does not hold this blueprint; check that its volume is mounted.',
+      );
+    throw err;
+  }
+  return parseManifest(text);
+}
+
+/** A blueprint by name (custom first, then defaults), or 404. */
+export async function resolveBlueprint(
+  em: EntityManager,
+  root: string,
+  tenant: string,
+  name: string,
+): Promise<Resolved> {
+  const row = await findRow(em, tenant, name);
+  if (row) {
+    const dir = repoDir(root, tenant, row.blueprint_id);
+    return { kind: 'custom', row, dir, manifest: await readManifestAt(dir) };
+  }
+  const def = findDefault(name);
+  if (def) return { kind: 'default', def, manifest: def.manifest };
+  throw new NotFoundError(`No blueprint named "${name}".`, { blueprint_name: name });
+}
+
+export function identityOf(b: Resolved): string {
+  return b.kind === 'custom' ? b.row.blueprint_id : b.def.blueprint_id;
+}
+
+function author(principal: Principal) {
+  return { name: principal.displayName || principal.id, email: `${principal.id}@users.platform.invalid` };
+}
+
+/** Every regular file of a working copy (relative paths, `.git` excluded), sorted. */
+export async function listWorkingFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  async function walk(rel: string): Promise<void> {
+    for (const ent of await readdir(path.join(dir, rel), { withFileTypes: true })) {
+      const p = rel ? `${rel}/${ent.name}` : ent.name;
+      if (!rel && ent.name === '.git') continue;
+      if (ent.isDirectory()) await walk(p);
+      else if (ent.isFile()) out.push(p);
+    }
+  }
+  await walk('');
+  return out.sort();
+}
+
+/** SHA-256 over the sorted `path NUL sha256(content)` lines of the working copy. */
+export async function workingCopyFingerprint(dir: string): Promise<string> {
+  const h = createHash('sha256');
+  for (const f of await listWorkingFiles(dir)) {
+    const fileHash = createHash('sha256')
+      .update(await readFile(path.join(dir, f)))
+      .digest('hex');
+    h.update(`${f}\0${fileHash}\n`);
+  }
+  return h.digest('hex');
+}
+
+/** Stages every change of the working tree and commits it; answers the commit id, or null when nothing changed. */
+export async function commitAll(dir: string, principal: Principal, message: string): Promise<string | null> {
+  const matrix = await git.statusMatrix({ fs, dir });
+  let changed = false;
+  for (const [filepath, head, workdir, stage] of matrix) {
+    if (head === 1 && workdir === 1 && stage === 1) continue;
+    changed = true;
+    if (workdir === 0) await git.remove({ fs, dir, filepath });
+    else await git.add({ fs, dir, filepath });
+  }
+  if (!changed) return null;
+  return git.commit({ fs, dir, author: author(principal), message });
+}
+
+/** Writes files (relative path → bytes) into a working copy; with `replaceAll`, files not named are removed. */
+export async function writeWorkingFiles(
+  dir: string,
+  files: Map<string, Buffer | string>,
+  replaceAll: boolean,
+): Promise<void> {
+  if (replaceAll) {
+    for (const f of await listWorkingFiles(dir)) if (!files.has(f)) await rm(path.join(dir, f), { force: true });
+  }
+  for (const [rel, data] of files) {
+    if (!isSafeRelativePath(rel)) throw new Error(`unsafe path ${rel}`);
+    const target = path.join(dir, rel);
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, data);
+  }
+}
+
+/** Initialises a new blueprint repository with its first commit. */
+export async function initRepository(
+  dir: string,
+  principal: Principal,
+  files: Map<string, Buffer | string>,
+  message: string,
+): Promise<string> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  await git.init({ fs, dir, defaultBranch: 'main' });
+  await writeWorkingFiles(dir, files, false);
+  const oid = await commitAll(dir, principal, message);
+  if (!oid) throw new Error('empty initial commit');
+  return oid;
+}
+
+export async function insertRow(
+  tx: EntityManager,
+  row: { blueprint_id: string; tenant: string; name: string; created_by: string | null },
+): Promise<void> {
+  const rows = await sql<{ blueprint_id: string }>(
+    tx,
+    `insert into blueprints (blueprint_id, tenant, name, created_by) values (?, ?, ?, ?)
+       on conflict (tenant, name) do nothing returning blueprint_id`,
+    [row.blueprint_id, row.tenant, row.name, row.created_by],
+  );
+  if (!rows[0]) {
+    throw new ConflictError(`A blueprint named "${row.name}" already exists.`, {
+      code: 'BLUEPRINT_NAME_TAKEN',
+      blueprint_name: row.name,
+    });
+  }
+}
+
+export async function touchRow(tx: EntityManager, blueprintId: string): Promise<void> {
+  await sql(tx, `update blueprints set updated_at = now() where blueprint_id = ?`, [blueprintId]);
+}
+
+export interface HistoryEntry {
+  commit_id: string;
+  message: string;
+  author_name: string;
+  author_id: string;
+  committed_at: string;
+}
+
+export async function history(dir: string, limit: number): Promise<HistoryEntry[]> {
+  const log = await git.log({ fs, dir, depth: limit });
+  return log.map((c) => ({
+    commit_id: c.oid,
+    message: c.commit.message.trimEnd(),
+    author_name: c.commit.author.name,
+    author_id: c.commit.author.email.replace(/@users\.platform\.invalid$/, ''),
+    committed_at: new Date(c.commit.author.timestamp * 1000).toISOString(),
+  }));
+}
+
+/** Reads one working-copy file, refusing anything outside the working copy (traversal, symlinks, `.git`). */
+export async function readWorkingFile(dir: string, rel: string): Promise<Buffer | null> {
+  if (!isSafeRelativePath(rel)) return null;
+  const target = path.join(dir, rel);
+  try {
+    const st = await lstat(target);
+    if (!st.isFile()) return null;
+    const real = await realpath(target);
+    const base = await realpath(dir);
+    if (!real.startsWith(base + path.sep)) return null;
+    return await readFile(real);
+  } catch {
+    return null;
+  }
+}
+
+export function manifestText(m: BlueprintManifest): string {
+  return serializeManifest(m);
+}
+
+export { findDefault };
