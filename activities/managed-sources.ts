@@ -37,6 +37,7 @@ import {
   readRoleManifests,
 } from '../shared/managed-sources/hydrate.js';
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
+import { SKILL_FILE, applySkillPackages, readSkillPackages } from '../shared/skills/packages.js';
 import type {
   AutoSyncCandidate,
   AutoSyncInput,
@@ -62,6 +63,8 @@ export interface ScanSummary {
   /** Manifest paths for hydration (enabled types only; absent in histories recorded before hydration). */
   agent_files?: string[];
   role_files?: string[];
+  /** `skills/<name>/SKILL.md` paths (scan type `skills`). */
+  skill_files?: string[];
 }
 
 /** Hydration fields before (or without) hydration. */
@@ -323,6 +326,17 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         degraded_artifacts: plan.degraded,
       };
     }
+    if (types.has('skills')) {
+      // Skill packages are imported at once (no preview): see shared/skills/packages.ts.
+      const read = await readSkillPackages(workdir, scan.skill_files ?? []);
+      const r = await em.transactional((tx) => applySkillPackages(tx, src, commitSha, read));
+      h.hydrate.skills = {
+        found: read.desired.length + read.degraded.length,
+        applied: r.applied,
+        waiting: 0,
+        degraded_artifacts: r.degraded,
+      };
+    }
     if (types.has('flows')) {
       // Flows wait as pending promotions (api/flows/promotions.ts) unless auto_promote_on_sync promotes
       // every valid change now; a flow that cannot be promoted is a degraded artifact either way.
@@ -480,10 +494,12 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const inDocs = under(s.documents_root, 'docs');
       const candidates: Record<string, number> = {};
       const bump = (t: string) => (candidates[t] = (candidates[t] ?? 0) + 1);
-      for (const t of types) if (t === 'agents' || t === 'roles' || t === 'document_indexes') candidates[t] = 0;
+      for (const t of types)
+        if (t === 'agents' || t === 'roles' || t === 'skills' || t === 'document_indexes') candidates[t] = 0;
       let files = 0;
       const agentFiles: string[] = [];
       const roleFiles: string[] = [];
+      const skillFiles: string[] = [];
       const ctx = Context.current();
       for await (const file of listFiles(workdir)) {
         if (!included(file) || excluded(file)) continue;
@@ -497,6 +513,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           bump('roles');
           roleFiles.push(file);
         }
+        if (types.has('skills') && SKILL_FILE.test(file)) {
+          bump('skills');
+          skillFiles.push(file);
+        }
         if (types.has('document_indexes') && inDocs(file) && /\.(md|markdown)$/i.test(base)) bump('document_indexes');
         if (files % 200 === 0) {
           ctx.heartbeat();
@@ -504,7 +524,13 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         }
       }
       await setPhase(em, input.jobId, 'recording', files);
-      return { files_scanned: files, candidates, agent_files: agentFiles, role_files: roleFiles };
+      return {
+        files_scanned: files,
+        candidates,
+        agent_files: agentFiles,
+        role_files: roleFiles,
+        skill_files: skillFiles,
+      };
     },
 
     /** Records a successful sync: the source's commit, tag anchor and checkout rules; the job `complete`. */

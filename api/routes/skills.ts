@@ -1,8 +1,13 @@
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { NotFoundError } from '../../shared/errors.js';
-import { SKILL_NAME } from '../../shared/skills/read.js';
+import { getVisibleAgent } from '../../shared/agents/registry.js';
+import { demoBudgetExhausted, recordLlmUsage } from '../../shared/deployment/demo-budget.js';
+import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
+import { activeProviders } from '../../shared/llm/active-provider.js';
+import { LlmError, llmFailure, notConfigured } from '../../shared/llm/client.js';
+import { resolveSkill } from '../../shared/skills/packages.js';
+import { SKILL_NAME, readSkillFile } from '../../shared/skills/read.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
 /** Where removed skills are moved (not addressable as a skill: names start with a letter or digit). */
@@ -14,6 +19,8 @@ export const REMOVED_SKILLS_FOLDER = '.removed';
  * folder is moved aside to `<dir>/.removed/<skill_name>-<epoch ms>` rather than erased, so an operator
  * can restore it; nothing serves it any more.
  */
+const SkillName = z.string().regex(SKILL_NAME, 'a skill folder name (letters, digits, ".", "_", "-")');
+
 export const skillRoutes = [
   defineRoute({
     method: 'delete',
@@ -65,6 +72,132 @@ export const skillRoutes = [
           removed: true as const,
           moved_to: path.relative(root, target).split(path.sep).join('/'),
         },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/api/agent-skills/:skill_name',
+    operationId: 'removeImportedSkillPackage',
+    tags: ['skills'],
+    summary: 'Remove an agent-skill package imported by a managed source',
+    description:
+      'Needs `manage_skills`. `read_skill` and skill execution no longer serve the package. A tombstone is kept: later syncs of the source leave it removed while the skill folder is unchanged, and import it again once the source changes that folder (or removes and re-adds it). 404 when no imported package has this name (or it is already removed).',
+    access: { kind: 'authenticated', permission: 'manage_skills' },
+    params: z.object({ skill_name: SkillName }),
+    responses: {
+      200: {
+        description: 'Removed (tombstoned until the source changes the skill)',
+        schema: successEnvelope(
+          z.object({
+            skill_name: z.string(),
+            removed: z.literal(true),
+            managed_source_id: z.string(),
+            commit_sha: z.string(),
+          }),
+        ),
+      },
+      404: { description: 'No imported package of this name' },
+    },
+    handler: async ({ params, em, principal }) => {
+      const [row] = await em.getConnection().execute<Array<{ managed_source_id: string; commit_sha: string }>>(
+        `update agent_skill_packages set removed_at = now(), removed_by = ?
+           where tenant = ? and name = ? and removed_at is null returning managed_source_id, commit_sha`,
+        [principal.id, principal.tenant, params.skill_name],
+      );
+      if (!row) throw new NotFoundError(`No imported skill package ${params.skill_name}.`);
+      return {
+        success: true,
+        data: {
+          skill_name: params.skill_name,
+          removed: true as const,
+          managed_source_id: row.managed_source_id,
+          commit_sha: row.commit_sha,
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/skills/:skill_name/execute',
+    operationId: 'executeSkill',
+    tags: ['skills'],
+    summary: 'Run a skill as one language-model turn through the active chat provider',
+    description:
+      "Needs `manage_skills`. The system prompt is the skill's SKILL.md (the runtime skills folder first, then imported packages), followed by the instructions of `agent_id` when given; the user message is `input`. No tools are offered. 404 for an unknown skill or agent; 502 (`llm_error`, `payload.llm_failure.kind`, e.g. `not_configured` when no chat provider is configured) when the provider call fails.",
+    access: { kind: 'authenticated', permission: 'manage_skills' },
+    params: z.object({ skill_name: SkillName }),
+    body: z.object({
+      input: z.string().min(1).max(20_000),
+      agent_id: z.string().min(1).max(200).optional(),
+    }),
+    responses: {
+      200: {
+        description: "The model's answer",
+        schema: successEnvelope(
+          z.object({ skill_name: z.string(), output: z.string(), model: z.string(), provider: z.string() }),
+        ),
+      },
+      404: { description: 'Unknown skill (or its SKILL.md is missing), or unknown agent_id' },
+      413: { description: 'SKILL.md is larger than the skill file limit' },
+      502: { description: 'The chat provider is not configured or its call failed (`llm_error`)' },
+    },
+    handler: async ({ params, body, em, principal, deps }) => {
+      const found = await resolveSkill(
+        em,
+        { skillsDir: deps.config.skillsDir, managedSourcesDir: deps.config.managedSources.dir },
+        principal.tenant,
+        params.skill_name,
+      );
+      if (!found) throw new NotFoundError(`No skill ${params.skill_name}.`);
+      const skill = await readSkillFile(found.root, params.skill_name, 'SKILL.md');
+      let system = skill.content;
+      if (body.agent_id) {
+        // 404 for an agent the caller may not see (never 403 for a hidden subject).
+        const agent = await getVisibleAgent(em, principal, body.agent_id);
+        system = `${system}\n\n# Agent instructions\n${agent.instructions}`;
+      }
+      const active = await activeProviders(deps.config).resolve(em, principal.tenant);
+      if (active.source === 'none' || !active.client || !active.chatModel)
+        throw new LlmFailureError(notConfigured().failure);
+      // A hosted demo stops spending at its cap, as agent threads do.
+      if (await demoBudgetExhausted(em))
+        throw new LlmFailureError(
+          llmFailure(
+            'budget_exhausted',
+            'This deployment has used its language-model budget.',
+            'Ask the deployment owner to raise the cap.',
+            false,
+          ).failure,
+        );
+      let r;
+      try {
+        r = await active.chat(
+          [
+            { role: 'system', content: system },
+            { role: 'user', content: body.input },
+          ],
+          [],
+        );
+      } catch (err) {
+        if (err instanceof LlmError) throw new LlmFailureError(err.failure);
+        throw err;
+      }
+      // Every model call's spend is recorded (llm_usage).
+      await recordLlmUsage(em, {
+        tenant: principal.tenant,
+        provider: active.label,
+        model: r.model,
+        promptTokens: r.usage.promptTokens,
+        completionTokens: r.usage.completionTokens,
+        costUsd:
+          (r.usage.promptTokens * active.prices.inputUsdPerMtok +
+            r.usage.completionTokens * active.prices.outputUsdPerMtok) /
+          1_000_000,
+      });
+      return {
+        success: true,
+        data: { skill_name: params.skill_name, output: r.content ?? '', model: r.model, provider: active.label },
       };
     },
   }),

@@ -441,6 +441,10 @@ export async function removeSourceArtifacts(
       'delete from custom_roles where managed_source_id = ? and tenant = ? returning name',
       [source.id, source.tenant],
     );
+    await conn.execute('delete from agent_skill_packages where managed_source_id = ? and tenant = ?', [
+      source.id,
+      source.tenant,
+    ]);
     return { agents: agents.length, roles: roles.length };
   });
 }

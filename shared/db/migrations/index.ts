@@ -24,6 +24,7 @@ import { Migration20261125030000HostedIdentityBindings } from './Migration202611
 import { Migration20261125040000Blueprints } from './Migration20261125040000Blueprints.js';
 import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
 import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
+import { Migration20261125070000AgentSkillPackages } from './Migration20261125070000AgentSkillPackages.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -55,4 +56,5 @@ export const migrationsList: MigrationObject[] = [
     name: 'Migration20261125060000ManagedSourceOAuthAgentFields',
     class: Migration20261125060000ManagedSourceOAuthAgentFields,
   },
+  { name: 'Migration20261125070000AgentSkillPackages', class: Migration20261125070000AgentSkillPackages },
 ];
