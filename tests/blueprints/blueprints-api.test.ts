@@ -8,7 +8,7 @@ import { parse } from 'yaml';
 import { query } from '../helpers/db.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
-import { buildZip, type Member } from './zip-builder.js';
+import { zip as buildZip, type ZipEntry as Member } from '../helpers/zip.js';
 
 let idp: FakeIdp;
 let stack: Stack;
