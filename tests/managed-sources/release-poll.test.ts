@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManagedSourceActivities } from '../../activities/managed-sources.js';
 import { isNewerVersion, parseVersion } from '../../shared/managed-sources/release-poll.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { query } from '../helpers/db.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
@@ -135,6 +136,22 @@ describe('release tracking (release_poll)', () => {
     );
     expect(await poll()).toMatchObject({ skipped: 1 });
     expect((await source(id)).release_poll.skipped_at).toEqual(expect.any(String));
+  });
+
+  it('the auto-sync check polls every tag-tracking source (auto_sync off too)', async () => {
+    const repo = gitServer.repo('ticked');
+    repo.write({ 'docs/a.md': '# a\n' });
+    repo.tag('1.0');
+    const id = await create(repo, { release_ref: '1.0', sync_now: true });
+    const c = repo.write({ 'docs/b.md': '# b\n' });
+    repo.tag('1.0.1');
+    const summary = await stack.api.deps.temporal.workflow.execute(workflowRef('managedSourceAutoSyncWorkflow'), {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: `auto-sync-poll-${id}`,
+      args: [{ tenant: stack.config.auth.deploymentTenant }],
+    });
+    expect(summary).toEqual({ checked: 0, synced: 0, skipped: 0, not_eligible: 0 });
+    expect((await source(id)).release_poll.new_release).toEqual({ tag: '1.0.1', commit_sha: c });
   });
 
   it('a branch release_ref keeps release_poll null (tracking off)', async () => {
