@@ -36,6 +36,7 @@ import {
   readAgentManifests,
   readRoleManifests,
 } from '../shared/managed-sources/hydrate.js';
+import { parseVersion, pollRemoteReleases } from '../shared/managed-sources/release-poll.js';
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
 import { SKILL_FILE, applySkillPackages, readSkillPackages } from '../shared/skills/packages.js';
 import type {
@@ -240,6 +241,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       if (job && job.status !== 'running') return (job.result as unknown as SourceSyncResult) ?? result;
       const now = new Date();
       const source = await tx.findOne(ManagedSourceEntity, { id: input.sourceId, tenant: input.tenant });
+      const anchoredBefore = source?.tagAnchor ?? null;
       if (source) {
         Object.assign(source, sourcePatch, { lastSync: { ...result, finished_at: now.toISOString() }, updatedAt: now });
         if (result.moved_tag) {
@@ -248,12 +250,35 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             checked_at: now.toISOString(),
             moved_tag: { ...result.moved_tag, detected_at: now.toISOString() },
           };
+        } else if (result.outcome !== 'failed' && result.ref_kind === 'branch') {
+          // A branch release: skill revision tracking is off.
+          source.releasePoll = null;
         } else if (result.outcome !== 'failed') {
           source.releasePoll = { ...(source.releasePoll ?? {}), checked_at: now.toISOString(), moved_tag: null };
         }
       }
+      const release = job ? releaseCheck(job.expectedReleaseCommit, result, source?.syncedCommitSha ?? null) : null;
+      if (source?.releaseRef && !result.moved_tag) {
+        const poll = (source.releasePoll ?? {}) as Record<string, unknown>;
+        const tagRelease = parseVersion(source.releaseRef) !== null;
+        const upgrading = tagRelease && anchoredBefore?.tag !== source.releaseRef;
+        if (upgrading && (result.outcome === 'failed' || release)) {
+          // An upgrade to a release tag not yet synced that did not land: recorded until a sync of it succeeds.
+          source.releasePoll = {
+            ...poll,
+            upgrade_refusal: {
+              tag: source.releaseRef,
+              error_code: release?.code ?? result.error_code ?? 'SYNC_FAILED',
+              message: release?.message ?? result.error ?? 'The sync failed.',
+              at: now.toISOString(),
+            },
+          };
+        } else if (result.outcome !== 'failed' && !release && result.ref_kind === 'tag') {
+          const landed = (poll.new_release as { tag?: string } | null | undefined)?.tag === source.releaseRef;
+          source.releasePoll = { ...poll, upgrade_refusal: null, ...(landed ? { new_release: null } : {}) };
+        }
+      }
       if (job) {
-        const release = releaseCheck(job.expectedReleaseCommit, result, source?.syncedCommitSha ?? null);
         job.status = result.outcome === 'failed' || release ? 'error' : 'complete';
         job.phase = 'done';
         job.filesScanned = result.files_scanned;
@@ -695,6 +720,71 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       await em
         .getConnection()
         .execute('update managed_sources set auto_sync_state = ?::jsonb where id = ?', [JSON.stringify(state), row.id]);
+    },
+
+    /**
+     * Release polling (part of the auto-sync check): for every source whose `release_ref` is a tag, lists
+     * the remote's tags and records `release_poll.new_release` (the newest newer version tag, null when
+     * none) and `checked_at`. A poll that cannot run records `error` ({code, message, at}) and keeps the
+     * previous `new_release`; a source pending deletion or with a sync running is skipped (`skipped_at`);
+     * a branch `release_ref` means tracking is off (`release_poll` null).
+     */
+    async managedReleasePoll(input: AutoSyncInput): Promise<{ polled: number; skipped: number; failed: number }> {
+      const em = deps.orm.em.fork();
+      const rows = await em.find(ManagedSourceEntity, input.tenant ? { tenant: input.tenant } : {}, {
+        orderBy: { createdAt: 'asc' },
+      });
+      const conn = em.getConnection();
+      const merge = (id: string, patch: Record<string, unknown>) =>
+        conn.execute(
+          `update managed_sources set release_poll = coalesce(release_poll, '{}'::jsonb) || ?::jsonb where id = ?`,
+          [JSON.stringify(patch), id],
+        );
+      const summary = { polled: 0, skipped: 0, failed: 0 };
+      for (const row of rows) {
+        if (!row.releaseRef) continue;
+        const now = new Date().toISOString();
+        const tracked = row.releasePoll !== null || row.tagAnchor !== null;
+        const running = await em.count(ManagedSourceSyncJobEntity, { sourceId: row.id, status: 'running' });
+        if (row.deletionState || running) {
+          summary.skipped++;
+          if (tracked) await merge(row.id, { skipped_at: now });
+          continue;
+        }
+        let creds: GitCredentials | null = null;
+        try {
+          creds = await openCredentials(em, deps.config, row);
+          const lapsed = oauthLapsed(creds, new Date());
+          if (lapsed) throw lapsed;
+          const polled = await pollRemoteReleases({
+            http: egressGitHttp(deps.config.egress, { timeoutMs: 20_000, maxResponseBytes: 16 * 1024 * 1024 }),
+            url: row.repoUrl,
+            headers: authHeaders(creds),
+            releaseRef: row.releaseRef,
+          });
+          if (polled.kind === 'branch') {
+            await conn.execute('update managed_sources set release_poll = null where id = ?', [row.id]);
+            summary.skipped++;
+          } else if (polled.kind === 'missing') {
+            summary.failed++;
+            await merge(row.id, {
+              error: {
+                code: 'RELEASE_REF_NOT_FOUND',
+                message: `The repository has no tag or branch named ${JSON.stringify(row.releaseRef)}.`,
+                at: now,
+              },
+            });
+          } else {
+            summary.polled++;
+            await merge(row.id, { checked_at: now, new_release: polled.newRelease, error: null });
+          }
+        } catch (err) {
+          summary.failed++;
+          const g = classifyGitError(err, hostOf(row.repoUrl), creds?.kind);
+          await merge(row.id, { error: { code: g.code, message: g.message, at: now } });
+        }
+      }
+      return summary;
     },
 
     /** Ends a failed sync with its classified code. */

@@ -1,16 +1,18 @@
-import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { ManagedSourceActivities } from '../activities/managed-sources.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { AutoSyncInput, AutoSyncSummary } from './managed-source-lifecycle-definitions.js';
 import { sourceSyncWorkflowId, type SourceSyncInput, type SourceSyncResult } from './source-sync-definitions.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
+const remote = proxyActivities<ManagedSourceActivities>(ActivityProfiles.externalIdempotent);
 
 /**
  * The auto-sync check (started by the `managed-source-auto-sync` Schedule every 300 s): every source
  * with `auto_sync` is checked; an eligible one is synced as a child `source-sync/<source_id>/<job_id>`
  * (one job row first, so a sync already running is skipped, never doubled), and the outcome is
- * recorded as the source's `auto_sync_state`. Sources are synced one after another.
+ * recorded as the source's `auto_sync_state`. Sources are synced one after another. Then every source
+ * tracking a release tag is polled for a newer release (`release_poll`; patch `release-poll`).
  */
 export async function managedSourceAutoSyncWorkflow(input: AutoSyncInput = {}): Promise<AutoSyncSummary> {
   const summary: AutoSyncSummary = { checked: 0, synced: 0, skipped: 0, not_eligible: 0 };
@@ -37,5 +39,6 @@ export async function managedSourceAutoSyncWorkflow(input: AutoSyncInput = {}): 
     summary.synced++;
     await db.autoSyncRecord({ candidate: c, jobId, result });
   }
+  if (patched('release-poll')) await remote.managedReleasePoll(input);
   return summary;
 }

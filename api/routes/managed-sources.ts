@@ -252,7 +252,12 @@ const SourceView = z
       })
       .nullable(),
     synced_commit_sha: z.string().nullable(),
-    release_poll: z.record(z.string(), z.unknown()).nullable(),
+    release_poll: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        'Release tracking; null when skill revision tracking is off (release_ref is a branch or unset; on when it names a tag). Fields: `checked_at` (last successful poll or tag sync), `skipped_at` (poll skipped: deletion pending or a sync running), `error` ({code, message, at} of the last failed poll; null after a good one), `new_release` ({tag, commit_sha}: the newest version tag `v1.2.3`/`1.2.3` newer than release_ref; null when none), `moved_tag` ({tag, anchored_commit_sha, remote_commit_sha, detected_at}), `upgrade_refusal` ({tag, error_code, message, at}: an upgrade to a not-yet-synced tag whose sync failed or whose release job ended SKILL_RELEASE_*; cleared by a good sync). Polled by the auto-sync check every 300 s.',
+      ),
     auto_sync_state: z.record(z.string(), z.unknown()).nullable(),
     deletion_state: z
       .record(z.string(), z.unknown())
