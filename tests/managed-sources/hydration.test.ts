@@ -1,55 +1,28 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitServer } from '../helpers/git-server.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { basicCredentials, managedSources, startGitStack, type GitStack } from './support.js';
 
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
 let admin: string;
-const AUTH = { username: 'bot', password: 's3cret-token' };
-const credentials = { kind: 'basic', ...AUTH };
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'msrc-hydrate-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
+  env = await startGitStack({ dataDirPrefix: 'msrc-hydrate-' });
+  ({ stack, gitServer, admin } = env);
 }, 60_000);
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => env?.close());
 
 const agentYaml = (id: string, name: string, extra = '') =>
   `schema_version: 1\nagent_id: ${id}\nname: ${name}\ninstructions: You are ${name}.\ndefault_tool_groups: [action_review, agent_files]\n${extra}`;
 
-async function create(repo: GitRepo, extra: Record<string, unknown> = {}) {
-  const res = await http(stack.url, 'POST', '/api/managed-sources', {
-    token: admin,
-    body: { name: 'artifacts', repo_url: repo.url, scan_types_enabled: ['agents', 'roles'], credentials, ...extra },
-  });
-  expect(res.status).toBe(201);
-  return res.body.source.source_id as string;
-}
-const sync = (id: string, body: Record<string, unknown> = {}) =>
-  http(stack.url, 'POST', `/api/managed-sources/${id}/sync`, { token: admin, body });
+const { create, sync } = managedSources(() => env, {
+  name: 'artifacts',
+  scan_types_enabled: ['agents', 'roles'],
+  credentials: basicCredentials(),
+});
 const managedAgents = (id: string) =>
   query<{ id: string; name: string; instructions: string; is_editable: boolean; tool_groups: string[] }>(
     stack.db.url,
@@ -168,7 +141,7 @@ describe('managed-source artifact hydration', () => {
       'roles/boss/role.yml': 'admin: true\npermissions: []\n',
     });
     const id = await create(repo);
-    const reader = await idp.sign({ sub: 'ana', roles: ['repo-readers'] });
+    const reader = await env.idp.sign({ sub: 'ana', roles: ['repo-readers'] });
     expect((await http(stack.url, 'GET', '/api/managed-sources', { token: reader })).status).toBe(403);
 
     const preview = (await sync(id)).body.data;
@@ -200,7 +173,7 @@ describe('managed-source artifact hydration', () => {
     expect((await http(stack.url, 'GET', '/api/managed-sources', { token: reader })).status).toBe(200);
     // The custom role grants only what it lists: no user management.
     expect((await http(stack.url, 'GET', '/api/agents', { token: reader })).status).toBe(200);
-    const sneaky = await idp.sign({ sub: 'eve2', roles: ['sneaky'] });
+    const sneaky = await env.idp.sign({ sub: 'eve2', roles: ['sneaky'] });
     expect((await http(stack.url, 'GET', '/api/managed-sources', { token: sneaky })).status).toBe(403);
   });
 

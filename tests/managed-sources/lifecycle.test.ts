@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
@@ -11,47 +8,30 @@ import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { AUTO_SYNC_INTERVAL_SECONDS } from '../../workflows/managed-source-lifecycle-definitions.js';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitRepo, GitServer } from '../helpers/git-server.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { startWorker } from '../helpers/temporal.js';
+import { basicCredentials, startGitStack, type GitStack } from './support.js';
 
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let workerOrm: MikroORM;
 let gitServer: GitServer;
-let dataDir: string;
 let admin: string;
 let url: string;
-const AUTH = { username: 'bot', password: 's3cret-token' };
-const credentials = { kind: 'basic', ...AUTH };
+const credentials = basicCredentials();
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'msrc-life-'));
   // The worker gets its own database pool, so stopping the API (restart test) leaves it running.
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
+  env = await startGitStack({ dataDirPrefix: 'msrc-life-', worker: false });
+  ({ stack, gitServer, admin } = env);
   workerOrm = await initOrm({ clientUrl: stack.db.url, poolMax: 4 });
   stack.worker = await startWorker({ orm: workerOrm, config: stack.config, log: stack.log });
   url = stack.url;
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
 }, 60_000);
 afterAll(async () => {
-  await stack?.close();
+  await env?.close(); // stops whichever worker runs now
   await workerOrm?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 const agentYaml = (id: string, name: string) =>

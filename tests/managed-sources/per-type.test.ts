@@ -1,48 +1,32 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitServer } from '../helpers/git-server.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startGitStack, tokenCredentials, type GitStack } from './support.js';
 
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
 let admin: string;
 let developer: string;
 let member: string;
 const AUTH = { username: 'bot', password: 'per-type-token' };
 const SERVICE_TOKEN = 'svc-per-type-0123456789abcdef';
-const credentials = { kind: 'token', token: AUTH.password, username: AUTH.username };
+const credentials = tokenCredentials(AUTH);
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'per-type-data-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-      PLATFORM_SERVICE_TOKEN: SERVICE_TOKEN,
-    },
+  env = await startGitStack({
+    dataDirPrefix: 'per-type-data-',
+    gitAuth: AUTH,
+    env: { PLATFORM_SERVICE_TOKEN: SERVICE_TOKEN },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  developer = await idp.sign({ sub: 'dev', roles: ['developer'] });
-  member = await idp.sign({ sub: 'mem', roles: ['member'] });
+  ({ stack, gitServer, admin } = env);
+  developer = await env.idp.sign({ sub: 'dev', roles: ['developer'] });
+  member = await env.idp.sign({ sub: 'mem', roles: ['member'] });
 }, 120_000);
-
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => env?.close());
 
 describe('per-type repository routes', () => {
   let skillsSrc: string;

@@ -1,69 +1,30 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitServer } from '../helpers/git-server.js';
+import type { Stack } from '../helpers/stack.js';
+import { GIT_AUTH, managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
 
 /**
  * Issue 12, part 4: OAuth grants that lapse, sparse-checkout failures and background release jobs
  * that end unmet, against a real Git server on loopback.
  */
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
-let admin: string;
-const AUTH = { username: 'bot', password: 's3cret-token' };
-const credentials = { kind: 'token', token: AUTH.password, username: AUTH.username };
-
-beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'msrc-rel-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-}, 60_000);
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+const AUTH = GIT_AUTH;
+const { create, sync, patch, source, checkout, waitJob } = managedSources(() => env, {
+  name: 'rel repo',
+  scan_types_enabled: ['document_indexes'],
+  credentials: tokenCredentials(),
 });
 
-async function create(repo: GitRepo, extra: Record<string, unknown> = {}) {
-  const res = await http(stack.url, 'POST', '/api/managed-sources', {
-    token: admin,
-    body: { name: 'rel repo', repo_url: repo.url, scan_types_enabled: ['document_indexes'], credentials, ...extra },
-  });
-  expect(res.status).toBe(201);
-  return res.body.source.source_id as string;
-}
-const sync = (id: string) => http(stack.url, 'POST', `/api/managed-sources/${id}/sync`, { token: admin, body: {} });
-const patch = (id: string, body: Record<string, unknown>) =>
-  http(stack.url, 'PATCH', `/api/managed-sources/${id}`, { token: admin, body });
-const checkout = (id: string) => path.join(dataDir, 'managed-sources', id, 'checkout');
-const source = async (id: string) =>
-  (await http(stack.url, 'GET', `/api/managed-sources/${id}`, { token: admin })).body.data;
-
-async function waitJob(id: string, jobId: string) {
-  let job = await http(stack.url, 'GET', `/api/managed-sources/${id}/sync-status/${jobId}`, { token: admin });
-  while (job.body.data.status === 'running') {
-    await new Promise((r) => setTimeout(r, 100));
-    job = await http(stack.url, 'GET', `/api/managed-sources/${id}/sync-status/${jobId}`, { token: admin });
-  }
-  return job.body.data;
-}
+beforeAll(async () => {
+  env = await startGitStack({ dataDirPrefix: 'msrc-rel-' });
+  ({ stack, gitServer } = env);
+}, 60_000);
+afterAll(() => env?.close());
 
 const LONG = `long/${'x'.repeat(300)}.txt`;
 

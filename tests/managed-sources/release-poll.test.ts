@@ -1,75 +1,36 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManagedSourceActivities } from '../../activities/managed-sources.js';
 import { isNewerVersion, parseVersion } from '../../shared/managed-sources/release-poll.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitServer } from '../helpers/git-server.js';
+import type { Stack } from '../helpers/stack.js';
+import { managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
 
 /**
  * Issue 12, release tracking: `release_poll.new_release` from the remote's version tags, `error` when the
  * poll cannot run, `skipped_at`, tracking off for branches, and `upgrade_refusal` for tag upgrades that
  * did not land — against a real Git server on loopback.
  */
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
-let admin: string;
-const AUTH = { username: 'bot', password: 's3cret-token' };
-const credentials = { kind: 'token', token: AUTH.password, username: AUTH.username };
-
-beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'msrc-poll-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-}, 60_000);
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+const { create, patch, source, waitJob } = managedSources(() => env, {
+  name: 'poll repo',
+  scan_types_enabled: ['document_indexes'],
+  credentials: tokenCredentials(),
 });
 
-async function create(repo: GitRepo, extra: Record<string, unknown> = {}) {
-  const res = await http(stack.url, 'POST', '/api/managed-sources', {
-    token: admin,
-    body: { name: 'poll repo', repo_url: repo.url, scan_types_enabled: ['document_indexes'], credentials, ...extra },
-  });
-  expect(res.status).toBe(201);
-  return res.body.source.source_id as string;
-}
-const patch = (id: string, body: Record<string, unknown>) =>
-  http(stack.url, 'PATCH', `/api/managed-sources/${id}`, { token: admin, body });
-const source = async (id: string) =>
-  (await http(stack.url, 'GET', `/api/managed-sources/${id}`, { token: admin })).body.data;
+beforeAll(async () => {
+  env = await startGitStack({ dataDirPrefix: 'msrc-poll-' });
+  ({ stack, gitServer } = env);
+}, 60_000);
+afterAll(() => env?.close());
+
 const poll = () =>
   createManagedSourceActivities({ orm: stack.api.deps.orm, config: stack.config }).managedReleasePoll({
     tenant: stack.config.auth.deploymentTenant,
   });
-
-async function waitJob(id: string, jobId: string) {
-  let job = await http(stack.url, 'GET', `/api/managed-sources/${id}/sync-status/${jobId}`, { token: admin });
-  while (job.body.data.status === 'running') {
-    await new Promise((r) => setTimeout(r, 100));
-    job = await http(stack.url, 'GET', `/api/managed-sources/${id}/sync-status/${jobId}`, { token: admin });
-  }
-  return job.body.data;
-}
 
 const LONG = `long/${'x'.repeat(300)}.txt`;
 

@@ -1,47 +1,28 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitRepo, GitServer } from '../helpers/git-server.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { recordHistory } from '../helpers/histories.js';
+import { GIT_AUTH as AUTH, managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
 
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
 let admin: string;
 let developer: string;
 let member: string;
-const AUTH = { username: 'bot', password: 's3cret-token' };
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'msrc-data-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  developer = await idp.sign({ sub: 'dev', roles: ['developer'] });
-  member = await idp.sign({ sub: 'mem', roles: ['member'] });
+  env = await startGitStack({ dataDirPrefix: 'msrc-data-' });
+  ({ stack, gitServer, admin } = env);
+  developer = await env.idp.sign({ sub: 'dev', roles: ['developer'] });
+  member = await env.idp.sign({ sub: 'mem', roles: ['member'] });
 }, 60_000);
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => env?.close());
 
-const credentials = { kind: 'token', token: AUTH.password, username: AUTH.username };
+const credentials = tokenCredentials();
 
 async function create(repo: GitRepo, extra: Record<string, unknown> = {}, token = admin) {
   return http(stack.url, 'POST', '/api/managed-sources', {
@@ -58,7 +39,7 @@ async function create(repo: GitRepo, extra: Record<string, unknown> = {}, token 
 
 const sync = (id: string, token = admin) =>
   http(stack.url, 'POST', `/api/managed-sources/${id}/sync`, { token, body: {} });
-const checkout = (id: string) => path.join(dataDir, 'managed-sources', id, 'checkout');
+const { checkout } = managedSources(() => env, {});
 
 describe('managed sources over a real Git server', () => {
   it('first sync checks out the release branch without excluded paths; then up_to_date, then updated', async () => {

@@ -1,16 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { GitRepo } from '../helpers/git-server.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startGitStack, tokenCredentials, type GitStack } from '../managed-sources/support.js';
 
-let idp: FakeIdp;
+let env: GitStack;
 let stack: Stack;
-let gitServer: GitServer;
-let dataDir: string;
 let admin: string;
 let member: string;
 let member2: string;
@@ -18,31 +15,21 @@ let outsider: string;
 let repo: GitRepo;
 let src: string;
 const AUTH = { username: 'bot', password: 'wiki-token' };
-const credentials = { kind: 'token', token: AUTH.password, username: AUTH.username };
+const credentials = tokenCredentials(AUTH);
 
 const get = (p: string, token = member) => http(stack.url, 'GET', p, { token });
 const page = (qn: string, token = member) => get(`/api/wiki/v1/pages/${qn}`, token);
 const sync = (id: string) => http(stack.url, 'POST', `/api/managed-sources/${id}/sync`, { token: admin, body: {} });
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  gitServer = await startGitServer(AUTH);
-  dataDir = mkdtempSync(path.join(tmpdir(), 'wiki-data-'));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
+  env = await startGitStack({ dataDirPrefix: 'wiki-data-', gitAuth: AUTH });
+  ({ stack, admin } = env);
+  const idp = env.idp;
   member = await idp.sign({ sub: 'mem', roles: ['member'], name: 'Mem One' });
   member2 = await idp.sign({ sub: 'mem2', roles: ['member'] });
   outsider = await idp.sign({ sub: 'out', roles: ['nobody'] });
 
-  repo = gitServer.repo('wiki');
+  repo = env.gitServer.repo('wiki');
   repo.write({
     'docs/index.md':
       '# Home\n\nSee [setup](guides/setup.md) and [the FAQ](./guides/faq#top) and [web](https://example.com).\n',
@@ -77,12 +64,7 @@ beforeAll(async () => {
   src = created.body.source.source_id as string;
 }, 120_000);
 
-afterAll(async () => {
-  await stack?.close();
-  await gitServer?.close();
-  await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => env?.close());
 
 describe('team wiki', () => {
   it('needs view_git', async () => {
@@ -307,7 +289,7 @@ describe('team wiki', () => {
   });
 
   it('answers 503 when a synced source’s documents cannot be enumerated, and recovers after a sync', async () => {
-    rmSync(path.join(dataDir, 'managed-sources', src, 'checkout'), { recursive: true, force: true });
+    rmSync(path.join(env.dataDir, 'managed-sources', src, 'checkout'), { recursive: true, force: true });
     const res = await get('/api/wiki/v1/subgraphs');
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({
