@@ -265,6 +265,15 @@ export async function taggedCommit(dir: string, n: number): Promise<string | nul
   }
 }
 
+async function commitExists(dir: string, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs, dir, oid });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function isRepository(dir: string): Promise<boolean> {
   try {
     await stat(`${dir}/.git`);
@@ -276,8 +285,8 @@ async function isRepository(dir: string): Promise<boolean> {
 }
 
 /**
- * Re-creates what the repository lost from PostgreSQL: each saved version whose tag or commit is missing
- * gets a commit with exactly its stored files (parent: the previous version's commit, author and time: the
+ * Re-creates what the repository lost from PostgreSQL: a lost tag whose recorded commit still exists is
+ * re-created on it; each saved version whose commit is missing too gets a commit with exactly its stored files (parent: the previous version's commit, author and time: the
  * version's) tagged `version/<n>`; its row then names the new commit. When the repository itself is gone
  * it is re-initialised and its working copy becomes the latest saved version (under the blueprint's current
  * name) in a commit saying so; edits made after that version were not saved and are lost with the volume.
@@ -302,6 +311,13 @@ export async function ensureVersionsPresent(
     const existing = fresh ? null : await taggedCommit(dir, v.number);
     if (existing) {
       prev = existing;
+      continue;
+    }
+    if (!fresh && (await commitExists(dir, v.commit_sha))) {
+      // Only the tag was lost: it names the recorded commit again.
+      await tagVersion(dir, v.number, v.commit_sha);
+      prev = v.commit_sha;
+      restored++;
       continue;
     }
     const files = await versionFiles(tx, v.version_id);
