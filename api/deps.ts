@@ -7,6 +7,7 @@ import type { Tracing } from '../shared/observability/tracing.js';
 import type { Settings } from '../shared/settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
 import type { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
+import type { VersionRestorer } from './blueprints/versioning.js';
 
 /** Everything the API needs, built once per process by api/server.ts (or a test). */
 export interface AppDeps {
@@ -25,4 +26,6 @@ export interface AppDeps {
   metrics?: ApiMetrics;
   /** Present when tracing is on (`OTEL_EXPORTER_OTLP_ENDPOINT`, or a test's in-memory exporter). */
   tracing?: Tracing;
+  /** This process's saved blueprint version restore pass (started by `startApi`, or by the first versioning call). */
+  blueprintVersions?: VersionRestorer;
 }

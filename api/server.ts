@@ -12,6 +12,7 @@ import { createJwtVerifier } from './auth/jwt.js';
 import type { AppDeps } from './deps.js';
 import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 import { attachHostedSockets } from './ws/hosted-sockets.js';
+import { VersionRestorer } from './blueprints/versioning.js';
 
 /** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
 export async function buildDeps(config: AppConfig, log: Logger, options: { tracing?: Tracing } = {}): Promise<AppDeps> {
@@ -65,6 +66,9 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
   // The startup embedding smoke test: after listening, never awaited, so it cannot delay boot.
   d.embeddingSmoke ??= new EmbeddingSmokeTests();
   d.embeddingSmoke.start(d);
+  // Saved blueprint versions lost with the repository volume are re-created from PostgreSQL; never awaited.
+  d.blueprintVersions ??= new VersionRestorer();
+  d.blueprintVersions.start(d);
   const address = server.address() as { port: number };
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${address.port}`;
   return {

@@ -51,6 +51,8 @@ import {
   type Resolved,
 } from '../../shared/blueprints/store.js';
 import { buildZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
+import { dropOrphanBlobs, versionedIds, versioningOf } from '../../shared/blueprints/versions.js';
+import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -59,6 +61,8 @@ export interface Ctx {
   em: EntityManager;
   principal: Principal;
   root: string;
+  /** This process's saved-version restore pass (versioned mode answers 503 until it reached a blueprint). */
+  restorer?: VersionRestorer;
 }
 
 export async function accessOf(ctx: Ctx, b: Resolved): Promise<AccessFlags> {
@@ -108,14 +112,14 @@ function sourceView(b: Resolved) {
   };
 }
 
-export function summaryOf(b: Resolved, flags: AccessFlags) {
+export function summaryOf(b: Resolved, flags: AccessFlags, versioned = false) {
   return {
     blueprint_name: b.manifest.name,
     blueprint_id: identityOf(b),
     short_description: b.manifest.blueprint.short_description,
     default_mode: b.manifest.blueprint.default_mode,
     is_default: b.kind === 'default',
-    mode: 'standard' as const,
+    mode: versioned ? ('versioned' as const) : ('standard' as const),
     owner: b.kind === 'default' ? null : (resolveOwner(b.manifest) ?? b.row.created_by),
     phase_count: b.manifest.phases.length,
     origin: originOf(b),
@@ -126,6 +130,10 @@ export function summaryOf(b: Resolved, flags: AccessFlags) {
 export async function inventory(ctx: Ctx) {
   const rows = await listRows(ctx.em, ctx.principal.tenant);
   const grants = await grantsOf(
+    ctx.em,
+    rows.map((r) => r.blueprint_id),
+  );
+  const versioned = await versionedIds(
     ctx.em,
     rows.map((r) => r.blueprint_id),
   );
@@ -149,7 +157,7 @@ export async function inventory(ctx: Ctx) {
       b,
       grants.filter((g) => g.blueprint_id === row.blueprint_id),
     );
-    if (flags.can_view && !manifest.hidden) out.push(summaryOf(b, flags));
+    if (flags.can_view && !manifest.hidden) out.push(summaryOf(b, flags, versioned.has(row.blueprint_id)));
   }
   return out.sort((a, b) => a.blueprint_name.localeCompare(b.blueprint_name));
 }
@@ -164,8 +172,9 @@ export async function detail(ctx: Ctx, b: Resolved, flags: AccessFlags) {
     absent.forEach((f) => missing.add(f));
     return { ...p, missing_files: absent };
   });
+  const versioned = b.kind === 'custom' && !!(await versioningOf(ctx.em, b.row.blueprint_id));
   return {
-    ...summaryOf(b, flags),
+    ...summaryOf(b, flags, versioned),
     hidden: b.manifest.hidden,
     manifest: b.manifest,
     phases,
@@ -321,7 +330,10 @@ export async function remove(ctx: Ctx, b: Resolved) {
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'deleted');
   await ctx.em.transactional(async (tx) => {
     await lockBlueprint(tx, b.row.blueprint_id);
+    // Versions, promotion history and the production assignment go with the row (cascade); then the
+    // blobs no other blueprint's version uses.
     await tx.getConnection().execute(`delete from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
+    await dropOrphanBlobs(tx);
     await rm(b.dir, { recursive: true, force: true });
   });
 }
@@ -384,12 +396,19 @@ export async function exportZip(ctx: Ctx, b: Resolved) {
       blueprint_id: b.row.blueprint_id,
       source_identity: { source_type: 'local', source_id: null, repo_id: null, path: '.' },
       working_copy_fingerprint: await workingCopyFingerprint(b.dir),
+      ...(await versioningBlock(tx, b)),
     };
     // Files are read while the stream is consumed; snapshot them first so a later write cannot tear the archive.
     const entries = await Promise.all(files.map(async (f) => ({ path: f, data: await readFile(path.join(b.dir, f)) })));
     entries.push({ path: EXPORT_MANIFEST_FILE, data: Buffer.from(serializeYaml(sidecar)) });
     return { stream: buildZip(entries), filename: `${b.manifest.name}.zip` };
   });
+}
+
+/** The sidecar's `versioning` block for a versioned blueprint (`api/blueprints/versioning.ts`), else nothing. */
+async function versioningBlock(tx: EntityManager, b: Extract<Resolved, { kind: 'custom' }>) {
+  const versioning = await versioningSidecar(tx, b);
+  return versioning ? { versioning } : {};
 }
 
 function serializeYaml(v: unknown): string {
@@ -527,7 +546,9 @@ export async function preview(ctx: Ctx, a: ImportArchive) {
   const target = await matchTarget(ctx, a);
   const nameTaken = !!findDefault(a.manifest.name) || !!(await findRow(ctx.em, ctx.principal.tenant, a.manifest.name));
   const editable = !!target && target.b.kind === 'custom' && target.flags.can_edit;
+  const versioned = !!target && target.b.kind === 'custom' && !!(await versioningOf(ctx.em, target.b.row.blueprint_id));
   const allowed: Strategy[] = ['create_copy'];
+  if (editable && versioned) allowed.push('create_version');
   if (editable) allowed.push('replace');
   return {
     valid: true,
@@ -548,11 +569,15 @@ export async function preview(ctx: Ctx, a: ImportArchive) {
           matched_by: target.match,
           is_default: target.b.kind === 'default',
           can_edit: target.b.kind === 'custom' && target.flags.can_edit,
-          mode: 'standard' as const,
+          mode: versioned ? ('versioned' as const) : ('standard' as const),
         }
       : null,
     allowed_collision_strategies: allowed,
-    recommended_strategy: editable ? ('replace' as const) : ('create_copy' as const),
+    recommended_strategy: editable
+      ? versioned
+        ? ('create_version' as const)
+        : ('replace' as const)
+      : ('create_copy' as const),
   };
 }
 
@@ -570,6 +595,22 @@ async function archiveFileMap(a: ImportArchive, manifest: BlueprintManifest): Pr
   for (const f of a.files) if (f !== MANIFEST_FILE) files.set(f, await readFile(path.join(a.dir, f)));
   files.set(MANIFEST_FILE, serializeManifest(manifest));
   return files;
+}
+
+/** The archive's manifest as written into an existing blueprint: its name, created_by and origin stay. */
+function destinationManifest(a: ImportArchive, current: BlueprintManifest): BlueprintManifest {
+  const manifest: BlueprintManifest = {
+    ...a.manifest,
+    name: current.name,
+    hidden: current.hidden,
+    created_by: current.created_by,
+    blueprint: { ...a.manifest.blueprint, created_by: current.blueprint.created_by },
+    origin: current.origin,
+  };
+  if (manifest.created_by === undefined) delete manifest.created_by;
+  if (manifest.blueprint.created_by === undefined) delete manifest.blueprint.created_by;
+  if (manifest.origin === undefined) delete manifest.origin;
+  return manifest;
 }
 
 export interface ImportOptions {
@@ -660,10 +701,24 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
   }
   const b = target.b;
   if (opts.strategy === 'create_version') {
-    throw new ConflictError(
-      `Blueprint "${b.manifest.name}" is not in versioned mode; import with replace or create_copy.`,
-      { code: 'BLUEPRINT_NOT_VERSIONED', blueprint_name: b.manifest.name, blueprint_id: b.row.blueprint_id },
-    );
+    // A standard destination is refused (409 BLUEPRINT_NOT_VERSIONED): enabling versioned mode needs
+    // manage access and is a decision of its own (POST .../versioning/enable).
+    const files = new Map<string, Buffer>();
+    for (const [p, d] of await archiveFileMap(a, destinationManifest(a, b.manifest))) files.set(p, Buffer.from(d));
+    const r = await importVersion(ctx, b, target.flags, files, opts.promote);
+    return {
+      ...base,
+      import_action: 'version_created' as const,
+      blueprint_name: b.manifest.name,
+      blueprint_id: b.row.blueprint_id,
+      created_version_number: r.no_change ? null : r.version.number,
+      created_version_id: r.no_change ? null : r.version.version_id,
+      promoted: r.promoted,
+      no_change: r.no_change,
+      message: r.no_change
+        ? `The archive matches saved version ${r.version.number} of "${b.manifest.name}"; no version was added.${r.promoted ? ' It is production.' : ''}`
+        : `Added version ${r.version.number} to "${b.manifest.name}"${r.promoted ? ' and promoted it to production' : ''}.`,
+    };
   }
   // replace: only the working copy changes; destination name, identity, created_by and origin stay.
   const commit = await writeLocked(
@@ -671,18 +726,7 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     b,
     `Replace the working copy of ${b.manifest.name} from a ZIP archive`,
     async (_tx, current) => {
-      const manifest: BlueprintManifest = {
-        ...a.manifest,
-        name: current.name,
-        hidden: current.hidden,
-        created_by: current.created_by,
-        blueprint: { ...a.manifest.blueprint, created_by: current.blueprint.created_by },
-        origin: current.origin,
-      };
-      if (manifest.created_by === undefined) delete manifest.created_by;
-      if (manifest.blueprint.created_by === undefined) delete manifest.blueprint.created_by;
-      if (manifest.origin === undefined) delete manifest.origin;
-      await writeWorkingFiles(b.dir, await archiveFileMap(a, manifest), true);
+      await writeWorkingFiles(b.dir, await archiveFileMap(a, destinationManifest(a, current)), true);
     },
   );
   return {

@@ -1,7 +1,8 @@
 /**
  * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
- * delete), role grants, ZIP export and import. Versioned mode and the wizard are not built yet (not
- * mounted). Logic lives in `api/blueprints/service.ts`; storage in `shared/blueprints/`.
+ * delete), role grants, ZIP export and import, versioned mode (`versioning/*`, logic in
+ * `api/blueprints/versioning.ts`). The wizard is not built yet (not mounted). Logic lives in
+ * `api/blueprints/service.ts`; storage in `shared/blueprints/`.
  */
 import { rm } from 'node:fs/promises';
 import { z } from 'zod';
@@ -24,7 +25,17 @@ import {
   update,
   type Ctx,
 } from '../blueprints/service.js';
+import {
+  beforeVersioning,
+  enable,
+  promote,
+  restore,
+  saveVersion,
+  summary as versioningSummary,
+  VersionRestorer,
+} from '../blueprints/versioning.js';
 import { ACTIONS } from '../../shared/blueprints/access.js';
+import { findRow } from '../../shared/blueprints/store.js';
 import {
   BlueprintName,
   DefaultMode,
@@ -144,8 +155,82 @@ const formBoolean = z.enum(['true', 'false']).optional();
 const ZIP_DOC = `Archives are checked from their central directory before anything is written: at most ${ZIP_LIMITS.maxArchiveBytes} bytes uploaded (413), ${ZIP_LIMITS.maxMembers} members, ${ZIP_LIMITS.maxMemberBytes} bytes per member and ${ZIP_LIMITS.maxTotalBytes} in all once inflated, a compression ratio of at most ${ZIP_LIMITS.maxRatio}:1 for members over ${ZIP_LIMITS.ratioFloorBytes} bytes; absolute paths, "..", backslashes, symlinks and other non-regular members, duplicate names and encrypted members are refused (400 payload.code UNSAFE_ZIP with payload.reason). A missing or invalid ${'blueprint_manifest.yaml'} answers 400 payload.code INVALID_BLUEPRINT_ARCHIVE.`;
 
 function ctxOf(c: RouteContext<unknown, unknown, unknown>): Ctx {
-  return { em: c.em, principal: c.principal, root: c.deps.config.blueprints.dir };
+  c.deps.blueprintVersions ??= new VersionRestorer();
+  return {
+    em: c.em,
+    principal: c.principal,
+    root: c.deps.config.blueprints.dir,
+    restorer: c.deps.blueprintVersions.attach(c.deps),
+  };
 }
+
+/** Opens a blueprint for a versioning route: 503 while its saved versions are restored, then access. */
+async function openVersioned(
+  c: RouteContext<unknown, unknown, unknown>,
+  name: string,
+  action: 'view' | 'edit' | 'manage',
+  blueprintId: string | undefined,
+) {
+  const ctx = ctxOf(c);
+  const row = await findRow(ctx.em, ctx.principal.tenant, name);
+  if (row) await beforeVersioning(ctx, row);
+  return { ctx, ...(await open(ctx, name, action, blueprintId)) };
+}
+
+const VersionView = z.object({
+  version_number: z.number().int(),
+  version_id: z.string(),
+  commit_sha: z.string(),
+  tag: z.string().describe('The Git tag naming the version commit: version/<n>'),
+  fingerprint: z.string().describe('working_copy_fingerprint of the saved files'),
+  label: z.string().nullable(),
+  note: z.string().nullable(),
+  source: z.enum(['working_copy', 'import']),
+  created_by: z.string(),
+  created_at: z.string(),
+  is_production: z.boolean(),
+});
+const VersioningSummary = z.object({
+  blueprint_name: z.string(),
+  blueprint_id: z.string(),
+  mode: z.enum(['standard', 'versioned']),
+  enabled_at: z.string().nullable(),
+  enabled_by: z.string().nullable(),
+  versions: z.array(VersionView),
+  production: z
+    .object({
+      version_number: z.number().int(),
+      version_id: z.string(),
+      commit_sha: z.string(),
+      promoted_by: z.string().nullable(),
+      promoted_at: z.string().nullable(),
+    })
+    .nullable(),
+  working_copy: z
+    .object({
+      commit_sha: z.string(),
+      fingerprint: z.string(),
+      latest_version_number: z.number().int().nullable(),
+      dirty_since_version: z
+        .boolean()
+        .describe('true when the working copy differs from the latest saved version (or none was saved)'),
+    })
+    .nullable()
+    .describe('null for built-in defaults'),
+  promotion_history: z.array(
+    z.object({
+      version_number: z.number().int(),
+      previous_version_number: z.number().int().nullable(),
+      promoted_by: z.string(),
+      promoted_at: z.string(),
+      via: z.enum(['promote', 'import']),
+    }),
+  ),
+});
+const VersionNumberBody = z.object({ version_number: z.number().int().min(1).max(2_147_483_647) });
+const RESTORING_503 = err(
+  'Saved versions are being restored after a restart (payload.code BLUEPRINT_VERSIONS_RESTORING, retryable, Retry-After header), or a dependency is unavailable',
+);
 
 function zipFile(files: UploadedFile[]): UploadedFile {
   const file = files.find((f) => f.field === 'file');
@@ -279,7 +364,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/import',
     operationId: 'importBlueprint',
     summary: 'Import a blueprint ZIP: create_copy (default), create_version or replace (alias override)',
-    description: `Multipart field \`file\`; form fields \`collision_strategy\`, \`promote_imported_version\`, \`confirm_legacy_name_match\`, \`override\` (true: replace). create_copy suffixes the name on collision and makes the importer \`created_by\` (the archive's owner kept in \`origin\`); replace changes only the working copy of the matching local blueprint (by blueprint_id, or by name for legacy exports) and keeps its created_by and origin; identical content answers no_change true. create_version needs a versioned destination (versioned mode is not available yet: 409 BLUEPRINT_NOT_VERSIONED), a legacy export needs confirm_legacy_name_match (409 LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED), and exactly one matching editable local blueprint (409 BLUEPRINT_VERSION_TARGET_NOT_UNIQUE). ${ZIP_DOC}`,
+    description: `Multipart field \`file\`; form fields \`collision_strategy\`, \`promote_imported_version\`, \`confirm_legacy_name_match\`, \`override\` (true: replace). create_copy suffixes the name on collision and makes the importer \`created_by\` (the archive's owner kept in \`origin\`); replace changes only the working copy of the matching local blueprint (by blueprint_id, or by name for legacy exports) and keeps its created_by and origin; identical content answers no_change true. create_version appends one saved version to exactly one matching editable local blueprint (else 409 BLUEPRINT_VERSION_TARGET_NOT_UNIQUE; built-in defaults included) without touching its working copy, history or production (created_version_number, created_version_id); content identical to the latest saved version answers no_change true and adds nothing; the destination must be versioned already (409 BLUEPRINT_NOT_VERSIONED: enable it first); a legacy export needs confirm_legacy_name_match (409 LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED); promote_imported_version needs manage access on the destination (403, checked before anything is written) and makes the version production (promoted true). ${ZIP_DOC}`,
     tags,
     access: authed,
     body: z.object({
@@ -308,10 +393,11 @@ export const blueprintRoutes = [
         ),
       },
       400: err('Unsafe or invalid archive, or promote_imported_version without create_version'),
-      403: err('No edit access to the matching blueprint'),
+      403: err('No edit access to the matching blueprint, or promote_imported_version without manage access'),
       404: err('replace without a matching local blueprint'),
       409: err('Default target, name taken, or a version-import refusal (payload.code)'),
       413: err('Upload over 64 MiB'),
+      503: RESTORING_503,
     },
     handler: async (c) => {
       const file = zipFile(c.files);
@@ -602,6 +688,149 @@ export const blueprintRoutes = [
       c.koa.type = 'application/zip';
       c.koa.set('Content-Disposition', `attachment; filename="${out.filename}"`);
       c.koa.body = out.stream;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/blueprints/:blueprint_name/versioning/summary',
+    operationId: 'getBlueprintVersioningSummary',
+    summary: 'Versioning summary: mode, saved versions, production assignment, working copy, promotion history',
+    description:
+      'View access. A standard blueprint answers mode standard with empty lists; a built-in default also has working_copy null.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: { description: 'Summary', schema: successEnvelope(VersioningSummary) },
+      409: err('blueprint_id mismatch'),
+      503: RESTORING_503,
+    },
+    handler: async (c) => {
+      const { ctx, b } = await openVersioned(c, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      return { success: true, data: await versioningSummary(ctx, b) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/versioning/enable',
+    operationId: 'enableBlueprintVersioning',
+    summary: 'Turn on versioned mode (manage access; idempotent: changed false when already versioned)',
+    description:
+      'No request body fields. Records a commit "Enable versioned mode for <name>". Built-in defaults answer 409 DEFAULT_BLUEPRINT.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    responses: {
+      200: {
+        description: 'Versioned',
+        schema: successEnvelope(z.object({ changed: z.boolean(), summary: VersioningSummary })),
+      },
+      403: err('No manage access'),
+      409: err('Built-in default (DEFAULT_BLUEPRINT), or blueprint_id mismatch'),
+      503: RESTORING_503,
+    },
+    handler: async (c) => {
+      const { ctx, b } = await openVersioned(c, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      const r = await enable(ctx, b);
+      return { success: true, data: { changed: r.changed, summary: await versioningSummary(ctx, b) } };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/versioning/versions',
+    operationId: 'saveBlueprintVersion',
+    summary: 'Save the working copy as the next immutable version n (a commit tagged version/<n>); edit access',
+    description:
+      'Versions are numbered 1, 2, … per blueprint and stored in PostgreSQL too. A working copy identical to the latest saved version answers no_change true with that version and writes nothing.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: z.object({
+      label: z.string().max(200).optional().describe('Short name shown with the version'),
+      note: z.string().max(4000).optional().describe('Free text kept with the version'),
+    }),
+    responses: {
+      200: {
+        description: 'Saved (or no_change)',
+        schema: successEnvelope(z.object({ no_change: z.boolean(), version: VersionView })),
+      },
+      403: err('No edit access'),
+      409: err('Not versioned (BLUEPRINT_NOT_VERSIONED), built-in default, or blueprint_id mismatch'),
+      503: RESTORING_503,
+    },
+    handler: async (c) => {
+      const { ctx, b } = await openVersioned(c, c.params.blueprint_name, 'edit', c.query.blueprint_id);
+      return { success: true, data: await saveVersion(ctx, b, c.body) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/versioning/promote',
+    operationId: 'promoteBlueprintVersion',
+    summary: 'Make a saved version the one production assignment (manage access; kept in promotion_history)',
+    description:
+      'Promoting the version that is already production answers no_change true and records nothing. Otherwise a commit "Promote version n of <name> to production" is recorded.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: VersionNumberBody,
+    responses: {
+      200: {
+        description: 'Promoted',
+        schema: successEnvelope(
+          z.object({
+            no_change: z.boolean(),
+            previous_version_number: z.number().int().nullable(),
+            version: VersionView,
+          }),
+        ),
+      },
+      403: err('No manage access'),
+      404: err('No such blueprint, or no saved version with that number'),
+      409: err('Not versioned (BLUEPRINT_NOT_VERSIONED), built-in default, or blueprint_id mismatch'),
+      503: RESTORING_503,
+    },
+    handler: async (c) => {
+      const { ctx, b } = await openVersioned(c, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      return { success: true, data: await promote(ctx, b, c.body.version_number) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/blueprints/:blueprint_name/versioning/restore',
+    operationId: 'restoreBlueprintVersion',
+    summary: "Copy a saved version's files into the working copy as a new commit (edit access)",
+    description:
+      'Always one commit "Restore version n of <name> into the working copy" (changed_files false when the content was already identical); the manifest keeps the current name. Saved versions and production are unchanged.',
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: VersionNumberBody,
+    responses: {
+      200: {
+        description: 'Restored',
+        schema: successEnvelope(
+          z.object({
+            restored_version_number: z.number().int(),
+            commit_sha: z.string(),
+            changed_files: z.boolean(),
+            working_copy_fingerprint: z.string(),
+          }),
+        ),
+      },
+      403: err('No edit access'),
+      404: err('No such blueprint, or no saved version with that number'),
+      409: err('Not versioned (BLUEPRINT_NOT_VERSIONED), built-in default, or blueprint_id mismatch'),
+      503: RESTORING_503,
+    },
+    handler: async (c) => {
+      const { ctx, b } = await openVersioned(c, c.params.blueprint_name, 'edit', c.query.blueprint_id);
+      return { success: true, data: await restore(ctx, b, c.body.version_number) };
     },
   }),
 ];
