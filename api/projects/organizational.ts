@@ -109,16 +109,17 @@ export async function createProject(
   input: { name: string; description?: string },
 ): Promise<ProjectView & { counts: KindCounts }> {
   const id = `wprj_${randomBytes(16).toString('hex')}`;
+  const name = input.name.trim();
   try {
     const [row] = await run<ProjectRow[]>(
       em,
       `insert into organizational_projects (id, tenant, name, description, created_by, created_at, updated_at)
        values (?, ?, ?, ?, ?, now(), now()) returning *`,
-      [id, principal.tenant, input.name, input.description ?? '', principal.id],
+      [id, principal.tenant, name, input.description ?? '', principal.id],
     );
     return { ...view(row!), counts: emptyCounts() };
   } catch (err) {
-    if (isUniqueViolation(err)) throw nameTaken(input.name);
+    if (isUniqueViolation(err)) throw nameTaken(name);
     throw err;
   }
 }
@@ -160,15 +161,16 @@ export async function updateProject(
 ): Promise<ProjectView & { counts: KindCounts }> {
   const row = await loadProject(em, principal, id);
   mayManage(principal, row);
+  const name = patch.name?.trim();
   try {
     await run(
       em,
       `update organizational_projects set name = coalesce(?, name), description = coalesce(?, description), updated_at = now()
        where id = ?`,
-      [patch.name ?? null, patch.description ?? null, id],
+      [name ?? null, patch.description ?? null, id],
     );
   } catch (err) {
-    if (isUniqueViolation(err)) throw nameTaken(patch.name ?? row.name);
+    if (isUniqueViolation(err)) throw nameTaken(name ?? row.name);
     throw err;
   }
   return getProject(em, principal, id);

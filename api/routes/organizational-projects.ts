@@ -41,7 +41,12 @@ const MembersView = z.object({
   }),
 });
 
-const Name = z.string().trim().min(1).max(200);
+/**
+ * Not blank: at least one character JavaScript's `trim()` keeps (the class is spelled out, not `\s`, so
+ * the published pattern means the same to every regex engine). The service stores the name trimmed.
+ */
+const NOT_BLANK = /[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
+const Name = z.string().min(1).max(200).regex(NOT_BLANK, 'a name that is not blank');
 const Description = z.string().max(4000);
 const idParams = z.object({ project_id: ProjectId });
 const RefId = z

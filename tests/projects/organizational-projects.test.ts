@@ -145,6 +145,8 @@ describe('organizational projects: CRUD', () => {
     expect(extra.status).toBe(422);
     expect(await rows('select id from organizational_projects order by id')).toEqual(before);
     expect((await create(ann, 'x'.repeat(200), 'd'.repeat(4000))).name).toHaveLength(200);
+    expect((await create(ann, '  Padded\u00a0')).name).toBe('Padded');
+    expect((await call(ann, 'POST', '/api/organizational-projects', { name: '\ufeff\u3000' })).status).toBe(400);
 
     for (const bad of ['wprj_123', 'wprj_' + 'A'.repeat(32), 'prj_' + '0'.repeat(32)]) {
       const res = await call(ann, 'GET', `/api/organizational-projects/${bad}`);
