@@ -220,7 +220,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
     const started = performance.now();
     const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
-      workflowId: rechunkWorkflowId(name),
+      workflowId: rechunkWorkflowId(tenant, name),
       taskQueue: config.temporal.taskQueue,
       args: [
         {

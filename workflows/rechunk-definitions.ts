@@ -4,8 +4,20 @@
  */
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
 
-/** One rechunk per index at a time: a second start with this id is refused while one runs. */
-export const rechunkWorkflowId = (indexName: string) => `rechunk/${indexName}`;
+/**
+ * One rechunk per index at a time: a second start with this id is refused while one runs. The tenant
+ * is part of the id (URI-encoded, so it holds no `/`; index names hold none), so two tenants' indexes
+ * of the same name rechunk independently.
+ */
+export const rechunkWorkflowId = (tenant: string, indexName: string) =>
+  `rechunk/${encodeURIComponent(tenant)}/${indexName}`;
+
+/**
+ * The id rechunks had before the tenant was part of it (issue 13). One started under it may still run
+ * after an upgrade; a new rechunk of an index of that name waits for it (409), in any tenant, since the
+ * old id does not say whose index it rebuilds.
+ */
+export const legacyRechunkWorkflowId = (indexName: string) => `rechunk/${indexName}`;
 
 export interface RechunkInput {
   tenant: string;

@@ -19,7 +19,7 @@ const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>({
 const MAX_PASSES = 3;
 
 /**
- * RECHUNK (id `rechunk/<index_name>`): rebuild into a temporary index, verify, swap atomically, drop the
+ * RECHUNK (id `rechunk/<tenant>/<index_name>`): rebuild into a temporary index, verify, swap atomically, drop the
  * old one. Any failure drops the temporary index; the original keeps serving throughout.
  */
 export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResult> {

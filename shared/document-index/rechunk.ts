@@ -5,7 +5,7 @@ import { currentEmbedder } from './embedder.js';
 import { ingestDocument, lockIndex, sql, type IndexRow } from './store.js';
 
 /**
- * RECHUNK's steps (workflow `rechunk/<index_name>`): every document of the index is rebuilt into a
+ * RECHUNK's steps (workflow `rechunk/<tenant>/<index_name>`): every document of the index is rebuilt into a
  * temporary index (state `building`, invisible to every action) with the new parameters, the counts
  * are verified, and one transaction swaps it in (the old index's rows are dropped and the temporary
  * one takes its name), so a search sees either the old index or the new one, never a half-built one.

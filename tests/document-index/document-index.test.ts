@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rechunkWorkflowId } from '../../workflows/rechunk-definitions.js';
+import { legacyRechunkWorkflowId, rechunkWorkflowId } from '../../workflows/rechunk-definitions.js';
 import { recordHistory } from '../helpers/histories.js';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -249,7 +249,10 @@ describe('a fixed corpus', () => {
       approximate_reassembly_notes: [],
     });
     expect(r.chunks_after).toBeGreaterThan(4);
-    await recordHistory('rechunk-completed', stack.api.deps.temporal.workflow.getHandle(rechunkWorkflowId('kb')));
+    await recordHistory(
+      'rechunk-completed',
+      stack.api.deps.temporal.workflow.getHandle(rechunkWorkflowId('default', 'kb')),
+    );
     const stats = (await ok({ action: 'GET_INDICES_STATS' })).Indices;
     expect(stats[0]).toMatchObject({ name: 'kb', chunk_count: r.chunks_after, chunk_config: r.chunk_config });
     expect(await query(stack.db.url, `select name from doc_indexes where state = 'building'`)).toEqual([]);
@@ -260,14 +263,14 @@ describe('a fixed corpus', () => {
     expect((await tool({ action: 'RECHUNK', index_name: 'nope' })).status).toBe(404);
   });
 
-  it('a second RECHUNK of one index while one runs is refused 409', async () => {
-    // A rechunk that no worker picks up (another task queue) stands for one in progress.
-    const handle = await stack.api.deps.temporal.workflow.start('rechunkWorkflow', {
-      workflowId: rechunkWorkflowId('other'),
+  // A rechunk that no worker picks up (another task queue) stands for one in progress.
+  const standIn = (workflowId: string, tenant: string) =>
+    stack.api.deps.temporal.workflow.start('rechunkWorkflow', {
+      workflowId,
       taskQueue: `${stack.config.temporal.taskQueue}-idle`,
       args: [
         {
-          tenant: 'default',
+          tenant,
           indexName: 'other',
           runId: 'r',
           config: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
@@ -275,10 +278,41 @@ describe('a fixed corpus', () => {
         },
       ],
     });
+
+  it('a second RECHUNK of one index while one runs is refused 409 (the id carries the tenant)', async () => {
+    expect(rechunkWorkflowId('default', 'other')).toBe('rechunk/default/other');
+    const handle = await standIn(rechunkWorkflowId('default', 'other'), 'default');
+    try {
+      const r = await tool({ action: 'RECHUNK', index_name: 'other' });
+      expect(r.status).toBe(409);
+      expect(r.body.payload).toMatchObject({ code: 'rechunk_in_progress', workflow_id: 'rechunk/default/other' });
+    } finally {
+      await handle.terminate('test over');
+    }
+  });
+
+  it('a rechunk still running under the old id (rechunk/<index>) also holds the index: 409 naming that id', async () => {
+    const handle = await standIn(legacyRechunkWorkflowId('other'), 'default');
     try {
       const r = await tool({ action: 'RECHUNK', index_name: 'other' });
       expect(r.status).toBe(409);
       expect(r.body.payload).toMatchObject({ code: 'rechunk_in_progress', workflow_id: 'rechunk/other' });
+    } finally {
+      await handle.terminate('test over');
+    }
+  });
+
+  it("another tenant's running rechunk of a same-named index does not hold this tenant's index", async () => {
+    const theirs = rechunkWorkflowId('globex', 'other');
+    expect(theirs).toBe('rechunk/globex/other');
+    const handle = await standIn(theirs, 'globex');
+    try {
+      const r = await tool({ action: 'RECHUNK', index_name: 'other' });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.data.result.Success).toBe(true);
+      const mine = await stack.api.deps.temporal.workflow.getHandle(rechunkWorkflowId('default', 'other')).describe();
+      expect(mine.status.name).toBe('COMPLETED');
+      expect((await handle.describe()).status.name).toBe('RUNNING');
     } finally {
       await handle.terminate('test over');
     }
