@@ -357,6 +357,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           input.runId,
         ]);
       const output = new OutputCapture(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
+      /** Set once the clone started: the directory `finish` removes. */
+      let worktree: string | null = null;
       const finish = async (
         status: CodeAgentRunStatus,
         fields: {
@@ -366,6 +368,13 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           prUrl?: string;
         },
       ) => {
+        // The worktree goes before the run reads as ended, so an ended run never has one left behind.
+        const removed = worktree
+          ? await rm(worktree, { recursive: true, force: true }).then(
+              () => true,
+              () => false,
+            )
+          : false;
         const final: CodeAgentRunStatus =
           ctx.cancellationSignal.aborted && status !== 'finished' ? 'cancelled' : status;
         const error =
@@ -387,7 +396,12 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
             output.truncated,
             fields.outcome ?? null,
             fields.prUrl ?? null,
-            step(fields.outcome && final === 'finished' ? fields.outcome : final, error ?? undefined),
+            JSON.stringify([
+              ...(removed ? (JSON.parse(step('worktree_removed', worktree!)) as unknown[]) : []),
+              ...(JSON.parse(
+                step(fields.outcome && final === 'finished' ? fields.outcome : final, error ?? undefined),
+              ) as unknown[]),
+            ]),
             input.runId,
           ],
         );
@@ -436,6 +450,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       try {
         await rm(dir, { recursive: true, force: true });
         await mkdir(dir, { recursive: true });
+        worktree = dir;
         try {
           await git.clone({
             fs,
@@ -562,6 +577,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const { em, row } = await load(input.runId);
       if (!row.worktreePath) return false;
       const existed = fs.existsSync(row.worktreePath);
+      if (!existed) return false;
       await rm(row.worktreePath, { recursive: true, force: true });
       await exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
         step('worktree_removed', row.worktreePath),
