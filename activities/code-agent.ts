@@ -32,6 +32,13 @@ const exec = (em: EntityManager, sql: string, params: unknown[]) =>
 const step = (name: string, detail?: string) =>
   JSON.stringify([{ at: new Date().toISOString(), step: name, ...(detail ? { detail } : {}) }]);
 
+/**
+ * True when the activity was cancelled because its workflow asked (the `cancel` signal), not because
+ * the worker is shutting down or the activity timed out (those end the run `interrupted`).
+ */
+const cancelledOnRequest = (ctx: Context) =>
+  ctx.cancellationSignal.aborted && (ctx.cancellationSignal.reason as Error | undefined)?.message === 'CANCELLED';
+
 /** The identity agent-CLI commits carry (author and committer). */
 export const CODE_AGENT_BOT = { name: 'Platform Code Agent', email: 'code-agent@platform.invalid' };
 /** The branch an agent-CLI run pushes. */
@@ -272,7 +279,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
               [pid, input.runId],
             ).catch(() => undefined),
         });
-        const cancelled = result.status === 'interrupted' && ctx.cancellationSignal.aborted;
+        const cancelled = result.status === 'interrupted' && cancelledOnRequest(ctx);
         const status: CodeAgentRunStatus = cancelled
           ? 'cancelled'
           : result.status === 'succeeded'
@@ -375,8 +382,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
               () => false,
             )
           : false;
-        const final: CodeAgentRunStatus =
-          ctx.cancellationSignal.aborted && status !== 'finished' ? 'cancelled' : status;
+        const final: CodeAgentRunStatus = cancelledOnRequest(ctx) && status !== 'finished' ? 'cancelled' : status;
         const error =
           final === 'cancelled'
             ? 'Cancelled on request; the agent CLI was stopped with its process group.'
@@ -470,7 +476,10 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
             error: `Cloning ${repoUrl} at ${row.targetBaseRef} failed (${e.code}): ${e.message}`,
           });
         }
-        if (ctx.cancellationSignal.aborted) return await finish('cancelled', {});
+        if (ctx.cancellationSignal.aborted)
+          return await finish(cancelledOnRequest(ctx) ? 'cancelled' : 'interrupted', {
+            error: 'The worker stopped while the worktree was cloned; the run was not restarted.',
+          });
         await addStep('agent_cli_started', branch);
         const env: Record<string, string> = {
           PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
