@@ -1,15 +1,19 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import * as fs from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import git from 'isomorphic-git';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CodeAgentApiError, CodeAgentClient } from '../shared/code-agent/client.js';
-import { openApiKeyConnection } from '../shared/code-agent/connection.js';
+import { openApiKeyConnection, type CodeAgentCredential } from '../shared/code-agent/connection.js';
 import { runnerArgv } from '../shared/code-agent/launcher.js';
 import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '../shared/code-agent/runs.js';
 import { findConnectionRow } from '../shared/crm/store.js';
 import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
+import { openPullRequest, repoCoordinates } from '../shared/git/forge.js';
 import { EgressError } from '../shared/http/egress.js';
+import { authHeaders, classifyGitError, egressGitHttp } from '../shared/managed-sources/git.js';
 import { killGroup, OutputCapture, runInProcessGroup } from '../shared/process/group-run.js';
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
 import type { ActivityDeps } from './index.js';
@@ -27,6 +31,18 @@ const exec = (em: EntityManager, sql: string, params: unknown[]) =>
 
 const step = (name: string, detail?: string) =>
   JSON.stringify([{ at: new Date().toISOString(), step: name, ...(detail ? { detail } : {}) }]);
+
+/**
+ * True when the activity was cancelled because its workflow asked (the `cancel` signal), not because
+ * the worker is shutting down or the activity timed out (those end the run `interrupted`).
+ */
+const cancelledOnRequest = (ctx: Context) =>
+  ctx.cancellationSignal.aborted && (ctx.cancellationSignal.reason as Error | undefined)?.message === 'CANCELLED';
+
+/** The identity agent-CLI commits carry (author and committer). */
+export const CODE_AGENT_BOT = { name: 'Platform Code Agent', email: 'code-agent@platform.invalid' };
+/** The branch an agent-CLI run pushes. */
+export const codeAgentBranch = (runId: string) => `code-agent/${runId}`;
 
 /** The idempotency key of a run's remote create: the same for every attempt of every worker. */
 export const remoteIdempotencyKey = (runId: string) => `code-agent-${runId}`;
@@ -263,21 +279,320 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
               [pid, input.runId],
             ).catch(() => undefined),
         });
-        const status: CodeAgentRunStatus = result.status === 'succeeded' ? 'finished' : result.status;
-        const error =
-          result.error ??
-          (result.status === 'timed_out'
-            ? `The runner ran past enhancements.code_agent.run_timeout_seconds (${row.timeoutSeconds} s) and was killed with its process group.`
-            : result.status === 'failed'
-              ? `The runner exited with ${result.exit_code === null ? `signal ${result.signal}` : `code ${result.exit_code}`}.`
-              : result.status === 'interrupted'
-                ? 'The worker stopped while the runner ran; it was stopped and not restarted.'
-                : null);
+        const cancelled = result.status === 'interrupted' && cancelledOnRequest(ctx);
+        const status: CodeAgentRunStatus = cancelled
+          ? 'cancelled'
+          : result.status === 'succeeded'
+            ? 'finished'
+            : result.status;
+        const error = cancelled
+          ? 'Cancelled on request; the runner was stopped with its process group.'
+          : (result.error ??
+            (result.status === 'timed_out'
+              ? `The runner ran past enhancements.code_agent.run_timeout_seconds (${row.timeoutSeconds} s) and was killed with its process group.`
+              : result.status === 'failed'
+                ? `The runner exited with ${result.exit_code === null ? `signal ${result.signal}` : `code ${result.exit_code}`}.`
+                : result.status === 'interrupted'
+                  ? 'The worker stopped while the runner ran; it was stopped and not restarted.'
+                  : null));
         return await finish(status, { exitCode: result.exit_code, error, output });
       } finally {
         clearInterval(flush);
         await rm(workdir, { recursive: true, force: true }).catch(() => undefined);
       }
+    },
+
+    /**
+     * Cancels a cloud run: `POST /v1/agents/{id}/runs/{runId}/cancel`. Accepted: the run ends
+     * `cancelled`. A 409 (`run_not_cancellable`: it is ending anyway) is recorded as a step and the
+     * run is followed to its own end. A run not yet created remotely ends `cancelled` at once.
+     */
+    async codeAgentCloudCancel(input: { runId: string }): Promise<{ cancelled: boolean }> {
+      const { em, row } = await load(input.runId);
+      const end = async () => {
+        await exec(
+          em,
+          `update code_agent_runs set status = 'cancelled', error = ?, steps = steps || ?::jsonb, finished_at = now(),
+              updated_at = now()
+            where run_id = ? and status not in ('finished', 'failed', 'expired', 'cancelled', 'timed_out', 'interrupted')`,
+          ['Cancelled on request.', step('cancelled'), input.runId],
+        );
+        return { cancelled: true };
+      };
+      if (!row.remoteAgentId || !row.remoteRunId) return await end();
+      const api = await client(em, row);
+      try {
+        await api.cancel(row.remoteAgentId, row.remoteRunId, Context.current().cancellationSignal);
+      } catch (err) {
+        if (err instanceof CodeAgentApiError && err.status === 409) {
+          await exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
+            step('cancel_refused', err.code ?? 'HTTP 409'),
+            input.runId,
+          ]);
+          return { cancelled: false };
+        }
+        classify(err, 'POST /v1/agents/{id}/runs/{runId}/cancel');
+      }
+      return await end();
+    },
+
+    /**
+     * The agent-CLI backend, one heartbeating activity on one worker (the worktree is local to it):
+     * clone `target_repo_url` at `target_base_ref` (shallow, single branch) into `<worktree_root>/<run_id>`
+     * with the git connection's token, create branch `code-agent/<run_id>`, run CODE_AGENT_CLI_COMMAND
+     * in it (no shell, own process group, scrubbed environment plus CODE_AGENT_API_KEY and
+     * CODE_AGENT_API_BASE_URL from the model connection, prompt on stdin, killed at the run timeout or on
+     * cancel), then commit what changed as the platform bot, push the branch and open the pull request
+     * through the Git host's API. Nothing changed: outcome `no_changes`, no push, no PR. The worktree is
+     * removed whatever happens. Never retried (it writes to a repository).
+     */
+    async codeAgentCliRun(input: { runId: string }): Promise<CodeAgentRunStatus> {
+      const ctx = Context.current();
+      const claimed = await exec(
+        orm.em.fork(),
+        `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
+            branch = ?, steps = steps || ?::jsonb
+          where run_id = ? and status = 'queued' returning run_id`,
+        [hostname(), codeAgentBranch(input.runId), step('worktree_cloning'), input.runId],
+      );
+      if (!claimed.length)
+        throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
+      const { em, row } = await load(input.runId);
+      const addStep = (name: string, detail?: string) =>
+        exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
+          step(name, detail),
+          input.runId,
+        ]);
+      const output = new OutputCapture(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
+      /** Set once the clone started: the directory `finish` removes. */
+      let worktree: string | null = null;
+      const finish = async (
+        status: CodeAgentRunStatus,
+        fields: {
+          exitCode?: number | null;
+          error?: string | null;
+          outcome?: 'pull_request' | 'no_changes';
+          prUrl?: string;
+        },
+      ) => {
+        // The worktree goes before the run reads as ended, so an ended run never has one left behind.
+        const removed = worktree
+          ? await rm(worktree, { recursive: true, force: true }).then(
+              () => true,
+              () => false,
+            )
+          : false;
+        const final: CodeAgentRunStatus = cancelledOnRequest(ctx) && status !== 'finished' ? 'cancelled' : status;
+        const error =
+          final === 'cancelled'
+            ? 'Cancelled on request; the agent CLI was stopped with its process group.'
+            : (fields.error ?? null);
+        await exec(
+          em,
+          `update code_agent_runs set status = ?, exit_code = coalesce(?, exit_code), error = ?, output = ?,
+              output_bytes = ?, output_truncated = ?, outcome = ?, pr_url = coalesce(?, pr_url), process_id = null,
+              steps = steps || ?::jsonb, finished_at = now(), updated_at = now()
+            where run_id = ? and status = 'running'`,
+          [
+            final,
+            fields.exitCode ?? null,
+            error,
+            output.text(),
+            output.bytesSeen,
+            output.truncated,
+            fields.outcome ?? null,
+            fields.prUrl ?? null,
+            JSON.stringify([
+              ...(removed ? (JSON.parse(step('worktree_removed', worktree!)) as unknown[]) : []),
+              ...(JSON.parse(
+                step(fields.outcome && final === 'finished' ? fields.outcome : final, error ?? undefined),
+              ) as unknown[]),
+            ]),
+            input.runId,
+          ],
+        );
+        return final;
+      };
+      const argv = runnerArgv(await deps.settings.get('enhancements.coding_agent.agent_cli.command'));
+      if (!argv.length)
+        return await finish('failed', { error: 'CODE_AGENT_CLI_COMMAND is not set on the worker that took the run.' });
+      if (!row.worktreePath) return await finish('failed', { error: 'The run has no worktree path.' });
+      let model: CodeAgentCredential;
+      let forgeCred: CodeAgentCredential;
+      try {
+        model = openApiKeyConnection(
+          config,
+          await findConnectionRow(em, row.tenant, row.connectionName ?? '', 'api_key'),
+        );
+        forgeCred = openApiKeyConnection(
+          config,
+          await findConnectionRow(em, row.tenant, row.gitConnectionName ?? '', 'api_key'),
+        );
+      } catch (err) {
+        return await finish('failed', { error: `A connection of the run is not usable: ${(err as Error).message}` });
+      }
+      const repoUrl = row.targetRepoUrl ?? '';
+      const host = (() => {
+        try {
+          return new URL(repoUrl).host;
+        } catch {
+          return repoUrl;
+        }
+      })();
+      const dir = row.worktreePath;
+      const branch = codeAgentBranch(row.runId);
+      const http = egressGitHttp(config.egress);
+      const headers = authHeaders({ kind: 'token', username: null, secret: forgeCred.apiKey });
+      const beat = setInterval(() => {
+        ctx.heartbeat();
+        exec(
+          orm.em.fork(),
+          `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
+            where run_id = ? and status = 'running'`,
+          [output.text(), output.bytesSeen, output.truncated, input.runId],
+        ).catch(() => undefined);
+      }, FLUSH_MS);
+      const home = await mkdtemp(path.join(tmpdir(), 'code-agent-home-'));
+      try {
+        await rm(dir, { recursive: true, force: true });
+        await mkdir(dir, { recursive: true });
+        worktree = dir;
+        try {
+          await git.clone({
+            fs,
+            http,
+            dir,
+            url: repoUrl,
+            ref: row.targetBaseRef,
+            singleBranch: true,
+            depth: 1,
+            noTags: true,
+            headers,
+          });
+          await git.branch({ fs, dir, ref: branch, checkout: true });
+        } catch (err) {
+          const e = classifyGitError(err, host, 'token');
+          return await finish('failed', {
+            error: `Cloning ${repoUrl} at ${row.targetBaseRef} failed (${e.code}): ${e.message}`,
+          });
+        }
+        if (ctx.cancellationSignal.aborted)
+          return await finish(cancelledOnRequest(ctx) ? 'cancelled' : 'interrupted', {
+            error: 'The worker stopped while the worktree was cloned; the run was not restarted.',
+          });
+        await addStep('agent_cli_started', branch);
+        const env: Record<string, string> = {
+          PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+          LANG: process.env.LANG ?? 'C.UTF-8',
+          HOME: home,
+          CODE_AGENT_RUN_ID: row.runId,
+          CODE_AGENT_BRANCH: branch,
+          CODE_AGENT_TARGET_BASE_REF: row.targetBaseRef,
+          CODE_AGENT_API_KEY: model.apiKey,
+          CODE_AGENT_API_BASE_URL: model.apiBaseUrl,
+          ...(row.ticketKey ? { CODE_AGENT_TICKET_KEY: row.ticketKey } : {}),
+        };
+        const result = await runInProcessGroup({
+          file: argv[0]!,
+          argv: argv.slice(1),
+          cwd: dir,
+          env,
+          stdin: row.prompt,
+          timeoutMs: row.timeoutSeconds * 1000,
+          output,
+          signal: ctx.cancellationSignal,
+          what: 'The agent CLI',
+          onSpawn: (pid) =>
+            void exec(
+              orm.em.fork(),
+              `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
+              [pid, input.runId],
+            ).catch(() => undefined),
+        });
+        if (result.status !== 'succeeded')
+          return await finish(result.status, {
+            exitCode: result.exit_code,
+            error:
+              result.error ??
+              (result.status === 'timed_out'
+                ? `The agent CLI ran past enhancements.code_agent.run_timeout_seconds (${row.timeoutSeconds} s) and was killed with its process group.`
+                : result.status === 'failed'
+                  ? `The agent CLI exited with ${result.exit_code === null ? `signal ${result.signal}` : `code ${result.exit_code}`}.`
+                  : 'The worker stopped while the agent CLI ran; it was stopped and not restarted.'),
+          });
+        await addStep('agent_cli_finished', 'exit code 0');
+        // What the CLI changed: every path whose working copy differs from the base commit.
+        const changed = (await git.statusMatrix({ fs, dir })).filter(([, h, w]) => !(h === 1 && w === 1));
+        if (!changed.length) return await finish('finished', { exitCode: 0, outcome: 'no_changes' });
+        for (const [file, , w] of changed) {
+          if (w === 0) await git.remove({ fs, dir, filepath: file });
+          else await git.add({ fs, dir, filepath: file });
+        }
+        const title = `Code agent: ${row.ticketKey ?? row.prompt.split('\n')[0]!.slice(0, 80)}`;
+        const sha = await git.commit({
+          fs,
+          dir,
+          message: `${title}\n\nCode-agent run ${row.runId}.`,
+          author: CODE_AGENT_BOT,
+          committer: CODE_AGENT_BOT,
+        });
+        await addStep('committed', `${sha} (${changed.length} file(s))`);
+        try {
+          const pushed = await git.push({
+            fs,
+            http,
+            dir,
+            remote: 'origin',
+            ref: branch,
+            remoteRef: `refs/heads/${branch}`,
+            headers,
+          });
+          if (!pushed.ok) throw new Error(pushed.error ?? 'the server refused the push');
+        } catch (err) {
+          const e = classifyGitError(err, host, 'token');
+          return await finish('failed', { exitCode: 0, error: `Pushing ${branch} failed (${e.code}): ${e.message}` });
+        }
+        await addStep('pushed', branch);
+        let pr;
+        try {
+          pr = await openPullRequest({
+            policy: config.egress,
+            coordinates: repoCoordinates(
+              repoUrl,
+              await deps.settings.get('enhancements.coding_agent.agent_cli.forge_api_url'),
+            ),
+            token: forgeCred.apiKey,
+            title,
+            head: branch,
+            base: row.targetBaseRef,
+            body: `${row.prompt.slice(0, 20_000)}\n\n---\nOpened by code-agent run ${row.runId}.`,
+          });
+        } catch (err) {
+          return await finish('failed', {
+            exitCode: 0,
+            error: `The branch ${branch} was pushed but the pull request could not be opened: ${(err as Error).message}`,
+          });
+        }
+        return await finish('finished', { exitCode: 0, outcome: 'pull_request', prUrl: pr.html_url });
+      } finally {
+        clearInterval(beat);
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+        await rm(home, { recursive: true, force: true }).catch(() => undefined);
+      }
+    },
+
+    /** The workflow's finally step for agent-CLI runs: the run's worktree removed (also after a failure or a cancel). */
+    async codeAgentCliCleanup(input: { runId: string }): Promise<boolean> {
+      const { em, row } = await load(input.runId);
+      if (!row.worktreePath) return false;
+      const existed = fs.existsSync(row.worktreePath);
+      if (!existed) return false;
+      await rm(row.worktreePath, { recursive: true, force: true });
+      await exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
+        step('worktree_removed', row.worktreePath),
+        input.runId,
+      ]);
+      return existed;
     },
 
     /** Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */

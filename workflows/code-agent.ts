@@ -1,6 +1,10 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
+  condition,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -12,6 +16,7 @@ import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import {
   CODE_AGENT_ALREADY_STARTED,
   CODE_AGENT_REFUSED,
+  codeAgentCancelSignal,
   codeAgentStatusQuery,
   type CodeAgentRunInput,
 } from './code-agent-definitions.js';
@@ -37,6 +42,10 @@ const poll = proxyActivities<CodeAgentActivities>({
 
 /** Seconds the local runner activity may take beyond the run's own timeout (the kill grace, the last write). */
 const SLACK_SECONDS = 120;
+/** Seconds the agent-CLI activity may take beyond the run's timeout: clone, commit, push and the pull request. */
+const CLI_SLACK_SECONDS = 900;
+/** Cloud runs wait on a condition (woken by `cancel`) instead of a plain timer since this patch. */
+const CANCEL_PATCH = 'code-agent-cancel';
 /** The poll delay grows up to this many times the first one while nothing changes. */
 const MAX_BACKOFF_FACTOR = 8;
 
@@ -63,23 +72,70 @@ export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<Co
     next_poll_seconds: null,
   };
   setHandler(codeAgentStatusQuery, () => live);
+  /** A `cancel` signal: local and agent-CLI runs have their running activity cancelled (its process group killed). */
+  let cancelRequested = false;
+  let runScope: CancellationScope | null = null;
+  setHandler(codeAgentCancelSignal, () => {
+    if (cancelRequested) return;
+    cancelRequested = true;
+    live.cancel_requested = true;
+    runScope?.cancel();
+  });
   const end = async (status: CodeAgentRunStatus, error: string | null) => {
     live.status = await db.codeAgentFinish({ runId: input.runId, status, error });
     live.next_poll_seconds = null;
     return live.status;
   };
+  const CANCELLED = 'Cancelled on request.';
+
+  if (input.adapter === 'agent_cli') {
+    const run = proxyActivities<CodeAgentActivities>({
+      ...ActivityProfiles.irreversible,
+      startToCloseTimeout: `${input.timeoutSeconds + CLI_SLACK_SECONDS} seconds`,
+      heartbeatTimeout: '10 seconds',
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+    try {
+      if (cancelRequested) return await end('cancelled', CANCELLED);
+      live.status = 'running';
+      runScope = new CancellationScope();
+      const scope = runScope;
+      live.status = await scope.run(() => run.codeAgentCliRun({ runId: input.runId }));
+      return live.status;
+    } catch (err) {
+      if (cancelRequested) return await end('cancelled', CANCELLED);
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      const reason =
+        cause instanceof TimeoutFailure
+          ? 'The worker running the agent CLI stopped answering (it may have crashed); the run was not restarted.'
+          : cause instanceof ApplicationFailure && cause.type === CODE_AGENT_ALREADY_STARTED
+            ? 'The run had already started on a worker that stopped; it was not started again.'
+            : 'The run stopped unexpectedly; it was not restarted.';
+      live.status = await db.codeAgentMarkInterrupted({ runId: input.runId, reason });
+      return live.status;
+    } finally {
+      runScope = null;
+      // The per-run worktree goes whatever happened (the activity removes it too; this covers its worker dying).
+      await CancellationScope.nonCancellable(() => db.codeAgentCliCleanup({ runId: input.runId }));
+    }
+  }
 
   if (input.adapter === 'local') {
     const run = proxyActivities<CodeAgentActivities>({
       ...ActivityProfiles.irreversible,
       startToCloseTimeout: `${input.timeoutSeconds + SLACK_SECONDS} seconds`,
       heartbeatTimeout: '20 seconds',
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
     live.status = 'running';
     try {
-      live.status = await run.codeAgentLocalRun({ runId: input.runId });
+      if (cancelRequested) return await end('cancelled', CANCELLED);
+      runScope = new CancellationScope();
+      const scope = runScope;
+      live.status = await scope.run(() => run.codeAgentLocalRun({ runId: input.runId }));
       return live.status;
     } catch (err) {
+      if (cancelRequested) return await end('cancelled', CANCELLED);
       const cause = err instanceof ActivityFailure ? err.cause : err;
       const reason =
         cause instanceof TimeoutFailure
@@ -93,6 +149,7 @@ export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<Co
   }
 
   const deadline = Date.now() + input.timeoutSeconds * 1000;
+  if (cancelRequested) return await end('cancelled', CANCELLED);
   live.status = 'creating';
   let created;
   try {
@@ -104,6 +161,7 @@ export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<Co
   live.status = created.status;
   let delay = input.pollSeconds;
   let last = created.remoteStatus;
+  let cancelSent = false;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0)
@@ -112,7 +170,21 @@ export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<Co
         `The remote run did not finish within ${input.timeoutSeconds} s (enhancements.code_agent.run_timeout_seconds); it is no longer followed.`,
       );
     live.next_poll_seconds = delay;
-    await sleep(Math.min(delay * 1000, left));
+    if (patched(CANCEL_PATCH)) await condition(() => cancelRequested && !cancelSent, Math.min(delay * 1000, left));
+    else await sleep(Math.min(delay * 1000, left));
+    if (cancelRequested && !cancelSent) {
+      cancelSent = true;
+      let answer;
+      try {
+        answer = await create.codeAgentCloudCancel({ runId: input.runId });
+      } catch (err) {
+        live.last_poll_error = `The cancel request failed: ${reasonOf(err)}`;
+        continue;
+      }
+      if (answer.cancelled) return await end('cancelled', CANCELLED);
+      // 409 run_not_cancellable (recorded as a step): follow the run to its own end.
+      continue;
+    }
     live.polls++;
     let seen;
     try {

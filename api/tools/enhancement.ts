@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { codeAgentRunIdFor, codeAgentRunView, startCodeAgentRun } from '../../shared/code-agent/start.js';
 import { CodeAgentRunEntity } from '../../shared/db/entities/index.js';
-import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { CODE_AGENT_TERMINAL } from '../../shared/code-agent/runs.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { codeAgentCancelSignal, codeAgentWorkflowId } from '../../workflows/code-agent-definitions.js';
 import { uuidFromKey } from '../../shared/ids.js';
 import { createProposal } from '../action-review/create.js';
 import { rowView } from '../action-review/views.js';
@@ -26,6 +29,12 @@ const EnhancementInput = z.discriminatedUnion('action', [
       run_id: z.string().regex(/^car_[0-9a-f]{24}$/, 'a run id from START_CODE_AGENT'),
     })
     .strict(),
+  z
+    .object({
+      action: z.literal('CANCEL_CODE_AGENT'),
+      run_id: z.string().regex(/^car_[0-9a-f]{24}$/, 'a run id from START_CODE_AGENT'),
+    })
+    .strict(),
 ]);
 
 /**
@@ -34,15 +43,18 @@ const EnhancementInput = z.discriminatedUnion('action', [
  * `GET_CODE_AGENT_STATUS` answers status, steps and outcome while it runs. A person starts the run
  * at once; an agent's start writes to a repository on its behalf, so it raises an Action Review
  * proposal (`code_agent.start.v1`) and the run starts when a person approves and it is executed.
+ * `CANCEL_CODE_AGENT` (same permission as START, taken at once for agents too: it only stops writes)
+ * signals `cancel` to the run's workflow; a run that already ended answers 409 `code_agent_run_not_cancellable`.
+ * Runs have no REST routes; these tool actions are the interface.
  * Without a usable adapter the answer is `{success: false, error: {code: CODING_AGENT_UNSUPPORTED}}`.
  */
 export const enhancementActionTool = defineTool({
   name: 'enhancement_action',
   description:
-    'Code-agent runs: START_CODE_AGENT (prompt, ticket_key?) launches a coding agent on the configured repository (agents: an Action Review proposal a person approves); GET_CODE_AGENT_STATUS (run_id) answers status, steps, pull-request URL.',
+    'Code-agent runs: START_CODE_AGENT (prompt, ticket_key?) launches a coding agent on the configured repository (agents: an Action Review proposal a person approves); GET_CODE_AGENT_STATUS (run_id) answers status, steps, pull-request URL; CANCEL_CODE_AGENT (run_id) stops a run that has not ended (it ends cancelled).',
   input: EnhancementInput,
   principalKinds: ['agent', 'person'],
-  permission: (input) => (input.action === 'START_CODE_AGENT' ? 'manage_all_connections' : 'view_connections'),
+  permission: (input) => (input.action === 'GET_CODE_AGENT_STATUS' ? 'view_connections' : 'manage_all_connections'),
   async handler({ input, principal, deps, em, idempotencyKey }) {
     if (input.action === 'GET_CODE_AGENT_STATUS') {
       const row = await em.findOne(
@@ -52,6 +64,27 @@ export const enhancementActionTool = defineTool({
       );
       if (!row) throw new NotFoundError(`No code-agent run ${input.run_id}.`, { reason: 'code_agent_run_not_found' });
       return { success: true, run: await codeAgentRunView(row, deps.temporal) };
+    }
+    if (input.action === 'CANCEL_CODE_AGENT') {
+      const row = await em.findOne(
+        CodeAgentRunEntity,
+        { runId: input.run_id, tenant: principal.tenant },
+        { refresh: true },
+      );
+      if (!row) throw new NotFoundError(`No code-agent run ${input.run_id}.`, { reason: 'code_agent_run_not_found' });
+      if (CODE_AGENT_TERMINAL.includes(row.status))
+        throw new ConflictError(`The code-agent run ${input.run_id} already ended (${row.status}).`, {
+          reason: 'code_agent_run_not_cancellable',
+          status: row.status,
+        });
+      await deps.temporal.workflow
+        .getHandle(codeAgentWorkflowId(row.runId))
+        .signal(codeAgentCancelSignal)
+        .catch((err: unknown) => {
+          // The workflow closed meanwhile: the run ended on its own; the row says how.
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        });
+      return { success: true, cancel_requested: true, run: await codeAgentRunView(row, deps.temporal) };
     }
     const request = { prompt: input.prompt, ...(input.ticket_key ? { ticket_key: input.ticket_key } : {}) };
     if (principal.kind === 'agent') {

@@ -111,6 +111,17 @@ export class CodeAgentClient {
     return { agentId, runId, status: str(run.status) ?? 'CREATING', prUrl: null, branch: null, summary: null };
   }
 
+  /** `POST /v1/agents/{id}/runs/{runId}/cancel`; a run that cannot be cancelled answers 409 `run_not_cancellable`. */
+  async cancel(agentId: string, runId: string, signal?: AbortSignal): Promise<void> {
+    await this.call(
+      'POST',
+      `/v1/agents/${encodeURIComponent(agentId)}/runs/${encodeURIComponent(runId)}/cancel`,
+      {},
+      {},
+      signal,
+    );
+  }
+
   /** `GET /v1/agents/{id}/runs/{runId}`: status (unknown values passed through), PR URL, branch. */
   async run(agentId: string, runId: string, signal?: AbortSignal): Promise<RemoteRun> {
     const body = await this.call(

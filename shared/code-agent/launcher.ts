@@ -8,7 +8,7 @@ import type { Settings } from '../settings/store.js';
  */
 export const CODING_AGENT_UNSUPPORTED = 'CODING_AGENT_UNSUPPORTED';
 
-export type CodeAgentAdapter = 'cloud' | 'local';
+export type CodeAgentAdapter = 'cloud' | 'local' | 'agent_cli';
 
 interface Common {
   /** `enhancements.code_agent.enabled` (env `CODE_AGENT_TICKET_ENABLED`): launching from tickets. */
@@ -20,7 +20,16 @@ interface Common {
 
 export type ResolvedLauncher =
   | (Common & { adapter: 'cloud'; connectionName: string; autoCreatePr: boolean })
-  | (Common & { adapter: 'local'; command: string[] });
+  | (Common & { adapter: 'local'; command: string[] })
+  | (Common & {
+      adapter: 'agent_cli';
+      command: string[];
+      /** `api_key` connection holding the model credential handed to the CLI. */
+      connectionName: string;
+      /** `api_key` connection whose token clones, pushes and opens the pull request. */
+      gitConnectionName: string;
+      worktreeRoot: string;
+    });
 
 export interface LauncherUnsupported {
   code: typeof CODING_AGENT_UNSUPPORTED;
@@ -34,8 +43,62 @@ export function runnerArgv(command: string | null | undefined): string[] {
   return (command ?? '').split(/\s+/).filter(Boolean);
 }
 
+const CLI = 'enhancements.coding_agent.agent_cli';
+
+/**
+ * The agent-CLI backend (`enhancements.coding_agent.backend` = `agent_cli`): usable when enabled and
+ * its repository, both connections, worktree root and CODE_AGENT_CLI_COMMAND are set.
+ */
+async function resolveAgentCli(
+  settings: Settings,
+  timeoutSeconds: number,
+  enabled: boolean,
+): Promise<ResolvedLauncher | LauncherUnsupported> {
+  const [on, repoUrl, baseRef, conn, gitConn, root, command] = await Promise.all([
+    settings.get('enhancements.coding_agent.agent_cli.enabled'),
+    settings.get('enhancements.coding_agent.agent_cli.target_repo_url'),
+    settings.get('enhancements.coding_agent.agent_cli.target_base_ref'),
+    settings.get('enhancements.coding_agent.agent_cli.connection_name'),
+    settings.get('enhancements.coding_agent.agent_cli.git_connection_name'),
+    settings.get('enhancements.coding_agent.agent_cli.worktree_root'),
+    settings.get('enhancements.coding_agent.agent_cli.command'),
+  ]);
+  const argv = runnerArgv(command);
+  const missing = [
+    ...(on ? [] : [`${CLI}.enabled`]),
+    ...((repoUrl ?? '').trim() ? [] : [`${CLI}.target_repo_url`]),
+    ...((conn ?? '').trim() ? [] : [`${CLI}.connection_name`]),
+    ...((gitConn ?? '').trim() ? [] : [`${CLI}.git_connection_name`]),
+    ...((root ?? '').trim() ? [] : [`${CLI}.worktree_root`]),
+    ...(argv.length ? [] : ['CODE_AGENT_CLI_COMMAND']),
+  ];
+  if (missing.length)
+    return {
+      code: CODING_AGENT_UNSUPPORTED,
+      message: `The agent-CLI backend is selected (enhancements.coding_agent.backend = agent_cli) but needs ${missing.join(', ')}.`,
+      missing,
+    };
+  return {
+    enabled,
+    targetRepoUrl: (repoUrl ?? '').trim(),
+    targetBaseRef: (baseRef ?? '').trim() || 'main',
+    timeoutSeconds,
+    adapter: 'agent_cli',
+    command: argv,
+    connectionName: (conn ?? '').trim(),
+    gitConnectionName: (gitConn ?? '').trim(),
+    worktreeRoot: (root ?? '').trim(),
+  };
+}
+
 export async function resolveLauncher(settings: Settings): Promise<ResolvedLauncher | LauncherUnsupported> {
   const get = <P extends Parameters<Settings['get']>[0]>(p: P) => settings.get(p);
+  if ((await get('enhancements.coding_agent.backend')) === 'agent_cli')
+    return await resolveAgentCli(
+      settings,
+      (await get('enhancements.code_agent.run_timeout_seconds')) ?? 3600,
+      (await get('enhancements.code_agent.enabled')) ?? false,
+    );
   const [enabled, adapter, connectionName, repoUrl, baseRef, autoCreatePr, command, timeoutSeconds] = await Promise.all(
     [
       get('enhancements.code_agent.enabled'),

@@ -56,11 +56,13 @@ export interface CodeAgentLiveStatus {
   /** The last failed poll (the provider unreachable); cleared by the next good one. */
   last_poll_error: string | null;
   next_poll_seconds: number | null;
+  /** A `cancel` signal reached the run (CANCEL_CODE_AGENT); it ends `cancelled` unless it had already ended. */
+  cancel_requested?: boolean;
 }
 
 export interface CodeAgentRunView {
   run_id: string;
-  adapter: 'cloud' | 'local';
+  adapter: 'cloud' | 'local' | 'agent_cli';
   status: CodeAgentRunStatus;
   ticket_key: string | null;
   target_repo_url: string | null;
@@ -71,6 +73,8 @@ export interface CodeAgentRunView {
   remote_status: string | null;
   pr_url: string | null;
   branch: string | null;
+  /** agent_cli: `pull_request` (branch pushed, PR opened) or `no_changes` (nothing committed, no PR). */
+  outcome: 'pull_request' | 'no_changes' | null;
   summary: string | null;
   exit_code: number | null;
   error: string | null;

@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import { CodeAgentRunEntity, type CodeAgentRunRow } from '../db/entities/index.js';
+import path from 'node:path';
+import { CodeAgentRunEntity, CrmConnectionEntity, type CodeAgentRunRow } from '../db/entities/index.js';
 import type { AppConfig } from '../config.js';
 import type { Settings } from '../settings/store.js';
 import { SearchAttributes } from '../temporal/search-attributes.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
 import { codeAgentStatusQuery, codeAgentWorkflowId } from '../../workflows/code-agent-definitions.js';
-import { isUnsupported, resolveLauncher, type LauncherUnsupported } from './launcher.js';
+import { CODING_AGENT_UNSUPPORTED, isUnsupported, resolveLauncher, type LauncherUnsupported } from './launcher.js';
 import { CODE_AGENT_TERMINAL, type CodeAgentLiveStatus, type CodeAgentRunView } from './runs.js';
 
 export interface StartCodeAgentRequest {
@@ -41,6 +42,25 @@ export async function startCodeAgentRun(
   if (existing) return { row: existing };
   const launcher = await resolveLauncher(deps.settings);
   if (isUnsupported(launcher)) return { unsupported: launcher };
+  if (launcher.adapter === 'agent_cli') {
+    // Both connections must exist (api_key) before anything is written.
+    const missing: string[] = [];
+    for (const [key, name] of [
+      ['enhancements.coding_agent.agent_cli.connection_name', launcher.connectionName],
+      ['enhancements.coding_agent.agent_cli.git_connection_name', launcher.gitConnectionName],
+    ] as const) {
+      const conn = await em.findOne(CrmConnectionEntity, { tenant: run.tenant, name, type: 'api_key' });
+      if (!conn) missing.push(key);
+    }
+    if (missing.length)
+      return {
+        unsupported: {
+          code: CODING_AGENT_UNSUPPORTED,
+          message: `The agent-CLI backend names no saved api_key connection in ${missing.join(' and ')}.`,
+          missing,
+        },
+      };
+  }
   const pollSeconds = await deps.settings.get('enhancements.code_agent.poll_interval_seconds');
   const now = new Date();
   const row = em.create(CodeAgentRunEntity, {
@@ -50,7 +70,7 @@ export async function startCodeAgentRun(
     status: 'queued',
     prompt: request.prompt,
     ticketKey: request.ticket_key ?? null,
-    connectionName: launcher.adapter === 'cloud' ? launcher.connectionName : null,
+    connectionName: launcher.adapter === 'local' ? null : launcher.connectionName,
     targetRepoUrl: launcher.targetRepoUrl || null,
     targetBaseRef: launcher.targetBaseRef,
     autoCreatePr: launcher.adapter === 'cloud' ? launcher.autoCreatePr : false,
@@ -74,6 +94,9 @@ export async function startCodeAgentRun(
     startedAt: null,
     finishedAt: null,
     updatedAt: now,
+    worktreePath: launcher.adapter === 'agent_cli' ? path.join(launcher.worktreeRoot, run.runId) : null,
+    gitConnectionName: launcher.adapter === 'agent_cli' ? launcher.gitConnectionName : null,
+    outcome: null,
   });
   await em.persistAndFlush(row);
   await deps.temporal.workflow.start(workflowRef('codeAgentRunWorkflow'), {
@@ -119,12 +142,13 @@ export async function codeAgentRunView(row: CodeAgentRunRow, temporal?: Client):
     remote_status: row.remoteStatus,
     pr_url: row.prUrl,
     branch: row.branch,
+    outcome: row.outcome,
     summary: row.summary,
     exit_code: row.exitCode,
     error: row.error,
     steps: row.steps,
     output:
-      row.adapter === 'local'
+      row.adapter !== 'cloud'
         ? { text: row.output.slice(-16_000), bytes_seen: row.outputBytes, truncated: row.outputTruncated }
         : null,
     requested_by: row.requestedBy,

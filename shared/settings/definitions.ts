@@ -386,6 +386,14 @@ export const SETTINGS = {
   'enhancements.coding_agent.agent_cli.worktree_root': setting(string(), '/opt/platform-agents-start-code-agent', {
     description: 'Per-run worktree root',
   }),
+  'enhancements.coding_agent.agent_cli.command': envOnly(string(), null, {
+    env: 'CODE_AGENT_CLI_COMMAND',
+    description: 'Agent CLI: program and arguments (split at spaces, run without a shell in the run worktree)',
+  }),
+  'enhancements.coding_agent.agent_cli.forge_api_url': setting(url, null, {
+    description:
+      'Git host REST API base for pull requests; empty: derived from target_repo_url (github.com: https://api.github.com, else <origin>/api/v3)',
+  }),
   'enhancements.tracker_automation.enabled': setting(boolean, false, {
     env: 'TRACKER_AUTOMATION_ENABLED',
     description: 'Issue-tracker automation rollout (frontend flag jira_automation_enabled)',

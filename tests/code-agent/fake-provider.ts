@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
  * A fake cloud code-agent provider on loopback (PROTOCOLS.md, "Cloud code agent"): models, launch
  * with `Idempotency-Key` (a repeated key answers the first run), and run status following a script
  * chosen by the prompt: `finish` (CREATING, RUNNING, FINISHED with a PR), `fail` (RUNNING, ERROR),
- * `expire` (RUNNING, EXPIRED), `hold` (RUNNING until `release(runId)`, then FINISHED with a PR).
+ * `expire` (RUNNING, EXPIRED), `hold` (RUNNING until `release(runId)`, then FINISHED with a PR); cancel
+ * (`POST …/cancel`) makes a run CANCELLED, or answers 409 `run_not_cancellable` (`refuseCancel`, or a run
+ * already released or cancelled).
  */
 export interface FakeRun {
   agentId: string;
@@ -15,6 +17,8 @@ export interface FakeRun {
   body: Record<string, unknown>;
   polls: number;
   released: boolean;
+  /** Accepted `POST …/cancel`: the run reports CANCELLED from then on. */
+  cancelled: boolean;
 }
 
 export interface FakeProvider {
@@ -24,6 +28,10 @@ export interface FakeProvider {
   creates: Array<string | null>;
   /** When set, the first create with a new key records its run but never answers (the caller must retry). */
   swallowFirstCreate: boolean;
+  /** Every `POST /v1/agents/{id}/runs/{runId}/cancel`, by remote run id. */
+  cancels: string[];
+  /** When set, cancels answer 409 `run_not_cancellable`. */
+  refuseCancel: boolean;
   release(runId: string): void;
   close(): Promise<void>;
 }
@@ -40,6 +48,8 @@ export async function startFakeProvider(apiKey = 'good-key'): Promise<FakeProvid
     runs: [],
     creates: [],
     swallowFirstCreate: false,
+    cancels: [],
+    refuseCancel: false,
     release(runId) {
       const run = fake.runs.find((r) => r.runId === runId);
       if (run) run.released = true;
@@ -47,6 +57,7 @@ export async function startFakeProvider(apiKey = 'good-key'): Promise<FakeProvid
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
   const statusOf = (run: FakeRun): string => {
+    if (run.cancelled) return 'CANCELLED';
     const kind = Object.keys(SCRIPTS).find((k) => run.prompt.includes(k));
     if (!kind) return run.released ? 'FINISHED' : 'RUNNING';
     const script = SCRIPTS[kind]!;
@@ -79,6 +90,7 @@ export async function startFakeProvider(apiKey = 'good-key'): Promise<FakeProvid
             body,
             polls: 0,
             released: false,
+            cancelled: false,
           };
           fake.runs.push(run);
         }
@@ -89,6 +101,17 @@ export async function startFakeProvider(apiKey = 'good-key'): Promise<FakeProvid
             run: { id: run.runId, agentId: run.agentId, status: 'CREATING', createdAt: new Date().toISOString() },
           }),
         );
+      }
+      const c = /^\/v1\/agents\/([^/]+)\/runs\/([^/]+)\/cancel$/.exec(req.url ?? '');
+      const toCancel = c && fake.runs.find((r) => r.agentId === c[1] && r.runId === c[2]);
+      if (req.method === 'POST' && toCancel) {
+        fake.cancels.push(toCancel.runId);
+        if (fake.refuseCancel || toCancel.cancelled || toCancel.released) {
+          res.statusCode = 409;
+          return void res.end(JSON.stringify({ error: { code: 'run_not_cancellable' } }));
+        }
+        toCancel.cancelled = true;
+        return void res.end(JSON.stringify({ id: toCancel.runId, status: 'CANCELLED' }));
       }
       const m = /^\/v1\/agents\/([^/]+)\/runs\/([^/]+)$/.exec(req.url ?? '');
       const run = m && fake.runs.find((r) => r.agentId === m[1] && r.runId === m[2]);

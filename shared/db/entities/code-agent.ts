@@ -5,7 +5,7 @@ import type { CodeAgentRunStatus, CodeAgentStep } from '../../code-agent/runs.js
 export interface CodeAgentRunRow {
   runId: string;
   tenant: string;
-  adapter: 'cloud' | 'local';
+  adapter: 'cloud' | 'local' | 'agent_cli';
   status: CodeAgentRunStatus;
   prompt: string;
   ticketKey: string | null;
@@ -33,6 +33,12 @@ export interface CodeAgentRunRow {
   startedAt: Date | null;
   finishedAt: Date | null;
   updatedAt: Date;
+  /** agent_cli: the per-run worktree (`<worktree_root>/<run_id>`), removed when the run ends. */
+  worktreePath: string | null;
+  /** agent_cli: the `api_key` connection whose token clones, pushes and opens the pull request. */
+  gitConnectionName: string | null;
+  /** agent_cli: `pull_request` (branch pushed, PR opened) or `no_changes` (nothing to commit, no PR). */
+  outcome: 'pull_request' | 'no_changes' | null;
 }
 
 export const CodeAgentRunEntity = new EntitySchema<CodeAgentRunRow>({
@@ -69,5 +75,8 @@ export const CodeAgentRunEntity = new EntitySchema<CodeAgentRunRow>({
     startedAt: { type: 'Date', nullable: true },
     finishedAt: { type: 'Date', nullable: true },
     updatedAt: { type: 'Date' },
+    worktreePath: { type: 'text', nullable: true },
+    gitConnectionName: { type: 'string', nullable: true },
+    outcome: { type: 'string', nullable: true },
   },
 });

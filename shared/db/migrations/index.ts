@@ -27,6 +27,7 @@ import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migratio
 import { Migration20261125070000AgentSkillPackages } from './Migration20261125070000AgentSkillPackages.js';
 import { Migration20261125090000BlueprintVersions } from './Migration20261125090000BlueprintVersions.js';
 import { Migration20261125120000OrganizationalProjects } from './Migration20261125120000OrganizationalProjects.js';
+import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -61,4 +62,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125070000AgentSkillPackages', class: Migration20261125070000AgentSkillPackages },
   { name: 'Migration20261125090000BlueprintVersions', class: Migration20261125090000BlueprintVersions },
   { name: 'Migration20261125120000OrganizationalProjects', class: Migration20261125120000OrganizationalProjects },
+  { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
 ];
