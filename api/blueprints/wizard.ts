@@ -209,13 +209,12 @@ function lexicalAnswer(input: WizardInput, candidates: Candidate[], notice?: str
 
 // ---- the model ----
 
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]+/g;
+
 /** Strips control characters (newlines and tabs become spaces) and caps the length of model text. */
 function clean(text: string, max: number): string {
-  // eslint-disable-next-line no-control-regex
-  return text
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .trim()
-    .slice(0, max);
+  return text.replace(CONTROL, ' ').trim().slice(0, max);
 }
 
 const NUMERIC = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*$/;
