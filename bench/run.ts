@@ -11,6 +11,7 @@ import { benchThreads } from './threads.js';
 import { benchProviderResolution } from './provider-resolution.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
 import { benchManagedSync } from './managed-sync.js';
+import { benchBlueprints } from './blueprints.js';
 
 const count = Number(process.env.BENCH_COUNT ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
@@ -42,6 +43,8 @@ try {
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');
   if (wanted('managed-sync'))
     process.stdout.write((await benchManagedSync(stack, Number(process.env.BENCH_SYNC_ROUNDS ?? 3))) + '\n');
+  if (wanted('blueprints'))
+    process.stdout.write((await benchBlueprints(stack, Number(process.env.BENCH_BLUEPRINT_ROUNDS ?? 3))) + '\n');
   const spans = stack.tracedSpans();
   if (spans !== undefined) process.stdout.write(`Spans exported in-process: ${spans}\n`);
 } finally {

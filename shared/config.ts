@@ -79,6 +79,7 @@ const EnvSchema = z.object({
   PLATFORM_LLM_OUTPUT_USD_PER_MTOK: optionalString,
   PLATFORM_DATA_DIR: optionalString,
   PLATFORM_BLUEPRINTS_DIR: optionalString,
+  PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS: optionalString,
   PLATFORM_SECRETS_KEY: optionalString,
   PLATFORM_SECRETS_RESEAL_BATCH_SIZE: optionalString,
   PLATFORM_SECRETS_RESEAL_PAUSE_MS: optionalString,
@@ -224,6 +225,8 @@ export interface AppConfig {
   blueprints: {
     /** `PLATFORM_BLUEPRINTS_DIR`, else `<PLATFORM_DATA_DIR>/blueprints`. */
     dir: string;
+    /** `PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS` (default 20000): a slower model answer falls back to the lexical ranker. */
+    wizardTimeoutMs: number;
   };
   mesh: {
     /** `PLATFORM_MESH_AUTH_KEY_FILE`: where the container service mounts the mesh auth key (read by enable, never served). */
@@ -456,6 +459,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     blueprints: {
       dir: e.PLATFORM_BLUEPRINTS_DIR ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/blueprints`,
+      wizardTimeoutMs: positiveInt(
+        'PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS',
+        e.PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS,
+        20_000,
+      ),
     },
     mesh: {
       authKeyFile:

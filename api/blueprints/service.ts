@@ -4,6 +4,7 @@
  * blueprint's advisory lock (`lockBlueprint`) and ends in one commit authored by the acting user.
  */
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,24 +34,26 @@ import {
   commitAll,
   findRow,
   findRowById,
+  headCommit,
   history,
   identityOf,
   initRepository,
   insertRow,
+  listCommitFiles,
   listRows,
   listWorkingFiles,
   lockBlueprint,
   newBlueprintId,
+  readCommitFile,
   readManifestAt,
   readWorkingFile,
   repoDir,
   resolveBlueprint,
   touchRow,
-  workingCopyFingerprint,
   writeWorkingFiles,
   type Resolved,
 } from '../../shared/blueprints/store.js';
-import { buildZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
+import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { dropOrphanBlobs, versionedIds, versioningOf } from '../../shared/blueprints/versions.js';
 import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
@@ -386,23 +389,41 @@ export async function grant(ctx: Ctx, b: Resolved, roleName: string, action: Blu
 
 export async function exportZip(ctx: Ctx, b: Resolved) {
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'exported');
-  return ctx.em.transactional(async (tx) => {
-    // Under the lock: the fingerprint and the streamed files are the same working copy.
+  // The lock only pins the commit: every write ends in a commit, so the commit is the working copy, and
+  // its blobs never change. Files are then read one at a time from the object store while the client
+  // consumes the archive, without holding the lock or the archive in memory.
+  const { commit, versioning } = await ctx.em.transactional(async (tx) => {
     await lockBlueprint(tx, b.row.blueprint_id);
-    const files = await listWorkingFiles(b.dir);
-    const sidecar = {
-      manifest_version: 2,
-      blueprint_name: b.manifest.name,
-      blueprint_id: b.row.blueprint_id,
-      source_identity: { source_type: 'local', source_id: null, repo_id: null, path: '.' },
-      working_copy_fingerprint: await workingCopyFingerprint(b.dir),
-      ...(await versioningBlock(tx, b)),
-    };
-    // Files are read while the stream is consumed; snapshot them first so a later write cannot tear the archive.
-    const entries = await Promise.all(files.map(async (f) => ({ path: f, data: await readFile(path.join(b.dir, f)) })));
-    entries.push({ path: EXPORT_MANIFEST_FILE, data: Buffer.from(serializeYaml(sidecar)) });
-    return { stream: buildZip(entries), filename: `${b.manifest.name}.zip` };
+    return { commit: await headCommit(b.dir), versioning: await versioningBlock(tx, b) };
   });
+  const files = await listCommitFiles(b.dir, commit);
+  // The fingerprint (same definition as `workingCopyFingerprint`) is summed as the files stream, in
+  // order; the sidecar is the last member, read once every file has passed.
+  const fingerprint = createHash('sha256');
+  const entries = files.map((f) => ({
+    path: f,
+    read: async () => {
+      const data = await readCommitFile(b.dir, commit, f);
+      fingerprint.update(`${f}\0${createHash('sha256').update(data).digest('hex')}\n`);
+      return data;
+    },
+  }));
+  entries.push({
+    path: EXPORT_MANIFEST_FILE,
+    read: async () => Buffer.from(serializeYaml({ ...exportSidecar(b, fingerprint.digest('hex')), ...versioning })),
+  });
+  return { stream: buildLazyZip(entries), filename: `${b.manifest.name}.zip`, commit };
+}
+
+/** The sidecar `blueprint_export_manifest.yaml` of an export (one place builds it; `versioningBlock` adds to it). */
+export function exportSidecar(b: Extract<Resolved, { kind: 'custom' }>, fingerprint: string) {
+  return {
+    manifest_version: 2,
+    blueprint_name: b.manifest.name,
+    blueprint_id: b.row.blueprint_id,
+    source_identity: { source_type: 'local', source_id: null, repo_id: null, path: '.' },
+    working_copy_fingerprint: fingerprint,
+  };
 }
 
 /** The sidecar's `versioning` block for a versioned blueprint (`api/blueprints/versioning.ts`), else nothing. */

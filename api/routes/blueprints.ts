@@ -678,7 +678,10 @@ export const blueprintRoutes = [
     params: NameParams,
     query: IdQuery,
     responses: {
-      200: { description: 'The archive (application/zip)' },
+      200: {
+        description:
+          'The archive (application/zip), streamed from the commit named in the X-Blueprint-Commit header (the working copy when the export began; later writes do not change it)',
+      },
       409: err('Built-in default (cannot be exported), or blueprint_id mismatch'),
     },
     handler: async (c) => {
@@ -687,6 +690,7 @@ export const blueprintRoutes = [
       const out = await exportZip(ctx, b);
       c.koa.type = 'application/zip';
       c.koa.set('Content-Disposition', `attachment; filename="${out.filename}"`);
+      c.koa.set('X-Blueprint-Commit', out.commit);
       c.koa.body = out.stream;
     },
   }),

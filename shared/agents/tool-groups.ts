@@ -19,6 +19,7 @@ export const TOOL_GROUPS = {
     tools: ['enhancement_action'],
     description: 'Code-agent runs: start (agents through Action Review), follow status and pull request',
   },
+  blueprints: { tools: ['blueprints'], description: 'Blueprints: list, read and recommend mission templates' },
 } as const satisfies Record<string, { tools: readonly string[]; description: string }>;
 
 export type ToolGroupName = keyof typeof TOOL_GROUPS;

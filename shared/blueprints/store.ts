@@ -249,3 +249,19 @@ export function manifestText(m: BlueprintManifest): string {
 }
 
 export { findDefault };
+
+/** The commit the working copy's branch points at (every write ends in a commit, so this is the working copy). */
+export async function headCommit(dir: string): Promise<string> {
+  return git.resolveRef({ fs, dir, ref: 'HEAD' });
+}
+
+/** The files of one commit (relative paths, sorted like `listWorkingFiles`). */
+export async function listCommitFiles(dir: string, commit: string): Promise<string[]> {
+  return (await git.listFiles({ fs, dir, ref: commit })).sort();
+}
+
+/** One file of one commit (a blob read from the object store; later writes to the working copy do not change it). */
+export async function readCommitFile(dir: string, commit: string, filepath: string): Promise<Buffer> {
+  const { blob } = await git.readBlob({ fs, dir, oid: commit, filepath });
+  return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+}

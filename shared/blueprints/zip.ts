@@ -13,7 +13,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
+import { Readable, Transform, type PassThrough } from 'node:stream';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
 import { isSafeRelativePath } from './manifest.js';
@@ -198,4 +198,25 @@ export function buildZip(files: Array<{ path: string; diskPath?: string; data?: 
   }
   z.end();
   return z.outputStream;
+}
+
+/**
+ * A streaming ZIP whose members are read one at a time, in order, only when the archive reaches them
+ * (yazl pumps entries sequentially and the response's back-pressure paces it): at most one member's
+ * bytes are in memory. A failing `read` ends the stream with that error.
+ */
+export function buildLazyZip(entries: Array<{ path: string; read: () => Promise<Buffer> }>): NodeJS.ReadableStream {
+  const z = new yazl.ZipFile();
+  const out = z.outputStream as PassThrough;
+  z.on('error', (err: Error) => out.destroy(err));
+  for (const e of entries) {
+    z.addReadStreamLazy(e.path, { mode: 0o100644 }, (cb) => {
+      e.read().then(
+        (buf) => cb(null, Readable.from([buf])),
+        (err: Error) => cb(err, undefined as unknown as NodeJS.ReadableStream),
+      );
+    });
+  }
+  z.end();
+  return out;
 }

@@ -1,0 +1,165 @@
+/**
+ * Blueprint ZIP import and export (issue 14) of a 2,000-file, 60 MiB blueprint through the HTTP API,
+ * against baselines on the same files in the same run: the system `unzip`/`zip` and yauzl/yazl alone
+ * (no API, no Git). The HTTP client is `curl` in its own process, so the API process (this one: the
+ * bench stack runs the API in-process) holds only the server's share. Peak memory of the API process
+ * is its VmHWM reset before each operation (`/proc/self/clear_refs` 5) minus its RSS at the start;
+ * the system tools' peak is `/usr/bin/time -f %M` of their process. Medians of `rounds` for time,
+ * the largest peak for memory.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import yazl from 'yazl';
+import { safeExtract } from '../shared/blueprints/zip.js';
+import type { BenchStack } from './lib/stack.js';
+
+const FILES = 2000;
+const TOTAL = 60 * 1024 * 1024;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
+const mib = (kb: number) => `${(kb / 1024).toFixed(0)} MiB`;
+
+function status(): { hwm: number; rss: number } {
+  const s = readFileSync('/proc/self/status', 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
+  return { hwm: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
+/** Wall time and the API process's peak RSS above its level at the start (kB). */
+async function measured(fn: () => Promise<unknown>): Promise<{ ms: number; peakKb: number }> {
+  writeFileSync('/proc/self/clear_refs', '5'); // resets VmHWM to the current RSS
+  const before = status().rss;
+  const t0 = performance.now();
+  await fn();
+  const ms = performance.now() - t0;
+  return { ms, peakKb: Math.max(0, status().hwm - before) };
+}
+
+function run(cmd: string, args: string[], cwd?: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(cmd, args, { cwd, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd} failed: ${stderr || err.message}`)) : resolve(stdout + stderr),
+    ),
+  );
+}
+
+/** A system tool under `/usr/bin/time`: wall time and its own peak RSS (kB). */
+async function timedTool(cmd: string, args: string[], cwd?: string): Promise<{ ms: number; peakKb: number }> {
+  const t0 = performance.now();
+  const out = await run('/usr/bin/time', ['-f', 'MAXRSS=%M', cmd, ...args], cwd);
+  return { ms: performance.now() - t0, peakKb: Number(/MAXRSS=(\d+)/.exec(out)?.[1] ?? 0) };
+}
+
+/** 2,000 files (random bytes, sizes varying around 30 KiB) summing to 60 MiB, plus the manifest. */
+async function buildBlueprint(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'blueprint_manifest.yaml'),
+    'schema_version: 1\nname: bench-large\nblueprint:\n  short_description: Benchmark blueprint\nphases: []\n',
+  );
+  const base = Math.floor(TOTAL / FILES);
+  let left = TOTAL;
+  for (let i = 0; i < FILES; i++) {
+    const size = i === FILES - 1 ? left : base + ((i * 7919) % 2001) - 1000;
+    left -= size;
+    const rel = path.join(`part-${String(i % 40).padStart(2, '0')}`, `file-${i}.bin`);
+    await mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
+    await writeFile(path.join(dir, rel), randomBytes(size));
+  }
+}
+
+async function walk(dir: string, rel = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(path.join(dir, rel), { withFileTypes: true })) {
+    const p = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await walk(dir, p)));
+    else out.push(p);
+  }
+  return out.sort();
+}
+
+/** yazl alone: the same files from disk into a ZIP file. */
+async function yazlZip(dir: string, files: string[], out: string): Promise<void> {
+  const z = new yazl.ZipFile();
+  for (const f of files) z.addFile(path.join(dir, f), f, { mode: 0o100644 });
+  z.end();
+  await pipeline(z.outputStream, createWriteStream(out));
+}
+
+export async function benchBlueprints(stack: BenchStack, rounds: number): Promise<string> {
+  const work = await mkdtemp(path.join(os.tmpdir(), 'bench-blueprints-'));
+  try {
+    const src = path.join(work, 'src');
+    const t0 = performance.now();
+    await buildBlueprint(src);
+    const files = await walk(src);
+    const archive = path.join(work, 'bench-large.zip');
+    await run('zip', ['-q', '-r', archive, '.'], src);
+    const archiveBytes = (await stat(archive)).size;
+    const built = performance.now() - t0;
+    const url = stack.api.url;
+
+    const r = {
+      apiImport: [] as Array<{ ms: number; peakKb: number }>,
+      apiExport: [] as Array<{ ms: number; peakKb: number }>,
+      unzip: [] as Array<{ ms: number; peakKb: number }>,
+      zip: [] as Array<{ ms: number; peakKb: number }>,
+      yauzl: [] as Array<{ ms: number; peakKb: number }>,
+      yazl: [] as Array<{ ms: number; peakKb: number }>,
+    };
+    let exportBytes = 0;
+    let name = '';
+    for (let i = 0; i < rounds; i++) {
+      r.apiImport.push(
+        await measured(async () => {
+          const out = await run('curl', ['-sS', '-f', '-F', `file=@${archive}`, `${url}/api/blueprints/import`]);
+          name = (JSON.parse(out) as { data: { blueprint_name: string } }).data.blueprint_name;
+        }),
+      );
+      const zipOut = path.join(work, `export-${i}.zip`);
+      r.apiExport.push(
+        await measured(() => run('curl', ['-sS', '-f', '-o', zipOut, `${url}/api/blueprints/${name}/export`])),
+      );
+      exportBytes = (await stat(zipOut)).size;
+      await rm(zipOut);
+      const u = path.join(work, `unzip-${i}`);
+      r.unzip.push(await timedTool('unzip', ['-q', archive, '-d', u]));
+      await rm(u, { recursive: true, force: true });
+      const y = path.join(work, `yauzl-${i}`);
+      await mkdir(y);
+      r.yauzl.push(await measured(() => safeExtract(archive, y)));
+      await rm(y, { recursive: true, force: true });
+      const z = path.join(work, `zip-${i}.zip`);
+      r.zip.push(await timedTool('zip', ['-q', '-r', z, '.'], src));
+      await rm(z);
+      const yz = path.join(work, `yazl-${i}.zip`);
+      r.yazl.push(await measured(() => yazlZip(src, files, yz)));
+      await rm(yz);
+    }
+    const m = (xs: Array<{ ms: number }>) => median(xs.map((x) => x.ms));
+    const p = (xs: Array<{ peakKb: number }>) => Math.max(...xs.map((x) => x.peakKb));
+    const row = (op: string, api: typeof r.apiImport, base: typeof r.apiImport, baseName: string) =>
+      `| ${op} | ${fmt(m(api))} | ${baseName} ${fmt(m(base))} | ${(m(api) / m(base)).toFixed(2)}x | ${mib(p(api))} | ${mib(p(base))} |`;
+    return [
+      `## Blueprint ZIP import and export: ${files.length} files, ${(TOTAL / 1048576).toFixed(0)} MiB (archive ${(archiveBytes / 1048576).toFixed(1)} MiB, export ${(exportBytes / 1048576).toFixed(1)} MiB; built in ${fmt(built)}), median of ${rounds} rounds`,
+      '',
+      '| operation (curl → API) | API | baseline | ratio API / baseline | API peak RSS above start | baseline peak RSS |',
+      '|-|-|-|-|-|-|',
+      row('import (checks, extract, git commit)', r.apiImport, r.unzip, '`unzip`'),
+      row('import', r.apiImport, r.yauzl, 'yauzl extract alone'),
+      row('export (stream from the commit)', r.apiExport, r.zip, '`zip -r`'),
+      row('export', r.apiExport, r.yazl, 'yazl alone'),
+      '',
+      'Baseline peak RSS: the tool process for `zip`/`unzip`, the rise of this process for yauzl/yazl.',
+      '',
+    ].join('\n');
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
