@@ -28,6 +28,7 @@ import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
+import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
 import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
@@ -52,5 +53,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...skillRoutes);
   routes.push(...desktopRoutes);
   routes.push(...blueprintRoutes);
+  routes.push(...projectRoutes);
   return routes;
 }
