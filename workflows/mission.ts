@@ -37,7 +37,7 @@ const { missionProject, missionOpenThread } = proxyActivities<MissionActivities>
 // A phase prompt waits for the agent's reply (a model call, perhaps tool calls): heartbeats show it alive.
 const { missionPostPrompt } = proxyActivities<MissionActivities>({
   startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
