@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { createThread, findThread } from '../shared/threads/store.js';
 import { applyMissionEvent } from '../shared/missions/store.js';
@@ -79,13 +79,19 @@ export function createMissionActivities(deps: ActivityDeps) {
         ],
         memo: { agent_id: input.agentId, owner: input.ownerId, origin: 'mission' },
       });
+      // The turn is the thread's: a cancelled attempt (worker shutdown, heartbeat timeout) stops waiting
+      // for it, and the retry finds the same turn by its message id.
+      const ctx = Context.current();
       const result = await withHeartbeat(2000, () =>
-        temporal.workflow.executeUpdateWithStart(postMessageUpdate, {
-          args: [
-            { messageId: input.messageId, content: input.content, authorKind: 'mission', authorId: input.ownerId },
-          ],
-          startWorkflowOperation,
-        }),
+        Promise.race([
+          temporal.workflow.executeUpdateWithStart(postMessageUpdate, {
+            args: [
+              { messageId: input.messageId, content: input.content, authorKind: 'mission', authorId: input.ownerId },
+            ],
+            startWorkflowOperation,
+          }),
+          ctx.cancelled,
+        ]),
       );
       // A model failure is the thread's to show; the mission moves on (the reply is in the thread).
       return { ok: result.ok };
