@@ -4,6 +4,7 @@ import { crmConnectorTool } from './crm-connector.js';
 import { describeEtlJobTool, getEtlRunTool, listEtlJobsTool, runEtlJobTool } from './etl.js';
 import { documentIndexTool } from './document-index.js';
 import { enhancementActionTool } from './enhancement.js';
+import { missionTool } from './mission.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
 /** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
@@ -17,4 +18,5 @@ export const toolRegistry = new ToolRegistry([
   getEtlRunTool as AnyTool,
   documentIndexTool as AnyTool,
   enhancementActionTool as AnyTool,
+  missionTool as AnyTool,
 ]);

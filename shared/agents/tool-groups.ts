@@ -19,6 +19,7 @@ export const TOOL_GROUPS = {
     tools: ['enhancement_action'],
     description: 'Code-agent runs: start (agents through Action Review), follow status and pull request',
   },
+  missions: { tools: ['mission'], description: 'Missions: start from a blueprint, status, answer questions, steer' },
 } as const satisfies Record<string, { tools: readonly string[]; description: string }>;
 
 export type ToolGroupName = keyof typeof TOOL_GROUPS;

@@ -297,6 +297,37 @@ describe('missions over HTTP', () => {
     expect(answer.status).toBe(409);
   });
 
+  it('offers the same through the mission tool (START, STATUS, ANSWER, SET_STATUS)', async () => {
+    const call = (args: unknown) => api('POST', '/api/tool_call', 'olivia', { tool: 'mission', arguments: args });
+    const started = await call({ action: 'START', blueprint_name: 'churn', name: 'By tool' });
+    expect(started.status).toBe(200);
+    const id = started.body.data.result.id as string;
+    expect(started.body.data.result).toMatchObject({ name: 'By tool', status: 'running', requested_by: 'olivia' });
+    const waiting = await until(
+      () => call({ action: 'STATUS', project_id: id }),
+      (r) => r.body.data.result.waiting_state === 'IN_PROGRESS_NEEDING_INPUT',
+    );
+    expect(waiting.body.data.result.stats.questions_open).toBe(1);
+    const [q] = await query(stack.db.url, 'select question_set_id from project_questions where project_id = $1', [id]);
+    const answered = await call({
+      action: 'ANSWER',
+      project_id: id,
+      question_set_id: q!.question_set_id,
+      answers: [{ question_id: 'threshold', answer: '60 days' }],
+    });
+    expect(answered.body.data.result).toMatchObject({ remaining: 0, resumed: true });
+    await until(
+      () => call({ action: 'STATUS', project_id: id }),
+      (r) => r.body.data.result.status === 'completed',
+    );
+    const refused = await call({ action: 'SET_STATUS', project_id: id, status_action: 'close' });
+    expect(refused.status).toBe(409);
+    expect(
+      (await api('POST', '/api/tool_call', 'sam', { tool: 'mission', arguments: { action: 'STATUS', project_id: id } }))
+        .status,
+    ).toBe(404);
+  });
+
   it('starts a hidden built-in by name', async () => {
     const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'platform-self-check' });
     expect(r.status).toBe(201);
