@@ -60,11 +60,13 @@ export const ProjectView = z
   .meta({ id: 'Project' });
 
 const ProjectListResponse = successEnvelope(
-  z.object({
-    items: z.array(ProjectView),
-    truncated: z.boolean().describe(`More than ${PROJECT_LIST_LIMIT} visible missions (the newest are listed)`),
-  }),
-).meta({ id: 'ProjectListResponse' });
+  z
+    .object({
+      items: z.array(ProjectView),
+      truncated: z.boolean().describe(`More than ${PROJECT_LIST_LIMIT} visible missions (the newest are listed)`),
+    })
+    .meta({ id: 'ProjectListResponse' }),
+);
 
 const QuestionView = z.object({
   question_set_id: z.string(),
@@ -172,7 +174,7 @@ export const projectRoutes = [
     description: `Reads at most ${AWAITING_INPUT_ROWS_PER_STATE} rows per waiting status and describes at most ${AWAITING_INPUT_MAX_MISSIONS} visible missions; truncated is true when either limit cut the answer.`,
     tags,
     access: authed,
-    ownShape: 'Projects',
+    ownShape: 'Projects endpoints: awaiting-input answers success, items, truncated',
     responses: { 200: { description: 'Missions awaiting input', schema: AwaitingInputResponse } },
     handler: async ({ deps, em, principal }) => awaitingInput(deps, em, principal),
   }),
