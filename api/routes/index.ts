@@ -28,6 +28,7 @@ import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
+import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
 import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
@@ -56,5 +57,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...blueprintRoutes);
   routes.push(...organizationalProjectRoutes);
   routes.push(...blueprintWizardRoutes);
+  routes.push(...projectRoutes);
   return routes;
 }

@@ -5,6 +5,7 @@ import { describeEtlJobTool, getEtlRunTool, listEtlJobsTool, runEtlJobTool } fro
 import { documentIndexTool } from './document-index.js';
 import { enhancementActionTool } from './enhancement.js';
 import { blueprintsTool } from './blueprints.js';
+import { missionTool } from './mission.js';
 import { ToolRegistry, type AnyTool } from './registry.js';
 
 /** Every tool the platform offers; `POST /api/tool_call` and agent turns (also over the MCP gateway) dispatch through it. */
@@ -19,4 +20,5 @@ export const toolRegistry = new ToolRegistry([
   documentIndexTool as AnyTool,
   enhancementActionTool as AnyTool,
   blueprintsTool as AnyTool,
+  missionTool as AnyTool,
 ]);

@@ -20,6 +20,7 @@ export const TOOL_GROUPS = {
     description: 'Code-agent runs: start (agents through Action Review), follow status and pull request',
   },
   blueprints: { tools: ['blueprints'], description: 'Blueprints: list, read and recommend mission templates' },
+  missions: { tools: ['mission'], description: 'Missions: start from a blueprint, status, answer questions, steer' },
 } as const satisfies Record<string, { tools: readonly string[]; description: string }>;
 
 export type ToolGroupName = keyof typeof TOOL_GROUPS;

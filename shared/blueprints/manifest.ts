@@ -26,6 +26,20 @@
  *       - text: Query the churn table   # inline, or
  *       - file: prompts/gather.md        # a file of the working copy
  *     files: [templates/report.md]       # files of the working copy this phase uses
+ *     # Optional, for missions (shared/missions/; absent fields keep older manifests valid):
+ *     agents: [analyst]                  # agents whose threads the phase opens (the mission's first is its root thread)
+ *     goals:                             # else one goal from `goal` (id = the phase id)
+ *       - id: churn-list
+ *         name: Churned accounts listed
+ *         acceptance_criterion: One row per churned account
+ *     questions:                         # a phase with questions waits for people before it completes
+ *       - id: threshold
+ *         content: Which churn threshold applies?
+ *         priority: high                 # high | normal (default) | low
+ *         category: scope
+ *         expected_response_type: choice # text | choice | boolean
+ *         options: ['30 days', '60 days']
+ *         recommended: '30 days'
  * ```
  */
 import { parse, stringify } from 'yaml';
@@ -80,6 +94,26 @@ const Prompt = z.union([
   z.object({ file: RelativeFilePath }).strict(),
 ]);
 
+const PhaseGoal = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/),
+    name: z.string().min(1).max(500),
+    acceptance_criterion: z.string().min(1).max(4000).optional(),
+  })
+  .strict();
+
+const PhaseQuestion = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/),
+    content: z.string().min(1).max(4000),
+    priority: z.enum(['high', 'normal', 'low']).optional(),
+    category: z.string().min(1).max(200).optional(),
+    expected_response_type: z.enum(['text', 'choice', 'boolean']).optional(),
+    options: z.array(z.string().min(1).max(500)).max(50).optional(),
+    recommended: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
 export const PhaseSchema = z
   .object({
     id: z
@@ -91,6 +125,13 @@ export const PhaseSchema = z
     skills: z.array(z.string().min(1).max(200)).max(100).default([]),
     prompts: z.array(Prompt).max(100).default([]),
     files: z.array(RelativeFilePath).max(1000).default([]),
+    agents: z.array(z.string().min(1).max(200)).max(20).optional().describe('Agents whose threads the phase opens'),
+    goals: z.array(PhaseGoal).max(100).optional().describe('Goals of the phase (else one goal from `goal`)'),
+    questions: z
+      .array(PhaseQuestion)
+      .max(50)
+      .optional()
+      .describe('Questions for people; the phase completes only once they are answered'),
   })
   .strict()
   .meta({ id: 'BlueprintPhase' });

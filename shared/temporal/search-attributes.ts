@@ -11,4 +11,6 @@ export const SearchAttributes = {
   status: defineSearchAttributeKey('PlatformStatus', SearchAttributeType.KEYWORD),
   proposalStatus: defineSearchAttributeKey('ProposalStatus', SearchAttributeType.KEYWORD),
   actionType: defineSearchAttributeKey('ActionType', SearchAttributeType.KEYWORD),
+  missionStatus: defineSearchAttributeKey('MissionStatus', SearchAttributeType.KEYWORD),
+  missionWaitingState: defineSearchAttributeKey('MissionWaitingState', SearchAttributeType.KEYWORD),
 } as const;

@@ -26,6 +26,7 @@ import { Migration20261125050000DocVectorsBinary } from './Migration202611250500
 import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
 import { Migration20261125070000AgentSkillPackages } from './Migration20261125070000AgentSkillPackages.js';
 import { Migration20261125090000BlueprintVersions } from './Migration20261125090000BlueprintVersions.js';
+import { Migration20261125110000Missions } from './Migration20261125110000Missions.js';
 import { Migration20261125120000OrganizationalProjects } from './Migration20261125120000OrganizationalProjects.js';
 import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
 
@@ -61,6 +62,7 @@ export const migrationsList: MigrationObject[] = [
   },
   { name: 'Migration20261125070000AgentSkillPackages', class: Migration20261125070000AgentSkillPackages },
   { name: 'Migration20261125090000BlueprintVersions', class: Migration20261125090000BlueprintVersions },
+  { name: 'Migration20261125110000Missions', class: Migration20261125110000Missions },
   { name: 'Migration20261125120000OrganizationalProjects', class: Migration20261125120000OrganizationalProjects },
   { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
 ];

@@ -1,0 +1,303 @@
+/**
+ * Mission projections (`projects`, `project_goals`, `project_questions`) and their append-only log
+ * (`project_events`). Every change is one transaction: the project row is locked, the event gets the
+ * next sequence number, and the projection changes with it. Rows are never edited in place except
+ * their status columns (and the project's progress fields).
+ */
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type {
+  MissionEventInput,
+  MissionPhase,
+  MissionStatus,
+  WaitingState,
+} from '../../workflows/mission-definitions.js';
+
+/** Mission project ids: `prj_` + 32 lowercase hex. */
+export const newProjectId = () => `prj_${randomBytes(16).toString('hex')}`;
+export const PROJECT_ID_PATTERN = /^prj_[0-9a-f]{32}$/;
+
+export interface ProjectRow {
+  id: string;
+  tenant: string;
+  name: string;
+  blueprint_name: string;
+  blueprint_id: string;
+  blueprint_commit: string;
+  parameters: Record<string, unknown>;
+  status: MissionStatus;
+  waiting_state: WaitingState;
+  closed_reason: string | null;
+  requested_by: string;
+  root_thread_id: string | null;
+  agents: string[];
+  blueprint_phase: string | null;
+  phases_total: number;
+  phases_done: number;
+  progress: number;
+  started_at: Date;
+  updated_at: Date;
+  closed_at: Date | null;
+}
+
+export interface QuestionRow {
+  project_id: string;
+  question_set_id: string;
+  question_id: string;
+  phase: string;
+  position: number;
+  priority: 'high' | 'normal' | 'low';
+  category: string | null;
+  content: string;
+  expected_response_type: string | null;
+  options: string[] | null;
+  recommended: string | null;
+  status: 'open' | 'answered';
+  answer: string | null;
+  answered_by: string | null;
+  answered_at: Date | null;
+}
+
+const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) => em.getConnection().execute<T[]>(q, params);
+
+async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
+  await exec(
+    tx,
+    `insert into project_events (project_id, seq, kind, payload)
+     select ?, coalesce(max(seq), 0) + 1, ?, ?::jsonb from project_events where project_id = ?`,
+    [projectId, kind, JSON.stringify(payload), projectId],
+  );
+}
+
+/** Creates the project row, its goals (planned) and the `created` event in one transaction. */
+export async function insertProject(
+  em: EntityManager,
+  p: {
+    id: string;
+    tenant: string;
+    name: string;
+    blueprintName: string;
+    blueprintId: string;
+    blueprintCommit: string;
+    parameters: Record<string, unknown>;
+    requestedBy: string;
+    phases: MissionPhase[];
+  },
+): Promise<ProjectRow> {
+  return em.transactional(async (tx) => {
+    const [row] = await exec<ProjectRow>(
+      tx,
+      `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, parameters, status,
+         requested_by, phases_total, blueprint_phase)
+       values (?, ?, ?, ?, ?, ?, ?::jsonb, 'running', ?, ?, ?) returning *`,
+      [
+        p.id,
+        p.tenant,
+        p.name,
+        p.blueprintName,
+        p.blueprintId,
+        p.blueprintCommit,
+        JSON.stringify(p.parameters),
+        p.requestedBy,
+        p.phases.length,
+        p.phases[0]?.id ?? null,
+      ],
+    );
+    let position = 0;
+    for (const phase of p.phases)
+      for (const g of phase.goals)
+        await exec(
+          tx,
+          `insert into project_goals (project_id, id, phase, name, acceptance_criterion, status, position)
+           values (?, ?, ?, ?, ?, 'planned', ?) on conflict do nothing`,
+          [p.id, g.id, phase.id, g.name, g.acceptance_criterion, position++],
+        );
+    await appendEvent(tx, p.id, 'created', {
+      blueprint_name: p.blueprintName,
+      blueprint_commit: p.blueprintCommit,
+      requested_by: p.requestedBy,
+    });
+    return row!;
+  });
+}
+
+/** Applies one mission event: the event row and its projection change, in one transaction. */
+export async function applyMissionEvent(em: EntityManager, projectId: string, e: MissionEventInput): Promise<void> {
+  await em.transactional(async (tx) => {
+    const [locked] = await exec<{ id: string }>(tx, 'select id from projects where id = ? for update', [projectId]);
+    if (!locked) throw new Error(`project ${projectId} has no row`);
+    switch (e.kind) {
+      case 'phase_started':
+        await exec(tx, 'update projects set blueprint_phase = ?, updated_at = now() where id = ?', [
+          e.phase,
+          projectId,
+        ]);
+        await exec(
+          tx,
+          `update project_goals set status = 'in_progress', updated_at = now() where project_id = ? and phase = ? and status = 'planned'`,
+          [projectId, e.phase],
+        );
+        break;
+      case 'thread_opened':
+        await exec(
+          tx,
+          `update projects set agents = case when agents @> ?::jsonb then agents else agents || ?::jsonb end,
+             root_thread_id = coalesce(root_thread_id, ?), updated_at = now() where id = ?`,
+          [JSON.stringify([e.agent_id]), JSON.stringify([e.agent_id]), e.root ? e.thread_id : null, projectId],
+        );
+        break;
+      case 'questions_opened':
+        for (const [i, q] of e.questions.entries())
+          await exec(
+            tx,
+            `insert into project_questions (project_id, question_set_id, question_id, phase, position, priority, category,
+               content, expected_response_type, options, recommended, status)
+             values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, 'open') on conflict do nothing`,
+            [
+              projectId,
+              e.question_set_id,
+              q.id,
+              e.phase,
+              i,
+              q.priority,
+              q.category,
+              q.content,
+              q.expected_response_type,
+              q.options ? JSON.stringify(q.options) : null,
+              q.recommended,
+            ],
+          );
+        await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
+        break;
+      case 'questions_answered':
+        for (const a of e.answers)
+          await exec(
+            tx,
+            `update project_questions set status = 'answered', answer = ?, answered_by = ?, answered_at = now()
+             where question_set_id = ? and question_id = ? and status = 'open'`,
+            [a.answer, e.by, e.question_set_id, a.question_id],
+          );
+        await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
+        break;
+      case 'phase_completed':
+        await exec(
+          tx,
+          `update project_goals set status = 'met', updated_at = now() where project_id = ? and phase = ? and status in ('planned', 'in_progress')`,
+          [projectId, e.phase],
+        );
+        await exec(tx, 'update projects set phases_done = ?, progress = ?, updated_at = now() where id = ?', [
+          e.phases_done,
+          e.progress,
+          projectId,
+        ]);
+        break;
+      case 'waiting_state':
+        await exec(tx, 'update projects set waiting_state = ?, updated_at = now() where id = ?', [e.state, projectId]);
+        break;
+      case 'status_changed': {
+        const terminal = e.status === 'cancelled' || e.status === 'closed';
+        await exec(
+          tx,
+          `update projects set status = ?, closed_reason = case when ? then ? else closed_reason end,
+             closed_at = case when ? then now() else closed_at end,
+             waiting_state = case when ? then 'NONE' else waiting_state end, updated_at = now() where id = ?`,
+          [e.status, terminal, e.reason, terminal, terminal, projectId],
+        );
+        break;
+      }
+      case 'completed':
+        await exec(
+          tx,
+          `update projects set status = 'completed', progress = 1, waiting_state = 'NONE', closed_at = now(), updated_at = now() where id = ?`,
+          [projectId],
+        );
+        break;
+    }
+    await appendEvent(tx, projectId, e.kind, e);
+  });
+}
+
+export async function findProject(em: EntityManager, tenant: string, id: string): Promise<ProjectRow | undefined> {
+  const rows = await exec<ProjectRow>(em, 'select * from projects where tenant = ? and id = ?', [tenant, id]);
+  return rows[0];
+}
+
+export async function questionsOfSet(em: EntityManager, projectId: string, setId: string): Promise<QuestionRow[]> {
+  return exec<QuestionRow>(
+    em,
+    'select * from project_questions where project_id = ? and question_set_id = ? order by position',
+    [projectId, setId],
+  );
+}
+
+export async function openQuestionsOf(em: EntityManager, projectIds: string[]): Promise<QuestionRow[]> {
+  if (!projectIds.length) return [];
+  return exec<QuestionRow>(
+    em,
+    `select * from project_questions where status = 'open' and project_id in (${projectIds.map(() => '?').join(', ')})
+     order by project_id, question_set_id, position`,
+    projectIds,
+  );
+}
+
+export interface GoalCounts {
+  project_id: string;
+  goals_total: number;
+  goals_met: number;
+  questions_open: number;
+}
+
+export async function countsOf(em: EntityManager, projectIds: string[]): Promise<Map<string, GoalCounts>> {
+  const out = new Map<string, GoalCounts>();
+  if (!projectIds.length) return out;
+  const marks = projectIds.map(() => '?').join(', ');
+  const rows = await exec<GoalCounts>(
+    em,
+    `select p.id as project_id,
+       (select count(*)::int from project_goals g where g.project_id = p.id) as goals_total,
+       (select count(*)::int from project_goals g where g.project_id = p.id and g.status = 'met') as goals_met,
+       (select count(*)::int from project_questions q where q.project_id = p.id and q.status = 'open') as questions_open
+     from projects p where p.id in (${marks})`,
+    projectIds,
+  );
+  for (const r of rows) out.set(r.project_id, r);
+  return out;
+}
+
+/** Newest first; at most `limit` rows. */
+export async function listProjectRows(em: EntityManager, tenant: string, limit: number): Promise<ProjectRow[]> {
+  return exec<ProjectRow>(em, 'select * from projects where tenant = ? order by started_at desc, id limit ?', [
+    tenant,
+    limit,
+  ]);
+}
+
+/** Projects in one waiting state, most recently changed first, at most `limit` rows. */
+export async function waitingRows(
+  em: EntityManager,
+  tenant: string,
+  state: WaitingState,
+  limit: number,
+): Promise<ProjectRow[]> {
+  return exec<ProjectRow>(
+    em,
+    `select * from projects where tenant = ? and waiting_state = ? and status in ('running', 'paused')
+     order by updated_at desc, id limit ?`,
+    [tenant, state, limit],
+  );
+}
+
+export async function peopleOf(
+  em: EntityManager,
+  ids: string[],
+): Promise<Map<string, { display_name: string | null; email: string | null }>> {
+  const out = new Map<string, { display_name: string | null; email: string | null }>();
+  if (!ids.length) return out;
+  const rows = await exec<{ id: string; display_name: string | null; email: string | null }>(
+    em,
+    `select id, display_name, email from users where id in (${ids.map(() => '?').join(', ')})`,
+    ids,
+  );
+  for (const r of rows) out.set(r.id, { display_name: r.display_name, email: r.email });
+  return out;
+}
