@@ -19,6 +19,7 @@ import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
 import { createCodeAgentActivities } from './code-agent.js';
+import { createTrackerActivities } from './tracker.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -57,6 +58,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
       embeddingConsumers: deps.embeddingConsumers ?? platformEmbeddingConsumers(),
     }),
     ...createDesktopActivities(deps),
+    ...createTrackerActivities(deps),
   };
 }
 

@@ -14,3 +14,4 @@ export { rechunkWorkflow } from './rechunk.js';
 export { ingestWorkflow } from './ingest.js';
 export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
 export { codeAgentRunWorkflow } from './code-agent.js';
+export { trackerPollWorkflow } from './tracker-poll.js';

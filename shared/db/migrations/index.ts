@@ -25,6 +25,7 @@ import { Migration20261125040000Blueprints } from './Migration20261125040000Blue
 import { Migration20261125050000DocVectorsBinary } from './Migration20261125050000DocVectorsBinary.js';
 import { Migration20261125060000ManagedSourceOAuthAgentFields } from './Migration20261125060000ManagedSourceOAuthAgentFields.js';
 import { Migration20261125070000AgentSkillPackages } from './Migration20261125070000AgentSkillPackages.js';
+import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -57,4 +58,5 @@ export const migrationsList: MigrationObject[] = [
     class: Migration20261125060000ManagedSourceOAuthAgentFields,
   },
   { name: 'Migration20261125070000AgentSkillPackages', class: Migration20261125070000AgentSkillPackages },
+  { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
 ];
