@@ -185,6 +185,8 @@ export const trackerAutomationRoutes = [
       const result = await deps.temporal.workflow.execute(workflowRef('trackerPollWorkflow'), {
         taskQueue: deps.config.temporal.taskQueue,
         workflowId: trackerPollNowWorkflowId(body.poller, requestId),
+        // A repeated X-Request-Id while that poll runs waits for the same poll.
+        workflowIdConflictPolicy: 'USE_EXISTING',
         args: [{ poller: body.poller, trigger: 'poll_now', lookbackMinutes: body.lookback_minutes }],
         typedSearchAttributes: [
           { key: SearchAttributes.tenant, value: tenant },
