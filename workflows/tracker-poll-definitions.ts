@@ -7,6 +7,13 @@ export const TRACKER_POLL_SCHEDULE_IDS: Record<TrackerPoller, string> = {
   service_desk: 'tracker-poll-service-desk',
 };
 
+/**
+ * The Schedule id of a poller for a task queue: the plain id on the default queue (`platform`); another
+ * queue (a second deployment in the same namespace, each test stack) gets its own Schedule.
+ */
+export const trackerPollScheduleId = (poller: TrackerPoller, taskQueue: string) =>
+  taskQueue === 'platform' ? TRACKER_POLL_SCHEDULE_IDS[poller] : `${TRACKER_POLL_SCHEDULE_IDS[poller]}@${taskQueue}`;
+
 /** A manual poll (`POST /api/config/tracker-automation/poll-now`). */
 export const trackerPollNowWorkflowId = (poller: TrackerPoller, requestId: string) =>
   `tracker-poll-now/${poller}/${requestId}`;

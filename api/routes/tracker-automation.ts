@@ -7,7 +7,11 @@ import { codeAgentDispatcher, ledgerRules, trackerTenant, type TrackerDeps } fro
 import { ticketFromIssue } from '../../shared/tracker/client.js';
 import { observeTicket, readPollState, recentLedgerEvents } from '../../shared/tracker/ledger.js';
 import { pollNowDecision, TRACKER_POLLERS } from '../../shared/tracker/policy.js';
-import { TRACKER_POLL_SCHEDULE_IDS, trackerPollNowWorkflowId } from '../../workflows/tracker-poll-definitions.js';
+import {
+  TRACKER_POLL_SCHEDULE_IDS,
+  trackerPollNowWorkflowId,
+  trackerPollScheduleId,
+} from '../../workflows/tracker-poll-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
@@ -125,7 +129,7 @@ export const trackerAutomationRoutes = [
         pollers: await Promise.all(
           TRACKER_POLLERS.map(async (p) => ({
             ...(await readPollState(em, tenant, p)),
-            schedule_id: TRACKER_POLL_SCHEDULE_IDS[p],
+            schedule_id: trackerPollScheduleId(p, deps.config.temporal.taskQueue),
           })),
         ),
         recent_events: await recentLedgerEvents(em, tenant, 50),

@@ -3,7 +3,7 @@ import type { AppConfig } from '../config.js';
 import { describeError, type Logger } from '../log.js';
 import type { Settings } from '../settings/store.js';
 import { ensureIntervalSchedule, type IntervalSchedule } from '../temporal/interval-schedule.js';
-import { TRACKER_POLL_SCHEDULE_IDS, type TrackerPollInput } from '../../workflows/tracker-poll-definitions.js';
+import { trackerPollScheduleId, type TrackerPollInput } from '../../workflows/tracker-poll-definitions.js';
 import { TRACKER_POLLERS, type TrackerPoller } from './policy.js';
 
 /**
@@ -45,7 +45,10 @@ export async function syncTrackerSchedules(
   client: Client,
   config: AppConfig,
   wanted: TrackerScheduleSettings,
-  ids: Record<TrackerPoller, string> = TRACKER_POLL_SCHEDULE_IDS,
+  ids: Record<TrackerPoller, string> = {
+    issue_tracker: trackerPollScheduleId('issue_tracker', config.temporal.taskQueue),
+    service_desk: trackerPollScheduleId('service_desk', config.temporal.taskQueue),
+  },
 ): Promise<Record<TrackerPoller, 'created' | 'updated'>> {
   const out = {} as Record<TrackerPoller, 'created' | 'updated'>;
   for (const poller of TRACKER_POLLERS) {

@@ -9,7 +9,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTrackerPoll } from '../../shared/tracker/automation.js';
 import { jqlDate } from '../../shared/tracker/policy.js';
-import { TRACKER_POLL_SCHEDULE_IDS } from '../../workflows/tracker-poll-definitions.js';
+import { trackerPollScheduleId } from '../../workflows/tracker-poll-definitions.js';
 import { startFakeProvider, type FakeProvider } from '../code-agent/fake-provider.js';
 import { startCrmStack, type CrmStack } from '../crm/support.js';
 import { query } from '../helpers/db.js';
@@ -38,6 +38,10 @@ const eventCount = async (kind?: string) =>
     )
   )[0]!.n as number;
 const runCount = async () => (await sql('select count(*)::int as n from code_agent_runs'))[0]!.n as number;
+const scheduleIds = () =>
+  (['issue_tracker', 'service_desk'] as const).map((p) =>
+    trackerPollScheduleId(p, s.r.stack.config.temporal.taskQueue),
+  );
 const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
 
 beforeAll(async () => {
@@ -58,7 +62,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  for (const id of Object.values(TRACKER_POLL_SCHEDULE_IDS))
+  for (const id of scheduleIds())
     await s?.r.stack.api.deps.temporal.schedule
       .getHandle(id)
       .delete()
@@ -98,7 +102,7 @@ describe('poll-now', () => {
     expect(sd.poller_last_run_at).not.toBeNull();
     expect(sd.last_successful_poll_at).toBeNull();
     expect(sd.last_error).toMatch(/TICKETING_SETUP_REQUIRED/);
-    expect(sd.schedule_id).toBe('tracker-poll-service-desk');
+    expect(sd.schedule_id).toBe(`tracker-poll-service-desk@${s.r.stack.config.temporal.taskQueue}`);
   });
 
   it('refuses undeclared fields and unknown pollers, running nothing', async () => {
@@ -307,14 +311,14 @@ describe('poller schedules', () => {
     const client = s.r.stack.api.deps.temporal;
     const describe = (id: string) => client.schedule.getHandle(id).describe();
     // Enabled earlier in this file: both running at the default 300 s.
-    for (const id of Object.values(TRACKER_POLL_SCHEDULE_IDS)) {
+    for (const id of scheduleIds()) {
       const d = await describe(id);
       expect(d.state.paused).toBe(false);
       expect(d.spec.intervals?.[0]?.every).toBe(300_000);
       expect(d.action).toMatchObject({ type: 'startWorkflow', workflowType: 'trackerPollWorkflow' });
     }
     await apply('enhancements:\n  tracker_automation:\n    enabled: false\n    poll_interval_seconds: 120\n');
-    for (const id of Object.values(TRACKER_POLL_SCHEDULE_IDS)) {
+    for (const id of scheduleIds()) {
       const d = await describe(id);
       expect(d.state.paused).toBe(true);
       expect(d.spec.intervals?.[0]?.every).toBe(120_000);
@@ -322,7 +326,7 @@ describe('poller schedules', () => {
     const flag = await api('GET', '/api/config/frontend');
     expect(flag.body.data.jira_automation_enabled).toBe(false);
     await apply('enhancements:\n  tracker_automation:\n    enabled: true\n');
-    for (const id of Object.values(TRACKER_POLL_SCHEDULE_IDS)) expect((await describe(id)).state.paused).toBe(false);
+    for (const id of scheduleIds()) expect((await describe(id)).state.paused).toBe(false);
     expect((await api('GET', '/api/config/frontend')).body.data.jira_automation_enabled).toBe(true);
   });
 });
