@@ -20,6 +20,7 @@ import { createSecretActivities } from './secrets.js';
 import { createThreadActivities } from './thread.js';
 import { createCodeAgentActivities } from './code-agent.js';
 import { createMissionActivities } from './missions.js';
+import { createTrackerActivities } from './tracker.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -59,6 +60,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     }),
     ...createDesktopActivities(deps),
     ...createMissionActivities(deps),
+    ...createTrackerActivities(deps),
   };
 }
 

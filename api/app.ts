@@ -39,8 +39,16 @@ function jsonBody(limitBytes: number): Koa.Middleware {
     if (JSON_BODY_METHODS.has(ctx.method) && ctx.is('application/json', '+json')) {
       try {
         // `onProtoPoisoning` is co-body's (6.2) option for its JSON parser; its published types predate it.
-        const options = { limit: limitBytes, strict: true, onProtoPoisoning: 'remove' } as coBody.Options;
-        ctx.request.body = await coBody.json(ctx, options);
+        const options = {
+          limit: limitBytes,
+          strict: true,
+          onProtoPoisoning: 'remove',
+          returnRawBody: true,
+        } as coBody.Options & { returnRawBody: true };
+        const { parsed, raw } = (await coBody.json(ctx, options)) as { parsed: typeof ctx.request.body; raw: string };
+        ctx.request.body = parsed;
+        // The exact bytes, for routes that verify a signature over them (the service-desk webhook).
+        (ctx.request as { rawBody?: string }).rawBody = raw;
       } catch (err) {
         throw bodyParseError(err as Error, limitBytes);
       }

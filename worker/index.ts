@@ -12,6 +12,7 @@ import { createLogger, describeError } from '../shared/log.js';
 import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
 import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
+import { syncTrackerSchedulesAtStart } from '../shared/tracker/schedules.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
   // Desktop mode only: the hourly automatic diagnostics attempt.
   if (await settings.get('desktop.enabled').catch(() => false))
     await ensureDesktopDiagnosticsScheduleAtStart(config, log);
+  // Tracker automation: both pollers' Schedules, paused unless enabled.
+  await syncTrackerSchedulesAtStart(config, log, settings);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

@@ -15,3 +15,4 @@ export { ingestWorkflow } from './ingest.js';
 export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
 export { codeAgentRunWorkflow } from './code-agent.js';
 export { missionWorkflow } from './mission.js';
+export { trackerPollWorkflow } from './tracker-poll.js';

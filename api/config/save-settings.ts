@@ -4,6 +4,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { BadRequestError } from '../../shared/errors.js';
 import { applyConfiguration, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import type { SettingPath } from '../../shared/settings/definitions.js';
+import { readTrackerScheduleSettings, syncTrackerSchedules } from '../../shared/tracker/schedules.js';
 import type { AppDeps } from '../deps.js';
 
 /**
@@ -29,6 +30,16 @@ export function applySettings(
       const every = changed.get('action_review.sweep_interval_seconds');
       if (typeof every === 'number')
         await ensureHandbackSweepSchedule(deps.temporal, deps.config, HANDBACK_SWEEP_SCHEDULE_ID, every);
+      // Tracker automation: the pollers' Schedules follow `enabled` (paused when off) and the interval.
+      const enabled = changed.get('enhancements.tracker_automation.enabled');
+      const pollEvery = changed.get('enhancements.tracker_automation.poll_interval_seconds');
+      if (enabled !== undefined || pollEvery !== undefined) {
+        const current = await readTrackerScheduleSettings(deps.settings);
+        await syncTrackerSchedules(deps.temporal, deps.config, {
+          enabled: typeof enabled === 'boolean' ? enabled : current.enabled,
+          everySeconds: typeof pollEvery === 'number' ? pollEvery : current.everySeconds,
+        });
+      }
     },
   });
 }

@@ -34,6 +34,7 @@ import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
 import { organizationalProjectRoutes } from './organizational-projects.js';
 import { blueprintWizardRoutes } from './blueprint-wizard.js';
+import { trackerAutomationRoutes } from './tracker-automation.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -58,5 +59,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...organizationalProjectRoutes);
   routes.push(...blueprintWizardRoutes);
   routes.push(...projectRoutes);
+  routes.push(...trackerAutomationRoutes);
   return routes;
 }

@@ -404,6 +404,34 @@ export const SETTINGS = {
   'enhancements.tracker_automation.poll_lookback_minutes': setting(integer(1, 10_080), 60, {
     description: 'Tracker poll lookback',
   }),
+  'enhancements.tracker_automation.connection_name': setting(string(200), '', {
+    description:
+      'api_key connection of the tracker: api_base_url is the tracker site, api_key the bearer token (email:token for basic auth)',
+  }),
+  'enhancements.tracker_automation.jql_filter': setting(string(1000), '', {
+    description: 'Extra JQL the issue-tracker poll ANDs to its updated-since window (e.g. project = APP)',
+  }),
+  'enhancements.tracker_automation.eligible_labels': setting(stringList(), ['ai-agent'], {
+    description: 'An issue carrying one of these labels starts a code-agent run (issue tracker)',
+  }),
+  'enhancements.tracker_automation.eligible_issue_types': setting(stringList(), [], {
+    description: 'An issue of one of these types starts a code-agent run (issue tracker)',
+  }),
+  'enhancements.tracker_automation.done_statuses': setting(stringList(), ['Done', 'Closed', 'Resolved'], {
+    description: 'Provider statuses mapped to the work state done',
+  }),
+  'enhancements.tracker_automation.needs_info_statuses': setting(
+    stringList(),
+    ['Needs Info', 'Waiting for customer', 'Pending'],
+    { description: 'Provider statuses mapped to the work state needs_info' },
+  ),
+  'enhancements.tracker_automation.working_statuses': setting(stringList(), ['In Progress', 'In Review'], {
+    description: 'Provider statuses mapped to the work state working',
+  }),
+  'enhancements.tracker_automation.service_desk_webhook_secret': setting(string(), null, {
+    secret: true,
+    description: 'Shared secret of the service-desk webhook signature (X-Webhook-Signature: sha256=<hmac hex>)',
+  }),
 
   // Branding and the hosted demo.
   ...brandingSettings(),

@@ -29,6 +29,7 @@ import { Migration20261125090000BlueprintVersions } from './Migration20261125090
 import { Migration20261125110000Missions } from './Migration20261125110000Missions.js';
 import { Migration20261125120000OrganizationalProjects } from './Migration20261125120000OrganizationalProjects.js';
 import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
+import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -65,4 +66,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125110000Missions', class: Migration20261125110000Missions },
   { name: 'Migration20261125120000OrganizationalProjects', class: Migration20261125120000OrganizationalProjects },
   { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
+  { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
 ];
