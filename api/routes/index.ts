@@ -31,6 +31,7 @@ import { wellKnownRoutes } from './well-known.js';
 import { wikiRoutes } from './wiki.js';
 import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
+import { demoStateRoutes } from './demo-state.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -52,5 +53,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...skillRoutes);
   routes.push(...desktopRoutes);
   routes.push(...blueprintRoutes);
+  routes.push(...demoStateRoutes);
   return routes;
 }
