@@ -32,6 +32,7 @@ import { wikiRoutes } from './wiki.js';
 import { hostedIdentityRoutes } from './hosted-identities.js';
 import { blueprintRoutes } from './blueprints.js';
 import { demoStateRoutes } from './demo-state.js';
+import { hostedAiRoutes } from './hosted-ai.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -54,5 +55,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...desktopRoutes);
   routes.push(...blueprintRoutes);
   routes.push(...demoStateRoutes);
+  routes.push(...hostedAiRoutes);
   return routes;
 }
