@@ -9,7 +9,6 @@ import type { AppDeps } from '../deps.js';
 import { ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
 import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { permissionsFor } from '../../shared/auth/rbac.js';
 import { multipartBody, type UploadedFile } from './multipart.js';
 import { bodyRequired, type AnyRoute } from './route.js';
 
@@ -73,19 +72,6 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
   return principal;
 }
 
-/** The caller of an authenticated route that accepts the internal token and received it. */
-function internalPrincipal(deps: AppDeps): Principal {
-  return {
-    kind: 'system',
-    id: 'internal-token',
-    tenant: deps.config.auth.deploymentTenant,
-    displayName: 'Internal token',
-    roles: ['admin'],
-    permissions: permissionsFor(['admin']),
-    credential: 'service_token',
-  };
-}
-
 /** Registers every route on the router: validation, authentication and permission guard, then the handler. */
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
   for (const route of routes) {
@@ -101,14 +87,6 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       let principal: Principal | null = null;
       if (route.access.kind === 'internal') {
         requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);
-      } else if (
-        route.access.kind === 'authenticated' &&
-        route.access.internalTokenAccepted &&
-        ctx.get('x-platform-internal-token')
-      ) {
-        requireInternalToken(ctx.get('x-platform-internal-token'), deps.config);
-        principal = internalPrincipal(deps);
-        ctx.state.principal = principal;
       } else if (route.access.kind === 'authenticated') {
         principal = await authenticate(
           {

@@ -194,9 +194,14 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       responses['303'] ??= {
         description: 'Demo mode: a denied browser request (GET preferring text/html) is redirected to the refusal page',
       };
-      responses['403'] ??= errorResponse(
-        'Demo mode: the demo gate refused a signed-in person (`demo_access_denied`; `payload.reason`, `detail`, `redirect_to`)',
-      );
+      const gate =
+        'Demo mode: the demo gate refused a signed-in person (`demo_access_denied`; `payload.reason`, `detail`, `redirect_to`)';
+      responses['403'] = responses['403']
+        ? {
+            ...responses['403'],
+            description: `${(responses['403'] as { description: string }).description}; or: ${gate}`,
+          }
+        : errorResponse(gate);
     }
     responses['503'] ??= errorResponse('A dependency is unavailable (`service_unavailable`)');
     const security =
@@ -204,11 +209,7 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
         ? []
         : route.access.kind === 'internal'
           ? [{ internalToken: [] }]
-          : [
-              { bearer: [] },
-              { serviceToken: [] },
-              ...(route.access.internalTokenAccepted ? [{ internalToken: [] }] : []),
-            ];
+          : [{ bearer: [] }, { serviceToken: [] }];
     const operation: Json = {
       operationId: route.operationId,
       summary: route.summary,

@@ -16,13 +16,7 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type Access =
   | { kind: 'public' }
   | { kind: 'internal' }
-  | {
-      kind: 'authenticated';
-      permission?: Permission;
-      principalKinds?: readonly PrincipalKind[];
-      /** Also accept `X-Platform-Internal-Token` (the caller is then the system identity); hosted-demo presenter routes. */
-      internalTokenAccepted?: boolean;
-    };
+  | { kind: 'authenticated'; permission?: Permission; principalKinds?: readonly PrincipalKind[] };
 
 export interface ResponseSpec {
   description: string;
