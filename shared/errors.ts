@@ -18,6 +18,8 @@ export const ErrorTypes = {
   not_available_here: 501,
   update_required: 426,
   service_unavailable: 503,
+  demo_access_denied: 403,
+  too_many_requests: 429,
 } as const;
 export type ErrorType = keyof typeof ErrorTypes;
 
@@ -122,5 +124,22 @@ export class UpdateRequiredError extends PlatformError {
       status: 'update_required',
       app_version_policy: appVersionPolicy,
     });
+  }
+}
+
+/** Hosted demo gate (spec, Authentication 5): a signed-in person the gate does not admit. */
+export class DemoAccessDeniedError extends PlatformError {
+  override name = 'DemoAccessDeniedError';
+  constructor(message: string, payload: { reason: string; detail: string; redirect_to: string }) {
+    super('demo_access_denied', message, payload);
+  }
+}
+
+/** A rate limit was reached; `Retry-After` says when to try again (seconds). */
+export class TooManyRequestsError extends PlatformError {
+  override name = 'TooManyRequestsError';
+  constructor(message: string, retryAfterSeconds: number, payload?: ErrorPayload) {
+    super('too_many_requests', message, { ...payload, retry_after_seconds: retryAfterSeconds });
+    this.headers = { 'Retry-After': String(retryAfterSeconds) };
   }
 }

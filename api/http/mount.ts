@@ -3,6 +3,7 @@ import { RequestContext, type EntityManager } from '@mikro-orm/postgresql';
 import type Koa from 'koa';
 import type { z } from 'zod';
 import { authenticate, authenticationRequired } from '../auth/authenticate.js';
+import { applyDemoGate } from '../auth/demo-gate.js';
 import { requireInternalToken } from '../auth/internal.js';
 import type { AppDeps } from '../deps.js';
 import { ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
@@ -94,6 +95,8 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
           },
           { config: deps.config, verifier: deps.verifier, em },
         );
+        // The hosted demo gate (api/auth/demo-gate.ts), before permissions: a denied browser is redirected, others get 403.
+        if (principal && (await applyDemoGate(ctx, principal, deps.settings, em))) return;
         principal = authorize(route, principal, deps);
         ctx.state.principal = principal;
       }

@@ -189,6 +189,20 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     if (route.access.kind === 'authenticated' && (route.access.permission || route.access.principalKinds)) {
       responses['403'] ??= errorResponse('Permission refusal (`forbidden`) with administrator guidance');
     }
+    if (route.access.kind === 'authenticated') {
+      // The hosted demo gate (api/auth/demo-gate.ts) may refuse any authenticated route in demo mode.
+      responses['303'] ??= {
+        description: 'Demo mode: a denied browser request (GET preferring text/html) is redirected to the refusal page',
+      };
+      const gate =
+        'Demo mode: the demo gate refused a signed-in person (`demo_access_denied`; `payload.reason`, `detail`, `redirect_to`)';
+      responses['403'] = responses['403']
+        ? {
+            ...responses['403'],
+            description: `${(responses['403'] as { description: string }).description}; or: ${gate}`,
+          }
+        : errorResponse(gate);
+    }
     responses['503'] ??= errorResponse('A dependency is unavailable (`service_unavailable`)');
     const security =
       route.access.kind === 'public'

@@ -35,6 +35,8 @@ import { blueprintRoutes } from './blueprints.js';
 import { organizationalProjectRoutes } from './organizational-projects.js';
 import { blueprintWizardRoutes } from './blueprint-wizard.js';
 import { trackerAutomationRoutes } from './tracker-automation.js';
+import { demoStateRoutes } from './demo-state.js';
+import { hostedAiRoutes } from './hosted-ai.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -60,5 +62,7 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...blueprintWizardRoutes);
   routes.push(...projectRoutes);
   routes.push(...trackerAutomationRoutes);
+  routes.push(...demoStateRoutes);
+  routes.push(...hostedAiRoutes);
   return routes;
 }

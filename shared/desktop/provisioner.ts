@@ -18,6 +18,9 @@ import { egressFetch, type EgressPolicy } from '../http/egress.js';
  * - `PUT  {base}/v1/desktop/diagnostics/{upload_id}/chunks/{index}` raw log bytes (gzip when advertised); 413 too large
  * - `POST {base}/v1/desktop/diagnostics/{upload_id}/complete` `{chunks, bytes}`
  *
+ * - `POST {base}/v1/hosted/ai-keys` `{owner_sub, owner_email, owner_display_name}` → `{ai_key: {id, secret}}` (hosted demo AI)
+ * - `GET  {base}/v1/hosted/credit?key_id` → the credit reading of that key (same fields as the desktop reading)
+ *
  * Outcomes: `refused` (the provisioner answered 4xx: a refused code or device credential), `not_found`
  * (404 where that means "none"), `unavailable` (unreachable, 5xx, or an answer that is not the contract).
  */
@@ -192,6 +195,17 @@ export class ProvisionerClient {
       { chunks, bytes },
       deviceCredential,
     );
+  }
+
+  /** Hosted demo: issues the deployment's AI key for its owner. */
+  async issueHostedAiKey(owner: { owner_sub: string; owner_email: string; owner_display_name: string }) {
+    const body = await this.call('POST', '/v1/hosted/ai-keys', owner);
+    return this.parse(TokenSchema.shape.ai_key, (body as { ai_key?: unknown } | null)?.ai_key);
+  }
+
+  /** Hosted demo: the credit reading of the deployment's AI key. */
+  async hostedCredit(keyId: string): Promise<ProvisionerCredit> {
+    return this.parse(CreditSchema, await this.call('GET', `/v1/hosted/credit?key_id=${encodeURIComponent(keyId)}`));
   }
 
   private parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {

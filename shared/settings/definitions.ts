@@ -439,6 +439,28 @@ export const SETTINGS = {
     env: 'PLATFORM_DEMO_MODE',
     description: 'Hosted demo mode (GET /api/config/demo-mode)',
   }),
+  'demo.access_denied_path': setting(string(2048), '/demo/access-denied', {
+    env: 'PLATFORM_DEMO_ACCESS_DENIED_PATH',
+    description: 'Refusal page the demo gate redirects a denied browser to (303)',
+  }),
+  'hosted_ai.provisioner_url': envOnly(url, null, {
+    env: 'PLATFORM_HOSTED_AI_PROVISIONER_URL',
+    description:
+      'Provisioner issuing the hosted demo its AI key and credit readings (unset: not a provisioned instance)',
+  }),
+  'hosted_ai.provisioner_client_id': envOnly(string(200), null, {
+    env: 'PLATFORM_HOSTED_AI_PROVISIONER_CLIENT_ID',
+    description: 'Client id this deployment presents to the hosted AI provisioner',
+  }),
+  'hosted_ai.provisioner_client_secret': envOnly(string(), null, {
+    env: 'PLATFORM_HOSTED_AI_PROVISIONER_CLIENT_SECRET',
+    secret: true,
+    description: 'Client secret this deployment presents to the hosted AI provisioner',
+  }),
+  'hosted_ai.ai_only': envOnly(boolean, false, {
+    env: 'PLATFORM_HOSTED_AI_ONLY',
+    description: 'The hosted demo uses only the hosted AI (reported as `ai_only` by GET /api/hosted-ai/status)',
+  }),
 } as const satisfies Record<string, SettingDef<never, unknown> | SettingDef<unknown, unknown>>;
 
 /**

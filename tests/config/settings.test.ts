@@ -298,6 +298,9 @@ describe('apply', () => {
     expect([missing.status, missing.body.success]).toEqual([200, false]);
     expect(missing.body.result.errors).toEqual(['no `file` part in the upload']);
     expect(await savedRows()).toEqual([{ path: 'demo.mode_enabled', value: true, sealed: null }]);
+    // Demo mode on turns the demo gate on (only the owner, admins and staff pass): turn it off for the tests below.
+    const off = await upload({ file: new Blob(['demo:\n  mode_enabled: false\n'], { type: 'application/yaml' }) });
+    expect(off.body.success).toBe(true);
   });
 
   it('undeclared body fields answer 422 and write nothing', async () => {

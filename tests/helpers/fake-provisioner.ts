@@ -41,6 +41,9 @@ export interface FakeProvisioner {
     string,
     { trigger: string; total_bytes: number; chunks: Buffer[]; attempts: number[]; completed: unknown }
   >;
+  /** Hosted demo AI keys issued (`POST /v1/hosted/ai-keys`) with what the platform sent; `hostedKeyFails` answers 500. */
+  hostedKeys: Array<{ id: string; owner: unknown }>;
+  hostedKeyFails: boolean;
   count(path: string): number;
   close(): Promise<void>;
 }
@@ -82,6 +85,8 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
     maxChunkBytes: undefined,
     refuseDiagnostics: false,
     uploads: new Map(),
+    hostedKeys: [],
+    hostedKeyFails: false,
     count: (path) => fake.calls.filter((c) => c.path === path).length,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
@@ -176,6 +181,18 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
       if (!up) return send(404, { error: 'no upload' });
       up.completed = body;
       return send(204);
+    }
+    if (p === '/v1/hosted/ai-keys' && req.method === 'POST') {
+      if (fake.hostedKeyFails) return send(500, { error: 'key store down' });
+      const ai_key = { id: `hkey-${randomBytes(4).toString('hex')}`, secret: `sk-${randomBytes(8).toString('hex')}` };
+      fake.hostedKeys.push({ id: ai_key.id, owner: body });
+      fake.liveKeys.add(ai_key.id);
+      return send(200, { ai_key });
+    }
+    if (p === '/v1/hosted/credit' && req.method === 'GET') {
+      if (fake.creditFails) return send(500, { error: 'down' });
+      if (!fake.liveKeys.has(url.searchParams.get('key_id') ?? '')) return send(404, { error: 'no such key' });
+      return send(200, fake.credit);
     }
     const upd = /^\/v1\/desktop\/update\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(p);
     if (upd && req.method === 'GET') {
