@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -296,6 +297,9 @@ export async function missionWorkflow(input: MissionInput): Promise<void> {
     await project({ kind: 'completed' });
   }
   finished = true;
+  // A cancel or close ends the loop while its handler still records `status_changed`: let it finish
+  // first, so the projection reads status_changed, then waiting_state (patch: mission-terminal-order).
+  if (patched('mission-terminal-order')) await condition(allHandlersFinished);
   await publishWaiting();
   await condition(allHandlersFinished);
 }

@@ -106,6 +106,9 @@ export async function runTrackerPoll(
   const em = deps.orm.em.fork();
   const tenant = trackerTenant(deps.config);
   const startedAt = now();
+  // A poll (often `poll-now` right after a settings save in the API process) reads the settings as saved
+  // now, not as this worker cached them up to a second ago: one version-row read per poll.
+  deps.settings.invalidate();
   const [state, lookback, jqlFilter] = await Promise.all([
     readPollState(em, tenant, input.poller),
     deps.settings.get('enhancements.tracker_automation.poll_lookback_minutes'),

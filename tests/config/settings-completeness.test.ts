@@ -252,9 +252,15 @@ describe('every configuration body refuses undeclared fields with 422', () => {
     expect(routes.length).toBeGreaterThan(20);
     const before = await written();
     for (const route of routes) {
+      const hex = '0123456789abcdef0123456789abcdef';
       const params: Record<string, string> = {
         field_path: 'llm_providers.openai.api_key',
         source_id: 'src_0123456789abcdef',
+        // Well-formed ids, so the body (not a malformed path) is what is refused.
+        project_id: route.path.startsWith('/api/organizational-projects') ? `wprj_${hex}` : `prj_${hex}`,
+        question_set_id: `qs_${hex}_phase-1`,
+        kind: 'thread',
+        ref_id: 'thread-1',
       };
       const path = route.path.replace(/:([a-z_]+)/g, (_m, name: string) => params[name] ?? 'openai');
       const res = await http(stack.url, route.method.toUpperCase(), path, {
