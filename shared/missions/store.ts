@@ -316,3 +316,12 @@ export async function peopleOf(
   for (const r of rows) out.set(r.id, { display_name: r.display_name, email: r.email });
   return out;
 }
+
+/** All questions a mission asked, in phase and position order. */
+export async function questionsOfProject(em: EntityManager, projectId: string): Promise<QuestionRow[]> {
+  return exec<QuestionRow>(
+    em,
+    'select * from project_questions where project_id = ? order by question_set_id, position',
+    [projectId],
+  );
+}
