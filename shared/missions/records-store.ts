@@ -86,12 +86,7 @@ const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) => em.get
  * goal to the note's status. `server_check_result`: with evidence, whether a server record of the
  * project carries that evidence id. Returns the note.
  */
-export async function insertNote(
-  tx: EntityManager,
-  projectId: string,
-  goal: GoalRow,
-  n: NoteInput,
-): Promise<NoteRow> {
+export async function insertNote(tx: EntityManager, projectId: string, goal: GoalRow, n: NoteInput): Promise<NoteRow> {
   let check: NoteRow['server_check_result'] = null;
   if (n.evidence) {
     const found = await exec<{ n: number }>(
