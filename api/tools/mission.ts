@@ -8,6 +8,14 @@ import {
   startMission,
   visibleProject,
 } from '../missions/service.js';
+import {
+  GOAL_STATUSES,
+  SERVER_RECORD_KINDS,
+  SERVER_RECORD_STATES,
+  VERIFICATIONS,
+} from '../../shared/missions/records-store.js';
+import { BadRequestError } from '../../shared/errors.js';
+import { addNote, addServerRecord } from '../missions/records.js';
 import { defineTool } from './registry.js';
 
 const ProjectId = z.string().regex(/^prj_[0-9a-f]{32}$/);
@@ -37,17 +45,44 @@ const MissionToolInput = z.discriminatedUnion('action', [
     status_action: z.enum(STATUS_ACTIONS),
     reason: z.string().max(2000).optional(),
   }),
+  z.object({
+    action: z.literal('RECORD_NOTE'),
+    project_id: ProjectId,
+    goal: z.string().min(1).max(200),
+    status: z.enum(GOAL_STATUSES),
+    evidence: z.string().min(1).max(500).optional(),
+    asset: z.string().min(1).max(500).optional(),
+    finding: z.string().min(1).max(10000).optional(),
+    waive_reason: z.string().min(1).max(2000).optional(),
+    person_turn: z.boolean().optional(),
+    verification: z.enum(VERIFICATIONS).optional(),
+    verification_reason: z.string().min(1).max(2000).optional(),
+    input_versions: z.record(z.string().min(1).max(200), z.string().max(200)).optional(),
+  }),
+  z.object({
+    action: z.literal('RECORD_SERVER_RECORD'),
+    project_id: ProjectId,
+    goal: z.string().min(1).max(200),
+    kind: z.enum(SERVER_RECORD_KINDS),
+    evidence_id: z.string().min(1).max(500),
+    asset_id: z.string().min(1).max(500).optional(),
+    target_table: z.string().min(1).max(500).optional(),
+    state: z.enum(SERVER_RECORD_STATES),
+    reason: z.string().max(2000).optional(),
+  }),
 ]);
 
 /**
  * The `mission` tool (group `missions`): START a mission from a blueprint, read its STATUS, ANSWER
  * its open questions, SET_STATUS (pause, resume, cancel, close). Same rules and shapes as the
- * `/api/projects` routes (`api/missions/service.ts`).
+ * `/api/projects` routes (`api/missions/service.ts`). RECORD_NOTE appends a note to a goal (and
+ * moves the goal to the note's status); RECORD_SERVER_RECORD reports a copy, notebook or job-run
+ * record (`api/missions/records.ts`): the requester, an administrator, or one of the mission's agents.
  */
 export const missionTool = defineTool({
   name: 'mission',
   description:
-    'Missions: START one from a blueprint (blueprint_name), read its STATUS, ANSWER questions of its open question set, SET_STATUS (status_action pause | resume | cancel | close).',
+    'Missions: START one from a blueprint (blueprint_name), read its STATUS, ANSWER questions of its open question set, SET_STATUS (status_action pause | resume | cancel | close), RECORD_NOTE (goal, status planned | in_progress | met | waived with waive_reason, evidence, asset, finding, verification passed | failed | inconclusive with verification_reason, person_turn, input_versions), RECORD_SERVER_RECORD (goal, kind, evidence_id, state, asset_id, target_table, reason).',
   input: MissionToolInput,
   principalKinds: ['person', 'agent'],
   async handler({ input, principal, deps, em }) {
@@ -63,6 +98,26 @@ export const missionTool = defineTool({
           action: input.status_action,
           ...(input.reason !== undefined ? { reason: input.reason } : {}),
         });
+      case 'RECORD_NOTE': {
+        const { action: _a, project_id, ...note } = input;
+        if (note.status === 'waived' && !note.waive_reason)
+          throw new BadRequestError('A waiver needs a waive_reason.', {
+            fields: [{ field: 'waive_reason', message: 'required when status is waived' }],
+          });
+        if (note.status !== 'waived' && note.waive_reason)
+          throw new BadRequestError('waive_reason goes only with status waived.', {
+            fields: [{ field: 'waive_reason', message: 'only with status waived' }],
+          });
+        if (note.verification_reason && !note.verification)
+          throw new BadRequestError('verification_reason needs a verification.', {
+            fields: [{ field: 'verification_reason', message: 'only with verification' }],
+          });
+        return addNote(deps, em, principal, project_id, note);
+      }
+      case 'RECORD_SERVER_RECORD': {
+        const { action: _a, project_id, ...record } = input;
+        return addServerRecord(deps, em, principal, project_id, record);
+      }
     }
   },
 });

@@ -12,6 +12,7 @@ import type {
   MissionStatus,
   WaitingState,
 } from '../../workflows/mission-definitions.js';
+import { insertNote, type GoalRow } from './records-store.js';
 
 /** Mission project ids: `prj_` + 32 lowercase hex. */
 export const newProjectId = () => `prj_${randomBytes(16).toString('hex')}`;
@@ -124,7 +125,11 @@ export async function insertProject(
 /** Applies one mission event: the event row and its projection change, in one transaction. */
 export async function applyMissionEvent(em: EntityManager, projectId: string, e: MissionEventInput): Promise<void> {
   await em.transactional(async (tx) => {
-    const [locked] = await exec<{ id: string }>(tx, 'select id from projects where id = ? for update', [projectId]);
+    const [locked] = await exec<{ id: string; requested_by: string }>(
+      tx,
+      'select id, requested_by from projects where id = ? for update',
+      [projectId],
+    );
     if (!locked) throw new Error(`project ${projectId} has no row`);
     switch (e.kind) {
       case 'phase_started':
@@ -179,18 +184,28 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
           );
         await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
         break;
-      case 'phase_completed':
-        await exec(
+      case 'phase_completed': {
+        // Each goal the phase meets gets its note (actor `mission`, on behalf of the requester).
+        const open = await exec<GoalRow>(
           tx,
-          `update project_goals set status = 'met', updated_at = now() where project_id = ? and phase = ? and status in ('planned', 'in_progress')`,
+          `select * from project_goals where project_id = ? and phase = ? and status in ('planned', 'in_progress') order by position`,
           [projectId, e.phase],
         );
+        for (const goal of open)
+          await insertNote(tx, projectId, goal, {
+            goal: goal.id,
+            status: 'met',
+            actor: 'mission',
+            principal: locked.requested_by,
+            finding: `Phase ${e.phase} completed`,
+          });
         await exec(tx, 'update projects set phases_done = ?, progress = ?, updated_at = now() where id = ?', [
           e.phases_done,
           e.progress,
           projectId,
         ]);
         break;
+      }
       case 'waiting_state':
         await exec(tx, 'update projects set waiting_state = ?, updated_at = now() where id = ?', [e.state, projectId]);
         break;
@@ -300,4 +315,13 @@ export async function peopleOf(
   );
   for (const r of rows) out.set(r.id, { display_name: r.display_name, email: r.email });
   return out;
+}
+
+/** All questions a mission asked, in phase and position order. */
+export async function questionsOfProject(em: EntityManager, projectId: string): Promise<QuestionRow[]> {
+  return exec<QuestionRow>(
+    em,
+    'select * from project_questions where project_id = ? order by question_set_id, position',
+    [projectId],
+  );
 }

@@ -1,0 +1,222 @@
+import { z } from 'zod';
+import {
+  blueprintChain,
+  listRecords,
+  recordDetail,
+  RECORDS_LIST_LIMIT,
+  systemTestLiteReport,
+} from '../missions/records.js';
+import {
+  GOAL_STATUSES,
+  SERVER_RECORD_KINDS,
+  SERVER_RECORD_STATES,
+  VERIFICATIONS,
+} from '../../shared/missions/records-store.js';
+import { MISSION_STATUSES } from '../../workflows/mission-definitions.js';
+import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
+import { ProjectId } from './projects.js';
+
+const tags = ['projects'];
+const authed = { kind: 'authenticated' as const };
+const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+
+const GoalStatus = z.enum(GOAL_STATUSES);
+const Verification = z.enum(VERIFICATIONS).nullable();
+const Planned = z.strictObject({ total: z.number().int(), done: z.number().int() });
+
+const LastNote = z.strictObject({
+  goal: z.string(),
+  at: z.string(),
+  actor: z.string().describe('Who recorded it: a person or agent id, or `mission` for phase completion'),
+  principal: z.string().describe('The person the actor acted for'),
+  kind: z.enum(['waiver', 'verification', 'finding', 'evidence', 'status']),
+  verification: Verification,
+  status: GoalStatus,
+  person_turn: z.boolean(),
+});
+
+const recordFields = {
+  id: z.string(),
+  name: z.string(),
+  project_type: z.literal('mission'),
+  principal: z.string().describe('The person the mission acts for (its requester)'),
+  opened_by: z.string().describe('Who started the mission'),
+  thread_id: z.string().nullable().describe('The root thread'),
+  created_at: z.string(),
+  closed_at: z.string().nullable(),
+  goal_total: z.number().int(),
+  status_counts: z.record(GoalStatus, z.number().int()),
+  last_note: LastNote.nullable(),
+  plan_incomplete: z.boolean().describe('Some goal has server records that have not succeeded'),
+  planned: z.record(z.string(), Planned).describe('Per goal: its server records (total) and those succeeded (done)'),
+};
+
+const ProjectRecordItem = z.strictObject(recordFields).meta({ id: 'ProjectRecordItem' });
+
+const ServerRecord = z.strictObject({
+  kind: z.enum(SERVER_RECORD_KINDS),
+  evidence_id: z.string(),
+  asset_id: z.string().nullable(),
+  target_table: z.string().nullable(),
+  state: z.enum(SERVER_RECORD_STATES),
+  reason: z.string().nullable(),
+  attempts: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const Goal = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  status: GoalStatus,
+  acceptance_criterion: z.string().nullable(),
+  skill_ref: z.string().describe('`<blueprint_name>#<phase id>`: the blueprint phase that holds the goal'),
+  preconditions: z.array(z.string()).describe('Goals of earlier phases'),
+  asset_refs: z.array(z.string()),
+  input_versions: z.record(z.string(), z.string()),
+  status_qualifier: z.strictObject({ planned_scope: z.enum(['none', 'partial', 'complete']) }),
+  planned: Planned,
+  server_records: z.array(ServerRecord).describe('Newest first'),
+});
+
+const Note = z.strictObject({
+  id: z.string(),
+  sequence: z.number().int(),
+  goal: z.string(),
+  actor: z.string(),
+  principal: z.string(),
+  at: z.string(),
+  evidence: z.string().nullable(),
+  asset: z.string().nullable(),
+  finding: z.string().nullable(),
+  waive_reason: z.string().nullable(),
+  person_turn: z.boolean(),
+  verification: Verification,
+  verification_reason: z.string().nullable(),
+  server_check_result: z.enum(['matched', 'not_found']).nullable(),
+  previous_status: GoalStatus,
+  status: GoalStatus,
+  input_versions: z.record(z.string(), z.string()),
+});
+
+const ProjectRecordDetail = z
+  .strictObject({
+    ...recordFields,
+    parameters: z.record(z.string(), z.unknown()),
+    note_sequence: z.number().int().describe('Sequence of the newest note (0 when none)'),
+    goals: z.array(Goal),
+    notes: z.array(Note),
+    assets: z.array(z.string()),
+    parameter_words: z.array(z.string()),
+    scope: z.strictObject({ blueprint_name: z.string(), blueprint_commit: z.string(), phases: z.array(z.string()) }),
+    plan_banner: z.string().nullable(),
+    closed_reason: z.string().nullable(),
+    live_successor: z.strictObject({ id: z.string(), name: z.string() }).nullable(),
+    live_successor_undetermined: z.boolean(),
+    live_successor_looked_up: z.boolean(),
+  })
+  .meta({ id: 'ProjectRecordDetail' });
+
+const RecordsList = z.strictObject({
+  items: z.array(ProjectRecordItem),
+  people: z.record(z.string(), z.string().nullable()).describe('Person id → display name (only with include_people)'),
+  truncated: z.boolean(),
+  generated_at: z.string(),
+});
+
+const ChainNode = z.strictObject({
+  phase: z.string().nullable(),
+  agent_id: z.string(),
+  thread_id: z.string(),
+  root: z.boolean(),
+  status: z.string().describe('completed, active, or the ended mission status'),
+});
+
+const Report = z.strictObject({
+  project_id: z.string(),
+  report: z.literal('system-test-lite'),
+  format: z.literal('markdown'),
+  generated_at: z.string(),
+  summary: z.strictObject({
+    goals_total: z.number().int(),
+    goals_met_or_waived: z.number().int(),
+    notes: z.number().int(),
+    questions: z.number().int(),
+  }),
+  markdown: z.string().describe('Mission content escaped for Markdown and HTML'),
+});
+
+const params = z.object({ project_id: ProjectId });
+const notFound = err('No such mission you may see');
+
+export const projectRecordRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/records',
+    operationId: 'listProjectRecords',
+    summary: `Project records (read-only): the newest ${RECORDS_LIST_LIMIT} visible missions, truncated when more`,
+    tags,
+    access: authed,
+    query: z.object({
+      thread_id: z.string().min(1).max(200).optional().describe('Only missions that opened this thread'),
+      include_people: queryBoolean(false).describe('Add the people map'),
+      status: z.enum(MISSION_STATUSES).optional(),
+    }),
+    responses: { 200: { description: 'Project records', schema: successEnvelope(RecordsList) } },
+    handler: async ({ deps, em, principal, query }) => ({
+      success: true,
+      data: await listRecords(deps, em, principal, query),
+    }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/records/:project_id',
+    operationId: 'getProjectRecord',
+    summary: 'One project record with goals, notes and server records',
+    tags,
+    access: authed,
+    params,
+    responses: {
+      200: { description: 'Project record', schema: successEnvelope(ProjectRecordDetail) },
+      404: notFound,
+    },
+    handler: async ({ deps, em, principal, params }) => ({
+      success: true,
+      data: await recordDetail(deps, em, principal, params.project_id),
+    }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:project_id/blueprint-chain',
+    operationId: 'getProjectBlueprintChain',
+    summary: 'The threads the mission opened, root first, in phase order (empty without a root thread)',
+    tags,
+    access: authed,
+    params,
+    responses: {
+      200: {
+        description: 'Blueprint chain',
+        schema: successEnvelope(z.strictObject({ project_id: z.string(), nodes: z.array(ChainNode) })),
+      },
+      404: notFound,
+    },
+    handler: async ({ deps, em, principal, params }) => ({
+      success: true,
+      data: await blueprintChain(deps, em, principal, params.project_id),
+    }),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:project_id/reports/system-test-lite',
+    operationId: 'getProjectSystemTestLiteReport',
+    summary: 'A fixed Markdown report from the mission goals, notes and questions (content escaped: untrusted)',
+    tags,
+    access: authed,
+    params,
+    responses: { 200: { description: 'Report', schema: successEnvelope(Report) }, 404: notFound },
+    handler: async ({ deps, em, principal, params }) => ({
+      success: true,
+      data: await systemTestLiteReport(deps, em, principal, params.project_id),
+    }),
+  }),
+];
