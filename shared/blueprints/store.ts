@@ -170,13 +170,15 @@ export async function commitAll(dir: string, principal: Principal, message: stri
 }
 
 /**
- * Stages files in one index update (one `add` call for many paths): an `add` per file re-reads and
- * re-writes the whole index each time, quadratic in the file count (2,000 files: most of an import's
- * time). Files are hashed one after the other (`parallel: false`), so one file's bytes are in memory.
+ * Stages files with few index updates (one `add` call per batch of paths): an `add` per file re-reads
+ * and re-writes the whole index each time, quadratic in the file count (2,000 files: most of an
+ * import's time). isomorphic-git hashes the paths of one call concurrently (its `parallel` option only
+ * governs folders), so the batch size bounds how many files' bytes are in memory at once.
  */
+const ADD_BATCH = 32;
 async function addAll(dir: string, filepaths: string[]): Promise<void> {
-  for (let i = 0; i < filepaths.length; i += 500)
-    await git.add({ fs, dir, filepath: filepaths.slice(i, i + 500), parallel: false });
+  for (let i = 0; i < filepaths.length; i += ADD_BATCH)
+    await git.add({ fs, dir, filepath: filepaths.slice(i, i + ADD_BATCH), parallel: false });
 }
 
 /** Writes files (relative path → bytes) into a working copy; with `replaceAll`, files not named are removed. */
