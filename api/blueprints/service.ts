@@ -38,11 +38,13 @@ import {
   history,
   identityOf,
   initRepository,
+  initRepositoryFrom,
   insertRow,
   listCommitFiles,
   listRows,
   listWorkingFiles,
   lockBlueprint,
+  missionCount,
   newBlueprintId,
   readCommitFile,
   readManifestAt,
@@ -51,6 +53,7 @@ import {
   resolveBlueprint,
   touchRow,
   writeWorkingFiles,
+  writeWorkingFilesFrom,
   type Resolved,
 } from '../../shared/blueprints/store.js';
 import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
@@ -79,8 +82,16 @@ export async function open(
   name: string,
   action: BlueprintAction,
   blueprintId?: string,
+  missionId?: string,
 ): Promise<{ b: Resolved; flags: AccessFlags }> {
   const b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, name);
+  // A hidden blueprint (deleted while missions referenced it) is gone for the blueprint routes; only a
+  // read naming one of its missions (`mission_id`) still reaches it.
+  if (b.kind === 'custom' && b.row.hidden) {
+    const forMission =
+      action === 'view' && !!missionId && (await missionReferences(ctx, missionId, b.row.blueprint_id));
+    if (!forMission) throw new NotFoundError(`No blueprint named "${name}".`, { blueprint_name: name });
+  }
   const flags = await accessOf(ctx, b);
   requireAccess(flags, 'view', name);
   if (blueprintId !== undefined && blueprintId !== identityOf(b)) {
@@ -94,6 +105,17 @@ export async function open(
   if (b.kind === 'default' && action !== 'view') refuseDefault(name, 'changed');
   requireAccess(flags, action, name);
   return { b, flags };
+}
+
+async function missionReferences(ctx: Ctx, missionId: string, blueprintId: string): Promise<boolean> {
+  const rows = await ctx.em
+    .getConnection()
+    .execute<Array<{ id: string }>>(`select id from projects where id = ? and tenant = ? and blueprint_id = ?`, [
+      missionId,
+      ctx.principal.tenant,
+      blueprintId,
+    ]);
+  return rows.length > 0;
 }
 
 function originOf(b: Resolved) {
@@ -310,6 +332,12 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
   if (newName === b.manifest.name) return null;
   if (findDefault(newName)) refuseTakenName(newName);
   return writeLocked(ctx, b, `Rename blueprint ${b.manifest.name} to ${newName}`, async (tx, m) => {
+    const active = await missionCount(tx, b.row.blueprint_id, true);
+    if (active > 0)
+      throw new ConflictError(
+        `Blueprint "${b.manifest.name}" has ${active} in-flight mission(s) (running or paused); rename it once they have finished or been cancelled.`,
+        { code: 'BLUEPRINT_HAS_ACTIVE_MISSIONS', blueprint_name: b.manifest.name, active_missions: active },
+      );
     const taken = await findRow(tx, ctx.principal.tenant, newName);
     if (taken) refuseTakenName(newName);
     // Grants, history and the repository are keyed by blueprint_id: only the name moves.
@@ -329,15 +357,30 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
   });
 }
 
-export async function remove(ctx: Ctx, b: Resolved) {
+/**
+ * Deletes a custom blueprint; one that missions reference (any status) is hidden instead (`hidden` on
+ * its row: out of the inventory and the wizard, 404 on the blueprint routes, its name stays taken, and
+ * its missions still resolve it).
+ */
+export async function remove(ctx: Ctx, b: Resolved): Promise<{ outcome: 'deleted' | 'hidden'; missions: number }> {
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'deleted');
-  await ctx.em.transactional(async (tx) => {
+  return ctx.em.transactional(async (tx) => {
     await lockBlueprint(tx, b.row.blueprint_id);
+    const missions = await missionCount(tx, b.row.blueprint_id, false);
+    if (missions > 0) {
+      await tx
+        .getConnection()
+        .execute(`update blueprints set hidden = true, updated_at = now() where blueprint_id = ?`, [
+          b.row.blueprint_id,
+        ]);
+      return { outcome: 'hidden' as const, missions };
+    }
     // Versions, promotion history and the production assignment go with the row (cascade); then the
     // blobs no other blueprint's version uses.
     await tx.getConnection().execute(`delete from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
     await dropOrphanBlobs(tx);
     await rm(b.dir, { recursive: true, force: true });
+    return { outcome: 'deleted' as const, missions: 0 };
   });
 }
 
@@ -547,13 +590,13 @@ async function matchTarget(ctx: Ctx, a: ImportArchive): Promise<Target | null> {
   let match: Target['match'] = 'name';
   if (a.blueprintId) {
     const row = await findRowById(ctx.em, ctx.principal.tenant, a.blueprintId);
-    if (row) {
+    if (row && !row.hidden) {
       b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, row.name);
       match = 'blueprint_id';
     }
   } else {
     const row = await findRow(ctx.em, ctx.principal.tenant, a.manifest.name);
-    if (row) b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, row.name);
+    if (row && !row.hidden) b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, row.name);
   }
   if (!b && findDefault(a.manifest.name))
     b = await resolveBlueprint(ctx.em, ctx.root, ctx.principal.tenant, a.manifest.name);
@@ -611,6 +654,12 @@ async function freeName(ctx: Ctx, base: string): Promise<string> {
   throw new ConflictError(`No free name for a copy of "${base}".`, { code: 'BLUEPRINT_NAME_TAKEN' });
 }
 
+/** The manifest written in place of the archive's (the extracted files are moved, never read into memory). */
+function manifestOverride(manifest: BlueprintManifest): Map<string, string> {
+  return new Map([[MANIFEST_FILE, serializeManifest(manifest)]]);
+}
+
+/** Every archive file in memory: only `create_version` (a saved version is built from a file map). */
 async function archiveFileMap(a: ImportArchive, manifest: BlueprintManifest): Promise<Map<string, Buffer | string>> {
   const files = new Map<string, Buffer | string>();
   for (const f of a.files) if (f !== MANIFEST_FILE) files.set(f, await readFile(path.join(a.dir, f)));
@@ -680,10 +729,12 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     await ctx.em.transactional(async (tx) => {
       await lockBlueprint(tx, `${ctx.principal.tenant}:${name}`);
       await insertRow(tx, { blueprint_id: id, tenant: ctx.principal.tenant, name, created_by: ctx.principal.id });
-      await initRepository(
+      await initRepositoryFrom(
         dir,
         ctx.principal,
-        await archiveFileMap(a, manifest),
+        a.dir,
+        a.files,
+        manifestOverride(manifest),
         `Import blueprint ${name} from a ZIP archive`,
       );
     });
@@ -747,7 +798,7 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     b,
     `Replace the working copy of ${b.manifest.name} from a ZIP archive`,
     async (_tx, current) => {
-      await writeWorkingFiles(b.dir, await archiveFileMap(a, destinationManifest(a, current)), true);
+      await writeWorkingFilesFrom(b.dir, a.dir, a.files, manifestOverride(destinationManifest(a, current)), true);
     },
   );
   return {

@@ -470,7 +470,10 @@ export const blueprintRoutes = [
     method: 'delete',
     path: '/api/blueprints/:blueprint_name',
     operationId: 'deleteBlueprint',
-    summary: 'Delete a custom blueprint permanently (working copy, history and grants); needs manage access',
+    summary:
+      'Delete a custom blueprint permanently (working copy, history and grants); one that missions reference is hidden instead; needs manage access',
+    description:
+      'Without missions the blueprint is deleted (outcome "deleted"). When any mission (any status) references it, it is hidden instead (outcome "hidden", deleted false): left out of the inventory and the wizard, answered as 404 by the blueprint routes (except a file read naming one of its missions with mission_id), its name stays taken, and its missions keep resolving it.',
     tags,
     access: authed,
     params: NameParams,
@@ -479,7 +482,13 @@ export const blueprintRoutes = [
       200: {
         description: 'Deleted',
         schema: successEnvelope(
-          z.object({ blueprint_name: z.string(), blueprint_id: z.string(), deleted: z.literal(true) }),
+          z.object({
+            blueprint_name: z.string(),
+            blueprint_id: z.string(),
+            deleted: z.boolean(),
+            outcome: z.enum(['deleted', 'hidden']),
+            mission_count: z.number().int().min(0),
+          }),
         ),
       },
       403: err('No manage access'),
@@ -488,13 +497,15 @@ export const blueprintRoutes = [
     handler: async (c) => {
       const ctx = ctxOf(c);
       const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      await remove(ctx, b);
+      const r = await remove(ctx, b);
       return {
         success: true,
         data: {
           blueprint_name: c.params.blueprint_name,
           blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : '',
-          deleted: true as const,
+          deleted: r.outcome === 'deleted',
+          outcome: r.outcome,
+          mission_count: r.missions,
         },
       };
     },
@@ -513,7 +524,9 @@ export const blueprintRoutes = [
         .string()
         .max(200)
         .optional()
-        .describe('Resolves duplicate names once missions exist; ignored today'),
+        .describe(
+          'A mission (project id) that references this blueprint: its file stays readable after the blueprint was hidden by a delete',
+        ),
     }),
     responses: {
       200: { description: 'The file (application/octet-stream)' },
@@ -522,7 +535,7 @@ export const blueprintRoutes = [
     },
     handler: async (c) => {
       const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id);
+      const { b } = await open(ctx, c.params.blueprint_name, 'view', c.query.blueprint_id, c.query.mission_id);
       const bytes = await fileBytes(b, c.params.file_path);
       c.koa.type = 'application/octet-stream';
       c.koa.set('X-Content-Type-Options', 'nosniff');
@@ -561,7 +574,7 @@ export const blueprintRoutes = [
     operationId: 'renameBlueprint',
     summary: 'Rename a local blueprint at once (grants and history follow); needs manage access and manage_git',
     description:
-      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT) and taken names (409 BLUEPRINT_NAME_TAKEN). Work-in-progress sessions, missions and remote-backed blueprints do not exist yet, so no rename waits on them.',
+      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN) and blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block). Work-in-progress sessions and remote-backed blueprints do not exist yet, so no rename waits on them.',
     tags,
     access: authed,
     params: NameParams,
@@ -581,7 +594,9 @@ export const blueprintRoutes = [
         ),
       },
       403: err('No manage access or no manage_git'),
-      409: err('Built-in default, name taken, or blueprint_id mismatch'),
+      409: err(
+        'Built-in default, name taken, in-flight missions (BLUEPRINT_HAS_ACTIVE_MISSIONS), or blueprint_id mismatch',
+      ),
     },
     handler: async (c) => {
       const ctx = ctxOf(c);

@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import git from 'isomorphic-git';
@@ -28,6 +28,8 @@ export interface BlueprintRow {
   tenant: string;
   name: string;
   created_by: string | null;
+  /** Deleted while missions referenced it: out of the inventory, still resolvable by name for those missions. */
+  hidden: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -54,8 +56,19 @@ export async function lockBlueprint(tx: EntityManager, key: string): Promise<voi
   await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 14))`, [key]);
 }
 
+/** The tenant's visible blueprints (hidden ones, deleted while missions referenced them, left out). */
 export async function listRows(em: EntityManager, tenant: string): Promise<BlueprintRow[]> {
-  return sql<BlueprintRow>(em, `select * from blueprints where tenant = ? order by name`, [tenant]);
+  return sql<BlueprintRow>(em, `select * from blueprints where tenant = ? and not hidden order by name`, [tenant]);
+}
+
+/** How many missions (`projects` rows) reference a blueprint; with `inFlight`, only running or paused ones. */
+export async function missionCount(em: EntityManager, blueprintId: string, inFlight: boolean): Promise<number> {
+  const rows = await sql<{ n: string | number }>(
+    em,
+    `select count(*) as n from projects where blueprint_id = ?${inFlight ? ` and status in ('running', 'paused')` : ''}`,
+    [blueprintId],
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 export async function findRow(em: EntityManager, tenant: string, name: string): Promise<BlueprintRow | undefined> {
@@ -143,15 +156,29 @@ export async function workingCopyFingerprint(dir: string): Promise<string> {
 /** Stages every change of the working tree and commits it; answers the commit id, or null when nothing changed. */
 export async function commitAll(dir: string, principal: Principal, message: string): Promise<string | null> {
   const matrix = await git.statusMatrix({ fs, dir });
-  let changed = false;
+  const added: string[] = [];
+  const removed: string[] = [];
   for (const [filepath, head, workdir, stage] of matrix) {
     if (head === 1 && workdir === 1 && stage === 1) continue;
-    changed = true;
-    if (workdir === 0) await git.remove({ fs, dir, filepath });
-    else await git.add({ fs, dir, filepath });
+    if (workdir === 0) removed.push(filepath);
+    else added.push(filepath);
   }
-  if (!changed) return null;
+  if (added.length === 0 && removed.length === 0) return null;
+  for (const filepath of removed) await git.remove({ fs, dir, filepath });
+  await addAll(dir, added);
   return git.commit({ fs, dir, author: author(principal), message });
+}
+
+/**
+ * Stages files with few index updates (one `add` call per batch of paths): an `add` per file re-reads
+ * and re-writes the whole index each time, quadratic in the file count (2,000 files: most of an
+ * import's time). isomorphic-git hashes the paths of one call concurrently (its `parallel` option only
+ * governs folders), so the batch size bounds how many files' bytes are in memory at once.
+ */
+const ADD_BATCH = 32;
+async function addAll(dir: string, filepaths: string[]): Promise<void> {
+  for (let i = 0; i < filepaths.length; i += ADD_BATCH)
+    await git.add({ fs, dir, filepath: filepaths.slice(i, i + ADD_BATCH), parallel: false });
 }
 
 /** Writes files (relative path → bytes) into a working copy; with `replaceAll`, files not named are removed. */
@@ -169,6 +196,55 @@ export async function writeWorkingFiles(
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, data);
   }
+}
+
+/**
+ * Writes the files `names` of folder `srcDir` (an extracted archive) into a working copy, moving them
+ * (or copying them across file systems) without reading them into memory; `overrides` (relative path →
+ * bytes) replace or add files. With `replaceAll`, working-copy files not named are removed.
+ */
+export async function writeWorkingFilesFrom(
+  dir: string,
+  srcDir: string,
+  names: string[],
+  overrides: Map<string, Buffer | string>,
+  replaceAll: boolean,
+): Promise<void> {
+  const wanted = new Set([...names, ...overrides.keys()]);
+  if (replaceAll) {
+    for (const f of await listWorkingFiles(dir)) if (!wanted.has(f)) await rm(path.join(dir, f), { force: true });
+  }
+  for (const rel of names) {
+    if (overrides.has(rel)) continue;
+    if (!isSafeRelativePath(rel)) throw new Error(`unsafe path ${rel}`);
+    const target = path.join(dir, rel);
+    await mkdir(path.dirname(target), { recursive: true });
+    try {
+      await rename(path.join(srcDir, rel), target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      await copyFile(path.join(srcDir, rel), target);
+    }
+  }
+  await writeWorkingFiles(dir, overrides, false);
+}
+
+/** Initialises a new blueprint repository with the files of an extracted archive (see `writeWorkingFilesFrom`). */
+export async function initRepositoryFrom(
+  dir: string,
+  principal: Principal,
+  srcDir: string,
+  names: string[],
+  overrides: Map<string, Buffer | string>,
+  message: string,
+): Promise<string> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  await git.init({ fs, dir, defaultBranch: 'main' });
+  await writeWorkingFilesFrom(dir, srcDir, names, overrides, false);
+  // A fresh repository: every file is new, so no status walk is needed before staging.
+  await addAll(dir, [...new Set([...names, ...overrides.keys()])].sort());
+  return git.commit({ fs, dir, author: author(principal), message });
 }
 
 /** Initialises a new blueprint repository with its first commit. */

@@ -526,7 +526,13 @@ describe('delete', () => {
     expect((await api('DELETE', '/api/blueprints/churn', 'stranger-less')).status).toBe(401);
     const r = await api('DELETE', `/api/blueprints/churn?blueprint_id=${id}`, 'olivia');
     expect(r.status).toBe(200);
-    expect(r.body.data).toEqual({ blueprint_name: 'churn', blueprint_id: id, deleted: true });
+    expect(r.body.data).toEqual({
+      blueprint_name: 'churn',
+      blueprint_id: id,
+      deleted: true,
+      outcome: 'deleted',
+      mission_count: 0,
+    });
     expect((await api('GET', '/api/blueprints/churn', 'olivia')).status).toBe(404);
     expect(existsSync(path.join(root, 'default', id))).toBe(false);
     expect(await query(stack.db.url, 'select * from blueprint_grants where blueprint_id = $1', [id])).toEqual([]);

@@ -31,6 +31,7 @@ import { Migration20261125120000OrganizationalProjects } from './Migration202611
 import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
 import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
 import { Migration20261125160000ProjectRecords } from './Migration20261125160000ProjectRecords.js';
+import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -69,4 +70,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
   { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
   { name: 'Migration20261125160000ProjectRecords', class: Migration20261125160000ProjectRecords },
+  { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
 ];
