@@ -30,6 +30,7 @@ let repo: GitRepo;
 let src: string;
 let forge: { url: string; calls: PullRequestCall[]; server: Server };
 const AUTH = { username: 'bot', password: 'kb-token' };
+const INTERNAL = 'kb-internal-secret';
 const SETUP = '# Setup\n\nInstall the agent.\nRun the agent.\nRun the agent again.\n';
 
 const tool = (args: Record<string, unknown>, token = admin) =>
@@ -71,7 +72,11 @@ async function startForge() {
 }
 
 beforeAll(async () => {
-  env = await startGitStack({ dataDirPrefix: 'kb-edit-data-', gitAuth: AUTH });
+  env = await startGitStack({
+    dataDirPrefix: 'kb-edit-data-',
+    gitAuth: AUTH,
+    env: { PLATFORM_INTERNAL_TOKEN: INTERNAL },
+  });
   ({ stack, admin } = env);
   other = await env.idp.sign({ sub: 'kb-other', roles: ['admin'] });
   forge = await startForge();
@@ -332,6 +337,43 @@ describe('open_kb_pull_request', () => {
     expect(remoteBranches()).not.toContain(`refs/heads/kb-edit/${id}`);
     expect(forge.calls).toHaveLength(1);
     expect((await staged()).map((r) => r.path)).toEqual(['docs/guides/later.txt']);
+  });
+});
+
+describe('agents', () => {
+  it("stage their own edits; an agent's pull request is a proposal bound to its thread, the person's staging untouched", async () => {
+    const minted = await http(stack.url, 'POST', '/api/internal/sandbox-tokens', {
+      body: { bot_id: 'kb-bot', thread_id: 'kb-thread' },
+      headers: { 'x-platform-internal-token': INTERNAL },
+    });
+    expect(minted.status, minted.text).toBe(201);
+    const agent = minted.body.data.token as string;
+    const personBefore = await staged();
+    const nothing = await tool({ action: 'open_kb_pull_request', source_id_or_index: src }, agent);
+    expect(nothing.status).toBe(409);
+    expect(nothing.body.payload.reason).toBe('no_staged_edits');
+    const edit = await tool(
+      {
+        action: 'propose_kb_edit',
+        source_id_or_index: 'handbook',
+        relative_path: 'guides/setup.md',
+        search: 'Run the agent.',
+        replace: 'Start the agent.',
+      },
+      agent,
+    );
+    expect(edit.status, edit.text).toBe(200);
+    expect(edit.body.data.result).toMatchObject({ status: 'M', path: 'docs/guides/setup.md' });
+    const opened = await tool({ action: 'open_kb_pull_request', source_id_or_index: src }, agent);
+    expect(opened.status, opened.text).toBe(200);
+    expect(opened.body.data.result).toMatchObject({
+      status: 'pending_review',
+      changed_files: [{ path: 'docs/guides/setup.md', status: 'M' }],
+      proposal: { action_type: 'kb.pull_request.v1', status: 'requested', thread_id: 'kb-thread' },
+    });
+    const rows = await staged();
+    expect(rows.filter((r) => r.proposer === 'agent:kb-bot').map((r) => r.path)).toEqual(['docs/guides/setup.md']);
+    expect(rows.filter((r) => r.proposer !== 'agent:kb-bot')).toEqual(personBefore);
   });
 });
 
