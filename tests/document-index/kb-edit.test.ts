@@ -28,7 +28,7 @@ let admin: string;
 let other: string;
 let repo: GitRepo;
 let src: string;
-let forge: { url: string; calls: PullRequestCall[]; server: Server };
+let forge: { url: string; calls: PullRequestCall[]; server: Server; fail: { next: boolean } };
 const AUTH = { username: 'bot', password: 'kb-token' };
 const INTERNAL = 'kb-internal-secret';
 const SETUP = '# Setup\n\nInstall the agent.\nRun the agent.\nRun the agent again.\n';
@@ -51,11 +51,17 @@ const staged = async () =>
 
 async function startForge() {
   const calls: PullRequestCall[] = [];
+  const fail = { next: false };
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
+      if (req.method === 'POST' && req.url === '/repos/kb-owner/kb/pulls' && fail.next) {
+        fail.next = false;
+        res.statusCode = 502;
+        return void res.end('{"message":"upstream down"}');
+      }
       if (req.method === 'POST' && req.url === '/repos/kb-owner/kb/pulls') {
         calls.push({ auth: req.headers.authorization, body: JSON.parse(raw) });
         res.statusCode = 201;
@@ -68,7 +74,7 @@ async function startForge() {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server, fail };
 }
 
 beforeAll(async () => {
@@ -335,6 +341,23 @@ describe('open_kb_pull_request', () => {
     });
     expect(remoteBranches()).toEqual(branchesBefore);
     expect(remoteBranches()).not.toContain(`refs/heads/kb-edit/${id}`);
+    expect(forge.calls).toHaveLength(1);
+    expect((await staged()).map((r) => r.path)).toEqual(['docs/guides/later.txt']);
+  });
+});
+
+describe('open_kb_pull_request when the Git host fails', () => {
+  it('a pushed branch whose pull request could not be opened needs reconciliation; the staged edits stay', async () => {
+    const opened = await tool({ action: 'open_kb_pull_request', source_id_or_index: src });
+    expect(opened.status, opened.text).toBe(200);
+    const id = opened.body.data.result.proposal.proposal_id as string;
+    expect((await http(stack.url, 'POST', proposalPath(id, '/approve'), { token: other, body: {} })).status).toBe(200);
+    forge.fail.next = true;
+    const executed = await http(stack.url, 'POST', proposalPath(id, '/execute'), { token: other });
+    expect(executed.status, executed.text).toBe(200);
+    expect(executed.body).toMatchObject({ final_status: 'reconciliation_required', execution_result: null });
+    expect(executed.body.error_detail).toContain(`kb-edit/${id} was pushed but the pull request could not be opened`);
+    expect(remoteBranches()).toContain(`refs/heads/kb-edit/${id}`);
     expect(forge.calls).toHaveLength(1);
     expect((await staged()).map((r) => r.path)).toEqual(['docs/guides/later.txt']);
   });
