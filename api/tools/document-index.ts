@@ -16,7 +16,8 @@ import {
 } from '../document-index/actions.js';
 import { addDocumentsAction } from '../document-index/add-documents.js';
 import { rechunkAction } from '../document-index/rechunk.js';
-import { ForbiddenError, PlatformError } from '../../shared/errors.js';
+import { openKbPullRequestAction, proposeKbEditAction } from '../document-index/kb-edit.js';
+import { ForbiddenError } from '../../shared/errors.js';
 import { defineTool } from './registry.js';
 
 const IndexName = z
@@ -106,9 +107,9 @@ const Input = z.discriminatedUnion('action', [
     action: z.literal('propose_kb_edit'),
     source_id_or_index: z.string().max(200).default(''),
     relative_path: z.string().max(4096).default(''),
-    content: z.string().default(''),
-    search: z.string().default(''),
-    replace: z.string().default(''),
+    content: z.string().max(1_000_000).default(''),
+    search: z.string().max(1_000_000).default(''),
+    replace: z.string().max(1_000_000).default(''),
     note: z.string().max(4000).default(''),
   }),
   z.object({
@@ -152,10 +153,10 @@ const chunkParams = (i: {
 export const documentIndexTool = defineTool({
   name: '_document_index',
   description:
-    'Document indexes: CREATE_INDEX, RENAME_INDEX, DELETE_INDEX, LIST_INDICES, ADD_DOCUMENTS, ADD_TEXT, LIST_DOCUMENTS, GET_DOCUMENT, DELETE_DOCUMENT, RENAME_DOCUMENT, SEARCH, ASK, GET_INDICES_STATS, RECHUNK.',
+    'Document indexes: CREATE_INDEX, RENAME_INDEX, DELETE_INDEX, LIST_INDICES, ADD_DOCUMENTS, ADD_TEXT, LIST_DOCUMENTS, GET_DOCUMENT, DELETE_DOCUMENT, RENAME_DOCUMENT, SEARCH, ASK, GET_INDICES_STATS, RECHUNK; Git-backed knowledge bases: propose_kb_edit stages a file change, open_kb_pull_request raises an Action Review proposal that pushes a branch and opens the pull request.',
   input: Input,
   principalKinds: ['person', 'agent', 'system', 'app'],
-  async handler({ input, principal, deps, em }) {
+  async handler({ input, principal, deps, em, idempotencyKey }) {
     if (WRITES.has(input.action) && principal.kind !== 'agent' && !principal.permissions.has('manage_agents'))
       throw new ForbiddenError(
         `Permission denied: ${input.action} of the _document_index tool needs the "manage_agents" permission. Ask an administrator to grant you a role that includes it.`,
@@ -192,12 +193,9 @@ export const documentIndexTool = defineTool({
       case 'RECHUNK':
         return rechunkAction(c, deps, input.index_name, chunkParams(input));
       case 'propose_kb_edit':
+        return proposeKbEditAction(deps, em, principal, input);
       case 'open_kb_pull_request':
-        throw new PlatformError(
-          'not_available_here',
-          `${input.action} is not available yet: Git-backed knowledge-base editing arrives with managed-source document hydration.`,
-          { reason: 'kb_editing_not_built', action: input.action },
-        );
+        return openKbPullRequestAction(deps, em, principal, input, idempotencyKey ?? null);
     }
   },
 });

@@ -14,6 +14,7 @@ export const ACTION_TYPES = [
   'prover.decide_improvement_docket_entry.v1',
   'ticket.write.v1',
   'code_agent.start.v1',
+  'kb.pull_request.v1',
 ] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 

@@ -40,6 +40,25 @@ export const PayloadSchemas = {
     prompt: z.string().trim().min(1).max(20_000),
     ticket_key: z.string().trim().min(1).max(200).optional(),
   }),
+  'kb.pull_request.v1': z.object({
+    source_id: id,
+    base_commit: z.string().regex(/^[0-9a-f]{40}$/),
+    title: z.string().min(1).max(500),
+    body: z.string().max(20_000).default(''),
+    commit_message: z.string().min(1).max(2_000),
+    staged_by: id,
+    files: z
+      .array(
+        z.object({
+          path: z.string().min(1).max(4096),
+          status: z.enum(['A', 'M', 'D', 'R']),
+          previous_path: z.string().min(1).max(4096).nullable().default(null),
+          content: z.string().max(1_000_000),
+        }),
+      )
+      .min(1)
+      .max(200),
+  }),
 } as const satisfies Record<ActionType, z.ZodType>;
 
 export type Payload<T extends ActionType> = z.output<(typeof PayloadSchemas)[T]>;

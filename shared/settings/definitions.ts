@@ -394,6 +394,10 @@ export const SETTINGS = {
     description:
       'Git host REST API base for pull requests; empty: derived from target_repo_url (github.com: https://api.github.com, else <origin>/api/v3)',
   }),
+  'enhancements.knowledge_base.forge_api_url': setting(url, null, {
+    description:
+      'Git host REST API base for knowledge-base pull requests (open_kb_pull_request); empty: derived from the managed source repo_url',
+  }),
   'enhancements.tracker_automation.enabled': setting(boolean, false, {
     env: 'TRACKER_AUTOMATION_ENABLED',
     description: 'Issue-tracker automation rollout (frontend flag jira_automation_enabled)',

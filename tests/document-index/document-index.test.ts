@@ -377,7 +377,7 @@ describe('ADD_DOCUMENTS', () => {
 });
 
 describe('managed knowledge-base documents', () => {
-  it('refuse ADD_DOCUMENTS, ADD_TEXT and DELETE_DOCUMENT with managed_repo_guard; propose_kb_edit is not built yet', async () => {
+  it('refuse ADD_DOCUMENTS, ADD_TEXT and DELETE_DOCUMENT with managed_repo_guard; propose_kb_edit refuses an index no managed source feeds', async () => {
     await ok({ action: 'CREATE_INDEX', index_name: 'repo-kb' });
     await ok({
       action: 'ADD_TEXT',
@@ -407,7 +407,7 @@ describe('managed knowledge-base documents', () => {
       relative_path: 'docs/a.md',
       content: 'x',
     });
-    expect(propose.status).toBe(501);
-    expect(propose.body.payload.reason).toBe('kb_editing_not_built');
+    expect(propose.status).toBe(409);
+    expect(propose.body.payload.reason).toBe('not_a_managed_index');
   });
 });

@@ -6,6 +6,7 @@ import { learningAdoptExecutor, proverExecutors } from './internal.js';
 import { localCliExecutor } from './local-cli.js';
 import { ticketWriteExecutor } from './ticket.js';
 import { codeAgentStartExecutor } from './code-agent.js';
+import { kbPullRequestExecutor } from './kb-pull-request.js';
 import { notApplied, type Executor, type ExecutorContext } from './types.js';
 
 /** One registered executor per action type; a missing one fails the type check. */
@@ -15,6 +16,7 @@ const executors: { [T in ActionType]: Executor<T> } = {
   'local_cli.run.v1': localCliExecutor,
   'ticket.write.v1': ticketWriteExecutor,
   'code_agent.start.v1': codeAgentStartExecutor,
+  'kb.pull_request.v1': kbPullRequestExecutor,
   ...proverExecutors,
 };
 

@@ -32,6 +32,7 @@ import { Migration20261125130000CodeAgentCli } from './Migration20261125130000Co
 import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
 import { Migration20261125160000ProjectRecords } from './Migration20261125160000ProjectRecords.js';
 import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
+import { Migration20261125180000KbStagedEdits } from './Migration20261125180000KbStagedEdits.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -71,4 +72,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
   { name: 'Migration20261125160000ProjectRecords', class: Migration20261125160000ProjectRecords },
   { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
+  { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
 ];
