@@ -37,6 +37,7 @@ import { blueprintWizardRoutes } from './blueprint-wizard.js';
 import { trackerAutomationRoutes } from './tracker-automation.js';
 import { demoStateRoutes } from './demo-state.js';
 import { hostedAiRoutes } from './hosted-ai.js';
+import { demoVersionRoutes } from './demo-versions.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -64,5 +65,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...trackerAutomationRoutes);
   routes.push(...demoStateRoutes);
   routes.push(...hostedAiRoutes);
+  routes.push(...demoVersionRoutes);
   return routes;
 }

@@ -30,6 +30,7 @@ import { Migration20261125110000Missions } from './Migration20261125110000Missio
 import { Migration20261125120000OrganizationalProjects } from './Migration20261125120000OrganizationalProjects.js';
 import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
 import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
+import { Migration20261125170000DemoVersions } from './Migration20261125170000DemoVersions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -67,4 +68,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125120000OrganizationalProjects', class: Migration20261125120000OrganizationalProjects },
   { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
   { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
+  { name: 'Migration20261125170000DemoVersions', class: Migration20261125170000DemoVersions },
 ];
