@@ -13,6 +13,7 @@ import { createDocumentIndexActivities } from './document-index.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
 import { createEtlActivities } from './etl.js';
+import { createDemoActivities } from './demo.js';
 import { platformEmbeddingConsumers, type EmbeddingConsumerRegistry } from '../shared/embeddings/consumers.js';
 import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
@@ -61,6 +62,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createDesktopActivities(deps),
     ...createMissionActivities(deps),
     ...createTrackerActivities(deps),
+    ...createDemoActivities(deps),
   };
 }
 

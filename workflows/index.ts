@@ -16,3 +16,4 @@ export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
 export { codeAgentRunWorkflow } from './code-agent.js';
 export { missionWorkflow } from './mission.js';
 export { trackerPollWorkflow } from './tracker-poll.js';
+export { demoVersionWorkflow, demoRunWorkflow } from './demo-version.js';

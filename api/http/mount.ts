@@ -72,6 +72,22 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
   return principal;
 }
 
+/** Roles that, with the `present_demos` permission, make a person a presenter. */
+export const PRESENTER_ROLES = ['staff', 'admin'] as const;
+
+/** A `presenter` route called without the internal token: a person with `present_demos` and a presenter role. */
+function authorizePresenter(principal: Principal | null, deps: AppDeps): Principal {
+  if (!principal) throw authenticationRequired(deps.config);
+  const role = principal.roles.some((r) => (PRESENTER_ROLES as readonly string[]).includes(r));
+  if (principal.kind !== 'person' || !principal.permissions.has('present_demos') || !role) {
+    throw new ForbiddenError(
+      `Presenter routes need a person holding the "present_demos" permission and the role "staff" or "admin", or the X-Platform-Internal-Token header. ${PERMISSION_GUIDANCE}`,
+      { required_permission: 'present_demos', required_roles: PRESENTER_ROLES, roles: principal.roles },
+    );
+  }
+  return principal;
+}
+
 /** Registers every route on the router: validation, authentication and permission guard, then the handler. */
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
   for (const route of routes) {
@@ -87,7 +103,10 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       let principal: Principal | null = null;
       if (route.access.kind === 'internal') {
         requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);
-      } else if (route.access.kind === 'authenticated') {
+      } else if (route.access.kind === 'presenter' && ctx.get('x-platform-internal-token')) {
+        // Presenter routes: the internal token when sent, else a presenting person (below).
+        requireInternalToken(ctx.get('x-platform-internal-token'), deps.config);
+      } else if (route.access.kind === 'authenticated' || route.access.kind === 'presenter') {
         principal = await authenticate(
           {
             authorization: ctx.get('authorization') || undefined,
@@ -97,7 +116,8 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
         );
         // The hosted demo gate (api/auth/demo-gate.ts), before permissions: a denied browser is redirected, others get 403.
         if (principal && (await applyDemoGate(ctx, principal, deps.settings, em))) return;
-        principal = authorize(route, principal, deps);
+        principal =
+          route.access.kind === 'presenter' ? authorizePresenter(principal, deps) : authorize(route, principal, deps);
         ctx.state.principal = principal;
       }
       const params = parsePart(route, 'params', route.params, ctx.params);

@@ -189,7 +189,12 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     if (route.access.kind === 'authenticated' && (route.access.permission || route.access.principalKinds)) {
       responses['403'] ??= errorResponse('Permission refusal (`forbidden`) with administrator guidance');
     }
-    if (route.access.kind === 'authenticated') {
+    if (route.access.kind === 'presenter') {
+      responses['403'] ??= errorResponse(
+        'Not a presenter (`forbidden`): needs `present_demos` and the role `staff` or `admin`, or the internal token',
+      );
+    }
+    if (route.access.kind === 'authenticated' || route.access.kind === 'presenter') {
       // The hosted demo gate (api/auth/demo-gate.ts) may refuse any authenticated route in demo mode.
       responses['303'] ??= {
         description: 'Demo mode: a denied browser request (GET preferring text/html) is redirected to the refusal page',
@@ -209,7 +214,9 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
         ? []
         : route.access.kind === 'internal'
           ? [{ internalToken: [] }]
-          : [{ bearer: [] }, { serviceToken: [] }];
+          : route.access.kind === 'presenter'
+            ? [{ internalToken: [] }, { bearer: [] }, { serviceToken: [] }]
+            : [{ bearer: [] }, { serviceToken: [] }];
     const operation: Json = {
       operationId: route.operationId,
       summary: route.summary,
@@ -222,6 +229,7 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       ...(route.access.kind === 'authenticated' && route.access.permission
         ? { 'x-permission': route.access.permission }
         : {}),
+      ...(route.access.kind === 'presenter' ? { 'x-permission': 'present_demos' } : {}),
       ...(route.access.kind === 'authenticated' && route.access.principalKinds
         ? { 'x-principal-kinds': route.access.principalKinds }
         : {}),

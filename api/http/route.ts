@@ -11,11 +11,14 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /**
  * Who may call a route. `authenticated` routes may name one permission and the principal kinds
- * they accept; `internal` routes take only `X-Platform-Internal-Token`.
+ * they accept; `internal` routes take only `X-Platform-Internal-Token`; `presenter` routes (the
+ * hosted demo's presenter routes) take either that header or a person holding the `present_demos`
+ * permission and the role `staff` or `admin` (the handler's `principal` is absent for the token).
  */
 export type Access =
   | { kind: 'public' }
   | { kind: 'internal' }
+  | { kind: 'presenter' }
   | { kind: 'authenticated'; permission?: Permission; principalKinds?: readonly PrincipalKind[] };
 
 export interface ResponseSpec {
@@ -29,7 +32,7 @@ export interface RouteContext<P, Q, B> {
   params: P;
   query: Q;
   body: B;
-  /** Present on every route but public and internal ones. */
+  /** Present on every route but public and internal ones (and `presenter` routes called with the internal token). */
   principal: Principal;
   deps: AppDeps;
   em: EntityManager;

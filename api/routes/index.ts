@@ -38,6 +38,7 @@ import { trackerAutomationRoutes } from './tracker-automation.js';
 import { demoStateRoutes } from './demo-state.js';
 import { hostedAiRoutes } from './hosted-ai.js';
 import { projectRecordRoutes } from './project-records.js';
+import { demoVersionRoutes } from './demo-versions.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -66,5 +67,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...demoStateRoutes);
   routes.push(...hostedAiRoutes);
   routes.push(...projectRecordRoutes);
+  routes.push(...demoVersionRoutes);
   return routes;
 }

@@ -15,6 +15,8 @@ export const PERMISSIONS = [
   'view_all_blueprints',
   'manage_all_blueprints',
   'APPROVE_AGENT_ACTION',
+  /** Hosted demo presenter routes (with the role `staff` or `admin`); granted to admin, or through a custom role. */
+  'present_demos',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 

@@ -4,9 +4,11 @@ import { BUILT_IN_ROLES, PERMISSIONS, permissionsFor } from '../../shared/auth/r
 import { hashToken, mintToken, secretsEqual } from '../../shared/auth/tokens.js';
 
 describe('RBAC', () => {
-  it('gives the built-in admin role every permission the spec names', () => {
+  it('gives the built-in admin role every permission the spec names, and the presenter capability', () => {
     expect([...permissionsFor(['admin'])].sort()).toEqual([...PERMISSIONS].sort());
-    expect(PERMISSIONS).toHaveLength(14);
+    // The 14 of Authentication item 7, plus `present_demos` (hosted demo presenter routes).
+    expect(PERMISSIONS).toHaveLength(15);
+    expect(PERMISSIONS).toContain('present_demos');
   });
   it('unions the permissions of several roles and ignores unknown roles', () => {
     const p = permissionsFor(['reviewer', 'member', 'no-such-role']);

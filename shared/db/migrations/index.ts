@@ -33,6 +33,7 @@ import { Migration20261125140000TrackerAutomation } from './Migration20261125140
 import { Migration20261125160000ProjectRecords } from './Migration20261125160000ProjectRecords.js';
 import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
 import { Migration20261125180000KbStagedEdits } from './Migration20261125180000KbStagedEdits.js';
+import { Migration20261125170000DemoVersions } from './Migration20261125170000DemoVersions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -73,4 +74,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125160000ProjectRecords', class: Migration20261125160000ProjectRecords },
   { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
   { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
+  { name: 'Migration20261125170000DemoVersions', class: Migration20261125170000DemoVersions },
 ];
