@@ -144,6 +144,12 @@ describe('delete with missions', () => {
       `/api/blueprints/hidden-bp/files/blueprint_manifest.yaml?mission_id=prj_${'f'.repeat(32)}`,
     );
     expect(other.status).toBe(404);
+    // No new mission starts from it.
+    const start = await api('POST', '/api/projects', { blueprint_name: 'hidden-bp' });
+    expect(start.status).toBe(404);
+    expect(
+      (await query(stack.db.url, 'select count(*)::int as n from projects where blueprint_id = $1', [id]))[0],
+    ).toEqual({ n: 1 });
     // Its name stays taken while it is hidden.
     const again = await api('POST', '/api/blueprints/', { blueprint_name: 'hidden-bp' });
     expect(again.status).toBe(409);

@@ -31,9 +31,9 @@ import { Migration20261125120000OrganizationalProjects } from './Migration202611
 import { Migration20261125130000CodeAgentCli } from './Migration20261125130000CodeAgentCli.js';
 import { Migration20261125140000TrackerAutomation } from './Migration20261125140000TrackerAutomation.js';
 import { Migration20261125160000ProjectRecords } from './Migration20261125160000ProjectRecords.js';
-import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
-import { Migration20261125180000KbStagedEdits } from './Migration20261125180000KbStagedEdits.js';
 import { Migration20261125170000DemoVersions } from './Migration20261125170000DemoVersions.js';
+import { Migration20261125180000KbStagedEdits } from './Migration20261125180000KbStagedEdits.js';
+import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -72,7 +72,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125130000CodeAgentCli', class: Migration20261125130000CodeAgentCli },
   { name: 'Migration20261125140000TrackerAutomation', class: Migration20261125140000TrackerAutomation },
   { name: 'Migration20261125160000ProjectRecords', class: Migration20261125160000ProjectRecords },
-  { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
-  { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
   { name: 'Migration20261125170000DemoVersions', class: Migration20261125170000DemoVersions },
+  { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
+  { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
 ];
