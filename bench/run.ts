@@ -12,6 +12,7 @@ import { benchProviderResolution } from './provider-resolution.js';
 import { startFakeLlm } from '../tests/helpers/fake-llm.js';
 import { benchManagedSync } from './managed-sync.js';
 import { benchBlueprints } from './blueprints.js';
+import { benchMissions } from './missions.js';
 
 const count = Number(process.env.BENCH_COUNT ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
@@ -45,6 +46,14 @@ try {
     process.stdout.write((await benchManagedSync(stack, Number(process.env.BENCH_SYNC_ROUNDS ?? 3))) + '\n');
   if (wanted('blueprints'))
     process.stdout.write((await benchBlueprints(stack, Number(process.env.BENCH_BLUEPRINT_ROUNDS ?? 3))) + '\n');
+  if (wanted('missions'))
+    process.stdout.write(
+      (await benchMissions(
+        stack,
+        Number(process.env.BENCH_MISSIONS_SMALL ?? 10),
+        Number(process.env.BENCH_MISSIONS_LARGE ?? 1000),
+      )) + '\n',
+    );
   const spans = stack.tracedSpans();
   if (spans !== undefined) process.stdout.write(`Spans exported in-process: ${spans}\n`);
 } finally {

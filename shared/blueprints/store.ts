@@ -48,7 +48,9 @@ export function repoDir(root: string, tenant: string, blueprintId: string): stri
 }
 
 async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute<T[]>(q, params);
+  // Inside `em.transactional`, the query must name the transaction (the advisory lock included), or it
+  // runs on another pooled connection and the lock is released at once.
+  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 /** Serialises writers of one blueprint (call inside a transaction). */

@@ -46,7 +46,8 @@ export interface PromotionRow {
 export type FileMap = Map<string, Buffer>;
 
 async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute<T[]>(q, params);
+  // Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
+  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 export const versionTag = (n: number) => `version/${n}`;

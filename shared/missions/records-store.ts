@@ -79,7 +79,9 @@ export interface NoteInput {
   input_versions?: Record<string, string>;
 }
 
-const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) => em.getConnection().execute<T[]>(q, params);
+// Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
+const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) =>
+  em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 
 /**
  * Inserts one note inside the caller's transaction (the project row already locked) and moves the

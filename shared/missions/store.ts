@@ -59,7 +59,9 @@ export interface QuestionRow {
   answered_at: Date | null;
 }
 
-const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) => em.getConnection().execute<T[]>(q, params);
+// Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
+const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) =>
+  em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 
 async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
   await exec(
