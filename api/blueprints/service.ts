@@ -377,7 +377,14 @@ export async function remove(ctx: Ctx, b: Resolved): Promise<{ outcome: 'deleted
     }
     // Versions, promotion history and the production assignment go with the row (cascade); then the
     // blobs no other blueprint's version uses.
-    await tx.getConnection().execute(`delete from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
+    await tx
+      .getConnection()
+      .execute(
+        `delete from blueprints where blueprint_id = ?`,
+        [b.row.blueprint_id],
+        'all',
+        tx.getTransactionContext(),
+      );
     await dropOrphanBlobs(tx);
     await rm(b.dir, { recursive: true, force: true });
     return { outcome: 'deleted' as const, missions: 0 };

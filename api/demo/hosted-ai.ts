@@ -143,7 +143,9 @@ export async function activateHostedAi(deps: AppDeps, em: EntityManager, princip
   const owner = await requireOwner(em, principal);
   await em.transactional(async (tx) => {
     const t = tx as EntityManager;
-    await t.getConnection().execute('select pg_advisory_xact_lock(hashtext(?))', [KEY_ROW]);
+    await t
+      .getConnection()
+      .execute('select pg_advisory_xact_lock(hashtext(?))', [KEY_ROW], 'all', t.getTransactionContext());
     if (await readSettingRow<StoredKey>(t, KEY_ROW)) return; // already configured: no second key
     takeIssuanceSlot(deps);
     let key: { id: string; secret: string };

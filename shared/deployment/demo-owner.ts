@@ -54,7 +54,9 @@ export async function setDemoOwner(
   return em.transactional(async (tx) => {
     const t = tx as EntityManager;
     // One writer at a time, whether or not an owner row exists yet.
-    await t.getConnection().execute(`select pg_advisory_xact_lock(hashtext(?))`, [DEMO_OWNER_KEY]);
+    await t
+      .getConnection()
+      .execute(`select pg_advisory_xact_lock(hashtext(?))`, [DEMO_OWNER_KEY], 'all', t.getTransactionContext());
     const current = (await readSettingRow<DemoOwner>(t, DEMO_OWNER_KEY))?.value ?? null;
     const sameOwner =
       current !== null &&

@@ -16,12 +16,12 @@ export async function readSettingRow<T>(
   key: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<SettingRow<T> | null> {
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ value: T; updated_at: Date; updated_by: string }>>(
-      `select value, updated_at, updated_by from deployment_settings where key = ?${options.forUpdate ? ' for update' : ''}`,
-      [key],
-    );
+  const rows = await em.getConnection().execute<Array<{ value: T; updated_at: Date; updated_by: string }>>(
+    `select value, updated_at, updated_by from deployment_settings where key = ?${options.forUpdate ? ' for update' : ''}`,
+    [key],
+    'all',
+    em.getTransactionContext(), // inside a transaction, the row lock must be taken on its connection
+  );
   const row = rows[0];
   return row ? { value: row.value, updatedAt: new Date(row.updated_at), updatedBy: row.updated_by } : null;
 }
@@ -37,12 +37,19 @@ export async function writeSettingRow(
     `insert into deployment_settings (key, value, updated_at, updated_by) values (?, ?::jsonb, ?, ?)
      on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
     [key, JSON.stringify(value), now, updatedBy],
+    'all',
+    em.getTransactionContext(),
   );
 }
 
 export async function deleteSettingRow(em: EntityManager, key: string): Promise<boolean> {
   const res = await em
     .getConnection()
-    .execute<{ affectedRows?: number }>('delete from deployment_settings where key = ?', [key], 'run');
+    .execute<{ affectedRows?: number }>(
+      'delete from deployment_settings where key = ?',
+      [key],
+      'run',
+      em.getTransactionContext(),
+    );
   return (res.affectedRows ?? 0) > 0;
 }

@@ -187,6 +187,8 @@ export async function reindexBatch(
       `update embedding_reindex_runs set done = done + ?, failed = failed + ?, over_window = over_window + ?,
            updated_at = now() where tenant = ? and run_id = ? and status = 'running'`,
       [vectors.length, failed, overWindow, input.tenant, input.runId],
+      'all',
+      tx.getTransactionContext(),
     );
   });
   return { items: items.length, lastKey };
