@@ -56,7 +56,11 @@ export async function openKbPullRequestAction(
         stale_paths: edits.filter((e) => e.base_commit !== source.syncedCommit).map((e) => e.path),
       },
     );
-  const changed_files = edits.map((e) => ({ path: e.path, status: e.status }));
+  const changed_files = edits.map((e) =>
+    e.status === 'R'
+      ? { path: e.path, status: e.status, previous_path: e.previous_path }
+      : { path: e.path, status: e.status },
+  );
   const title =
     input.title.trim() ||
     `Knowledge base: ${edits

@@ -111,6 +111,11 @@ const Input = z.discriminatedUnion('action', [
     search: z.string().max(1_000_000).default(''),
     replace: z.string().max(1_000_000).default(''),
     note: z.string().max(4000).default(''),
+    operation: z
+      .enum(['write', 'delete', 'rename'])
+      .default('write')
+      .describe('write (default) adds or changes the file; delete removes it; rename moves it to new_relative_path'),
+    new_relative_path: z.string().max(4096).default('').describe('rename only: the new path under documents_root'),
   }),
   z.object({
     action: z.literal('open_kb_pull_request'),

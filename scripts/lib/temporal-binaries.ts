@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { access, constants, mkdir, rm, stat } from 'node:fs/promises';
+import { access, constants, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { toolsDir } from './paths.js';
@@ -133,4 +133,64 @@ export async function resolveSchemathesis(log: (line: string) => void = () => {}
 /** `TEMPORAL_TEST_SERVER_PATH`, else `temporal-test-server` on PATH, else the project-local wheel. */
 export function resolveTemporalTestServer(log: (line: string) => void = () => {}): Promise<string> {
   return resolve('TEMPORAL_TEST_SERVER_PATH', 'temporal-test-server', log);
+}
+
+/**
+ * PostgreSQL 16 with pgvector 0.6.2 (HNSW) as prebuilt binaries: the `pgserver` wheel (cp311 manylinux)
+ * ships them under `pgserver/pginstall/{bin,lib,share}`. Only tests/document-index/pgvector.test.ts uses
+ * it, for a throwaway cluster (scripts/lib/pgvector-postgres.ts); installed without its Python deps.
+ */
+export const PGSERVER_WHEEL = 'pgserver==0.1.4';
+
+let installingPgserver: Promise<void> | undefined;
+
+async function pgserverBinDir(): Promise<string | undefined> {
+  const lib = path.join(venvDir, 'lib');
+  let pythons: string[];
+  try {
+    pythons = (await readdir(lib)).filter((name) => name.startsWith('python'));
+  } catch {
+    return undefined;
+  }
+  for (const python of pythons) {
+    const bin = path.join(lib, python, 'site-packages', 'pgserver', 'pginstall', 'bin');
+    if (await isExecutable(path.join(bin, 'postgres'))) return bin;
+  }
+  return undefined;
+}
+
+/**
+ * `PLATFORM_PGVECTOR_PG_BIN` (a folder holding `initdb` and `postgres` of a build with pgvector), else
+ * the `pgserver` wheel's binaries in the project-local venv (installed on first use).
+ */
+export async function resolvePgvectorPostgresBin(log: (line: string) => void = () => {}): Promise<string> {
+  const configured = process.env.PLATFORM_PGVECTOR_PG_BIN;
+  if (configured) {
+    if (await isExecutable(path.join(configured, 'postgres'))) return configured;
+    throw new TemporalBinaryError(`PLATFORM_PGVECTOR_PG_BIN=${configured} has no executable postgres`);
+  }
+  const found = await pgserverBinDir();
+  if (found) return found;
+  if (!(await isExecutable(venvBin('pip')))) await installWheels(log);
+  installingPgserver ??= (async () => {
+    log(`installing ${PGSERVER_WHEEL} into ${venvDir}`);
+    try {
+      await run(venvBin('pip'), ['install', '--disable-pip-version-check', '--quiet', '--no-deps', PGSERVER_WHEEL], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
+    } catch (err) {
+      const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
+      throw new TemporalBinaryError(
+        `Installing ${PGSERVER_WHEEL} from PyPI failed: ${detail}\n` +
+          'It needs CPython 3.11 on Linux x86_64/arm64 (manylinux); or set PLATFORM_PGVECTOR_PG_BIN, ' +
+          'or PLATFORM_TEST_PGVECTOR_URL to a server that has pgvector.',
+      );
+    }
+  })();
+  await installingPgserver;
+  const installed = await pgserverBinDir();
+  if (installed) return installed;
+  throw new TemporalBinaryError(
+    `pgserver/pginstall/bin/postgres is missing from ${venvDir} after installing ${PGSERVER_WHEEL}`,
+  );
 }

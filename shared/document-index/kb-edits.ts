@@ -97,22 +97,22 @@ const badPath = (message: string) => new BadRequestError(message, { reason: 'inv
  * (`guides/setup.md`, not `setup.md`); no `..`, `.` or empty segments, no backslashes or control
  * characters, one of the supported extensions. Answers the path inside the repository.
  */
-export function repoPathFor(root: string, relativePath: string): string {
+export function repoPathFor(root: string, relativePath: string, field = 'relative_path'): string {
   const rel = relativePath.trim();
-  if (!rel) throw badPath('relative_path is required (a file under a first-level folder of documents_root).');
+  if (!rel) throw badPath(`${field} is required (a file under a first-level folder of documents_root).`);
   // eslint-disable-next-line no-control-regex -- control characters are what a path may not hold
-  if (/[\0-\x1f\\]/.test(rel)) throw badPath('relative_path may not hold backslashes or control characters.');
-  if (rel.startsWith('/')) throw badPath('relative_path is relative to documents_root; it may not start with "/".');
+  if (/[\0-\x1f\\]/.test(rel)) throw badPath(`${field} may not hold backslashes or control characters.`);
+  if (rel.startsWith('/')) throw badPath(`${field} is relative to documents_root; it may not start with "/".`);
   const segments = rel.split('/');
   if (segments.some((s) => s === '' || s === '.' || s === '..'))
-    throw badPath('relative_path may not hold "..", "." or empty segments.');
+    throw badPath(`${field} may not hold "..", "." or empty segments.`);
   if (segments.length < 2)
     throw badPath(
-      `relative_path must lie under a first-level folder of documents_root ("${root || '/'}"), e.g. guides/${segments[0]}.`,
+      `${field} must lie under a first-level folder of documents_root ("${root || '/'}"), e.g. guides/${segments[0]}.`,
     );
   const ext = path.posix.extname(rel).toLowerCase();
   if (!(KB_EDIT_EXTENSIONS as readonly string[]).includes(ext))
-    throw badPath(`relative_path must end with one of ${KB_EDIT_EXTENSIONS.join(', ')}.`);
+    throw badPath(`${field} must end with one of ${KB_EDIT_EXTENSIONS.join(', ')}.`);
   return root ? `${root}/${rel}` : rel;
 }
 
@@ -169,34 +169,40 @@ export interface ProposeInput {
   search: string;
   replace: string;
   note: string;
+  /** `write` (default): add or change the file; `delete` it; `rename` it to `new_relative_path`. */
+  operation?: 'write' | 'delete' | 'rename';
+  new_relative_path?: string;
 }
 
-/** Stages one file; answers the staged path, its status against the synced commit and a diff summary. */
-export async function proposeKbEdit(
-  em: EntityManager,
-  config: AppConfig,
-  tenant: string,
-  proposer: string,
-  source: KbSource,
-  input: ProposeInput,
-) {
-  const repoPath = repoPathFor(source.root, input.relative_path);
-  if (input.content !== '' && input.search !== '')
-    throw new BadRequestError('Give either non-empty content or non-empty search (with replace), not both.', {
-      reason: 'kb_edit_ambiguous',
-    });
-  if (input.content === '' && input.search === '')
-    throw new BadRequestError('Give non-empty content (the whole file) or non-empty search (with replace).', {
-      reason: 'kb_edit_empty',
-    });
-  const synced = await fileAtCommit(config, source.row.id, source.syncedCommit, repoPath);
-  const staged = await sql<{ content: string; base_commit: string }>(
+interface StagedRow {
+  path: string;
+  content: string;
+  base_commit: string;
+  status: KbStatus;
+  previous_path: string | null;
+}
+
+/** The proposer's staged row for a path, and a staged rename away from it, both on the synced commit. */
+async function stagedAround(em: EntityManager, tenant: string, proposer: string, source: KbSource, repoPath: string) {
+  const rows = await sql<StagedRow>(
     em,
-    `select content, base_commit from kb_staged_edits where tenant = ? and source_id = ? and proposer = ? and path = ?`,
-    [tenant, source.row.id, proposer, repoPath],
+    `select path, content, base_commit, status, previous_path from kb_staged_edits
+      where tenant = ? and source_id = ? and proposer = ? and (path = ? or previous_path = ?)`,
+    [tenant, source.row.id, proposer, repoPath, repoPath],
   );
-  // A search applies to what the proposer already staged for the path (staged on this synced commit), else to the synced file.
-  const current = staged[0] && staged[0].base_commit === source.syncedCommit ? staged[0].content : synced;
+  const fresh = rows.filter((r) => r.base_commit === source.syncedCommit);
+  return { own: fresh.find((r) => r.path === repoPath), renamedAway: fresh.find((r) => r.previous_path === repoPath) };
+}
+
+const renamedAwayError = (repoPath: string, to: string) =>
+  new ConflictError(`${repoPath} is staged to be renamed to ${to}; stage changes to ${to} instead.`, {
+    reason: 'kb_path_staged_rename',
+    path: repoPath,
+    renamed_to: to,
+  });
+
+/** The text a search/replace or whole-file content turns `current` into (`current` null: no such file). */
+function applyChange(repoPath: string, current: string | null, input: ProposeInput): string {
   let next: string;
   if (input.search !== '') {
     if (current === null)
@@ -219,31 +225,186 @@ export async function proposeKbEdit(
     throw new BadRequestError(`The edited file is larger than ${KB_EDIT_MAX_CHARS} characters.`, {
       reason: 'kb_edit_too_large',
     });
-  if (synced !== null && next === synced)
-    throw new BadRequestError(`The change leaves ${repoPath} as it is at the synced commit; nothing to stage.`, {
-      reason: 'kb_edit_no_change',
-    });
-  const status: KbStatus = synced === null ? 'A' : 'M';
+  return next;
+}
+
+const missingFile = (repoPath: string, what: string) =>
+  new NotFoundError(`${repoPath} does not exist at the synced commit; there is nothing to ${what}.`, {
+    reason: 'kb_file_not_found',
+    path: repoPath,
+  });
+
+async function upsertStaged(
+  em: EntityManager,
+  tenant: string,
+  proposer: string,
+  source: KbSource,
+  row: { path: string; status: KbStatus; previous_path: string | null; content: string; note: string },
+): Promise<void> {
   await sql(
     em,
     `insert into kb_staged_edits (tenant, source_id, proposer, path, index_name, base_commit, status, previous_path, content, note)
-     values (?, ?, ?, ?, ?, ?, ?, null, ?, ?)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      on conflict (tenant, source_id, proposer, path) do update set index_name = excluded.index_name,
-       base_commit = excluded.base_commit, status = excluded.status, content = excluded.content, note = excluded.note,
-       updated_at = now()`,
-    [tenant, source.row.id, proposer, repoPath, source.indexName, source.syncedCommit, status, next, input.note],
+       base_commit = excluded.base_commit, status = excluded.status, previous_path = excluded.previous_path,
+       content = excluded.content, note = excluded.note, updated_at = now()`,
+    [
+      tenant,
+      source.row.id,
+      proposer,
+      row.path,
+      source.indexName,
+      source.syncedCommit,
+      row.status,
+      row.previous_path,
+      row.content,
+      row.note,
+    ],
   );
-  return {
+}
+
+/**
+ * Stages one file; answers the staged path, its status against the synced commit and a diff summary.
+ * `write` stages `A`/`M` (a path staged as the target of a rename stays `R`); `delete` stages `D` for a
+ * file of the synced commit; `rename` stages `R` at `new_relative_path` with `previous_path` (optionally
+ * changing the text with `content` or `search`/`replace`) and drops what was staged at the old path.
+ * Refusals write nothing.
+ */
+export async function proposeKbEdit(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+  proposer: string,
+  source: KbSource,
+  input: ProposeInput,
+) {
+  const operation = input.operation ?? 'write';
+  const repoPath = repoPathFor(source.root, input.relative_path);
+  const newRel = (input.new_relative_path ?? '').trim();
+  if (operation !== 'rename' && newRel)
+    throw new BadRequestError('new_relative_path is only for operation "rename".', { reason: 'kb_edit_ambiguous' });
+  if (input.content !== '' && input.search !== '')
+    throw new BadRequestError('Give either non-empty content or non-empty search (with replace), not both.', {
+      reason: 'kb_edit_ambiguous',
+    });
+  if (operation === 'delete' && (input.content !== '' || input.search !== '' || input.replace !== ''))
+    throw new BadRequestError('A delete takes no content, search or replace.', { reason: 'kb_edit_ambiguous' });
+  if (operation === 'write' && input.content === '' && input.search === '')
+    throw new BadRequestError('Give non-empty content (the whole file) or non-empty search (with replace).', {
+      reason: 'kb_edit_empty',
+    });
+  const newPath = operation === 'rename' ? renameTarget(source.root, repoPath, newRel) : null;
+  const synced = await fileAtCommit(config, source.row.id, source.syncedCommit, repoPath);
+  const around = await stagedAround(em, tenant, proposer, source, repoPath);
+  if (around.renamedAway) throw renamedAwayError(repoPath, around.renamedAway.path);
+  const base = {
     Success: true,
     staged: true,
+    operation,
     source_id: source.row.id,
-    path: repoPath,
-    relative_path: input.relative_path.trim(),
-    status,
     base_commit: source.syncedCommit,
-    diff_summary: diffSummary(synced, next),
     next_steps: ['Call open_kb_pull_request to push the staged edits for review (Action Review).'],
   };
+
+  if (operation === 'delete') {
+    if (synced === null) throw missingFile(repoPath, 'delete');
+    await upsertStaged(em, tenant, proposer, source, {
+      path: repoPath,
+      status: 'D',
+      previous_path: null,
+      content: '',
+      note: input.note,
+    });
+    const lines = synced.split('\n').length;
+    return {
+      ...base,
+      path: repoPath,
+      relative_path: input.relative_path.trim(),
+      status: 'D' as KbStatus,
+      diff_summary: `deleted, -${lines} line${lines === 1 ? '' : 's'}`,
+    };
+  }
+
+  if (operation === 'rename') {
+    if (synced === null) throw missingFile(repoPath, 'rename');
+    const target = newPath!;
+    if ((await fileAtCommit(config, source.row.id, source.syncedCommit, target)) !== null)
+      throw new ConflictError(`${target} already exists at the synced commit; a rename may not overwrite it.`, {
+        reason: 'kb_file_exists',
+        path: target,
+      });
+    const atTarget = await stagedAround(em, tenant, proposer, source, target);
+    if (atTarget.own)
+      throw new ConflictError(`${target} is already staged (${atTarget.own.status}); a rename may not overwrite it.`, {
+        reason: 'kb_file_exists',
+        path: target,
+      });
+    // Text changes staged for the old path travel with the rename.
+    const current = around.own && around.own.status === 'M' ? around.own.content : synced;
+    const next = input.content === '' && input.search === '' ? current : applyChange(repoPath, current, input);
+    await em.transactional(async (tx) => {
+      await sql(tx, `delete from kb_staged_edits where tenant = ? and source_id = ? and proposer = ? and path = ?`, [
+        tenant,
+        source.row.id,
+        proposer,
+        repoPath,
+      ]);
+      await upsertStaged(tx, tenant, proposer, source, {
+        path: target,
+        status: 'R',
+        previous_path: repoPath,
+        content: next,
+        note: input.note,
+      });
+    });
+    return {
+      ...base,
+      path: target,
+      relative_path: newRel,
+      previous_path: repoPath,
+      status: 'R' as KbStatus,
+      diff_summary: `renamed from ${repoPath}${next === synced ? ', content unchanged' : `, ${diffSummary(synced, next)}`}`,
+    };
+  }
+
+  // A search applies to what the proposer already staged for the path (staged on this synced commit), else to the synced file.
+  const own = around.own && around.own.status !== 'D' ? around.own : undefined;
+  const current = own ? own.content : synced;
+  const next = applyChange(repoPath, current, input);
+  const renamedHere = own?.status === 'R' ? own.previous_path : null;
+  const original = renamedHere ? await fileAtCommit(config, source.row.id, source.syncedCommit, renamedHere) : synced;
+  if (!renamedHere && synced !== null && next === synced)
+    throw new BadRequestError(`The change leaves ${repoPath} as it is at the synced commit; nothing to stage.`, {
+      reason: 'kb_edit_no_change',
+    });
+  const status: KbStatus = renamedHere ? 'R' : synced === null ? 'A' : 'M';
+  await upsertStaged(em, tenant, proposer, source, {
+    path: repoPath,
+    status,
+    previous_path: renamedHere,
+    content: next,
+    note: input.note,
+  });
+  return {
+    ...base,
+    path: repoPath,
+    relative_path: input.relative_path.trim(),
+    ...(renamedHere ? { previous_path: renamedHere } : {}),
+    status,
+    diff_summary: diffSummary(original, next),
+  };
+}
+
+/** `new_relative_path` of a rename: validated like `relative_path`, and another path. */
+function renameTarget(root: string, repoPath: string, newRel: string): string {
+  if (!newRel)
+    throw new BadRequestError('new_relative_path is required for operation "rename".', { reason: 'invalid_kb_path' });
+  const target = repoPathFor(root, newRel, 'new_relative_path');
+  if (target === repoPath)
+    throw new BadRequestError('new_relative_path names the same file; nothing to rename.', {
+      reason: 'kb_edit_no_change',
+    });
+  return target;
 }
 
 /** The proposer's staged edits of a source (optionally those staged through `targetIndex`). */

@@ -428,3 +428,135 @@ describe('managed_repo_guard', () => {
     expect(await query(stack.db.url, `select 1 from doc_documents where path = 'guides/from-repo.md'`)).toHaveLength(1);
   });
 });
+
+describe('delete and rename (operation)', () => {
+  let third: string;
+  const mine = async () => (await staged()).filter((r) => r.proposer !== 'agent:kb-bot' && !personBefore.has(r.path));
+  let personBefore: Set<string>;
+  const propose = (args: Record<string, unknown>) =>
+    tool({ action: 'propose_kb_edit', source_id_or_index: src, ...args }, third);
+
+  beforeAll(async () => {
+    third = await env.idp.sign({ sub: 'kb-third', roles: ['admin'] });
+    personBefore = new Set((await staged()).map((r) => r.path));
+  });
+
+  it('refuses bad deletes and renames and writes nothing', async () => {
+    const before = await staged();
+    const bad = async (args: Record<string, unknown>, status: number, reason: string) => {
+      const r = await propose(args);
+      expect(r.status, r.text).toBe(status);
+      expect(r.body.payload.reason).toBe(reason);
+    };
+    await bad({ operation: 'delete', relative_path: 'guides/twice.md', content: 'x' }, 400, 'kb_edit_ambiguous');
+    await bad({ operation: 'delete', relative_path: 'guides/twice.md', search: 'alpha' }, 400, 'kb_edit_ambiguous');
+    await bad({ operation: 'delete', relative_path: 'guides/none.md' }, 404, 'kb_file_not_found');
+    await bad({ operation: 'delete', relative_path: 'top.md' }, 400, 'invalid_kb_path');
+    await bad(
+      { relative_path: 'guides/setup.md', content: 'x', new_relative_path: 'guides/b.md' },
+      400,
+      'kb_edit_ambiguous',
+    );
+    await bad({ operation: 'rename', relative_path: 'guides/setup.md' }, 400, 'invalid_kb_path');
+    for (const new_relative_path of ['top.md', 'guides/../x.md', 'guides/x.sh', '/guides/x.md'])
+      await bad({ operation: 'rename', relative_path: 'guides/setup.md', new_relative_path }, 400, 'invalid_kb_path');
+    await bad(
+      { operation: 'rename', relative_path: 'guides/setup.md', new_relative_path: 'guides/setup.md' },
+      400,
+      'kb_edit_no_change',
+    );
+    await bad(
+      { operation: 'rename', relative_path: 'guides/setup.md', new_relative_path: 'guides/twice.md' },
+      409,
+      'kb_file_exists',
+    );
+    await bad(
+      { operation: 'rename', relative_path: 'guides/none.md', new_relative_path: 'guides/other.md' },
+      404,
+      'kb_file_not_found',
+    );
+    await bad(
+      {
+        operation: 'rename',
+        relative_path: 'guides/setup.md',
+        new_relative_path: 'manuals/setup.md',
+        search: 'not in the file',
+        replace: 'y',
+      },
+      409,
+      'search_not_found',
+    );
+    expect(await staged()).toEqual(before);
+  });
+
+  it('stages D and R; the pull request carries them and the pushed branch deletes and renames the files', async () => {
+    const del = await propose({ operation: 'delete', relative_path: 'guides/twice.md', note: 'duplicate words' });
+    expect(del.status, del.text).toBe(200);
+    expect(del.body.data.result).toMatchObject({ path: 'docs/guides/twice.md', status: 'D', operation: 'delete' });
+    expect(del.body.data.result.diff_summary).toBe('deleted, -2 lines');
+
+    // A pending text change of the old path travels with the rename.
+    const edit = await propose({ relative_path: 'guides/setup.md', search: 'Run the agent again.', replace: 'Rerun.' });
+    expect(edit.status, edit.text).toBe(200);
+    const moved = await propose({
+      operation: 'rename',
+      relative_path: 'guides/setup.md',
+      new_relative_path: 'manuals/setup.md',
+    });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.data.result).toMatchObject({
+      path: 'docs/manuals/setup.md',
+      previous_path: 'docs/guides/setup.md',
+      status: 'R',
+      operation: 'rename',
+    });
+    expect(moved.body.data.result.diff_summary).toContain('renamed from docs/guides/setup.md, -1 +1 lines');
+    // The old path is no longer staged on its own, and is not writable while the rename is staged.
+    const oldPath = await propose({ relative_path: 'guides/setup.md', content: 'again\n' });
+    expect(oldPath.status, oldPath.text).toBe(409);
+    expect(oldPath.body.payload).toMatchObject({
+      reason: 'kb_path_staged_rename',
+      renamed_to: 'docs/manuals/setup.md',
+    });
+    // A later write of the new path keeps the rename.
+    const more = await propose({
+      relative_path: 'manuals/setup.md',
+      search: 'Install the agent.',
+      replace: 'Install.',
+    });
+    expect(more.status, more.text).toBe(200);
+    expect(more.body.data.result).toMatchObject({ status: 'R', previous_path: 'docs/guides/setup.md' });
+    const rows = await mine();
+    expect(rows.map((r) => [r.path, r.status])).toEqual([
+      ['docs/guides/twice.md', 'D'],
+      ['docs/manuals/setup.md', 'R'],
+    ]);
+    expect(rows[1]!.content).toBe('# Setup\n\nInstall.\nRun the agent.\nRerun.\n');
+
+    const opened = await tool({ action: 'open_kb_pull_request', source_id_or_index: src, title: 'Tidy' }, third);
+    expect(opened.status, opened.text).toBe(200);
+    expect(opened.body.data.result.changed_files).toEqual([
+      { path: 'docs/guides/twice.md', status: 'D' },
+      { path: 'docs/manuals/setup.md', status: 'R', previous_path: 'docs/guides/setup.md' },
+    ]);
+    const id = opened.body.data.result.proposal.proposal_id as string;
+    expect((await http(stack.url, 'POST', proposalPath(id, '/approve'), { token: other, body: {} })).status).toBe(200);
+    const executed = await http(stack.url, 'POST', proposalPath(id, '/execute'), { token: other });
+    expect(executed.status, executed.text).toBe(200);
+    expect(executed.body).toMatchObject({ final_status: 'executed' });
+    const tip = serverGit('rev-parse', `refs/heads/kb-edit/${id}`);
+    expect(serverGit('rev-parse', `${tip}^`)).toBe(serverGit('rev-parse', 'refs/heads/main'));
+    // Git infers renames from similarity; this 5-line file keeps 37% of its bytes after the two edits.
+    const changes = serverGit('diff', '--name-status', '--find-renames=30%', `${tip}^`, tip).split('\n');
+    expect(changes).toHaveLength(2);
+    expect(changes[0]).toBe('D\tdocs/guides/twice.md');
+    expect(changes[1]).toMatch(/^R\d+\tdocs\/guides\/setup\.md\tdocs\/manuals\/setup\.md$/);
+    expect(serverGit('show', `${tip}:docs/manuals/setup.md`)).toBe('# Setup\n\nInstall.\nRun the agent.\nRerun.');
+    expect(serverGit('ls-tree', '-r', '--name-only', tip).split('\n')).toEqual([
+      'README.md',
+      'docs/manuals/setup.md',
+      'docs/readme.md',
+    ]);
+    expect(await mine()).toEqual([]);
+  });
+});

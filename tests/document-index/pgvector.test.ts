@@ -1,16 +1,18 @@
 /**
  * The pgvector path against a PostgreSQL that has the extension: detection selects it, its HNSW
  * ranking gives the same top results as the exact cached scan on a fixed corpus, and a write is seen
- * by the next search. The embedded PostgreSQL of the suite cannot load pgvector, so this file runs
- * only where `PLATFORM_TEST_PGVECTOR_URL` names the maintenance database of a server that has it
- * (e.g. `docker run -e POSTGRES_PASSWORD=pw -p 5433:5432 pgvector/pgvector:pg16`, then
- * `PLATFORM_TEST_PGVECTOR_URL=postgres://postgres:pw@127.0.0.1:5433/postgres`); elsewhere it is skipped.
+ * by the next search. The suite's embedded PostgreSQL cannot load pgvector, so this file starts its own
+ * throwaway cluster from the `pgserver` wheel's PostgreSQL 16 + pgvector 0.6.2 binaries
+ * (scripts/lib/pgvector-postgres.ts; only this file pays for it), unless `PLATFORM_TEST_PGVECTOR_URL`
+ * names the maintenance database of a server that has pgvector (e.g. `docker run -e POSTGRES_PASSWORD=pw
+ * -p 5433:5432 pgvector/pgvector:pg16`, then `PLATFORM_TEST_PGVECTOR_URL=postgres://postgres:pw@127.0.0.1:5433/postgres`).
  */
 import { randomBytes } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPgvectorPostgres, type ThrowawayPostgres } from '../../scripts/lib/pgvector-postgres.js';
 import { initOrm, migrate } from '../../shared/db/orm.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
@@ -18,7 +20,6 @@ import { hybridSearch } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, type IndexRow } from '../../shared/document-index/store.js';
 import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
 
-const adminUrl = process.env.PLATFORM_TEST_PGVECTOR_URL;
 const TENANT = 'pgv';
 const NO_CHUNKING = { chunk_size: null, chunk_overlap: null, chunk_strategy: null };
 const embedder: Embedder = {
@@ -49,7 +50,9 @@ const QUERIES = [
   'customer data deletion',
 ];
 
-describe.skipIf(!adminUrl)('pgvector backend (PLATFORM_TEST_PGVECTOR_URL)', () => {
+describe('pgvector backend', () => {
+  let adminUrl: string;
+  let server: ThrowawayPostgres | undefined;
   let orm: MikroORM;
   let dbName: string;
   let index: IndexRow;
@@ -57,12 +60,18 @@ describe.skipIf(!adminUrl)('pgvector backend (PLATFORM_TEST_PGVECTOR_URL)', () =
   const em = () => orm.em.fork() as EntityManager;
 
   beforeAll(async () => {
+    const configured = process.env.PLATFORM_TEST_PGVECTOR_URL;
+    if (configured) adminUrl = configured;
+    else {
+      server = await startPgvectorPostgres((line) => process.stderr.write(`[pgvector] ${line}\n`));
+      adminUrl = server.adminUrl;
+    }
     dbName = `pgv_${randomBytes(5).toString('hex')}`;
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     await admin.query(`create database ${dbName}`);
     await admin.end();
-    orm = await initOrm({ clientUrl: adminUrl!.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 4 });
+    orm = await initOrm({ clientUrl: adminUrl.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 4 });
     await migrate(orm);
     index = await createIndex(em(), TENANT, 'kb', NO_CHUNKING);
     for (const [i, text] of CORPUS.entries())
@@ -71,6 +80,8 @@ describe.skipIf(!adminUrl)('pgvector backend (PLATFORM_TEST_PGVECTOR_URL)', () =
   }, 120_000);
   afterAll(async () => {
     await orm?.close();
+    if (server) return server.stop();
+    if (!adminUrl) return;
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     await admin.query(`drop database if exists ${dbName} with (force)`);
@@ -85,9 +96,12 @@ describe.skipIf(!adminUrl)('pgvector backend (PLATFORM_TEST_PGVECTOR_URL)', () =
       .execute(`select indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`);
     expect(idx).toHaveLength(1);
     expect(String(idx[0]!.indexdef)).toContain('vector_cosine_ops');
-    // The search's ORDER BY matches the index expression, so the HNSW index can answer it.
+    // The search's ORDER BY matches the index expression, so the HNSW index can answer it (on 13 rows the
+    // planner would rather sort the btree's rows: with sorting and sequential scans off only an ordered
+    // index scan remains, and the HNSW index is the only one that orders by this distance).
     const plan = await em().transactional(async (tx) => {
       await tx.getConnection().execute('set local enable_seqscan = off', [], 'all', tx.getTransactionContext());
+      await tx.getConnection().execute('set local enable_sort = off', [], 'all', tx.getTransactionContext());
       const q = `[${localEmbed('backup').join(',')}]`;
       return tx.getConnection().execute(
         `explain select chunk_id from doc_embeddings where collection = ? and index_id = ?
