@@ -148,7 +148,13 @@ export const demoVignetteRoutes: AnyRoute[] = [
     body: z
       .object({
         demo_version_id: z.uuid().optional(),
-        scenario_prompt: z.string().trim().min(1).max(8000).optional(),
+        scenario_prompt: z
+          .string()
+          .min(1)
+          .max(8000)
+          .regex(/\S/, 'not blank')
+          .optional()
+          .describe('Replaces the default RCA scenario prompt'),
       })
       .strict(),
     bodyKind: 'config',
