@@ -156,8 +156,14 @@ export async function freshSession(
     const turn = await postMessage(deps, principal, thread, prompt);
     firstTurn = { ok: true, reply: turn.ok ? turn.reply : null, llm_failure: null };
   } catch (err) {
-    if (!(err instanceof LlmFailureError)) throw err;
-    firstTurn = { ok: false, reply: null, llm_failure: err.payload!.llm_failure as Record<string, string> };
+    if (err instanceof LlmFailureError) {
+      firstTurn = { ok: false, reply: null, llm_failure: err.payload!.llm_failure as Record<string, string> };
+    } else {
+      // A reset while the first turn ran terminates its workflow: the turn is cut short, not a failure.
+      const [now] = await exec(em, `select status from presenter_sessions where id = ?`, [id]);
+      if (now?.status !== 'reset') throw err;
+      firstTurn = { ok: false, reply: null, llm_failure: null };
+    }
   }
   return { ...sessionView(row!), agent_name: agent.name, first_turn: firstTurn };
 }
@@ -222,7 +228,17 @@ export async function sessionStatus(deps: AppDeps, em: EntityManager, caller: Pr
 export async function resetSession(deps: AppDeps, em: EntityManager, caller: Principal | null, id: string) {
   const principal = actingPrincipal(caller, deps);
   const row = await sessionRow(em, principal.tenant, id);
-  const alreadyReset = row.status === 'reset';
+  // The row first: a first turn cut short by the terminate below then sees the reset. Of concurrent
+  // resets exactly one changes it; a retry after a failed terminate closes the thread then.
+  const [updated] =
+    row.status === 'reset'
+      ? []
+      : await exec(
+          em,
+          `update presenter_sessions set status = 'reset', reset_at = now(), updated_at = now()
+           where id = ? and status = 'active' returning *`,
+          [id],
+        );
   let threadClosed = false;
   if ((await threadState(deps, row.thread_id as string)) === 'running') {
     try {
@@ -235,16 +251,8 @@ export async function resetSession(deps: AppDeps, em: EntityManager, caller: Pri
       if ((err as { name?: string }).name !== 'WorkflowNotFoundError') throw err;
     }
   }
-  const [updated] = alreadyReset
-    ? [row]
-    : await exec(
-        em,
-        `update presenter_sessions set status = 'reset', reset_at = now(), updated_at = now()
-         where id = ? and status = 'active' returning *`,
-        [id],
-      );
   const final = updated ?? (await sessionRow(em, principal.tenant, id));
-  return { ...sessionView(final), already_reset: alreadyReset || !updated, thread_closed: threadClosed };
+  return { ...sessionView(final), already_reset: !updated, thread_closed: threadClosed };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -59,7 +59,9 @@ const FreshSession = Session.extend({
       llm_failure: z
         .object({ kind: z.string(), message: z.string(), action: z.string(), error_id: z.string() })
         .nullable()
-        .describe('Set when the model call failed: the session exists, its status says why it is not ready'),
+        .describe(
+          'Set when the model call failed: the session exists, its status says why it is not ready. `ok` false without it: the session was reset while the turn ran',
+        ),
     })
     .describe('The scenario prompt turn'),
 });

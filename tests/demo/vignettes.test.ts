@@ -226,6 +226,43 @@ describe('RCA presenter sessions', () => {
     }
   });
 
+  it('cuts the first turn short when the session is reset while it runs', async () => {
+    llm.respond = () => ({ hang: true });
+    try {
+      const pending = call(
+        'POST',
+        '/api/demo/rca/fresh-session',
+        { token: presenter },
+        { scenario_prompt: 'Reset me mid-turn' },
+      );
+      // The session row exists and the model call is in flight.
+      let id = '';
+      for (;;) {
+        const rows = await query(
+          stack.db.url,
+          `select id from presenter_sessions where scenario_prompt = 'Reset me mid-turn'`,
+        );
+        if (rows.length && llm.requests.some((r) => lastUser(r) === 'Reset me mid-turn')) {
+          id = rows[0]!.id as string;
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const reset = await call('POST', '/api/demo/rca/reset', { token: presenter }, { presenter_session_id: id });
+      expect(reset.body.data).toMatchObject({ status: 'reset', thread_closed: true });
+      llm.release({ content: 'too late' });
+      const res = await pending;
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({
+        presenter_session_id: id,
+        status: 'active',
+        first_turn: { ok: false, reply: null, llm_failure: null },
+      });
+    } finally {
+      llm.respond = (req) => ({ content: `plan for: ${lastUser(req).slice(0, 40)}` });
+    }
+  });
+
   it('answers 404 for an unknown session and 400 for a malformed id', async () => {
     const unknown = await call('GET', `/api/demo/rca/status?presenter_session_id=${unknownSession}`, { token: admin });
     expect(unknown.status).toBe(404);
