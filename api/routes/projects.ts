@@ -90,7 +90,7 @@ const AwaitingInputResponse = z
 
 const ParamValue = z.union([z.string().max(4000), z.number(), z.boolean(), z.null()]);
 
-const StartBody = z
+export const StartBody = z
   .object({
     blueprint_name: BlueprintName,
     name: z.string().trim().min(1).max(200).optional(),
