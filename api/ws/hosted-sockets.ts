@@ -76,6 +76,52 @@ function headerOf(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The subprotocol prefix carrying a bearer token (`Sec-WebSocket-Protocol: bearer.<token>`). */
+export const BEARER_PROTOCOL_PREFIX = 'bearer.';
+
+/**
+ * The upgrade's credential. Browsers cannot set `Authorization` on a WebSocket, so besides that header
+ * (and `X-Platform-Service-Token`) the token may come as the subprotocol `bearer.<token>` in
+ * `Sec-WebSocket-Protocol` or as the `access_token` query parameter (the `Authorization` header wins
+ * when sent; more than one bearer subprotocol or `access_token`, or the two naming different tokens,
+ * are refused 400 `bad_request`, `payload.reason` `ambiguous_websocket_credential`). The
+ * protocol echoed in the 101 (a browser fails the socket otherwise): the first offered one that is
+ * not a token, else the bearer one.
+ */
+export function socketCredentials(req: IncomingMessage):
+  | {
+      credentials: { authorization: string | undefined; serviceToken: string | undefined };
+      protocol: string | undefined;
+    }
+  | { refusal: PlatformError } {
+  const offered = (req.headers['sec-websocket-protocol'] ?? '')
+    .toString()
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const bearerOffers = offered.filter((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
+  const protocolTokens = [...new Set(bearerOffers.map((p) => p.slice(BEARER_PROTOCOL_PREFIX.length)))];
+  const queryTokens = new URL(req.url ?? '/', 'http://localhost').searchParams.getAll('access_token');
+  const refusal = (message: string) => ({
+    refusal: new PlatformError('bad_request', message, { reason: 'ambiguous_websocket_credential' }),
+  });
+  if (protocolTokens.length > 1 || protocolTokens.includes(''))
+    return refusal('Offer at most one bearer.<token> subprotocol.');
+  if (queryTokens.length > 1 || queryTokens.includes('')) return refusal('Send at most one non-empty access_token.');
+  const header = headerOf(req, 'authorization');
+  const token = protocolTokens[0] ?? queryTokens[0];
+  if (protocolTokens[0] && queryTokens[0] && protocolTokens[0] !== queryTokens[0])
+    return refusal('The bearer subprotocol and access_token name different tokens.');
+  const protocol = offered.find((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX)) ?? bearerOffers[0];
+  return {
+    credentials: {
+      authorization: header ?? (token ? `Bearer ${token}` : undefined),
+      serviceToken: headerOf(req, 'x-platform-service-token'),
+    },
+    protocol,
+  };
+}
+
 /** Listens for upgrades on the API's server. */
 export function attachHostedSockets(server: Server, deps: AppDeps, options: HostedSocketOptions = {}): () => void {
   const recheckMs = options.recheckMs ?? 2_000;
@@ -119,10 +165,9 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
         ),
       );
     }
-    const credentials = {
-      authorization: headerOf(req, 'authorization'),
-      serviceToken: headerOf(req, 'x-platform-service-token'),
-    };
+    const offered = socketCredentials(req);
+    if ('refusal' in offered) return refuse(socket, requestId, offered.refusal);
+    const { credentials, protocol } = offered;
     const check = async (): Promise<Principal> => {
       const principal = await authenticate(credentials, {
         config: deps.config,
@@ -155,6 +200,7 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
         'Upgrade: websocket',
         'Connection: Upgrade',
         `Sec-WebSocket-Accept: ${acceptKey(key)}`,
+        ...(protocol ? [`Sec-WebSocket-Protocol: ${protocol}`] : []),
         `X-Request-Id: ${requestId}`,
         '',
         '',
