@@ -5,6 +5,7 @@ import { onBindingRevoked } from '../../shared/auth/hosted-identities.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { PlatformError } from '../../shared/errors.js';
 import { describeError, tapLogLines } from '../../shared/log.js';
+import { LogRelaySubscriber } from '../../shared/log-relay.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { authenticate, authenticationRequired } from '../auth/authenticate.js';
 import type { AppDeps } from '../deps.js';
@@ -126,6 +127,11 @@ export function socketCredentials(req: IncomingMessage):
 export function attachHostedSockets(server: Server, deps: AppDeps, options: HostedSocketOptions = {}): () => void {
   const recheckMs = options.recheckMs ?? 2_000;
   const open = new Set<() => void>();
+  // Worker log lines arrive through PostgreSQL LISTEN/NOTIFY (shared/log-relay.ts), hosted mode only.
+  const relay =
+    deps.config.auth.provider === 'hosted' && deps.config.databaseUrl
+      ? new LogRelaySubscriber(deps.config.databaseUrl)
+      : null;
   const listener = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void handleUpgrade(req, socket, head).catch((err: unknown) => {
       deps.log.error('websocket upgrade failed', describeError(err));
@@ -278,7 +284,6 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
     const ownWorkflows = new Set<string>();
     const wantsEstate = path === HOSTED_SOCKET_PATHS.estateLive || path === HOSTED_SOCKET_PATHS.unified;
     const wantsLog = path === HOSTED_SOCKET_PATHS.log || path === HOSTED_SOCKET_PATHS.unified;
-    send({ type: 'ready', channel: path.slice('/api/ws/'.length) });
 
     let lastEstate = '';
     let reading = false;
@@ -303,30 +308,43 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
     const estateTimer = setInterval(() => void readEstate(), recheckMs);
     cleanups.push(() => clearInterval(estateTimer));
 
-    if (wantsLog) {
-      cleanups.push(
-        tapLogLines((text) => {
-          if (closed) return;
-          let line: Record<string, unknown>;
-          try {
-            line = JSON.parse(text) as Record<string, unknown>;
-          } catch {
-            return;
-          }
-          // This socket's own lines would echo forever: skip them.
-          if (line.websocket !== undefined) return;
-          const mine =
-            (line.principal_id === principal.id && (line.tenant === undefined || line.tenant === principal.tenant)) ||
-            (typeof line.workflow_id === 'string' && ownWorkflows.has(line.workflow_id));
-          if (mine) send({ type: 'log', line });
-        }),
-      );
-    }
+    const deliver = (text: string) => {
+      if (closed) return;
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      // This socket's own lines would echo forever: skip them.
+      if (line.websocket !== undefined) return;
+      const mine =
+        (line.principal_id === principal.id && (line.tenant === undefined || line.tenant === principal.tenant)) ||
+        (typeof line.workflow_id === 'string' && ownWorkflows.has(line.workflow_id));
+      if (mine) send({ type: 'log', line });
+    };
+    const ready = () => send({ type: 'ready', channel: path.slice('/api/ws/'.length) });
+    if (!wantsLog) return ready();
+    cleanups.push(tapLogLines(deliver));
+    if (!relay) return ready();
+    // `ready` once the worker lines of the caller's tenant are listened to (or that failed: this process's lines only).
+    relay.subscribe(principal.tenant, deliver).then(
+      (unsubscribe) => {
+        if (closed) unsubscribe();
+        else cleanups.push(unsubscribe);
+        ready();
+      },
+      (err: unknown) => {
+        log.warn('websocket: worker log lines unavailable', describeError(err));
+        ready();
+      },
+    );
   }
 
   return () => {
     server.off('upgrade', listener);
     for (const shutdown of [...open]) shutdown();
+    void relay?.close();
   };
 }
 
