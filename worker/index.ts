@@ -9,6 +9,7 @@ import { loadConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
+import { startLogRelayPublisher } from '../shared/log-relay.js';
 import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
 import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
@@ -31,6 +32,11 @@ async function main(): Promise<void> {
   const tracing = startTracing({ serviceName: 'platform-worker', otlpEndpoint: config.observability.otlpEndpoint });
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: config.databasePoolMax });
+  // Hosted mode: lines naming a workflow or a principal reach the API's log WebSockets (NOTIFY per tenant).
+  const logRelay =
+    config.auth.provider === 'hosted'
+      ? startLogRelayPublisher({ databaseUrl: config.databaseUrl, tenant: config.auth.deploymentTenant })
+      : null;
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const settings = new Settings(orm, config);
   const tools = createWorkerToolbox({ orm, config, log, settings });
@@ -64,6 +70,7 @@ async function main(): Promise<void> {
   await worker.run();
   await tools.close();
   await connection.close();
+  await logRelay?.close();
   await orm.close();
   await tracing?.shutdown();
   log.info('worker stopped');

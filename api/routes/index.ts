@@ -40,6 +40,7 @@ import { hostedAiRoutes } from './hosted-ai.js';
 import { projectRecordRoutes } from './project-records.js';
 import { demoVersionRoutes } from './demo-versions.js';
 import { demoVignetteRoutes } from './demo-vignettes.js';
+import { desktopLaptopRoutes } from './desktop-laptop.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -70,5 +71,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...projectRecordRoutes);
   routes.push(...demoVersionRoutes);
   routes.push(...demoVignetteRoutes);
+  routes.push(...desktopLaptopRoutes);
   return routes;
 }

@@ -5,6 +5,7 @@ import { onBindingRevoked } from '../../shared/auth/hosted-identities.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { PlatformError } from '../../shared/errors.js';
 import { describeError, tapLogLines } from '../../shared/log.js';
+import { LogRelaySubscriber } from '../../shared/log-relay.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { authenticate, authenticationRequired } from '../auth/authenticate.js';
 import type { AppDeps } from '../deps.js';
@@ -76,10 +77,61 @@ function headerOf(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The subprotocol prefix carrying a bearer token (`Sec-WebSocket-Protocol: bearer.<token>`). */
+export const BEARER_PROTOCOL_PREFIX = 'bearer.';
+
+/**
+ * The upgrade's credential. Browsers cannot set `Authorization` on a WebSocket, so besides that header
+ * (and `X-Platform-Service-Token`) the token may come as the subprotocol `bearer.<token>` in
+ * `Sec-WebSocket-Protocol` or as the `access_token` query parameter (the `Authorization` header wins
+ * when sent; more than one bearer subprotocol or `access_token`, or the two naming different tokens,
+ * are refused 400 `bad_request`, `payload.reason` `ambiguous_websocket_credential`). The
+ * protocol echoed in the 101 (a browser fails the socket otherwise): the first offered one that is
+ * not a token, else the bearer one.
+ */
+export function socketCredentials(req: IncomingMessage):
+  | {
+      credentials: { authorization: string | undefined; serviceToken: string | undefined };
+      protocol: string | undefined;
+    }
+  | { refusal: PlatformError } {
+  const offered = (req.headers['sec-websocket-protocol'] ?? '')
+    .toString()
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const bearerOffers = offered.filter((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
+  const protocolTokens = [...new Set(bearerOffers.map((p) => p.slice(BEARER_PROTOCOL_PREFIX.length)))];
+  const queryTokens = new URL(req.url ?? '/', 'http://localhost').searchParams.getAll('access_token');
+  const refusal = (message: string) => ({
+    refusal: new PlatformError('bad_request', message, { reason: 'ambiguous_websocket_credential' }),
+  });
+  if (protocolTokens.length > 1 || protocolTokens.includes(''))
+    return refusal('Offer at most one bearer.<token> subprotocol.');
+  if (queryTokens.length > 1 || queryTokens.includes('')) return refusal('Send at most one non-empty access_token.');
+  const header = headerOf(req, 'authorization');
+  const token = protocolTokens[0] ?? queryTokens[0];
+  if (protocolTokens[0] && queryTokens[0] && protocolTokens[0] !== queryTokens[0])
+    return refusal('The bearer subprotocol and access_token name different tokens.');
+  const protocol = offered.find((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX)) ?? bearerOffers[0];
+  return {
+    credentials: {
+      authorization: header ?? (token ? `Bearer ${token}` : undefined),
+      serviceToken: headerOf(req, 'x-platform-service-token'),
+    },
+    protocol,
+  };
+}
+
 /** Listens for upgrades on the API's server. */
 export function attachHostedSockets(server: Server, deps: AppDeps, options: HostedSocketOptions = {}): () => void {
   const recheckMs = options.recheckMs ?? 2_000;
   const open = new Set<() => void>();
+  // Worker log lines arrive through PostgreSQL LISTEN/NOTIFY (shared/log-relay.ts), hosted mode only.
+  const relay =
+    deps.config.auth.provider === 'hosted' && deps.config.databaseUrl
+      ? new LogRelaySubscriber(deps.config.databaseUrl)
+      : null;
   const listener = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void handleUpgrade(req, socket, head).catch((err: unknown) => {
       deps.log.error('websocket upgrade failed', describeError(err));
@@ -119,10 +171,9 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
         ),
       );
     }
-    const credentials = {
-      authorization: headerOf(req, 'authorization'),
-      serviceToken: headerOf(req, 'x-platform-service-token'),
-    };
+    const offered = socketCredentials(req);
+    if ('refusal' in offered) return refuse(socket, requestId, offered.refusal);
+    const { credentials, protocol } = offered;
     const check = async (): Promise<Principal> => {
       const principal = await authenticate(credentials, {
         config: deps.config,
@@ -155,6 +206,7 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
         'Upgrade: websocket',
         'Connection: Upgrade',
         `Sec-WebSocket-Accept: ${acceptKey(key)}`,
+        ...(protocol ? [`Sec-WebSocket-Protocol: ${protocol}`] : []),
         `X-Request-Id: ${requestId}`,
         '',
         '',
@@ -232,7 +284,6 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
     const ownWorkflows = new Set<string>();
     const wantsEstate = path === HOSTED_SOCKET_PATHS.estateLive || path === HOSTED_SOCKET_PATHS.unified;
     const wantsLog = path === HOSTED_SOCKET_PATHS.log || path === HOSTED_SOCKET_PATHS.unified;
-    send({ type: 'ready', channel: path.slice('/api/ws/'.length) });
 
     let lastEstate = '';
     let reading = false;
@@ -257,30 +308,43 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
     const estateTimer = setInterval(() => void readEstate(), recheckMs);
     cleanups.push(() => clearInterval(estateTimer));
 
-    if (wantsLog) {
-      cleanups.push(
-        tapLogLines((text) => {
-          if (closed) return;
-          let line: Record<string, unknown>;
-          try {
-            line = JSON.parse(text) as Record<string, unknown>;
-          } catch {
-            return;
-          }
-          // This socket's own lines would echo forever: skip them.
-          if (line.websocket !== undefined) return;
-          const mine =
-            (line.principal_id === principal.id && (line.tenant === undefined || line.tenant === principal.tenant)) ||
-            (typeof line.workflow_id === 'string' && ownWorkflows.has(line.workflow_id));
-          if (mine) send({ type: 'log', line });
-        }),
-      );
-    }
+    const deliver = (text: string) => {
+      if (closed) return;
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      // This socket's own lines would echo forever: skip them.
+      if (line.websocket !== undefined) return;
+      const mine =
+        (line.principal_id === principal.id && (line.tenant === undefined || line.tenant === principal.tenant)) ||
+        (typeof line.workflow_id === 'string' && ownWorkflows.has(line.workflow_id));
+      if (mine) send({ type: 'log', line });
+    };
+    const ready = () => send({ type: 'ready', channel: path.slice('/api/ws/'.length) });
+    if (!wantsLog) return ready();
+    cleanups.push(tapLogLines(deliver));
+    if (!relay) return ready();
+    // `ready` once the worker lines of the caller's tenant are listened to (or that failed: this process's lines only).
+    relay.subscribe(principal.tenant, deliver).then(
+      (unsubscribe) => {
+        if (closed) unsubscribe();
+        else cleanups.push(unsubscribe);
+        ready();
+      },
+      (err: unknown) => {
+        log.warn('websocket: worker log lines unavailable', describeError(err));
+        ready();
+      },
+    );
   }
 
   return () => {
     server.off('upgrade', listener);
     for (const shutdown of [...open]) shutdown();
+    void relay?.close();
   };
 }
 

@@ -150,6 +150,15 @@ export const SETTINGS = {
     description:
       'Send diagnostics automatically (at most one attempt an hour, by the desktop-diagnostics-auto Schedule)',
   }),
+  'desktop.home': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_HOME',
+    description:
+      "Home folder whose MCP client configurations the laptop routes list and write (default: the process user's home)",
+  }),
+  'desktop.cli_path': envOnly(string(), null, {
+    env: 'PLATFORM_DESKTOP_CLI_PATH',
+    description: 'PATH-style folder list searched for local coding CLIs (default: the process PATH)',
+  }),
   'secrets.reseal_batch_size': envOnly(integer(1, 2 ** 31), 100, {
     env: 'PLATFORM_SECRETS_RESEAL_BATCH_SIZE',
     description: 'Rows one re-seal activity handles (one transaction)',

@@ -6,6 +6,8 @@ import { acceptKey, closeFrame, FrameParser, OPCODES } from '../../api/ws/frames
 /** An open WebSocket (test client over node:http; Node 20 has no global WebSocket client). */
 export interface WsOpen {
   status: 101;
+  /** The 101 response's headers (e.g. the accepted `sec-websocket-protocol`). */
+  headers: Record<string, string | string[] | undefined>;
   /** JSON text messages received so far, in order. */
   messages: Record<string, any>[];
   /** The first message (already received or still to come) matching `predicate`. */
@@ -56,13 +58,13 @@ export function connectWs(
         reject(new Error('bad Sec-WebSocket-Accept'));
         return;
       }
-      resolve(openSocket(socket, head));
+      resolve(openSocket(socket, head, res.headers));
     });
     req.end();
   });
 }
 
-function openSocket(socket: Duplex, head: Buffer): WsOpen {
+function openSocket(socket: Duplex, head: Buffer, headers: Record<string, string | string[] | undefined>): WsOpen {
   const messages: Record<string, any>[] = [];
   const waiters: { predicate: (m: Record<string, any>) => boolean; resolve: (m: Record<string, any>) => void }[] = [];
   let resolveClosed!: (v: { code: number; reason: string }) => void;
@@ -93,6 +95,7 @@ function openSocket(socket: Duplex, head: Buffer): WsOpen {
   if (head.length) onData(head);
   return {
     status: 101,
+    headers,
     messages,
     waitFor(predicate) {
       const found = messages.find(predicate);
