@@ -41,6 +41,7 @@ import { projectRecordRoutes } from './project-records.js';
 import { demoVersionRoutes } from './demo-versions.js';
 import { demoVignetteRoutes } from './demo-vignettes.js';
 import { desktopLaptopRoutes } from './desktop-laptop.js';
+import { demoTicketRcaRoutes } from './demo-ticket-rca.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -72,5 +73,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...demoVersionRoutes);
   routes.push(...demoVignetteRoutes);
   routes.push(...desktopLaptopRoutes);
+  routes.push(...demoTicketRcaRoutes);
   return routes;
 }

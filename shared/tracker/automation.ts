@@ -71,7 +71,7 @@ export function codeAgentDispatcher(deps: TrackerDeps, tenant: string): Dispatch
 }
 
 /** The tracker connection (`api_key`: `api_base_url` the tracker site, `api_key` its token), or TICKETING_SETUP_REQUIRED. */
-async function trackerCredential(
+export async function trackerCredential(
   em: EntityManager,
   deps: TrackerDeps,
   tenant: string,

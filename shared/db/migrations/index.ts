@@ -36,6 +36,7 @@ import { Migration20261125180000KbStagedEdits } from './Migration20261125180000K
 import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
 import { Migration20261126000200PresenterSessions } from './Migration20261126000200PresenterSessions.js';
 import { Migration20261126000300DesktopLocalClis } from './Migration20261126000300DesktopLocalClis.js';
+import { Migration20261126000100TicketRca } from './Migration20261126000100TicketRca.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -77,6 +78,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125170000DemoVersions', class: Migration20261125170000DemoVersions },
   { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
   { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
+  { name: 'Migration20261126000100TicketRca', class: Migration20261126000100TicketRca },
   { name: 'Migration20261126000200PresenterSessions', class: Migration20261126000200PresenterSessions },
   { name: 'Migration20261126000300DesktopLocalClis', class: Migration20261126000300DesktopLocalClis },
 ];
