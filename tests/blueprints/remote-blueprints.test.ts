@@ -11,7 +11,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blueprintRenameWorkflowId } from '../../workflows/blueprint-rename-definitions.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { blueprintRenameWorkflowId, type BlueprintRenameInput } from '../../workflows/blueprint-rename-definitions.js';
 import { query } from '../helpers/db.js';
 import type { GitRepo } from '../helpers/git-server.js';
 import { recordHistory } from '../helpers/histories.js';
@@ -341,6 +342,43 @@ describe('remote-backed blueprints', () => {
       src,
     ]);
     expect(Number(rows[0]!.n)).toBe(2);
+  });
+
+  it('a rename whose pull request is never merged expires: the pending rename is dropped', async () => {
+    const id = (await bp('churn-digest')).body.data.blueprint_id as string;
+    const res = await http(stack.url, 'POST', '/api/blueprints/churn-digest/rename', {
+      token: admin,
+      body: { new_name: 'churn-final' },
+    });
+    expect(res.status, res.text).toBe(202);
+    expect(forge.calls).toHaveLength(2);
+    // Thirty days cannot pass in a test: the same workflow restarted with its deadline already behind it.
+    const client = stack.api.deps.temporal;
+    const [row] = await query<{ tenant: string }>(
+      stack.db.url,
+      `select tenant from blueprints where blueprint_id = $1`,
+      [id],
+    );
+    const input: BlueprintRenameInput = {
+      tenant: row!.tenant,
+      blueprintId: id,
+      oldName: 'churn-digest',
+      newName: 'churn-final',
+      newPath: 'blueprints/churn-final',
+      deadlineMs: Date.now() - 1000,
+    };
+    const handle = await client.workflow.start(workflowRef('blueprintRenameWorkflow'), {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: blueprintRenameWorkflowId(id),
+      args: [input],
+      workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+    });
+    expect(await handle.result()).toEqual({ status: 'expired', reason: null });
+    await recordHistory('blueprint-rename-expired', handle);
+    const d = await bp('churn-digest');
+    expect(d.status).toBe(200);
+    expect(d.body.data.pending_rename).toBeNull();
+    expect((await bp('churn-final')).status).toBe(404);
   });
 
   it('a removed directory removes its blueprint', async () => {
