@@ -381,6 +381,36 @@ describe('remote-backed blueprints', () => {
     expect((await bp('churn-final')).status).toBe(404);
   });
 
+  it('a directory moved on the remote with its identity sidecar is renamed at once (same blueprint_id)', async () => {
+    const sidecar = 'manifest_version: 2\nblueprint_name: ext-a\nblueprint_id: bp_0123456789abcdef\n';
+    repo.write({
+      'blueprints/ext-a/blueprint_manifest.yaml': manifest('ext-a', 'Moved later'),
+      'blueprints/ext-a/blueprint_export_manifest.yaml': sidecar,
+    });
+    expect((await sources().sync(src)).status).toBe(200);
+    const before = await bp('ext-a');
+    expect(before.body.data.blueprint_id).toBe('bp_0123456789abcdef');
+    expect(before.body.data.files).toEqual(['blueprint_manifest.yaml']);
+    repo.write({
+      'blueprints/ext-b/blueprint_manifest.yaml': manifest('ext-a', 'Moved later'),
+      'blueprints/ext-b/blueprint_export_manifest.yaml': sidecar,
+    });
+    repo.remove(['blueprints/ext-a/blueprint_manifest.yaml', 'blueprints/ext-a/blueprint_export_manifest.yaml']);
+    const res = await sources().sync(src);
+    expect(res.status).toBe(200);
+    expect((await bp('ext-a')).status).toBe(404);
+    const after = await bp('ext-b');
+    expect(after.status).toBe(200);
+    expect(after.body.data).toMatchObject({
+      blueprint_id: 'bp_0123456789abcdef',
+      manifest: { name: 'ext-b' },
+      origin: { repo_path: 'blueprints/ext-b' },
+    });
+    const gone = await http(stack.url, 'DELETE', '/api/blueprints/ext-b', { token: admin });
+    expect(gone.status).toBe(409);
+    repo.remove(['blueprints/ext-b/blueprint_manifest.yaml', 'blueprints/ext-b/blueprint_export_manifest.yaml']);
+  });
+
   it('a removed directory removes its blueprint', async () => {
     repo.remove(['blueprints/incident-drill/blueprint_manifest.yaml', 'blueprints/incident-drill/prompts/gather.md']);
     const res = await sources().sync(src);
