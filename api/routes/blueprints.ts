@@ -2,7 +2,9 @@
  * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
  * delete), role grants, ZIP export and import, versioned mode (`versioning/*`, logic in
  * `api/blueprints/versioning.ts`). The wizard is not built yet (not mounted). Logic lives in
- * `api/blueprints/service.ts`; storage in `shared/blueprints/`.
+ * `api/blueprints/service.ts`; storage in `shared/blueprints/`. Remote-backed blueprints (imported by a
+ * managed source, `shared/blueprints/remote.ts`) are read-only here; their rename opens a pull request
+ * (`api/blueprints/remote-rename.ts`).
  */
 import { rm } from 'node:fs/promises';
 import { z } from 'zod';
