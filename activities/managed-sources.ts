@@ -3,7 +3,20 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
+import { rename as renameBlueprint } from '../api/blueprints/service.js';
+import {
+  isBlueprintManifest,
+  readRemoteBlueprints,
+  sourcePrincipal,
+  syncRemoteBlueprints,
+} from '../shared/blueprints/remote.js';
+import { resolveBlueprint } from '../shared/blueprints/store.js';
+import {
+  blueprintRenameWorkflowId,
+  BLUEPRINT_RENAME_SYNCED_SIGNAL,
+} from '../workflows/blueprint-rename-definitions.js';
 import { pendingFlowChanges } from '../api/flows/promotions.js';
 import {
   ManagedFlowEntity,
@@ -66,6 +79,8 @@ export interface ScanSummary {
   role_files?: string[];
   /** `skills/<name>/SKILL.md` paths (scan type `skills`). */
   skill_files?: string[];
+  /** `blueprints/<name>/blueprint_manifest.yaml` paths (scan type `blueprints`). */
+  blueprint_files?: string[];
 }
 
 /** Hydration fields before (or without) hydration. */
@@ -216,7 +231,7 @@ function toFailure(err: unknown, url: string, credKind?: GitCredentials['kind'] 
 }
 
 /** Activities of the `source-sync` workflow. Each writes the job's phase first, so progress is readable. */
-export function createManagedSourceActivities(deps: { orm: MikroORM; config: AppConfig }) {
+export function createManagedSourceActivities(deps: { orm: MikroORM; config: AppConfig; temporal?: Client }) {
   const http = () => egressGitHttp(deps.config.egress);
 
   async function load(em: EntityManager, input: SourceSyncInput): Promise<ManagedSourceRow> {
@@ -401,6 +416,22 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         degraded_artifacts: degraded,
       };
     }
+    if (types.has('blueprints')) {
+      // Remote-backed blueprints are applied at once (no preview): see shared/blueprints/remote.ts.
+      const root = deps.config.blueprints.dir;
+      const read = await readRemoteBlueprints(workdir, row.id, scan.blueprint_files ?? []);
+      const r = await syncRemoteBlueprints(em, root, src, commitSha, read, async (bpRow, newName) => {
+        const ctx = { em, principal: sourcePrincipal(row.id, row.tenant), root };
+        await renameBlueprint(ctx, await resolveBlueprint(em, root, row.tenant, bpRow.name), newName);
+      });
+      // A rename waiting for this sync: wake its workflow (it also polls, so a lost signal only delays it).
+      for (const id of r.renamed_paths)
+        await deps.temporal?.workflow
+          .getHandle(blueprintRenameWorkflowId(id))
+          .signal(BLUEPRINT_RENAME_SYNCED_SIGNAL)
+          .catch(() => undefined);
+      h.hydrate.blueprints = { found: r.found, applied: r.applied, waiting: 0, degraded_artifacts: r.degraded };
+    }
     h.degraded_artifact_count = Object.values(h.hydrate).reduce((n, t) => n + t.degraded_artifacts.length, 0);
     h.partial_success = h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0;
     return h;
@@ -520,11 +551,13 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const candidates: Record<string, number> = {};
       const bump = (t: string) => (candidates[t] = (candidates[t] ?? 0) + 1);
       for (const t of types)
-        if (t === 'agents' || t === 'roles' || t === 'skills' || t === 'document_indexes') candidates[t] = 0;
+        if (t === 'agents' || t === 'roles' || t === 'skills' || t === 'document_indexes' || t === 'blueprints')
+          candidates[t] = 0;
       let files = 0;
       const agentFiles: string[] = [];
       const roleFiles: string[] = [];
       const skillFiles: string[] = [];
+      const blueprintFiles: string[] = [];
       const ctx = Context.current();
       for await (const file of listFiles(workdir)) {
         if (!included(file) || excluded(file)) continue;
@@ -542,6 +575,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           bump('skills');
           skillFiles.push(file);
         }
+        if (types.has('blueprints') && isBlueprintManifest(file)) {
+          bump('blueprints');
+          blueprintFiles.push(file);
+        }
         if (types.has('document_indexes') && inDocs(file) && /\.(md|markdown)$/i.test(base)) bump('document_indexes');
         if (files % 200 === 0) {
           ctx.heartbeat();
@@ -555,6 +592,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         agent_files: agentFiles,
         role_files: roleFiles,
         skill_files: skillFiles,
+        blueprint_files: blueprintFiles,
       };
     },
 

@@ -18,3 +18,4 @@ export { missionWorkflow } from './mission.js';
 export { trackerPollWorkflow } from './tracker-poll.js';
 export { demoVersionWorkflow, demoRunWorkflow } from './demo-version.js';
 export { ticketRcaWorkflow } from './ticket-rca.js';
+export { blueprintRenameWorkflow } from './blueprint-rename.js';

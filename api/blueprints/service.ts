@@ -59,6 +59,7 @@ import {
 import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { dropOrphanBlobs, versionedIds, versioningOf } from '../../shared/blueprints/versions.js';
 import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
+import { isRemote, refuseRemote, type PendingRename } from '../../shared/blueprints/remote.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -119,6 +120,14 @@ async function missionReferences(ctx: Ctx, missionId: string, blueprintId: strin
 }
 
 function originOf(b: Resolved) {
+  if (isRemote(b))
+    return {
+      source_type: 'managed_source' as const,
+      created_by_user_id: resolveOwner(b.manifest),
+      source_id: b.row.source_id!,
+      repo_path: b.row.source_path ?? '',
+      commit_sha: b.row.source_commit ?? null,
+    };
   return (
     b.manifest.origin ?? {
       source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
@@ -128,6 +137,15 @@ function originOf(b: Resolved) {
 }
 
 function sourceView(b: Resolved) {
+  if (isRemote(b))
+    return {
+      source_type: 'managed_source' as const,
+      source_id: b.row.source_id!,
+      repo_id: b.row.source_id!,
+      path: b.row.source_path ?? null,
+      commit_sha: b.row.source_commit ?? null,
+      read_only: true,
+    };
   return {
     source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
     source_id: null,
@@ -206,10 +224,15 @@ export async function detail(ctx: Ctx, b: Resolved, flags: AccessFlags) {
     files,
     missing_files: [...missing].sort(),
     source_selection: {
-      source_type: b.kind === 'default' ? ('builtin' as const) : ('local' as const),
+      source_type: isRemote(b)
+        ? ('managed_source' as const)
+        : b.kind === 'default'
+          ? ('builtin' as const)
+          : ('local' as const),
       selected: 'working_copy' as const,
-      editable: flags.can_edit,
+      editable: flags.can_edit && !isRemote(b),
     },
+    pending_rename: b.kind === 'custom' ? ((b.row.pending_rename as PendingRename | null | undefined) ?? null) : null,
     blueprint: {
       short_description: b.manifest.blueprint.short_description,
       default_mode: b.manifest.blueprint.default_mode,
@@ -310,6 +333,7 @@ async function writeLocked(
 
 export async function update(ctx: Ctx, b: Resolved, input: { short_description?: string; phases?: BlueprintPhase[] }) {
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'edited');
+  refuseRemote(b, 'edited');
   const changed = [
     ...(input.short_description !== undefined ? ['short_description'] : []),
     ...(input.phases !== undefined ? ['phases'] : []),
@@ -364,6 +388,7 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
  */
 export async function remove(ctx: Ctx, b: Resolved): Promise<{ outcome: 'deleted' | 'hidden'; missions: number }> {
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'deleted');
+  refuseRemote(b, 'deleted');
   return ctx.em.transactional(async (tx) => {
     await lockBlueprint(tx, b.row.blueprint_id);
     const missions = await missionCount(tx, b.row.blueprint_id, false);
@@ -779,6 +804,7 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     });
   }
   const b = target.b;
+  refuseRemote(b, 'replaced or given an imported version');
   if (opts.strategy === 'create_version') {
     // A standard destination is refused (409 BLUEPRINT_NOT_VERSIONED): enabling versioned mode needs
     // manage access and is a decision of its own (POST .../versioning/enable).

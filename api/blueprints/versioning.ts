@@ -8,6 +8,7 @@
  * versioning call): it re-creates missing tags and lost repositories from PostgreSQL; while it has not
  * reached a blueprint yet, that blueprint's versioning routes answer a retryable 503 with `Retry-After`.
  */
+import { refuseRemote } from '../../shared/blueprints/remote.js';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -293,6 +294,7 @@ export async function summary(ctx: VersionCtx, b: Resolved) {
 /** Turns versioned mode on (idempotent: an enabled blueprint answers `changed` false and no commit). */
 export async function enable(ctx: VersionCtx, b: Resolved): Promise<{ changed: boolean }> {
   if (b.kind === 'default') refuseDefault(b.manifest.name);
+  refuseRemote(b, 'switched to versioned mode');
   return locked(ctx, b, async (tx) => {
     const changed = await enableRow(tx, b.row.blueprint_id, ctx.principal.id);
     if (changed) {

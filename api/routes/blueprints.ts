@@ -2,7 +2,9 @@
  * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
  * delete), role grants, ZIP export and import, versioned mode (`versioning/*`, logic in
  * `api/blueprints/versioning.ts`). The wizard is not built yet (not mounted). Logic lives in
- * `api/blueprints/service.ts`; storage in `shared/blueprints/`.
+ * `api/blueprints/service.ts`; storage in `shared/blueprints/`. Remote-backed blueprints (imported by a
+ * managed source, `shared/blueprints/remote.ts`) are read-only here; their rename opens a pull request
+ * (`api/blueprints/remote-rename.ts`).
  */
 import { rm } from 'node:fs/promises';
 import { z } from 'zod';
@@ -36,6 +38,8 @@ import {
 } from '../blueprints/versioning.js';
 import { ACTIONS } from '../../shared/blueprints/access.js';
 import { findRow } from '../../shared/blueprints/store.js';
+import { isRemote } from '../../shared/blueprints/remote.js';
+import { requestRemoteRename } from '../blueprints/remote-rename.js';
 import {
   BlueprintName,
   DefaultMode,
@@ -83,12 +87,32 @@ const Summary = z.object({
   access: Flags,
 });
 const SourceView = z.object({
-  source_type: z.enum(['builtin', 'local']),
+  source_type: z.enum(['builtin', 'local', 'managed_source']),
   source_id: z.string().nullable(),
   repo_id: z.string().nullable(),
   path: z.string().nullable(),
+  commit_sha: z.string().nullable().optional().describe('managed_source: the commit last synced'),
   read_only: z.boolean(),
 });
+const PullRequestView = z.object({
+  url: z.string(),
+  number: z.number().int(),
+  branch: z.string(),
+  base_branch: z.string(),
+  commit_sha: z.string(),
+});
+const PendingRenameView = z
+  .object({
+    new_name: z.string(),
+    new_path: z.string(),
+    old_path: z.string(),
+    pull_request: PullRequestView,
+    requested_by: z.string(),
+    requested_at: z.string(),
+    expires_at: z.string(),
+    workflow_id: z.string(),
+  })
+  .meta({ id: 'BlueprintPendingRename' });
 const Detail = Summary.extend({
   hidden: z.boolean(),
   manifest: ManifestSchema,
@@ -96,10 +120,13 @@ const Detail = Summary.extend({
   files: z.array(z.string()),
   missing_files: z.array(z.string()),
   source_selection: z.object({
-    source_type: z.enum(['builtin', 'local']),
+    source_type: z.enum(['builtin', 'local', 'managed_source']),
     selected: z.literal('working_copy'),
     editable: z.boolean(),
   }),
+  pending_rename: PendingRenameView.nullable().describe(
+    'A remote-backed blueprint rename waiting for its pull request to be merged and the source synced',
+  ),
   blueprint: z.object({
     short_description: z.string(),
     default_mode: DefaultMode,
@@ -572,9 +599,10 @@ export const blueprintRoutes = [
     method: 'post',
     path: '/api/blueprints/:blueprint_name/rename',
     operationId: 'renameBlueprint',
-    summary: 'Rename a local blueprint at once (grants and history follow); needs manage access and manage_git',
+    summary:
+      'Rename a blueprint; needs manage access and manage_git. Local: at once (200). Remote-backed: a pull request, applied after merge and sync (202)',
     description:
-      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN) and blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block). Work-in-progress sessions and remote-backed blueprints do not exist yet, so no rename waits on them.',
+      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN) and blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block). A local blueprint is renamed at once (200); grants, history and versioning state are keyed by blueprint_id and follow. A remote-backed blueprint (imported by a managed source) is renamed in its repository: branch blueprint-rename/<blueprint_id> moves blueprints/<old> to blueprints/<new> (manifest name and the identity sidecar blueprint_export_manifest.yaml updated), a pull request is opened with the source credentials, and the answer is 202 with the pull request and the pending rename; workflow blueprint-rename/<blueprint_id> applies the rename after the merge once a source sync sees the new directory with the same blueprint_id (dropped after 30 days). A second rename while one is pending is 409 BLUEPRINT_RENAME_PENDING; a source without usable credentials 409 SOURCE_CREDENTIALS_MISSING; a push or pull request failure 503.',
     tags,
     access: authed,
     params: NameParams,
@@ -593,10 +621,24 @@ export const blueprintRoutes = [
           }),
         ),
       },
+      202: {
+        description: 'Remote-backed: pull request opened, rename pending',
+        schema: successEnvelope(
+          z.object({
+            blueprint_id: z.string(),
+            old_name: z.string(),
+            blueprint_name: z.string().describe('The current (old) name until the rename applies'),
+            status: z.literal('pending'),
+            pull_request: PullRequestView,
+            pending_rename: PendingRenameView,
+          }),
+        ),
+      },
       403: err('No manage access or no manage_git'),
       409: err(
-        'Built-in default, name taken, in-flight missions (BLUEPRINT_HAS_ACTIVE_MISSIONS), or blueprint_id mismatch',
+        'Built-in default, name taken, in-flight missions (BLUEPRINT_HAS_ACTIVE_MISSIONS), blueprint_id mismatch, rename already pending (BLUEPRINT_RENAME_PENDING), source credentials missing (SOURCE_CREDENTIALS_MISSING)',
       ),
+      503: err('Remote-backed: pushing the branch or opening the pull request failed'),
     },
     handler: async (c) => {
       const ctx = ctxOf(c);
@@ -608,6 +650,21 @@ export const blueprintRoutes = [
             required_permission: 'manage_git',
           },
         );
+      if (isRemote(b) && c.body.new_name !== b.manifest.name) {
+        const pending = await requestRemoteRename(c.deps, ctx, b, c.body.new_name);
+        c.koa.status = 202;
+        return {
+          success: true,
+          data: {
+            blueprint_id: b.row.blueprint_id,
+            old_name: c.params.blueprint_name,
+            blueprint_name: c.params.blueprint_name,
+            status: 'pending' as const,
+            pull_request: pending.pull_request,
+            pending_rename: pending,
+          },
+        };
+      }
       const commit = await rename(ctx, b, c.body.new_name);
       return {
         success: true,

@@ -80,8 +80,12 @@ export const DefaultMode = z.enum(DEFAULT_MODES);
 
 export const OriginSchema = z
   .object({
-    source_type: z.enum(['local', 'import', 'builtin']),
+    source_type: z.enum(['local', 'import', 'builtin', 'managed_source']),
     created_by_user_id: z.string().nullable(),
+    // managed_source (remote-backed, shared/blueprints/remote.ts): computed from the row, never read from a manifest.
+    source_id: z.string().optional(),
+    repo_path: z.string().optional(),
+    commit_sha: z.string().nullable().optional(),
     imported_at: z.string().optional(),
     imported_by_user_id: z.string().optional(),
     source_blueprint_id: z.string().nullable().optional(),

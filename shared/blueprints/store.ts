@@ -30,6 +30,12 @@ export interface BlueprintRow {
   created_by: string | null;
   /** Deleted while missions referenced it: out of the inventory, still resolvable by name for those missions. */
   hidden: boolean;
+  /** Remote-backed (shared/blueprints/remote.ts): the managed source, directory and commit it was synced from. */
+  source_id?: string | null;
+  source_path?: string | null;
+  source_commit?: string | null;
+  /** A rename through a pull request waiting for the merge and the next sync (`PendingRename`). */
+  pending_rename?: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 }

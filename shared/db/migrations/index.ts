@@ -37,6 +37,7 @@ import { Migration20261125190000BlueprintHidden } from './Migration2026112519000
 import { Migration20261126000200PresenterSessions } from './Migration20261126000200PresenterSessions.js';
 import { Migration20261126000300DesktopLocalClis } from './Migration20261126000300DesktopLocalClis.js';
 import { Migration20261126000100TicketRca } from './Migration20261126000100TicketRca.js';
+import { Migration20261126000500RemoteBlueprints } from './Migration20261126000500RemoteBlueprints.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -81,4 +82,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126000100TicketRca', class: Migration20261126000100TicketRca },
   { name: 'Migration20261126000200PresenterSessions', class: Migration20261126000200PresenterSessions },
   { name: 'Migration20261126000300DesktopLocalClis', class: Migration20261126000300DesktopLocalClis },
+  { name: 'Migration20261126000500RemoteBlueprints', class: Migration20261126000500RemoteBlueprints },
 ];
