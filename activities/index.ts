@@ -22,6 +22,7 @@ import { createThreadActivities } from './thread.js';
 import { createCodeAgentActivities } from './code-agent.js';
 import { createMissionActivities } from './missions.js';
 import { createTrackerActivities } from './tracker.js';
+import { createBlueprintWipActivities } from './blueprint-wip.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -63,6 +64,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createMissionActivities(deps),
     ...createTrackerActivities(deps),
     ...createDemoActivities(deps),
+    ...createBlueprintWipActivities(deps),
   };
 }
 

@@ -17,3 +17,4 @@ export { codeAgentRunWorkflow } from './code-agent.js';
 export { missionWorkflow } from './mission.js';
 export { trackerPollWorkflow } from './tracker-poll.js';
 export { demoVersionWorkflow, demoRunWorkflow } from './demo-version.js';
+export { blueprintWipSessionWorkflow } from './blueprint-wip.js';

@@ -58,6 +58,7 @@ import {
 } from '../../shared/blueprints/store.js';
 import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { dropOrphanBlobs, versionedIds, versioningOf } from '../../shared/blueprints/versions.js';
+import { refuseActiveWip } from '../../shared/blueprints/wip.js';
 import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { parse } from 'yaml';
@@ -338,6 +339,7 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
         `Blueprint "${b.manifest.name}" has ${active} in-flight mission(s) (running or paused); rename it once they have finished or been cancelled.`,
         { code: 'BLUEPRINT_HAS_ACTIVE_MISSIONS', blueprint_name: b.manifest.name, active_missions: active },
       );
+    await refuseActiveWip(tx, { blueprint_id: b.row.blueprint_id, name: b.manifest.name }, 'rename it');
     const taken = await findRow(tx, ctx.principal.tenant, newName);
     if (taken) refuseTakenName(newName);
     // Grants, history and the repository are keyed by blueprint_id: only the name moves.

@@ -49,6 +49,7 @@ import {
   type VersioningRow,
 } from '../../shared/blueprints/versions.js';
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
+import { refuseActiveWip } from '../../shared/blueprints/wip.js';
 import type { Principal } from '../../shared/auth/principal.js';
 
 type Custom = Extract<Resolved, { kind: 'custom' }>;
@@ -416,6 +417,8 @@ export async function importVersion(
   await ctx.restorer?.check(b.row.blueprint_id);
   return locked(ctx, b, async (tx, v, versions) => {
     if (!v) refuseNotVersioned(b);
+    // Spec, Errors: version import answers 409 for WIP targets (checked under the lock a session opens under).
+    await refuseActiveWip(tx, { blueprint_id: b.row.blueprint_id, name: b.manifest.name }, 'import versions into it');
     const latest = versions[versions.length - 1];
     let version: VersionRow;
     let noChange = false;

@@ -364,7 +364,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/import',
     operationId: 'importBlueprint',
     summary: 'Import a blueprint ZIP: create_copy (default), create_version or replace (alias override)',
-    description: `Multipart field \`file\`; form fields \`collision_strategy\`, \`promote_imported_version\`, \`confirm_legacy_name_match\`, \`override\` (true: replace). create_copy suffixes the name on collision and makes the importer \`created_by\` (the archive's owner kept in \`origin\`); replace changes only the working copy of the matching local blueprint (by blueprint_id, or by name for legacy exports) and keeps its created_by and origin; identical content answers no_change true. create_version appends one saved version to exactly one matching editable local blueprint (else 409 BLUEPRINT_VERSION_TARGET_NOT_UNIQUE; built-in defaults included) without touching its working copy, history or production (created_version_number, created_version_id); content identical to the latest saved version answers no_change true and adds nothing; the destination must be versioned already (409 BLUEPRINT_NOT_VERSIONED: enable it first); a legacy export needs confirm_legacy_name_match (409 LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED); promote_imported_version needs manage access on the destination (403, checked before anything is written) and makes the version production (promoted true). ${ZIP_DOC}`,
+    description: `Multipart field \`file\`; form fields \`collision_strategy\`, \`promote_imported_version\`, \`confirm_legacy_name_match\`, \`override\` (true: replace). create_copy suffixes the name on collision and makes the importer \`created_by\` (the archive's owner kept in \`origin\`); replace changes only the working copy of the matching local blueprint (by blueprint_id, or by name for legacy exports) and keeps its created_by and origin; identical content answers no_change true. create_version appends one saved version to exactly one matching editable local blueprint (else 409 BLUEPRINT_VERSION_TARGET_NOT_UNIQUE; built-in defaults included) without touching its working copy, history or production (created_version_number, created_version_id); content identical to the latest saved version answers no_change true and adds nothing; the destination must be versioned already (409 BLUEPRINT_NOT_VERSIONED: enable it first) and have no active work-in-progress session (409 BLUEPRINT_WIP_SESSION_ACTIVE); a legacy export needs confirm_legacy_name_match (409 LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED); promote_imported_version needs manage access on the destination (403, checked before anything is written) and makes the version production (promoted true). ${ZIP_DOC}`,
     tags,
     access: authed,
     body: z.object({
@@ -574,7 +574,7 @@ export const blueprintRoutes = [
     operationId: 'renameBlueprint',
     summary: 'Rename a local blueprint at once (grants and history follow); needs manage access and manage_git',
     description:
-      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN) and blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block). Work-in-progress sessions and remote-backed blueprints do not exist yet, so no rename waits on them.',
+      'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN) and blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block) and blueprints with an active work-in-progress session (open and not expired, see POST /api/blueprints/{blueprint_name}/wip-sessions: 409 BLUEPRINT_WIP_SESSION_ACTIVE with payload.wip_session_ids; commit or discard them first).',
     tags,
     access: authed,
     params: NameParams,
@@ -595,7 +595,7 @@ export const blueprintRoutes = [
       },
       403: err('No manage access or no manage_git'),
       409: err(
-        'Built-in default, name taken, in-flight missions (BLUEPRINT_HAS_ACTIVE_MISSIONS), or blueprint_id mismatch',
+        'Built-in default, name taken, in-flight missions (BLUEPRINT_HAS_ACTIVE_MISSIONS), an active WIP session (BLUEPRINT_WIP_SESSION_ACTIVE), or blueprint_id mismatch',
       ),
     },
     handler: async (c) => {

@@ -39,6 +39,7 @@ import { demoStateRoutes } from './demo-state.js';
 import { hostedAiRoutes } from './hosted-ai.js';
 import { projectRecordRoutes } from './project-records.js';
 import { demoVersionRoutes } from './demo-versions.js';
+import { blueprintWipRoutes } from './blueprint-wip.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -68,5 +69,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...hostedAiRoutes);
   routes.push(...projectRecordRoutes);
   routes.push(...demoVersionRoutes);
+  routes.push(...blueprintWipRoutes);
   return routes;
 }
