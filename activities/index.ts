@@ -23,6 +23,7 @@ import { createCodeAgentActivities } from './code-agent.js';
 import { createMissionActivities } from './missions.js';
 import { createTrackerActivities } from './tracker.js';
 import { createBlueprintWipActivities } from './blueprint-wip.js';
+import { createBlueprintPurgeActivities } from './blueprint-purge.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -65,6 +66,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createTrackerActivities(deps),
     ...createDemoActivities(deps),
     ...createBlueprintWipActivities(deps),
+    ...createBlueprintPurgeActivities(deps),
   };
 }
 

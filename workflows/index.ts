@@ -18,3 +18,4 @@ export { missionWorkflow } from './mission.js';
 export { trackerPollWorkflow } from './tracker-poll.js';
 export { demoVersionWorkflow, demoRunWorkflow } from './demo-version.js';
 export { blueprintWipSessionWorkflow } from './blueprint-wip.js';
+export { blueprintHiddenPurgeWorkflow } from './blueprint-hidden-purge.js';

@@ -473,7 +473,7 @@ export const blueprintRoutes = [
     summary:
       'Delete a custom blueprint permanently (working copy, history and grants); one that missions reference is hidden instead; needs manage access',
     description:
-      'Without missions the blueprint is deleted (outcome "deleted"). When any mission (any status) references it, it is hidden instead (outcome "hidden", deleted false): left out of the inventory and the wizard, answered as 404 by the blueprint routes (except a file read naming one of its missions with mission_id), its name stays taken, and its missions keep resolving it.',
+      'Without missions the blueprint is deleted (outcome "deleted"). When any mission (any status) references it, it is hidden instead (outcome "hidden", deleted false): left out of the inventory and the wizard, answered as 404 by the blueprint routes (except a file read naming one of its missions with mission_id), its name stays taken, and its missions keep resolving it. Once none of its missions is running or paused, the hourly purge (Schedule blueprint-hidden-purge) deletes it for good; the mission records are kept.',
     tags,
     access: authed,
     params: NameParams,
