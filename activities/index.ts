@@ -24,6 +24,8 @@ import { createMissionActivities } from './missions.js';
 import { createTrackerActivities } from './tracker.js';
 import { createTicketRcaActivities } from './ticket-rca.js';
 import { createBlueprintRenameActivities } from './blueprint-rename.js';
+import { createBlueprintWipActivities } from './blueprint-wip.js';
+import { createBlueprintPurgeActivities } from './blueprint-purge.js';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -67,6 +69,8 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createDemoActivities(deps),
     ...createTicketRcaActivities(deps),
     ...createBlueprintRenameActivities(deps),
+    ...createBlueprintWipActivities(deps),
+    ...createBlueprintPurgeActivities(deps),
   };
 }
 

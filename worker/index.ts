@@ -14,6 +14,7 @@ import { installWorkerRuntime } from '../shared/observability/temporal-runtime.j
 import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
 import { syncTrackerSchedulesAtStart } from '../shared/tracker/schedules.js';
+import { ensureBlueprintPurgeScheduleAtStart } from '../shared/blueprints/purge-schedule.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
     await ensureDesktopDiagnosticsScheduleAtStart(config, log);
   // Tracker automation: both pollers' Schedules, paused unless enabled.
   await syncTrackerSchedulesAtStart(config, log, settings);
+  // Hidden blueprints whose missions have all ended are purged hourly.
+  await ensureBlueprintPurgeScheduleAtStart(config, log);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

@@ -19,3 +19,5 @@ export { trackerPollWorkflow } from './tracker-poll.js';
 export { demoVersionWorkflow, demoRunWorkflow } from './demo-version.js';
 export { ticketRcaWorkflow } from './ticket-rca.js';
 export { blueprintRenameWorkflow } from './blueprint-rename.js';
+export { blueprintWipSessionWorkflow } from './blueprint-wip.js';
+export { blueprintHiddenPurgeWorkflow } from './blueprint-hidden-purge.js';

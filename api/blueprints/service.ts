@@ -57,7 +57,8 @@ import {
   type Resolved,
 } from '../../shared/blueprints/store.js';
 import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from '../../shared/blueprints/zip.js';
-import { dropOrphanBlobs, versionedIds, versioningOf } from '../../shared/blueprints/versions.js';
+import { dropOrphanBlobs, versionedIds, versioningOf, type LazyFile } from '../../shared/blueprints/versions.js';
+import { refuseActiveWip } from '../../shared/blueprints/wip.js';
 import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
 import { isRemote, refuseRemote, type PendingRename } from '../../shared/blueprints/remote.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
@@ -362,6 +363,7 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
         `Blueprint "${b.manifest.name}" has ${active} in-flight mission(s) (running or paused); rename it once they have finished or been cancelled.`,
         { code: 'BLUEPRINT_HAS_ACTIVE_MISSIONS', blueprint_name: b.manifest.name, active_missions: active },
       );
+    await refuseActiveWip(tx, { blueprint_id: b.row.blueprint_id, name: b.manifest.name }, 'rename it');
     const taken = await findRow(tx, ctx.principal.tenant, newName);
     if (taken) refuseTakenName(newName);
     // Grants, history and the repository are keyed by blueprint_id: only the name moves.
@@ -691,11 +693,16 @@ function manifestOverride(manifest: BlueprintManifest): Map<string, string> {
   return new Map([[MANIFEST_FILE, serializeManifest(manifest)]]);
 }
 
-/** Every archive file in memory: only `create_version` (a saved version is built from a file map). */
-async function archiveFileMap(a: ImportArchive, manifest: BlueprintManifest): Promise<Map<string, Buffer | string>> {
-  const files = new Map<string, Buffer | string>();
-  for (const f of a.files) if (f !== MANIFEST_FILE) files.set(f, await readFile(path.join(a.dir, f)));
-  files.set(MANIFEST_FILE, serializeManifest(manifest));
+/**
+ * The archive's files for `create_version`, each read from the extracted temp folder only when the
+ * version is built (fingerprint, Git blob, stored blob): one member's bytes in memory at a time.
+ */
+function archiveFiles(a: ImportArchive, manifest: BlueprintManifest): LazyFile[] {
+  const files: LazyFile[] = a.files
+    .filter((f) => f !== MANIFEST_FILE)
+    .map((f) => ({ path: f, read: () => readFile(path.join(a.dir, f)) }));
+  const text = Buffer.from(serializeManifest(manifest));
+  files.push({ path: MANIFEST_FILE, read: async () => text });
   return files;
 }
 
@@ -808,9 +815,13 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
   if (opts.strategy === 'create_version') {
     // A standard destination is refused (409 BLUEPRINT_NOT_VERSIONED): enabling versioned mode needs
     // manage access and is a decision of its own (POST .../versioning/enable).
-    const files = new Map<string, Buffer>();
-    for (const [p, d] of await archiveFileMap(a, destinationManifest(a, b.manifest))) files.set(p, Buffer.from(d));
-    const r = await importVersion(ctx, b, target.flags, files, opts.promote);
+    const r = await importVersion(
+      ctx,
+      b,
+      target.flags,
+      archiveFiles(a, destinationManifest(a, b.manifest)),
+      opts.promote,
+    );
     return {
       ...base,
       import_action: 'version_created' as const,

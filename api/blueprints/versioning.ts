@@ -45,11 +45,15 @@ import {
   withManifestName,
   writeSnapshotCommit,
   enableRow,
+  fingerprintOfFiles,
   type FileMap,
+  type VersionFiles,
+  type LazyFile,
   type VersionRow,
   type VersioningRow,
 } from '../../shared/blueprints/versions.js';
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
+import { refuseActiveWip } from '../../shared/blueprints/wip.js';
 import type { Principal } from '../../shared/auth/principal.js';
 
 type Custom = Extract<Resolved, { kind: 'custom' }>;
@@ -310,9 +314,10 @@ async function appendVersion(
   ctx: VersionCtx,
   b: Custom,
   versions: VersionRow[],
-  files: FileMap,
+  files: VersionFiles,
   commit: string,
   meta: { label: string | null; note: string | null; source: 'working_copy' | 'import' },
+  fingerprint?: string,
 ): Promise<VersionRow> {
   const number = (versions[versions.length - 1]?.number ?? 0) + 1;
   const row = {
@@ -320,7 +325,7 @@ async function appendVersion(
     blueprint_id: b.row.blueprint_id,
     number,
     commit_sha: commit,
-    fingerprint: fingerprintOf(files),
+    fingerprint: fingerprint ?? (await fingerprintOfFiles(files)),
     label: meta.label,
     note: meta.note,
     source: meta.source,
@@ -400,7 +405,8 @@ export async function restore(ctx: VersionCtx, b: Resolved, n: number) {
 
 /**
  * `create_version` import: appends one version whose files are the archive's (`files`, manifest already
- * carrying the destination's name, created_by and origin) without touching the working copy: the version
+ * carrying the destination's name, created_by and origin; read lazily from the extracted archive, one
+ * file in memory at a time) without touching the working copy: the version
  * commit's parent is the working branch's head and only the tag names it. Content identical to the latest
  * saved version answers `no_change`. `promote` (manage access, checked before anything is written) makes
  * the appended (or identical latest) version production.
@@ -409,7 +415,7 @@ export async function importVersion(
   ctx: VersionCtx,
   b: Custom,
   flags: AccessFlags,
-  files: FileMap,
+  files: LazyFile[],
   promoteIt: boolean,
 ) {
   const v0 = await versioningOf(ctx.em, b.row.blueprint_id);
@@ -418,10 +424,13 @@ export async function importVersion(
   await ctx.restorer?.check(b.row.blueprint_id);
   return locked(ctx, b, async (tx, v, versions) => {
     if (!v) refuseNotVersioned(b);
+    // Spec, Errors: version import answers 409 for WIP targets (checked under the lock a session opens under).
+    await refuseActiveWip(tx, { blueprint_id: b.row.blueprint_id, name: b.manifest.name }, 'import versions into it');
     const latest = versions[versions.length - 1];
     let version: VersionRow;
     let noChange = false;
-    if (latest && latest.fingerprint === fingerprintOf(files)) {
+    const fingerprint = await fingerprintOfFiles(files);
+    if (latest && latest.fingerprint === fingerprint) {
       version = latest;
       noChange = true;
     } else {
@@ -431,11 +440,16 @@ export async function importVersion(
         author: authorOf(ctx.principal),
         message: `Import version ${number} of ${b.manifest.name} from a ZIP archive`,
       });
-      version = await appendVersion(tx, ctx, b, versions, files, commit, {
-        label: 'Imported from a ZIP archive',
-        note: null,
-        source: 'import',
-      });
+      version = await appendVersion(
+        tx,
+        ctx,
+        b,
+        versions,
+        files,
+        commit,
+        { label: 'Imported from a ZIP archive', note: null, source: 'import' },
+        fingerprint,
+      );
     }
     let promoted = false;
     if (promoteIt) {

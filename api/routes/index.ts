@@ -42,6 +42,7 @@ import { demoVersionRoutes } from './demo-versions.js';
 import { demoVignetteRoutes } from './demo-vignettes.js';
 import { desktopLaptopRoutes } from './desktop-laptop.js';
 import { demoTicketRcaRoutes } from './demo-ticket-rca.js';
+import { blueprintWipRoutes } from './blueprint-wip.js';
 
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
@@ -74,5 +75,6 @@ export function allRoutes(): AnyRoute[] {
   routes.push(...demoVignetteRoutes);
   routes.push(...desktopLaptopRoutes);
   routes.push(...demoTicketRcaRoutes);
+  routes.push(...blueprintWipRoutes);
   return routes;
 }

@@ -3,6 +3,7 @@ import { BlueprintName } from '../../shared/blueprints/manifest.js';
 import { detail, inventory, open, type Ctx } from '../blueprints/service.js';
 import { runWizard, WizardBody } from '../blueprints/wizard.js';
 import { defineTool } from './registry.js';
+import { runWipToolAction, wipToolActions, type WipToolInput } from './blueprint-wip.js';
 
 const BlueprintsInput = z.discriminatedUnion('action', [
   z.object({ action: z.literal('LIST') }).strict(),
@@ -14,6 +15,7 @@ const BlueprintsInput = z.discriminatedUnion('action', [
     })
     .strict(),
   WizardBody.extend({ action: z.literal('RECOMMEND') }).strict(),
+  ...wipToolActions,
 ]);
 
 /**
@@ -25,7 +27,7 @@ const BlueprintsInput = z.discriminatedUnion('action', [
 export const blueprintsTool = defineTool({
   name: 'blueprints',
   description:
-    'Blueprints (mission templates): LIST the ones you can view; GET (blueprint_name) a manifest with its phases; RECOMMEND (goal, answers?, answer_context?) up to 3 blueprints for a goal, or up to 2 clarifying questions first (one round: with answers it always recommends).',
+    'Blueprints (mission templates): LIST the ones you can view; GET (blueprint_name) a manifest with its phases; RECOMMEND (goal, answers?, answer_context?) up to 3 blueprints for a goal, or up to 2 clarifying questions first (one round: with answers it always recommends). Edit a blueprint in a work-in-progress session: WIP_OPEN (blueprint_name, ttl_seconds?, note?), WIP_EDIT (blueprint_name, session_id, files?: [{path, content}], remove?, message?) commits on the branch wip/<session_id>, WIP_COMMIT applies the edits to the working copy as one commit, WIP_DISCARD drops them, WIP_LIST lists sessions.',
   input: BlueprintsInput,
   principalKinds: ['agent', 'person'],
   async handler({ input, principal, deps, em }) {
@@ -35,7 +37,8 @@ export const blueprintsTool = defineTool({
       const { b, flags } = await open(ctx, input.blueprint_name, 'view', input.blueprint_id);
       return detail(ctx, b, flags);
     }
-    const { action: _action, ...wizard } = input;
+    if (input.action.startsWith('WIP_')) return runWipToolAction(ctx, deps, input as WipToolInput);
+    const { action: _action, ...wizard } = input as Extract<typeof input, { action: 'RECOMMEND' }>;
     return runWizard(ctx, { em, config: deps.config }, wizard);
   },
 });

@@ -45,6 +45,21 @@ export interface PromotionRow {
 
 export type FileMap = Map<string, Buffer>;
 
+/**
+ * A file read only when needed (an extracted archive member on disk): a version built from these holds
+ * one file's bytes in memory at a time (each member is capped by the ZIP limits), never the whole archive.
+ */
+export interface LazyFile {
+  path: string;
+  read: () => Promise<Buffer>;
+}
+export type VersionFiles = FileMap | LazyFile[];
+
+function lazyList(files: VersionFiles): LazyFile[] {
+  if (Array.isArray(files)) return files;
+  return [...files].map(([path, data]) => ({ path, read: async () => data }));
+}
+
 async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
   // Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
   return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
@@ -62,6 +77,15 @@ const sha256 = (data: Buffer | string) => createHash('sha256').update(data).dige
 export function fingerprintOf(files: FileMap): string {
   const h = createHash('sha256');
   for (const f of [...files.keys()].sort()) h.update(`${f}\0${sha256(files.get(f)!)}\n`);
+  return h.digest('hex');
+}
+
+/** `fingerprintOf` over lazily read files (one file in memory at a time). */
+export async function fingerprintOfFiles(files: VersionFiles): Promise<string> {
+  if (!Array.isArray(files)) return fingerprintOf(files);
+  const h = createHash('sha256');
+  for (const f of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
+    h.update(`${f.path}\0${sha256(await f.read())}\n`);
   return h.digest('hex');
 }
 
@@ -121,7 +145,7 @@ export async function versionFiles(em: EntityManager, versionId: string): Promis
 export async function insertVersion(
   tx: EntityManager,
   v: Omit<VersionRow, 'created_at'>,
-  files: FileMap,
+  files: VersionFiles,
 ): Promise<void> {
   // Shared blobs: inserts hold the blob lock shared, the orphan sweep exclusively (no reference to a swept blob).
   await sql(tx, `select pg_advisory_xact_lock_shared(hashtextextended('blueprint_blobs', 14))`);
@@ -131,7 +155,9 @@ export async function insertVersion(
        values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [v.version_id, v.blueprint_id, v.number, v.commit_sha, v.fingerprint, v.label, v.note, v.source, v.created_by],
   );
-  for (const [p, data] of files) {
+  for (const f of lazyList(files)) {
+    const p = f.path;
+    const data = await f.read();
     const digest = sha256(data);
     await sql(tx, `insert into blueprint_blobs (sha256, size, content) values (?, ?, ?) on conflict do nothing`, [
       digest,
@@ -189,17 +215,17 @@ export function authorOf(p: Pick<Principal, 'id' | 'displayName'>): GitAuthor {
 
 type TreeEntry = { mode: string; path: string; oid: string; type: 'blob' | 'tree' };
 
-async function writeTreeOf(dir: string, files: FileMap): Promise<string> {
-  // Build nested trees bottom-up: group paths by their first segment.
-  async function build(entries: Array<[string[], Buffer]>): Promise<string> {
+async function writeTreeOf(dir: string, files: VersionFiles): Promise<string> {
+  // Build nested trees bottom-up: group paths by their first segment. Each file is read when its blob is written.
+  async function build(entries: Array<[string[], () => Promise<Buffer>]>): Promise<string> {
     const blobs: TreeEntry[] = [];
-    const subdirs = new Map<string, Array<[string[], Buffer]>>();
+    const subdirs = new Map<string, Array<[string[], () => Promise<Buffer>]>>();
     for (const [segments, data] of entries) {
       if (segments.length === 1) {
         blobs.push({
           mode: '100644',
           path: segments[0]!,
-          oid: await git.writeBlob({ fs, dir, blob: data }),
+          oid: await git.writeBlob({ fs, dir, blob: await data() }),
           type: 'blob',
         });
       } else {
@@ -213,13 +239,13 @@ async function writeTreeOf(dir: string, files: FileMap): Promise<string> {
       trees.push({ mode: '040000', path: name, oid: await build(list), type: 'tree' });
     return git.writeTree({ fs, dir, tree: [...blobs, ...trees] });
   }
-  return build([...files].map(([p, d]) => [p.split('/'), d]));
+  return build(lazyList(files).map((f) => [f.path.split('/'), f.read]));
 }
 
 /** Writes a commit whose tree is exactly `files` (no working tree or branch is touched). */
 export async function writeSnapshotCommit(
   dir: string,
-  files: FileMap,
+  files: VersionFiles,
   opts: { parent: string | null; author: GitAuthor; message: string },
 ): Promise<string> {
   const tree = await writeTreeOf(dir, files);
