@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
 import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { EtlRunEntity, type EtlRunRow } from '../shared/db/entities/index.js';
 import { findBuiltJob } from '../shared/etl/built-jobs.js';
 import { launch, launcherArgs, OutputCapture, sandboxIdentity } from '../shared/etl/launch.js';

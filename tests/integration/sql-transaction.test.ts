@@ -42,7 +42,6 @@ describe('sql helpers inside em.transactional', () => {
         note: 'uncommitted',
       });
       // The bug this helper prevents: without the transaction context the query takes another connection.
-      // eslint-disable-next-line no-restricted-syntax -- demonstrates the forbidden call
       const outside = await tx.getConnection().execute('select note from sql_helper_probe where id = ?', [2]);
       expect(outside).toEqual([]);
       expect(await query(db.url, 'select * from sql_helper_probe where id = 2')).toEqual([]);
