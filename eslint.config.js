@@ -22,6 +22,27 @@ export default tseslint.config(
     },
   },
   {
+    // Raw SQL goes through shared/db/sql.ts, which names the EntityManager's transaction: a bare
+    // `getConnection().execute` inside `em.transactional` runs on another pooled connection, outside it.
+    files: ['api/**/*.ts', 'shared/**/*.ts', 'activities/**/*.ts', 'worker/**/*.ts', 'workflows/**/*.ts'],
+    ignores: ['shared/db/sql.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...[
+          "CallExpression[callee.property.name='getConnection']",
+          "CallExpression[callee.property.name='getKnex']",
+          "CallExpression[callee.property.name='execute'][callee.object.name=/^(em|tx|trx|t)$/]",
+          "CallExpression[callee.property.name='execute'][callee.object.property.name='em']",
+        ].map((selector) => ({
+          selector,
+          message:
+            'Raw SQL must go through sql/sqlOne/execSql in shared/db/sql.ts, which runs inside the transaction of the EntityManager it is given.',
+        })),
+      ],
+    },
+  },
+  {
     // Tests and benchmarks read JSON response bodies, whose shape the assertions then check.
     files: ['tests/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -12,6 +12,7 @@ import type { AppConfig } from '../shared/config.js';
 import { describeError, type Logger } from '../shared/log.js';
 import type { Settings } from '../shared/settings/store.js';
 import { withHeartbeat } from './heartbeat.js';
+import { execSql } from '../shared/db/sql.js';
 
 export interface RecordCreatedInput {
   record: ProposalRecord;
@@ -42,13 +43,8 @@ export interface RunEffectInput {
 }
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
-
-function run(em: EntityManager, sql: string, params: unknown[]) {
-  return em.getConnection().execute(sql, params, 'run', em.getTransactionContext());
-}
-
 async function insertEvent(em: EntityManager, proposalId: string, e: ProposalEvent) {
-  await run(
+  await execSql(
     em,
     `insert into action_review_events (proposal_id, seq, type, actor, reason, detail, occurred_at)
      values (?, ?, ?, ?::jsonb, ?, ?::jsonb, ?) on conflict (proposal_id, seq) do nothing`,
@@ -67,7 +63,7 @@ export function createActionReviewActivities(deps: {
   return {
     async recordProposalCreated({ record: r, progress: p, event }: RecordCreatedInput): Promise<void> {
       await deps.orm.em.fork().transactional(async (em) => {
-        await run(
+        await execSql(
           em,
           `insert into action_review_proposals (proposal_id, tenant, action_type, status, version, payload, payload_digest,
              expected_effect, requested_statement, requester, requester_kind, bot_id, thread_id, subject_kind, subject_id,
@@ -108,7 +104,7 @@ export function createActionReviewActivities(deps: {
     }: RecordTransitionInput): Promise<void> {
       await deps.orm.em.fork().transactional(async (em) => {
         // A late retry of an older transition never overwrites a newer state.
-        await run(
+        await execSql(
           em,
           `update action_review_proposals set status = ?, version = ?, decided_by = ?::jsonb, decision_reason = ?, decided_at = ?,
              claimed = ?, final_status = ?, execution_receipt = ?::jsonb, execution_refusal_reason = ?, execution_refusal_detail = ?,
@@ -135,7 +131,7 @@ export function createActionReviewActivities(deps: {
         );
         await insertEvent(em, proposalId, event);
         if (handback) {
-          await run(
+          await execSql(
             em,
             `insert into action_review_handbacks (proposal_id, tenant, thread_id, decision, reason, decided_by_label, created_at)
              values (?, ?, ?, ?, ?, ?, ?) on conflict (proposal_id) do nothing`,

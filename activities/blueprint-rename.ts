@@ -3,6 +3,7 @@ import { rename } from '../api/blueprints/service.js';
 import { sourcePrincipal } from '../shared/blueprints/remote.js';
 import { findRowById, resolveBlueprint } from '../shared/blueprints/store.js';
 import type { AppConfig } from '../shared/config.js';
+import { execSql } from '../shared/db/sql.js';
 import { PlatformError } from '../shared/errors.js';
 import type { BlueprintRenameCheck, BlueprintRenameInput } from '../workflows/blueprint-rename-definitions.js';
 
@@ -31,23 +32,19 @@ export function createBlueprintRenameActivities(deps: { orm: MikroORM; config: A
         if (err instanceof PlatformError) return { status: 'waiting', reason: err.message };
         throw err;
       }
-      await em
-        .getConnection()
-        .execute(`update blueprints set pending_rename = null, updated_at = now() where blueprint_id = ?`, [
-          input.blueprintId,
-        ]);
+      await execSql(em, `update blueprints set pending_rename = null, updated_at = now() where blueprint_id = ?`, [
+        input.blueprintId,
+      ]);
       return { status: 'applied', blueprint_name: input.newName };
     },
 
     /** Drops a pending rename whose pull request was not merged and synced in time. */
     async blueprintRenameExpire(input: BlueprintRenameInput): Promise<void> {
-      await deps.orm.em
-        .fork()
-        .getConnection()
-        .execute(
-          `update blueprints set pending_rename = null where blueprint_id = ? and pending_rename->>'new_name' = ?`,
-          [input.blueprintId, input.newName],
-        );
+      await execSql(
+        deps.orm.em.fork(),
+        `update blueprints set pending_rename = null where blueprint_id = ? and pending_rename->>'new_name' = ?`,
+        [input.blueprintId, input.newName],
+      );
     },
   };
 }

@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import git from 'isomorphic-git';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CodeAgentApiError, CodeAgentClient } from '../shared/code-agent/client.js';
 import { openApiKeyConnection, type CodeAgentCredential } from '../shared/code-agent/connection.js';
@@ -12,11 +11,20 @@ import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '..
 import { findConnectionRow } from '../shared/crm/store.js';
 import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
 import { openPullRequest, repoCoordinates } from '../shared/git/forge.js';
+import {
+  checkoutNewBranch,
+  cloneBranch,
+  commitAs,
+  gitRemote,
+  pushBranch,
+  stageAllChanges,
+} from '../shared/git/worktree.js';
 import { EgressError } from '../shared/http/egress.js';
-import { authHeaders, classifyGitError, egressGitHttp } from '../shared/managed-sources/git.js';
+import { classifyGitError } from '../shared/managed-sources/git.js';
 import { killGroup, OutputCapture, runInProcessGroup } from '../shared/process/group-run.js';
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
 import type { ActivityDeps } from './index.js';
+import { sql } from '../shared/db/sql.js';
 
 /** How often a running local runner's output reaches its row, and the activity heartbeats. */
 const FLUSH_MS = 2_000;
@@ -25,10 +33,6 @@ const OUTPUT_HEAD_BYTES = 192 * 1024;
 const OUTPUT_TAIL_BYTES = 64 * 1024;
 /** A line the local runner prints to report its pull request. */
 const PR_LINE = /^CODE_AGENT_PR_URL=(\S+)\s*$/gm;
-
-const exec = (em: EntityManager, sql: string, params: unknown[]) =>
-  em.getConnection().execute<Array<Record<string, unknown>>>(sql, params, 'all');
-
 const step = (name: string, detail?: string) =>
   JSON.stringify([{ at: new Date().toISOString(), step: name, ...(detail ? { detail } : {}) }]);
 
@@ -98,7 +102,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const { em, row } = await load(input.runId);
       if (row.remoteAgentId && row.remoteRunId)
         return { status: row.status, remoteStatus: row.remoteStatus ?? 'CREATING' };
-      await exec(
+      await sql<Record<string, unknown>>(
         em,
         `update code_agent_runs set status = 'creating', started_at = coalesce(started_at, now()), updated_at = now()
           where run_id = ? and status = 'queued'`,
@@ -121,7 +125,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         classify(err, 'POST /v1/agents');
       }
       const status = statusOfRemote(remote.status);
-      await exec(
+      await sql<Record<string, unknown>>(
         em,
         `update code_agent_runs set remote_agent_id = ?, remote_run_id = ?, remote_status = ?, status = ?,
             steps = steps || ?::jsonb, updated_at = now()
@@ -149,7 +153,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       if (remote.status !== row.remoteStatus) steps.push(step(`status:${remote.status}`));
       if (remote.prUrl && remote.prUrl !== row.prUrl) steps.push(step('pull_request', remote.prUrl));
       const newSteps = steps.length ? JSON.stringify(steps.flatMap((s) => JSON.parse(s) as unknown[])) : '[]';
-      await exec(
+      await sql<Record<string, unknown>>(
         em,
         `update code_agent_runs set remote_status = ?, status = ?, pr_url = coalesce(?, pr_url),
             branch = coalesce(?, branch), summary = coalesce(?, summary), steps = steps || ?::jsonb,
@@ -179,7 +183,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       error: string | null;
     }): Promise<CodeAgentRunStatus> {
       const em = orm.em.fork();
-      await exec(
+      await sql<Record<string, unknown>>(
         em,
         `update code_agent_runs set status = ?, error = ?, steps = steps || ?::jsonb, finished_at = now(), updated_at = now()
           where run_id = ? and status not in ('finished', 'failed', 'expired', 'cancelled', 'timed_out', 'interrupted')`,
@@ -196,7 +200,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
      */
     async codeAgentLocalRun(input: { runId: string }): Promise<CodeAgentRunStatus> {
       const ctx = Context.current();
-      const claimed = await exec(
+      const claimed = await sql<Record<string, unknown>>(
         orm.em.fork(),
         `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
             steps = steps || ?::jsonb
@@ -213,7 +217,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       ) => {
         const text = fields.output?.text() ?? '';
         const pr = [...text.matchAll(PR_LINE)].pop()?.[1] ?? null;
-        await exec(
+        await sql<Record<string, unknown>>(
           em,
           `update code_agent_runs set status = ?, exit_code = ?, error = ?, output = ?, output_bytes = ?,
               output_truncated = ?, pr_url = coalesce(?, pr_url), process_id = null, steps = steps || ?::jsonb,
@@ -254,7 +258,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const flush = setInterval(() => {
         ctx.heartbeat();
         // Progress is best effort (the final write is not).
-        exec(
+        sql<Record<string, unknown>>(
           orm.em.fork(),
           `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
             where run_id = ? and status = 'running'`,
@@ -273,7 +277,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           signal: ctx.cancellationSignal,
           what: 'The code-agent runner',
           onSpawn: (pid) =>
-            void exec(
+            void sql<Record<string, unknown>>(
               orm.em.fork(),
               `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
               [pid, input.runId],
@@ -310,7 +314,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
     async codeAgentCloudCancel(input: { runId: string }): Promise<{ cancelled: boolean }> {
       const { em, row } = await load(input.runId);
       const end = async () => {
-        await exec(
+        await sql<Record<string, unknown>>(
           em,
           `update code_agent_runs set status = 'cancelled', error = ?, steps = steps || ?::jsonb, finished_at = now(),
               updated_at = now()
@@ -325,10 +329,11 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         await api.cancel(row.remoteAgentId, row.remoteRunId, Context.current().cancellationSignal);
       } catch (err) {
         if (err instanceof CodeAgentApiError && err.status === 409) {
-          await exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
-            step('cancel_refused', err.code ?? 'HTTP 409'),
-            input.runId,
-          ]);
+          await sql<Record<string, unknown>>(
+            em,
+            `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`,
+            [step('cancel_refused', err.code ?? 'HTTP 409'), input.runId],
+          );
           return { cancelled: false };
         }
         classify(err, 'POST /v1/agents/{id}/runs/{runId}/cancel');
@@ -348,7 +353,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
      */
     async codeAgentCliRun(input: { runId: string }): Promise<CodeAgentRunStatus> {
       const ctx = Context.current();
-      const claimed = await exec(
+      const claimed = await sql<Record<string, unknown>>(
         orm.em.fork(),
         `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
             branch = ?, steps = steps || ?::jsonb
@@ -359,10 +364,11 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
       const { em, row } = await load(input.runId);
       const addStep = (name: string, detail?: string) =>
-        exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
-          step(name, detail),
-          input.runId,
-        ]);
+        sql<Record<string, unknown>>(
+          em,
+          `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`,
+          [step(name, detail), input.runId],
+        );
       const output = new OutputCapture(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
       /** Set once the clone started: the directory `finish` removes. */
       let worktree: string | null = null;
@@ -387,7 +393,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           final === 'cancelled'
             ? 'Cancelled on request; the agent CLI was stopped with its process group.'
             : (fields.error ?? null);
-        await exec(
+        await sql<Record<string, unknown>>(
           em,
           `update code_agent_runs set status = ?, exit_code = coalesce(?, exit_code), error = ?, output = ?,
               output_bytes = ?, output_truncated = ?, outcome = ?, pr_url = coalesce(?, pr_url), process_id = null,
@@ -441,11 +447,10 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       })();
       const dir = row.worktreePath;
       const branch = codeAgentBranch(row.runId);
-      const http = egressGitHttp(config.egress);
-      const headers = authHeaders({ kind: 'token', username: null, secret: forgeCred.apiKey });
+      const remote = gitRemote(config.egress, repoUrl, { kind: 'token', username: null, secret: forgeCred.apiKey });
       const beat = setInterval(() => {
         ctx.heartbeat();
-        exec(
+        sql<Record<string, unknown>>(
           orm.em.fork(),
           `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
             where run_id = ? and status = 'running'`,
@@ -458,18 +463,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         await mkdir(dir, { recursive: true });
         worktree = dir;
         try {
-          await git.clone({
-            fs,
-            http,
-            dir,
-            url: repoUrl,
-            ref: row.targetBaseRef,
-            singleBranch: true,
-            depth: 1,
-            noTags: true,
-            headers,
-          });
-          await git.branch({ fs, dir, ref: branch, checkout: true });
+          await cloneBranch(remote, dir, row.targetBaseRef, { depth: 1 });
+          await checkoutNewBranch(dir, branch);
         } catch (err) {
           const e = classifyGitError(err, host, 'token');
           return await finish('failed', {
@@ -503,7 +498,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           signal: ctx.cancellationSignal,
           what: 'The agent CLI',
           onSpawn: (pid) =>
-            void exec(
+            void sql<Record<string, unknown>>(
               orm.em.fork(),
               `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
               [pid, input.runId],
@@ -522,32 +517,13 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           });
         await addStep('agent_cli_finished', 'exit code 0');
         // What the CLI changed: every path whose working copy differs from the base commit.
-        const changed = (await git.statusMatrix({ fs, dir })).filter(([, h, w]) => !(h === 1 && w === 1));
+        const changed = await stageAllChanges(dir);
         if (!changed.length) return await finish('finished', { exitCode: 0, outcome: 'no_changes' });
-        for (const [file, , w] of changed) {
-          if (w === 0) await git.remove({ fs, dir, filepath: file });
-          else await git.add({ fs, dir, filepath: file });
-        }
         const title = `Code agent: ${row.ticketKey ?? row.prompt.split('\n')[0]!.slice(0, 80)}`;
-        const sha = await git.commit({
-          fs,
-          dir,
-          message: `${title}\n\nCode-agent run ${row.runId}.`,
-          author: CODE_AGENT_BOT,
-          committer: CODE_AGENT_BOT,
-        });
+        const sha = await commitAs(dir, CODE_AGENT_BOT, `${title}\n\nCode-agent run ${row.runId}.`);
         await addStep('committed', `${sha} (${changed.length} file(s))`);
         try {
-          const pushed = await git.push({
-            fs,
-            http,
-            dir,
-            remote: 'origin',
-            ref: branch,
-            remoteRef: `refs/heads/${branch}`,
-            headers,
-          });
-          if (!pushed.ok) throw new Error(pushed.error ?? 'the server refused the push');
+          await pushBranch(remote, dir, branch);
         } catch (err) {
           const e = classifyGitError(err, host, 'token');
           return await finish('failed', { exitCode: 0, error: `Pushing ${branch} failed (${e.code}): ${e.message}` });
@@ -588,17 +564,18 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const existed = fs.existsSync(row.worktreePath);
       if (!existed) return false;
       await rm(row.worktreePath, { recursive: true, force: true });
-      await exec(em, `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`, [
-        step('worktree_removed', row.worktreePath),
-        input.runId,
-      ]);
+      await sql<Record<string, unknown>>(
+        em,
+        `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`,
+        [step('worktree_removed', row.worktreePath), input.runId],
+      );
       return existed;
     },
 
     /** Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
     async codeAgentMarkInterrupted(input: { runId: string; reason: string }): Promise<CodeAgentRunStatus> {
       const em = orm.em.fork();
-      const rows = await exec(
+      const rows = await sql<Record<string, unknown>>(
         em,
         `update code_agent_runs set status = 'interrupted', error = ?, steps = steps || ?::jsonb, finished_at = now(),
             updated_at = now()

@@ -13,11 +13,9 @@ import {
   type DemoVersionStatus,
 } from '../workflows/demo-version-definitions.js';
 import type { ActivityDeps } from './index.js';
+import { sql } from '../shared/db/sql.js';
 
 type Row = Record<string, unknown>;
-const exec = (em: EntityManager, sql: string, params: unknown[]) =>
-  em.getConnection().execute<Row[]>(sql, params, 'all');
-
 /** Where each binding kind lives: table and id column, rows of the version's tenant. */
 const BINDING_TABLES: Record<DemoBindingKind, { table: string; id: string; step: DemoRunStep['kind'] }> = {
   agents: { table: 'agents', id: 'id', step: 'agent' },
@@ -32,7 +30,7 @@ const STEP_TABLES: Record<DemoRunStep['kind'], { table: string; id: string }> = 
 
 async function exists(em: EntityManager, tenant: string, kind: DemoRunStep['kind'], id: string): Promise<boolean> {
   const t = STEP_TABLES[kind];
-  const rows = await exec(em, `select 1 from ${t.table} where tenant = ? and ${t.id} = ?`, [tenant, id]);
+  const rows = await sql<Row>(em, `select 1 from ${t.table} where tenant = ? and ${t.id} = ?`, [tenant, id]);
   return rows.length > 0;
 }
 
@@ -41,7 +39,7 @@ export function createDemoActivities(deps: ActivityDeps) {
   const { orm } = deps;
 
   async function demoVersionMarkValidating({ versionId }: DemoVersionInput): Promise<void> {
-    await exec(
+    await sql<Row>(
       orm.em.fork(),
       `update demo_versions set status = 'validating', updated_at = now() where id = ? and status = 'draft'`,
       [versionId],
@@ -50,7 +48,7 @@ export function createDemoActivities(deps: ActivityDeps) {
 
   async function demoVersionValidate({ versionId }: DemoVersionInput): Promise<DemoVersionStatus> {
     const em = orm.em.fork();
-    const [row] = await exec(em, `select tenant, profile, bindings, status from demo_versions where id = ?`, [
+    const [row] = await sql<Row>(em, `select tenant, profile, bindings, status from demo_versions where id = ?`, [
       versionId,
     ]);
     if (!row) return 'failed';
@@ -73,7 +71,7 @@ export function createDemoActivities(deps: ActivityDeps) {
       }
     }
     const status: DemoVersionStatus = code ? 'failed' : 'ready';
-    await exec(
+    await sql<Row>(
       em,
       `update demo_versions set status = ?, error_code = ?, error = ?, updated_at = now()
         where id = ? and status = 'validating'`,
@@ -84,7 +82,7 @@ export function createDemoActivities(deps: ActivityDeps) {
 
   async function demoRunStart({ runId }: DemoRunInput): Promise<{ started: boolean; steps: DemoRunStep[] }> {
     const em = orm.em.fork();
-    const [row] = await exec(
+    const [row] = await sql<Row>(
       em,
       `select r.status, r.steps, v.status as version_status, v.bindings
          from demo_runs r join demo_versions v on v.id = r.version_id where r.id = ?`,
@@ -95,7 +93,7 @@ export function createDemoActivities(deps: ActivityDeps) {
     if (row.status === 'running') return { started: true, steps: row.steps as DemoRunStep[] };
     if (row.status !== 'prepared') return { started: false, steps: [] };
     if (row.version_status !== 'ready') {
-      await exec(
+      await sql<Row>(
         em,
         `update demo_runs set status = 'failed', error = ?, finished_at = now(), updated_at = now()
           where id = ? and status = 'prepared'`,
@@ -112,7 +110,7 @@ export function createDemoActivities(deps: ActivityDeps) {
         detail: null,
       })),
     );
-    await exec(
+    await sql<Row>(
       em,
       `update demo_runs set status = 'running', steps = ?::jsonb, started_at = now(), updated_at = now()
         where id = ? and status = 'prepared'`,
@@ -123,7 +121,7 @@ export function createDemoActivities(deps: ActivityDeps) {
 
   async function demoRunStep({ runId, step }: { runId: string; step: DemoRunStep }): Promise<DemoRunStep> {
     const em = orm.em.fork();
-    const [run] = await exec(em, `select tenant from demo_runs where id = ?`, [runId]);
+    const [run] = await sql<Row>(em, `select tenant from demo_runs where id = ?`, [runId]);
     if (!run) return { ...step, status: 'skipped', detail: 'run not found' };
     const found = await exists(em, run.tenant as string, step.kind, step.target);
     return found
@@ -141,7 +139,7 @@ export function createDemoActivities(deps: ActivityDeps) {
       : input.steps.every((s) => s.status === 'done')
         ? 'completed'
         : 'incomplete';
-    await exec(
+    await sql<Row>(
       orm.em.fork(),
       `update demo_runs set status = ?, steps = ?::jsonb, error = ?, finished_at = now(), updated_at = now()
         where id = ? and status = 'running'`,

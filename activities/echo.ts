@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { EchoJobEntity } from '../shared/db/entities/index.js';
 import { toIso } from '../shared/dates.js';
+import { sql } from '../shared/db/sql.js';
 
 export interface RecordEchoInput {
   jobId: string;
@@ -15,7 +16,8 @@ export function createEchoActivities(deps: { orm: MikroORM }) {
   return {
     async recordEcho(input: RecordEchoInput): Promise<{ recordedAt: string }> {
       const em = deps.orm.em.fork();
-      await em.getConnection().execute(
+      await sql(
+        em,
         `insert into echo_jobs (job_id, tenant, message, requested_by, workflow_id, recorded_at)
          values (?, ?, ?, ?, ?, now()) on conflict (job_id) do nothing`,
         [input.jobId, input.tenant, input.message, input.requestedBy, input.workflowId],

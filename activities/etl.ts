@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
 import { ApplicationFailure, Context, sleep } from '@temporalio/activity';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { EtlRunEntity, type EtlRunRow } from '../shared/db/entities/index.js';
 import { findBuiltJob } from '../shared/etl/built-jobs.js';
 import { launch, launcherArgs, OutputCapture, sandboxIdentity } from '../shared/etl/launch.js';
@@ -9,6 +8,7 @@ import { ETL_OUTPUT_PAGE_MAX, ETL_TERMINAL_STATUSES, type EtlRunStatus } from '.
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
 import { ETL_RUN_ALREADY_STARTED, type EtlRunInput } from '../workflows/etl-run-definitions.js';
 import type { ActivityDeps } from './index.js';
+import { sql } from '../shared/db/sql.js';
 
 /** How often a running job's output reaches its row, and the activity heartbeats. */
 const FLUSH_MS = 2_000;
@@ -24,15 +24,11 @@ interface Outcome {
   outputBytes: number;
   truncated: boolean;
 }
-
-const exec = (em: EntityManager, sql: string, params: unknown[]) =>
-  em.getConnection().execute<Array<Record<string, unknown>>>(sql, params, 'all');
-
 export function createEtlActivities(deps: ActivityDeps) {
   const { orm, config, settings } = deps;
 
   async function writeProgress(runId: string, patch: { output: string; bytes: number; truncated: boolean }) {
-    await exec(
+    await sql<Record<string, unknown>>(
       orm.em.fork(),
       `update etl_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
         where run_id = ? and status = 'running'`,
@@ -41,7 +37,7 @@ export function createEtlActivities(deps: ActivityDeps) {
   }
 
   async function finish(runId: string, o: Outcome): Promise<EtlRunStatus> {
-    await exec(
+    await sql<Record<string, unknown>>(
       orm.em.fork(),
       `update etl_runs set status = ?, exit_code = ?, error = ?, output = ?, output_bytes = ?, output_truncated = ?,
           process_id = null, finished_at = now(), updated_at = now()
@@ -89,10 +85,11 @@ export function createEtlActivities(deps: ActivityDeps) {
         output,
         signal: ctx.cancellationSignal,
         onSpawn: (pid) =>
-          void exec(orm.em.fork(), `update etl_runs set process_id = ? where run_id = ? and status = 'running'`, [
-            pid,
-            row.runId,
-          ]).catch(() => undefined),
+          void sql<Record<string, unknown>>(
+            orm.em.fork(),
+            `update etl_runs set process_id = ? where run_id = ? and status = 'running'`,
+            [pid, row.runId],
+          ).catch(() => undefined),
       });
       const error =
         result.error ??
@@ -134,7 +131,10 @@ export function createEtlActivities(deps: ActivityDeps) {
     } catch (err) {
       return failed((err as Error).message);
     }
-    await exec(orm.em.fork(), 'update etl_runs set remote_run_id = ? where run_id = ?', [remote.run_id, row.runId]);
+    await sql<Record<string, unknown>>(orm.em.fork(), 'update etl_runs set remote_run_id = ? where run_id = ?', [
+      remote.run_id,
+      row.runId,
+    ]);
     let text = '';
     let unreachableSince: number | null = null;
     for (;;) {
@@ -188,7 +188,7 @@ export function createEtlActivities(deps: ActivityDeps) {
      */
     async etlRunExecute(input: EtlRunInput): Promise<EtlRunStatus> {
       const ctx = Context.current();
-      const claimed = await exec(
+      const claimed = await sql<Record<string, unknown>>(
         orm.em.fork(),
         `update etl_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?
           where run_id = ? and status = 'queued' returning run_id`,
@@ -211,7 +211,7 @@ export function createEtlActivities(deps: ActivityDeps) {
     /** Ends a run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
     async etlRunMarkInterrupted(input: { runId: string; reason: string }): Promise<EtlRunStatus> {
       const em = orm.em.fork();
-      const rows = await exec(
+      const rows = await sql<Record<string, unknown>>(
         em,
         `update etl_runs set status = 'interrupted', error = ?, finished_at = now(), updated_at = now()
           where run_id = ? and status in ('queued', 'running') returning worker_host, process_id`,

@@ -3,6 +3,7 @@ import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { HandbackRowEntity, type HandbackRow } from '../shared/db/entities/index.js';
 import type { Logger } from '../shared/log.js';
+import { execSql, sql } from '../shared/db/sql.js';
 
 export interface DeliverResult {
   delivered: boolean;
@@ -26,7 +27,8 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
           if (!h) return { delivered: false, messageId: null }; // no conversation raised it: nothing to hand back
           if (h.status === 'delivered') return { delivered: true, messageId: h.messageId };
           const messageId = randomUUID();
-          await tx.getConnection().execute(
+          await execSql(
+            tx,
             `insert into conversation_messages (id, thread_id, role, author_kind, author_id, content, metadata, idempotency_key)
              values (?, ?, 'platform', 'system', 'action-review', ?, ?::jsonb, ?)`,
             [
@@ -42,8 +44,6 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
               }),
               `action-review-handback:${proposalId}`,
             ],
-            'run',
-            tx.getTransactionContext(),
           );
           h.status = 'delivered';
           h.messageId = messageId;
@@ -55,14 +55,11 @@ export function createHandbackActivities(deps: { orm: MikroORM; log: Logger }) {
       } catch (err) {
         // Keep the failure visible to operators; the caller (workflow retry or sweep) tries again.
         const message = err instanceof Error ? err.message.slice(0, 1000) : String(err);
-        await deps.orm.em
-          .fork()
-          .getConnection()
-          .execute(
-            `update action_review_handbacks set attempts = attempts + 1, last_error = ? where proposal_id = ? and status = 'pending'`,
-            [message, proposalId],
-          )
-          .catch(() => undefined);
+        await sql(
+          deps.orm.em.fork(),
+          `update action_review_handbacks set attempts = attempts + 1, last_error = ? where proposal_id = ? and status = 'pending'`,
+          [message, proposalId],
+        ).catch(() => undefined);
         deps.log.warn('hand-back delivery failed', { proposal_id: proposalId, error_message: message });
         throw err;
       }

@@ -64,6 +64,7 @@ import type {
   SyncOutcome,
 } from '../workflows/source-sync-definitions.js';
 import { withHeartbeat } from './heartbeat.js';
+import { sql } from '../shared/db/sql.js';
 
 export interface CheckoutSummary {
   changed: boolean;
@@ -241,7 +242,8 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
   }
 
   async function setPhase(em: EntityManager, jobId: string, phase: string, filesScanned?: number): Promise<void> {
-    await em.getConnection().execute(
+    await sql(
+      em,
       `update managed_source_sync_jobs set phase = ?, files_scanned = coalesce(?, files_scanned), updated_at = now()
          where job_id = ? and status = 'running'`,
       [phase, filesScanned ?? null, jobId],
@@ -636,20 +638,18 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       try {
         return await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
       } catch (err) {
-        await em
-          .getConnection()
-          .execute(
-            `update managed_sources set deletion_state = deletion_state || ?::jsonb, updated_at = now() where id = ? and deletion_state is not null`,
-            [
-              JSON.stringify({
-                attempts: attempt,
-                last_error: 'Cleanup of imported artifacts failed; retrying.',
-                last_failed_at: new Date().toISOString(),
-              }),
-              input.sourceId,
-            ],
-          )
-          .catch(() => undefined);
+        await sql(
+          em,
+          `update managed_sources set deletion_state = deletion_state || ?::jsonb, updated_at = now() where id = ? and deletion_state is not null`,
+          [
+            JSON.stringify({
+              attempts: attempt,
+              last_error: 'Cleanup of imported artifacts failed; retrying.',
+              last_failed_at: new Date().toISOString(),
+            }),
+            input.sourceId,
+          ],
+        ).catch(() => undefined);
         throw err;
       }
     },
@@ -657,9 +657,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
     /** Removes the source row (its jobs cascade) and its files; idempotent. */
     async managedDeleteRemove(input: SourceDeleteInput): Promise<void> {
       const em = deps.orm.em.fork();
-      await em
-        .getConnection()
-        .execute('delete from managed_sources where id = ? and tenant = ?', [input.sourceId, input.tenant]);
+      await sql(em, 'delete from managed_sources where id = ? and tenant = ?', [input.sourceId, input.tenant]);
       await rm(sourcePaths(deps.config, input.sourceId).root, { recursive: true, force: true });
     },
 
@@ -687,7 +685,8 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         .update(`${info.workflowExecution?.runId ?? randomUUID()}/${info.activityId}`)
         .digest('hex');
       const jobId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-      const rows = await em.getConnection().execute<Array<{ job_id: string }>>(
+      const rows = await sql<{ job_id: string }>(
+        em,
         `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
            select ?, id, tenant, 'running', 'queued', null, 'auto-sync', now(), now()
              from managed_sources where id = ? and deletion_state is null
@@ -695,18 +694,17 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         [jobId, c.sourceId],
       );
       if (!rows.length) {
-        const mine = await em
-          .getConnection()
-          .execute<Array<{ job_id: string }>>('select job_id from managed_source_sync_jobs where job_id = ?', [jobId]);
+        const mine = await sql<{ job_id: string }>(em, 'select job_id from managed_source_sync_jobs where job_id = ?', [
+          jobId,
+        ]);
         if (mine.length) return jobId;
       }
       if (!rows.length) return null;
-      await em
-        .getConnection()
-        .execute(
-          `update managed_sources set auto_sync_state = coalesce(auto_sync_state, '{}'::jsonb) || ?::jsonb where id = ?`,
-          [JSON.stringify({ running: true, job_id: jobId }), c.sourceId],
-        );
+      await sql(
+        em,
+        `update managed_sources set auto_sync_state = coalesce(auto_sync_state, '{}'::jsonb) || ?::jsonb where id = ?`,
+        [JSON.stringify({ running: true, job_id: jobId }), c.sourceId],
+      );
       return jobId;
     },
 
@@ -755,9 +753,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           role_notes: (r.hydrate.roles?.degraded_artifacts ?? []).map((d) => `${d.artifact_id}: ${d.reason}`),
         });
       }
-      await em
-        .getConnection()
-        .execute('update managed_sources set auto_sync_state = ?::jsonb where id = ?', [JSON.stringify(state), row.id]);
+      await sql(em, 'update managed_sources set auto_sync_state = ?::jsonb where id = ?', [
+        JSON.stringify(state),
+        row.id,
+      ]);
     },
 
     /**
@@ -772,9 +771,9 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const rows = await em.find(ManagedSourceEntity, input.tenant ? { tenant: input.tenant } : {}, {
         orderBy: { createdAt: 'asc' },
       });
-      const conn = em.getConnection();
       const merge = (id: string, patch: Record<string, unknown>) =>
-        conn.execute(
+        sql(
+          em,
           `update managed_sources set release_poll = coalesce(release_poll, '{}'::jsonb) || ?::jsonb where id = ?`,
           [JSON.stringify(patch), id],
         );
@@ -801,7 +800,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             releaseRef: row.releaseRef,
           });
           if (polled.kind === 'branch') {
-            await conn.execute('update managed_sources set release_poll = null where id = ?', [row.id]);
+            await sql(em, 'update managed_sources set release_poll = null where id = ?', [row.id]);
             summary.skipped++;
           } else if (polled.kind === 'missing') {
             summary.failed++;

@@ -9,6 +9,7 @@ import type { MissionEventInput } from '../workflows/mission-definitions.js';
 import { postMessageUpdate, threadWorkflowId } from '../workflows/thread-definitions.js';
 import { withHeartbeat } from './heartbeat.js';
 import type { ActivityDeps } from './index.js';
+import { sql } from '../shared/db/sql.js';
 
 /** The thread a mission opens for one agent: derived from both ids, so a retry finds the same thread. */
 export const missionThreadId = (projectId: string, agentId: string) =>
@@ -30,12 +31,10 @@ export function createMissionActivities(deps: ActivityDeps) {
       const em = deps.orm.em.fork();
       const threadId = missionThreadId(input.projectId, input.agentId);
       if (await findThread(em, threadId)) return { threadId };
-      const agent = await em
-        .getConnection()
-        .execute<Array<{ id: string }>>('select id from agents where tenant = ? and id = ?', [
-          input.tenant,
-          input.agentId,
-        ]);
+      const agent = await sql<{ id: string }>(em, 'select id from agents where tenant = ? and id = ?', [
+        input.tenant,
+        input.agentId,
+      ]);
       if (!agent[0])
         throw ApplicationFailure.nonRetryable(
           `Agent ${input.agentId} does not exist in this tenant.`,

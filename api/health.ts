@@ -1,4 +1,5 @@
 import type { AppDeps } from './deps.js';
+import { sql } from '../shared/db/sql.js';
 
 export type CheckResult = 'ok' | 'unavailable';
 
@@ -18,7 +19,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 /** Asks PostgreSQL and Temporal to answer, each within 3 seconds; the causes go to the log only. */
 export async function checkDependencies(deps: AppDeps): Promise<{ database: CheckResult; temporal: CheckResult }> {
-  const database = withTimeout(deps.orm.em.getConnection().execute('select 1'), 3_000).then(
+  const database = withTimeout(sql(deps.orm.em, 'select 1'), 3_000).then(
     () => 'ok' as const,
     (err: unknown) => {
       deps.log.warn('readiness: database check failed', { error_message: String((err as Error)?.message ?? err) });

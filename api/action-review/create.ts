@@ -19,6 +19,7 @@ import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review
 import type { AppDeps } from '../deps.js';
 import { subjectProbes, THREAD_SUBJECT, viewerOf } from './visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { sql } from '../../shared/db/sql.js';
 
 export interface CreateProposalInput {
   actionType: ActionType;
@@ -51,12 +52,11 @@ async function ensureThread(
   const thread = await em.findOne(ConversationThreadEntity, { id: threadId });
   if (!thread) {
     const owned = principal.kind === 'person';
-    await em
-      .getConnection()
-      .execute(
-        `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
-        [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
-      );
+    await sql(
+      em,
+      `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
+      [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
+    );
     return;
   }
   const mine =

@@ -7,13 +7,9 @@ import { ProposalRowEntity } from '../../shared/db/entities/index.js';
 import { reconcileUpdate } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sendUpdate } from './updates.js';
+import { sql } from '../../shared/db/sql.js';
 
 export type ReconcileAnswer = { resolved: true; finalStatus: ReconciledStatus } | { resolved: false; refusal: Refusal };
-
-function run<T = unknown>(em: EntityManager, sql: string, params: unknown[]): Promise<T> {
-  return em.getConnection().execute(sql, params, 'all', em.getTransactionContext()) as Promise<T>;
-}
-
 /**
  * The reconcile transition written to the projection the way the workflow would have projected it
  * (row and next-sequence `reconciled` event, the person as actor, one transaction), conditional on
@@ -32,7 +28,7 @@ async function reconcileProjection(
   const refusal = checkReconcile({ status: current.status as ProposalStatus }, caller);
   if (refusal) return { resolved: false, refusal };
   return em.fork().transactional(async (tx) => {
-    const updated = await run<unknown[]>(
+    const updated = await sql(
       tx,
       `update action_review_proposals set status = 'resolved', final_status = ?, resolved_by = ?::jsonb, resolution_note = ?,
          version = version + 1, updated_at = now()
@@ -46,7 +42,7 @@ async function reconcileProjection(
         refusal: { code: 'not_reconciliation_required', message: 'The proposal was reconciled meanwhile; reload it.' },
       } as const;
     }
-    await run(
+    await sql(
       tx,
       `insert into action_review_events (proposal_id, seq, type, actor, reason, detail, occurred_at)
        select ?, coalesce(max(seq), 0) + 1, 'reconciled', ?::jsonb, ?, ?::jsonb, now()

@@ -4,6 +4,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { readDemoOwner } from '../../shared/deployment/demo-owner.js';
 import { DemoAccessDeniedError } from '../../shared/errors.js';
 import type { Settings } from '../../shared/settings/store.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * The hosted demo gate (spec, Authentication 5). With `PLATFORM_DEMO_MODE` on (`demo.mode_enabled`),
@@ -36,9 +37,7 @@ export async function demoGateDenial(
   if (owner.sub !== null) {
     if (owner.sub === principal.id) return null;
   } else {
-    const rows = await em
-      .getConnection()
-      .execute<Array<{ email: string | null }>>('select email from users where id = ?', [principal.id]);
+    const rows = await sql<{ email: string | null }>(em, 'select email from users where id = ?', [principal.id]);
     const email = rows[0]?.email;
     if (email && email.toLowerCase() === owner.email.toLowerCase()) return null;
   }

@@ -23,6 +23,7 @@ import {
 } from '../../shared/blueprints/manifest.js';
 import { findDefault, findRow, missionCount, type Resolved } from '../../shared/blueprints/store.js';
 import { ManagedSourceEntity } from '../../shared/db/entities/index.js';
+import { execSql } from '../../shared/db/sql.js';
 import { ConflictError, ServiceUnavailableError } from '../../shared/errors.js';
 import { openPullRequest, repoCoordinates } from '../../shared/git/forge.js';
 import { authHeaders, classifyGitError, egressGitHttp, resolveRemoteRef } from '../../shared/managed-sources/git.js';
@@ -179,12 +180,10 @@ export async function requestRemoteRename(
       expires_at: deadline.toISOString(),
       workflow_id: blueprintRenameWorkflowId(b.row.blueprint_id),
     };
-    await em
-      .getConnection()
-      .execute(`update blueprints set pending_rename = ?::jsonb where blueprint_id = ?`, [
-        JSON.stringify(pending),
-        b.row.blueprint_id,
-      ]);
+    await execSql(em, `update blueprints set pending_rename = ?::jsonb where blueprint_id = ?`, [
+      JSON.stringify(pending),
+      b.row.blueprint_id,
+    ]);
     const input: BlueprintRenameInput = {
       tenant: principal.tenant,
       blueprintId: b.row.blueprint_id,

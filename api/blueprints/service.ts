@@ -64,6 +64,7 @@ import { isRemote, refuseRemote, type PendingRename } from '../../shared/bluepri
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { sql } from '../../shared/db/sql.js';
 
 export interface Ctx {
   em: EntityManager;
@@ -110,13 +111,11 @@ export async function open(
 }
 
 async function missionReferences(ctx: Ctx, missionId: string, blueprintId: string): Promise<boolean> {
-  const rows = await ctx.em
-    .getConnection()
-    .execute<Array<{ id: string }>>(`select id from projects where id = ? and tenant = ? and blueprint_id = ?`, [
-      missionId,
-      ctx.principal.tenant,
-      blueprintId,
-    ]);
+  const rows = await sql<{ id: string }>(
+    ctx.em,
+    `select id from projects where id = ? and tenant = ? and blueprint_id = ?`,
+    [missionId, ctx.principal.tenant, blueprintId],
+  );
   return rows.length > 0;
 }
 
@@ -370,9 +369,7 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
     // A create of the same name may commit between the check above and this update: the unique
     // (tenant, name) constraint then decides, and the loser gets the same 409 as the check.
     try {
-      await tx
-        .getConnection()
-        .execute(`update blueprints set name = ? where blueprint_id = ?`, [newName, b.row.blueprint_id]);
+      await sql(tx, `update blueprints set name = ? where blueprint_id = ?`, [newName, b.row.blueprint_id]);
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
         refuseTakenName(newName);
@@ -395,23 +392,14 @@ export async function remove(ctx: Ctx, b: Resolved): Promise<{ outcome: 'deleted
     await lockBlueprint(tx, b.row.blueprint_id);
     const missions = await missionCount(tx, b.row.blueprint_id, false);
     if (missions > 0) {
-      await tx
-        .getConnection()
-        .execute(`update blueprints set hidden = true, updated_at = now() where blueprint_id = ?`, [
-          b.row.blueprint_id,
-        ]);
+      await sql(tx, `update blueprints set hidden = true, updated_at = now() where blueprint_id = ?`, [
+        b.row.blueprint_id,
+      ]);
       return { outcome: 'hidden' as const, missions };
     }
     // Versions, promotion history and the production assignment go with the row (cascade); then the
     // blobs no other blueprint's version uses.
-    await tx
-      .getConnection()
-      .execute(
-        `delete from blueprints where blueprint_id = ?`,
-        [b.row.blueprint_id],
-        'all',
-        tx.getTransactionContext(),
-      );
+    await sql(tx, `delete from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
     await dropOrphanBlobs(tx);
     await rm(b.dir, { recursive: true, force: true });
     return { outcome: 'deleted' as const, missions: 0 };
@@ -444,20 +432,17 @@ export async function grant(ctx: Ctx, b: Resolved, roleName: string, action: Blu
   await ctx.em.transactional(async (tx) => {
     await lockBlueprint(tx, b.row.blueprint_id);
     if (add)
-      await tx
-        .getConnection()
-        .execute(
-          `insert into blueprint_grants (blueprint_id, role_name, action, granted_by) values (?, ?, ?, ?) on conflict do nothing`,
-          [b.row.blueprint_id, roleName, action, ctx.principal.id],
-        );
+      await sql(
+        tx,
+        `insert into blueprint_grants (blueprint_id, role_name, action, granted_by) values (?, ?, ?, ?) on conflict do nothing`,
+        [b.row.blueprint_id, roleName, action, ctx.principal.id],
+      );
     else
-      await tx
-        .getConnection()
-        .execute(`delete from blueprint_grants where blueprint_id = ? and role_name = ? and action = ?`, [
-          b.row.blueprint_id,
-          roleName,
-          action,
-        ]);
+      await sql(tx, `delete from blueprint_grants where blueprint_id = ? and role_name = ? and action = ?`, [
+        b.row.blueprint_id,
+        roleName,
+        action,
+      ]);
   });
   return accessList(ctx, b);
 }

@@ -55,6 +55,7 @@ import {
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { refuseActiveWip } from '../../shared/blueprints/wip.js';
 import type { Principal } from '../../shared/auth/principal.js';
+import { sql } from '../../shared/db/sql.js';
 
 type Custom = Extract<Resolved, { kind: 'custom' }>;
 
@@ -109,22 +110,20 @@ export class VersionRestorer {
   start(deps: RestorerDeps): void {
     this.attach(deps);
     const em = deps.orm.em.fork();
-    const listing = em
-      .getConnection()
-      .execute<BlueprintRow[]>(
-        `select b.* from blueprint_versioning v join blueprints b on b.blueprint_id = v.blueprint_id order by b.blueprint_id`,
-      )
-      .then(
-        (rows) => {
-          for (const r of rows) this.pending.add(r.blueprint_id);
-          this.finished = this.run(deps, em, rows);
-        },
-        (err: unknown) => {
-          if (this.listing === listing) this.listing = null;
-          deps.log.warn('blueprint version restore: listing failed', describeError(err));
-          throw err;
-        },
-      );
+    const listing = sql<BlueprintRow>(
+      em,
+      `select b.* from blueprint_versioning v join blueprints b on b.blueprint_id = v.blueprint_id order by b.blueprint_id`,
+    ).then(
+      (rows) => {
+        for (const r of rows) this.pending.add(r.blueprint_id);
+        this.finished = this.run(deps, em, rows);
+      },
+      (err: unknown) => {
+        if (this.listing === listing) this.listing = null;
+        deps.log.warn('blueprint version restore: listing failed', describeError(err));
+        throw err;
+      },
+    );
     listing.catch(() => undefined);
     this.listing = listing;
   }
@@ -136,9 +135,9 @@ export class VersionRestorer {
         try {
           await em.fork().transactional(async (tx) => {
             await lockBlueprint(tx, row.blueprint_id);
-            const current = await tx
-              .getConnection()
-              .execute<BlueprintRow[]>(`select * from blueprints where blueprint_id = ?`, [row.blueprint_id]);
+            const current = await sql<BlueprintRow>(tx, `select * from blueprints where blueprint_id = ?`, [
+              row.blueprint_id,
+            ]);
             if (!current[0]) return; // deleted meanwhile
             const dir = repoDir(deps.config.blueprints.dir, current[0].tenant, row.blueprint_id);
             const n = await ensureVersionsPresent(tx, dir, current[0]);

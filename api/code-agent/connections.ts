@@ -15,6 +15,7 @@ import { ConflictError } from '../../shared/errors.js';
 import { EgressError } from '../../shared/http/egress.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
+import { sql } from '../../shared/db/sql.js';
 
 const MASK = '********';
 
@@ -60,9 +61,7 @@ async function runApiKeyTest(deps: AppDeps, em: EntityManager, row: CrmConnectio
     check = { target: 'GET /v1/models', host, ok: false, detail };
   }
   const result = { status: check.ok ? 'passed' : 'failed', tested_at: new Date().toISOString(), checks: [check] };
-  await em
-    .getConnection()
-    .execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
+  await sql(em, `update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
   return findConnectionRow(em, row.tenant, row.name, 'api_key');
 }
 

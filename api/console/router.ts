@@ -46,6 +46,7 @@ import {
   SignInError,
   signInUnavailableReason,
 } from './sign-in.js';
+import { sql } from '../../shared/db/sql.js';
 
 const API = { surface: 'api' as const, threadId: null };
 
@@ -261,12 +262,11 @@ async function decide(c: Console, kind: 'approve' | 'reject' | 'approve-and-exec
 }
 
 async function ownThreads(manager: EntityManager, principal: Principal): Promise<ThreadRecord[]> {
-  const rows = await manager
-    .getConnection()
-    .execute<Array<{ id: string }>>(
-      `select id from conversation_threads where tenant = ? and owner_id = ? order by created_at desc limit 200`,
-      [principal.tenant, principal.id],
-    );
+  const rows = await sql<{ id: string }>(
+    manager,
+    `select id from conversation_threads where tenant = ? and owner_id = ? order by created_at desc limit 200`,
+    [principal.tenant, principal.id],
+  );
   const threads = await Promise.all(rows.map((r) => findThread(manager, r.id)));
   return threads.filter((t): t is ThreadRecord => t !== null);
 }

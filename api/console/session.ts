@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type Koa from 'koa';
 import type { CredentialKind, Principal, PrincipalKind } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** The session cookie: HttpOnly, SameSite=Lax, Secure unless the console is reached over loopback. */
 export const SESSION_COOKIE = 'platform_console_session';
@@ -52,11 +53,12 @@ export async function createSession(
   ttlSeconds: number,
 ): Promise<{ cookie: string; session: ConsoleSession }> {
   // Housekeeping: sessions past their expiry go whenever a new one is made.
-  await em.getConnection().execute(`delete from console_sessions where expires_at <= now()`);
+  await sql(em, `delete from console_sessions where expires_at <= now()`);
   const cookie = randomToken();
   const csrfToken = randomToken();
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into console_sessions (id_hash, tenant, principal_id, principal_kind, display_name, roles, credential, csrf_token, expires_at)
      values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)`,
     [
@@ -77,11 +79,10 @@ export async function createSession(
 /** The live session a cookie names; expired ones are deleted and answer null, as unknown ones do. */
 export async function findSession(em: EntityManager, cookie: string | undefined): Promise<ConsoleSession | null> {
   if (!cookie) return null;
-  const conn = em.getConnection();
-  const [row] = await conn.execute<SessionRow[]>(`select * from console_sessions where id_hash = ?`, [sha256(cookie)]);
+  const [row] = await sql<SessionRow>(em, `select * from console_sessions where id_hash = ?`, [sha256(cookie)]);
   if (!row) return null;
   if (new Date(row.expires_at).getTime() <= Date.now()) {
-    await conn.execute(`delete from console_sessions where id_hash = ?`, [sha256(cookie)]);
+    await sql(em, `delete from console_sessions where id_hash = ?`, [sha256(cookie)]);
     return null;
   }
   const roles = Array.isArray(row.roles) ? row.roles : [];
@@ -102,10 +103,10 @@ export async function findSession(em: EntityManager, cookie: string | undefined)
 
 export async function deleteSession(em: EntityManager, cookie: string | undefined): Promise<void> {
   if (!cookie) return;
-  await em.getConnection().execute(`delete from console_sessions where id_hash = ?`, [sha256(cookie)]);
+  await sql(em, `delete from console_sessions where id_hash = ?`, [sha256(cookie)]);
   // Housekeeping: expired sessions and abandoned sign-ins go whenever someone signs out.
-  await em.getConnection().execute(`delete from console_sessions where expires_at <= now()`);
-  await em.getConnection().execute(`delete from console_sign_ins where expires_at <= now()`);
+  await sql(em, `delete from console_sessions where expires_at <= now()`);
+  await sql(em, `delete from console_sign_ins where expires_at <= now()`);
 }
 
 /** A constant-time comparison of the form's CSRF token with the session's. */
@@ -118,14 +119,12 @@ export function csrfMatches(session: ConsoleSession, submitted: unknown): boolea
 
 /** Records a sign-in in flight: the state's hash, the PKCE verifier and where to return. */
 export async function saveSignIn(em: EntityManager, state: string, codeVerifier: string, returnTo: string) {
-  await em
-    .getConnection()
-    .execute(`insert into console_sign_ins (state_hash, code_verifier, return_to, expires_at) values (?, ?, ?, ?)`, [
-      sha256(state),
-      codeVerifier,
-      returnTo,
-      new Date(Date.now() + SIGN_IN_TTL_SECONDS * 1000),
-    ]);
+  await sql(em, `insert into console_sign_ins (state_hash, code_verifier, return_to, expires_at) values (?, ?, ?, ?)`, [
+    sha256(state),
+    codeVerifier,
+    returnTo,
+    new Date(Date.now() + SIGN_IN_TTL_SECONDS * 1000),
+  ]);
 }
 
 /** Takes (and removes) the sign-in a state names; null when unknown, used or expired. */
@@ -133,12 +132,11 @@ export async function takeSignIn(
   em: EntityManager,
   state: string,
 ): Promise<{ codeVerifier: string; returnTo: string } | null> {
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ code_verifier: string; return_to: string; expires_at: Date }>>(
-      `delete from console_sign_ins where state_hash = ? returning code_verifier, return_to, expires_at`,
-      [sha256(state)],
-    );
+  const rows = await sql<{ code_verifier: string; return_to: string; expires_at: Date }>(
+    em,
+    `delete from console_sign_ins where state_hash = ? returning code_verifier, return_to, expires_at`,
+    [sha256(state)],
+  );
   const row = rows[0];
   if (!row || new Date(row.expires_at).getTime() <= Date.now()) return null;
   return { codeVerifier: row.code_verifier, returnTo: row.return_to };

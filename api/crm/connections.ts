@@ -10,6 +10,7 @@ import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { testConnection } from './connection-test.js';
 import { toIso } from '../../shared/dates.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
 const egressHosts = (v: ValidatedConnection) => [
@@ -52,9 +53,7 @@ export function connectionView(row: CrmConnectionRow, baseUrl: string) {
 /** Runs the connection test, stores its result on the row and answers the row as stored. */
 export async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
   const result = await testConnection(em, deps.config, openConnection(deps.config, row));
-  await em
-    .getConnection()
-    .execute(`update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
+  await sql(em, `update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
   return findConnectionRow(em, row.tenant, row.name);
 }
 

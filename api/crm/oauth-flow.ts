@@ -9,6 +9,7 @@ import { BadRequestError, ConflictError } from '../../shared/errors.js';
 import { openSecretBox, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { redirectUriFor, runTest } from './connections.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** A started authorization must come back within this time. */
 const PENDING_TTL_MS = 10 * 60 * 1000;
@@ -43,12 +44,10 @@ export async function startAuthorization(
     redirectUri: redirectUriFor(baseUrl, name),
     startedAt: Date.now(),
   };
-  await em
-    .getConnection()
-    .execute(`update crm_connections set oauth_pending_sealed = ? where id = ?`, [
-      secretBox(deps.config).seal(JSON.stringify(pending)),
-      row.id,
-    ]);
+  await sql(em, `update crm_connections set oauth_pending_sealed = ? where id = ?`, [
+    secretBox(deps.config).seal(JSON.stringify(pending)),
+    row.id,
+  ]);
   const url = new URL(conn.settings.authorization_url!);
   url.search = new URLSearchParams({
     response_type: 'code',
@@ -90,7 +89,7 @@ export async function completeAuthorization(
       code: 'invalid_state',
     });
   const pending = JSON.parse(box.open(row.oauthPendingSealed!)) as Pending;
-  await em.getConnection().execute(`update crm_connections set oauth_pending_sealed = null where id = ?`, [row.id]);
+  await sql(em, `update crm_connections set oauth_pending_sealed = null where id = ?`, [row.id]);
   if (q.error)
     throw new CrmAuthError(q.error, q.error_description ?? 'no description', { redirect_uri: pending.redirectUri });
   if (!q.code)

@@ -5,6 +5,7 @@ import { proposalWorkflowId } from '../../workflows/action-review-definitions.js
 import { crmMergeWorkflowId, mergeSettledSignal } from '../../workflows/crm-merge-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { toIso } from '../../shared/dates.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** Slack past a deadline before a read treats the workflow that owns it as gone. */
 export const STALE_GRACE_MS = 60_000;
@@ -29,17 +30,12 @@ async function running(deps: AppDeps, workflowId: string): Promise<boolean> {
     throw err;
   }
 }
-
-function run<T = unknown>(em: EntityManager, sql: string, params: unknown[]): Promise<T> {
-  return em.getConnection().execute(sql, params, 'all', em.getTransactionContext()) as Promise<T>;
-}
-
 /**
  * Records expiry for an open, unclaimed approval past its lifetime. Conditional on the row still
  * being open, so of several concurrent reads exactly one records it (and counts it).
  */
 async function releaseExpired(em: EntityManager, row: CrmMergeApprovalRow): Promise<boolean> {
-  const rows = await run<unknown[]>(
+  const rows = await sql(
     em,
     `update crm_merge_approvals set status = 'expired', expired_at = coalesce(expired_at, now())
      where approval_id = ? and status = 'open' and execution_started_at is null and expires_at < ?
@@ -63,7 +59,7 @@ async function markForReconciliation(deps: AppDeps, em: EntityManager, proposal:
     effect_timeout_seconds: deps.config.actionReview.effectTimeoutSeconds,
   };
   return em.fork().transactional(async (tx) => {
-    const updated = await run<Array<{ version: number }>>(
+    const updated = await sql<{ version: number }>(
       tx,
       `update action_review_proposals set status = 'reconciliation_required', final_status = 'reconciliation_required',
          execution_error_detail = ?, version = version + 1, updated_at = now()
@@ -72,7 +68,7 @@ async function markForReconciliation(deps: AppDeps, em: EntityManager, proposal:
       [RECOVERY_REASON, proposal.proposalId, proposal.version],
     );
     if (updated.length === 0) return false;
-    await run(
+    await sql(
       tx,
       `insert into action_review_events (proposal_id, seq, type, actor, reason, detail, occurred_at)
        select ?, coalesce(max(seq), 0) + 1, 'reconciliation_required', ?::jsonb, ?, ?::jsonb, now()

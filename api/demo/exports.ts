@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { tarEntries, type TarEntry } from '../../shared/demo/tar.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * The hosted demo's state exports (`POST /api/internal/demo-state/*`). Each one is a stream: rows are
@@ -54,11 +55,8 @@ async function* pages(orm: MikroORM, spec: TableSpec, tenant: string): AsyncGene
   let after: unknown[] | null = null;
   for (;;) {
     const cursor: string = after ? ` and (${spec.keys.join(', ')}) > (${spec.keys.map(() => '?').join(', ')})` : '';
-    const sql: string = `select t.* from ${spec.from}${cursor} order by ${spec.keys.join(', ')} limit ${PAGE_ROWS}`;
-    const rows: Row[] = await orm.em
-      .fork()
-      .getConnection()
-      .execute<Row[]>(sql, [tenant, ...(spec.params ?? []), ...(after ?? [])]);
+    const query: string = `select t.* from ${spec.from}${cursor} order by ${spec.keys.join(', ')} limit ${PAGE_ROWS}`;
+    const rows: Row[] = await sql<Row>(orm.em.fork(), query, [tenant, ...(spec.params ?? []), ...(after ?? [])]);
     if (rows.length === 0) return;
     yield rows;
     if (rows.length < PAGE_ROWS) return;
@@ -161,13 +159,11 @@ async function* microappEntries(orm: MikroORM, tenant: string): AsyncGenerator<T
   }
   for await (const rows of pages(orm, byName('blueprints'), tenant)) {
     for (const b of rows) {
-      const grants = await orm.em
-        .fork()
-        .getConnection()
-        .execute<Row[]>(
-          'select role_name, action, granted_by, granted_at from blueprint_grants where blueprint_id = ? order by role_name, action',
-          [b.blueprint_id],
-        );
+      const grants = await sql<Row>(
+        orm.em.fork(),
+        'select role_name, action, granted_by, granted_at from blueprint_grants where blueprint_id = ? order by role_name, action',
+        [b.blueprint_id],
+      );
       yield { name: `blueprints/${safeSegment(b.name)}.json`, content: json({ ...b, grants }) };
     }
   }

@@ -8,6 +8,7 @@ import { ForbiddenError, NotFoundError, PlatformError, TooManyRequestsError } fr
 import { openSecretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { CREDIT_FRESH_AGE_MS, CREDIT_MAX_AGE_MS, creditView } from '../desktop/service.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * The hosted demo's AI (spec: hosted AI status, activation and credit; paths are ours:
@@ -110,12 +111,11 @@ export async function hostedAiStatus(deps: AppDeps, em: EntityManager): Promise<
 /** The owner check: the caller is the demo owner and their recorded sign-in carries an e-mail address and a name. */
 async function requireOwner(em: EntityManager, principal: Principal) {
   const owner = await readDemoOwner(em);
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ email: string | null; display_name: string | null }>>(
-      'select email, display_name from users where id = ?',
-      [principal.id],
-    );
+  const rows = await sql<{ email: string | null; display_name: string | null }>(
+    em,
+    'select email, display_name from users where id = ?',
+    [principal.id],
+  );
   const user = rows[0];
   const isOwner =
     owner !== null &&
@@ -143,9 +143,7 @@ export async function activateHostedAi(deps: AppDeps, em: EntityManager, princip
   const owner = await requireOwner(em, principal);
   await em.transactional(async (tx) => {
     const t = tx as EntityManager;
-    await t
-      .getConnection()
-      .execute('select pg_advisory_xact_lock(hashtext(?))', [KEY_ROW], 'all', t.getTransactionContext());
+    await sql(t, 'select pg_advisory_xact_lock(hashtext(?))', [KEY_ROW]);
     if (await readSettingRow<StoredKey>(t, KEY_ROW)) return; // already configured: no second key
     takeIssuanceSlot(deps);
     let key: { id: string; secret: string };

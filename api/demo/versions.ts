@@ -11,6 +11,7 @@ import {
   type DemoVersionStatus,
 } from '../../workflows/demo-version-definitions.js';
 import type { AppDeps } from '../deps.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * Hosted demo versions and runs (spec: "Other lifecycles", demo version status and runs). Rows live
@@ -18,9 +19,6 @@ import type { AppDeps } from '../deps.js';
  * The internal token acts for the deployment tenant; a presenting person for their own.
  */
 type Row = Record<string, unknown>;
-const exec = (em: EntityManager, sql: string, params: unknown[]) =>
-  em.getConnection().execute<Row[]>(sql, params, 'all');
-
 const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString());
 
 export interface Caller {
@@ -78,7 +76,7 @@ export async function createVersion(
     blueprints: [...new Set(input.bindings.blueprints ?? [])],
     connections: [...new Set(input.bindings.connections ?? [])],
   };
-  const [row] = await exec(
+  const [row] = await sql<Row>(
     em,
     `insert into demo_versions (id, tenant, name, profile, bindings, status, presenter_session_id, created_by, created_at, updated_at)
      values (?, ?, ?, ?, ?::jsonb, 'draft', ?, ?, now(), now()) returning *`,
@@ -99,14 +97,14 @@ export async function createVersion(
       args: [{ versionId: id }],
     });
   } catch (err) {
-    await exec(em, `delete from demo_versions where id = ?`, [id]);
+    await sql<Row>(em, `delete from demo_versions where id = ?`, [id]);
     throw err;
   }
   return versionView(row!);
 }
 
 export async function listVersions(em: EntityManager, caller: Caller, status?: DemoVersionStatus) {
-  const rows = await exec(
+  const rows = await sql<Row>(
     em,
     `select * from demo_versions where tenant = ? ${status ? 'and status = ?' : ''} order by created_at desc, id limit 500`,
     status ? [caller.tenant, status] : [caller.tenant],
@@ -115,7 +113,7 @@ export async function listVersions(em: EntityManager, caller: Caller, status?: D
 }
 
 async function versionRow(em: EntityManager, caller: Caller, id: string): Promise<Row> {
-  const [row] = await exec(em, `select * from demo_versions where tenant = ? and id = ?`, [caller.tenant, id]);
+  const [row] = await sql<Row>(em, `select * from demo_versions where tenant = ? and id = ?`, [caller.tenant, id]);
   if (!row) throw new NotFoundError(`demo version ${id} not found`, { version_id: id });
   return row;
 }
@@ -142,7 +140,7 @@ export async function createRun(
     );
   }
   const id = randomUUID();
-  const [row] = await exec(
+  const [row] = await sql<Row>(
     em,
     `insert into demo_runs (id, tenant, version_id, status, steps, presenter_session_id, created_by, created_at, updated_at)
      values (?, ?, ?, 'prepared', '[]'::jsonb, ?, ?, now(), now()) returning *`,
@@ -155,7 +153,7 @@ export async function createRun(
       args: [{ runId: id }],
     });
   } catch (err) {
-    await exec(em, `delete from demo_runs where id = ?`, [id]);
+    await sql<Row>(em, `delete from demo_runs where id = ?`, [id]);
     throw err;
   }
   return runView(row!);
@@ -176,7 +174,7 @@ export async function listRuns(
     where.push('status = ?');
     params.push(filter.status);
   }
-  const rows = await exec(
+  const rows = await sql<Row>(
     em,
     `select * from demo_runs where ${where.join(' and ')} order by created_at desc, id limit 500`,
     params,
@@ -185,7 +183,7 @@ export async function listRuns(
 }
 
 export async function getRun(em: EntityManager, caller: Caller, id: string) {
-  const [row] = await exec(em, `select * from demo_runs where tenant = ? and id = ?`, [caller.tenant, id]);
+  const [row] = await sql<Row>(em, `select * from demo_runs where tenant = ? and id = ?`, [caller.tenant, id]);
   if (!row) throw new NotFoundError(`demo run ${id} not found`, { run_id: id });
   return runView(row);
 }
@@ -196,7 +194,7 @@ export async function submitUserInfo(
   principal: Principal,
   input: { name: string; email: string; company?: string | undefined },
 ) {
-  const [row] = await exec(
+  const [row] = await sql<Row>(
     em,
     `insert into demo_user_info (tenant, subject, name, email, company, submitted_at) values (?, ?, ?, ?, ?, now())
      on conflict (tenant, subject) do update set name = excluded.name, email = excluded.email,
@@ -208,7 +206,7 @@ export async function submitUserInfo(
 }
 
 export async function userInfoStatus(em: EntityManager, principal: Principal) {
-  const [row] = await exec(em, `select submitted_at from demo_user_info where tenant = ? and subject = ?`, [
+  const [row] = await sql<Row>(em, `select submitted_at from demo_user_info where tenant = ? and subject = ?`, [
     principal.tenant,
     principal.id,
   ]);

@@ -12,6 +12,7 @@ import { describeProjects, startMission, type StartMissionInput } from '../missi
 import type { ProjectRow } from '../../shared/missions/store.js';
 import { openThread, postMessage } from '../threads/service.js';
 import type { AppDeps } from '../deps.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * The hosted demo's presenter vignettes (spec: "Demo and presenter routes"; issue 18): presenter
@@ -20,9 +21,7 @@ import type { AppDeps } from '../deps.js';
  * the tenant: every presenter of it (and the internal token) sees and resets them.
  */
 type Row = Record<string, unknown>;
-// Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-const exec = (em: EntityManager, q: string, params: unknown[] = []) =>
-  em.getConnection().execute<Row[]>(q, params, 'all', em.getTransactionContext());
+const exec = (em: EntityManager, q: string, params: unknown[] = []) => sql<Row>(em, q, params);
 const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString());
 const int = (v: unknown) => Number(v ?? 0);
 

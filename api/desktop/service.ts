@@ -15,6 +15,7 @@ import {
 import type { AppDeps } from '../deps.js';
 import { desktopSetup, type DesktopSetup } from '../../shared/desktop/setup.js';
 import { loadState, saveState, type DesktopState, type LoadedState } from '../../shared/desktop/state.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** Spec, Limits: the loopback ports a sign-in callback may use. */
 export const SIGN_IN_PORTS = [47080, 47081, 47082, 47083] as const;
@@ -92,10 +93,10 @@ export async function startSignIn(deps: AppDeps, em: EntityManager, port: number
   const state = randomBytes(32).toString('base64url');
   const redirectUri = `http://127.0.0.1:${port}${CALLBACK_PATH}`;
   const now = desktopNow();
-  const conn = em.getConnection();
   // Attempts finished or expired a day ago are of no further use.
-  await conn.execute('delete from desktop_sign_in_attempts where expires_at < ?', [new Date(now - 86_400_000)]);
-  await conn.execute(
+  await sql(em, 'delete from desktop_sign_in_attempts where expires_at < ?', [new Date(now - 86_400_000)]);
+  await sql(
+    em,
     `insert into desktop_sign_in_attempts (state_hash, status, port, redirect_uri, created_at, expires_at)
      values (?, 'waiting', ?, ?, ?, ?)`,
     [hashState(state), port, redirectUri, new Date(now), new Date(now + SIGN_IN_TTL_MS)],
@@ -104,12 +105,11 @@ export async function startSignIn(deps: AppDeps, em: EntityManager, port: number
 }
 
 async function findAttempt(em: EntityManager, state: string, forUpdate = false): Promise<AttemptRow> {
-  const rows = await em
-    .getConnection()
-    .execute<AttemptRow[]>(
-      `select * from desktop_sign_in_attempts where state_hash = ?${forUpdate ? ' for update' : ''}`,
-      [hashState(state)],
-    );
+  const rows = await sql<AttemptRow>(
+    em,
+    `select * from desktop_sign_in_attempts where state_hash = ?${forUpdate ? ' for update' : ''}`,
+    [hashState(state)],
+  );
   const row = rows[0];
   if (!row) throw new NotFoundError('No sign-in attempt has this state.');
   return row;
@@ -121,7 +121,8 @@ async function finishAttempt(
   status: 'succeeded' | 'failed',
   reason: string | null,
 ): Promise<AttemptRow> {
-  const rows = await em.getConnection().execute<AttemptRow[]>(
+  const rows = await sql<AttemptRow>(
+    em,
     `update desktop_sign_in_attempts set status = ?, failure_reason = ?, finished_at = ?
        where state_hash = ? and status = 'waiting' returning *`,
     [status, reason, new Date(desktopNow()), row.state_hash],

@@ -6,6 +6,7 @@ import { findProvider, openFields } from '../../shared/llm/provider-store.js';
 import { providerClient } from '../../shared/llm/providers.js';
 import { describeError, type Logger } from '../../shared/log.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** Spec Limits: the startup embedding smoke test waits 5 seconds for proxy-routed providers. */
 export const EMBEDDING_SMOKE_TIMEOUT_MS = 5_000;
@@ -44,9 +45,10 @@ export class EmbeddingSmokeTests {
 
   private async run(deps: { orm: MikroORM; config: AppConfig; log: Logger }): Promise<void> {
     const em = deps.orm.em.fork();
-    const rows: Array<{ tenant: string }> = await em
-      .getConnection()
-      .execute(`select distinct tenant from llm_providers where provider_kind = 'proxy' and admission = 'auto'`);
+    const rows: Array<{ tenant: string }> = await sql(
+      em,
+      `select distinct tenant from llm_providers where provider_kind = 'proxy' and admission = 'auto'`,
+    );
     await Promise.all(
       rows.map(async ({ tenant }) => {
         const stored = await findProvider(em.fork(), tenant, 'proxy', '');

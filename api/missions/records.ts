@@ -26,6 +26,7 @@ import { listProjectRows, peopleOf, questionsOfProject, type ProjectRow } from '
 import { isTerminal, type MissionStatus } from '../../workflows/mission-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { visibilityFilter, visibleProject } from './service.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** Spec, Limits: the records list answers the newest 100 visible missions; `truncated` when more. */
 export const RECORDS_LIST_LIMIT = 100;
@@ -188,7 +189,8 @@ export function parameterWords(parameters: Record<string, unknown>): string[] {
  */
 async function liveSuccessor(deps: AppDeps, em: EntityManager, principal: Principal, p: ProjectRow) {
   if (!isTerminal(p.status)) return { live_successor: null, undetermined: false, looked_up: false };
-  const rows = await em.getConnection().execute<ProjectRow[]>(
+  const rows = await sql<ProjectRow>(
+    em,
     `select * from projects where tenant = ? and blueprint_name = ? and requested_by = ? and id <> ?
        and status in ('running', 'paused') and started_at >= ? order by started_at desc, id limit 20`,
     [p.tenant, p.blueprint_name, p.requested_by, p.id, p.started_at],
@@ -272,11 +274,7 @@ async function writableProject(deps: AppDeps, em: EntityManager, principal: Prin
   });
   const row =
     p ??
-    (
-      await em
-        .getConnection()
-        .execute<ProjectRow[]>('select * from projects where tenant = ? and id = ?', [principal.tenant, projectId])
-    )[0];
+    (await sql<ProjectRow>(em, 'select * from projects where tenant = ? and id = ?', [principal.tenant, projectId]))[0];
   const allowed =
     row &&
     (row.requested_by === principal.id ||

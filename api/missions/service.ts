@@ -46,6 +46,7 @@ import {
 } from '../../workflows/mission-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { refusalToHttp, sendRefusableUpdate, type RefusalTable } from '../http/refusable-update.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** No progress for this long while running → `STUCK` (seconds). */
 export const STUCK_AFTER_SECONDS = 86_400;
@@ -163,12 +164,11 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
   const phases = await phasesOf(snap.manifest, snap.read, input.blueprint_name);
   const agentIds = [...new Set(phases.flatMap((p) => p.agents))];
   if (agentIds.length) {
-    const found = await em
-      .getConnection()
-      .execute<Array<{ id: string }>>(
-        `select id from agents where tenant = ? and id in (${agentIds.map(() => '?').join(', ')})`,
-        [principal.tenant, ...agentIds],
-      );
+    const found = await sql<{ id: string }>(
+      em,
+      `select id from agents where tenant = ? and id in (${agentIds.map(() => '?').join(', ')})`,
+      [principal.tenant, ...agentIds],
+    );
     const missing = agentIds.filter((a) => !found.some((f) => f.id === a));
     if (missing.length)
       throw new ConflictError(
@@ -217,7 +217,7 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
     });
   } catch (err) {
     // No workflow, no mission: the row goes again (bad outcomes write nothing).
-    await em.getConnection().execute('delete from projects where id = ?', [id]);
+    await sql(em, 'delete from projects where id = ?', [id]);
     throw err;
   }
   return (await describeProjects(em, [row]))[0]!;

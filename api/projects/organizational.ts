@@ -5,6 +5,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { toIso } from '../../shared/dates.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * Organizational projects (issue 15; spec "Organizational project"): named folders of a tenant that
@@ -49,10 +50,6 @@ export interface ProjectView {
 }
 
 export type KindCounts = Record<ItemKind, number>;
-
-const run = <T>(em: EntityManager, sql: string, params: unknown[] = []) =>
-  em.getConnection().execute(sql, params, 'all', em.getTransactionContext()) as Promise<T>;
-
 const view = (r: ProjectRow): ProjectView => ({
   id: r.id,
   name: r.name,
@@ -73,7 +70,7 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 async function loadProject(em: EntityManager, principal: Principal, id: string, lock = false): Promise<ProjectRow> {
-  const [row] = await run<ProjectRow[]>(
+  const [row] = await sql<ProjectRow>(
     em,
     `select * from organizational_projects where id = ? and tenant = ?${lock ? ' for update' : ''}`,
     [id, principal.tenant],
@@ -93,7 +90,7 @@ function mayManage(principal: Principal, row: ProjectRow): void {
 async function countsOf(em: EntityManager, tenant: string, ids: string[]): Promise<Map<string, KindCounts>> {
   const out = new Map<string, KindCounts>(ids.map((id) => [id, emptyCounts()]));
   if (!ids.length) return out;
-  const rows = await run<Array<{ project_id: string; kind: ItemKind; n: string | number }>>(
+  const rows = await sql<{ project_id: string; kind: ItemKind; n: string | number }>(
     em,
     `select project_id, kind, count(*) as n from organizational_project_assignments
      where tenant = ? and project_id in (?) group by project_id, kind`,
@@ -111,7 +108,7 @@ export async function createProject(
   const id = `wprj_${randomBytes(16).toString('hex')}`;
   const name = input.name.trim();
   try {
-    const [row] = await run<ProjectRow[]>(
+    const [row] = await sql<ProjectRow>(
       em,
       `insert into organizational_projects (id, tenant, name, description, created_by, created_at, updated_at)
        values (?, ?, ?, ?, ?, now(), now()) returning *`,
@@ -129,7 +126,7 @@ export async function listProjects(
   principal: Principal,
   includeArchived: boolean,
 ): Promise<Array<ProjectView & { counts: KindCounts }>> {
-  const rows = await run<ProjectRow[]>(
+  const rows = await sql<ProjectRow>(
     em,
     `select * from organizational_projects where tenant = ?${includeArchived ? '' : ' and archived_at is null'}
      order by lower(name), created_at, id`,
@@ -163,7 +160,7 @@ export async function updateProject(
   mayManage(principal, row);
   const name = patch.name?.trim();
   try {
-    await run(
+    await sql(
       em,
       `update organizational_projects set name = coalesce(?, name), description = coalesce(?, description), updated_at = now()
        where id = ?`,
@@ -186,7 +183,7 @@ export async function setArchived(
   mayManage(principal, row);
   if (archived !== (row.archived_at !== null)) {
     try {
-      await run(
+      await sql(
         em,
         `update organizational_projects set archived_at = ${archived ? 'now()' : 'null'}, updated_at = now() where id = ?`,
         [id],
@@ -203,7 +200,7 @@ export async function deleteProject(em: EntityManager, principal: Principal, id:
   return em.fork().transactional(async (tx) => {
     const row = await loadProject(tx, principal, id, true);
     mayManage(principal, row);
-    const [{ n } = { n: 0 }] = await run<Array<{ n: string | number }>>(
+    const [{ n } = { n: 0 }] = await sql<{ n: string | number }>(
       tx,
       'select count(*) as n from organizational_project_assignments where project_id = ?',
       [id],
@@ -213,7 +210,7 @@ export async function deleteProject(em: EntityManager, principal: Principal, id:
         code: 'PROJECT_NOT_EMPTY',
         assigned: Number(n),
       });
-    await run(tx, 'delete from organizational_projects where id = ?', [id]);
+    await sql(tx, 'delete from organizational_projects where id = ?', [id]);
     return view(row);
   });
 }
@@ -230,7 +227,7 @@ export async function listMembers(
   id: string,
 ): Promise<{ project_id: string; items: Record<ItemKind, MemberView[]> }> {
   await loadProject(em, principal, id);
-  const rows = await run<Array<{ kind: ItemKind; ref_id: string; assigned_by: string; assigned_at: Date }>>(
+  const rows = await sql<{ kind: ItemKind; ref_id: string; assigned_by: string; assigned_at: Date }>(
     em,
     `select kind, ref_id, assigned_by, assigned_at from organizational_project_assignments
      where tenant = ? and project_id = ? order by assigned_at, ref_id`,
@@ -252,7 +249,7 @@ async function checkItem(
 ): Promise<void> {
   switch (kind) {
     case 'thread': {
-      const [t] = await run<Array<{ tenant: string; owner_id: string | null; visibility: string }>>(
+      const [t] = await sql<{ tenant: string; owner_id: string | null; visibility: string }>(
         em,
         'select tenant, owner_id, visibility from conversation_threads where id = ?',
         [refId],
@@ -265,7 +262,7 @@ async function checkItem(
       const sep = refId.indexOf(':');
       const [f] =
         sep > 0
-          ? await run<Array<{ tenant: string }>>(
+          ? await sql<{ tenant: string }>(
               em,
               'select tenant from managed_flows where source_id = ? and flow_name = ? and tenant = ?',
               [refId.slice(0, sep), refId.slice(sep + 1), principal.tenant],
@@ -320,7 +317,7 @@ export async function assignItem(
       const target = await loadProject(tx, principal, projectId, true);
       if (target.archived_at) throw archivedProject(projectId);
     }
-    const [current] = await run<Array<{ project_id: string; archived_at: Date | null }>>(
+    const [current] = await sql<{ project_id: string; archived_at: Date | null }>(
       tx,
       `select a.project_id, p.archived_at from organizational_project_assignments a
        join organizational_projects p on p.id = a.project_id
@@ -330,13 +327,13 @@ export async function assignItem(
     if (current?.project_id === projectId) return { kind, ref_id: refId, project_id: projectId };
     if (current?.archived_at) throw archivedProject(current.project_id);
     if (projectId === null) {
-      await run(tx, 'delete from organizational_project_assignments where tenant = ? and kind = ? and ref_id = ?', [
+      await sql(tx, 'delete from organizational_project_assignments where tenant = ? and kind = ? and ref_id = ?', [
         principal.tenant,
         kind,
         refId,
       ]);
     } else {
-      await run(
+      await sql(
         tx,
         `insert into organizational_project_assignments (tenant, kind, ref_id, project_id, assigned_by, assigned_at)
          values (?, ?, ?, ?, ?, now())

@@ -8,6 +8,7 @@ import { deleteSettingRow, readSettingRow, writeSettingRow } from '../../shared/
 import { ForbiddenError } from '../../shared/errors.js';
 import { publicOrigin } from '../mcp/public-url.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { sql } from '../../shared/db/sql.js';
 
 /**
  * The remaining configuration routes as a PostgreSQL deployment answers them (spec, Configuration,
@@ -128,7 +129,8 @@ async function assignEai(em: EntityManager, body: z.output<typeof EaiBody>, prin
       verification: { checked: false, applied: false },
     };
   }
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into eai_assignments (reference_name, integration_type, assigned_at, assigned_by) values (?, ?, ?, ?)
      on conflict (reference_name) do update set integration_type = excluded.integration_type,
        assigned_at = excluded.assigned_at, assigned_by = excluded.assigned_by`,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { toIso } from '../../shared/dates.js';
 import { PayloadTooLargeError } from '../../shared/errors.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { sql } from '../../shared/db/sql.js';
 
 const MAX_USER_CONFIG_BYTES = 64 * 1024;
 
@@ -66,12 +67,11 @@ export const configViewRoutes = [
       },
     },
     handler: async ({ em, principal }) => {
-      const [row] = await em
-        .getConnection()
-        .execute<{ config: Record<string, unknown>; updated_at: Date }[]>(
-          'select config, updated_at from user_configs where tenant = ? and user_id = ?',
-          [principal.tenant, principal.id],
-        );
+      const [row] = await sql<{ config: Record<string, unknown>; updated_at: Date }>(
+        em,
+        'select config, updated_at from user_configs where tenant = ? and user_id = ?',
+        [principal.tenant, principal.id],
+      );
       return { success: true, data: { config: row?.config ?? {}, updated_at: row ? toIso(row.updated_at) : null } };
     },
   }),
@@ -97,7 +97,8 @@ export const configViewRoutes = [
           limit_bytes: MAX_USER_CONFIG_BYTES,
         });
       }
-      await em.getConnection().execute(
+      await sql(
+        em,
         `insert into user_configs (tenant, user_id, config, updated_at) values (?, ?, ?::jsonb, ?)
          on conflict (tenant, user_id) do update set config = excluded.config, updated_at = excluded.updated_at`,
         [principal.tenant, principal.id, json, new Date()],

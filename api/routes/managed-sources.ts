@@ -34,6 +34,7 @@ import {
 } from '../../shared/managed-sources/git.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { sql } from '../../shared/db/sql.js';
 
 const SCAN_TYPES = [
   'skills',
@@ -418,7 +419,8 @@ async function startSync(
   const jobId = randomUUID();
   const expected = expectedRelease;
   try {
-    await em.getConnection().execute(
+    await sql(
+      em,
       `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, expected_release_commit, requested_by, started_at, updated_at)
          values (?, ?, ?, 'running', 'queued', ?, ?, now(), now())`,
       [jobId, row.id, principal.tenant, expected, principal.id],
@@ -443,12 +445,11 @@ async function startSync(
       memo: { requested_by: principal.id, kind: 'source-sync' },
     });
   } catch (err) {
-    await em
-      .getConnection()
-      .execute(
-        `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now() where job_id = ?`,
-        [JSON.stringify({ code: 'SYNC_NOT_STARTED', message: 'The sync workflow could not be started.' }), jobId],
-      );
+    await sql(
+      em,
+      `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now() where job_id = ?`,
+      [JSON.stringify({ code: 'SYNC_NOT_STARTED', message: 'The sync workflow could not be started.' }), jobId],
+    );
     throw err;
   }
   return { jobId, workflowId, expected };

@@ -9,6 +9,7 @@ import { LlmError, llmFailure, notConfigured } from '../../shared/llm/client.js'
 import { resolveSkill } from '../../shared/skills/packages.js';
 import { SKILL_NAME, readSkillFile } from '../../shared/skills/read.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { sql } from '../../shared/db/sql.js';
 
 /** Where removed skills are moved (not addressable as a skill: names start with a letter or digit). */
 export const REMOVED_SKILLS_FOLDER = '.removed';
@@ -100,7 +101,8 @@ export const skillRoutes = [
       404: { description: 'No imported package of this name' },
     },
     handler: async ({ params, em, principal }) => {
-      const [row] = await em.getConnection().execute<Array<{ managed_source_id: string; commit_sha: string }>>(
+      const [row] = await sql<{ managed_source_id: string; commit_sha: string }>(
+        em,
         `update agent_skill_packages set removed_at = now(), removed_by = ?
            where tenant = ? and name = ? and removed_at is null returning managed_source_id, commit_sha`,
         [principal.id, principal.tenant, params.skill_name],

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { DeploymentSettingEntity } from '../db/entities/index.js';
 import type { DefaultAgentSettings, UnavailablePolicy } from './default-agent.js';
+import { sql } from '../db/sql.js';
 
 /** Gateway settings belong to one tenant: one tenant's administrator never changes another's default. */
 const agentKey = (tenant: string) => `gateway.${tenant}.default_agent_id`;
@@ -31,15 +32,15 @@ export async function writeGatewaySettings(
   updatedBy: string,
   now = new Date(),
 ): Promise<GatewaySettings> {
-  const conn = em.getConnection();
   for (const [key, value] of [
     [agentKey(tenant), patch.default_agent_id],
     [policyKey(tenant), patch.default_agent_unavailable_policy],
   ] as const) {
     if (value === undefined) continue;
-    if (value === null) await conn.execute('delete from deployment_settings where key = ?', [key]);
+    if (value === null) await sql(em, 'delete from deployment_settings where key = ?', [key]);
     else
-      await conn.execute(
+      await sql(
+        em,
         `insert into deployment_settings (key, value, updated_at, updated_by) values (?, ?::jsonb, ?, ?)
          on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
         [key, JSON.stringify(value), now, updatedBy],

@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { AgentRowEntity, type AgentAccess, type AgentRow } from '../db/entities/agents.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { canUseAgent } from './access.js';
+import { sql } from '../db/sql.js';
 
 /** The agents every tenant has. Their access and instructions may be changed; they cannot be deleted. */
 /** Built-in agents' tool groups: no CRM writes by default (an administrator adds crm_connector_tools). */
@@ -33,7 +34,8 @@ const seeded = new Set<string>();
 export async function ensureBuiltInAgents(em: EntityManager, tenant: string, now = new Date()): Promise<void> {
   if (seeded.has(tenant)) return;
   for (const agent of BUILT_IN_AGENTS) {
-    await em.getConnection().execute(
+    await sql(
+      em,
       `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?::jsonb, '{"roles": [], "users": []}'::jsonb, 'builtin', true, 'system', ?, ?) on conflict do nothing`,
       [
@@ -154,11 +156,9 @@ export async function deleteAgent(em: EntityManager, principal: Principal, id: s
 }
 
 async function assertNameFree(em: EntityManager, tenant: string, name: string): Promise<void> {
-  const [clash] = await em
-    .getConnection()
-    .execute<Array<{ id: string }>>('select id from agents where tenant = ? and lower(name) = lower(?)', [
-      tenant,
-      name,
-    ]);
+  const [clash] = await sql<{ id: string }>(em, 'select id from agents where tenant = ? and lower(name) = lower(?)', [
+    tenant,
+    name,
+  ]);
   if (clash) throw new ConflictError(`An agent named ${name} already exists.`, { code: 'AGENT_NAME_TAKEN' });
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { BUILT_IN_ROLES, isPermission, permissionsFor, type Permission } from './rbac.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Custom roles (imported from managed sources, `roles/<role_name>/role.yaml`): per tenant, a name and
@@ -22,12 +23,11 @@ export async function resolvePermissions(
   const granted = permissionsFor(roles);
   const custom = roles.filter((r) => !isBuiltInRole(r));
   if (!custom.length) return granted;
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ permissions: string[] }>>(
-      `select permissions from custom_roles where tenant = ? and name in (${custom.map(() => '?').join(', ')})`,
-      [tenant, ...custom],
-    );
+  const rows = await sql<{ permissions: string[] }>(
+    em,
+    `select permissions from custom_roles where tenant = ? and name in (${custom.map(() => '?').join(', ')})`,
+    [tenant, ...custom],
+  );
   for (const row of rows)
     for (const p of row.permissions) if (isPermission(p) && !ADMIN_LEVEL_PERMISSIONS.includes(p)) granted.add(p);
   return granted;

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Hosted mode's explicit identity links (spec, Hosted identity; Authentication 4). A verified
@@ -65,12 +66,11 @@ export type BindingLookup = ActiveBinding | 'revoked' | 'none';
 
 /** The subject's active link, else whether it only has revoked ones. */
 export async function findBinding(em: EntityManager, scope: HostedScope, subject: string): Promise<BindingLookup> {
-  const rows: Row[] = await em
-    .getConnection()
-    .execute(
-      `select ${COLUMNS} from hosted_identity_bindings where tenant = ? and installation = ? and subject = ? order by state = 'active' desc limit 1`,
-      [scope.tenant, scope.installation, subject],
-    );
+  const rows: Row[] = await sql(
+    em,
+    `select ${COLUMNS} from hosted_identity_bindings where tenant = ? and installation = ? and subject = ? order by state = 'active' desc limit 1`,
+    [scope.tenant, scope.installation, subject],
+  );
   const row = rows[0];
   if (!row) return 'none';
   if (row.state !== 'active') return 'revoked';
@@ -79,9 +79,9 @@ export async function findBinding(em: EntityManager, scope: HostedScope, subject
 
 /** Whether a binding is still active (the WebSocket recheck). */
 export async function bindingIsActive(em: EntityManager, bindingId: string): Promise<boolean> {
-  const rows: { state: string }[] = await em
-    .getConnection()
-    .execute(`select state from hosted_identity_bindings where binding_id = ?`, [bindingId]);
+  const rows: { state: string }[] = await sql(em, `select state from hosted_identity_bindings where binding_id = ?`, [
+    bindingId,
+  ]);
   return rows[0]?.state === 'active';
 }
 
@@ -91,7 +91,8 @@ async function insertBinding(
   input: { subject: string; role: BindingRole; initialAdmin: boolean; operationId: string | null; createdBy: string },
 ): Promise<Row | undefined> {
   // Any unique index (the sole initial admin, one active link per subject, operation ids) makes this a no-op.
-  const rows: Row[] = await em.getConnection().execute(
+  const rows: Row[] = await sql(
+    em,
     `insert into hosted_identity_bindings
        (binding_id, tenant, installation, subject, role, initial_admin, state, create_operation_id, created_by)
      values (?, ?, ?, ?, ?, ?, 'active', ?, ?)
@@ -112,9 +113,7 @@ async function insertBinding(
 }
 
 async function selectOne(em: EntityManager, where: string, params: unknown[]): Promise<Row | undefined> {
-  const rows: Row[] = await em
-    .getConnection()
-    .execute(`select ${COLUMNS} from hosted_identity_bindings where ${where} limit 1`, params);
+  const rows: Row[] = await sql(em, `select ${COLUMNS} from hosted_identity_bindings where ${where} limit 1`, params);
   return rows[0];
 }
 
@@ -195,7 +194,8 @@ export async function revokeBinding(
   if (byOp && byOp.binding_id !== input.bindingId) throw operationReused();
   let rows: Row[];
   try {
-    rows = await em.getConnection().execute(
+    rows = await sql(
+      em,
       `update hosted_identity_bindings
          set state = 'revoked', revoke_operation_id = ?, revoked_by = ?, revoked_at = now()
        where binding_id = ? and tenant = ? and installation = ? and state = 'active'

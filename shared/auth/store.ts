@@ -9,6 +9,7 @@ import {
   type User,
 } from '../db/entities/index.js';
 import { hashToken, mintToken, PAT_PREFIX, SANDBOX_PREFIX } from './tokens.js';
+import { sql } from '../db/sql.js';
 
 /** How often a user's sign-in time and a PAT's last use are written at most, per process. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -38,7 +39,8 @@ export interface SeenUser {
 export async function recordSignIn(em: EntityManager, user: SeenUser, now = new Date()): Promise<void> {
   const key = `${user.id}|${user.roles.join(',')}|${user.displayName ?? ''}`;
   if (!dueForTouch(key, now.getTime())) return;
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into users (id, tenant, kind, display_name, email, roles, first_seen_at, last_sign_in_at)
      values (?, ?, ?, ?, ?, ?::jsonb, ?, ?)
      on conflict (id) do update set tenant = excluded.tenant, kind = excluded.kind,

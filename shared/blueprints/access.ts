@@ -11,6 +11,7 @@ import { isBuiltInRole } from '../auth/custom-roles.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import { resolveOwner } from './manifest.js';
 import type { Resolved } from './store.js';
+import { sql } from '../db/sql.js';
 
 export const ACTIONS = ['view', 'edit', 'manage'] as const;
 export type BlueprintAction = (typeof ACTIONS)[number];
@@ -36,12 +37,11 @@ export interface Grant {
 
 export async function grantsOf(em: EntityManager, blueprintIds: string[]): Promise<Grant[]> {
   if (!blueprintIds.length) return [];
-  return em
-    .getConnection()
-    .execute<Grant[]>(
-      `select * from blueprint_grants where blueprint_id in (${blueprintIds.map(() => '?').join(', ')}) order by role_name, action`,
-      blueprintIds,
-    );
+  return sql<Grant>(
+    em,
+    `select * from blueprint_grants where blueprint_id in (${blueprintIds.map(() => '?').join(', ')}) order by role_name, action`,
+    blueprintIds,
+  );
 }
 
 /** The caller's flags on one blueprint, given the grants of that blueprint. */
@@ -74,8 +74,9 @@ export function requireAccess(flags: AccessFlags, action: BlueprintAction, name:
 /** A role a grant may name: a built-in role or one of the tenant's custom roles. */
 export async function isConfiguredRole(em: EntityManager, tenant: string, role: string): Promise<boolean> {
   if (isBuiltInRole(role)) return true;
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ name: string }>>(`select name from custom_roles where tenant = ? and name = ?`, [tenant, role]);
+  const rows = await sql<{ name: string }>(em, `select name from custom_roles where tenant = ? and name = ?`, [
+    tenant,
+    role,
+  ]);
   return rows.length > 0;
 }

@@ -11,11 +11,7 @@ import { rm } from 'node:fs/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { lockBlueprint, repoDir, type BlueprintRow } from './store.js';
 import { dropOrphanBlobs } from './versions.js';
-
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  // Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
-}
+import { sql } from '../db/sql.js';
 
 const PURGEABLE = `b.hidden and not exists (
     select 1 from projects p where p.blueprint_id = b.blueprint_id and p.status in ('running', 'paused'))`;

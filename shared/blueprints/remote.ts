@@ -46,6 +46,7 @@ import {
   type BlueprintRow,
   type Resolved,
 } from './store.js';
+import { sql } from '../db/sql.js';
 
 /** The conventional folder of a source's blueprints. */
 export const BLUEPRINTS_FOLDER = 'blueprints';
@@ -146,10 +147,6 @@ export async function readRemoteBlueprints(
     desired.push({ blueprint_id: blueprintId, name, path: dirPath, files });
   }
   return { desired, degraded };
-}
-
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 export interface RemoteSyncResult {

@@ -22,6 +22,7 @@ import {
   serializeManifest,
   type BlueprintManifest,
 } from './manifest.js';
+import { sql } from '../db/sql.js';
 
 export interface BlueprintRow {
   blueprint_id: string;
@@ -52,13 +53,6 @@ export function newBlueprintId(): string {
 export function repoDir(root: string, tenant: string, blueprintId: string): string {
   return path.join(root, encodeURIComponent(tenant), blueprintId);
 }
-
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  // Inside `em.transactional`, the query must name the transaction (the advisory lock included), or it
-  // runs on another pooled connection and the lock is released at once.
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
-}
-
 /** Serialises writers of one blueprint (call inside a transaction). */
 export async function lockBlueprint(tx: EntityManager, key: string): Promise<void> {
   await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 14))`, [key]);

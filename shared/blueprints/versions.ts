@@ -12,6 +12,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import git from 'isomorphic-git';
 import type { Principal } from '../auth/principal.js';
 import { MANIFEST_FILE, parseManifest, serializeManifest } from './manifest.js';
+import { sql } from '../db/sql.js';
 
 export interface VersioningRow {
   blueprint_id: string;
@@ -58,11 +59,6 @@ export type VersionFiles = FileMap | LazyFile[];
 function lazyList(files: VersionFiles): LazyFile[] {
   if (Array.isArray(files)) return files;
   return [...files].map(([path, data]) => ({ path, read: async () => data }));
-}
-
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  // Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 export const versionTag = (n: number) => `version/${n}`;

@@ -12,6 +12,7 @@ import git from 'isomorphic-git';
 import { ConflictError } from '../errors.js';
 import { listCommitFiles, readCommitFile } from './store.js';
 import { writeSnapshotCommit, type FileMap, type GitAuthor } from './versions.js';
+import { sql } from '../db/sql.js';
 
 export type WipStatus = 'open' | 'committed' | 'discarded' | 'expired';
 
@@ -29,11 +30,6 @@ export interface WipRow {
   closed_by: string | null;
   commit_sha: string | null;
   created_at: Date;
-}
-
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  // Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 export function newWipSessionId(): string {

@@ -5,6 +5,7 @@ import { toIso } from '../dates.js';
 import type { Settings } from '../settings/store.js';
 import { BRANDING_FIELD_NAMES, type BrandingFieldName } from './fields.js';
 import type { LogoMediaType } from './image-type.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Deployment-wide branding (spec, Other named resources): writable fields are the settings
@@ -45,15 +46,16 @@ export interface BrandingView extends BrandingFields {
 export async function readBranding(em: EntityManager, settings: Settings): Promise<BrandingView> {
   const fields = {} as BrandingFields;
   for (const name of BRANDING_FIELD_NAMES) fields[name] = await settings.get(brandingPath(name));
-  const conn = em.getConnection();
-  const logos = await conn.execute<Array<{ logo_type: LogoType; version: number }>>(
+  const logos = await sql<{ logo_type: LogoType; version: number }>(
+    em,
     'select logo_type, version from branding_logos',
   );
   const url = (type: LogoType) => {
     const logo = logos.find((l) => l.logo_type === type);
     return logo ? logoUrl(type, Number(logo.version)) : null;
   };
-  const [last] = await conn.execute<Array<{ applied_at: Date; applied_by: string }>>(
+  const [last] = await sql<{ applied_at: Date; applied_by: string }>(
+    em,
     `select applied_at, applied_by from platform_settings_applies a
      where exists (select 1 from jsonb_array_elements(a.changes) c where c->>'path' like 'branding.%')
      order by id desc limit 1`,
@@ -79,7 +81,8 @@ export async function storeLogo(
   now = new Date(),
 ): Promise<number> {
   const sha256 = createHash('sha256').update(content).digest('hex');
-  const rows = await em.getConnection().execute<Array<{ version: number }>>(
+  const rows = await sql<{ version: number }>(
+    em,
     `insert into branding_logos (logo_type, media_type, content, sha256, version, uploaded_at, uploaded_by)
      values (?, ?, ?, ?, 1, ?, ?)
      on conflict (logo_type) do update set media_type = excluded.media_type, content = excluded.content,

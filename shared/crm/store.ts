@@ -7,6 +7,7 @@ import type { CrmSettings } from './connection-config.js';
 import type { CrmAuthMode } from './connection-types.js';
 import type { TokenSet } from './oauth.js';
 import { SurvivorshipPolicySchema, type SurvivorshipPolicy } from './survivorship.js';
+import { sql } from '../db/sql.js';
 
 /** A connection with its secrets and cached tokens opened: only ever held in memory. */
 export interface LoadedConnection {
@@ -87,15 +88,14 @@ export async function saveTokens(
         .map((h) => new URL(h).host),
     ),
   ];
-  await em
-    .getConnection()
-    .execute(
-      `update crm_connections set tokens_sealed = ?, settings = ?::jsonb, egress_hosts = ?::jsonb, updated_at = now() where id = ?`,
-      [
-        secretBox(config).seal(JSON.stringify(tokens)),
-        JSON.stringify(conn.settings),
-        JSON.stringify(egressHosts),
-        conn.row.id,
-      ],
-    );
+  await sql(
+    em,
+    `update crm_connections set tokens_sealed = ?, settings = ?::jsonb, egress_hosts = ?::jsonb, updated_at = now() where id = ?`,
+    [
+      secretBox(config).seal(JSON.stringify(tokens)),
+      JSON.stringify(conn.settings),
+      JSON.stringify(egressHosts),
+      conn.row.id,
+    ],
+  );
 }

@@ -13,6 +13,7 @@ import {
   type TicketRcaState,
   type TicketRcaStep,
 } from '../../workflows/ticket-rca-definitions.js';
+import { sql as sharedSql } from '../db/sql.js';
 
 /**
  * The ticket-RCA vignette's session rows (`ticket_rca_sessions`, the projection of workflow
@@ -23,8 +24,12 @@ import {
 export type TicketRcaRow = Record<string, unknown>;
 
 /** Queries name the transaction when inside one (see shared/blueprints/store.ts). */
-export async function sql<T = TicketRcaRow>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
+export function sql<T extends object = TicketRcaRow>(
+  em: EntityManager,
+  q: string,
+  params: unknown[] = [],
+): Promise<T[]> {
+  return sharedSql<T>(em, q, params);
 }
 
 export const TICKET_RCA_PRINCIPAL = 'system:ticket-rca';

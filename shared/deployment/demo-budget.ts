@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { DeploymentSettingEntity, LlmUsageEntity } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
+import { sql } from '../db/sql.js';
 
 export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
 
@@ -41,16 +42,16 @@ export interface DemoBudgetAggregate {
 
 /** Deployment spend versus cap; the latest-activity times are null when they cannot be read. */
 export async function demoBudgetAggregate(em: EntityManager): Promise<DemoBudgetAggregate> {
-  const conn = em.getConnection();
-  const [spend] = await conn.execute<Array<{ spend: string; calls: string }>>(
+  const [spend] = await sql<{ spend: string; calls: string }>(
+    em,
     'select coalesce(sum(cost_usd), 0)::text as spend, count(*)::text as calls from llm_usage',
   );
   const capSetting = await em.findOne(DeploymentSettingEntity, { key: DEMO_BUDGET_CAP_KEY });
   const spendUsd = Number(spend?.spend ?? 0);
   const cap = typeof capSetting?.value === 'number' ? capSetting.value : null;
-  const latest = async (sql: string): Promise<string | null> => {
+  const latest = async (query: string): Promise<string | null> => {
     try {
-      const [row] = await conn.execute<Array<{ at: Date | null }>>(sql);
+      const [row] = await sql<{ at: Date | null }>(em, query);
       return toIso(row?.at);
     } catch {
       return null;
@@ -69,7 +70,8 @@ export async function demoBudgetAggregate(em: EntityManager): Promise<DemoBudget
 
 /** Sets the effective cap immediately (upsert); returns what is now stored. */
 export async function setDemoBudgetCap(em: EntityManager, capUsd: number, updatedBy: string, now = new Date()) {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into deployment_settings (key, value, updated_at, updated_by) values (?, ?::jsonb, ?, ?)
      on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
     [DEMO_BUDGET_CAP_KEY, JSON.stringify(capUsd), now, updatedBy],
@@ -81,8 +83,6 @@ export async function setDemoBudgetCap(em: EntityManager, capUsd: number, update
 export async function demoBudgetExhausted(em: EntityManager): Promise<boolean> {
   const cap = await em.findOne(DeploymentSettingEntity, { key: DEMO_BUDGET_CAP_KEY });
   if (typeof cap?.value !== 'number') return false;
-  const [row] = await em
-    .getConnection()
-    .execute<Array<{ spend: string }>>('select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
+  const [row] = await sql<{ spend: string }>(em, 'select coalesce(sum(cost_usd), 0)::text as spend from llm_usage');
   return Number(row?.spend ?? 0) >= cap.value;
 }

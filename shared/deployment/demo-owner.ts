@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError } from '../errors.js';
 import { readSettingRow, writeSettingRow } from './settings-rows.js';
+import { sql } from '../db/sql.js';
 
 /**
  * The hosted demo's owner (spec: `PUT /api/internal/demo-access/owner`), one per deployment, kept in
@@ -33,10 +34,10 @@ export async function readDemoOwner(em: EntityManager): Promise<DemoOwner | null
 }
 
 async function displayNameFor(em: EntityManager, sub: string | null, email: string): Promise<string | null> {
-  const conn = em.getConnection();
   const rows = sub
-    ? await conn.execute<Array<{ display_name: string | null }>>('select display_name from users where id = ?', [sub])
-    : await conn.execute<Array<{ display_name: string | null }>>(
+    ? await sql<{ display_name: string | null }>(em, 'select display_name from users where id = ?', [sub])
+    : await sql<{ display_name: string | null }>(
+        em,
         `select display_name from users where kind = 'person' and lower(email) = lower(?)
          order by last_sign_in_at desc limit 1`,
         [email],
@@ -54,9 +55,7 @@ export async function setDemoOwner(
   return em.transactional(async (tx) => {
     const t = tx as EntityManager;
     // One writer at a time, whether or not an owner row exists yet.
-    await t
-      .getConnection()
-      .execute(`select pg_advisory_xact_lock(hashtext(?))`, [DEMO_OWNER_KEY], 'all', t.getTransactionContext());
+    await sql(t, `select pg_advisory_xact_lock(hashtext(?))`, [DEMO_OWNER_KEY]);
     const current = (await readSettingRow<DemoOwner>(t, DEMO_OWNER_KEY))?.value ?? null;
     const sameOwner =
       current !== null &&

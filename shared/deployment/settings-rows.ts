@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { execSql, sql } from '../db/sql.js';
 
 /**
  * Rows of `deployment_settings` (one JSON value per dotted key) for the deployment-wide records that
@@ -16,11 +17,10 @@ export async function readSettingRow<T>(
   key: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<SettingRow<T> | null> {
-  const rows = await em.getConnection().execute<Array<{ value: T; updated_at: Date; updated_by: string }>>(
+  const rows = await sql<{ value: T; updated_at: Date; updated_by: string }>(
+    em,
     `select value, updated_at, updated_by from deployment_settings where key = ?${options.forUpdate ? ' for update' : ''}`,
     [key],
-    'all',
-    em.getTransactionContext(), // inside a transaction, the row lock must be taken on its connection
   );
   const row = rows[0];
   return row ? { value: row.value, updatedAt: new Date(row.updated_at), updatedBy: row.updated_by } : null;
@@ -33,23 +33,15 @@ export async function writeSettingRow(
   updatedBy: string,
   now = new Date(),
 ): Promise<void> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into deployment_settings (key, value, updated_at, updated_by) values (?, ?::jsonb, ?, ?)
      on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
     [key, JSON.stringify(value), now, updatedBy],
-    'all',
-    em.getTransactionContext(),
   );
 }
 
 export async function deleteSettingRow(em: EntityManager, key: string): Promise<boolean> {
-  const res = await em
-    .getConnection()
-    .execute<{ affectedRows?: number }>(
-      'delete from deployment_settings where key = ?',
-      [key],
-      'run',
-      em.getTransactionContext(),
-    );
+  const res = await execSql(em, 'delete from deployment_settings where key = ?', [key]);
   return (res.affectedRows ?? 0) > 0;
 }

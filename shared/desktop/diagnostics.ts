@@ -8,6 +8,7 @@ import { desktopNow } from './clock.js';
 import { ProvisionerError } from './provisioner.js';
 import { desktopSetup, type DesktopDeps } from './setup.js';
 import { loadState, saveState } from './state.js';
+import { sql } from '../db/sql.js';
 
 /** Spec, Limits (desktop diagnostics). */
 export const DIAGNOSTICS_CHUNK_BYTES = 1_500_000;
@@ -83,9 +84,9 @@ export async function createDiagnosticsPreview(
   const { content, files } = await collectLogs(await logDir(deps));
   const now = desktopNow();
   const id = randomUUID();
-  const conn = em.getConnection();
-  await conn.execute('delete from desktop_diagnostics_previews where expires_at < ?', [new Date(now - 86_400_000)]);
-  await conn.execute(
+  await sql(em, 'delete from desktop_diagnostics_previews where expires_at < ?', [new Date(now - 86_400_000)]);
+  await sql(
+    em,
     `insert into desktop_diagnostics_previews (id, trigger, content, total_bytes, files, created_at, expires_at)
      values (?, ?, ?, ?, ?::jsonb, ?, ?)`,
     [
@@ -128,9 +129,9 @@ export async function sendDiagnostics(
     throw new ConflictError('This laptop is not activated.', { code: 'not_activated' });
   if (!setup.provisioner)
     throw new ServiceUnavailableError('desktop_provisioner', 'The desktop provisioner is not configured.');
-  const conn = em.getConnection();
   // Claimed first, so two sends of one preview never both upload.
-  const claimed = await conn.execute<Array<{ content: Buffer; trigger: string }>>(
+  const claimed = await sql<{ content: Buffer; trigger: string }>(
+    em,
     `update desktop_diagnostics_previews set sent_at = ? where id = ? and sent_at is null and expires_at > ?
      returning content, trigger`,
     [new Date(desktopNow()), previewId, new Date(desktopNow())],
@@ -175,13 +176,13 @@ export async function sendDiagnostics(
       chunk_bytes: chunk,
       truncated: offset < content.length,
     };
-    await conn.execute('update desktop_diagnostics_previews set result = ?::jsonb where id = ?', [
+    await sql(em, 'update desktop_diagnostics_previews set result = ?::jsonb where id = ?', [
       JSON.stringify(result),
       previewId,
     ]);
     return result;
   } catch (err) {
-    await conn.execute('update desktop_diagnostics_previews set sent_at = null where id = ?', [previewId]);
+    await sql(em, 'update desktop_diagnostics_previews set sent_at = null where id = ?', [previewId]);
     throw new ServiceUnavailableError(
       'desktop_provisioner',
       `The provisioner did not take the diagnostics: ${err instanceof Error ? err.message : String(err)}`,
@@ -214,14 +215,12 @@ export async function autoDiagnosticsAttempt(deps: DesktopDeps, em: EntityManage
   });
   if (claim === 'not_activated' || claim === 'too_soon') return { outcome: claim };
   const preview = await createDiagnosticsPreview(deps, em, 'automatic');
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ content: Buffer }>>('select content from desktop_diagnostics_previews where id = ?', [
-      preview.preview_id,
-    ]);
+  const rows = await sql<{ content: Buffer }>(em, 'select content from desktop_diagnostics_previews where id = ?', [
+    preview.preview_id,
+  ]);
   const sha = createHash('sha256').update(Buffer.from(rows[0]!.content)).digest('hex');
   if (preview.total_bytes === 0 || sha === claim) {
-    await em.getConnection().execute('delete from desktop_diagnostics_previews where id = ?', [preview.preview_id]);
+    await sql(em, 'delete from desktop_diagnostics_previews where id = ?', [preview.preview_id]);
     return { outcome: 'unchanged' };
   }
   try {

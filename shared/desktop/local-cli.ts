@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { NotFoundError } from '../errors.js';
 import type { DesktopDeps } from './setup.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Coding CLIs installed on the laptop (laptop mode, issue 18). Detection looks for the known binaries
@@ -49,11 +50,6 @@ interface Row {
   detected_at: Date;
   imported_at: Date | null;
   declined_at: Date | null;
-}
-
-// Inside `em.transactional`, the query must name the transaction or it runs on another pooled connection.
-async function sql<T>(em: EntityManager, q: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
 }
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());

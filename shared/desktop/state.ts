@@ -3,6 +3,7 @@ import type { AppConfig } from '../config.js';
 import type { LlmActivation, ProvisionerCredit } from './provisioner.js';
 import type { VersionPolicy } from './versions.js';
 import { openSecretBox } from '../secrets/secret-box.js';
+import { sql } from '../db/sql.js';
 
 /**
  * The laptop's one desktop record (`desktop_state`, row `desktop`). The device credential and the AI
@@ -61,11 +62,10 @@ export async function loadState(
   config: AppConfig,
   options: { forUpdate?: boolean } = {},
 ): Promise<LoadedState> {
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ state: Partial<DesktopState>; credentials_sealed: string | null }>>(
-      `select state, credentials_sealed from desktop_state where id = 'desktop'${options.forUpdate ? ' for update' : ''}`,
-    );
+  const rows = await sql<{ state: Partial<DesktopState>; credentials_sealed: string | null }>(
+    em,
+    `select state, credentials_sealed from desktop_state where id = 'desktop'${options.forUpdate ? ' for update' : ''}`,
+  );
   const row = rows[0];
   const state = { ...EMPTY_STATE, ...(row?.state ?? {}) };
   if (!row?.credentials_sealed) return { state, credentials: null, unreadable: 0 };
@@ -87,9 +87,9 @@ export async function saveState(
   state: DesktopState,
   credentials?: DesktopCredentials | null,
 ): Promise<void> {
-  const conn = em.getConnection();
   if (credentials === undefined) {
-    await conn.execute(
+    await sql(
+      em,
       `insert into desktop_state (id, state, updated_at) values ('desktop', ?::jsonb, now())
        on conflict (id) do update set state = excluded.state, updated_at = excluded.updated_at`,
       [JSON.stringify(state)],
@@ -97,7 +97,8 @@ export async function saveState(
     return;
   }
   const sealed = credentials === null ? null : (await openSecretBox(em, config)).seal(JSON.stringify(credentials));
-  await conn.execute(
+  await sql(
+    em,
     `insert into desktop_state (id, state, credentials_sealed, updated_at) values ('desktop', ?::jsonb, ?, now())
      on conflict (id) do update set state = excluded.state, credentials_sealed = excluded.credentials_sealed,
        updated_at = excluded.updated_at`,

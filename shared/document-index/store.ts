@@ -4,13 +4,12 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import { VECTOR_BATCH, type Embedder } from './embedder.js';
 import { encodeVector } from './vectors.js';
+import { sql } from '../db/sql.js';
 
 export type Row = Record<string, unknown>;
 
-/** Raw SQL inside the caller's transaction when there is one. */
-export function sql<T = Row>(em: EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
-  return em.getConnection().execute(text, params, 'all', em.getTransactionContext()) as Promise<T[]>;
-}
+// Raw SQL inside the caller's transaction when there is one (re-exported for this module's importers).
+export { sql };
 
 /** Spec Limits: internal chunk reads in pages of 2000. */
 export const CHUNK_PAGE = 2000;

@@ -6,6 +6,7 @@ import type { AppConfig } from '../config.js';
 import { DownloadGrantEntity, DownloadEntity, type Download } from '../db/entities/index.js';
 import { NotFoundError, PayloadTooLargeError, PlatformError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Short-lived, single-use signed download URLs for files agents produce (spec, Hosted gateway).
@@ -129,12 +130,11 @@ export async function storeDownload(
     });
   }
   // Opportunistic retention: files past DOWNLOAD_RETENTION_DAYS go (a bounded batch per new file).
-  await em
-    .getConnection()
-    .execute(
-      `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
-      [DOWNLOAD_RETENTION_DAYS],
-    );
+  await sql(
+    em,
+    `delete from downloads where id in (select id from downloads where created_at < now() - make_interval(days => ?) limit 100)`,
+    [DOWNLOAD_RETENTION_DAYS],
+  );
   const id = input.id ?? randomUUID();
   // A caller retrying with the same id (an agent's retried tool call) finds the first file.
   if (input.id && (await em.findOne(DownloadEntity, { id: input.id })))

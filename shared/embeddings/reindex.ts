@@ -4,6 +4,7 @@ import { resolveEmbeddings } from '../llm/active-provider.js';
 import { LlmError, type LlmFailure } from '../llm/client.js';
 import { readLlmSettings } from '../llm/provider-store.js';
 import { sameIdentity, type EmbeddingConsumerRegistry, type EmbeddingIdentity } from './consumers.js';
+import { sql } from '../db/sql.js';
 
 type Row = Record<string, unknown>;
 
@@ -56,9 +57,7 @@ const progressOf = (r: Row): ReindexProgress => ({
 });
 
 export async function readReindexProgress(em: EntityManager, tenant: string): Promise<ReindexProgress | null> {
-  const rows: Row[] = await em
-    .getConnection()
-    .execute('select * from embedding_reindex_runs where tenant = ?', [tenant]);
+  const rows: Row[] = await sql(em, 'select * from embedding_reindex_runs where tenant = ?', [tenant]);
   return rows[0] ? progressOf(rows[0]) : null;
 }
 
@@ -81,7 +80,8 @@ export async function beginReindex(
   let total = 0;
   for (const name of consumers) total += await registry.get(name)!.count(em, input.tenant, input.identity);
   const now = new Date();
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into embedding_reindex_runs
        (tenant, run_id, status, identity, previous, consumers, consumers_done, total, done, failed, over_window,
         error, started_at, finished_at, updated_at)
@@ -183,12 +183,11 @@ export async function reindexBatch(
   }
   await em.transactional(async (tx) => {
     if (vectors.length) await consumer.store(tx, input.tenant, input.identity, vectors);
-    await tx.getConnection().execute(
+    await sql(
+      tx,
       `update embedding_reindex_runs set done = done + ?, failed = failed + ?, over_window = over_window + ?,
            updated_at = now() where tenant = ? and run_id = ? and status = 'running'`,
       [vectors.length, failed, overWindow, input.tenant, input.runId],
-      'all',
-      tx.getTransactionContext(),
     );
   });
   return { items: items.length, lastKey };
@@ -199,7 +198,8 @@ export async function reindexConsumerDone(
   em: EntityManager,
   input: { tenant: string; runId: string; consumersDone: number },
 ): Promise<void> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `update embedding_reindex_runs set consumers_done = greatest(consumers_done, ?), updated_at = now()
          where tenant = ? and run_id = ? and status = 'running'`,
     [input.consumersDone, input.tenant, input.runId],
@@ -211,7 +211,8 @@ export async function finishReindex(
   em: EntityManager,
   input: { tenant: string; runId: string; status: Exclude<ReindexStatus, 'running'>; error?: string },
 ): Promise<void> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `update embedding_reindex_runs set status = ?, error = ?, finished_at = now(), updated_at = now()
          where tenant = ? and run_id = ? and status = 'running'`,
     [input.status, input.error ?? null, input.tenant, input.runId],

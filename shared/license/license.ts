@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AppConfig } from '../config.js';
 import { deleteSettingRow, readSettingRow, writeSettingRow } from '../deployment/settings-rows.js';
 import { BadRequestError, ConflictError, PlatformError } from '../errors.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Offline licenses (spec, Configuration: `/api/license/*`). A license is a compact JWS (JWT) signed
@@ -158,9 +159,7 @@ function timeProblem(claims: LicenseClaims, now: Date): LicenseProblem | null {
 
 /** People holding a seat: signed-in persons in `users`. */
 export async function seatsUsed(em: EntityManager): Promise<number> {
-  const [row] = await em
-    .getConnection()
-    .execute<Array<{ n: string }>>(`select count(*)::text as n from users where kind = 'person'`);
+  const [row] = await sql<{ n: string }>(em, `select count(*)::text as n from users where kind = 'person'`);
   return Number(row?.n ?? 0);
 }
 

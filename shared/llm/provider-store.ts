@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refreshKeyring, type SecretBox } from '../secrets/secret-box.js';
 import { SECRET_FIELDS, type ProviderFields, type ProviderKind } from './provider-kinds.js';
+import { execSql, sql } from '../db/sql.js';
 
 /** A saved provider with its secrets still sealed (one sealed JSON object; `secretFields` names what it holds). */
 export interface StoredProvider {
@@ -59,27 +60,28 @@ export async function findProvider(
   subProvider: string,
 ): Promise<StoredProvider | null> {
   await refreshKeyring(em);
-  const rows: Row[] = await em
-    .getConnection()
-    .execute('select * from llm_providers where tenant = ? and provider_kind = ? and sub_provider = ?', [
-      tenant,
-      kind,
-      subProvider,
-    ]);
+  const rows: Row[] = await sql(
+    em,
+    'select * from llm_providers where tenant = ? and provider_kind = ? and sub_provider = ?',
+    [tenant, kind, subProvider],
+  );
   return rows[0] ? toProvider(rows[0]) : null;
 }
 
 export async function listProviders(em: EntityManager, tenant: string): Promise<StoredProvider[]> {
   await refreshKeyring(em);
-  const rows: Row[] = await em
-    .getConnection()
-    .execute('select * from llm_providers where tenant = ? order by provider_kind, sub_provider', [tenant]);
+  const rows: Row[] = await sql(
+    em,
+    'select * from llm_providers where tenant = ? order by provider_kind, sub_provider',
+    [tenant],
+  );
   return rows.map(toProvider);
 }
 
 /** Bumps the tenant's version: every cached resolution of the tenant is stale from now on. */
 async function bump(em: EntityManager, tenant: string): Promise<void> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into llm_settings (tenant, version, updated_at) values (?, 1, now())
      on conflict (tenant) do update set version = llm_settings.version + 1, updated_at = now()`,
     [tenant],
@@ -92,7 +94,8 @@ export async function writeProvider(
   p: Omit<StoredProvider, 'updatedAt'>,
   updatedBy: string,
 ): Promise<void> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into llm_providers (tenant, provider_kind, sub_provider, settings, secrets_sealed, secret_fields, admission, configured, created_at, updated_at, updated_by)
      values (?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, now(), now(), ?)
      on conflict (tenant, provider_kind, sub_provider) do update set settings = excluded.settings,
@@ -120,13 +123,13 @@ export async function deleteProvider(
   kind: ProviderKind,
   subProvider: string,
 ): Promise<boolean> {
-  const conn = em.getConnection();
-  const res = await conn.execute(
+  const res = await execSql(
+    em,
     'delete from llm_providers where tenant = ? and provider_kind = ? and sub_provider = ?',
     [tenant, kind, subProvider],
-    'run',
   );
-  await conn.execute(
+  await sql(
+    em,
     `update llm_settings set active_kind = null, active_sub_provider = '' where tenant = ? and active_kind = ? and active_sub_provider = ?`,
     [tenant, kind, subProvider],
   );
@@ -135,7 +138,7 @@ export async function deleteProvider(
 }
 
 export async function readLlmSettings(em: EntityManager, tenant: string): Promise<LlmSettings> {
-  const rows: Row[] = await em.getConnection().execute('select * from llm_settings where tenant = ?', [tenant]);
+  const rows: Row[] = await sql(em, 'select * from llm_settings where tenant = ?', [tenant]);
   const r = rows[0];
   if (!r) return { ...EMPTY_SETTINGS };
   return {
@@ -150,7 +153,7 @@ export async function readLlmSettings(em: EntityManager, tenant: string): Promis
 
 /** The tenant's version alone: the one read a cached resolution costs. */
 export async function readLlmVersion(em: EntityManager, tenant: string): Promise<number> {
-  const rows: Row[] = await em.getConnection().execute('select version from llm_settings where tenant = ?', [tenant]);
+  const rows: Row[] = await sql(em, 'select version from llm_settings where tenant = ?', [tenant]);
   return rows[0] ? Number(rows[0].version) : 0;
 }
 
@@ -160,7 +163,6 @@ export async function writeLlmSettings(
   tenant: string,
   patch: Partial<Omit<LlmSettings, 'version'>>,
 ): Promise<LlmSettings> {
-  const conn = em.getConnection();
   await bump(em, tenant);
   const sets: string[] = [];
   const values: unknown[] = [];
@@ -173,8 +175,7 @@ export async function writeLlmSettings(
   if (patch.assignments !== undefined) set('assignments', patch.assignments, true);
   if (patch.embeddings !== undefined) set('embeddings', patch.embeddings, true);
   if (patch.reindex !== undefined) set('reindex', patch.reindex, true);
-  if (sets.length)
-    await conn.execute(`update llm_settings set ${sets.join(', ')} where tenant = ?`, [...values, tenant]);
+  if (sets.length) await sql(em, `update llm_settings set ${sets.join(', ')} where tenant = ?`, [...values, tenant]);
   return readLlmSettings(em, tenant);
 }
 

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { TOOL_GROUP_NAMES, isToolGroup } from '../agents/tool-groups.js';
 import { ADMIN_LEVEL_PERMISSIONS, isBuiltInRole } from '../auth/custom-roles.js';
 import { isPermission } from '../auth/rbac.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Artifact hydration of a managed source (issue 12): agents from `agent.yaml`/`agent.yml` under
@@ -246,12 +247,13 @@ export async function planAgents(
   commitSha: string,
   read: { desired: DesiredAgent[]; degraded: DegradedArtifact[] },
 ): Promise<AgentPlan> {
-  const conn = em.getConnection();
-  const current = await conn.execute<CurrentAgent[]>(
+  const current = await sql<CurrentAgent>(
+    em,
     `select id, name, description, instructions, tool_groups, access, llm_provider, skill_groups from agents where managed_source_id = ? and tenant = ?`,
     [source.id, source.tenant],
   );
-  const others = await conn.execute<Array<{ name: string }>>(
+  const others = await sql<{ name: string }>(
+    em,
     `select name from agents where tenant = ? and (managed_source_id is null or managed_source_id <> ?)`,
     [source.tenant, source.id],
   );
@@ -312,9 +314,9 @@ export async function applyAgents(
   plan: AgentPlan,
   now = new Date(),
 ): Promise<number> {
-  const conn = em.getConnection();
   for (const d of plan.desired) {
-    await conn.execute(
+    await sql(
+      em,
       `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id, llm_provider, skill_groups)
        values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?, ?, ?::jsonb)
        on conflict (id) do update set name = excluded.name, description = excluded.description,
@@ -339,7 +341,8 @@ export async function applyAgents(
     );
   }
   if (plan.remove.length)
-    await conn.execute(
+    await sql(
+      em,
       `delete from agents where managed_source_id = ? and id in (${plan.remove.map(() => '?').join(', ')})`,
       [source.id, ...plan.remove],
     );
@@ -359,11 +362,14 @@ export async function planRoles(
   commitSha: string,
   read: { desired: DesiredRole[]; degraded: DegradedArtifact[] },
 ): Promise<RolePlan> {
-  const rows = await em
-    .getConnection()
-    .execute<
-      Array<{ name: string; description: string | null; permissions: string[]; managed_source_id: string | null }>
-    >('select name, description, permissions, managed_source_id from custom_roles where tenant = ?', [source.tenant]);
+  const rows = await sql<{
+    name: string;
+    description: string | null;
+    permissions: string[];
+    managed_source_id: string | null;
+  }>(em, 'select name, description, permissions, managed_source_id from custom_roles where tenant = ?', [
+    source.tenant,
+  ]);
   const mine = new Map(rows.filter((r) => r.managed_source_id === source.id).map((r) => [r.name, r]));
   const foreign = new Set(rows.filter((r) => r.managed_source_id !== source.id).map((r) => r.name));
   const degraded = [...read.degraded];
@@ -408,9 +414,9 @@ export async function applyRoles(
   plan: RolePlan,
   now = new Date(),
 ): Promise<number> {
-  const conn = em.getConnection();
   for (const d of plan.desired) {
-    await conn.execute(
+    await sql(
+      em,
       `insert into custom_roles (tenant, name, description, permissions, managed_source_id, created_at, updated_at)
        values (?, ?, ?, ?::jsonb, ?, ?, ?)
        on conflict (tenant, name) do update set description = excluded.description, permissions = excluded.permissions,
@@ -419,7 +425,8 @@ export async function applyRoles(
     );
   }
   if (plan.remove.length)
-    await conn.execute(
+    await sql(
+      em,
       `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${plan.remove.map(() => '?').join(', ')})`,
       [source.tenant, source.id, ...plan.remove],
     );
@@ -432,16 +439,17 @@ export async function removeSourceArtifacts(
   source: { id: string; tenant: string },
 ): Promise<{ agents: number; roles: number }> {
   return em.transactional(async (tx) => {
-    const conn = tx.getConnection();
-    const agents = await conn.execute<Array<{ id: string }>>(
+    const agents = await sql<{ id: string }>(
+      tx,
       'delete from agents where managed_source_id = ? and tenant = ? returning id',
       [source.id, source.tenant],
     );
-    const roles = await conn.execute<Array<{ name: string }>>(
+    const roles = await sql<{ name: string }>(
+      tx,
       'delete from custom_roles where managed_source_id = ? and tenant = ? returning name',
       [source.id, source.tenant],
     );
-    await conn.execute('delete from agent_skill_packages where managed_source_id = ? and tenant = ?', [
+    await sql(tx, 'delete from agent_skill_packages where managed_source_id = ? and tenant = ?', [
       source.id,
       source.tenant,
     ]);

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql.js';
 
 export const GOAL_STATUSES = ['planned', 'in_progress', 'met', 'waived'] as const;
 export type GoalStatus = (typeof GOAL_STATUSES)[number];
@@ -78,11 +79,6 @@ export interface NoteInput {
   verification_reason?: string | null;
   input_versions?: Record<string, string>;
 }
-
-// Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) =>
-  em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
-
 /**
  * Inserts one note inside the caller's transaction (the project row already locked) and moves the
  * goal to the note's status. `server_check_result`: with evidence, whether a server record of the
@@ -91,14 +87,14 @@ const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) =>
 export async function insertNote(tx: EntityManager, projectId: string, goal: GoalRow, n: NoteInput): Promise<NoteRow> {
   let check: NoteRow['server_check_result'] = null;
   if (n.evidence) {
-    const found = await exec<{ n: number }>(
+    const found = await sql<{ n: number }>(
       tx,
       'select count(*)::int as n from project_server_records where project_id = ? and evidence_id = ?',
       [projectId, n.evidence],
     );
     check = found[0]!.n > 0 ? 'matched' : 'not_found';
   }
-  const [row] = await exec<NoteRow>(
+  const [row] = await sql<NoteRow>(
     tx,
     `insert into project_notes (id, project_id, sequence, goal, actor, principal, evidence, asset, finding, waive_reason,
        person_turn, verification, verification_reason, server_check_result, previous_status, status, input_versions)
@@ -124,7 +120,7 @@ export async function insertNote(tx: EntityManager, projectId: string, goal: Goa
       projectId,
     ],
   );
-  await exec(tx, 'update project_goals set status = ?, updated_at = now() where project_id = ? and id = ?', [
+  await sql(tx, 'update project_goals set status = ?, updated_at = now() where project_id = ? and id = ?', [
     n.status,
     projectId,
     goal.id,
@@ -133,7 +129,7 @@ export async function insertNote(tx: EntityManager, projectId: string, goal: Goa
 }
 
 async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
-  await exec(
+  await sql(
     tx,
     `insert into project_events (project_id, seq, kind, payload)
      select ?, coalesce(max(seq), 0) + 1, ?, ?::jsonb from project_events where project_id = ?`,
@@ -148,8 +144,8 @@ export async function recordNote(
   n: NoteInput,
 ): Promise<NoteRow | 'unknown_goal'> {
   return em.transactional(async (tx) => {
-    await exec(tx, 'select id from projects where id = ? for update', [projectId]);
-    const [goal] = await exec<GoalRow>(tx, 'select * from project_goals where project_id = ? and id = ?', [
+    await sql(tx, 'select id from projects where id = ? for update', [projectId]);
+    const [goal] = await sql<GoalRow>(tx, 'select * from project_goals where project_id = ? and id = ?', [
       projectId,
       n.goal,
     ]);
@@ -161,7 +157,7 @@ export async function recordNote(
       goal: note.goal,
       status: note.status,
     });
-    await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
+    await sql(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
     return note;
   });
 }
@@ -187,13 +183,13 @@ export async function recordServerRecord(
   r: ServerRecordInput,
 ): Promise<ServerRecordRow | 'unknown_goal'> {
   return em.transactional(async (tx) => {
-    await exec(tx, 'select id from projects where id = ? for update', [projectId]);
-    const [goal] = await exec<GoalRow>(tx, 'select * from project_goals where project_id = ? and id = ?', [
+    await sql(tx, 'select id from projects where id = ? for update', [projectId]);
+    const [goal] = await sql<GoalRow>(tx, 'select * from project_goals where project_id = ? and id = ?', [
       projectId,
       r.goal,
     ]);
     if (!goal) return 'unknown_goal' as const;
-    const [row] = await exec<ServerRecordRow>(
+    const [row] = await sql<ServerRecordRow>(
       tx,
       `insert into project_server_records (project_id, goal, kind, evidence_id, asset_id, target_table, state, reason)
        values (?, ?, ?, ?, ?, ?, ?, ?)
@@ -210,7 +206,7 @@ export async function recordServerRecord(
 
 export async function goalsOf(em: EntityManager, projectIds: string[]): Promise<GoalRow[]> {
   if (!projectIds.length) return [];
-  return exec<GoalRow>(
+  return sql<GoalRow>(
     em,
     `select * from project_goals where project_id in (${projectIds.map(() => '?').join(', ')}) order by project_id, position`,
     projectIds,
@@ -218,14 +214,14 @@ export async function goalsOf(em: EntityManager, projectIds: string[]): Promise<
 }
 
 export async function notesOf(em: EntityManager, projectId: string): Promise<NoteRow[]> {
-  return exec<NoteRow>(em, 'select * from project_notes where project_id = ? order by sequence', [projectId]);
+  return sql<NoteRow>(em, 'select * from project_notes where project_id = ? order by sequence', [projectId]);
 }
 
 /** The newest note of each project. */
 export async function lastNotesOf(em: EntityManager, projectIds: string[]): Promise<Map<string, NoteRow>> {
   const out = new Map<string, NoteRow>();
   if (!projectIds.length) return out;
-  const rows = await exec<NoteRow>(
+  const rows = await sql<NoteRow>(
     em,
     `select distinct on (project_id) * from project_notes
      where project_id in (${projectIds.map(() => '?').join(', ')}) order by project_id, sequence desc`,
@@ -238,7 +234,7 @@ export async function lastNotesOf(em: EntityManager, projectIds: string[]): Prom
 /** Server records newest first (most recently updated). */
 export async function serverRecordsOf(em: EntityManager, projectIds: string[]): Promise<ServerRecordRow[]> {
   if (!projectIds.length) return [];
-  return exec<ServerRecordRow>(
+  return sql<ServerRecordRow>(
     em,
     `select * from project_server_records where project_id in (${projectIds.map(() => '?').join(', ')})
      order by updated_at desc, id desc`,
@@ -252,7 +248,7 @@ export async function eventsOf(
   projectId: string,
   kinds: string[],
 ): Promise<Array<{ seq: number; kind: string; payload: Record<string, unknown> }>> {
-  return exec(
+  return sql(
     em,
     `select seq, kind, payload from project_events where project_id = ? and kind in (${kinds.map(() => '?').join(', ')})
      order by seq`,
@@ -262,7 +258,7 @@ export async function eventsOf(
 
 /** Projects (of a tenant) that opened the thread, as root thread or any thread of the mission. */
 export async function projectIdsWithThread(em: EntityManager, tenant: string, threadId: string): Promise<Set<string>> {
-  const rows = await exec<{ id: string }>(
+  const rows = await sql<{ id: string }>(
     em,
     `select p.id from projects p where p.tenant = ? and (p.root_thread_id = ? or exists (
        select 1 from project_events e where e.project_id = p.id and e.kind = 'thread_opened' and e.payload->>'thread_id' = ?))`,

@@ -13,6 +13,7 @@ import type {
   WaitingState,
 } from '../../workflows/mission-definitions.js';
 import { insertNote, type GoalRow } from './records-store.js';
+import { sql } from '../db/sql.js';
 
 /** Mission project ids: `prj_` + 32 lowercase hex. */
 export const newProjectId = () => `prj_${randomBytes(16).toString('hex')}`;
@@ -58,13 +59,8 @@ export interface QuestionRow {
   answered_by: string | null;
   answered_at: Date | null;
 }
-
-// Inside `em.transactional`, the query must name the transaction, or it runs on another pooled connection.
-const exec = <T>(em: EntityManager, q: string, params: unknown[] = []) =>
-  em.getConnection().execute<T[]>(q, params, 'all', em.getTransactionContext());
-
 async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
-  await exec(
+  await sql(
     tx,
     `insert into project_events (project_id, seq, kind, payload)
      select ?, coalesce(max(seq), 0) + 1, ?, ?::jsonb from project_events where project_id = ?`,
@@ -88,7 +84,7 @@ export async function insertProject(
   },
 ): Promise<ProjectRow> {
   return em.transactional(async (tx) => {
-    const [row] = await exec<ProjectRow>(
+    const [row] = await sql<ProjectRow>(
       tx,
       `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, parameters, status,
          requested_by, phases_total, blueprint_phase)
@@ -109,7 +105,7 @@ export async function insertProject(
     let position = 0;
     for (const phase of p.phases)
       for (const g of phase.goals)
-        await exec(
+        await sql(
           tx,
           `insert into project_goals (project_id, id, phase, name, acceptance_criterion, status, position)
            values (?, ?, ?, ?, ?, 'planned', ?) on conflict do nothing`,
@@ -127,7 +123,7 @@ export async function insertProject(
 /** Applies one mission event: the event row and its projection change, in one transaction. */
 export async function applyMissionEvent(em: EntityManager, projectId: string, e: MissionEventInput): Promise<void> {
   await em.transactional(async (tx) => {
-    const [locked] = await exec<{ id: string; requested_by: string }>(
+    const [locked] = await sql<{ id: string; requested_by: string }>(
       tx,
       'select id, requested_by from projects where id = ? for update',
       [projectId],
@@ -135,18 +131,15 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
     if (!locked) throw new Error(`project ${projectId} has no row`);
     switch (e.kind) {
       case 'phase_started':
-        await exec(tx, 'update projects set blueprint_phase = ?, updated_at = now() where id = ?', [
-          e.phase,
-          projectId,
-        ]);
-        await exec(
+        await sql(tx, 'update projects set blueprint_phase = ?, updated_at = now() where id = ?', [e.phase, projectId]);
+        await sql(
           tx,
           `update project_goals set status = 'in_progress', updated_at = now() where project_id = ? and phase = ? and status = 'planned'`,
           [projectId, e.phase],
         );
         break;
       case 'thread_opened':
-        await exec(
+        await sql(
           tx,
           `update projects set agents = case when agents @> ?::jsonb then agents else agents || ?::jsonb end,
              root_thread_id = coalesce(root_thread_id, ?), updated_at = now() where id = ?`,
@@ -155,7 +148,7 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
         break;
       case 'questions_opened':
         for (const [i, q] of e.questions.entries())
-          await exec(
+          await sql(
             tx,
             `insert into project_questions (project_id, question_set_id, question_id, phase, position, priority, category,
                content, expected_response_type, options, recommended, status)
@@ -174,21 +167,21 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
               q.recommended,
             ],
           );
-        await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
+        await sql(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
         break;
       case 'questions_answered':
         for (const a of e.answers)
-          await exec(
+          await sql(
             tx,
             `update project_questions set status = 'answered', answer = ?, answered_by = ?, answered_at = now()
              where question_set_id = ? and question_id = ? and status = 'open'`,
             [a.answer, e.by, e.question_set_id, a.question_id],
           );
-        await exec(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
+        await sql(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
         break;
       case 'phase_completed': {
         // Each goal the phase meets gets its note (actor `mission`, on behalf of the requester).
-        const open = await exec<GoalRow>(
+        const open = await sql<GoalRow>(
           tx,
           `select * from project_goals where project_id = ? and phase = ? and status in ('planned', 'in_progress') order by position`,
           [projectId, e.phase],
@@ -201,7 +194,7 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
             principal: locked.requested_by,
             finding: `Phase ${e.phase} completed`,
           });
-        await exec(tx, 'update projects set phases_done = ?, progress = ?, updated_at = now() where id = ?', [
+        await sql(tx, 'update projects set phases_done = ?, progress = ?, updated_at = now() where id = ?', [
           e.phases_done,
           e.progress,
           projectId,
@@ -209,11 +202,11 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
         break;
       }
       case 'waiting_state':
-        await exec(tx, 'update projects set waiting_state = ?, updated_at = now() where id = ?', [e.state, projectId]);
+        await sql(tx, 'update projects set waiting_state = ?, updated_at = now() where id = ?', [e.state, projectId]);
         break;
       case 'status_changed': {
         const terminal = e.status === 'cancelled' || e.status === 'closed';
-        await exec(
+        await sql(
           tx,
           `update projects set status = ?, closed_reason = case when ? then ? else closed_reason end,
              closed_at = case when ? then now() else closed_at end,
@@ -223,7 +216,7 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
         break;
       }
       case 'completed':
-        await exec(
+        await sql(
           tx,
           `update projects set status = 'completed', progress = 1, waiting_state = 'NONE', closed_at = now(), updated_at = now() where id = ?`,
           [projectId],
@@ -235,12 +228,12 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
 }
 
 export async function findProject(em: EntityManager, tenant: string, id: string): Promise<ProjectRow | undefined> {
-  const rows = await exec<ProjectRow>(em, 'select * from projects where tenant = ? and id = ?', [tenant, id]);
+  const rows = await sql<ProjectRow>(em, 'select * from projects where tenant = ? and id = ?', [tenant, id]);
   return rows[0];
 }
 
 export async function questionsOfSet(em: EntityManager, projectId: string, setId: string): Promise<QuestionRow[]> {
-  return exec<QuestionRow>(
+  return sql<QuestionRow>(
     em,
     'select * from project_questions where project_id = ? and question_set_id = ? order by position',
     [projectId, setId],
@@ -249,7 +242,7 @@ export async function questionsOfSet(em: EntityManager, projectId: string, setId
 
 export async function openQuestionsOf(em: EntityManager, projectIds: string[]): Promise<QuestionRow[]> {
   if (!projectIds.length) return [];
-  return exec<QuestionRow>(
+  return sql<QuestionRow>(
     em,
     `select * from project_questions where status = 'open' and project_id in (${projectIds.map(() => '?').join(', ')})
      order by project_id, question_set_id, position`,
@@ -268,7 +261,7 @@ export async function countsOf(em: EntityManager, projectIds: string[]): Promise
   const out = new Map<string, GoalCounts>();
   if (!projectIds.length) return out;
   const marks = projectIds.map(() => '?').join(', ');
-  const rows = await exec<GoalCounts>(
+  const rows = await sql<GoalCounts>(
     em,
     `select p.id as project_id,
        (select count(*)::int from project_goals g where g.project_id = p.id) as goals_total,
@@ -283,7 +276,7 @@ export async function countsOf(em: EntityManager, projectIds: string[]): Promise
 
 /** Newest first; at most `limit` rows. */
 export async function listProjectRows(em: EntityManager, tenant: string, limit: number): Promise<ProjectRow[]> {
-  return exec<ProjectRow>(em, 'select * from projects where tenant = ? order by started_at desc, id limit ?', [
+  return sql<ProjectRow>(em, 'select * from projects where tenant = ? order by started_at desc, id limit ?', [
     tenant,
     limit,
   ]);
@@ -296,7 +289,7 @@ export async function waitingRows(
   state: WaitingState,
   limit: number,
 ): Promise<ProjectRow[]> {
-  return exec<ProjectRow>(
+  return sql<ProjectRow>(
     em,
     `select * from projects where tenant = ? and waiting_state = ? and status in ('running', 'paused')
      order by updated_at desc, id limit ?`,
@@ -310,7 +303,7 @@ export async function peopleOf(
 ): Promise<Map<string, { display_name: string | null; email: string | null }>> {
   const out = new Map<string, { display_name: string | null; email: string | null }>();
   if (!ids.length) return out;
-  const rows = await exec<{ id: string; display_name: string | null; email: string | null }>(
+  const rows = await sql<{ id: string; display_name: string | null; email: string | null }>(
     em,
     `select id, display_name, email from users where id in (${ids.map(() => '?').join(', ')})`,
     ids,
@@ -321,7 +314,7 @@ export async function peopleOf(
 
 /** All questions a mission asked, in phase and position order. */
 export async function questionsOfProject(em: EntityManager, projectId: string): Promise<QuestionRow[]> {
-  return exec<QuestionRow>(
+  return sql<QuestionRow>(
     em,
     'select * from project_questions where project_id = ? order by question_set_id, position',
     [projectId],

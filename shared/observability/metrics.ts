@@ -8,6 +8,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_TYPES, PROPOSAL_STATUSES } from '../action-review/types.js';
+import { sql } from '../db/sql.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const MERGE_APPROVAL_STATUSES = ['open', 'expired'] as const;
@@ -119,7 +120,7 @@ export function createApiMetrics(): ApiMetrics {
     async refreshDomain(orm) {
       let rows: Array<{ m: string; l: string | null; v: number }>;
       try {
-        rows = await orm.em.fork().getConnection().execute(DOMAIN_SQL);
+        rows = await sql(orm.em.fork(), DOMAIN_SQL);
       } catch {
         domainUp.set(0);
         return false;

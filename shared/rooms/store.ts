@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { toIso } from '../dates.js';
+import { sql } from '../db/sql.js';
 
 export interface Room {
   room_id: string;
@@ -24,7 +25,8 @@ type Member = { id: string; label: string; tenant: string };
 
 /** Rooms of the caller's tenant, with member counts, by name. */
 export async function listRooms(em: EntityManager, tenant: string): Promise<Room[]> {
-  const rows = await em.getConnection().execute<Array<Record<string, unknown>>>(
+  const rows = await sql<Record<string, unknown>>(
+    em,
     `select r.*, (select count(*) from gateway_room_members m where m.room_id = r.id)::int as member_count
      from gateway_rooms r where r.tenant = ? order by lower(r.name)`,
     [tenant],
@@ -45,8 +47,8 @@ export async function createRoom(
   name: string,
   topic: string | null,
 ): Promise<Room> {
-  const conn = em.getConnection();
-  const [clash] = await conn.execute<Array<{ id: string }>>(
+  const [clash] = await sql<{ id: string }>(
+    em,
     'select id from gateway_rooms where tenant = ? and lower(name) = lower(?)',
     [creator.tenant, name],
   );
@@ -56,7 +58,8 @@ export async function createRoom(
       room_id: clash.id,
     });
   const id = `room_${randomBytes(8).toString('hex')}`;
-  await conn.execute(
+  await sql(
+    em,
     'insert into gateway_rooms (id, tenant, name, topic, created_by, created_at) values (?, ?, ?, ?, ?, now())',
     [id, creator.tenant, name, topic, creator.id],
   );
@@ -65,32 +68,31 @@ export async function createRoom(
 }
 
 async function roomOf(em: EntityManager, tenant: string, roomId: string): Promise<void> {
-  const [row] = await em
-    .getConnection()
-    .execute<Array<{ id: string }>>('select id from gateway_rooms where id = ? and tenant = ?', [roomId, tenant]);
+  const [row] = await sql<{ id: string }>(em, 'select id from gateway_rooms where id = ? and tenant = ?', [
+    roomId,
+    tenant,
+  ]);
   if (!row) throw new NotFoundError(`No room ${roomId}.`);
 }
 
 async function assertMember(em: EntityManager, member: Member, roomId: string): Promise<void> {
   await roomOf(em, member.tenant, roomId);
-  const [row] = await em
-    .getConnection()
-    .execute<Array<{ member_id: string }>>(
-      'select member_id from gateway_room_members where room_id = ? and member_id = ?',
-      [roomId, member.id],
-    );
+  const [row] = await sql<{ member_id: string }>(
+    em,
+    'select member_id from gateway_room_members where room_id = ? and member_id = ?',
+    [roomId, member.id],
+  );
   if (!row) throw new ConflictError(`Join room ${roomId} first (room_join).`, { code: 'ROOM_NOT_JOINED' });
 }
 
 /** Joins a room of the caller's tenant (idempotent). */
 export async function joinRoom(em: EntityManager, member: Member, roomId: string): Promise<void> {
   await roomOf(em, member.tenant, roomId);
-  await em
-    .getConnection()
-    .execute(
-      'insert into gateway_room_members (room_id, member_id, member_label, joined_at) values (?, ?, ?, now()) on conflict do nothing',
-      [roomId, member.id, member.label],
-    );
+  await sql(
+    em,
+    'insert into gateway_room_members (room_id, member_id, member_label, joined_at) values (?, ?, ?, now()) on conflict do nothing',
+    [roomId, member.id, member.label],
+  );
 }
 
 export async function sendToRoom(
@@ -100,12 +102,11 @@ export async function sendToRoom(
   content: string,
 ): Promise<RoomMessage> {
   await assertMember(em, member, roomId);
-  const [row] = await em
-    .getConnection()
-    .execute<Array<Record<string, unknown>>>(
-      'insert into gateway_room_messages (room_id, author_id, author_label, content, created_at) values (?, ?, ?, ?, now()) returning *',
-      [roomId, member.id, member.label, content],
-    );
+  const [row] = await sql<Record<string, unknown>>(
+    em,
+    'insert into gateway_room_messages (room_id, author_id, author_label, content, created_at) values (?, ?, ?, ?, now()) returning *',
+    [roomId, member.id, member.label, content],
+  );
   return messageOf(row!);
 }
 
@@ -118,23 +119,21 @@ export async function readRoom(
   limit: number,
 ): Promise<RoomMessage[]> {
   await assertMember(em, member, roomId);
-  const rows = await em
-    .getConnection()
-    .execute<Array<Record<string, unknown>>>(
-      'select * from gateway_room_messages where room_id = ? and seq > ? order by seq limit ?',
-      [roomId, afterSeq, limit],
-    );
+  const rows = await sql<Record<string, unknown>>(
+    em,
+    'select * from gateway_room_messages where room_id = ? and seq > ? order by seq limit ?',
+    [roomId, afterSeq, limit],
+  );
   return rows.map(messageOf);
 }
 
 export async function roomMembers(em: EntityManager, member: Member, roomId: string) {
   await roomOf(em, member.tenant, roomId);
-  const rows = await em
-    .getConnection()
-    .execute<Array<Record<string, unknown>>>(
-      'select * from gateway_room_members where room_id = ? order by joined_at',
-      [roomId],
-    );
+  const rows = await sql<Record<string, unknown>>(
+    em,
+    'select * from gateway_room_members where room_id = ? order by joined_at',
+    [roomId],
+  );
   return rows.map((r) => ({
     member_id: String(r.member_id),
     label: String(r.member_label),

@@ -24,6 +24,7 @@ import {
   type KeyringRow,
 } from './secret-box.js';
 import { SEALED_TABLES, type SealedTable } from './sealed-columns.js';
+import { sql } from '../db/sql.js';
 
 export type RotationStatus = 'pending' | 'running' | 'completed' | 'failed';
 
@@ -41,13 +42,8 @@ export interface RotationRow {
   finished_at: Date | null;
 }
 
-export function sql<T = Record<string, unknown>>(
-  em: EntityManager,
-  text: string,
-  params: unknown[] = [],
-): Promise<T[]> {
-  return em.getConnection().execute(text, params, 'all', em.getTransactionContext()) as Promise<T[]>;
-}
+// Raw SQL inside the caller's transaction (re-exported for this module's importers).
+export { sql };
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 

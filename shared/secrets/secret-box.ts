@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { checkSecretsKey, MIN_SECRETS_KEY_BYTES, type AppConfig } from '../config.js';
 import { PlatformError } from '../errors.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Stored forms (base64url parts):
@@ -107,14 +108,11 @@ let keyringRows: KeyringRow[] | null = null;
 
 /** Reads `secret_keys` (a few rows) so that the next `secretBox` seals under the active key and opens every live one. */
 export async function refreshKeyring(em: EntityManager): Promise<void> {
-  const rows = (await em
-    .getConnection()
-    .execute(
-      `select kid, wrapped, status, fingerprint from secret_keys where status <> 'retired' order by created_at`,
-      [],
-      'all',
-      em.getTransactionContext(),
-    )) as KeyringRow[];
+  const rows = (await sql(
+    em,
+    `select kid, wrapped, status, fingerprint from secret_keys where status <> 'retired' order by created_at`,
+    [],
+  )) as KeyringRow[];
   keyringRows = rows;
 }
 

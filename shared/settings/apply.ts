@@ -5,6 +5,7 @@ import type { AppConfig } from '../config.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { isSettingPath, SETTING_PATHS, settingDef, type SettingPath } from './definitions.js';
 import { SECRET_MASK, type SavedRow, type Settings } from './store.js';
+import { sql } from '../db/sql.js';
 
 /** `full` replaces the saved configuration; `partial` changes only the paths it names. */
 export type ApplyMode = 'full' | 'partial';
@@ -141,8 +142,8 @@ export async function applyConfiguration(
   if (errors.length > 0) return { success: false, result: emptyResult(errors), saved: null };
 
   const outcome = await em.transactional(async (tx) => {
-    await tx.execute('select version from platform_settings_version where id = 1 for update');
-    const rows = await tx.execute<SavedRow[]>('select path, value, sealed from platform_settings');
+    await sql(tx, 'select version from platform_settings_version where id = 1 for update');
+    const rows = await sql<SavedRow>(tx, 'select path, value, sealed from platform_settings');
     const before = new Map(rows.map((r) => [r.path as SettingPath, r]));
     const plan = planChanges(req.mode, checked.wanted, before, settings);
     const forbidden = plan.changes
@@ -190,11 +191,12 @@ export async function applyConfiguration(
     const box = secretBox(config);
     for (const c of plan.changes) {
       if (c.action === 'deleted') {
-        await tx.execute('delete from platform_settings where path = ?', [c.path]);
+        await sql(tx, 'delete from platform_settings where path = ?', [c.path]);
         continue;
       }
       const secret = settingDef(c.path).secret;
-      await tx.execute(
+      await sql(
+        tx,
         `insert into platform_settings (path, value, sealed, updated_at, updated_by) values (?, ?::jsonb, ?, ?, ?)
          on conflict (path) do update set value = excluded.value, sealed = excluded.sealed,
            updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
@@ -207,10 +209,12 @@ export async function applyConfiguration(
         ],
       );
     }
-    const [v] = await tx.execute<{ version: string }[]>(
+    const [v] = await sql<{ version: string }>(
+      tx,
       'update platform_settings_version set version = version + 1 where id = 1 returning version',
     );
-    await tx.execute(
+    await sql(
+      tx,
       `insert into platform_settings_applies (mode, applied_by, applied_at, version, added, updated, deleted, skipped, changes)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb)`,
       [

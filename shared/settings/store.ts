@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { settingDef, type SettingPath, type SettingValue } from './definitions.js';
+import { sql } from '../db/sql.js';
 
 /** Where an effective value came from, highest precedence first. */
 export type SettingSource = 'saved' | 'env' | 'default';
@@ -111,14 +112,14 @@ export class Settings {
   }
 
   private async refresh(): Promise<Map<string, SavedRow>> {
-    const conn = this.orm.em.getConnection();
     // Version first: a write landing between the two reads leaves a newer version to notice next time.
-    const [row] = await conn.execute<{ version: string }[]>(
+    const [row] = await sql<{ version: string }>(
+      this.orm.em,
       'select version from platform_settings_version where id = 1',
     );
     const version = Number(row?.version ?? 0);
     if (!this.cache || this.cache.version !== version) {
-      const rows = await conn.execute<SavedRow[]>('select path, value, sealed from platform_settings');
+      const rows = await sql<SavedRow>(this.orm.em, 'select path, value, sealed from platform_settings');
       const opened = new Map<string, unknown>();
       if (rows.some((r) => r.sealed !== null)) {
         await refreshKeyring(this.orm.em);

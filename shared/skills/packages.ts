@@ -6,6 +6,7 @@ import YAML from 'yaml';
 import { listFiles } from '../managed-sources/git.js';
 import type { DegradedArtifact } from '../managed-sources/hydrate.js';
 import { SKILL_NAME } from './read.js';
+import { sql } from '../db/sql.js';
 
 /**
  * Imported agent-skill packages (issue 12). A managed source with scan type `skills` imports every
@@ -138,8 +139,8 @@ export async function applySkillPackages(
   read: { desired: DesiredSkill[]; degraded: DegradedArtifact[] },
   now = new Date(),
 ): Promise<{ applied: number; degraded: DegradedArtifact[] }> {
-  const conn = em.getConnection();
-  const rows = await conn.execute<PackageRow[]>(
+  const rows = await sql<PackageRow>(
+    em,
     'select name, managed_source_id, content_hash, removed_at from agent_skill_packages where tenant = ?',
     [source.tenant],
   );
@@ -158,13 +159,15 @@ export async function applySkillPackages(
     // Tombstoned and unchanged: stays removed.
     if (cur?.removed_at && cur.content_hash === d.content_hash) continue;
     if (cur && !cur.removed_at && cur.content_hash === d.content_hash) {
-      await conn.execute(
+      await sql(
+        em,
         'update agent_skill_packages set commit_sha = ?, path = ?, description = ? where tenant = ? and name = ?',
         [commitSha, d.path, d.description, source.tenant, d.name],
       );
       continue;
     }
-    await conn.execute(
+    await sql(
+      em,
       `insert into agent_skill_packages (tenant, name, managed_source_id, path, description, commit_sha, content_hash, imported_at, removed_at, removed_by)
        values (?, ?, ?, ?, ?, ?, ?, ?, null, null)
        on conflict (tenant, name) do update set path = excluded.path, description = excluded.description,
@@ -177,7 +180,8 @@ export async function applySkillPackages(
   }
   const gone = [...mine.keys()].filter((n) => !keep.has(n));
   if (gone.length) {
-    const removed = await conn.execute<Array<{ name: string; removed_at: Date | null }>>(
+    const removed = await sql<{ name: string; removed_at: Date | null }>(
+      em,
       `delete from agent_skill_packages where tenant = ? and managed_source_id = ? and name in (${gone.map(() => '?').join(', ')}) returning name, removed_at`,
       [source.tenant, source.id, ...gone],
     );
@@ -209,12 +213,11 @@ export async function resolveSkill(
     if (info && (info.isDirectory() || info.isSymbolicLink()))
       return { origin: 'runtime', root: opts.skillsDir, managed_source_id: null };
   }
-  const [row] = await em
-    .getConnection()
-    .execute<Array<{ managed_source_id: string; path: string }>>(
-      'select managed_source_id, path from agent_skill_packages where tenant = ? and name = ? and removed_at is null',
-      [tenant, skillName],
-    );
+  const [row] = await sql<{ managed_source_id: string; path: string }>(
+    em,
+    'select managed_source_id, path from agent_skill_packages where tenant = ? and name = ? and removed_at is null',
+    [tenant, skillName],
+  );
   if (!row) return null;
   const folder = path.join(opts.managedSourcesDir, row.managed_source_id, 'checkout', ...row.path.split('/'));
   return { origin: 'imported', root: path.dirname(folder), managed_source_id: row.managed_source_id };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConversationMessageEntity, type ConversationMessage } from '../db/entities/index.js';
 import { NotFoundError } from '../errors.js';
+import { sql } from '../db/sql.js';
 
 export interface ThreadRecord {
   id: string;
@@ -53,7 +54,8 @@ export async function createThread(
     title: string | null;
   },
 ): Promise<ThreadRecord> {
-  const [row] = await em.getConnection().execute<ThreadRow[]>(
+  const [row] = await sql<ThreadRow>(
+    em,
     `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility, title, origin, caller_persona, caller_goal, created_at)
      values (?, ?, ?, ?, 'private', ?, ?, ?, ?, now()) returning *`,
     [t.id, t.tenant, t.agentId, t.ownerId, t.title, t.origin, t.callerPersona, t.callerGoal],
@@ -62,7 +64,7 @@ export async function createThread(
 }
 
 export async function findThread(em: EntityManager, id: string): Promise<ThreadRecord | null> {
-  const [row] = await em.getConnection().execute<ThreadRow[]>('select * from conversation_threads where id = ?', [id]);
+  const [row] = await sql<ThreadRow>(em, 'select * from conversation_threads where id = ?', [id]);
   return row ? toRecord(row) : null;
 }
 
@@ -79,7 +81,7 @@ export async function getOwnThread(
 }
 
 export async function updateCallerGoal(em: EntityManager, id: string, goal: string): Promise<void> {
-  await em.getConnection().execute('update conversation_threads set caller_goal = ? where id = ?', [goal, id]);
+  await sql(em, 'update conversation_threads set caller_goal = ? where id = ?', [goal, id]);
 }
 
 export interface NewMessage {
@@ -95,7 +97,8 @@ export interface NewMessage {
 
 /** Appends a message once per idempotency key; returns the stored message either way. */
 export async function appendMessage(em: EntityManager, m: NewMessage): Promise<ConversationMessage> {
-  await em.getConnection().execute(
+  await sql(
+    em,
     `insert into conversation_messages (id, thread_id, role, author_kind, author_id, content, metadata, idempotency_key, created_at)
      values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, clock_timestamp()) on conflict (idempotency_key) do nothing`,
     [
@@ -122,7 +125,8 @@ export async function filesOfTurn(
   threadId: string,
   turnId: string,
 ): Promise<Array<{ fileId: string; name: string }>> {
-  const rows = await em.getConnection().execute<Array<{ content: string }>>(
+  const rows = await sql<{ content: string }>(
+    em,
     `select content from conversation_messages
      where thread_id = ? and role = 'tool' and idempotency_key like ? and metadata->>'tool' = 'agent_files' and (metadata->>'ok')::boolean
      order by created_at`,

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TrackerTicket } from './client.js';
 import { mapProviderStatus, type StatusMap, type TrackerPoller, type WorkState } from './policy.js';
+import { sql } from '../db/sql.js';
 
 /**
  * The ledger of tracker requests (tables `tracker_requests`, `tracker_ledger_events`) and the
@@ -64,7 +65,8 @@ async function recordEvent(
   stamp: string,
   detail: Record<string, unknown>,
 ): Promise<boolean> {
-  const rows = await tx.execute<{ id: string }[]>(
+  const rows = await sql<{ id: string }>(
+    tx,
     `insert into tracker_ledger_events (tenant, source, issue_key, kind, provider_updated_at, detail, created_at)
      values (?, ?, ?, ?, ?, ?::jsonb, now())
      on conflict (tenant, source, issue_key, kind, provider_updated_at) do nothing returning id`,
@@ -93,14 +95,16 @@ export async function observeTicket(
   const mapped = mapProviderStatus(ticket.status, rules.statusMap);
   const events: LedgerEventKind[] = [];
   const wantDispatch = await em.transactional(async (tx) => {
-    const inserted = await tx.execute<{ issue_key: string }[]>(
+    const inserted = await sql<{ issue_key: string }>(
+      tx,
       `insert into tracker_requests (tenant, source, issue_key, summary, provider_status, work_state, provider_updated_at,
          dispatched_run_id, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?, null, now(), now())
        on conflict (tenant, source, issue_key) do nothing returning issue_key`,
       [tenant, source, ticket.key, ticket.summary, ticket.status, mapped ?? 'new', stamp],
     );
-    const [row] = await tx.execute<RequestRow[]>(
+    const [row] = await sql<RequestRow>(
+      tx,
       `select summary, provider_status, work_state, provider_updated_at, dispatched_run_id
          from tracker_requests where tenant = ? and source = ? and issue_key = ? for update`,
       [tenant, source, ticket.key],
@@ -124,7 +128,8 @@ export async function observeTicket(
         if (await recordEvent(tx, key, 'provider_status_observed', stamp, detail))
           events.push('provider_status_observed');
       }
-      await tx.execute(
+      await sql(
+        tx,
         `update tracker_requests set summary = ?, provider_status = ?, work_state = ?, provider_updated_at = ?,
            updated_at = now() where tenant = ? and source = ? and issue_key = ?`,
         [summary, ticket.status, workState, stamp, tenant, source, ticket.key],
@@ -142,7 +147,8 @@ export async function observeTicket(
       if (await recordEvent(tx, key, 'dispatch_refused', stamp, outcome.refused)) events.push('dispatch_refused');
       return;
     }
-    const set = await tx.execute<{ issue_key: string }[]>(
+    const set = await sql<{ issue_key: string }>(
+      tx,
       `update tracker_requests set dispatched_run_id = ?,
          work_state = case when work_state = 'new' then 'dispatched' else work_state end, updated_at = now()
        where tenant = ? and source = ? and issue_key = ? and dispatched_run_id is null returning issue_key`,
@@ -168,7 +174,8 @@ export interface PollState {
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
 export async function readPollState(em: EntityManager, tenant: string, poller: TrackerPoller): Promise<PollState> {
-  const [r] = await em.execute<Record<string, unknown>[]>(
+  const [r] = await sql<Record<string, unknown>>(
+    em,
     'select * from tracker_poll_state where tenant = ? and poller = ?',
     [tenant, poller],
   );
@@ -191,7 +198,8 @@ export async function markPollStarted(
   at: Date,
   windowStart: Date,
 ): Promise<void> {
-  await em.execute(
+  await sql(
+    em,
     `insert into tracker_poll_state (tenant, poller, last_poll_started_at, last_window_start) values (?, ?, ?, ?)
      on conflict (tenant, poller) do update set last_poll_started_at = excluded.last_poll_started_at,
        last_window_start = excluded.last_window_start`,
@@ -209,7 +217,8 @@ export async function markPollFinished(
   poller: TrackerPoller,
   input: { startedAt: Date; finishedAt: Date; error: string | null; summary: unknown },
 ): Promise<void> {
-  await em.execute(
+  await sql(
+    em,
     `update tracker_poll_state set poller_last_run_at = ?, last_error = ?, last_summary = ?::jsonb,
        last_successful_poll_at = case when ? then ? else last_successful_poll_at end
      where tenant = ? and poller = ?`,
@@ -235,7 +244,8 @@ export interface LedgerEventView {
 }
 
 export async function recentLedgerEvents(em: EntityManager, tenant: string, limit = 50): Promise<LedgerEventView[]> {
-  const rows = await em.execute<Record<string, unknown>[]>(
+  const rows = await sql<Record<string, unknown>>(
+    em,
     `select source, issue_key, kind, provider_updated_at, detail, created_at from tracker_ledger_events
       where tenant = ? order by created_at desc, id desc limit ?`,
     [tenant, limit],

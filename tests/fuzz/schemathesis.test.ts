@@ -50,13 +50,24 @@ describe('schemathesis against the running stack', () => {
             stdio: ['ignore', 'pipe', 'pipe'],
           })
         : spawn('sh', ['-c', script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // The summaries are read from stdout alone: a stderr chunk (the stack's logs) landing between two reads of
+      // one stdout line would split a summary in a single combined buffer. Decoded as UTF-8 per stream, so a
+      // character cut between two chunks is not mangled either.
+      let stdout = '';
       let output = '';
-      child.stdout!.on('data', (d) => (output += d));
-      child.stderr!.on('data', (d) => (output += d));
-      const [code] = (await once(child, 'exit')) as [number | null];
+      child.stdout!.setEncoding('utf8');
+      child.stderr!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => {
+        stdout += d;
+        output += d;
+      });
+      child.stderr!.on('data', (d: string) => (output += d));
+      // 'close', not 'exit': 'exit' may come while the pipes still hold the last output, and the second
+      // pass's summary is at its very end (the flaky "only one summary" failure).
+      const [code] = (await once(child, 'close')) as [number | null];
       // On failure the report is the assertion message: each failing operation, its check and a curl to reproduce it.
       if (code !== 0) expect.fail(`schemathesis failed (exit ${code}):\n${output.slice(-20_000)}`);
-      const summaries = output.match(/(\d+) generated, \1 passed/g) ?? [];
+      const summaries = stdout.match(/(\d+) generated, \1 passed/g) ?? [];
       expect(summaries).toHaveLength(2);
       process.stdout.write(`[fuzz] ${isolated ? 'in a network namespace' : 'on loopback'}: ${summaries.join('; ')}\n`);
     },

@@ -9,6 +9,7 @@ import { mergeRecords } from '../../crm/soap.js';
 import { describeError } from '../../log.js';
 import { neverSent, refusedBeforeChange, summary } from './crm-failures.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor, type ExecutorContext } from './types.js';
+import { sql } from '../../db/sql.js';
 
 /** Logs a failure that becomes `not_applied` (nothing else would) and answers its summary with the log line's error_id. */
 function logged(ctx: ExecutorContext, what: string, err: unknown): string {
@@ -36,7 +37,8 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
     if (payload.connection_name && payload.connection_name !== approval.connectionName) {
       return notApplied('connection_mismatch', `The approval is bound to connection "${approval.connectionName}".`);
     }
-    const claimed = await ctx.em.getConnection().execute<Array<{ approval_id: string }>>(
+    const claimed = await sql<{ approval_id: string }>(
+      ctx.em,
       `update crm_merge_approvals set execution_started_at = coalesce(execution_started_at, now())
        where approval_id = ? and status = 'open' and expires_at > now() returning approval_id`,
       [approval.approvalId],

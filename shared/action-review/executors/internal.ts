@@ -1,6 +1,7 @@
 import type { ActionType } from '../action-types.js';
 import type { Payload } from '../payloads.js';
 import type { Executor, ExecutorContext } from './types.js';
+import { sql } from '../../db/sql.js';
 
 /**
  * Internal action types apply their effect to the platform's own tables, keyed by proposal id:
@@ -10,7 +11,8 @@ import type { Executor, ExecutorContext } from './types.js';
 export const learningAdoptExecutor: Executor<'learning.adopt.v1'> = {
   actionType: 'learning.adopt.v1',
   async execute(payload, ctx) {
-    await ctx.em.getConnection().execute(
+    await sql(
+      ctx.em,
       `insert into adopted_learnings (proposal_id, tenant, learning_id, title, content, adopted_by)
        values (?, ?, ?, ?, ?, ?) on conflict (proposal_id) do nothing`,
       [ctx.proposalId, ctx.tenant, payload.learning_id, payload.title, payload.content, ctx.executedBy.id],
@@ -27,7 +29,8 @@ async function recordProverDecision(
   subjectId: string,
   decision: Record<string, unknown>,
 ) {
-  await ctx.em.getConnection().execute(
+  await sql(
+    ctx.em,
     `insert into prover_decisions (proposal_id, tenant, action_type, subject_id, decision, decided_by)
      values (?, ?, ?, ?, ?::jsonb, ?) on conflict (proposal_id) do nothing`,
     [ctx.proposalId, ctx.tenant, actionType, subjectId, JSON.stringify(decision), ctx.executedBy.id],

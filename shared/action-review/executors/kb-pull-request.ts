@@ -1,19 +1,20 @@
-import * as fs from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import git from 'isomorphic-git';
 import { openCredentials } from '../../../activities/managed-sources.js';
 import { ManagedSourceEntity } from '../../db/entities/index.js';
 import { clearStagedEdits } from '../../document-index/kb-edits.js';
 import { openPullRequest, repoCoordinates } from '../../git/forge.js';
 import {
-  authHeaders,
-  classifyGitError,
-  egressGitHttp,
-  GitSyncError,
-  resolveRemoteRef,
-} from '../../managed-sources/git.js';
+  checkoutNewBranch,
+  cloneBranch,
+  commitAs,
+  gitRemote,
+  hasCommit,
+  pushBranch,
+  stagePath,
+} from '../../git/worktree.js';
+import { classifyGitError, resolveRemoteRef } from '../../managed-sources/git.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
 
 export const KB_EDIT_BOT = { name: 'Platform Knowledge Base', email: 'kb-edit@platform.invalid' };
@@ -42,9 +43,8 @@ export const kbPullRequestExecutor: Executor<'kb.pull_request.v1'> = {
         'source_credentials_missing',
         `The managed source ${row.id} has no usable saved credentials to push with; nothing pushed.`,
       );
-    const http = egressGitHttp(ctx.config.egress);
-    const headers = authHeaders(creds);
     const url = row.repoUrl;
+    const remote = gitRemote(ctx.config.egress, url, creds);
     const host = new URL(url).host;
     const branch = kbEditBranch(ctx.proposalId);
     const dir = await mkdtemp(path.join(tmpdir(), 'kb-edit-'));
@@ -52,52 +52,33 @@ export const kbPullRequestExecutor: Executor<'kb.pull_request.v1'> = {
       let baseBranch: string;
       let sha: string;
       try {
-        let resolved = await resolveRemoteRef({ http, url, headers, releaseRef: row.releaseRef });
-        if (resolved.kind !== 'branch') resolved = await resolveRemoteRef({ http, url, headers, releaseRef: null });
+        let resolved = await resolveRemoteRef({ ...remote, releaseRef: row.releaseRef });
+        if (resolved.kind !== 'branch') resolved = await resolveRemoteRef({ ...remote, releaseRef: null });
         baseBranch = resolved.ref.slice('refs/heads/'.length);
-        await git.clone({ fs, http, dir, url, ref: baseBranch, singleBranch: true, noTags: true, headers });
+        await cloneBranch(remote, dir, baseBranch);
         ctx.heartbeat();
-        const haveBase = await git
-          .readCommit({ fs, dir, oid: p.base_commit })
-          .then(() => true)
-          .catch(() => false);
-        await git.branch({ fs, dir, ref: branch, object: haveBase ? p.base_commit : resolved.commitSha });
-        await git.checkout({ fs, dir, ref: branch, force: true });
+        const haveBase = await hasCommit(dir, p.base_commit);
+        await checkoutNewBranch(dir, branch, haveBase ? p.base_commit : resolved.commitSha);
         for (const f of p.files) {
           if ((f.status === 'D' || f.status === 'R') && (f.status === 'D' ? f.path : f.previous_path)) {
             const gone = f.status === 'D' ? f.path : f.previous_path!;
             await rm(path.join(dir, ...gone.split('/')), { force: true });
-            await git.remove({ fs, dir, filepath: gone });
+            await stagePath(dir, gone, 'remove');
           }
           if (f.status === 'D') continue;
           const target = path.join(dir, ...f.path.split('/'));
           await mkdir(path.dirname(target), { recursive: true });
           await writeFile(target, f.content, 'utf8');
-          await git.add({ fs, dir, filepath: f.path });
+          await stagePath(dir, f.path, 'add');
         }
-        sha = await git.commit({
-          fs,
-          dir,
-          message: `${p.commit_message}\n\nAction Review proposal ${ctx.proposalId}.`,
-          author: KB_EDIT_BOT,
-          committer: KB_EDIT_BOT,
-        });
+        sha = await commitAs(dir, KB_EDIT_BOT, `${p.commit_message}\n\nAction Review proposal ${ctx.proposalId}.`);
       } catch (err) {
         const e = classifyGitError(err, host, creds.kind);
         return notApplied('git_failed', `Preparing ${branch} failed (${e.code}): ${e.message} Nothing was pushed.`);
       }
       if (ctx.signal.aborted) return notApplied('interrupted', 'The worker stopped before the push; nothing pushed.');
       try {
-        const pushed = await git.push({
-          fs,
-          http,
-          dir,
-          remote: 'origin',
-          ref: branch,
-          remoteRef: `refs/heads/${branch}`,
-          headers,
-        });
-        if (!pushed.ok) throw new GitSyncError('GIT_PUSH_REFUSED', 'The Git server refused the push.');
+        await pushBranch(remote, dir, branch);
       } catch (err) {
         const e = classifyGitError(err, host, creds.kind);
         if (NOTHING_PUSHED.has(e.code))
