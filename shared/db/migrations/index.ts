@@ -34,6 +34,7 @@ import { Migration20261125160000ProjectRecords } from './Migration20261125160000
 import { Migration20261125170000DemoVersions } from './Migration20261125170000DemoVersions.js';
 import { Migration20261125180000KbStagedEdits } from './Migration20261125180000KbStagedEdits.js';
 import { Migration20261125190000BlueprintHidden } from './Migration20261125190000BlueprintHidden.js';
+import { Migration20261126000400MissionWaitingIndex } from './Migration20261126000400MissionWaitingIndex.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -75,4 +76,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261125170000DemoVersions', class: Migration20261125170000DemoVersions },
   { name: 'Migration20261125180000KbStagedEdits', class: Migration20261125180000KbStagedEdits },
   { name: 'Migration20261125190000BlueprintHidden', class: Migration20261125190000BlueprintHidden },
+  { name: 'Migration20261126000400MissionWaitingIndex', class: Migration20261126000400MissionWaitingIndex },
 ];
