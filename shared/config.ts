@@ -39,6 +39,8 @@ const EnvSchema = z.object({
   TEMPORAL_NAMESPACE: optionalString,
   TEMPORAL_TASK_QUEUE: optionalString,
   TEMPORAL_UI_URL: optionalString,
+  TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS: optionalString,
+  TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalString,
   CONSOLE_SESSION_TTL_SECONDS: optionalString,
   TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -116,6 +118,13 @@ export interface AppConfig {
     namespace: string;
     taskQueue: string;
     uiUrl: string | undefined;
+    /**
+     * Worker tuning: `TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS` bounds the sticky cache of workflow
+     * executions (evicted ones replay on their next task, so waiting missions cost no memory);
+     * `TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS` the workflow tasks run at once (at most the cache size).
+     */
+    workerMaxCachedWorkflows: number;
+    workerMaxConcurrentWorkflowTasks: number;
   };
   /** The review console (`/console`): `CONSOLE_SESSION_TTL_SECONDS`, how long a sign-in lasts (default 8 h). */
   console: { sessionTtlSeconds: number };
@@ -350,6 +359,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       namespace: e.TEMPORAL_NAMESPACE ?? 'default',
       taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'platform',
       uiUrl: e.TEMPORAL_UI_URL,
+      workerMaxCachedWorkflows: positiveInt(
+        'TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS',
+        e.TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS,
+        100,
+      ),
+      workerMaxConcurrentWorkflowTasks: positiveInt(
+        'TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+        e.TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+        20,
+      ),
     },
     console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },
     auth: {

@@ -5,7 +5,7 @@ import { createWorkerToolbox } from './toolbox.js';
 import { ensureHandbackSweepScheduleAtStart } from '../shared/action-review/sweep-schedule.js';
 import { ensureAutoSyncScheduleAtStart } from '../shared/managed-sources/auto-sync-schedule.js';
 import { ensureDesktopDiagnosticsScheduleAtStart } from '../shared/desktop/diagnostics-schedule.js';
-import { loadConfig } from '../shared/config.js';
+import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError } from '../shared/log.js';
@@ -22,6 +22,21 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
 export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = {
   workflowFailureErrorTypes: { '*': ['NondeterminismError'] },
 };
+
+/**
+ * The worker's workflow cache and task slots from the configuration (`TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS`,
+ * `TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS`). The cache is bounded so that workflows which wait
+ * (a mission waiting days for an answer) are evicted and replayed from history on their next task:
+ * memory follows the cache size, not the number of open workflows. The SDK wants a cache of at least 2
+ * and no more concurrent workflow tasks than cached workflows.
+ */
+export function workerTuning(
+  config: Pick<AppConfig, 'temporal'>,
+): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+  const maxCachedWorkflows = Math.max(2, config.temporal.workerMaxCachedWorkflows);
+  const tasks = Math.max(2, config.temporal.workerMaxConcurrentWorkflowTasks);
+  return { maxCachedWorkflows, maxConcurrentWorkflowTaskExecutions: Math.min(tasks, maxCachedWorkflows) };
+}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -48,6 +63,7 @@ async function main(): Promise<void> {
     workflowsPath,
     activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox, temporal: tools.temporal }),
     ...workerDefaults,
+    ...workerTuning(config),
     plugins: temporalWorkerPlugins(tracing),
   });
   const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {

@@ -20,6 +20,7 @@ import { identityOf, resolveBlueprint, type Resolved } from '../../shared/bluepr
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import {
   countsOf,
+  describedRowsOf,
   findProject,
   insertProject,
   listProjectRows,
@@ -27,9 +28,12 @@ import {
   openQuestionsOf,
   peopleOf,
   questionsOfSet,
-  waitingRows,
+  waitingCandidates,
+  type DescribedRow,
+  type GoalCounts,
   type ProjectRow,
   type QuestionRow,
+  type WaitingCandidate,
 } from '../../shared/missions/store.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
@@ -229,7 +233,7 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
 /** Who sees a mission: its requester, an administrator, or whoever may view its blueprint. */
 export async function visibilityFilter(deps: AppDeps, em: EntityManager, principal: Principal) {
   const cache = new Map<string, boolean>();
-  return async (row: ProjectRow): Promise<boolean> => {
+  return async (row: Pick<ProjectRow, 'tenant' | 'requested_by' | 'blueprint_name'>): Promise<boolean> => {
     if (row.tenant !== principal.tenant) return false;
     if (row.requested_by === principal.id || isAdmin(principal)) return true;
     let ok = cache.get(row.blueprint_name);
@@ -256,6 +260,23 @@ export async function describeProjects(em: EntityManager, rows: ProjectRow[]) {
     rows.map((r) => r.id),
   );
   const people = await peopleOf(em, [...new Set(rows.map((r) => r.requested_by))]);
+  return viewsOf(rows, counts, people);
+}
+
+/** Rows read with their counts and requester (`describedRowsOf`), as list views: no further reads. */
+function describeReadRows(rows: DescribedRow[]) {
+  return viewsOf(
+    rows,
+    new Map(rows.map((r) => [r.id, r])),
+    new Map(rows.map((r) => [r.requested_by, { display_name: r.requester_display_name, email: r.requester_email }])),
+  );
+}
+
+function viewsOf(
+  rows: ProjectRow[],
+  counts: Map<string, GoalCounts>,
+  people: Map<string, { display_name: string | null; email: string | null }>,
+) {
   const now = Date.now();
   return rows.map((r) => {
     const c = counts.get(r.id);
@@ -403,16 +424,16 @@ export async function answerQuestions(
  * most `perState + 1` rows, newest change first), filtered by visibility, at most `maxMissions`
  * described; `truncated` when a status had more rows than were read or more missions were visible.
  */
-export async function selectAwaiting(
-  perStateRows: ProjectRow[][],
-  visible: (r: ProjectRow) => Promise<boolean>,
+export async function selectAwaiting<R extends Pick<ProjectRow, 'id' | 'updated_at'>>(
+  perStateRows: R[][],
+  visible: (r: R) => Promise<boolean>,
   limits = { perState: AWAITING_INPUT_ROWS_PER_STATE, maxMissions: AWAITING_INPUT_MAX_MISSIONS },
-): Promise<{ rows: ProjectRow[]; truncated: boolean }> {
+): Promise<{ rows: R[]; truncated: boolean }> {
   let truncated = perStateRows.some((rows) => rows.length > limits.perState);
   const read = perStateRows
     .flatMap((rows) => rows.slice(0, limits.perState))
     .sort((a, b) => new Date(b.updated_at).getTime() - new Date(a.updated_at).getTime() || a.id.localeCompare(b.id));
-  const out: ProjectRow[] = [];
+  const out: R[] = [];
   for (const r of read) {
     if (!(await visible(r))) continue;
     if (out.length === limits.maxMissions) {
@@ -436,22 +457,28 @@ const questionView = (q: QuestionRow) => ({
   recommended: q.recommended,
 });
 
+/**
+ * Three set-based reads whatever the number of waiting missions: the candidates (id, blueprint,
+ * requester, state, update time; at most 501 per waiting status off `projects_waiting_open_idx`),
+ * then the at most 50 visible ones with their counts and requester, then their open questions.
+ * Visibility needs the blueprint's access rules, resolved once per blueprint name.
+ */
 export async function awaitingInput(deps: AppDeps, em: EntityManager, principal: Principal) {
-  const perState: ProjectRow[][] = [];
-  for (const state of ['IN_PROGRESS_NEEDING_INPUT', 'STUCK'] as const)
-    perState.push(await waitingRows(em, principal.tenant, state, AWAITING_INPUT_ROWS_PER_STATE + 1));
-  const { rows, truncated } = await selectAwaiting(perState, await visibilityFilter(deps, em, principal));
-  const questions = await openQuestionsOf(
+  const perState: WaitingCandidate[][] = await waitingCandidates(
     em,
-    rows.map((r) => r.id),
+    principal.tenant,
+    ['IN_PROGRESS_NEEDING_INPUT', 'STUCK'],
+    AWAITING_INPUT_ROWS_PER_STATE + 1,
   );
-  const described = await describeProjects(em, rows);
+  const { rows, truncated } = await selectAwaiting(perState, await visibilityFilter(deps, em, principal));
+  const ids = rows.map((r) => r.id);
+  const described = describeReadRows(await describedRowsOf(em, ids));
+  const questions = await openQuestionsOf(em, ids);
+  const byProject = new Map<string, QuestionRow[]>();
+  for (const q of questions) byProject.set(q.project_id, [...(byProject.get(q.project_id) ?? []), q]);
   return {
     success: true as const,
-    items: described.map((p) => ({
-      ...p,
-      questions: questions.filter((q) => q.project_id === p.id).map(questionView),
-    })),
+    items: described.map((p) => ({ ...p, questions: (byProject.get(p.id) ?? []).map(questionView) })),
     truncated,
   };
 }

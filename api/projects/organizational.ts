@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Principal } from '../../shared/auth/principal.js';
 import { toIso } from '../../shared/dates.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { sql } from '../../shared/db/sql.js';
+import type { AppDeps } from '../deps.js';
+import { visibleProject } from '../missions/service.js';
 
 /**
  * Organizational projects (issue 15; spec "Organizational project"): named folders of a tenant that
@@ -20,8 +20,9 @@ import { sql } from '../../shared/db/sql.js';
  * - Deleting needs an empty project (409 `PROJECT_NOT_EMPTY`); archived or not.
  * - Assigning needs the item to exist and be the caller's to edit: a thread the caller can see (shared in
  *   the tenant, or their own private one), a promoted managed flow (`<source_id>:<flow_name>`) with
- *   `manage_flows` or `manage_repos`, a mission whose workflow `mission/<id>` exists with the caller's
- *   tenant as `PlatformTenant`. Apps have no store today (managed sources do not record imported apps),
+ *   `manage_flows` or `manage_repos`, a mission of the caller's tenant the caller may see (the missions'
+ *   own rule, as `GET /api/projects`: its requester, an administrator, or whoever may view its
+ *   blueprint; read from its `projects` row, written before its workflow starts). Apps have no store today (managed sources do not record imported apps),
  *   so every app id is unknown (404 `APP_UNKNOWN`).
  */
 export const PROJECT_ID = /^wprj_[0-9a-f]{32}$/;
@@ -242,7 +243,7 @@ export async function listMembers(
 /** Throws 404 when the item is unknown or hidden from the caller, 403 when visible but not theirs to edit. */
 async function checkItem(
   em: EntityManager,
-  temporal: Client,
+  deps: AppDeps,
   principal: Principal,
   kind: ItemKind,
   refId: string,
@@ -276,18 +277,10 @@ async function checkItem(
         });
       return;
     }
-    case 'mission': {
-      let tenant: string | undefined;
-      try {
-        const desc = await temporal.workflow.getHandle(`mission/${refId}`).describe();
-        tenant = desc.typedSearchAttributes.get(SearchAttributes.tenant);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new NotFoundError(`No mission ${refId}.`);
-        throw err;
-      }
-      if (tenant !== principal.tenant) throw new NotFoundError(`No mission ${refId}.`);
+    case 'mission':
+      // The mission's own visibility rule; unknown, foreign and hidden missions answer 404 alike.
+      await visibleProject(deps, em, principal, refId);
       return;
-    }
     case 'app':
       throw new NotFoundError(
         `No app ${refId}: apps have no store yet (managed sources do not record imported apps), so no app can be assigned.`,
@@ -305,13 +298,13 @@ const archivedProject = (id: string) =>
 /** Assigns an item to a project, or clears its project (`projectId` null); answers the item's project id. */
 export async function assignItem(
   em: EntityManager,
-  temporal: Client,
+  deps: AppDeps,
   principal: Principal,
   kind: ItemKind,
   refId: string,
   projectId: string | null,
 ): Promise<{ kind: ItemKind; ref_id: string; project_id: string | null }> {
-  await checkItem(em, temporal, principal, kind, refId);
+  await checkItem(em, deps, principal, kind, refId);
   return em.fork().transactional(async (tx) => {
     if (projectId !== null) {
       const target = await loadProject(tx, principal, projectId, true);

@@ -194,7 +194,7 @@ export const organizationalProjectRoutes = [
     operationId: 'assignOrganizationalProject',
     summary: "Set or clear (null) an item's organizational project",
     description:
-      "The item must exist and be the caller's to edit: a thread the caller can see; a promoted managed flow (`<source_id>:<flow_name>`, needs `manage_flows` or `manage_repos`); a mission whose workflow `mission/<id>` runs for the caller's tenant. Apps have no store yet: every app id answers 404 `APP_UNKNOWN`. Items of an archived project stay read-only.",
+      "The item must exist and be the caller's to edit: a thread the caller can see; a promoted managed flow (`<source_id>:<flow_name>`, needs `manage_flows` or `manage_repos`); a mission the caller may see (its requester, an administrator, or whoever may view its blueprint; otherwise 404). Apps have no store yet: every app id answers 404 `APP_UNKNOWN`. Items of an archived project stay read-only.",
     params: z.object({ kind: z.enum(ITEM_KINDS), ref_id: RefId }),
     body: z.object({ project_id: ProjectId.nullable() }).strict(),
     bodyKind: 'config',
@@ -211,7 +211,7 @@ export const organizationalProjectRoutes = [
     },
     handler: async ({ em, deps, principal, params, body }) => ({
       success: true,
-      data: await assignItem(em, deps.temporal, principal, params.kind, params.ref_id, body.project_id),
+      data: await assignItem(em, deps, principal, params.kind, params.ref_id, body.project_id),
     }),
   }),
 ];

@@ -15,7 +15,7 @@ import { startTemporalDevServer, type DevServer } from '../../scripts/lib/tempor
 import { loadConfig, type AppConfig } from '../../shared/config.js';
 import { initOrm, migrate } from '../../shared/db/orm.js';
 import { createLogger } from '../../shared/log.js';
-import { workerDefaults, workflowsPath } from '../../worker/index.js';
+import { workerDefaults, workerTuning, workflowsPath } from '../../worker/index.js';
 
 /** An in-process exporter that counts spans and drops them: the cost of tracing without a collector's. */
 class CountingExporter implements SpanExporter {
@@ -76,7 +76,8 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     taskQueue: config.temporal.taskQueue,
     workflowsPath,
     activities: createActivities({ orm: api.deps.orm, config, log }),
-    maxConcurrentWorkflowTaskExecutions: 50,
+    // The configured workflow cache (TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS), 50 workflow tasks at most at once.
+    ...workerTuning({ temporal: { ...config.temporal, workerMaxConcurrentWorkflowTasks: 50 } }),
     maxConcurrentActivityTaskExecutions: 50,
     ...workerDefaults,
     plugins: temporalWorkerPlugins(tracing),

@@ -59,6 +59,11 @@ export interface QuestionRow {
   answered_by: string | null;
   answered_at: Date | null;
 }
+
+/** A text array parameter (`?::text[]`): the driver is handed PostgreSQL's array literal, each element quoted. */
+const textArray = (values: readonly string[]) =>
+  `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+
 async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
   await sql(
     tx,
@@ -282,19 +287,63 @@ export async function listProjectRows(em: EntityManager, tenant: string, limit: 
   ]);
 }
 
-/** Projects in one waiting state, most recently changed first, at most `limit` rows. */
-export async function waitingRows(
+/** What the awaiting-input view reads first: just enough of a waiting mission to order and filter it. */
+export interface WaitingCandidate {
+  id: string;
+  tenant: string;
+  blueprint_name: string;
+  requested_by: string;
+  waiting_state: WaitingState;
+  updated_at: Date;
+}
+
+/**
+ * Open missions (running or paused) in the given waiting states: for each state the newest `limit`
+ * by `updated_at desc, id`, one query (a bounded range scan of `projects_waiting_open_idx` per state).
+ * Answered as one list per state, in the order of `states`.
+ */
+export async function waitingCandidates(
   em: EntityManager,
   tenant: string,
-  state: WaitingState,
+  states: readonly WaitingState[],
   limit: number,
-): Promise<ProjectRow[]> {
-  return sql<ProjectRow>(
+): Promise<WaitingCandidate[][]> {
+  const rows = await sql<WaitingCandidate>(
     em,
-    `select * from projects where tenant = ? and waiting_state = ? and status in ('running', 'paused')
-     order by updated_at desc, id limit ?`,
-    [tenant, state, limit],
+    `select w.* from unnest(?::text[]) as s(state)
+     cross join lateral (
+       select id, tenant, blueprint_name, requested_by, waiting_state, updated_at from projects
+       where tenant = ? and waiting_state = s.state and status in ('running', 'paused')
+       order by updated_at desc, id limit ?
+     ) w`,
+    [textArray(states), tenant, limit],
   );
+  return states.map((st) => rows.filter((r) => r.waiting_state === st));
+}
+
+/** A project row with what its list view adds: goal and question counts and the requester's name and email. */
+export type DescribedRow = ProjectRow &
+  GoalCounts & { requester_display_name: string | null; requester_email: string | null };
+
+/** Full rows of the given projects with their counts and requester in one query, in the order of `ids`. */
+export async function describedRowsOf(em: EntityManager, ids: string[]): Promise<DescribedRow[]> {
+  if (!ids.length) return [];
+  const rows = await sql<DescribedRow>(
+    em,
+    `select p.*, p.id as project_id, coalesce(g.goals_total, 0) as goals_total, coalesce(g.goals_met, 0) as goals_met,
+       coalesce(q.questions_open, 0) as questions_open,
+       u.display_name as requester_display_name, u.email as requester_email
+     from projects p
+     left join (select project_id, count(*)::int as goals_total, (count(*) filter (where status = 'met'))::int as goals_met
+                from project_goals where project_id = any(?::text[]) group by project_id) g on g.project_id = p.id
+     left join (select project_id, count(*)::int as questions_open from project_questions
+                where project_id = any(?::text[]) and status = 'open' group by project_id) q on q.project_id = p.id
+     left join users u on u.id = p.requested_by
+     where p.id = any(?::text[])`,
+    [textArray(ids), textArray(ids), textArray(ids)],
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
 export async function peopleOf(

@@ -7,7 +7,7 @@ import { registerSearchAttributes } from '../../scripts/lib/temporal-config.js';
 import { createActivities } from '../../activities/index.js';
 import type { AppConfig } from '../../shared/config.js';
 import type { Logger } from '../../shared/log.js';
-import { workerDefaults } from '../../worker/index.js';
+import { workerDefaults, workerTuning } from '../../worker/index.js';
 import { createWorkerToolbox } from '../../worker/toolbox.js';
 
 let runtimeInstalled = false;
@@ -61,6 +61,7 @@ export async function startWorker(options: {
         temporal: tools.temporal,
       }),
     ...workerDefaults,
+    ...workerTuning(options.config),
   });
   const running = worker.run();
   let stopped: Promise<void> | undefined;

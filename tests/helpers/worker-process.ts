@@ -5,7 +5,8 @@
  * As a script (`node --import tsx tests/helpers/worker-process.ts`) it reads DATABASE_URL,
  * TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, the Action Review settings (ACTION_REVIEW_*, TICKET_TRACKER_URL,
  * LOCAL_CLI_*) and WORKFLOW_BUNDLE_PATH (the test run's prebuilt bundle) from the environment, runs
- * the real workflows and activities, and writes `ready` on a line of stdout once it polls. SIGTERM
+ * the real workflows and activities (with the worker's toolbox and its own Temporal client, as
+ * `worker/index.ts` gives them, so activities that start or update workflows work), and writes `ready` on a line of stdout once it polls. SIGTERM
  * (or the parent going away) stops it gracefully. Logs go to stderr.
  *
  * From a test, `spawnWorkerProcess` starts one and answers a handle to wait for, kill and stop it.
@@ -19,7 +20,8 @@ import { initOrm } from '../../shared/db/orm.js';
 import { isMain } from '../../shared/is-main.js';
 import { createLogger, describeError } from '../../shared/log.js';
 import { installWorkerRuntime } from '../../shared/observability/temporal-runtime.js';
-import { workerDefaults } from '../../worker/index.js';
+import { workerDefaults, workerTuning } from '../../worker/index.js';
+import { createWorkerToolbox } from '../../worker/toolbox.js';
 import { testEmbeddingConsumers } from './embedding-test-consumer.js';
 
 const scriptPath = fileURLToPath(import.meta.url);
@@ -44,6 +46,9 @@ async function main(): Promise<void> {
   });
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: 2 });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
+  // As the worker does: a Temporal client of its own for the tools and the activities that start or
+  // update workflows (the mission's prompt activity, Action Review proposals).
+  const tools = createWorkerToolbox({ orm, config, log });
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -53,9 +58,12 @@ async function main(): Promise<void> {
       orm,
       config,
       log,
+      toolbox: tools.toolbox,
+      temporal: tools.temporal,
       ...(process.env.TEST_EMBEDDING_CONSUMER === '1' ? { embeddingConsumers: testEmbeddingConsumers() } : {}),
     }),
     ...workerDefaults,
+    ...workerTuning(config),
   });
   // The SDK's runtime turns SIGINT/SIGTERM into a graceful shutdown; a vanished parent does too.
   process.channel?.unref(); // the channel alone must not keep the process alive
@@ -65,6 +73,7 @@ async function main(): Promise<void> {
   const running = worker.run();
   process.stdout.write(`${READY}\n`);
   await running;
+  await tools.close();
   await connection.close();
   await orm.close();
   process.exit(0);

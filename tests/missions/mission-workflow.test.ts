@@ -108,12 +108,16 @@ async function until(handle: WorkflowHandle, ok: (s: MissionStateView) => boolea
   }
 }
 
+// The smallest workflow cache the SDK allows: waiting missions are evicted and replay on their next
+// task, as they do in production once more missions wait than TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS.
 const worker = (taskQueue: string, activities: object) =>
   Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities,
+    maxCachedWorkflows: 2,
+    maxConcurrentWorkflowTaskExecutions: 2,
   });
 
 describe('missionWorkflow', () => {

@@ -30,6 +30,8 @@ beforeAll(async () => {
       PLATFORM_BLUEPRINTS_DIR: root,
       PLATFORM_LLM_BASE_URL: llm.baseUrl,
       PLATFORM_LLM_MODEL: 'fake-model',
+      // A worker cache of 2: missions that wait are evicted and replay when answered or steered.
+      TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS: '2',
     },
   });
   for (const [sub, roles] of Object.entries({ root: ['admin'], olivia: ['member'], sam: ['member'] }))

@@ -1,25 +1,29 @@
 /**
- * A worker stopped mid-phase (while the phase prompt's model call is in flight): the mission goes
- * on with a new worker, and the phase prompt and its reply are each stored once.
+ * A worker process killed (SIGKILL) mid-phase, while the phase prompt's model call is in flight: the
+ * mission goes on with a new worker once the heartbeats time out, and the phase prompt and its reply
+ * are each stored once.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { missionStateQuery, missionWorkflowId } from '../../workflows/mission-definitions.js';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { startWorker } from '../helpers/temporal.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 let llm: FakeLlm;
 let stack: Stack;
 let root: string;
+const processes: WorkerProcess[] = [];
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'mission-restart-'));
   llm = await startFakeLlm(() => ({ hang: true }));
   stack = await startStack({
+    worker: false,
     env: { PLATFORM_BLUEPRINTS_DIR: root, PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model' },
   });
   await query(
@@ -29,13 +33,27 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
+  for (const p of processes) await p.stop().catch(() => undefined);
   await stack?.close();
   await llm?.close();
   if (root) await rm(root, { recursive: true, force: true });
 });
 
 describe('a mission across a worker restart', () => {
-  it('continues the phase on the new worker', async () => {
+  it('continues the phase on a new worker after the first process is killed', async () => {
+    // The first worker is a process of its own (the real activities, its own Temporal client for the
+    // prompt activity's update-with-start on the thread), so it can die for real.
+    const first = spawnWorkerProcess({
+      DATABASE_URL: stack.db.url,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
+      WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+      PLATFORM_BLUEPRINTS_DIR: root,
+      PLATFORM_LLM_BASE_URL: llm.baseUrl,
+      PLATFORM_LLM_MODEL: 'fake-model',
+    });
+    processes.push(first);
+    await first.ready;
     const bp = await http(stack.url, 'POST', '/api/blueprints/', {
       body: {
         blueprint_name: 'restart',
@@ -53,12 +71,9 @@ describe('a mission across a worker restart', () => {
     // Mid-phase: the model call of the phase prompt is in flight on the first worker.
     for (let i = 0; i < 300 && llm.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(llm.requests).toHaveLength(1);
-    const old = stack.worker!;
-    const stopping = old.stop();
-    stack.worker = await startWorker({ orm: stack.api.deps.orm, config: stack.config, log: stack.log });
+    expect((await first.kill()).signal).toBe('SIGKILL');
     llm.respond = () => ({ content: 'phase one done' });
-    llm.release({ content: 'phase one done' });
-    await stopping;
+    stack.worker = await startWorker({ orm: stack.api.deps.orm, config: stack.config, log: stack.log });
 
     const handle = stack.api.deps.temporal.workflow.getHandle(missionWorkflowId(id));
     for (;;) {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { query } from '../helpers/db.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -12,7 +11,6 @@ let ann: string;
 let bob: string;
 let dev: string;
 let outsider: string;
-const missions: string[] = [];
 
 beforeAll(async () => {
   idp = await startFakeIdp();
@@ -27,11 +25,6 @@ beforeAll(async () => {
   outsider = await idp.sign({ sub: 'olga', roles: ['admin'], tenant: 'globex' });
 });
 afterAll(async () => {
-  for (const id of missions)
-    await stack?.api.deps.temporal.workflow
-      .getHandle(`mission/${id}`)
-      .terminate('test over')
-      .catch(() => undefined);
   await stack?.close();
   await idp?.close();
 });
@@ -57,15 +50,14 @@ async function thread(owner: string, visibility: 'private' | 'tenant', tenant = 
   return id;
 }
 
-async function mission(tenant: string) {
-  const id = `m${randomUUID().replace(/-/g, '')}`;
-  // A mission stand-in: a workflow with the mission's id on a queue no worker polls (describe sees it running).
-  await stack.api.deps.temporal.workflow.start('missionStandIn', {
-    workflowId: `mission/${id}`,
-    taskQueue: `no-worker-${randomUUID()}`,
-    typedSearchAttributes: [{ key: SearchAttributes.tenant, value: tenant }],
-  });
-  missions.push(id);
+/** A mission's projection row (its visibility is read from it); no workflow is needed for assignment. */
+async function mission(tenant: string, requestedBy = 'ann', blueprint = 'private-bp') {
+  const id = `prj_${randomUUID().replace(/-/g, '')}`;
+  await rows(
+    `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, status, requested_by, phases_total)
+     values ($1, $2, 'm', $3, 'bp_x', 'c', 'running', $4, 1)`,
+    [id, tenant, blueprint, requestedBy],
+  );
   return id;
 }
 
@@ -365,7 +357,7 @@ describe('assignments', () => {
     expect(cleared.body.data.project_id).toBeNull();
   });
 
-  it('assigns a mission whose workflow mission/<id> exists in the caller tenant; unknown or foreign missions 404', async () => {
+  it('assigns a mission the caller may see (requester, admin, blueprint viewer); others, foreign and unknown 404', async () => {
     const p = await create(ann, 'Missions');
     const id = await mission('default');
     const ok = await assign(ann, 'mission', id, p.id);
@@ -377,9 +369,23 @@ describe('assignments', () => {
     ]);
     expect((await call(ann, 'GET', `/api/organizational-projects/${p.id}`)).body.data.counts.mission).toBe(1);
 
+    // Bob neither requested it nor may view its blueprint (none he can see): hidden, 404, nothing changes.
+    const hidden = await assign(bob, 'mission', id, null);
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error_type).toBe('not_found');
+    expect(await rows('select project_id from organizational_project_assignments where ref_id = $1', [id])).toEqual([
+      { project_id: p.id },
+    ]);
+    // An administrator sees every mission of the tenant.
+    expect((await assign(admin, 'mission', id, p.id)).status).toBe(200);
+    // A built-in blueprint is viewable by everyone, so its missions are visible to Bob.
+    const builtIn = await mission('default', 'ann', 'data-quality-audit');
+    const viaBlueprint = await assign(bob, 'mission', builtIn, p.id);
+    expect(viaBlueprint.status, viaBlueprint.text).toBe(200);
+
     const foreign = await mission('globex');
     expect((await assign(ann, 'mission', foreign, p.id)).status).toBe(404);
-    const unknown = await assign(ann, 'mission', `m${'0'.repeat(32)}`, p.id);
+    const unknown = await assign(ann, 'mission', `prj_${'0'.repeat(32)}`, p.id);
     expect(unknown.status).toBe(404);
     expect(unknown.body.error_type).toBe('not_found');
 

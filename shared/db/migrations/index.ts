@@ -39,6 +39,7 @@ import { Migration20261126000300DesktopLocalClis } from './Migration202611260003
 import { Migration20261126000100TicketRca } from './Migration20261126000100TicketRca.js';
 import { Migration20261126000500RemoteBlueprints } from './Migration20261126000500RemoteBlueprints.js';
 import { Migration20261126000600BlueprintWipSessions } from './Migration20261126000600BlueprintWipSessions.js';
+import { Migration20261126000400MissionWaitingIndex } from './Migration20261126000400MissionWaitingIndex.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -83,6 +84,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126000100TicketRca', class: Migration20261126000100TicketRca },
   { name: 'Migration20261126000200PresenterSessions', class: Migration20261126000200PresenterSessions },
   { name: 'Migration20261126000300DesktopLocalClis', class: Migration20261126000300DesktopLocalClis },
+  { name: 'Migration20261126000400MissionWaitingIndex', class: Migration20261126000400MissionWaitingIndex },
   { name: 'Migration20261126000500RemoteBlueprints', class: Migration20261126000500RemoteBlueprints },
   { name: 'Migration20261126000600BlueprintWipSessions', class: Migration20261126000600BlueprintWipSessions },
 ];
