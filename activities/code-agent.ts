@@ -6,7 +6,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CodeAgentApiError, CodeAgentClient } from '../shared/code-agent/client.js';
 import { openApiKeyConnection, type CodeAgentCredential } from '../shared/code-agent/connection.js';
-import { runnerArgv } from '../shared/code-agent/launcher.js';
+import { agentCliCommand, runnerArgv } from '../shared/code-agent/launcher.js';
 import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '../shared/code-agent/runs.js';
 import { findConnectionRow } from '../shared/crm/store.js';
 import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
@@ -419,9 +419,13 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         );
         return final;
       };
-      const argv = runnerArgv(await deps.settings.get('enhancements.coding_agent.agent_cli.command'));
-      if (!argv.length)
-        return await finish('failed', { error: 'CODE_AGENT_CLI_COMMAND is not set on the worker that took the run.' });
+      const command = await agentCliCommand(deps.settings, em);
+      if (!command)
+        return await finish('failed', {
+          error:
+            'CODE_AGENT_CLI_COMMAND is not set on the worker that took the run (and no local CLI is imported in desktop mode).',
+        });
+      const { argv } = command;
       if (!row.worktreePath) return await finish('failed', { error: 'The run has no worktree path.' });
       let model: CodeAgentCredential;
       let forgeCred: CodeAgentCredential;
@@ -475,7 +479,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           return await finish(cancelledOnRequest(ctx) ? 'cancelled' : 'interrupted', {
             error: 'The worker stopped while the worktree was cloned; the run was not restarted.',
           });
-        await addStep('agent_cli_started', branch);
+        await addStep('agent_cli_started', `${branch}; ${argv[0]!} from ${command.source}`);
         const env: Record<string, string> = {
           PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
           LANG: process.env.LANG ?? 'C.UTF-8',

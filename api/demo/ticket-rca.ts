@@ -134,7 +134,7 @@ export async function prepareTicketRca(
       TICKETING_ISSUE_TYPE_UNAVAILABLE,
       `Project ${input.project_key} offers no issue type "${input.issue_type}" (it offers: ${types.join(', ') || 'none'}).`,
     );
-  const launcher = await resolveLauncher(deps.settings);
+  const launcher = await resolveLauncher(deps.settings, em);
   if (isUnsupported(launcher)) return failure(launcher.code, launcher.message);
   const busy = async () => {
     const [other] = await sql(

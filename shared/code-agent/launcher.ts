@@ -1,3 +1,5 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { latestImportedLocalCli } from '../desktop/local-cli.js';
 import type { Settings } from '../settings/store.js';
 
 /**
@@ -45,12 +47,32 @@ export function runnerArgv(command: string | null | undefined): string[] {
 
 const CLI = 'enhancements.coding_agent.agent_cli';
 
+/** The agent CLI a run executes and where it came from (recorded in the run's steps). */
+export interface AgentCliCommand {
+  argv: string[];
+  source: string;
+}
+
+/**
+ * CODE_AGENT_CLI_COMMAND when set; else, in desktop mode, the most recently imported local CLI
+ * (`POST /api/desktop/local-cli/import`, its recorded argv); else null.
+ */
+export async function agentCliCommand(settings: Settings, em: EntityManager): Promise<AgentCliCommand | null> {
+  const argv = runnerArgv(await settings.get('enhancements.coding_agent.agent_cli.command'));
+  if (argv.length) return { argv, source: 'CODE_AGENT_CLI_COMMAND' };
+  if (!(await settings.get('desktop.enabled'))) return null;
+  const cli = await latestImportedLocalCli(em);
+  return cli?.command.length ? { argv: cli.command, source: `imported local CLI ${cli.name} (${cli.id})` } : null;
+}
+
 /**
  * The agent-CLI backend (`enhancements.coding_agent.backend` = `agent_cli`): usable when enabled and
- * its repository, both connections, worktree root and CODE_AGENT_CLI_COMMAND are set.
+ * its repository, both connections, worktree root and a command (CODE_AGENT_CLI_COMMAND, or in desktop
+ * mode an imported local CLI) are set.
  */
 async function resolveAgentCli(
   settings: Settings,
+  em: EntityManager,
   timeoutSeconds: number,
   enabled: boolean,
 ): Promise<ResolvedLauncher | LauncherUnsupported> {
@@ -61,9 +83,9 @@ async function resolveAgentCli(
     settings.get('enhancements.coding_agent.agent_cli.connection_name'),
     settings.get('enhancements.coding_agent.agent_cli.git_connection_name'),
     settings.get('enhancements.coding_agent.agent_cli.worktree_root'),
-    settings.get('enhancements.coding_agent.agent_cli.command'),
+    agentCliCommand(settings, em),
   ]);
-  const argv = runnerArgv(command);
+  const argv = command?.argv ?? [];
   const missing = [
     ...(on ? [] : [`${CLI}.enabled`]),
     ...((repoUrl ?? '').trim() ? [] : [`${CLI}.target_repo_url`]),
@@ -91,11 +113,16 @@ async function resolveAgentCli(
   };
 }
 
-export async function resolveLauncher(settings: Settings): Promise<ResolvedLauncher | LauncherUnsupported> {
+/** `em` reads the imported local CLIs (desktop mode) for the agent-CLI backend. */
+export async function resolveLauncher(
+  settings: Settings,
+  em: EntityManager,
+): Promise<ResolvedLauncher | LauncherUnsupported> {
   const get = <P extends Parameters<Settings['get']>[0]>(p: P) => settings.get(p);
   if ((await get('enhancements.coding_agent.backend')) === 'agent_cli')
     return await resolveAgentCli(
       settings,
+      em,
       (await get('enhancements.code_agent.run_timeout_seconds')) ?? 3600,
       (await get('enhancements.code_agent.enabled')) ?? false,
     );

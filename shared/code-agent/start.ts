@@ -40,7 +40,7 @@ export async function startCodeAgentRun(
   const { em } = deps;
   const existing = await em.findOne(CodeAgentRunEntity, { runId: run.runId, tenant: run.tenant });
   if (existing) return { row: existing };
-  const launcher = await resolveLauncher(deps.settings);
+  const launcher = await resolveLauncher(deps.settings, em);
   if (isUnsupported(launcher)) return { unsupported: launcher };
   if (launcher.adapter === 'agent_cli') {
     // Both connections must exist (api_key) before anything is written.

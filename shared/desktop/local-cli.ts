@@ -192,3 +192,16 @@ export async function importedLocalClis(em: EntityManager): Promise<LocalCliCand
   );
   return rows.map(toCandidate);
 }
+
+/**
+ * The imported CLI the agent-CLI backend runs when CODE_AGENT_CLI_COMMAND is unset (desktop mode):
+ * the most recently imported one; several imported together are ordered by name, then path.
+ */
+export async function latestImportedLocalCli(em: EntityManager): Promise<LocalCliCandidate | null> {
+  const [row] = await sql<Row>(
+    em,
+    `select id, name, path, version, state, command, detected_at, imported_at, declined_at
+       from desktop_local_clis where state = 'imported' order by imported_at desc, name, path limit 1`,
+  );
+  return row ? toCandidate(row) : null;
+}
