@@ -307,7 +307,7 @@ describe('encryption key enable and rotation', () => {
     const verify = await http(stack.url, 'GET', '/api/secrets/encryption-key/verify-setup', as);
     expect(verify.status).toBe(200);
     expect(verify.body.data.ok, verify.text).toBe(true);
-  });
+  }, 240_000);
 
   it('rotates again: the old managed key is retired only after every value moved, and writes under it are refused', async () => {
     const old = (await status()).active_key.key_id as string;
