@@ -10,6 +10,7 @@ import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
 import type { GitRepo } from '../helpers/git-server.js';
 import { http, type Stack } from '../helpers/stack.js';
+import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { managedSources, startGitStack, tokenCredentials, type GitStack } from '../managed-sources/support.js';
 
 let env: GitStack;
@@ -181,5 +182,17 @@ describe('document feed of a managed source', () => {
       ingested: 0,
       unchanged: 1,
     });
+  });
+
+  it('the auto-sync check counts the indexes waiting for a decision (a name conflict) in waiting.document_indexes', async () => {
+    expect((await sources.patch(src, { auto_sync: true })).status).toBe(200);
+    const summary = await stack.api.deps.temporal.workflow.execute(workflowRef('managedSourceAutoSyncWorkflow'), {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: `auto-sync-feed-${src}`,
+      args: [{ tenant: stack.config.auth.deploymentTenant }],
+    });
+    expect(summary).toMatchObject({ checked: 1, synced: 1 });
+    const state = (await sources.source(src)).auto_sync_state;
+    expect(state.waiting).toMatchObject({ document_indexes: 1, agent_changes: 0 });
   });
 });
