@@ -44,7 +44,7 @@ import type {
   AutoSyncInput,
   SourceDeleteInput,
 } from '../workflows/managed-source-lifecycle-definitions.js';
-import { documentFeedSummary, planDocumentFeed } from '../shared/document-index/kb-feed.js';
+import { documentFeedSummary, planDocumentFeed, unlinkSourceIndexes } from '../shared/document-index/kb-feed.js';
 import type {
   DocumentFeedPlan,
   DocumentFeedSummary,
@@ -633,7 +633,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const em = deps.orm.em.fork();
       const attempt = Context.current().info.attempt;
       try {
-        return await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
+        const removed = await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
+        // The indexes the source fed stay, as ordinary indexes (their documents no longer Git-backed).
+        await unlinkSourceIndexes(em, { id: input.sourceId, tenant: input.tenant });
+        return removed;
       } catch (err) {
         await em
           .getConnection()

@@ -201,3 +201,20 @@ export async function documentFeedSummary(
     waiting: indexes.filter((i) => i.requires_overwrite_ack).length,
   };
 }
+
+/**
+ * Deleting a source: the indexes it fed stay as ordinary indexes (`managed_source_id` cleared on the
+ * indexes and their documents, so they can be changed or deleted with the tool); idempotent.
+ */
+export async function unlinkSourceIndexes(em: EntityManager, source: { id: string; tenant: string }): Promise<void> {
+  await em.fork().transactional(async (tx) => {
+    await sql(tx, 'update doc_documents set managed_source_id = null where managed_source_id = ? and tenant = ?', [
+      source.id,
+      source.tenant,
+    ]);
+    await sql(tx, 'update doc_indexes set managed_source_id = null where managed_source_id = ? and tenant = ?', [
+      source.id,
+      source.tenant,
+    ]);
+  });
+}

@@ -3,7 +3,8 @@
  * one index per first-level folder of `documents_root`, linked to the source (`managed_source_id`),
  * its documents Git-backed and searchable; a second sync after a change and a deletion updates them;
  * an index of the same name not fed by the source is a name conflict (never taken over);
- * propose_kb_edit resolves the source by the fed index's name; the feed summary is on the source view.
+ * propose_kb_edit resolves the source by the fed index's name; the feed summary is on the source view;
+ * deleting the source leaves its indexes as ordinary ones.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
@@ -194,5 +195,18 @@ describe('document feed of a managed source', () => {
     expect(summary).toMatchObject({ checked: 1, synced: 1 });
     const state = (await sources.source(src)).auto_sync_state;
     expect(state.waiting).toMatchObject({ document_indexes: 1, agent_changes: 0 });
+  });
+
+  it('deleting the source leaves its indexes as ordinary ones (no longer Git-backed)', async () => {
+    const del = await http(stack.url, 'DELETE', `/api/managed-sources/${src}`, { token: admin });
+    expect([200, 202]).toContain(del.status);
+    await stack.api.deps.temporal.workflow.getHandle(`source-delete/${src}`).result();
+    expect(await docs('guides')).toEqual([{ path: 'guides/setup.md', managed_source_id: null }]);
+    const linked = await query(stack.db.url, 'select 1 from doc_indexes where managed_source_id is not null');
+    expect(linked).toEqual([]);
+    expect((await search('configure the proxy', 'guides'))[0]).toBe('guides/setup.md');
+    expect((await tool({ action: 'DELETE_DOCUMENT', index_name: 'guides', filepath: 'guides/setup.md' })).status).toBe(
+      200,
+    );
   });
 });
