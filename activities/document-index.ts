@@ -34,6 +34,7 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
       root: string;
       files: string[];
       chunkConfig: ChunkConfig;
+      managedSourceId?: string;
     }) {
       return withHeartbeat(2_000, () => ingestFiles(deps.orm.em.fork(), deps.config, input));
     },

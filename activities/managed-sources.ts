@@ -57,7 +57,10 @@ import type {
   AutoSyncInput,
   SourceDeleteInput,
 } from '../workflows/managed-source-lifecycle-definitions.js';
+import { documentFeedSummary, planDocumentFeed, unlinkSourceIndexes } from '../shared/document-index/kb-feed.js';
 import type {
+  DocumentFeedPlan,
+  DocumentFeedSummary,
   HydrationResult,
   SourceSyncInput,
   SourceSyncResult,
@@ -598,13 +601,46 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       };
     },
 
+    /**
+     * The document feed's plan (shared/document-index/kb-feed.ts): per first-level folder of
+     * `documents_root` the index (found or created linked to the source), removed documents, and the
+     * changed files for an ingestion child workflow.
+     */
+    async managedDocumentFeedPlan(input: SourceSyncInput): Promise<DocumentFeedPlan> {
+      const em = deps.orm.em.fork();
+      await setPhase(em, input.jobId, 'feeding_documents');
+      const row = await load(em, input);
+      const { workdir } = sourcePaths(deps.config, row.id);
+      return withHeartbeat(2_000, () => planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir }));
+    },
+
+    /** The feed summary per index after the ingestion child workflows (`ingested`: documents per index). */
+    async managedDocumentFeedSummary(
+      input: SourceSyncInput & { plan: DocumentFeedPlan; ingested: Record<string, number> },
+    ): Promise<DocumentFeedSummary> {
+      const em = deps.orm.em.fork();
+      const row = await load(em, input);
+      return documentFeedSummary(em, row, input.plan, input.ingested);
+    },
+
     /** Records a successful sync: the source's commit, tag anchor and checkout rules; the job `complete`. */
     async managedSyncRecord(
-      input: SourceSyncInput & { resolved: ResolvedRef; checkout: CheckoutSummary; scan: ScanSummary },
+      input: SourceSyncInput & {
+        resolved: ResolvedRef;
+        checkout: CheckoutSummary;
+        scan: ScanSummary;
+        /** The document feed's summary, or the error that stopped it (recorded as a hydrate error). */
+        documentFeed?: DocumentFeedSummary;
+        documentFeedError?: { code: string; message: string };
+      },
     ): Promise<SourceSyncResult> {
       const em = deps.orm.em.fork();
       const row = await load(em, input);
       const hydration = await hydrate(em, row, input, input.resolved.commitSha, input.scan);
+      if (input.documentFeedError) {
+        hydration.hydrate_errors.push({ type: 'document_indexes', ...input.documentFeedError });
+        hydration.partial_success = true;
+      }
       const result: SourceSyncResult = {
         ...emptyResult(input, row),
         ...hydration,
@@ -615,6 +651,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         paths_excluded: input.checkout.paths_excluded,
         files_scanned: input.scan.files_scanned,
         candidates: input.scan.candidates,
+        ...(input.documentFeed ? { document_feed: input.documentFeed } : {}),
       };
       return finish(input, result, {
         syncedCommitSha: input.resolved.commitSha,
@@ -636,7 +673,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const em = deps.orm.em.fork();
       const attempt = Context.current().info.attempt;
       try {
-        return await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
+        const removed = await removeSourceArtifacts(em, { id: input.sourceId, tenant: input.tenant });
+        // The indexes the source fed stay, as ordinary indexes (their documents no longer Git-backed).
+        await unlinkSourceIndexes(em, { id: input.sourceId, tenant: input.tenant });
+        return removed;
       } catch (err) {
         await sql(
           em,
@@ -742,7 +782,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           waiting: {
             blueprint_versions: 0,
             agent_changes: r.agent_auto_apply.waiting,
-            document_indexes: 0,
+            document_indexes: r.document_feed?.waiting ?? 0,
             flow_changes: r.flow_auto_apply?.waiting ?? 0,
             role_changes: r.role_auto_apply.waiting,
           },

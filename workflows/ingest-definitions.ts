@@ -22,6 +22,8 @@ export interface IngestInput {
   /** Compaction checkpoint every `checkpointInterval` documents, after a durable pause of `checkpointSleepMs`. */
   checkpointInterval: number;
   checkpointSleepMs: number;
+  /** A managed source's document feed: the documents are Git-backed, marked with this source. */
+  managedSourceId?: string;
 }
 
 export interface IngestProgress {

@@ -1,4 +1,5 @@
 // @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
+import type { IngestInput } from './ingest-definitions.js';
 /**
  * The managed-source sync workflow's id, input and result. The API imports this module to start it,
  * so it holds only definitions and plain types.
@@ -82,6 +83,52 @@ export interface SourceSyncResult extends HydrationResult {
   candidates: Record<string, number>;
   error_code: string | null;
   error: string | null;
+  /** The document feed into indexes (`document_indexes` enabled; absent otherwise and in older results). */
+  document_feed?: DocumentFeedSummary;
   /** Set with `RELEASE_TAG_CHANGED_ON_REMOTE`. */
   moved_tag: { tag: string; anchored_commit_sha: string; remote_commit_sha: string | null } | null;
+}
+
+/** The spec's "Document feed summary per index" (one index per first-level folder of `documents_root`). */
+export interface DocumentFeedIndexView {
+  index_name: string;
+  folder: string;
+  /** Git-backed documents of this source in the index. */
+  count: number;
+  /** Every document of the index: `count` plus `index_only_doc_count` (added to the index directly). */
+  index_doc_count: number;
+  index_only_doc_count: number;
+  /** Knowledge-base edits staged for this folder, waiting for `open_kb_pull_request`. */
+  pending_change_count: number;
+  /** Who staged the pending edits (the first proposer by path), null when none. */
+  proposer: string | null;
+  /** The pull request of the pending edits: not tracked here (always null). */
+  pr: null;
+  /** False: an existing index of the same name not fed by this source is never adopted silently. */
+  adopted: boolean;
+  /** 1 when an index of this name exists and is not fed by this source (the folder is then not fed). */
+  name_conflict_count: number;
+  requires_overwrite_ack: boolean;
+  /** This sync's changes: documents ingested (added or updated), removed, unchanged. */
+  ingested: number;
+  removed: number;
+  unchanged: number;
+}
+
+export interface DocumentFeedSummary {
+  indexes: DocumentFeedIndexView[];
+  /** Git-backed documents over the fed indexes (managed only). */
+  total_count: number;
+  total_index_doc_count: number;
+  /** Indexes waiting for a decision (a name conflict): the `waiting.document_indexes` count. */
+  waiting: number;
+}
+
+/** What the feed's plan activity answers: per fed index the ingestion to run as a child workflow. */
+export interface DocumentFeedPlan {
+  /** False when the source does not scan `document_indexes` (nothing planned, no summary). */
+  enabled: boolean;
+  ingests: Array<{ indexName: string; workflowId: string; input: IngestInput }>;
+  /** Per folder the planning counts (removed, unchanged, conflict), carried to the summary. */
+  folders: Array<{ folder: string; index_name: string; removed: number; unchanged: number; conflict: boolean }>;
 }

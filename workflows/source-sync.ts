@@ -1,7 +1,16 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  executeChild,
+  patched,
+  proxyActivities,
+} from '@temporalio/workflow';
 import type { ManagedSourceActivities } from '../activities/managed-sources.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
-import type { SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
+import type { IngestInput, IngestResult } from './ingest-definitions.js';
+import type { DocumentFeedSummary, SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
@@ -23,12 +32,49 @@ export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<Source
     if (resolved.refusal) return await db.managedSyncFinish({ ...input, result: resolved.refusal });
     const checkout = await gitOps.managedSyncFetch({ ...input, resolved: resolved.ref });
     const scan = await gitOps.managedSyncScan(input);
-    return await db.managedSyncRecord({ ...input, resolved: resolved.ref, checkout, scan });
+    // Histories recorded before the document feed replay without it.
+    const feed = patched('kb-document-feed') ? await feedDocuments(input) : {};
+    return await db.managedSyncRecord({ ...input, resolved: resolved.ref, checkout, scan, ...feed });
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : err;
     const code =
       cause instanceof ApplicationFailure && cause.type && /^[A-Z_]+$/.test(cause.type) ? cause.type : 'SYNC_FAILED';
     const message = cause instanceof Error ? cause.message : 'The sync failed.';
     return await db.managedSyncFail({ ...input, errorCode: code, message });
+  }
+}
+
+const errorOf = (err: unknown, fallback: string) => {
+  let cause = err;
+  while (cause instanceof ActivityFailure || cause instanceof ChildWorkflowFailure) cause = cause.cause;
+  const code =
+    cause instanceof ApplicationFailure && cause.type && /^[A-Z_]+$/.test(cause.type) ? cause.type : fallback;
+  return { code, message: cause instanceof Error ? cause.message : 'The document feed failed.' };
+};
+
+/**
+ * The document feed (`document_indexes` enabled): plan per first-level folder of `documents_root`,
+ * ingest each index's changed files in a child `ingestWorkflow` (Git-backed documents), then the
+ * summary per index. A failure is recorded as a hydrate error of type `document_indexes`; the sync
+ * itself still records its commit.
+ */
+async function feedDocuments(
+  input: SourceSyncInput,
+): Promise<{ documentFeed?: DocumentFeedSummary; documentFeedError?: { code: string; message: string } }> {
+  try {
+    const plan = await gitOps.managedDocumentFeedPlan(input);
+    if (!plan.enabled) return {};
+    const ingested: Record<string, number> = {};
+    for (const run of plan.ingests) {
+      const r = await executeChild<(i: IngestInput) => Promise<IngestResult>>('ingestWorkflow', {
+        workflowId: run.workflowId,
+        args: [run.input],
+        parentClosePolicy: ParentClosePolicy.TERMINATE,
+      });
+      ingested[run.indexName] = r.added.length;
+    }
+    return { documentFeed: await db.managedDocumentFeedSummary({ ...input, plan, ingested }) };
+  } catch (err) {
+    return { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
   }
 }

@@ -175,6 +175,30 @@ const PreviewView = z
   .nullable();
 const AutoApply = z.object({ applied: z.number(), waiting: z.number() });
 
+const DocumentFeedView = z.object({
+  indexes: z.array(
+    z.object({
+      index_name: z.string(),
+      folder: z.string(),
+      count: z.number(),
+      index_doc_count: z.number(),
+      index_only_doc_count: z.number(),
+      pending_change_count: z.number(),
+      proposer: z.string().nullable(),
+      pr: z.null(),
+      adopted: z.boolean(),
+      name_conflict_count: z.number(),
+      requires_overwrite_ack: z.boolean(),
+      ingested: z.number(),
+      removed: z.number(),
+      unchanged: z.number(),
+    }),
+  ),
+  total_count: z.number(),
+  total_index_doc_count: z.number(),
+  waiting: z.number(),
+});
+
 const SyncResultView = z
   .object({
     outcome: z.enum([
@@ -222,6 +246,9 @@ const SyncResultView = z
     agent_auto_apply: AutoApply.optional(),
     role_auto_apply: AutoApply.optional(),
     flow_auto_apply: AutoApply.optional(),
+    document_feed: DocumentFeedView.optional().describe(
+      'Documents fed into indexes (document_indexes enabled): one index per first-level folder of documents_root, named after the folder',
+    ),
     finished_at: z.string().optional(),
   })
   .meta({ id: 'ManagedSourceSyncResult' });
@@ -781,7 +808,7 @@ export const managedSourceRoutes = [
     operationId: 'syncManagedSource',
     summary: 'Sync a managed source and answer the sync result (outcome `failed` carries a classified error_code)',
     description:
-      'Agents and roles the source declares are previewed (`agent_preview`, `role_preview`); `apply_agent_changes` with `expected_agent_commit` and `expected_agent_plan_hash` from that preview applies them (likewise for roles), unless `auto_promote_on_sync` applies them anyway. Apply without pins: 409 `AGENT_PREVIEW_REQUIRED` / `ROLE_PREVIEW_REQUIRED`; pins that no longer match the synced plan: 409 `AGENT_PREVIEW_STALE` / `ROLE_PREVIEW_STALE` with the fresh result in `payload.sync` (nothing of that type applied). `overwrite_indexes` is accepted and has no effect (document indexes are not hydrated).',
+      'Agents and roles the source declares are previewed (`agent_preview`, `role_preview`); `apply_agent_changes` with `expected_agent_commit` and `expected_agent_plan_hash` from that preview applies them (likewise for roles), unless `auto_promote_on_sync` applies them anyway. Apply without pins: 409 `AGENT_PREVIEW_REQUIRED` / `ROLE_PREVIEW_REQUIRED`; pins that no longer match the synced plan: 409 `AGENT_PREVIEW_STALE` / `ROLE_PREVIEW_STALE` with the fresh result in `payload.sync` (nothing of that type applied). `overwrite_indexes` is accepted and has no effect: with `document_indexes` enabled the sync feeds one index per first-level folder of `documents_root` (named after the folder, `last_sync.document_feed`), and an index of that name not fed by the source is never overwritten (counted in `name_conflict_count`).',
     params: idParams,
     body: z
       .object({

@@ -108,7 +108,15 @@ export interface IngestReport {
 export async function ingestFiles(
   em: EntityManager,
   config: AppConfig,
-  input: { tenant: string; indexName: string; root: string; files: string[]; chunkConfig: ChunkConfig },
+  input: {
+    tenant: string;
+    indexName: string;
+    root: string;
+    files: string[];
+    chunkConfig: ChunkConfig;
+    /** Set by a managed source's document feed: the documents are Git-backed (the guard does not apply). */
+    managedSourceId?: string;
+  },
 ): Promise<IngestReport> {
   const report: IngestReport = { added: [], skipped: [], warnings: [] };
   const index = await findIndex(em, input.tenant, input.indexName);
@@ -134,11 +142,12 @@ export async function ingestFiles(
       report.skipped.push({ filepath: path, reason: 'empty file' });
       continue;
     }
-    const managed = await sql(
-      em,
-      'select 1 from doc_documents where index_id = ? and path = ? and managed_source_id is not null',
-      [index.id, path],
-    );
+    const managed = input.managedSourceId
+      ? []
+      : await sql(em, 'select 1 from doc_documents where index_id = ? and path = ? and managed_source_id is not null', [
+          index.id,
+          path,
+        ]);
     if (managed.length) {
       report.skipped.push({ filepath: path, reason: 'managed_repo_guard (Git-backed knowledge-base document)' });
       continue;
@@ -146,7 +155,13 @@ export async function ingestFiles(
     const r = await ingestDocument(
       em,
       index,
-      { path, kind: 'file', content, metadata: { filename: basename(path) } },
+      {
+        path,
+        kind: 'file',
+        content,
+        metadata: { filename: basename(path) },
+        ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
+      },
       input.chunkConfig,
       embedder,
     );

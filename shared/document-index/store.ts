@@ -82,6 +82,8 @@ export interface IngestInput {
   content: string;
   metadata?: Record<string, unknown>;
   id?: string;
+  /** A Git-backed knowledge-base document: the managed source whose sync feeds it. */
+  managedSourceId?: string;
 }
 
 export interface IngestOutcome {
@@ -127,8 +129,9 @@ export async function ingestDocument(
     await sql(tx, 'delete from doc_documents where index_id = ? and path = ?', [index.id, doc.path]);
     await sql(
       tx,
-      `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+      `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
+           managed_source_id)
+         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)`,
       [
         id,
         index.tenant,
@@ -139,6 +142,7 @@ export async function ingestDocument(
         hash,
         JSON.stringify(doc.metadata ?? {}),
         chunks.length,
+        doc.managedSourceId ?? null,
       ],
     );
     await insertChunks(tx, index, id, chunks, vectors, embedder.collection);

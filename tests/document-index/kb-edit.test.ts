@@ -108,9 +108,8 @@ beforeAll(async () => {
   expect(created.status, created.text).toBe(201);
   expect(created.body.sync.outcome).toBe('updated');
   src = created.body.source.source_id as string;
-  // The index the source's documents feed (document hydration into indexes marks it with the source).
-  expect((await tool({ action: 'CREATE_INDEX', index_name: 'handbook' })).status).toBe(200);
-  await query(stack.db.url, `update doc_indexes set managed_source_id = $1 where name = 'handbook'`, [src]);
+  // The sync fed the index `guides` (the first-level folder docs/guides), linked to the source.
+  expect(created.body.sync.document_feed.indexes).toMatchObject([{ index_name: 'guides', count: 2 }]);
   const applied = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
     token: admin,
     body: { content: `enhancements:\n  knowledge_base:\n    forge_api_url: ${forge.url}\n` },
@@ -127,7 +126,7 @@ describe('propose_kb_edit', () => {
   it('stages a new file with content (A) and an edit with search/replace (M), through an index name or a source id', async () => {
     const added = await tool({
       action: 'propose_kb_edit',
-      source_id_or_index: 'handbook',
+      source_id_or_index: 'guides',
       relative_path: 'guides/new-page.md',
       content: '# New page\n\nHello.\n',
       note: 'a new page',
@@ -253,7 +252,7 @@ describe('open_kb_pull_request', () => {
   it('raises a proposal; once a person approves and executes it the branch is pushed and the pull request opened', async () => {
     const opened = await tool({
       action: 'open_kb_pull_request',
-      source_id_or_index: 'handbook',
+      source_id_or_index: 'guides',
       title: 'Handbook: installer and new page',
       commit_message: 'Update the handbook',
     });
@@ -378,7 +377,7 @@ describe('agents', () => {
     const edit = await tool(
       {
         action: 'propose_kb_edit',
-        source_id_or_index: 'handbook',
+        source_id_or_index: 'guides',
         relative_path: 'guides/setup.md',
         search: 'Run the agent.',
         replace: 'Start the agent.',
@@ -403,29 +402,25 @@ describe('agents', () => {
 describe('managed_repo_guard', () => {
   it('ADD_TEXT, ADD_DOCUMENTS and DELETE_DOCUMENT on the Git-backed index point to propose_kb_edit', async () => {
     for (const args of [
-      { action: 'ADD_TEXT', index_name: 'handbook', text: 'x' },
-      { action: 'ADD_DOCUMENTS', index_name: 'handbook', filepath: 'docs' },
+      { action: 'ADD_TEXT', index_name: 'guides', text: 'x' },
+      { action: 'ADD_DOCUMENTS', index_name: 'guides', filepath: 'docs' },
     ]) {
       const r = await tool(args);
       expect(r.status, r.text).toBe(409);
       expect(r.body.payload).toMatchObject({ code: 'managed_repo_guard', managed_document_repo: true });
       expect(r.body.payload.next_steps[0]).toContain('propose_kb_edit');
     }
-    const added = await tool({
-      action: 'ADD_TEXT',
-      index_name: 'plain',
-      text: 'A page that came from the repository.',
-      metadata: { filepath: 'guides/from-repo.md' },
-    });
-    expect(added.status, added.text).toBe(200);
-    await query(stack.db.url, `update doc_documents set managed_source_id = $1 where path = 'guides/from-repo.md'`, [
-      src,
-    ]);
-    const del = await tool({ action: 'DELETE_DOCUMENT', index_name: 'plain', filepath: 'guides/from-repo.md' });
+    const del = await tool({ action: 'DELETE_DOCUMENT', index_name: 'guides', filepath: 'guides/setup.md' });
     expect(del.status, del.text).toBe(409);
     expect(del.body.payload).toMatchObject({ code: 'managed_repo_guard', managed_document_repo: true });
     expect(del.body.payload.next_steps[0]).toContain('propose_kb_edit');
-    expect(await query(stack.db.url, `select 1 from doc_documents where path = 'guides/from-repo.md'`)).toHaveLength(1);
+    expect(
+      await query(
+        stack.db.url,
+        `select 1 from doc_documents where path = 'guides/setup.md' and managed_source_id = $1`,
+        [src],
+      ),
+    ).toHaveLength(1);
   });
 });
 
