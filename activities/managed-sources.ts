@@ -49,6 +49,7 @@ import {
   readAgentManifests,
   readRoleManifests,
 } from '../shared/managed-sources/hydrate.js';
+import { APP_FILE, applyApps, readAppManifests } from '../shared/managed-sources/apps.js';
 import { parseVersion, pollRemoteReleases } from '../shared/managed-sources/release-poll.js';
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
 import { SKILL_FILE, applySkillPackages, readSkillPackages } from '../shared/skills/packages.js';
@@ -85,6 +86,8 @@ export interface ScanSummary {
   skill_files?: string[];
   /** `blueprints/<name>/blueprint_manifest.yaml` paths (scan type `blueprints`). */
   blueprint_files?: string[];
+  /** `apps/<name>/app.yaml` paths (scan type `apps`). */
+  app_files?: string[];
 }
 
 /** Hydration fields before (or without) hydration. */
@@ -421,6 +424,17 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         degraded_artifacts: degraded,
       };
     }
+    if (types.has('apps')) {
+      // Apps are recorded at once (no preview): see shared/managed-sources/apps.ts.
+      const read = await readAppManifests(workdir, scan.app_files ?? []);
+      const r = await em.transactional((tx) => applyApps(tx, src, commitSha, read));
+      h.hydrate.apps = {
+        found: read.desired.length + read.degraded.length,
+        applied: r.applied,
+        waiting: 0,
+        degraded_artifacts: r.degraded,
+      };
+    }
     if (types.has('blueprints')) {
       // Remote-backed blueprints are applied at once (no preview): see shared/blueprints/remote.ts.
       const root = deps.config.blueprints.dir;
@@ -556,13 +570,21 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       const candidates: Record<string, number> = {};
       const bump = (t: string) => (candidates[t] = (candidates[t] ?? 0) + 1);
       for (const t of types)
-        if (t === 'agents' || t === 'roles' || t === 'skills' || t === 'document_indexes' || t === 'blueprints')
+        if (
+          t === 'agents' ||
+          t === 'roles' ||
+          t === 'skills' ||
+          t === 'document_indexes' ||
+          t === 'blueprints' ||
+          t === 'apps'
+        )
           candidates[t] = 0;
       let files = 0;
       const agentFiles: string[] = [];
       const roleFiles: string[] = [];
       const skillFiles: string[] = [];
       const blueprintFiles: string[] = [];
+      const appFiles: string[] = [];
       const ctx = Context.current();
       for await (const file of listFiles(workdir)) {
         if (!included(file) || excluded(file)) continue;
@@ -584,6 +606,10 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           bump('blueprints');
           blueprintFiles.push(file);
         }
+        if (types.has('apps') && APP_FILE.test(file)) {
+          bump('apps');
+          appFiles.push(file);
+        }
         if (types.has('document_indexes') && inDocs(file) && /\.(md|markdown)$/i.test(base)) bump('document_indexes');
         if (files % 200 === 0) {
           ctx.heartbeat();
@@ -598,6 +624,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
         role_files: roleFiles,
         skill_files: skillFiles,
         blueprint_files: blueprintFiles,
+        app_files: appFiles,
       };
     },
 

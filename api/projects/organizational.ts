@@ -22,8 +22,9 @@ import { visibleProject } from '../missions/service.js';
  *   the tenant, or their own private one), a promoted managed flow (`<source_id>:<flow_name>`) with
  *   `manage_flows` or `manage_repos`, a mission of the caller's tenant the caller may see (the missions'
  *   own rule, as `GET /api/projects`: its requester, an administrator, or whoever may view its
- *   blueprint; read from its `projects` row, written before its workflow starts). Apps have no store today (managed sources do not record imported apps),
- *   so every app id is unknown (404 `APP_UNKNOWN`).
+ *   blueprint; read from its `projects` row, written before its workflow starts), or an app a managed
+ *   source recorded (`<source_id>:<app_name>`, `managed_apps` of the caller's tenant) with `manage_repos`
+ *   (apps have no permission of their own); an unknown app is 404 `APP_UNKNOWN`.
  */
 export const PROJECT_ID = /^wprj_[0-9a-f]{32}$/;
 export const ITEM_KINDS = ['app', 'flow', 'mission', 'thread'] as const;
@@ -281,11 +282,27 @@ async function checkItem(
       // The mission's own visibility rule; unknown, foreign and hidden missions answer 404 alike.
       await visibleProject(deps, em, principal, refId);
       return;
-    case 'app':
-      throw new NotFoundError(
-        `No app ${refId}: apps have no store yet (managed sources do not record imported apps), so no app can be assigned.`,
-        { code: 'APP_UNKNOWN' },
-      );
+    case 'app': {
+      const sep = refId.indexOf(':');
+      const [a] =
+        sep > 0
+          ? await sql<{ tenant: string }>(
+              em,
+              'select tenant from managed_apps where source_id = ? and name = ? and tenant = ?',
+              [refId.slice(0, sep), refId.slice(sep + 1), principal.tenant],
+            )
+          : [];
+      if (!a)
+        throw new NotFoundError(`No app ${refId} (apps are named "<source_id>:<app_name>").`, {
+          code: 'APP_UNKNOWN',
+        });
+      if (!principal.permissions.has('manage_repos'))
+        throw new ForbiddenError('Assigning an app needs "manage_repos".', {
+          required_permission: ['manage_repos'],
+          roles: principal.roles,
+        });
+      return;
+    }
   }
 }
 

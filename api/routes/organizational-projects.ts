@@ -52,7 +52,9 @@ const idParams = z.object({ project_id: ProjectId });
 const RefId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$/, 'an item id: letters, digits, ".", "_", ":", "@" and "-"')
-  .describe('Thread id, mission id (its workflow is `mission/<id>`), flow as `<source_id>:<flow_name>`, or app id');
+  .describe(
+    'Thread id, mission id (its workflow is `mission/<id>`), flow as `<source_id>:<flow_name>`, or app as `<source_id>:<app_name>`',
+  );
 
 const MANAGE_403 = 'Not the creator and without `manage_users` (`forbidden`)';
 const base = { tags: ['organizational-projects'], access: { kind: 'authenticated' as const } };
@@ -194,7 +196,7 @@ export const organizationalProjectRoutes = [
     operationId: 'assignOrganizationalProject',
     summary: "Set or clear (null) an item's organizational project",
     description:
-      "The item must exist and be the caller's to edit: a thread the caller can see; a promoted managed flow (`<source_id>:<flow_name>`, needs `manage_flows` or `manage_repos`); a mission the caller may see (its requester, an administrator, or whoever may view its blueprint; otherwise 404). Apps have no store yet: every app id answers 404 `APP_UNKNOWN`. Items of an archived project stay read-only.",
+      "The item must exist and be the caller's to edit: a thread the caller can see; a promoted managed flow (`<source_id>:<flow_name>`, needs `manage_flows` or `manage_repos`); a mission the caller may see (its requester, an administrator, or whoever may view its blueprint; otherwise 404). an app a managed source recorded (`<source_id>:<app_name>`, needs `manage_repos`; unknown apps answer 404 `APP_UNKNOWN`). Items of an archived project stay read-only.",
     params: z.object({ kind: z.enum(ITEM_KINDS), ref_id: RefId }),
     body: z.object({ project_id: ProjectId.nullable() }).strict(),
     bodyKind: 'config',
@@ -205,7 +207,9 @@ export const organizationalProjectRoutes = [
           z.object({ kind: z.enum(ITEM_KINDS), ref_id: z.string(), project_id: ProjectId.nullable() }),
         ),
       },
-      403: { description: 'Flows: without `manage_flows` or `manage_repos` (`forbidden`)' },
+      403: {
+        description: 'Flows: without `manage_flows` or `manage_repos`; apps: without `manage_repos` (`forbidden`)',
+      },
       404: { description: 'Unknown or hidden item (`APP_UNKNOWN` for apps), or unknown project' },
       409: { description: '`PROJECT_ARCHIVED`: the target project, or the one the item is in, is archived' },
     },

@@ -36,7 +36,9 @@ export interface Preview {
   plan_hash: string;
 }
 
-const ArtifactId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, "_" and "-" (max 64)');
+export const ArtifactId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, "_" and "-" (max 64)');
 const Text = (max: number) => z.string().trim().min(1).max(max);
 
 const AgentManifest = z.object({
@@ -85,11 +87,11 @@ export interface DesiredRole {
 
 export const managedAgentId = (sourceId: string, agentId: string) => `msa_${sourceId.slice(4)}_${agentId}`;
 
-function zodReason(err: z.ZodError): string {
+export function zodReason(err: z.ZodError): string {
   return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
 }
 
-async function readYaml(
+export async function readYaml(
   workdir: string,
   rel: string,
 ): Promise<{ ok: true; value: unknown } | { ok: false; reason: string }> {
@@ -449,6 +451,7 @@ export async function removeSourceArtifacts(
       'delete from custom_roles where managed_source_id = ? and tenant = ? returning name',
       [source.id, source.tenant],
     );
+    await sql(tx, 'delete from managed_apps where source_id = ? and tenant = ?', [source.id, source.tenant]);
     await sql(tx, 'delete from agent_skill_packages where managed_source_id = ? and tenant = ?', [
       source.id,
       source.tenant,

@@ -394,7 +394,7 @@ describe('assignments', () => {
     expect(cleared.body.data.project_id).toBeNull();
   });
 
-  it('apps have no store: any app id answers 404 APP_UNKNOWN and nothing is written', async () => {
+  it('an app id no managed source recorded answers 404 APP_UNKNOWN and nothing is written', async () => {
     const p = await create(admin, 'Apps');
     const res = await assign(admin, 'app', 'crm-dashboard', p.id);
     expect(res.status).toBe(404);

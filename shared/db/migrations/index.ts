@@ -40,6 +40,7 @@ import { Migration20261126000100TicketRca } from './Migration20261126000100Ticke
 import { Migration20261126000500RemoteBlueprints } from './Migration20261126000500RemoteBlueprints.js';
 import { Migration20261126000600BlueprintWipSessions } from './Migration20261126000600BlueprintWipSessions.js';
 import { Migration20261126000400MissionWaitingIndex } from './Migration20261126000400MissionWaitingIndex.js';
+import { Migration20261126001100ManagedApps } from './Migration20261126001100ManagedApps.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -87,4 +88,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126000400MissionWaitingIndex', class: Migration20261126000400MissionWaitingIndex },
   { name: 'Migration20261126000500RemoteBlueprints', class: Migration20261126000500RemoteBlueprints },
   { name: 'Migration20261126000600BlueprintWipSessions', class: Migration20261126000600BlueprintWipSessions },
+  { name: 'Migration20261126001100ManagedApps', class: Migration20261126001100ManagedApps },
 ];
