@@ -1,7 +1,7 @@
 /**
  * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
  * delete), role grants, ZIP export and import, versioned mode (`versioning/*`, logic in
- * `api/blueprints/versioning.ts`). The wizard is not built yet (not mounted). Logic lives in
+ * `api/blueprints/versioning.ts`). The wizard has its own module (`blueprint-wizard.ts`). Logic lives in
  * `api/blueprints/service.ts`; storage in `shared/blueprints/`. Remote-backed blueprints (imported by a
  * managed source, `shared/blueprints/remote.ts`) are read-only here; their rename opens a pull request
  * (`api/blueprints/remote-rename.ts`).

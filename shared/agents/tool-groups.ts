@@ -19,7 +19,10 @@ export const TOOL_GROUPS = {
     tools: ['enhancement_action'],
     description: 'Code-agent runs: start (agents through Action Review), follow status and pull request',
   },
-  blueprints: { tools: ['blueprints'], description: 'Blueprints: list, read and recommend mission templates' },
+  blueprints: {
+    tools: ['blueprints'],
+    description: 'Blueprints: list, read and recommend mission templates; edit them in work-in-progress sessions',
+  },
   missions: { tools: ['mission'], description: 'Missions: start from a blueprint, status, answer questions, steer' },
 } as const satisfies Record<string, { tools: readonly string[]; description: string }>;
 
