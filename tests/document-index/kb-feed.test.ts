@@ -8,6 +8,8 @@
  * conflicting hand-made index (never a system index or one fed by another source);
  * deleting the source leaves its indexes as ordinary ones.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
@@ -23,6 +25,25 @@ let repo: GitRepo;
 let src: string;
 const AUTH = { username: 'bot', password: 'feed-token' };
 const sources = managedSources(() => env, {});
+let forge: Server;
+
+/** A fake Git host API on loopback: opening a pull request on feed-owner/kb answers its html_url. */
+async function startForge(): Promise<string> {
+  forge = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'POST' && req.url === '/repos/feed-owner/kb/pulls') {
+        res.statusCode = 201;
+        return void res.end(JSON.stringify({ html_url: 'https://forge.test/feed-owner/kb/pull/7', number: 7 }));
+      }
+      res.statusCode = 404;
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => forge.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
+}
 
 const tool = (args: Record<string, unknown>) =>
   http(stack.url, 'POST', '/api/tool_call', { token: admin, body: { tool: '_document_index', arguments: args } });
@@ -61,6 +82,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  forge?.close();
   await env?.close();
 });
 
@@ -216,6 +238,32 @@ describe('document feed of a managed source', () => {
     expect(byName.policies).toMatchObject({ pr: null });
     expect(byName.notes).toMatchObject({ pr: null });
     expect((await sources.source(src)).last_sync.document_feed.indexes[0].pr.proposal_id).toBe(proposalId);
+
+    // Approved and executed by another person: the pull request is opened, its URL from the receipt.
+    const applied = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+      token: admin,
+      body: { content: `enhancements:\n  knowledge_base:\n    forge_api_url: ${await startForge()}\n` },
+    });
+    expect(applied.status, applied.text).toBe(200);
+    const reviewer = await env.idp.sign({ sub: 'feed-reviewer', roles: ['admin'] });
+    const proposal = `/api/action-review/proposals/${proposalId}`;
+    const approve = await http(stack.url, 'POST', `${proposal}/approve`, { token: reviewer, body: {} });
+    expect(approve.status, approve.text).toBe(200);
+    const executed = await http(stack.url, 'POST', `${proposal}/execute`, { token: reviewer });
+    expect(executed.status, executed.text).toBe(200);
+    expect(executed.body).toMatchObject({ final_status: 'executed' });
+    const after = await sources.sync(src);
+    expect(after.status, after.text).toBe(200);
+    expect(after.body.data.document_feed.indexes[0]).toMatchObject({
+      index_name: 'guides',
+      pending_change_count: 0,
+      pr: {
+        proposal_id: proposalId,
+        status: 'executed',
+        url: 'https://forge.test/feed-owner/kb/pull/7',
+        branch: `kb-edit/${proposalId}`,
+      },
+    });
   });
 
   it('overwrite_indexes adopts a conflicting hand-made index; a system index and one fed by another source never', async () => {
