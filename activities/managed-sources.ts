@@ -638,7 +638,13 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       await setPhase(em, input.jobId, 'feeding_documents');
       const row = await load(em, input);
       const { workdir } = sourcePaths(deps.config, row.id);
-      return withHeartbeat(2_000, () => planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir }));
+      return withHeartbeat(2_000, () =>
+        planDocumentFeed(em, deps.config, row, {
+          jobId: input.jobId,
+          workdir,
+          overwriteIndexes: input.overwriteIndexes,
+        }),
+      );
     },
 
     /** The feed summary per index after the ingestion child workflows (`ingested`: documents per index). */

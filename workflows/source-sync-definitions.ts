@@ -16,6 +16,8 @@ export interface SourceSyncInput {
   apply?: SyncApplyRequest;
   /** Who asked: `api` (a caller) or `auto_sync` (the schedule). */
   trigger?: 'api' | 'auto_sync';
+  /** `overwrite_indexes`: the feed adopts conflicting hand-made indexes (absent: conflicts wait). */
+  overwriteIndexes?: boolean;
 }
 
 export interface SyncApplyRequest {
@@ -102,9 +104,9 @@ export interface DocumentFeedIndexView {
   pending_change_count: number;
   /** Who staged the pending edits (the first proposer by path), null when none. */
   proposer: string | null;
-  /** The pull request of the pending edits: not tracked here (always null). */
-  pr: null;
-  /** False: an existing index of the same name not fed by this source is never adopted silently. */
+  /** The newest knowledge-base pull request (`kb.pull_request.v1` proposal) changing a file under the folder. */
+  pr: DocumentFeedPr;
+  /** True once a sync with `overwrite_indexes` adopted this (hand-made) index; never silently. */
   adopted: boolean;
   /** 1 when an index of this name exists and is not fed by this source (the folder is then not fed). */
   name_conflict_count: number;
@@ -114,6 +116,9 @@ export interface DocumentFeedIndexView {
   removed: number;
   unchanged: number;
 }
+
+/** The pull request of a feed index: proposal, its status, the receipt's `pr_url` (null until opened), branch. */
+export type DocumentFeedPr = { proposal_id: string; status: string; url: string | null; branch: string } | null;
 
 export interface DocumentFeedSummary {
   indexes: DocumentFeedIndexView[];

@@ -185,8 +185,16 @@ const DocumentFeedView = z.object({
       index_only_doc_count: z.number(),
       pending_change_count: z.number(),
       proposer: z.string().nullable(),
-      pr: z.null(),
-      adopted: z.boolean(),
+      pr: z
+        .object({
+          proposal_id: z.string(),
+          status: z.string().describe('The Action Review proposal status'),
+          url: z.string().nullable().describe('The pull request URL (the receipt `pr_url`), null until opened'),
+          branch: z.string().describe('`kb-edit/<proposal_id>`'),
+        })
+        .nullable()
+        .describe('The newest knowledge-base pull request proposal changing a file under the folder; null when none'),
+      adopted: z.boolean().describe('A hand-made index adopted by a sync with `overwrite_indexes`'),
       name_conflict_count: z.number(),
       requires_overwrite_ack: z.boolean(),
       ingested: z.number(),
@@ -436,6 +444,7 @@ async function startSync(
   row: ManagedSourceRow,
   apply?: SyncApplyRequest,
   expectedRelease: string | null = null,
+  overwriteIndexes = false,
 ) {
   if (row.deletionState)
     throw new PlatformError(
@@ -464,7 +473,16 @@ async function startSync(
     await deps.temporal.workflow.start(workflowRef('sourceSyncWorkflow'), {
       taskQueue: deps.config.temporal.taskQueue,
       workflowId,
-      args: [{ sourceId: row.id, jobId, tenant: principal.tenant, trigger: 'api', ...(apply ? { apply } : {}) }],
+      args: [
+        {
+          sourceId: row.id,
+          jobId,
+          tenant: principal.tenant,
+          trigger: 'api',
+          ...(apply ? { apply } : {}),
+          ...(overwriteIndexes ? { overwriteIndexes: true } : {}),
+        },
+      ],
       typedSearchAttributes: [
         { key: SearchAttributes.tenant, value: principal.tenant },
         { key: SearchAttributes.resourceId, value: row.id },
@@ -488,8 +506,9 @@ async function runSync(
   principal: Principal,
   row: ManagedSourceRow,
   apply?: SyncApplyRequest,
+  overwriteIndexes = false,
 ) {
-  const { jobId, workflowId, expected } = await startSync(em, deps, principal, row, apply);
+  const { jobId, workflowId, expected } = await startSync(em, deps, principal, row, apply, null, overwriteIndexes);
   const result = deps.temporal.workflow.getHandle(workflowId).result() as Promise<SourceSyncResult>;
   result.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
@@ -808,7 +827,7 @@ export const managedSourceRoutes = [
     operationId: 'syncManagedSource',
     summary: 'Sync a managed source and answer the sync result (outcome `failed` carries a classified error_code)',
     description:
-      'Agents and roles the source declares are previewed (`agent_preview`, `role_preview`); `apply_agent_changes` with `expected_agent_commit` and `expected_agent_plan_hash` from that preview applies them (likewise for roles), unless `auto_promote_on_sync` applies them anyway. Apply without pins: 409 `AGENT_PREVIEW_REQUIRED` / `ROLE_PREVIEW_REQUIRED`; pins that no longer match the synced plan: 409 `AGENT_PREVIEW_STALE` / `ROLE_PREVIEW_STALE` with the fresh result in `payload.sync` (nothing of that type applied). `overwrite_indexes` is accepted and has no effect: with `document_indexes` enabled the sync feeds one index per first-level folder of `documents_root` (named after the folder, `last_sync.document_feed`), and an index of that name not fed by the source is never overwritten (counted in `name_conflict_count`).',
+      'Agents and roles the source declares are previewed (`agent_preview`, `role_preview`); `apply_agent_changes` with `expected_agent_commit` and `expected_agent_plan_hash` from that preview applies them (likewise for roles), unless `auto_promote_on_sync` applies them anyway. Apply without pins: 409 `AGENT_PREVIEW_REQUIRED` / `ROLE_PREVIEW_REQUIRED`; pins that no longer match the synced plan: 409 `AGENT_PREVIEW_STALE` / `ROLE_PREVIEW_STALE` with the fresh result in `payload.sync` (nothing of that type applied). With `document_indexes` enabled the sync feeds one index per first-level folder of `documents_root` (named after the folder, `last_sync.document_feed`). An index of that name not fed by the source is a name conflict (`name_conflict_count`, `requires_overwrite_ack`), left as it is unless `overwrite_indexes: true` acknowledges it: then an ordinary hand-made index is adopted (its documents replaced by those of the folder, linked to the source, `adopted: true` from then on); a system index or an index fed by another source is never adopted. `pr` per index: the newest knowledge-base pull request proposal (`kb.pull_request.v1`) of the source changing a file under the folder.',
     params: idParams,
     body: z
       .object({
@@ -835,7 +854,7 @@ export const managedSourceRoutes = [
     },
     handler: async ({ params, principal, deps, em, koa, body }) => {
       const row = await loadSource(em, principal, params.source_id);
-      const { overwrite_indexes: _ignored, ...apply } = body;
+      const { overwrite_indexes: overwrite, ...apply } = body;
       if (apply.apply_agent_changes && (!apply.expected_agent_commit || !apply.expected_agent_plan_hash))
         throw new ConflictError(
           'Applying agent changes needs expected_agent_commit and expected_agent_plan_hash from a sync preview (agent_preview).',
@@ -846,7 +865,7 @@ export const managedSourceRoutes = [
           'Applying role changes needs expected_role_commit and expected_role_plan_hash from a sync preview (role_preview).',
           { code: 'ROLE_PREVIEW_REQUIRED' },
         );
-      const run = await runSync(em, deps, principal, row, apply);
+      const run = await runSync(em, deps, principal, row, apply, overwrite === true);
       if (run.result === 'pending') {
         // Set here: the mount answers successStatus (200) only when the handler left no body.
         koa.body = { success: true, data: { job_id: run.jobId, status: 'running' as const } };

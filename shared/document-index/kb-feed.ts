@@ -9,8 +9,10 @@ import { ingestWorkflowId } from '../../workflows/ingest-definitions.js';
 import type {
   DocumentFeedIndexView,
   DocumentFeedPlan,
+  DocumentFeedPr,
   DocumentFeedSummary,
 } from '../../workflows/source-sync-definitions.js';
+import { kbEditBranch } from '../action-review/executors/kb-pull-request.js';
 import { excludedBy } from './ingest.js';
 import { KB_EDIT_EXTENSIONS } from './kb-edits.js';
 import { configOf, contentHash, lockIndex, sql, SYSTEM_INDEXES, type IndexRow } from './store.js';
@@ -22,8 +24,12 @@ import { configOf, contentHash, lockIndex, sql, SYSTEM_INDEXES, type IndexRow } 
  * knowledge-base extensions (`KB_EDIT_EXTENSIONS`), outside the source's `include`/`exclude` rules
  * and the ingestion exclusions, become Git-backed documents (`managed_source_id` set) whose path is
  * relative to `documents_root` (`guides/setup.md`, the `relative_path` propose_kb_edit takes).
- * An index of that name not fed by this source is never taken over: the folder is skipped and
- * counted in `name_conflict_count` (`requires_overwrite_ack`).
+ * An index of that name not fed by this source is not taken over silently: the folder is skipped and
+ * counted in `name_conflict_count` (`requires_overwrite_ack`). A sync with `overwrite_indexes`
+ * acknowledges that: an ordinary hand-made index (not a system index, not fed by another source) is
+ * adopted — its documents replaced by the folder's, linked to the source, `adopted_at` recorded so
+ * every later summary reports `adopted: true`. `pr` per index is the newest `kb.pull_request.v1`
+ * proposal for this source changing a file under the folder.
  */
 
 /** Files per batch of the feed's ingestion (as ADD_DOCUMENTS of a directory). */
@@ -56,8 +62,18 @@ async function documentFolders(row: ManagedSourceRow, workdir: string): Promise<
   return folders;
 }
 
-/** The index a folder feeds: found (fed by this source) or created linked to it; null on a name conflict. */
-async function indexForFolder(em: EntityManager, row: ManagedSourceRow, name: string): Promise<IndexRow | null> {
+/**
+ * The index a folder feeds: found (fed by this source) or created linked to it; null on a name
+ * conflict. With `overwrite` a conflicting ordinary index (active, fed by no source) is adopted:
+ * under the index lock its documents are deleted (the feed then ingests the folder's) and it is
+ * linked to the source with `adopted_at` set.
+ */
+async function indexForFolder(
+  em: EntityManager,
+  row: ManagedSourceRow,
+  name: string,
+  overwrite: boolean,
+): Promise<IndexRow | null> {
   if (!VALID_NAME.test(name) || SYSTEM_INDEXES.has(name)) return null;
   await sql(
     em,
@@ -69,7 +85,39 @@ async function indexForFolder(em: EntityManager, row: ManagedSourceRow, name: st
     row.tenant,
     name,
   ]);
-  return index && index.state === 'active' && index.managed_source_id === row.id ? index : null;
+  if (!index || index.state !== 'active') return null;
+  if (index.managed_source_id === row.id) return index;
+  if (!overwrite || index.managed_source_id !== null) return null;
+  return em.fork().transactional(async (tx) => {
+    await lockIndex(tx, index.id);
+    const [taken] = await sql<IndexRow>(
+      tx,
+      `update doc_indexes set managed_source_id = ?, adopted_at = now()
+        where id = ? and state = 'active' and managed_source_id is null returning *`,
+      [row.id, index.id],
+    );
+    if (!taken) return null;
+    await sql(tx, 'delete from doc_documents where index_id = ?', [index.id]);
+    return taken;
+  });
+}
+
+/** The newest knowledge-base pull request proposal of the source changing a file under `prefix`, or null. */
+async function pullRequestFor(em: EntityManager, row: ManagedSourceRow, prefix: string): Promise<DocumentFeedPr> {
+  const [pr] = await sql<{ proposal_id: string; status: string; url: string | null }>(
+    em,
+    `select p.proposal_id, p.status, p.execution_receipt ->> 'pr_url' as url
+       from action_review_proposals p
+      where p.tenant = ? and p.action_type = 'kb.pull_request.v1' and p.payload ->> 'source_id' = ?
+        and exists (select 1 from jsonb_array_elements(p.payload -> 'files') f
+                     where starts_with(f ->> 'path', ?) or starts_with(coalesce(f ->> 'previous_path', ''), ?))
+      order by p.created_at desc, p.proposal_id desc
+      limit 1`,
+    [row.tenant, row.id, prefix, prefix],
+  );
+  return pr
+    ? { proposal_id: pr.proposal_id, status: pr.status, url: pr.url, branch: kbEditBranch(pr.proposal_id) }
+    : null;
 }
 
 /**
@@ -81,7 +129,7 @@ export async function planDocumentFeed(
   em: EntityManager,
   config: AppConfig,
   row: ManagedSourceRow,
-  input: { jobId: string; workdir: string },
+  input: { jobId: string; workdir: string; overwriteIndexes?: boolean },
 ): Promise<DocumentFeedPlan> {
   const plan: DocumentFeedPlan = {
     enabled: row.settings.scan_types_enabled.includes('document_indexes'),
@@ -93,7 +141,7 @@ export async function planDocumentFeed(
   const absRoot = path.join(input.workdir, ...root.split('/').filter(Boolean));
   const { compactionInterval, compactionSleepS } = config.documentIndex;
   for (const [folder, files] of await documentFolders(row, input.workdir)) {
-    const index = await indexForFolder(em, row, folder);
+    const index = await indexForFolder(em, row, folder, input.overwriteIndexes === true);
     if (!index) {
       plan.folders.push({ folder, index_name: folder, removed: 0, unchanged: 0, conflict: true });
       continue;
@@ -160,13 +208,14 @@ export async function documentFeedSummary(
   const indexes: DocumentFeedIndexView[] = [];
   for (const f of plan.folders) {
     const [counts] = f.conflict
-      ? [{ count: 0, total: 0 }]
-      : await sql<{ count: string; total: string }>(
+      ? [{ count: 0, total: 0, adopted: false }]
+      : await sql<{ count: string; total: string; adopted: boolean }>(
           em,
-          `select count(*) filter (where d.managed_source_id = ?) as count, count(d.id) as total
+          `select count(*) filter (where d.managed_source_id = ?) as count, count(d.id) as total,
+                  bool_or(i.adopted_at is not null and i.managed_source_id = ?) as adopted
              from doc_indexes i left join doc_documents d on d.index_id = i.id
             where i.tenant = ? and i.name = ? and i.state = 'active'`,
-          [row.id, row.tenant, f.index_name],
+          [row.id, row.id, row.tenant, f.index_name],
         );
     const prefix = `${root ? `${root}/` : ''}${f.folder}/`;
     const staged = await sql<{ path: string; proposer: string }>(
@@ -185,8 +234,8 @@ export async function documentFeedSummary(
       index_only_doc_count: total - count,
       pending_change_count: staged.length,
       proposer: staged[0]?.proposer ?? null,
-      pr: null,
-      adopted: false,
+      pr: await pullRequestFor(em, row, prefix),
+      adopted: counts?.adopted === true,
       name_conflict_count: f.conflict ? 1 : 0,
       requires_overwrite_ack: f.conflict,
       ingested: ingested[f.index_name] ?? 0,
@@ -212,9 +261,10 @@ export async function unlinkSourceIndexes(em: EntityManager, source: { id: strin
       source.id,
       source.tenant,
     ]);
-    await sql(tx, 'update doc_indexes set managed_source_id = null where managed_source_id = ? and tenant = ?', [
-      source.id,
-      source.tenant,
-    ]);
+    await sql(
+      tx,
+      'update doc_indexes set managed_source_id = null, adopted_at = null where managed_source_id = ? and tenant = ?',
+      [source.id, source.tenant],
+    );
   });
 }

@@ -126,11 +126,11 @@ export async function swapRechunk(
     if (Number(diff[0]!.n) > 0) return { swapped: false, docs: 0, chunksAfter: 0, reason: 'documents_changed' };
     await sql(tx, 'delete from doc_embeddings where index_id = ?', [input.sourceId]);
     await sql(tx, 'delete from doc_indexes where id = ?', [input.sourceId]);
-    await sql(tx, `update doc_indexes set name = ?, state = 'active', managed_source_id = ? where id = ?`, [
-      input.indexName,
-      source[0].managed_source_id,
-      input.tempId,
-    ]);
+    await sql(
+      tx,
+      `update doc_indexes set name = ?, state = 'active', managed_source_id = ?, adopted_at = ? where id = ?`,
+      [input.indexName, source[0].managed_source_id, source[0].adopted_at, input.tempId],
+    );
     const n = await sql<{ d: string; c: string }>(
       tx,
       'select (select count(*) from doc_documents where index_id = ?) as d, (select count(*) from doc_chunks where index_id = ?) as c',

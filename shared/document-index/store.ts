@@ -25,6 +25,8 @@ export interface IndexRow {
   chunk_overlap: number | null;
   chunk_strategy: ChunkStrategy | null;
   managed_source_id: string | null;
+  /** Set when a source's document feed adopted this hand-made index (`overwrite_indexes`). */
+  adopted_at: Date | null;
   created_at: Date;
 }
 

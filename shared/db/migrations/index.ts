@@ -41,6 +41,7 @@ import { Migration20261126000500RemoteBlueprints } from './Migration202611260005
 import { Migration20261126000600BlueprintWipSessions } from './Migration20261126000600BlueprintWipSessions.js';
 import { Migration20261126000400MissionWaitingIndex } from './Migration20261126000400MissionWaitingIndex.js';
 import { Migration20261126001100ManagedApps } from './Migration20261126001100ManagedApps.js';
+import { Migration20261126001200DocIndexAdopted } from './Migration20261126001200DocIndexAdopted.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -89,4 +90,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126000500RemoteBlueprints', class: Migration20261126000500RemoteBlueprints },
   { name: 'Migration20261126000600BlueprintWipSessions', class: Migration20261126000600BlueprintWipSessions },
   { name: 'Migration20261126001100ManagedApps', class: Migration20261126001100ManagedApps },
+  { name: 'Migration20261126001200DocIndexAdopted', class: Migration20261126001200DocIndexAdopted },
 ];
