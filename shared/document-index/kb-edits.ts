@@ -439,3 +439,6 @@ export async function clearStagedEdits(
       [tenant, sourceId, proposer, f.path, f.content],
     );
 }
+
+/** The branch a knowledge-base pull request of proposal `proposalId` is pushed on. */
+export const kbEditBranch = (proposalId: string) => `kb-edit/${proposalId}`;

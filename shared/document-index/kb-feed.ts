@@ -12,7 +12,7 @@ import type {
   DocumentFeedPr,
   DocumentFeedSummary,
 } from '../../workflows/source-sync-definitions.js';
-import { kbEditBranch } from '../action-review/executors/kb-pull-request.js';
+import { kbEditBranch } from './kb-edits.js';
 import { excludedBy } from './ingest.js';
 import { KB_EDIT_EXTENSIONS } from './kb-edits.js';
 import { configOf, contentHash, lockIndex, sql, SYSTEM_INDEXES, type IndexRow } from './store.js';

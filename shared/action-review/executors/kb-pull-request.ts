@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openCredentials } from '../../../activities/managed-sources.js';
 import { ManagedSourceEntity } from '../../db/entities/index.js';
-import { clearStagedEdits } from '../../document-index/kb-edits.js';
+import { clearStagedEdits, kbEditBranch } from '../../document-index/kb-edits.js';
 import { openPullRequest, repoCoordinates } from '../../git/forge.js';
 import {
   checkoutNewBranch,
@@ -18,7 +18,6 @@ import { classifyGitError, resolveRemoteRef } from '../../managed-sources/git.js
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
 
 export const KB_EDIT_BOT = { name: 'Platform Knowledge Base', email: 'kb-edit@platform.invalid' };
-export const kbEditBranch = (proposalId: string) => `kb-edit/${proposalId}`;
 
 /** Push failures that prove the server took nothing (refused before any ref moved). */
 const NOTHING_PUSHED = new Set(['GIT_AUTH_FAILED', 'GIT_REPOSITORY_NOT_FOUND', 'GIT_EGRESS_REFUSED']);
