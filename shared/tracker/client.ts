@@ -43,15 +43,32 @@ export function authorizationHeader(apiKey: string): string {
   return apiKey.includes(':') ? `Basic ${Buffer.from(apiKey).toString('base64')}` : `Bearer ${apiKey}`;
 }
 
-async function getJson(config: AppConfig, cred: TrackerCredential, path: string): Promise<unknown> {
+/**
+ * One request to the tracker through the egress client: the parsed JSON answer, or null for an empty
+ * body. Transport failures, refusals and non-JSON answers become `TrackerReadError`s.
+ */
+export async function trackerRequest(
+  config: AppConfig,
+  cred: TrackerCredential,
+  method: 'GET' | 'POST' | 'PUT',
+  path: string,
+  options: { body?: unknown; maxResponseBytes?: number } = {},
+): Promise<unknown> {
   const base = cred.baseUrl.endsWith('/') ? cred.baseUrl : `${cred.baseUrl}/`;
+  const { body } = options;
   let res: Response;
   try {
     res = await egressFetch(new URL(path.replace(/^\//, ''), base), {
       policy: config.egress,
-      headers: { accept: 'application/json', authorization: authorizationHeader(cred.apiKey) },
+      method,
+      headers: {
+        accept: 'application/json',
+        authorization: authorizationHeader(cred.apiKey),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       timeoutMs: 30_000,
-      maxResponseBytes: 8 * 1024 * 1024,
+      maxResponseBytes: options.maxResponseBytes ?? 2 * 1024 * 1024,
     });
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;
@@ -61,11 +78,18 @@ async function getJson(config: AppConfig, cred: TrackerCredential, path: string)
   }
   const text = await res.text();
   if (!res.ok) throw new TrackerReadError('tracker_refused', `The tracker answered HTTP ${res.status}.`);
+  if (!text.trim()) return null;
   try {
     return JSON.parse(text) as unknown;
   } catch {
     throw new TrackerReadError('tracker_bad_answer', 'The tracker answered something that is not JSON.');
   }
+}
+
+async function getJson(config: AppConfig, cred: TrackerCredential, path: string): Promise<unknown> {
+  const answer = await trackerRequest(config, cred, 'GET', path, { maxResponseBytes: 8 * 1024 * 1024 });
+  if (answer === null) throw new TrackerReadError('tracker_bad_answer', 'The tracker answered an empty body.');
+  return answer;
 }
 
 type Obj = Record<string, unknown>;

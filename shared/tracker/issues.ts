@@ -1,6 +1,5 @@
 import type { AppConfig } from '../config.js';
-import { EgressError, egressFetch } from '../http/egress.js';
-import { authorizationHeader, TrackerReadError, type TrackerCredential } from './client.js';
+import { trackerRequest, TrackerReadError, type TrackerCredential } from './client.js';
 
 /**
  * Writes and project metadata in the Jira Cloud REST style (the ticket-RCA vignette): the issue types
@@ -9,43 +8,13 @@ import { authorizationHeader, TrackerReadError, type TrackerCredential } from '.
  * add) and commenting (`POST /rest/api/3/issue/{key}/comment`). Through the egress client only; the
  * errors are the read client's (`tracker_unreachable`, `tracker_refused`, `tracker_bad_answer`, `egress_refused`).
  */
-async function call(
+const call = (
   config: AppConfig,
   cred: TrackerCredential,
   method: 'GET' | 'POST' | 'PUT',
   path: string,
   body?: unknown,
-): Promise<unknown> {
-  const base = cred.baseUrl.endsWith('/') ? cred.baseUrl : `${cred.baseUrl}/`;
-  let res: Response;
-  try {
-    res = await egressFetch(new URL(path.replace(/^\//, ''), base), {
-      policy: config.egress,
-      method,
-      headers: {
-        accept: 'application/json',
-        authorization: authorizationHeader(cred.apiKey),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      timeoutMs: 30_000,
-      maxResponseBytes: 2 * 1024 * 1024,
-    });
-  } catch (err) {
-    if (!(err instanceof EgressError)) throw err;
-    if (err.code === 'egress_refused')
-      throw new TrackerReadError('egress_refused', `The tracker's address is not allowed: ${err.message}`);
-    throw new TrackerReadError('tracker_unreachable', `The tracker could not be reached: ${err.message}`);
-  }
-  const text = await res.text();
-  if (!res.ok) throw new TrackerReadError('tracker_refused', `The tracker answered HTTP ${res.status}.`);
-  if (!text.trim()) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new TrackerReadError('tracker_bad_answer', 'The tracker answered something that is not JSON.');
-  }
-}
+) => trackerRequest(config, cred, method, path, { body });
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
