@@ -1,98 +1,37 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yauzl from 'yauzl';
 import { parse } from 'yaml';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
 import { zip as buildZip, type ZipEntry as Member } from '../helpers/zip.js';
+import { readZip, startBlueprintStack, type BlueprintStack } from './support.js';
 
-let idp: FakeIdp;
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
-const t: Record<string, string> = {};
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-test-'));
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
+  bp = await startBlueprintStack({
+    users: {
+      root: ['admin'],
+      olivia: ['member'],
+      sam: ['member'],
+      rita: ['reviewer'],
+      dan: ['developer'],
+      eve: ['bp-editors'],
+      mia: ['blueprint-admins'],
     },
+    customRoles: [{ name: 'bp-editors' }, { name: 'blueprint-admins', permissions: ['manage_all_blueprints'] }],
   });
-  for (const [sub, roles] of Object.entries({
-    root: ['admin'],
-    olivia: ['member'],
-    sam: ['member'],
-    rita: ['reviewer'],
-    dan: ['developer'],
-    eve: ['bp-editors'],
-    mia: ['blueprint-admins'],
-  }))
-    t[sub] = await idp.sign({ sub, name: sub.toUpperCase(), roles });
-  await query(
-    stack.db.url,
-    `insert into custom_roles (tenant, name, permissions, created_at, updated_at) values
-       ('default', 'bp-editors', '[]', now(), now()),
-       ('default', 'blueprint-admins', '["manage_all_blueprints"]', now(), now())`,
-  );
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-const api = (method: string, p: string, who: string, body?: unknown) =>
-  http(stack.url, method, p, { token: t[who], ...(body !== undefined ? { body } : {}) });
-
-async function upload(p: string, who: string, archive: Buffer, fields: Record<string, string> = {}) {
-  const form = new FormData();
-  form.append('file', new Blob([archive], { type: 'application/zip' }), 'bp.zip');
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  const res = await fetch(stack.url + p, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${t[who]}` },
-    body: form,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
-
-async function download(p: string, who: string) {
-  const res = await fetch(stack.url + p, { headers: { authorization: `Bearer ${t[who]}` } });
-  return { status: res.status, type: res.headers.get('content-type'), bytes: Buffer.from(await res.arrayBuffer()) };
-}
-
-function readZip(buf: Buffer): Promise<Map<string, Buffer>> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zf) => {
-      if (err || !zf) return reject(err);
-      const out = new Map<string, Buffer>();
-      zf.on('entry', (e: yauzl.Entry) => {
-        zf.openReadStream(e, (e2, s) => {
-          if (e2 || !s) return reject(e2);
-          const chunks: Buffer[] = [];
-          s.on('data', (c: Buffer) => chunks.push(c));
-          s.on('end', () => {
-            out.set(e.fileName, Buffer.concat(chunks));
-            zf.readEntry();
-          });
-        });
-      });
-      zf.on('end', () => resolve(out));
-      zf.readEntry();
-    });
-  });
-}
+const api = (method: string, p: string, who: string, body?: unknown) => bp.api(method, p, who, body);
+const upload = (p: string, who: string, archive: Buffer, fields?: Record<string, string>) =>
+  bp.upload(p, who, archive, fields);
+const download = (p: string, who: string) => bp.download(p, who);
 
 const names = async (who: string) =>
   ((await api('GET', '/api/blueprints/', who)).body.data.blueprints as Array<{ blueprint_name: string }>).map(
@@ -485,14 +424,14 @@ describe('unsafe archives are refused before anything is written', () => {
     form.append('confirm_legacy_name_match', 'false');
     const p = await fetch(`${stack.url}/api/blueprints/import/preview`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.olivia}` },
+      headers: { authorization: `Bearer ${bp.token('olivia')}` },
       body: form,
     });
     expect(p.status).toBe(200);
     expect(((await p.json()) as { data: unknown }).data).toMatchObject({ valid: false, reason: 'file_required' });
     const i = await fetch(`${stack.url}/api/blueprints/import`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.olivia}` },
+      headers: { authorization: `Bearer ${bp.token('olivia')}` },
       body: form,
     });
     expect(i.status).toBe(400);

@@ -1,57 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yauzl from 'yauzl';
 import { parse } from 'yaml';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { zip } from '../helpers/zip.js';
+import { readZipMembers as readZip, startBlueprintStack, type BlueprintStack } from './support.js';
 
+let bp: BlueprintStack;
 let stack: Stack;
-let root: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-export-'));
-  stack = await startStack({ worker: false, env: { PLATFORM_BLUEPRINTS_DIR: root } });
+  bp = await startBlueprintStack({ dataDirPrefix: 'bp-export-' });
+  stack = bp.stack;
 });
-afterAll(async () => {
-  await stack?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
-
-/** Members in archive order. */
-function readZip(buf: Buffer): Promise<Array<[string, Buffer]>> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zf) => {
-      if (err || !zf) return reject(err);
-      const out: Array<[string, Buffer]> = [];
-      zf.on('entry', (e: yauzl.Entry) => {
-        zf.openReadStream(e, (e2, s) => {
-          if (e2 || !s) return reject(e2);
-          const chunks: Buffer[] = [];
-          s.on('data', (c: Buffer) => chunks.push(c));
-          s.on('end', () => {
-            out.push([e.fileName, Buffer.concat(chunks)]);
-            zf.readEntry();
-          });
-        });
-      });
-      zf.on('end', () => resolve(out));
-      zf.readEntry();
-    });
-  });
-}
-
-async function importZip(archive: Buffer, fields: Record<string, string> = {}) {
-  const form = new FormData();
-  form.append('file', new Blob([archive], { type: 'application/zip' }), 'bp.zip');
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  const res = await fetch(`${stack.url}/api/blueprints/import`, { method: 'POST', body: form });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
+const importZip = (archive: Buffer, fields: Record<string, string> = {}) =>
+  bp.upload('/api/blueprints/import', undefined, archive, fields);
 
 const manifest = (description: string) =>
   `schema_version: 1\nname: streamed\nblueprint:\n  short_description: ${description}\nphases: []\n`;

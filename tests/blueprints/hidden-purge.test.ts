@@ -5,8 +5,6 @@
  * its row, versions and repository and keeps the missions' records. Missions are `projects` rows.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -15,48 +13,25 @@ import { createBlueprintPurgeActivities } from '../../activities/blueprint-purge
 import { ensureBlueprintPurgeSchedule } from '../../shared/blueprints/purge-schedule.js';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
 import { startTimeSkipping, uniqueTaskQueue } from '../helpers/temporal.js';
+import { startBlueprintStack, type BlueprintStack } from './support.js';
 
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-purge-test-'));
-  stack = await startStack({ worker: false, env: { PLATFORM_BLUEPRINTS_DIR: root } });
+  bp = await startBlueprintStack();
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-const api = (method: string, p: string, body?: unknown) =>
-  http(stack.url, method, p, body !== undefined ? { body } : {});
-
-async function createBlueprint(name: string): Promise<string> {
-  const c = await api('POST', '/api/blueprints/', {
-    blueprint_name: name,
-    phases: [{ id: 'gather', name: 'Gather', goal: 'Collect', prompts: [{ text: 'Query it' }] }],
-  });
-  expect(c.status).toBe(201);
-  return c.body.data.blueprint_id as string;
-}
-
-let seq = 0;
-async function insertMission(name: string, blueprintId: string, status: string): Promise<string> {
-  const id = `prj_${(++seq).toString(16).padStart(32, '0')}`;
-  await query(
-    stack.db.url,
-    `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, status, requested_by, phases_total)
-     values ($1, 'default', $2, $3, $4, 'c0ffee', $5, 'root', 1)`,
-    [id, `${name} mission`, name, blueprintId, status],
-  );
-  return id;
-}
-
-const rowOf = async (id: string) =>
-  (await query(stack.db.url, 'select name, hidden from blueprints where blueprint_id = $1', [id]))[0] as
-    { name: string; hidden: boolean } | undefined;
+const api = (method: string, p: string, body?: unknown) => bp.api(method, p, undefined, body);
+const createBlueprint = (name: string) => bp.createBlueprint(name);
+const insertMission = (name: string, blueprintId: string, status: string) =>
+  bp.insertMission(name, blueprintId, status);
+const rowOf = (id: string) => bp.blueprintRow(id);
 const purge = () =>
   createBlueprintPurgeActivities({
     orm: stack.api.deps.orm,

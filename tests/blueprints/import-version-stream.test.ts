@@ -6,38 +6,28 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { query } from '../helpers/db.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
 import { zip } from '../helpers/zip.js';
+import { startBlueprintStack, type BlueprintStack } from './support.js';
 
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-import-stream-test-'));
-  stack = await startStack({ worker: false, env: { PLATFORM_BLUEPRINTS_DIR: root } });
+  bp = await startBlueprintStack();
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-const api = (method: string, p: string, body?: unknown) =>
-  http(stack.url, method, p, body !== undefined ? { body } : {});
-
-async function upload(archive: Buffer, fields: Record<string, string>) {
-  const form = new FormData();
-  form.append('file', new Blob([archive], { type: 'application/zip' }), 'bp.zip');
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  const res = await fetch(`${stack.url}/api/blueprints/import`, { method: 'POST', body: form });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
+const api = (method: string, p: string, body?: unknown) => bp.api(method, p, undefined, body);
+const upload = (archive: Buffer, fields: Record<string, string>) =>
+  bp.upload('/api/blueprints/import', undefined, archive, fields);
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -47,12 +37,7 @@ describe('create_version import of a large archive member', () => {
   const big = randomBytes(20 * 1024 * 1024);
 
   beforeAll(async () => {
-    const c = await api('POST', '/api/blueprints/', {
-      blueprint_name: 'stream-ver',
-      phases: [{ id: 'gather', name: 'Gather', goal: 'Collect', prompts: [{ text: 'Query it' }] }],
-    });
-    expect(c.status).toBe(201);
-    id = c.body.data.blueprint_id;
+    id = await bp.createBlueprint('stream-ver');
     expect((await api('POST', '/api/blueprints/stream-ver/versioning/enable')).status).toBe(200);
     const res = await fetch(`${stack.url}/api/blueprints/stream-ver/files/blueprint_manifest.yaml`);
     manifest = await res.text();

@@ -4,73 +4,33 @@
  * hidden instead"). Missions are simulated by inserting `projects` rows directly.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startBlueprintStack, type BlueprintStack } from './support.js';
 
-let idp: FakeIdp;
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
-const t: Record<string, string> = {};
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-missions-test-'));
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
-    },
-  });
-  t.root = await idp.sign({ sub: 'root', name: 'ROOT', roles: ['admin'] });
+  bp = await startBlueprintStack({ users: { root: ['admin'] } });
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-const api = (method: string, p: string, body?: unknown) =>
-  http(stack.url, method, p, { token: t.root, ...(body !== undefined ? { body } : {}) });
-
-async function createBlueprint(name: string): Promise<string> {
-  const c = await api('POST', '/api/blueprints/', {
-    blueprint_name: name,
-    short_description: `Blueprint ${name}`,
-    phases: [{ id: 'gather', name: 'Gather', goal: 'Collect', prompts: [{ text: 'Query it' }] }],
-  });
-  expect(c.status).toBe(201);
-  return c.body.data.blueprint_id as string;
-}
-
-let seq = 0;
-async function insertMission(name: string, blueprintId: string, status: string): Promise<string> {
-  const id = `prj_${(++seq).toString(16).padStart(32, '0')}`;
-  await query(
-    stack.db.url,
-    `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, status, requested_by, phases_total)
-     values ($1, 'default', $2, $3, $4, 'c0ffee', $5, 'root', 1)`,
-    [id, `${name} mission`, name, blueprintId, status],
-  );
-  return id;
-}
+const api = (method: string, p: string, body?: unknown) => bp.api(method, p, 'root', body);
+const createBlueprint = (name: string) => bp.createBlueprint(name);
+const insertMission = (name: string, blueprintId: string, status: string) =>
+  bp.insertMission(name, blueprintId, status);
 
 const inventory = async () =>
   ((await api('GET', '/api/blueprints/')).body.data.blueprints as Array<{ blueprint_name: string }>).map(
     (b) => b.blueprint_name,
   );
 
-const rowOf = async (id: string) =>
-  (await query(stack.db.url, 'select name, hidden from blueprints where blueprint_id = $1', [id]))[0] as
-    { name: string; hidden: boolean } | undefined;
+const rowOf = (id: string) => bp.blueprintRow(id);
 
 describe('rename with missions', () => {
   it('refuses a blueprint with a running mission (409 BLUEPRINT_HAS_ACTIVE_MISSIONS) and changes nothing', async () => {

@@ -1,96 +1,38 @@
 import fs from 'node:fs';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yauzl from 'yauzl';
 import { parse, stringify } from 'yaml';
 import { buildDeps, startApi } from '../../api/server.js';
 import { VersionRestorer } from '../../api/blueprints/versioning.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
 import { zip as buildZip } from '../helpers/zip.js';
+import { readZip, startBlueprintStack, type BlueprintStack } from './support.js';
 
-let idp: FakeIdp;
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
-const t: Record<string, string> = {};
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bpver-test-'));
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
-    },
+  bp = await startBlueprintStack({
+    users: { root: ['admin'], olivia: ['member'], sam: ['member'], rita: ['reviewer'], eve: ['bp-editors'] },
+    customRoles: [{ name: 'bp-editors' }],
   });
-  for (const [sub, roles] of Object.entries({
-    root: ['admin'],
-    olivia: ['member'],
-    sam: ['member'],
-    rita: ['reviewer'],
-    eve: ['bp-editors'],
-  }))
-    t[sub] = await idp.sign({ sub, name: sub.toUpperCase(), roles });
-  await query(
-    stack.db.url,
-    `insert into custom_roles (tenant, name, permissions, created_at, updated_at) values
-       ('default', 'bp-editors', '[]', now(), now())`,
-  );
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-let base = () => stack.url;
-const api = (method: string, p: string, who: string, body?: unknown) =>
-  http(base(), method, p, { token: t[who], ...(body !== undefined ? { body } : {}) });
-
-async function upload(p: string, who: string, archive: Buffer, fields: Record<string, string> = {}) {
-  const form = new FormData();
-  form.append('file', new Blob([archive], { type: 'application/zip' }), 'bp.zip');
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  const res = await fetch(base() + p, { method: 'POST', headers: { authorization: `Bearer ${t[who]}` }, body: form });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, p: string, who: string, body?: unknown) => bp.api(method, p, who, body);
+const upload = (p: string, who: string, archive: Buffer, fields?: Record<string, string>) =>
+  bp.upload(p, who, archive, fields);
 
 async function download(p: string, who: string): Promise<Buffer> {
-  const res = await fetch(base() + p, { headers: { authorization: `Bearer ${t[who]}` } });
+  const res = await bp.download(p, who);
   expect(res.status).toBe(200);
-  return Buffer.from(await res.arrayBuffer());
-}
-
-function readZip(buf: Buffer): Promise<Map<string, Buffer>> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zf) => {
-      if (err || !zf) return reject(err);
-      const out = new Map<string, Buffer>();
-      zf.on('entry', (e: yauzl.Entry) => {
-        zf.openReadStream(e, (e2, s) => {
-          if (e2 || !s) return reject(e2);
-          const chunks: Buffer[] = [];
-          s.on('data', (c: Buffer) => chunks.push(c));
-          s.on('end', () => {
-            out.set(e.fileName, Buffer.concat(chunks));
-            zf.readEntry();
-          });
-        });
-      });
-      zf.on('end', () => resolve(out));
-      zf.readEntry();
-    });
-  });
+  return res.bytes;
 }
 
 const v = (name: string) => `/api/blueprints/${name}/versioning`;
@@ -106,15 +48,12 @@ const messages = async (name: string) =>
 const count = async (sql: string, params: unknown[] = []) =>
   Number((await query<{ n: string }>(stack.db.url, sql, params))[0]!.n);
 
-async function createBlueprint(name: string, who = 'olivia') {
-  const c = await api('POST', '/api/blueprints/', who, {
-    blueprint_name: name,
+const createBlueprint = (name: string, who = 'olivia') =>
+  bp.createBlueprint(name, {
+    who,
     short_description: 'first',
     phases: [{ id: 'p1', name: 'Phase one', goal: 'Collect', skills: [], prompts: [], files: [] }],
   });
-  expect(c.status).toBe(201);
-  return c.body.data.blueprint_id as string;
-}
 
 describe('versioned mode: enable → save → promote → restore', () => {
   let id: string;
@@ -501,8 +440,7 @@ describe('saved versions survive a lost repository across a restart', () => {
     const restorer = new VersionRestorer({ gate: () => gate });
     deps.blueprintVersions = restorer;
     const api2 = await startApi(stack.config, stack.log, deps);
-    const first = base;
-    base = () => api2.url;
+    bp.url = api2.url;
     try {
       const busy = await api('GET', `${v('ver-restart')}/summary`, 'olivia');
       expect(busy.status).toBe(503);
@@ -539,7 +477,7 @@ describe('saved versions survive a lost repository across a restart', () => {
       expect(r.status).toBe(200);
       expect((await api('GET', '/api/blueprints/ver-restart', 'olivia')).body.data.short_description).toBe('first');
     } finally {
-      base = first;
+      bp.url = stack.url;
       await api2.close();
       await deps.orm.close();
       await deps.temporalConnection.close();

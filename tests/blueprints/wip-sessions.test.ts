@@ -6,61 +6,30 @@
  * expiry activity is called directly; the workflow itself runs in tests/blueprints/wip-workflow.test.ts.
  */
 import fs from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createBlueprintWipActivities } from '../../activities/blueprint-wip.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startBlueprintStack, type BlueprintStack } from './support.js';
 
-let idp: FakeIdp;
+let bp: BlueprintStack;
 let stack: Stack;
 let root: string;
-const t: Record<string, string> = {};
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-wip-test-'));
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
-    },
+  bp = await startBlueprintStack({
+    users: { root: ['admin'], sam: ['member'], eve: ['bp-editors'] },
+    customRoles: [{ name: 'bp-editors' }],
   });
-  for (const [sub, roles] of Object.entries({ root: ['admin'], sam: ['member'], eve: ['bp-editors'] }))
-    t[sub] = await idp.sign({ sub, name: sub.toUpperCase(), roles });
-  await query(
-    stack.db.url,
-    `insert into custom_roles (tenant, name, permissions, created_at, updated_at) values
-       ('default', 'bp-editors', '[]', now(), now())`,
-  );
+  ({ stack, root } = bp);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(async () => bp?.close());
 
-const api = (method: string, p: string, who = 'root', body?: unknown) =>
-  http(stack.url, method, p, { token: t[who], ...(body !== undefined ? { body } : {}) });
-
-async function createBlueprint(name: string): Promise<string> {
-  const c = await api('POST', '/api/blueprints/', 'root', {
-    blueprint_name: name,
-    short_description: `Blueprint ${name}`,
-    phases: [{ id: 'gather', name: 'Gather', goal: 'Collect', prompts: [{ text: 'Query it' }] }],
-  });
-  expect(c.status).toBe(201);
-  return c.body.data.blueprint_id as string;
-}
+const api = (method: string, p: string, who = 'root', body?: unknown) => bp.api(method, p, who, body);
+const createBlueprint = (name: string) => bp.createBlueprint(name);
 
 const dirOf = (id: string) => path.join(root, 'default', id);
 const branches = (id: string) => git.listBranches({ fs, dir: dirOf(id) });
@@ -69,7 +38,7 @@ const commits = async (name: string) =>
 
 async function manifestWith(name: string, description: string): Promise<string> {
   const res = await fetch(`${stack.url}/api/blueprints/${name}/files/blueprint_manifest.yaml`, {
-    headers: { authorization: `Bearer ${t.root}` },
+    headers: { authorization: `Bearer ${bp.token('root')}` },
   });
   expect(res.status).toBe(200);
   const m = parse(await res.text()) as { blueprint: { short_description: string } };
@@ -83,17 +52,7 @@ async function openSession(name: string, who = 'root', body: Record<string, unkn
   return r.body.data as { session_id: string; branch: string; base_commit: string; workflow_id: string };
 }
 
-async function upload(p: string, archive: Buffer, fields: Record<string, string>) {
-  const form = new FormData();
-  form.append('file', new Blob([archive], { type: 'application/zip' }), 'bp.zip');
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  const res = await fetch(stack.url + p, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${t.root}` },
-    body: form,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
+const upload = (p: string, archive: Buffer, fields: Record<string, string>) => bp.upload(p, 'root', archive, fields);
 
 describe('WIP session lifecycle', () => {
   it('opens a session: a branch at the working copy head, a running TTL workflow, listed as active', async () => {
@@ -306,7 +265,7 @@ describe('what an active WIP session blocks', () => {
     await createBlueprint('wip-import');
     expect((await api('POST', '/api/blueprints/wip-import/versioning/enable', 'root')).status).toBe(200);
     const res = await fetch(`${stack.url}/api/blueprints/wip-import/export`, {
-      headers: { authorization: `Bearer ${t.root}` },
+      headers: { authorization: `Bearer ${bp.token('root')}` },
     });
     expect(res.status).toBe(200);
     const archive = Buffer.from(await res.arrayBuffer());

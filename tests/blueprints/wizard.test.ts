@@ -1,36 +1,22 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm, type FakeReply } from '../helpers/fake-llm.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startBlueprintStack, type BlueprintStack } from './support.js';
 
-let idp: FakeIdp;
+let bp: BlueprintStack;
 let llm: FakeLlm;
 let stack: Stack;
-let root: string;
-const t: Record<string, string> = {};
 let reply: FakeReply = { content: '{}' };
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'bp-wizard-'));
-  idp = await startFakeIdp();
   llm = await startFakeLlm(() => reply);
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
-      PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS: '1500',
-    },
+  bp = await startBlueprintStack({
+    users: { root: ['admin'], olivia: ['member'], sam: ['member'] },
+    env: { PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS: '1500' },
+    dataDirPrefix: 'bp-wizard-',
   });
-  for (const [sub, roles] of Object.entries({ root: ['admin'], olivia: ['member'], sam: ['member'] }))
-    t[sub] = await idp.sign({ sub, name: sub.toUpperCase(), roles });
+  stack = bp.stack;
   const churn = await api('POST', '/api/blueprints/', 'olivia', {
     blueprint_name: 'churn-review',
     short_description: 'Weekly review of churned customer accounts',
@@ -44,14 +30,11 @@ beforeAll(async () => {
   expect(payroll.status).toBe(201);
 });
 afterAll(async () => {
-  await stack?.close();
+  await bp?.close();
   await llm?.close();
-  await idp?.close();
-  if (root) await rm(root, { recursive: true, force: true });
 });
 
-const api = (method: string, p: string, who: string, body?: unknown) =>
-  http(stack.url, method, p, { token: t[who], ...(body !== undefined ? { body } : {}) });
+const api = (method: string, p: string, who: string, body?: unknown) => bp.api(method, p, who, body);
 const wizard = (who: string, body: unknown) => api('POST', '/api/blueprints/wizard', who, body);
 const recNames = (data: { recommendations?: Array<{ blueprint_name: string }> }) =>
   (data.recommendations ?? []).map((r) => r.blueprint_name);
