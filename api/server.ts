@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
+import { egressFor } from '../shared/http/trust.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { isMain } from '../shared/is-main.js';
 import { createLogger, describeError, type Logger } from '../shared/log.js';
@@ -39,7 +40,8 @@ export async function buildDeps(config: AppConfig, log: Logger, options: { traci
           jwksUrl: config.auth.jwksUrl,
           issuer: config.auth.issuer,
           audience: config.auth.audience,
-          egress: config.egress,
+          // The operator chose the identity provider: a loopback or private one is reached as configured.
+          egress: egressFor(config, 'operator'),
         })
       : undefined;
   return { config, orm, temporal, temporalConnection, log, verifier, settings, tracing: options.tracing };

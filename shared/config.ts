@@ -1,5 +1,6 @@
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
+import { operatorEndpointRefusal } from './http/trust.js';
 import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 
 /** The authentication providers the spec names (`auth.provider`), plus `none` for the embedded default. */
@@ -242,9 +243,10 @@ export interface AppConfig {
     authKeyFile: string;
   };
   /**
-   * Outbound requests (shared/http/egress.ts): link-local and cloud-metadata addresses are always
-   * refused; private ranges only with `PLATFORM_EGRESS_ALLOW_PRIVATE`; loopback with either that or
-   * `CRM_ALLOW_INSECURE_LOOPBACK`.
+   * Outbound requests to administrator-saved endpoints (shared/http/egress.ts): link-local and
+   * cloud-metadata addresses are always refused; private ranges and loopback only with
+   * `PLATFORM_EGRESS_ALLOW_PRIVATE`. Operator, CRM and request-supplied endpoints derive their own
+   * policy from it (shared/http/trust.ts).
    */
   egress: {
     allowPrivate: boolean;
@@ -373,8 +375,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },
     auth: {
       provider: provider as AuthProvider,
-      jwksUrl: e.AUTH_JWKS_URL,
-      issuer: e.AUTH_ISSUER,
+      jwksUrl: operatorUrl('AUTH_JWKS_URL', e.AUTH_JWKS_URL),
+      issuer: issuerOf(e.AUTH_ISSUER, oauthProxyEnabled),
       audience: e.AUTH_AUDIENCE,
       clientId: e.AUTH_CLIENT_ID,
       clientSecret: e.AUTH_CLIENT_SECRET,
@@ -418,7 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ),
     },
     llm: {
-      baseUrl: e.PLATFORM_LLM_BASE_URL?.replace(/\/+$/, ''),
+      baseUrl: operatorEndpoint('PLATFORM_LLM_BASE_URL', e.PLATFORM_LLM_BASE_URL),
       apiKey: e.PLATFORM_LLM_API_KEY,
       model: e.PLATFORM_LLM_MODEL,
       timeoutSeconds: positiveInt('PLATFORM_LLM_TIMEOUT_SECONDS', e.PLATFORM_LLM_TIMEOUT_SECONDS, 120),
@@ -458,13 +460,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         .map((c) => c.trim())
         .filter(Boolean),
       localCliTimeoutSeconds: positiveInt('LOCAL_CLI_TIMEOUT_SECONDS', e.LOCAL_CLI_TIMEOUT_SECONDS, 120),
-      ticketTrackerUrl: e.TICKET_TRACKER_URL,
+      ticketTrackerUrl: operatorEndpoint('TICKET_TRACKER_URL', e.TICKET_TRACKER_URL),
       ticketTrackerToken: e.TICKET_TRACKER_TOKEN,
     },
     logLevel: logLevel as AppConfig['logLevel'],
     observability: {
       workerMetricsAddress: hostPort('TEMPORAL_WORKER_METRICS_ADDRESS', e.TEMPORAL_WORKER_METRICS_ADDRESS),
-      otlpEndpoint: endpointOf('OTEL_EXPORTER_OTLP_ENDPOINT', e.OTEL_EXPORTER_OTLP_ENDPOINT),
+      otlpEndpoint: operatorEndpoint('OTEL_EXPORTER_OTLP_ENDPOINT', e.OTEL_EXPORTER_OTLP_ENDPOINT),
     },
     secrets: {
       key: e.PLATFORM_SECRETS_KEY,
@@ -490,7 +492,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     egress: {
       allowPrivate: truthy(e.PLATFORM_EGRESS_ALLOW_PRIVATE),
-      allowLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
+      // CRM_ALLOW_INSECURE_LOOPBACK opens loopback for CRM hosts only (crmEgress).
+      allowLoopback: false,
       containerService: containerServiceMode,
     },
     license: {
@@ -501,8 +504,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       accessKeyId: e.AWS_ACCESS_KEY_ID,
       secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
       sessionToken: e.AWS_SESSION_TOKEN,
-      bedrockRuntimeEndpoint: endpointOf('AWS_ENDPOINT_URL_BEDROCK_RUNTIME', e.AWS_ENDPOINT_URL_BEDROCK_RUNTIME),
-      stsEndpoint: endpointOf('AWS_ENDPOINT_URL_STS', e.AWS_ENDPOINT_URL_STS),
+      bedrockRuntimeEndpoint: operatorEndpoint('AWS_ENDPOINT_URL_BEDROCK_RUNTIME', e.AWS_ENDPOINT_URL_BEDROCK_RUNTIME),
+      stsEndpoint: operatorEndpoint('AWS_ENDPOINT_URL_STS', e.AWS_ENDPOINT_URL_STS),
     },
     crm: {
       allowInsecureLoopback: truthy(e.CRM_ALLOW_INSECURE_LOOPBACK),
@@ -511,8 +514,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   };
 }
 
-/** An endpoint override: an http(s) URL, kept without trailing slashes. */
-function endpointOf(name: string, raw: string | undefined): string | undefined {
+/**
+ * An operator endpoint (shared/http/trust.ts): an http(s) URL whose host the operator policy can
+ * reach (loopback and private allowed; link-local and cloud metadata never), kept without trailing
+ * slashes. Anything else stops the start naming the variable, instead of failing every request later.
+ */
+function operatorEndpoint(name: string, raw: string | undefined): string | undefined {
+  return operatorUrl(name, raw)?.replace(/\/+$/, '');
+}
+
+/** An operator endpoint kept exactly as written (a JWKS URL's path is the provider's). */
+function operatorUrl(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   let url: URL;
   try {
@@ -522,7 +534,19 @@ function endpointOf(name: string, raw: string | undefined): string | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigError(`${name} must be an http(s) URL (got "${raw}")`);
-  return raw.replace(/\/+$/, '');
+  const refusal = operatorEndpointRefusal(raw);
+  if (refusal) throw new ConfigError(`${name} is not allowed for outbound requests: ${refusal} (got "${raw}")`);
+  return raw;
+}
+
+/**
+ * `AUTH_ISSUER` is compared with the tokens' `iss` as written. An http(s) issuer is where discovery
+ * is fetched (OAuth proxy, console sign-in): an operator endpoint, checked as one. The OAuth proxy
+ * needs one.
+ */
+function issuerOf(raw: string | undefined, oauthProxyEnabled: boolean): string | undefined {
+  if (raw === undefined || (!oauthProxyEnabled && !/^https?:\/\//i.test(raw))) return raw;
+  return operatorUrl('AUTH_ISSUER', raw);
 }
 
 /** Keeps the variables settings read; a run-time setting's variable must parse as its type. */

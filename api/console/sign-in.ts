@@ -5,6 +5,7 @@ import type { AppDeps } from '../deps.js';
 import { randomToken, s256 } from '../mcp/oauth/pkce.js';
 import { discoverUpstream, postUpstreamToken } from '../mcp/oauth/upstream.js';
 import { AuthenticationError, PlatformError } from '../../shared/errors.js';
+import { egressFor } from '../../shared/http/trust.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { saveSignIn, takeSignIn } from './session.js';
 
@@ -40,7 +41,7 @@ export function signInUnavailableReason(deps: AppDeps): string | null {
  */
 export async function beginSignIn(deps: AppDeps, em: EntityManager, ctx: Koa.Context, returnTo: string) {
   const { auth } = deps.config;
-  const upstream = await discoverUpstream(auth.issuer!, deps.config.egress);
+  const upstream = await discoverUpstream(auth.issuer!, egressFor(deps.config, 'operator'));
   const state = randomToken();
   const verifier = randomToken();
   await saveSignIn(em, state, verifier, returnTo);
@@ -81,7 +82,7 @@ export async function completeSignIn(
   const pending = await takeSignIn(em, query.state);
   if (!pending) throw new SignInError('This sign-in is unknown, already used or expired; start again.');
   const { auth } = deps.config;
-  const upstream = await discoverUpstream(auth.issuer!, deps.config.egress);
+  const upstream = await discoverUpstream(auth.issuer!, egressFor(deps.config, 'operator'));
   const form: Record<string, string> = {
     grant_type: 'authorization_code',
     code: query.code,
@@ -90,7 +91,7 @@ export async function completeSignIn(
     code_verifier: pending.codeVerifier,
   };
   if (auth.clientSecret) form.client_secret = auth.clientSecret;
-  const answer = await postUpstreamToken(upstream.token_endpoint, form, deps.config.egress);
+  const answer = await postUpstreamToken(upstream.token_endpoint, form, egressFor(deps.config, 'operator'));
   const accessToken = answer.body.access_token;
   if (answer.status !== 200 || typeof accessToken !== 'string')
     throw new SignInError(

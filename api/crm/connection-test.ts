@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { crmEgress } from '../../shared/http/trust.js';
 import type { AppConfig } from '../../shared/config.js';
 import { CrmEgressError } from '../../shared/crm/errors.js';
 import { crmFetch } from '../../shared/crm/http.js';
@@ -25,7 +26,7 @@ const describe = (err: unknown) => (err instanceof Error ? err.message : String(
 async function reachable(config: AppConfig, url: string): Promise<string | null> {
   try {
     await crmFetch(url, {
-      policy: config.egress,
+      policy: crmEgress(config),
       method: 'GET',
       redirect: 'manual',
       timeoutMs: 10_000,

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { crmEgress } from '../../shared/http/trust.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import { CrmAuthError } from '../../shared/crm/errors.js';
@@ -103,7 +104,7 @@ export async function completeAuthorization(
     q.code,
     pending.redirectUri,
     pending.verifier,
-    deps.config.egress,
+    crmEgress(deps.config),
   );
   await saveTokens(em, deps.config, conn, tokens);
   // The save-time test could only reach the hosts; with tokens it can prove both, so its stored

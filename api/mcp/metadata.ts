@@ -1,5 +1,6 @@
 import type { AppConfig } from '../../shared/config.js';
 import { NotFoundError } from '../../shared/errors.js';
+import { egressFor } from '../../shared/http/trust.js';
 import { credentialGuidance, gatewayAuthMode } from './auth-mode.js';
 import { discoverUpstream } from './oauth/upstream.js';
 
@@ -52,7 +53,7 @@ export async function authorizationServerMetadata(config: AppConfig, origin: str
     };
   }
   if (mode === 'oidc') {
-    const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
+    const upstream = await discoverUpstream(config.auth.issuer!, egressFor(config, 'operator'));
     return {
       issuer: upstream.issuer,
       authorization_endpoint: upstream.authorization_endpoint,

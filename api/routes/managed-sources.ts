@@ -11,6 +11,7 @@ import {
 } from '../../shared/db/entities/index.js';
 import { toIso } from '../../shared/dates.js';
 import { ConflictError, ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
+import { checkSavedEndpoint } from '../../shared/http/trust.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
@@ -568,6 +569,18 @@ async function upsertAnswer(
   return { success: true as const, source: await view(em, row), sync: null };
 }
 
+const GIT_HOST_REFUSED =
+  'Invalid field; or `GIT_EGRESS_REFUSED`: `repo_url` names a host the egress policy never allows (a loopback or private address without PLATFORM_EGRESS_ALLOW_PRIVATE, link-local or cloud metadata); payload `host`, `allowed_by` (the flag that would allow it, null if none), `fields`. Nothing saved';
+
+/** A Git host the egress policy never allows is refused when saved; each sync checks the host again. */
+function checkGitHost(deps: AppDeps, repoUrl: string): void {
+  checkSavedEndpoint(repoUrl, deps.config.egress, {
+    field: 'body.repo_url',
+    code: 'GIT_EGRESS_REFUSED',
+    what: 'The Git host',
+  });
+}
+
 const base = {
   tags: ['managed-sources'],
   access: { kind: 'authenticated' as const, permission: 'manage_repos' as const },
@@ -587,11 +600,13 @@ export const managedSourceRoutes = [
     successStatus: 201,
     responses: {
       201: { description: 'Created (and synced with sync_now)', schema: UpsertEnvelope },
+      400: { description: GIT_HOST_REFUSED },
       403: { description: TYPE_PERMISSION },
       409: { description: IN_PROGRESS },
     },
     handler: async ({ body, principal, deps, em }) => {
       checkTypePermissions(principal, body.scan_types_enabled);
+      checkGitHost(deps, body.repo_url);
       await refreshKeyring(em);
       const now = new Date();
       const settings: ManagedSourceSettings = {
@@ -670,6 +685,7 @@ export const managedSourceRoutes = [
     ownShape: UPSERT_SHAPE,
     responses: {
       200: { description: 'Saved (and synced with sync_now)', schema: UpsertEnvelope },
+      400: { description: GIT_HOST_REFUSED },
       403: { description: TYPE_PERMISSION },
       404: { description: 'Unknown source' },
       409: {
@@ -699,6 +715,7 @@ export const managedSourceRoutes = [
       }
       const { name, repo_url, release_ref, credentials, acknowledge_moved_tag, sync_now, sync_in_background, ...rest } =
         body;
+      if (repo_url !== undefined) checkGitHost(deps, repo_url);
       const releaseChange =
         (release_ref !== undefined && release_ref !== row.releaseRef) ||
         (repo_url !== undefined && repo_url !== row.repoUrl) ||

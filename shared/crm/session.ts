@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { crmEgress } from '../http/trust.js';
 import type { AppConfig } from '../config.js';
 import type { EgressPolicy } from '../http/egress.js';
 import { CrmAuthorizationRequiredError } from './errors.js';
@@ -44,7 +45,7 @@ export class CrmSession {
 
   async token(forceNew = false): Promise<TokenSet> {
     if (this.conn.tokens && !forceNew) return this.conn.tokens;
-    const tokens = await grant(this.conn, this.config.egress);
+    const tokens = await grant(this.conn, crmEgress(this.config));
     await saveTokens(this.em, this.config, this.conn, tokens);
     return tokens;
   }
@@ -70,7 +71,7 @@ export class CrmSession {
       const extra = build?.(tokens.access_token) ?? {};
       const body = extra.body ?? init.body;
       const res = await crmFetch(`${this.instanceUrl()}${path}`, {
-        policy: this.config.egress,
+        policy: crmEgress(this.config),
         method: init.method,
         headers: {
           authorization: `Bearer ${tokens.access_token}`,

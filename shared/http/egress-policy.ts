@@ -2,8 +2,8 @@
  * Egress address policy (issue 9, section 3). Node-only (uses node:net).
  * Classifies an IP address and decides whether an outbound request may connect to it.
  * Link-local and cloud-metadata addresses are never allowed; private/CGNAT ranges only with
- * `allowPrivate` (PLATFORM_EGRESS_ALLOW_PRIVATE); loopback with `allowPrivate` or `allowLoopback`
- * (CRM_ALLOW_INSECURE_LOOPBACK). The client that applies it is shared/http/egress.ts.
+ * `allowPrivate`; loopback with `allowPrivate` or `allowLoopback`. Which policy a destination gets
+ * depends on who chose it (shared/http/trust.ts); the client that applies it is shared/http/egress.ts.
  */
 import { isIP } from 'node:net';
 
@@ -32,9 +32,19 @@ export class EgressError extends Error {
   }
 }
 
+/**
+ * Who chose a destination (shared/http/trust.ts): the operator (environment at start), an
+ * administrator (saved through the API) or a request (a URL a user or agent supplies).
+ */
+export type EndpointTrust = 'operator' | 'admin' | 'user';
+
 export interface EgressPolicy {
   allowPrivate: boolean;
   allowLoopback: boolean;
+  /** Who chose the destinations this policy guards; a refusal names what would allow them. Absent: `admin`. */
+  trust?: EndpointTrust;
+  /** A setting besides PLATFORM_EGRESS_ALLOW_PRIVATE that opens loopback here (CRM hosts: CRM_ALLOW_INSECURE_LOOPBACK). */
+  loopbackFlag?: string;
   /** Container-service mode: only `host:port` destinations on the mesh egress list (`destinations`) are reached. */
   containerService?: boolean;
   /** The egress list's source (shared/secrets/mesh.ts `attachMeshEgress`); absent: `0.0.0.0:443` only. */
@@ -199,17 +209,21 @@ export function checkAddress(address: string, policy: EgressPolicy): void {
       );
     case 'loopback':
       if (policy.allowLoopback || policy.allowPrivate) return;
-      throw new EgressError(
-        'egress_refused',
-        `address ${address} is loopback; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE or CRM_ALLOW_INSECURE_LOOPBACK is set`,
-      );
+      throw new EgressError('egress_refused', `address ${address} is loopback; ${howToAllow('loopback', policy)}`);
     case 'private':
       if (policy.allowPrivate) return;
-      throw new EgressError(
-        'egress_refused',
-        `address ${address} is private; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set`,
-      );
+      throw new EgressError('egress_refused', `address ${address} is private; ${howToAllow('private', policy)}`);
     case 'public':
       return;
   }
+}
+
+/** The flag that allows a refused private or loopback address, for the refusal's message. */
+export const ALLOW_PRIVATE_FLAG = 'PLATFORM_EGRESS_ALLOW_PRIVATE';
+
+/** What would allow a private or loopback address under `policy`, in words. */
+function howToAllow(cls: 'private' | 'loopback', policy: EgressPolicy): string {
+  if (policy.trust === 'user') return 'a URL supplied with a request never reaches private or loopback addresses';
+  const extra = cls === 'loopback' && policy.loopbackFlag ? ` or ${policy.loopbackFlag}` : '';
+  return `allowed only when ${ALLOW_PRIVATE_FLAG}${extra} is set`;
 }

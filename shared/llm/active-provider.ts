@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
+import { egressFor } from '../http/trust.js';
 import { secretBox } from '../secrets/secret-box.js';
 import { embeddingWindowWarning, type EmbeddingWindowWarning } from './embedding-windows.js';
 import { llmFailure, notConfigured, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
@@ -45,6 +46,10 @@ export function envProviderFields(config: AppConfig): ProviderFields | null {
   };
 }
 
+/** `PLATFORM_LLM_BASE_URL` is the operator's choice; a saved provider is an administrator's (shared/http/trust.ts). */
+const providerEgress = (config: AppConfig, source: ProviderSource) =>
+  egressFor(config, source === 'env' ? 'operator' : 'admin');
+
 function activeOf(
   config: AppConfig,
   source: ProviderSource,
@@ -60,7 +65,7 @@ function activeOf(
       ? providerClient({
           kind,
           fields,
-          egress: config.egress,
+          egress: providerEgress(config, source),
           timeoutMs: config.llm.timeoutSeconds * 1000,
           aws: config.aws,
         })
@@ -197,7 +202,7 @@ export async function resolveEmbeddings(
   const client = providerClient({
     kind,
     fields,
-    egress: config.egress,
+    egress: providerEgress(config, stored ? 'saved' : 'env'),
     timeoutMs: config.llm.timeoutSeconds * 1000,
     aws: config.aws,
   });

@@ -95,7 +95,8 @@ export function oauthLapsed(creds: GitCredentials | null, now: Date): GitSyncErr
 export function classifyGitError(err: unknown, host: string, credKind?: GitCredentials['kind'] | null): GitSyncError {
   if (err instanceof GitSyncError) return err;
   if (err instanceof EgressError) {
-    if (err.code === 'egress_refused') return new GitSyncError('GIT_EGRESS_REFUSED', err.message);
+    if (err.code === 'egress_refused')
+      return new GitSyncError('GIT_EGRESS_REFUSED', `Outbound requests to ${host} are refused: ${err.message}.`);
     if (err.code === 'egress_too_large') return new GitSyncError('GIT_RESPONSE_TOO_LARGE', err.message);
     return new GitSyncError('GIT_UNREACHABLE', err.message, true);
   }

@@ -24,6 +24,7 @@ function workerProcess(): WorkerProcess {
     TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     PLATFORM_SECRETS_KEY: SECRETS_KEY,
+    PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
     CRM_ALLOW_INSECURE_LOOPBACK: 'true',
   });
   workers.push(w);

@@ -36,7 +36,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE: uniqueTaskQueue(),
     AUTH_PROVIDER: 'none',
-    // The fakes (identity provider, model, tracker, CRM) listen on loopback: allow it, as a local run would.
+    // The fakes (model, tracker, Git server, CRM) listen on loopback: allow it, as a local run would
+    // (PLATFORM_EGRESS_ALLOW_PRIVATE for administrator-saved endpoints, the CRM flag for CRM hosts).
+    PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
     CRM_ALLOW_INSECURE_LOOPBACK: 'true',
     ...options.env,
   });

@@ -98,7 +98,13 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
   const child = spawn(process.execPath, ['--import', 'tsx', scriptPath], {
     cwd: projectRoot,
     // The fakes listen on loopback: allow it (the egress policy refuses loopback otherwise).
-    env: { ...process.env, LOG_LEVEL: 'warn', CRM_ALLOW_INSECURE_LOOPBACK: 'true', ...env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
+      CRM_ALLOW_INSECURE_LOOPBACK: 'true',
+      ...env,
+    },
     // An IPC channel only so that the worker notices when its parent (the test run) is gone.
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -94,7 +94,12 @@ describe('egress client', () => {
   it('refuses loopback unless the deployment allows it; allows private ranges only with PLATFORM_EGRESS_ALLOW_PRIVATE', async () => {
     const err = await egressErrorOf(egressFetch(`http://127.0.0.1:${port}/`, { policy: closed }));
     expect(err.code).toBe('egress_refused');
-    expect(err.message).toBe(
+    expect(err.message).toBe(`address 127.0.0.1 is loopback; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set`);
+    // A policy with a further loopback flag (CRM hosts) names it too.
+    const crm = await egressErrorOf(
+      egressFetch(`http://127.0.0.1:${port}/`, { policy: { ...closed, loopbackFlag: 'CRM_ALLOW_INSECURE_LOOPBACK' } }),
+    );
+    expect(crm.message).toBe(
       `address 127.0.0.1 is loopback; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE or CRM_ALLOW_INSECURE_LOOPBACK is set`,
     );
     const ok = await egressFetch(`http://127.0.0.1:${port}/`, { policy: loopbackOnly });

@@ -1,8 +1,9 @@
 /**
- * Every integration refuses a cloud-metadata address and a private one with the classified egress
- * error, before any socket is opened (issue 9, section 3). The stacks allow loopback (their fakes
- * live there) but not private ranges. No request ever leaves loopback: every socket this process
- * opens during the file is recorded and checked.
+ * Every integration an administrator saves refuses a cloud-metadata address and a private one with
+ * the classified egress error, before any socket is opened (issue 9, section 3). The stacks allow
+ * loopback CRM hosts (their fakes live there) but not private ranges. Operator endpoints (identity
+ * provider, tracker, bootstrap model) are checked at start instead: tests/http/trust.test.ts. No
+ * request ever leaves loopback: every socket this process opens during the file is recorded and checked.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -10,9 +11,7 @@ import { startThread } from '../../api/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError } from '../../shared/errors.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
-import { path, propose, ticket } from '../action-review/support.js';
+import { http } from '../helpers/stack.js';
 import { jwtConfig, startCrmStack, type CrmStack } from '../crm/support.js';
 
 /** Every socket connect in this process (API, worker and test share it), by target host. */
@@ -61,34 +60,13 @@ describe.each([
   ],
 ])('egress to %s', (_label, address, policyMessage) => {
   let s: CrmStack;
-  let auth: Stack;
-  let signer: FakeIdp;
 
   beforeAll(async () => {
-    s = await startCrmStack({
-      TICKET_TRACKER_URL: `http://${address}/tracker`,
-      PLATFORM_LLM_BASE_URL: `http://${address}/v1`,
-      PLATFORM_LLM_MODEL: 'm',
-    });
-    signer = await startFakeIdp();
-    // Sign-in (JWKS) and the OAuth proxy's upstream discovery both point at the refused address.
-    auth = await startStack({
-      worker: false,
-      env: {
-        AUTH_PROVIDER: 'oidc',
-        AUTH_JWKS_URL: `http://${address}/jwks`,
-        AUTH_ISSUER: `http://${address}/realms/platform`,
-        AUTH_AUDIENCE: signer.audience,
-        AUTH_CLIENT_ID: 'platform-gateway',
-        AUTH_CLIENT_SECRET: 'upstream-secret',
-        PLATFORM_OAUTH_PROXY_ENABLED: 'true',
-      },
-    });
+    // The deployment's default for private ranges (the shared stacks open them for their fakes).
+    s = await startCrmStack({ PLATFORM_EGRESS_ALLOW_PRIVATE: 'false' });
   });
   afterAll(async () => {
     await s?.close();
-    await auth?.close();
-    await signer?.close();
   });
 
   const save = (name: string, authMode: string, config: Record<string, unknown>) =>
@@ -171,9 +149,23 @@ describe.each([
     expect(s.crm.calls).toEqual([]);
   });
 
-  it('language model: the call is refused as a non-retryable llm_error (egress_refused)', async () => {
+  it('language model: a saved provider there is refused as a non-retryable llm_error (egress_refused)', async () => {
+    // Built-in agents are seeded once per tenant per process: each row uses a tenant of its own.
+    const tenant = `egress-${address.replace(/\./g, '-')}`;
+    const admin = await s.r.idp.sign({ sub: 'ada', roles: ['admin'], tenant }, { expiresIn: '1h' });
+    const provider = { sub_provider: 'egress', base_url: `http://${address}/v1`, api_key: 'k', model_name: 'm' };
+    const saved = await http(s.r.stack.url, 'POST', '/api/config/llm-providers/other', {
+      token: admin,
+      body: provider,
+    });
+    expect(saved.body, saved.text).toMatchObject({ success: true });
+    const active = await http(s.r.stack.url, 'POST', '/api/config/llm-providers/other/activate', {
+      token: admin,
+      body: { sub_provider: 'egress' },
+    });
+    expect(active.body, active.text).toMatchObject({ success: true });
     const em = s.r.stack.api.deps.orm.em.fork();
-    const err = await startThread(s.r.stack.api.deps, em, person(`egress-${address}`), {
+    const err = await startThread(s.r.stack.api.deps, em, person(tenant), {
       initialPrompt: 'hello',
       origin: 'mcp_origin',
     }).catch((e: unknown) => e);
@@ -181,44 +173,5 @@ describe.each([
     const failure = ((err as LlmFailureError).payload as { llm_failure: Record<string, string> }).llm_failure;
     expect(failure.kind).toBe('egress_refused');
     expect(failure.message).toMatch(policyMessage);
-  });
-
-  it('ticket tracker: the ticket is not_applied (egress_refused) and nothing was sent', async () => {
-    const id = await propose(s.r.stack.url, s.r.tokens.rita, ticket('egress'));
-    const approved = await http(s.r.stack.url, 'POST', path(id, '/approve'), { token: s.r.tokens.ravi, body: {} });
-    expect(approved.status).toBe(200);
-    const res = await http(s.r.stack.url, 'POST', path(id, '/execute'), { token: s.r.tokens.ravi });
-    expect(res.body).toMatchObject({ final_status: 'not_applied', refusal_reason: 'egress_refused' });
-    expect(res.body.refusal_detail).toMatch(/^The issue tracker's address is not allowed for outbound requests: /);
-    expect(res.body.refusal_detail).toMatch(policyMessage);
-  });
-
-  it('identity provider: the JWKS fetch is refused; the request answers 503 naming the policy', async () => {
-    const token = await signer.sign(
-      { sub: 'ada', roles: ['admin'] },
-      { expiresIn: '1h', issuer: `http://${address}/realms/platform` },
-    );
-    const res = await http(auth.url, 'GET', '/api/agents', { token });
-    expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({ error_type: 'service_unavailable' });
-    expect(res.body.error).toMatch(
-      /^The identity provider's signing keys \(AUTH_JWKS_URL\) are not allowed for outbound requests: /,
-    );
-    expect(res.body.error).toMatch(policyMessage);
-  });
-
-  it('OAuth proxy: upstream discovery is refused; /authorize answers 503 naming the policy', async () => {
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: 'test-client',
-      redirect_uri: 'http://127.0.0.1:9/callback',
-      state: 'client-state',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    });
-    const res = await http(auth.url, 'GET', `/authorize?${query}`);
-    expect(res.status, res.text).toBe(503);
-    expect(res.text).toMatch(/The identity provider's discovery document is not allowed for outbound requests: /);
-    expect(res.text).toMatch(policyMessage);
   });
 });

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../../../shared/config.js';
 import { McpOAuthAuthorizationEntity } from '../../../shared/db/entities/index.js';
 import { BadRequestError, NotFoundError, PlatformError, ServiceUnavailableError } from '../../../shared/errors.js';
+import { egressFor } from '../../../shared/http/trust.js';
 import { SCOPES_SUPPORTED } from '../metadata.js';
 import { PKCE_PATTERN, randomToken, sha256Hex, verifierMatches } from './pkce.js';
 import { checkClientRedirectUri } from './redirect-uris.js';
@@ -57,7 +58,7 @@ export async function startAuthorization(
     });
   if (!PKCE_PATTERN.test(req.code_challenge))
     throw new BadRequestError('code_challenge is not a valid S256 challenge.', { oauth_error: 'invalid_request' });
-  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
+  const upstream = await discoverUpstream(config.auth.issuer!, egressFor(config, 'operator'));
   const state = randomToken();
   const callbackUri = `${origin}/oauth/callback`;
   const scope = req.scope?.trim() || SCOPES_SUPPORTED.join(' ');
@@ -168,7 +169,7 @@ export async function exchangeToken(
   req: TokenRequest,
   now = new Date(),
 ): Promise<Record<string, unknown>> {
-  const upstream = await discoverUpstream(config.auth.issuer!, config.egress);
+  const upstream = await discoverUpstream(config.auth.issuer!, egressFor(config, 'operator'));
   const client = {
     client_id: config.auth.clientId!,
     ...(config.auth.clientSecret ? { client_secret: config.auth.clientSecret } : {}),
@@ -210,7 +211,7 @@ export async function exchangeToken(
   } else {
     throw new OAuthTokenError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.');
   }
-  const answer = await postUpstreamToken(upstream.token_endpoint, form, config.egress);
+  const answer = await postUpstreamToken(upstream.token_endpoint, form, egressFor(config, 'operator'));
   if (answer.status >= 500)
     throw new ServiceUnavailableError(
       'identity_provider',

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EgressError, egressFetch } from '../../http/egress.js';
+import { egressFor } from '../../http/trust.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
 
 /**
@@ -18,7 +19,8 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
       res = await egressFetch(
         new URL('issues', ticketTrackerUrl.endsWith('/') ? ticketTrackerUrl : `${ticketTrackerUrl}/`),
         {
-          policy: ctx.config.egress,
+          // TICKET_TRACKER_URL is the operator's choice (shared/http/trust.ts).
+          policy: egressFor(ctx.config, 'operator'),
           method: 'POST',
           headers: {
             'content-type': 'application/json',

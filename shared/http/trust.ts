@@ -1,0 +1,132 @@
+/**
+ * Trust levels of outbound endpoints: who chose a destination decides which egress policy guards it.
+ *
+ * - `operator`: set in the environment before the process starts (AUTH_JWKS_URL, AUTH_ISSUER and the
+ *   endpoints its discovery document names, TICKET_TRACKER_URL, PLATFORM_LLM_BASE_URL,
+ *   OTEL_EXPORTER_OTLP_ENDPOINT, AWS_ENDPOINT_URL_*; DATABASE_URL and TEMPORAL_ADDRESS connect
+ *   directly). Trusted as configured: loopback and private addresses are allowed (the operator chose
+ *   them); link-local and cloud-metadata addresses never. `loadConfig` checks each at start and stops
+ *   the process naming the variable when it is malformed or never allowed.
+ * - `admin`: saved through the API by an administrator (managed-source Git remotes, CRM and
+ *   code-agent connections, language-model providers, tracker credentials, the ETL runner). The
+ *   deployment's policy: private ranges and loopback only with PLATFORM_EGRESS_ALLOW_PRIVATE (CRM
+ *   hosts: loopback also with CRM_ALLOW_INSECURE_LOOPBACK). A host the policy never allows is refused
+ *   when saved (`refusedAtSave`); every request checks again (a name's DNS answer may change).
+ * - `user`: a URL supplied with a request by a user or an agent. Private and loopback never, whatever
+ *   the flags. No route fetches such a URL today; one that does takes `egressFor(config, 'user')`.
+ *
+ * In container-service mode every level reaches only the mesh egress list's destinations.
+ */
+import { isIP } from 'node:net';
+import type { AppConfig } from '../config.js';
+import { BadRequestError } from '../errors.js';
+import {
+  ALLOW_PRIVATE_FLAG,
+  checkAddress,
+  checkHostName,
+  DEFAULT_DESTINATIONS,
+  EgressError,
+  type EgressPolicy,
+  type EndpointTrust,
+} from './egress-policy.js';
+
+export type { EndpointTrust } from './egress-policy.js';
+
+type EgressConfig = Pick<AppConfig, 'egress'>;
+
+/** The policy for destinations chosen at `trust` level. */
+export function egressFor(config: EgressConfig, trust: EndpointTrust): EgressPolicy {
+  const base = config.egress;
+  const open = trust === 'operator';
+  const closed = trust === 'user';
+  return {
+    allowPrivate: open || (!closed && base.allowPrivate),
+    allowLoopback: open || (!closed && base.allowLoopback),
+    trust,
+    containerService: base.containerService,
+    // attachMeshEgress gives the list its source after the config is built: read it at each request.
+    destinations: () => (base.destinations ? base.destinations() : Promise.resolve(DEFAULT_DESTINATIONS)),
+  };
+}
+
+/** CRM hosts (administrator-saved): loopback also with CRM_ALLOW_INSECURE_LOOPBACK, for local CRM fakes. */
+export function crmEgress(config: EgressConfig & Pick<AppConfig, 'crm'>): EgressPolicy {
+  return {
+    ...egressFor(config, 'admin'),
+    allowLoopback: config.crm.allowInsecureLoopback,
+    loopbackFlag: 'CRM_ALLOW_INSECURE_LOOPBACK',
+  };
+}
+
+/** Names that are loopback by definition (RFC 6761), whatever a resolver answers. */
+function loopbackName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return h === 'localhost' || h.endsWith('.localhost');
+}
+
+/**
+ * The refusal for a URL `policy` never allows, decided without DNS (so a save never waits on a
+ * resolver): a scheme other than http(s), a cloud-metadata name, a literal address or a loopback name
+ * the policy refuses. Null when a request may be allowed (a name is checked again at each request).
+ */
+export function refusedAtSave(raw: string, policy: EgressPolicy): EgressError | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return new EgressError('egress_refused', `"${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return new EgressError(
+      'egress_refused',
+      `scheme ${url.protocol.replace(/:$/, '')} is not allowed (http and https only)`,
+    );
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  try {
+    checkHostName(host);
+    if (isIP(host)) checkAddress(host, policy);
+    else if (loopbackName(host)) checkAddress('127.0.0.1', policy);
+    return null;
+  } catch (err) {
+    if (!(err instanceof EgressError)) throw err;
+    return isIP(host) || !loopbackName(host)
+      ? err
+      : new EgressError(err.code, `host ${host} is loopback${err.message.slice(err.message.indexOf(';'))}`);
+  }
+}
+
+/** The flag that would let `policy` reach a URL it refuses at save, or null when none would (metadata, link-local). */
+export function allowingFlag(raw: string, policy: EgressPolicy): string | null {
+  if (policy.trust === 'user') return null;
+  return refusedAtSave(raw, { ...policy, allowPrivate: true }) ? null : ALLOW_PRIVATE_FLAG;
+}
+
+/**
+ * Refuses to save an administrator's endpoint the policy never allows: 400 with `code` (the
+ * integration's refusal, e.g. GIT_EGRESS_REFUSED), the host, the flag that would allow it (null: none
+ * would) and the field; the caller has written nothing yet.
+ */
+export function checkSavedEndpoint(
+  raw: string,
+  policy: EgressPolicy,
+  where: { field: string; code: string; what: string },
+): void {
+  const refused = refusedAtSave(raw, policy);
+  if (!refused) return;
+  const host = URL.canParse(raw) ? new URL(raw).host : raw;
+  throw new BadRequestError(
+    `${where.what} ${host} is not allowed for outbound requests: ${refused.message}. Nothing was saved.`,
+    {
+      code: where.code,
+      host,
+      allowed_by: allowingFlag(raw, policy),
+      fields: [{ field: where.field, message: refused.message }],
+    },
+  );
+}
+
+/** Why an operator endpoint can never be reached (start-time check), or null. */
+export function operatorEndpointRefusal(raw: string): string | null {
+  const refused = refusedAtSave(raw, { allowPrivate: true, allowLoopback: true, trust: 'operator' });
+  return refused ? refused.message : null;
+}
