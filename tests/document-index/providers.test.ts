@@ -67,14 +67,6 @@ beforeAll(async () => {
     text: 'Rotate keys every quarter.',
     metadata: { filepath: 'ops/keys.md' },
   });
-  // A second index whose content also answers the backup question: ASK on one must never cite the other.
-  await ok({ action: 'CREATE_INDEX', index_name: 'archive' });
-  await ok({
-    action: 'ADD_TEXT',
-    index_name: 'archive',
-    text: 'Archived backups are kept for seven years on tape.',
-    metadata: { filepath: 'legal/retention.md' },
-  });
   const saved = await call('POST', '/api/config/llm-providers/other', {
     sub_provider: 'acme',
     base_url: llm.baseUrl,
@@ -110,19 +102,32 @@ describe('document indexes with providers', () => {
   });
 
   it('ASK retrieves from the named index only: its sources, footnotes and prompt never cite another', async () => {
-    // Without index_name both indexes answer (the spec's default: every index).
-    const all = await ok({ action: 'ASK', query: 'how long are backups kept' });
-    expect(new Set(all.sources.map((s: { index_name: string }) => s.index_name))).toEqual(new Set(['kb', 'archive']));
-    for (const [name, other] of [
-      ['kb', 'archive'],
-      ['archive', 'kb'],
-    ] as const) {
-      const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: name });
-      expect(r.sources.length).toBeGreaterThan(0);
-      expect(r.sources.every((s: { index_name: string }) => s.index_name === name)).toBe(true);
-      expect(r.footnotes.every((f: string) => f.includes(`] ${name}: `))).toBe(true);
-      const prompt = llm.requests.at(-1)!.messages.at(-1)!.content!;
-      expect(prompt).not.toContain(`(${other}: `);
+    // A second index whose content also answers the question: ASK on one must never cite the other.
+    await ok({ action: 'CREATE_INDEX', index_name: 'archive' });
+    try {
+      await ok({
+        action: 'ADD_TEXT',
+        index_name: 'archive',
+        text: 'Archived backups are kept for seven years on tape.',
+        metadata: { filepath: 'legal/retention.md' },
+      });
+      // Without index_name both indexes answer (the spec's default: every index).
+      const all = await ok({ action: 'ASK', query: 'how long are backups kept' });
+      expect(new Set(all.sources.map((s: { index_name: string }) => s.index_name))).toEqual(new Set(['kb', 'archive']));
+      for (const [name, other] of [
+        ['kb', 'archive'],
+        ['archive', 'kb'],
+      ] as const) {
+        const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: name });
+        expect(r.sources.length).toBeGreaterThan(0);
+        expect(r.sources.every((s: { index_name: string }) => s.index_name === name)).toBe(true);
+        expect(r.footnotes.every((f: string) => f.includes(`] ${name}: `))).toBe(true);
+        const prompt = llm.requests.at(-1)!.messages.at(-1)!.content!;
+        expect(prompt).toContain(`(${name}: `);
+        expect(prompt).not.toContain(`(${other}: `);
+      }
+    } finally {
+      await ok({ action: 'DELETE_INDEX', index_name: 'archive' });
     }
   });
 
