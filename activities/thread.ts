@@ -1,9 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
 import { AgentRowEntity } from '../shared/db/entities/index.js';
-import { demoBudgetExhausted, recordLlmUsage } from '../shared/deployment/demo-budget.js';
 import { activeProviders } from '../shared/llm/active-provider.js';
-import { LlmError, llmFailure, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
+import { LlmError, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
 import { withHeartbeat } from './heartbeat.js';
 import type { ActivityDeps } from './index.js';
@@ -63,23 +62,15 @@ export function createThreadActivities(deps: ActivityDeps) {
         .join('\n\n');
       const chat: ChatMessage[] = [{ role: 'system', content: system }, ...messages.map(toChatMessage)];
       const tools = input.toolsDisabled ? [] : (deps.toolbox?.specs(agent.toolGroups) ?? []);
-      // A hosted demo stops spending at its cap (`PUT /api/internal/demo-budget/cap`).
-      if (await demoBudgetExhausted(em)) {
-        throw ApplicationFailure.nonRetryable('The demo budget is used up.', 'LlmError', {
-          ...llmFailure(
-            'budget_exhausted',
-            'This deployment has used its language-model budget.',
-            'Ask the deployment owner to raise the cap.',
-            false,
-          ).failure,
-        });
-      }
       let result;
       // Resolved per call (cached by the tenant's version), so a provider switch applies to the next turn.
       const active = await (deps.llmProviders ?? activeProviders(deps.config)).resolve(em, input.tenant);
       try {
         // Heartbeats while the model thinks, so a dead worker is noticed in seconds, not at the timeout.
-        result = await withHeartbeat(2_000, () => active.chat(chat, tools));
+        // The metered call refuses at the demo budget cap and records the spend against the thread.
+        result = await withHeartbeat(2_000, () =>
+          active.chat({ em, tenant: input.tenant, purpose: 'thread_turn', threadId: input.threadId }, chat, tools),
+        );
       } catch (err) {
         if (err instanceof LlmError) {
           deps.log.warn('language-model call failed', {
@@ -94,18 +85,6 @@ export function createThreadActivities(deps: ActivityDeps) {
         }
         throw err;
       }
-      await recordLlmUsage(em, {
-        tenant: input.tenant,
-        provider: active.label,
-        model: result.model,
-        promptTokens: result.usage.promptTokens,
-        completionTokens: result.usage.completionTokens,
-        costUsd:
-          (result.usage.promptTokens * active.prices.inputUsdPerMtok +
-            result.usage.completionTokens * active.prices.outputUsdPerMtok) /
-          1_000_000,
-        threadId: input.threadId,
-      });
       const stored = await appendMessage(em, {
         threadId: input.threadId,
         role: 'assistant',

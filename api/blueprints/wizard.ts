@@ -23,8 +23,8 @@ import { DEFAULT_BLUEPRINTS } from '../../shared/blueprints/defaults.js';
 import type { BlueprintManifest } from '../../shared/blueprints/manifest.js';
 import { listRows, readManifestAt, repoDir, type Resolved } from '../../shared/blueprints/store.js';
 import type { AppConfig } from '../../shared/config.js';
-import { demoBudgetExhausted, recordLlmUsage } from '../../shared/deployment/demo-budget.js';
 import { activeProviders } from '../../shared/llm/active-provider.js';
+import { LlmError } from '../../shared/llm/client.js';
 import type { Ctx } from './service.js';
 
 export const WIZARD_LIMITS = { maxQuestions: 2, maxRecommendations: 3, maxRationale: 1000, maxQuestionText: 500 };
@@ -362,12 +362,11 @@ export async function runWizard(ctx: Ctx, deps: WizardDeps, input: WizardInput):
   if (active.source === 'none' || !active.client || !active.chatModel) return lexicalAnswer(input, candidates);
   if (active.admission === 'deny')
     return lexicalAnswer(input, candidates, 'The active chat provider is not admitted; the lexical ranker answered.');
-  if (await demoBudgetExhausted(deps.em))
-    return lexicalAnswer(input, candidates, 'The language-model budget is used up; the lexical ranker answered.');
   let content: string | null;
   try {
     const r = await withTimeout(
       active.chat(
+        { em: deps.em, tenant: ctx.principal.tenant, purpose: 'wizard' },
         [
           { role: 'system', content: prompt(input, candidates, mustRecommend) },
           { role: 'user', content: userMessage(input) },
@@ -377,17 +376,6 @@ export async function runWizard(ctx: Ctx, deps: WizardDeps, input: WizardInput):
       deps.config.blueprints.wizardTimeoutMs,
     );
     content = r.content;
-    await recordLlmUsage(deps.em, {
-      tenant: ctx.principal.tenant,
-      provider: active.label,
-      model: r.model,
-      promptTokens: r.usage.promptTokens,
-      completionTokens: r.usage.completionTokens,
-      costUsd:
-        (r.usage.promptTokens * active.prices.inputUsdPerMtok +
-          r.usage.completionTokens * active.prices.outputUsdPerMtok) /
-        1_000_000,
-    });
   } catch (err) {
     if (err instanceof WizardTimeout)
       return lexicalAnswer(
@@ -395,6 +383,9 @@ export async function runWizard(ctx: Ctx, deps: WizardDeps, input: WizardInput):
         candidates,
         `The model did not answer within ${deps.config.blueprints.wizardTimeoutMs} ms; the lexical ranker answered.`,
       );
+    // The metered call refuses without calling the model once the demo budget cap is reached.
+    if (err instanceof LlmError && err.failure.kind === 'budget_exhausted')
+      return lexicalAnswer(input, candidates, 'The language-model budget is used up; the lexical ranker answered.');
     return lexicalAnswer(input, candidates, 'The model call failed; the lexical ranker answered.');
   }
   const repaired = repairModelAnswer(extractJson(content ?? ''), candidates, mustRecommend);

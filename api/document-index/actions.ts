@@ -338,11 +338,13 @@ export async function searchAction(c: Ctx, indexName: string | undefined, query:
 }
 
 /**
- * ASK: retrieval across all indexes, then an answer from the active chat provider with numbered
- * footnotes; without one, an extractive answer made of the top passages, labelled as such.
+ * ASK: retrieval from the named index (every index when none is named; an unknown one is refused as
+ * SEARCH refuses it), then an answer from the active chat provider with numbered footnotes; without
+ * one, an extractive answer made of the top passages, labelled as such. The model call is metered:
+ * counted, its spend recorded, refused at the demo budget cap.
  */
-export async function askAction(c: Ctx, query: string, topN: number) {
-  const hits = await searchIndexes(c, undefined, query, topN).catch(embedFailure);
+export async function askAction(c: Ctx, indexName: string | undefined, query: string, topN: number) {
+  const hits = await searchIndexes(c, indexName, query, topN).catch(embedFailure);
   const sources = hits.map((h, n) => ({
     n: n + 1,
     index_name: h.index_name,
@@ -375,6 +377,7 @@ export async function askAction(c: Ctx, query: string, topN: number) {
   const context = hits.map((h, n) => `[${n + 1}] (${h.index_name}: ${h.filepath})\n${h.text}`).join('\n\n');
   try {
     const r = await active.chat(
+      { em: c.em, tenant: c.tenant, purpose: 'ask' },
       [
         {
           role: 'system',

@@ -3,7 +3,7 @@ import type { AppConfig } from '../../shared/config.js';
 import { LlmError } from '../../shared/llm/client.js';
 import { embeddingModelOf } from '../../shared/llm/provider-kinds.js';
 import { findProvider, openFields } from '../../shared/llm/provider-store.js';
-import { providerClient } from '../../shared/llm/providers.js';
+import { meteredClient } from '../../shared/llm/metered.js';
 import { describeError, type Logger } from '../../shared/log.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { sql } from '../../shared/db/sql.js';
@@ -65,16 +65,17 @@ export class EmbeddingSmokeTests {
           finished_at: null,
         };
         this.results.set(tenant, [result]);
-        const client = providerClient({
-          kind: 'proxy',
-          fields,
-          egress: deps.config.egress,
-          timeoutMs: EMBEDDING_SMOKE_TIMEOUT_MS,
-        });
+        const client = meteredClient(
+          { kind: 'proxy', fields, egress: deps.config.egress, timeoutMs: EMBEDDING_SMOKE_TIMEOUT_MS },
+          'proxy',
+        );
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), EMBEDDING_SMOKE_TIMEOUT_MS)));
         try {
-          const answer = await Promise.race([client.embed(['embedding smoke test'], model), late]);
+          const answer = await Promise.race([
+            client.embed({ em: em.fork(), tenant, purpose: 'connection_test' }, ['embedding smoke test'], model),
+            late,
+          ]);
           if (answer === 'late') {
             result.status = 'failed';
             result.message = 'The embedding provider did not answer within 5 seconds.';

@@ -24,7 +24,7 @@ import {
   writeProvider,
   type StoredProvider,
 } from '../../shared/llm/provider-store.js';
-import { providerClient } from '../../shared/llm/providers.js';
+import { meteredClient } from '../../shared/llm/metered.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 
 /** Spec, "Other named resources": the provider save response. */
@@ -47,20 +47,32 @@ const TEST_TIMEOUT_MS = 30_000;
 
 export const labelOf = (kind: ProviderKind, sub: string) => `${providerKey(kind, sub)}`;
 
+/** Where a connection test runs: a test that pings the model is a metered call of this tenant. */
+export interface TestCtx {
+  em: EntityManager;
+  config: AppConfig;
+  tenant: string;
+}
+
 /** Runs the provider's connection test on a flat configuration; answers the classified message of a failure, or null. */
 export async function testFields(
-  config: AppConfig,
+  ctx: TestCtx,
   kind: ProviderKind,
+  sub: string,
   fields: ProviderFields,
 ): Promise<{ ok: true; message: string } | { ok: false; message: string; errorId: string }> {
+  const { config } = ctx;
   try {
-    const message = await providerClient({
-      kind,
-      fields,
-      egress: config.egress,
-      timeoutMs: Math.min(TEST_TIMEOUT_MS, config.llm.timeoutSeconds * 1000),
-      aws: config.aws,
-    }).test();
+    const message = await meteredClient(
+      {
+        kind,
+        fields,
+        egress: config.egress,
+        timeoutMs: Math.min(TEST_TIMEOUT_MS, config.llm.timeoutSeconds * 1000),
+        aws: config.aws,
+      },
+      labelOf(kind, sub),
+    ).test({ em: ctx.em, tenant: ctx.tenant, purpose: 'connection_test' });
     return { ok: true, message };
   } catch (err) {
     if (!(err instanceof LlmError)) throw err;
@@ -130,12 +142,12 @@ export async function saveProvider(
 
   // Bedrock-type candidates are tested before anything is written.
   if (runTest && kind === 'bedrock') {
-    const test = await testFields(config, kind, merged);
+    const test = await testFields({ em, config, tenant: principal.tenant }, kind, sub, merged);
     if (!test.ok) return { success: false, message: `Connection test failed: ${test.message} Nothing was saved.` };
   }
   await writeProvider(em, row, principal.id);
   if (runTest && kind !== 'bedrock') {
-    const test = await testFields(config, kind, merged);
+    const test = await testFields({ em, config, tenant: principal.tenant }, kind, sub, merged);
     if (!test.ok) return { success: false, message: await rollBack(ctx, existing, kind, sub, test.message) };
   }
 

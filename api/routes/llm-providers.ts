@@ -307,7 +307,12 @@ export const llmProviderRoutes: AnyRoute[] = [
       const merged = withDefaults(kind, fields);
       const rule = brokenRule(kind, merged);
       if (rule) return { success: false, message: `Cannot test: ${rule}.` };
-      const test = await testFields(c.deps.config, kind, merged);
+      const test = await testFields(
+        { em: c.em, config: c.deps.config, tenant: c.principal.tenant },
+        kind,
+        s.sub,
+        merged,
+      );
       return { success: test.ok, message: test.ok ? test.message : `Connection test failed: ${test.message}` };
     },
   }),
@@ -410,7 +415,12 @@ export const llmProviderRoutes: AnyRoute[] = [
       const fields = { ...(stored ? openFields(stored, box) : {}), [field]: c.body.value };
       // A configured provider's credential: the save-time test runs before anything is written.
       if (stored?.configured) {
-        const test = await testFields(c.deps.config, kind, withDefaults(kind, fields));
+        const test = await testFields(
+          { em: c.em, config: c.deps.config, tenant: c.principal.tenant },
+          kind,
+          sub,
+          withDefaults(kind, fields),
+        );
         if (!test.ok)
           return {
             success: false,

@@ -2,10 +2,9 @@ import { lstat, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { getVisibleAgent } from '../../shared/agents/registry.js';
-import { demoBudgetExhausted, recordLlmUsage } from '../../shared/deployment/demo-budget.js';
 import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { activeProviders } from '../../shared/llm/active-provider.js';
-import { LlmError, llmFailure, notConfigured } from '../../shared/llm/client.js';
+import { LlmError, notConfigured } from '../../shared/llm/client.js';
 import { resolveSkill } from '../../shared/skills/packages.js';
 import { SKILL_NAME, readSkillFile } from '../../shared/skills/read.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
@@ -162,19 +161,11 @@ export const skillRoutes = [
       const active = await activeProviders(deps.config).resolve(em, principal.tenant);
       if (active.source === 'none' || !active.client || !active.chatModel)
         throw new LlmFailureError(notConfigured().failure);
-      // A hosted demo stops spending at its cap, as agent threads do.
-      if (await demoBudgetExhausted(em))
-        throw new LlmFailureError(
-          llmFailure(
-            'budget_exhausted',
-            'This deployment has used its language-model budget.',
-            'Ask the deployment owner to raise the cap.',
-            false,
-          ).failure,
-        );
       let r;
       try {
+        // Metered: refused at the demo budget cap, as agent threads are, and its spend recorded.
         r = await active.chat(
+          { em, tenant: principal.tenant, purpose: 'skill' },
           [
             { role: 'system', content: system },
             { role: 'user', content: body.input },
@@ -185,18 +176,6 @@ export const skillRoutes = [
         if (err instanceof LlmError) throw new LlmFailureError(err.failure);
         throw err;
       }
-      // Every model call's spend is recorded (llm_usage).
-      await recordLlmUsage(em, {
-        tenant: principal.tenant,
-        provider: active.label,
-        model: r.model,
-        promptTokens: r.usage.promptTokens,
-        completionTokens: r.usage.completionTokens,
-        costUsd:
-          (r.usage.promptTokens * active.prices.inputUsdPerMtok +
-            r.usage.completionTokens * active.prices.outputUsdPerMtok) /
-          1_000_000,
-      });
       return {
         success: true,
         data: { skill_name: params.skill_name, output: r.content ?? '', model: r.model, provider: active.label },

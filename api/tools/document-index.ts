@@ -99,7 +99,7 @@ const Input = z.discriminatedUnion('action', [
     action: z.literal('ASK'),
     query: z.string().trim().min(1).max(2000),
     top_n: z.number().int().min(1).max(50).default(5),
-    index_name: z.string().optional().describe('ignored: ASK runs across all indices'),
+    index_name: IndexName.optional().describe('the index to answer from (all indices when omitted)'),
   }),
   z.object({ action: z.literal('GET_INDICES_STATS') }),
   z.object({ action: z.literal('RECHUNK'), index_name: IndexName, ...ChunkParams }),
@@ -192,7 +192,7 @@ export const documentIndexTool = defineTool({
       case 'SEARCH':
         return searchAction(c, input.index_name, input.query, input.top_n);
       case 'ASK':
-        return askAction(c, input.query, input.top_n);
+        return askAction(c, input.index_name, input.query, input.top_n);
       case 'GET_INDICES_STATS':
         return { Success: true, Indices: await statsAction(c) };
       case 'RECHUNK':

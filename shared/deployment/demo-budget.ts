@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { DeploymentSettingEntity, LlmUsageEntity } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
 import { sql } from '../db/sql.js';
+import type { LlmPurpose } from '../llm/metered.js';
 
 export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
 
@@ -9,6 +10,8 @@ export interface LlmCall {
   tenant: string;
   provider: string;
   model: string;
+  /** What started the call. */
+  purpose: LlmPurpose;
   promptTokens: number;
   completionTokens: number;
   costUsd: number;
@@ -16,12 +19,13 @@ export interface LlmCall {
   occurredAt?: Date;
 }
 
-/** Records one language-model call's spend; every caller of a model goes through this. */
+/** Records one language-model call's spend; called by the metered client (shared/llm/metered.ts) alone. */
 export async function recordLlmUsage(em: EntityManager, call: LlmCall): Promise<void> {
   await em.insert(LlmUsageEntity, {
     tenant: call.tenant,
     provider: call.provider,
     model: call.model,
+    purpose: call.purpose,
     promptTokens: call.promptTokens,
     completionTokens: call.completionTokens,
     costUsd: call.costUsd.toFixed(6),

@@ -4,6 +4,7 @@ import { egressFor } from '../http/trust.js';
 import { secretBox } from '../secrets/secret-box.js';
 import { embeddingWindowWarning, type EmbeddingWindowWarning } from './embedding-windows.js';
 import { llmFailure, notConfigured, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
+import { meteredClient, type Meter, type MeteredProvider } from './metered.js';
 import {
   chatModelOf,
   embeddingModelOf,
@@ -12,7 +13,7 @@ import {
   type ProviderKind,
 } from './provider-kinds.js';
 import { findProvider, openFields, readLlmSettings, readLlmVersion, type StoredProvider } from './provider-store.js';
-import { providerClient, type EmbeddingResult, type LlmProvider } from './providers.js';
+import type { EmbeddingResult } from './providers.js';
 
 /** Where the active provider came from: saved configuration, the `PLATFORM_LLM_*` bootstrap default, or nothing. */
 export type ProviderSource = 'saved' | 'env' | 'none';
@@ -26,13 +27,10 @@ export interface ActiveProvider {
   label: string;
   chatModel: string | undefined;
   admission: 'auto' | 'deny';
-  prices: { inputUsdPerMtok: number; outputUsdPerMtok: number };
-  /** Chat with tools through the provider; classified `LlmError` on any failure. */
-  chat(messages: ChatMessage[], tools: ToolSpec[]): Promise<ChatResult>;
-  client: LlmProvider | null;
+  /** Chat with tools through the provider, budgeted and recorded (`meter`); classified `LlmError` on any failure. */
+  chat(meter: Meter, messages: ChatMessage[], tools: ToolSpec[]): Promise<ChatResult>;
+  client: MeteredProvider | null;
 }
-
-const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
 
 /** The `PLATFORM_LLM_*` variables as a provider configuration (an OpenAI-compatible endpoint), or null when unset. */
 export function envProviderFields(config: AppConfig): ProviderFields | null {
@@ -62,13 +60,16 @@ function activeOf(
 ): ActiveProvider {
   const client =
     kind && fields
-      ? providerClient({
-          kind,
-          fields,
-          egress: providerEgress(config, source),
-          timeoutMs: config.llm.timeoutSeconds * 1000,
-          aws: config.aws,
-        })
+      ? meteredClient(
+          {
+            kind,
+            fields,
+            egress: providerEgress(config, source),
+            timeoutMs: config.llm.timeoutSeconds * 1000,
+            aws: config.aws,
+          },
+          label,
+        )
       : null;
   const chatModel = assignment?.chat_model_name ?? (kind && fields ? chatModelOf(kind, fields) : undefined);
   return {
@@ -78,12 +79,8 @@ function activeOf(
     label,
     chatModel,
     admission,
-    prices: {
-      inputUsdPerMtok: num(fields?.input_usd_per_mtok, 0),
-      outputUsdPerMtok: num(fields?.output_usd_per_mtok, 0),
-    },
     client,
-    chat(messages, tools) {
+    chat(meter, messages, tools) {
       if (admission === 'deny')
         return Promise.reject(
           llmFailure(
@@ -94,7 +91,7 @@ function activeOf(
           ),
         );
       if (!client || !chatModel) return Promise.reject(notConfigured());
-      return client.chat(messages, tools, chatModel);
+      return client.chat(meter, messages, tools, chatModel);
     },
   };
 }
@@ -199,13 +196,18 @@ export async function resolveEmbeddings(
   }
   const model = (typeof e?.model_name === 'string' ? e.model_name : undefined) ?? embeddingModelOf(kind, fields);
   if (!model) return null;
-  const client = providerClient({
-    kind,
-    fields,
-    egress: providerEgress(config, stored ? 'saved' : 'env'),
-    timeoutMs: config.llm.timeoutSeconds * 1000,
-    aws: config.aws,
-  });
+  const client = meteredClient(
+    {
+      kind,
+      fields,
+      egress: providerEgress(config, stored ? 'saved' : 'env'),
+      timeoutMs: config.llm.timeoutSeconds * 1000,
+      aws: config.aws,
+    },
+    label,
+  );
+  // Every embedding call is counted and budgeted against the tenant that resolved it.
+  const meter: Meter = { em, tenant, purpose: 'embedding' };
   return {
     label,
     kind,
@@ -214,7 +216,7 @@ export async function resolveEmbeddings(
     async embed(texts) {
       // Spec Limits: inputs beyond the provider's window are sent whole, with a warning.
       const warning = embeddingWindowWarning(kind, texts);
-      const result = await client.embed(texts, model);
+      const result = await client.embed(meter, texts, model);
       return warning ? { ...result, windowWarning: warning } : result;
     },
   };
@@ -226,6 +228,6 @@ export interface EmbeddingTarget {
   kind: ProviderKind;
   subProvider: string;
   model: string;
-  /** Embeds the texts whole; `windowWarning` is set when some exceed the provider's input window. */
+  /** Embeds the texts whole (a metered call); `windowWarning` is set when some exceed the provider's input window. */
   embed(texts: string[]): Promise<EmbeddingResult & { windowWarning?: EmbeddingWindowWarning }>;
 }

@@ -25,6 +25,9 @@ export interface ChatResult {
   model: string;
 }
 
+/** One chat call (a connection test pings the configured model through the metered one). */
+export type ChatFn = (messages: ChatMessage[], tools: ToolSpec[], model?: string) => Promise<ChatResult>;
+
 /** What a caller may be told about a failed model call: classified, never the provider's raw text. */
 export interface LlmFailure {
   kind:
@@ -57,15 +60,6 @@ export class LlmError extends Error {
   ) {
     super(failure.message);
   }
-}
-
-export interface LlmSettings {
-  baseUrl: string | undefined;
-  apiKey: string | undefined;
-  model: string | undefined;
-  timeoutSeconds: number;
-  /** The deployment's egress policy (`config.egress`): the provider's address must pass it. */
-  egress: EgressPolicy;
 }
 
 export const llmFailure = (
@@ -257,23 +251,6 @@ export const notConfigured = (message = 'No language-model provider is configure
     'Ask an administrator to save and activate a provider (/api/config/llm-providers), or set PLATFORM_LLM_BASE_URL and PLATFORM_LLM_MODEL.',
     false,
   );
-
-/** One chat-completions call to an OpenAI-compatible provider, with tool calling. */
-export async function chatCompletion(
-  settings: LlmSettings,
-  messages: ChatMessage[],
-  tools: ToolSpec[],
-  extraHeaders: Record<string, string> = {},
-): Promise<ChatResult> {
-  if (!settings.baseUrl || !settings.model) throw notConfigured();
-  const answer = await providerCall(`${settings.baseUrl}/chat/completions`, {
-    egress: settings.egress,
-    headers: { ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}), ...extraHeaders },
-    body: { model: settings.model, messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) },
-    timeoutMs: settings.timeoutSeconds * 1000,
-  });
-  return chatResultOf(answer, settings.model);
-}
 
 /** Reads an OpenAI chat-completions answer (also what Azure-type deployments answer). */
 export function chatResultOf(answer: ProviderAnswer, model: string): ChatResult {

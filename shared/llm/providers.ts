@@ -6,6 +6,7 @@ import {
   llmFailure,
   notConfigured,
   providerCall,
+  type ChatFn,
   type ChatMessage,
   type ProviderRequest,
   type ChatResult,
@@ -56,8 +57,11 @@ export interface LlmProvider {
   chat(messages: ChatMessage[], tools: ToolSpec[], model?: string): Promise<ChatResult>;
   embed(texts: string[], model?: string): Promise<EmbeddingResult>;
   listModels(): Promise<string[]>;
-  /** The save-time test: answers a sentence on success, throws a classified `LlmError` otherwise. */
-  test(): Promise<string>;
+  /**
+   * The save-time test: answers a sentence on success, throws a classified `LlmError` otherwise. A test
+   * that pings the model does it through `chat`, the metered call (`metered.ts`), never its own.
+   */
+  test(chat: ChatFn): Promise<string>;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -349,10 +353,10 @@ function bedrock(t: ProviderTarget): LlmProvider {
     // The runtime endpoint has no listing: the configured models are what this provider offers.
     listModels: () =>
       Promise.resolve([chatModelOf(t.kind, f), embeddingModelOf(t.kind, f)].filter((m): m is string => !!m)),
-    async test() {
+    async test(chat) {
       const model = chatModelOf(t.kind, f);
       if (!model) throw notConfigured('Name a model_name to test the Bedrock-type provider.');
-      await provider.chat([{ role: 'user', content: 'ping' }], [], model);
+      await chat([{ role: 'user', content: 'ping' }], [], model);
       return `Connection test passed (${f.bedrock_chat_route_mode} route answered).`;
     },
   };

@@ -174,10 +174,10 @@ export function warehouseAi(t: ProviderTarget): LlmProvider {
     // The configured models are what this provider offers (the service lists no more than the account allows).
     listModels: () =>
       Promise.resolve([chatModelOf(t.kind, f), embeddingModelOf(t.kind, f)].filter((m): m is string => !!m)),
-    async test() {
+    async test(chat) {
       const model = chatModelOf(t.kind, f);
       if (!model) throw notConfigured('Name a model_name to test the warehouse-AI provider.');
-      await provider.chat([{ role: 'user', content: 'ping' }], [], model);
+      await chat([{ role: 'user', content: 'ping' }], [], model);
       return `Connection test passed (${f.auth_method === 'keypair' ? 'key-pair JWT' : 'access token'} accepted).`;
     },
   };

@@ -9,6 +9,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_TYPES, PROPOSAL_STATUSES } from '../action-review/types.js';
 import { sql } from '../db/sql.js';
+import { LLM_PURPOSES } from '../llm/metered.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const MERGE_APPROVAL_STATUSES = ['open', 'expired'] as const;
@@ -23,11 +24,20 @@ union all select 'merge_approvals', status, count(*)::float8 from crm_merge_appr
 union all select 'merge_expiring', '', count(*)::float8 from crm_merge_approvals
   where status = 'open' and expires_at > now() and expires_at <= now() + interval '${EXPIRING_WINDOW_SECONDS} seconds'
 union all select 'thread_turns', '', count(*)::float8 from conversation_messages where role = 'assistant'
-union all select 'llm_calls', case when thread_id is null then 'other' else 'thread' end, count(*)::float8
+union all select 'llm_calls', case when thread_id is null then 'other' else 'thread' end || ':' || purpose, count(*)::float8
   from llm_usage group by 2
-union all select 'llm_spend', case when thread_id is null then 'other' else 'thread' end, coalesce(sum(cost_usd), 0)::float8
-  from llm_usage group by 2
+union all select 'llm_spend', case when thread_id is null then 'other' else 'thread' end || ':' || purpose,
+  coalesce(sum(cost_usd), 0)::float8 from llm_usage group by 2
 union all select 'echo_jobs', '', count(*)::float8 from echo_jobs`;
+
+/** `scope:purpose` as the domain query reads it, each bounded to its vocabulary. */
+function llmLabels(l: string | null) {
+  const [scope, purpose] = (l ?? '').split(':');
+  return {
+    scope: scope === 'thread' ? 'thread' : 'other',
+    purpose: (LLM_PURPOSES as readonly string[]).includes(purpose ?? '') ? purpose! : 'other',
+  };
+}
 
 export interface ApiMetrics {
   registry: Registry;
@@ -89,14 +99,14 @@ export function createApiMetrics(): ApiMetrics {
   });
   const llmCalls = new Counter({
     name: 'platform_llm_calls_total',
-    help: 'Language-model calls recorded, by scope (thread: a thread turn; other: embeddings, smoke tests…)',
-    labelNames: ['scope'],
+    help: `Language-model calls answered, by scope (thread: made for a thread; other) and purpose (${LLM_PURPOSES.join(', ')}, other)`,
+    labelNames: ['scope', 'purpose'],
     registers: [registry],
   });
   const llmSpend = new Counter({
     name: 'platform_llm_spend_usd_total',
-    help: 'Language-model spend in US dollars, by scope (thread: thread turns)',
-    labelNames: ['scope'],
+    help: 'Language-model spend in US dollars, by scope and purpose (as platform_llm_calls_total)',
+    labelNames: ['scope', 'purpose'],
     registers: [registry],
   });
   const echoJobs = new Counter({
@@ -140,9 +150,10 @@ export function createApiMetrics(): ApiMetrics {
       for (const status of PROPOSAL_STATUSES) proposals.set({ status }, 0);
       for (const type of EVENT_TYPES) events.inc({ type }, 0);
       for (const status of MERGE_APPROVAL_STATUSES) mergeApprovals.set({ status }, 0);
-      for (const scope of ['thread', 'other']) {
-        llmCalls.inc({ scope }, 0);
-        llmSpend.inc({ scope }, 0);
+      for (const purpose of LLM_PURPOSES) {
+        const labels = { scope: purpose === 'thread_turn' ? 'thread' : 'other', purpose };
+        llmCalls.inc(labels, 0);
+        llmSpend.inc(labels, 0);
       }
       mergeExpiring.set(0);
       const known = (list: readonly string[], value: string | null) =>
@@ -154,8 +165,8 @@ export function createApiMetrics(): ApiMetrics {
         else if (m === 'merge_approvals') mergeApprovals.inc({ status: known(MERGE_APPROVAL_STATUSES, l) }, value);
         else if (m === 'merge_expiring') mergeExpiring.set(value);
         else if (m === 'thread_turns') setCounter(threadTurns, value);
-        else if (m === 'llm_calls') setCounter(llmCalls, value, { scope: l === 'thread' ? 'thread' : 'other' });
-        else if (m === 'llm_spend') setCounter(llmSpend, value, { scope: l === 'thread' ? 'thread' : 'other' });
+        else if (m === 'llm_calls') setCounter(llmCalls, value, llmLabels(l));
+        else if (m === 'llm_spend') setCounter(llmSpend, value, llmLabels(l));
         else if (m === 'echo_jobs') setCounter(echoJobs, value);
       }
       domainUp.set(1);

@@ -166,8 +166,31 @@ describe('wizard with a chat provider (fake model on loopback)', () => {
     expect(sent).toContain('platform-self-check');
     expect(sent).not.toContain('payroll-salary-audit');
     expect(sent).toContain('Why did customers leave?');
-    const usage = await query<{ provider: string }>(stack.db.url, 'select provider from llm_usage');
+    const usage = await query<{ provider: string }>(
+      stack.db.url,
+      `select provider from llm_usage where purpose = 'wizard'`,
+    );
     expect(usage.length).toBeGreaterThan(0);
+  });
+
+  it('falls back to lexical at the demo budget cap, calling no model and recording nothing', async () => {
+    reply = json({ type: 'recommendations', recommendations: [] });
+    await query(
+      stack.db.url,
+      `insert into deployment_settings (key, value, updated_at, updated_by) values ('demo_budget.cap_usd', '0', now(), 'test')`,
+    );
+    try {
+      const before = llm.requests.length;
+      const calls = await query(stack.db.url, 'select count(*)::int as n from llm_usage');
+      const r = await wizard('olivia', { goal: 'customer churn' });
+      expect(r.status).toBe(200);
+      expect(r.body.data).toMatchObject({ ranker: 'lexical', type: 'recommendations' });
+      expect(r.body.data.notice).toBe('The language-model budget is used up; the lexical ranker answered.');
+      expect(llm.requests.length).toBe(before);
+      expect(await query(stack.db.url, 'select count(*)::int as n from llm_usage')).toEqual(calls);
+    } finally {
+      await query(stack.db.url, `delete from deployment_settings where key = 'demo_budget.cap_usd'`);
+    }
   });
 
   it('accepts JSON inside a fenced block', async () => {

@@ -209,12 +209,17 @@ describe('warehouse-AI provider (PAT and key-pair JWT)', () => {
     expect(bad.body.success).toBe(false);
     expect(bad.body.message).toMatch(/refused the platform's credentials.*Nothing was saved/);
     expect(await rows()).toEqual([]);
+    const pings = () =>
+      query(stack.db.url, `select provider from llm_usage where purpose = 'connection_test' order by id`);
+    const pinged = (await pings()).length;
     const good = await call('POST', '/api/config/llm-providers/warehouse_ai', {
       ...pat,
       base_url: cortex.url,
       pat: 'pat-good',
     });
     expect(good.body).toMatchObject({ success: true });
+    // The connection test's ping is a model call like any other: metered (the refused one answered nothing).
+    expect((await pings()).slice(pinged)).toEqual([{ provider: 'warehouse_ai' }]);
     expect(cortex.auths.at(-1)).toEqual({ tokenType: 'PROGRAMMATIC_ACCESS_TOKEN' });
     expect(cortex.completions.at(-1)).toMatchObject({
       model: 'claude-3-5-sonnet',

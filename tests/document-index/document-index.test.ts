@@ -215,12 +215,40 @@ describe('a fixed corpus', () => {
   });
 
   it('ASK without a provider answers extractively, labelled as such, with sources and footnotes', async () => {
-    const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: 'ignored' });
+    const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: 'kb' });
     expect(r.answer_type).toBe('extractive');
     expect(r.answer).toMatch(/^Extractive answer \(no language-model provider is configured/);
     expect(r.answer).toContain('thirty days. [1]');
     expect(r.sources[0]).toMatchObject({ n: 1, index_name: 'kb', filepath: 'ops/backups.md' });
     expect(r.footnotes[0]).toBe('[1] kb: ops/backups.md (chunk 0)');
+    // No provider, no model call: nothing is counted.
+    expect(await count('llm_usage')).toBe(0);
+  });
+
+  it('ASK answers from the named index only, and refuses an unknown one with 404 (no provider configured)', async () => {
+    await ok({ action: 'CREATE_INDEX', index_name: 'vault' });
+    await ok({
+      action: 'ADD_TEXT',
+      index_name: 'vault',
+      text: 'Vault backups are kept for seven years.',
+      metadata: { filepath: 'legal/vault.md' },
+    });
+    try {
+      const everywhere = await ok({ action: 'ASK', query: 'how long are backups kept' });
+      expect(everywhere.sources.map((s: { index_name: string }) => s.index_name)).toContain('vault');
+      for (const name of ['kb', 'vault']) {
+        const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: name });
+        expect(r.sources.length).toBeGreaterThan(0);
+        expect(r.sources.every((s: { index_name: string }) => s.index_name === name)).toBe(true);
+        expect(r.footnotes.every((f: string) => f.startsWith(`[`) && f.includes(`] ${name}: `))).toBe(true);
+      }
+      const unknown = await tool({ action: 'ASK', query: 'how long are backups kept', index_name: 'ignored' });
+      expect(unknown.status, unknown.text).toBe(404);
+      expect(unknown.body).toMatchObject({ error_type: 'not_found', payload: { index_name: 'ignored' } });
+      expect(unknown.body.error).toContain('No document index named "ignored"');
+    } finally {
+      await ok({ action: 'DELETE_INDEX', index_name: 'vault' });
+    }
   });
 
   it('GET_INDICES_STATS and GET /api/indexes report the same statistics; system indexes are excluded', async () => {

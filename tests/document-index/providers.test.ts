@@ -1,9 +1,13 @@
 /**
  * Document indexes with providers: ASK answered by a fake OpenAI-compatible chat server (loopback) with
- * numbered footnotes; an embedding identity change strands the indexes (`needs_reindex` true, null
- * `chunk_config`) until the re-embedding workflow has embedded every chunk into the new collection.
+ * numbered footnotes, from the named index only; its model call counted (`platform_llm_calls_total`),
+ * its spend recorded and refused at the demo budget cap like a thread turn; an embedding identity
+ * change strands the indexes (`needs_reindex` true, null `chunk_config`) until the re-embedding
+ * workflow has embedded every chunk into the new collection (those embedding calls metered too).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIndex } from '../../shared/document-index/store.js';
+import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 
@@ -17,6 +21,23 @@ const ok = async (args: Record<string, unknown>) => {
   expect(r.status, r.text).toBe(200);
   return r.body.data.result;
 };
+
+const INTERNAL = { 'x-platform-internal-token': 'internal-secret' };
+const metrics = async () => {
+  const r = await http(stack.url, 'GET', '/metrics', { headers: INTERNAL });
+  expect(r.status).toBe(200);
+  return r.text;
+};
+/** One sample's value (`name{labels} value`), 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    const m = /^([^{\s]+)\{(.*)\}\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return 0;
+}
 
 /** Polls until `check` holds (no timing assertion: the deadline only bounds a broken run). */
 async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
@@ -32,7 +53,7 @@ async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => b
 beforeAll(async () => {
   llm = await startFakeLlm(() => ({ content: 'Backups are kept for thirty days [1].' }));
   // A hung embedding call times out after 2 s and its batch is retried.
-  stack = await startStack({ env: { PLATFORM_LLM_TIMEOUT_SECONDS: '2' } });
+  stack = await startStack({ env: { PLATFORM_LLM_TIMEOUT_SECONDS: '2', PLATFORM_INTERNAL_TOKEN: 'internal-secret' } });
   await ok({ action: 'CREATE_INDEX', index_name: 'kb', chunk_size: 64, chunk_overlap: 8 });
   await ok({
     action: 'ADD_TEXT',
@@ -51,6 +72,8 @@ beforeAll(async () => {
     base_url: llm.baseUrl,
     api_key: 'k1',
     model_name: 'fake-model',
+    input_usd_per_mtok: 3,
+    output_usd_per_mtok: 15,
   });
   expect(saved.body.success, saved.text).toBe(true);
   const active = await call('POST', '/api/config/llm-providers/other/activate', { sub_provider: 'acme' });
@@ -63,7 +86,7 @@ afterAll(async () => {
 
 describe('document indexes with providers', () => {
   it('ASK answers through the chat provider with the numbered sources in the prompt and footnotes in the result', async () => {
-    const r = await ok({ action: 'ASK', query: 'how long are backups kept' });
+    const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: 'kb' });
     expect(r).toMatchObject({
       Success: true,
       answer: 'Backups are kept for thirty days [1].',
@@ -76,6 +99,117 @@ describe('document indexes with providers', () => {
       .join('\n');
     expect(prompt).toContain('[1] (kb: ops/backups.md)');
     expect(prompt).toContain('Question: how long are backups kept');
+  });
+
+  it('ASK retrieves from the named index only: its sources, footnotes and prompt never cite another', async () => {
+    // A second index whose content also answers the question: ASK on one must never cite the other.
+    await ok({ action: 'CREATE_INDEX', index_name: 'archive' });
+    try {
+      await ok({
+        action: 'ADD_TEXT',
+        index_name: 'archive',
+        text: 'Archived backups are kept for seven years on tape.',
+        metadata: { filepath: 'legal/retention.md' },
+      });
+      // Without index_name both indexes answer (the spec's default: every index).
+      const all = await ok({ action: 'ASK', query: 'how long are backups kept' });
+      expect(new Set(all.sources.map((s: { index_name: string }) => s.index_name))).toEqual(new Set(['kb', 'archive']));
+      for (const [name, other] of [
+        ['kb', 'archive'],
+        ['archive', 'kb'],
+      ] as const) {
+        const r = await ok({ action: 'ASK', query: 'how long are backups kept', index_name: name });
+        expect(r.sources.length).toBeGreaterThan(0);
+        expect(r.sources.every((s: { index_name: string }) => s.index_name === name)).toBe(true);
+        expect(r.footnotes.every((f: string) => f.includes(`] ${name}: `))).toBe(true);
+        const prompt = llm.requests.at(-1)!.messages.at(-1)!.content!;
+        expect(prompt).toContain(`(${name}: `);
+        expect(prompt).not.toContain(`(${other}: `);
+      }
+    } finally {
+      await ok({ action: 'DELETE_INDEX', index_name: 'archive' });
+    }
+  });
+
+  it('ASK on an unknown index, or one of another tenant, answers 404 without calling the model', async () => {
+    await createIndex(stack.api.deps.orm.em.fork(), 'elsewhere', 'foreign', {
+      chunk_size: null,
+      chunk_overlap: null,
+      chunk_strategy: null,
+    });
+    const before = llm.requests.length;
+    for (const name of ['no-such-index', 'foreign']) {
+      const r = await call('POST', '/api/tool_call', {
+        tool: '_document_index',
+        arguments: { action: 'ASK', query: 'how long are backups kept', index_name: name },
+      });
+      expect(r.status, r.text).toBe(404);
+      expect(r.body).toMatchObject({ error_type: 'not_found', payload: { index_name: name } });
+    }
+    expect(llm.requests.length).toBe(before);
+  });
+
+  it("ASK's model call is counted in platform_llm_calls_total and its spend recorded, as a thread turn's is", async () => {
+    const before = await metrics();
+    const rows = async () =>
+      query(
+        stack.db.url,
+        `select provider, model, prompt_tokens, completion_tokens, cost_usd, thread_id
+         from llm_usage where purpose = 'ask' order by id`,
+      );
+    const recorded = (await rows()).length;
+    await ok({ action: 'ASK', query: 'how long are backups kept', index_name: 'kb' });
+    const after = await metrics();
+    const labels = { scope: 'other', purpose: 'ask' };
+    expect(sample(after, 'platform_llm_calls_total', labels)).toBe(
+      sample(before, 'platform_llm_calls_total', labels) + 1,
+    );
+    // 11 prompt tokens at $3/M + 7 completion tokens at $15/M (the fake's usage, the saved provider's prices).
+    expect(sample(after, 'platform_llm_spend_usd_total', labels)).toBeCloseTo(
+      sample(before, 'platform_llm_spend_usd_total', labels) + 0.000138,
+      9,
+    );
+    const mine = (await rows()).slice(recorded);
+    expect(mine).toEqual([
+      {
+        provider: 'other:acme',
+        model: 'fake-model',
+        prompt_tokens: 11,
+        completion_tokens: 7,
+        cost_usd: '0.000138',
+        thread_id: null,
+      },
+    ]);
+  });
+
+  it('ASK is refused at the demo budget cap with the llm_error budget_exhausted a thread turn gets, calling no model', async () => {
+    const set = await http(stack.url, 'PUT', '/api/internal/demo-budget/cap', {
+      headers: INTERNAL,
+      body: { cap_usd: 0.0001 },
+    });
+    expect(set.status, set.text).toBe(200);
+    const before = llm.requests.length;
+    const spend = await query(stack.db.url, 'select count(*)::int as n from llm_usage');
+    try {
+      const r = await call('POST', '/api/tool_call', {
+        tool: '_document_index',
+        arguments: { action: 'ASK', query: 'how long are backups kept', index_name: 'kb' },
+      });
+      expect(r.status, r.text).toBe(502);
+      expect(r.body).toMatchObject({
+        error_type: 'llm_error',
+        error: 'This deployment has used its language-model budget.',
+        payload: { llm_failure: { kind: 'budget_exhausted', action: 'Ask the deployment owner to raise the cap.' } },
+      });
+      expect(llm.requests.length).toBe(before);
+      expect(await query(stack.db.url, 'select count(*)::int as n from llm_usage')).toEqual(spend);
+    } finally {
+      await query(stack.db.url, `delete from deployment_settings where key = 'demo_budget.cap_usd'`);
+    }
+    // Below the cap again, ASK answers.
+    expect((await ok({ action: 'ASK', query: 'how long are backups kept', index_name: 'kb' })).answer_type).toBe(
+      'generated',
+    );
   });
 
   it('an embedding identity change strands the index until re-embedding fills the new collection', async () => {
@@ -113,5 +247,14 @@ describe('document indexes with providers', () => {
     const hits = (await ok({ action: 'SEARCH', query: 'rotate keys' })).results;
     expect(hits[0].filepath).toBe('ops/keys.md');
     expect(llm.embeddingInputs.at(-1)).toEqual(['rotate keys']);
+    // Each embedding call was metered: recorded against the embedding provider, counted under purpose embedding.
+    const embedded = await query<{ n: number }>(
+      stack.db.url,
+      `select count(*)::int as n from llm_usage where purpose = 'embedding' and provider = 'other:acme' and model = 'embed-a'`,
+    );
+    expect(embedded[0]!.n).toBe(llm.embeddingInputs.length);
+    expect(sample(await metrics(), 'platform_llm_calls_total', { scope: 'other', purpose: 'embedding' })).toBe(
+      llm.embeddingInputs.length,
+    );
   }, 120_000);
 });

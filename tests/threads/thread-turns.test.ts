@@ -67,10 +67,12 @@ describe('agent thread turns', () => {
     expect((await findThread(em(), thread.id))!.origin).toBe('mcp_origin');
     const usage = await query(
       stack.db.url,
-      'select model, prompt_tokens, completion_tokens, thread_id from llm_usage where thread_id = $1',
+      'select model, purpose, prompt_tokens, completion_tokens, thread_id from llm_usage where thread_id = $1',
       [thread.id],
     );
-    expect(usage).toEqual([{ model: 'fake-model', prompt_tokens: 11, completion_tokens: 7, thread_id: thread.id }]);
+    expect(usage).toEqual([
+      { model: 'fake-model', purpose: 'thread_turn', prompt_tokens: 11, completion_tokens: 7, thread_id: thread.id },
+    ]);
 
     const second = await postMessage(stack.api.deps, owner, thread, 'and again');
     expect(second.reply).toBe('echo: and again');

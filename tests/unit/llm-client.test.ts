@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatCompletion, LlmError } from '../../shared/llm/client.js';
+import { LlmError, type ChatMessage, type ToolSpec } from '../../shared/llm/client.js';
+import type { EgressPolicy } from '../../shared/http/egress.js';
+import { providerClient } from '../../shared/llm/providers.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 
 let llm: FakeLlm;
@@ -12,19 +14,27 @@ afterAll(async () => {
 
 // The fake provider is on loopback: the deployment allowance for it is set (CRM_ALLOW_INSECURE_LOOPBACK).
 const settings = () => ({
-  baseUrl: llm.baseUrl,
+  baseUrl: llm.baseUrl as string | undefined,
   apiKey: 'sk-secret',
-  model: 'm1',
+  model: 'm1' as string | undefined,
   timeoutSeconds: 5,
-  egress: { allowPrivate: false, allowLoopback: true },
+  egress: { allowPrivate: false, allowLoopback: true } as EgressPolicy,
 });
+/** One chat call through the OpenAI-compatible client (the `other` kind), as the metered client makes it. */
+const chatCompletion = (s: ReturnType<typeof settings>, messages: ChatMessage[], tools: ToolSpec[]) =>
+  providerClient({
+    kind: 'other',
+    fields: { base_url: s.baseUrl, api_key: s.apiKey, model_name: s.model },
+    egress: s.egress,
+    timeoutMs: s.timeoutSeconds * 1000,
+  }).chat(messages, tools);
 const failureOf = async (p: Promise<unknown>) => {
   const err = await p.catch((e: unknown) => e);
   expect(err).toBeInstanceOf(LlmError);
   return err as LlmError;
 };
 
-describe('chatCompletion', () => {
+describe('OpenAI-compatible chat call', () => {
   it('sends the OpenAI chat format with tools and reads content, tool calls and usage', async () => {
     llm.respond = () => ({
       toolCalls: [{ name: 'action_review', arguments: { action: 'GET_REQUEST_STATUS', proposal_id: 'p1' } }],
@@ -61,8 +71,8 @@ describe('chatCompletion', () => {
     expect(err.detailForLogs).toContain('provider secret');
   });
 
-  it('says when no provider is configured, and when the answer is not a chat completion', async () => {
-    expect((await failureOf(chatCompletion({ ...settings(), baseUrl: undefined }, [], []))).failure.kind).toBe(
+  it('says when no model is configured, and when the answer is not a chat completion', async () => {
+    expect((await failureOf(chatCompletion({ ...settings(), model: undefined }, [], []))).failure.kind).toBe(
       'not_configured',
     );
     llm.respond = () => ({ status: 200, body: '<html>proxy login</html>' });

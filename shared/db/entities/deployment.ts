@@ -1,11 +1,12 @@
 import { EntitySchema } from '@mikro-orm/core';
 
-/** One language-model call's spend, recorded by whoever made the call. */
+/** One language-model call's spend, recorded by the metered client (shared/llm/metered.ts). */
 export interface LlmUsage {
   id: string;
   tenant: string;
   provider: string;
   model: string;
+  purpose: string;
   promptTokens: number;
   completionTokens: number;
   costUsd: string;
@@ -21,6 +22,7 @@ export const LlmUsageEntity = new EntitySchema<LlmUsage>({
     tenant: { type: 'string' },
     provider: { type: 'string' },
     model: { type: 'string' },
+    purpose: { type: 'string' },
     promptTokens: { type: 'integer' },
     completionTokens: { type: 'integer' },
     costUsd: { type: 'decimal', precision: 14, scale: 6 },
