@@ -62,7 +62,11 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   const app = new Koa({ proxy: true });
   app.silent = true;
   deps.metrics ??= createApiMetrics();
-  app.use(requestMetrics(deps.metrics));
+  // Built first so the metrics can name a route whose request the body checks below refuse.
+  const consoleRoutes = consoleRouter(deps);
+  const router = new Router();
+  mountRoutes(router, routes, deps);
+  app.use(requestMetrics(deps.metrics, (method, path) => routeTemplate([consoleRoutes, router], method, path)));
   if (deps.tracing) app.use(requestTracing());
   app.use(requestIdAndAccessLog(deps.log));
   app.use(errorEnvelope(deps.log));
@@ -117,12 +121,22 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   app.use((_ctx, next) => RequestContext.create(deps.orm.em, next));
   app.use(gatewayCors(deps.config));
   // The review console: server-rendered HTML pages, not part of the JSON API or its OpenAPI document.
-  app.use(consoleRouter(deps).routes());
-  const router = new Router();
-  mountRoutes(router, routes, deps);
+  app.use(consoleRoutes.routes());
   app.use(router.routes());
   app.use(methodNotAllowed);
   return app;
+}
+
+/** The template of the route `method path` reaches (as Koa's router picks it: the last matching layer), if any. */
+function routeTemplate(routers: Router[], method: string, path: string): string | undefined {
+  for (const router of routers) {
+    const layer = router
+      .match(path, method)
+      .pathAndMethod.toReversed()
+      .find((l) => l.methods.length > 0);
+    if (layer) return String(layer.path);
+  }
+  return undefined;
 }
 
 /**

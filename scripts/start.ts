@@ -4,6 +4,8 @@
  * migrations, then runs the worker and the API as child processes. Each of these four is supervised
  * (scripts/lib/supervisor.ts): when one exits unasked it is started again, with backoff, on the same
  * port and data; only one that keeps failing right after start stops the whole system (exit 1).
+ * The banner (URLs of the API, the review console, the MCP endpoint…) comes once the API listens and
+ * Temporal has seen the worker poll its task queue, so what it lists works when it appears.
  * Ctrl-C stops everything it started.
  */
 import { spawn } from 'node:child_process';
@@ -17,6 +19,7 @@ import { dataDir, projectRoot } from './lib/paths.js';
 import { Supervisor, type Run } from './lib/supervisor.js';
 import { resolveTemporalCli } from './lib/temporal-binaries.js';
 import { startTemporalDevServer, waitForTemporal, type DevServerOptions } from './lib/temporal-dev-server.js';
+import { waitForWorkerPolling } from './lib/worker-ready.js';
 
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 /** What runs, by stop order: worker and API first, then Temporal, then PostgreSQL. */
@@ -26,6 +29,8 @@ let shuttingDown = false;
 let failed = false;
 
 let stopping: Promise<void> | undefined;
+/** How long the banner waits for the worker's first poll (it bundles the workflows first: slow on a busy machine). */
+const WORKER_READY_TIMEOUT_MS = 180_000;
 
 /** Stops everything started so far; a second call (e.g. a start step finishing after the signal) stops the rest. */
 async function stopAll(): Promise<void> {
@@ -68,8 +73,8 @@ function supervise(name: string, start: () => Promise<Run>): Supervisor {
   });
 }
 
-/** Starts a node script as a child process; answers once it is spawned. */
-async function runChild(script: string, env: NodeJS.ProcessEnv): Promise<Run> {
+/** Starts a node script as a child process; answers once it is spawned (with its pid). */
+async function runChild(script: string, env: NodeJS.ProcessEnv): Promise<Run & { pid: number | undefined }> {
   // One node process per child (tsx as a loader, not a wrapper), so signals and the IPC channel reach
   // it directly; the channel lets it notice if this process dies without a chance to stop it.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, script)], {
@@ -82,6 +87,7 @@ async function runChild(script: string, env: NodeJS.ProcessEnv): Promise<Run> {
     child.once('error', (err) => resolve(`error: ${err.message}`));
   });
   return {
+    pid: child.pid,
     exited,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -157,23 +163,50 @@ async function main(): Promise<void> {
   }
 
   if (shuttingDown) return stopAll();
+  // The worker's current process (a restart changes it): the banner waits until it polls.
+  let workerPid: number | undefined;
   for (const [name, script] of [
     ['worker', 'worker/index.ts'],
     ['API', 'api/server.ts'],
   ] as const) {
-    const child = supervise(name, () => runChild(script, env));
+    const child = supervise(name, async () => {
+      const run = await runChild(script, env);
+      if (name === 'worker') workerPid = run.pid;
+      return run;
+    });
     supervised.children.push(child);
     await child.start();
   }
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
-  for (let i = 0; i < 120 && !(await portOpen('127.0.0.1', config.port)); i++) await sleep(250);
+  const [, workerReady] = await Promise.all([
+    (async () => {
+      for (let i = 0; i < 120 && !(await portOpen('127.0.0.1', config.port)); i++) await sleep(250);
+    })(),
+    // Workflow-backed requests run only once the worker polls (it bundles the workflows first).
+    waitForWorkerPolling({
+      address: env.TEMPORAL_ADDRESS ?? config.temporal.address,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      pid: () => workerPid,
+      timeoutMs: WORKER_READY_TIMEOUT_MS,
+      stop: () => shuttingDown,
+    }),
+  ]);
+  if (shuttingDown) return stopAll();
+  if (!workerReady)
+    say(
+      `the worker is not polling task queue ${config.temporal.taskQueue} after ${WORKER_READY_TIMEOUT_MS / 1000} s: workflow-backed requests wait until it does (see its log above)`,
+    );
   const lines = [
     '',
     `  API            ${apiUrl}`,
+    `  Review console ${apiUrl}/console`,
+    `  MCP endpoint   ${apiUrl}/mcp/`,
     `  OpenAPI        ${apiUrl}/openapi.json`,
     `  API reference  ${apiUrl}/docs`,
     `  Readiness      ${apiUrl}/readyz`,
+    `  Worker         ${workerReady ? `polling task queue ${config.temporal.taskQueue}` : 'NOT polling yet'}`,
     `  Temporal UI    ${env.TEMPORAL_UI_URL ?? '(not known: set TEMPORAL_UI_URL)'}`,
     `  Auth           ${config.auth.provider}${
       config.auth.provider === 'none'

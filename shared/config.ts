@@ -1,6 +1,7 @@
-import { resolve as resolvePath } from 'node:path';
+import path from 'node:path';
 import { z } from 'zod';
 import { operatorEndpointRefusal } from './http/trust.js';
+import { fromProjectRoot } from './project-root.js';
 import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 
 /** The authentication providers the spec names (`auth.provider`), plus `none` for the embedded default. */
@@ -171,6 +172,11 @@ export interface AppConfig {
     /** `PLATFORM_EMBEDDING_REINDEX_BATCH_SIZE`: texts one re-embedding activity sends in one embedding call. */
     reindexBatchSize: number;
   };
+  /**
+   * `PLATFORM_DATA_DIR` (default `.data`). Every path here is absolute: a relative one was resolved
+   * against the project root once, at load (`configuredPath`), so no consumer compares or joins a relative path.
+   */
+  dataDir: string;
   /** Folder of skills (`<skill>/<files>`) the gateway's read_skill serves; unset means none. */
   skillsDir: string | undefined;
   /** Document indexes (issue 13). */
@@ -348,6 +354,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
   }
   const settingsEnv = settingsEnvOf(env);
+  const dataDir = dataDirOf(env);
   const containerServiceMode = truthy(e.PLATFORM_CONTAINER_SERVICE_MODE);
   return {
     settingsEnv,
@@ -394,12 +401,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       defaultAgentId: e.PLATFORM_MCP_DEFAULT_AGENT_ID,
       defaultAgentUnavailablePolicy: unavailablePolicy(e.PLATFORM_MCP_DEFAULT_AGENT_UNAVAILABLE_POLICY),
     },
-    skillsDir: e.PLATFORM_SKILLS_DIR,
+    dataDir,
+    skillsDir: e.PLATFORM_SKILLS_DIR === undefined ? undefined : configuredPath(e.PLATFORM_SKILLS_DIR),
     documentIndex: {
-      roots: (e.PLATFORM_DOCUMENT_INDEX_ROOTS ?? '.data/documents')
-        .split(':')
-        .filter(Boolean)
-        .map((r) => resolvePath(r)),
+      roots: e.PLATFORM_DOCUMENT_INDEX_ROOTS
+        ? e.PLATFORM_DOCUMENT_INDEX_ROOTS.split(':').filter(Boolean).map(configuredPath)
+        : [path.join(dataDir, 'documents')],
       compactionInterval: positiveInt(
         'PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL',
         e.PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_INTERVAL,
@@ -470,16 +477,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     secrets: {
       key: e.PLATFORM_SECRETS_KEY,
-      keyFile: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/secrets.key`,
+      keyFile: path.join(dataDir, 'secrets.key'),
       resealBatchSize: positiveInt('PLATFORM_SECRETS_RESEAL_BATCH_SIZE', e.PLATFORM_SECRETS_RESEAL_BATCH_SIZE, 100),
       resealPauseMs: nonNegative('PLATFORM_SECRETS_RESEAL_PAUSE_MS', e.PLATFORM_SECRETS_RESEAL_PAUSE_MS),
     },
     containerServiceMode,
     managedSources: {
-      dir: `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/managed-sources`,
+      dir: path.join(dataDir, 'managed-sources'),
     },
     blueprints: {
-      dir: e.PLATFORM_BLUEPRINTS_DIR ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/blueprints`,
+      dir: e.PLATFORM_BLUEPRINTS_DIR ? configuredPath(e.PLATFORM_BLUEPRINTS_DIR) : path.join(dataDir, 'blueprints'),
       wizardTimeoutMs: positiveInt(
         'PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS',
         e.PLATFORM_BLUEPRINT_WIZARD_TIMEOUT_MS,
@@ -487,8 +494,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ),
     },
     mesh: {
-      authKeyFile:
-        e.PLATFORM_MESH_AUTH_KEY_FILE ?? `${(e.PLATFORM_DATA_DIR ?? '.data').replace(/\/+$/, '')}/mesh-auth.key`,
+      authKeyFile: e.PLATFORM_MESH_AUTH_KEY_FILE
+        ? configuredPath(e.PLATFORM_MESH_AUTH_KEY_FILE)
+        : path.join(dataDir, 'mesh-auth.key'),
     },
     egress: {
       allowPrivate: truthy(e.PLATFORM_EGRESS_ALLOW_PRIVATE),
@@ -512,6 +520,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxApprovalTtlSeconds: positiveInt('CRM_MAX_APPROVAL_TTL_SECONDS', e.CRM_MAX_APPROVAL_TTL_SECONDS, 86_400),
     },
   };
+}
+
+/** A configured file or folder, absolute: a relative one is relative to the project root (whatever the cwd). */
+const configuredPath = (raw: string): string => fromProjectRoot(raw);
+
+/** `PLATFORM_DATA_DIR` (default `.data`) as an absolute path; `npm start` (scripts/lib/paths.ts) uses the same. */
+export function dataDirOf(env: NodeJS.ProcessEnv): string {
+  const raw = env.PLATFORM_DATA_DIR?.trim();
+  return configuredPath(raw ? raw : '.data');
 }
 
 /**

@@ -102,7 +102,9 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
       if (route.refusalBody) ctx.state.refusalBody = route.refusalBody;
       let principal: Principal | null = null;
       if (route.access.kind === 'internal') {
-        requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config);
+        requireInternalToken(ctx.get('x-platform-internal-token') || undefined, deps.config, {
+          bearer: route.access.bearer ? ctx.get('authorization') : undefined,
+        });
       } else if (route.access.kind === 'presenter' && ctx.get('x-platform-internal-token')) {
         // Presenter routes: the internal token when sent, else a presenting person (below).
         requireInternalToken(ctx.get('x-platform-internal-token'), deps.config);

@@ -213,7 +213,9 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       route.access.kind === 'public'
         ? []
         : route.access.kind === 'internal'
-          ? [{ internalToken: [] }]
+          ? route.access.bearer
+            ? [{ internalToken: [] }, { bearer: [] }]
+            : [{ internalToken: [] }]
           : route.access.kind === 'presenter'
             ? [{ internalToken: [] }, { bearer: [] }, { serviceToken: [] }]
             : [{ bearer: [] }, { serviceToken: [] }];

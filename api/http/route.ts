@@ -11,13 +11,14 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /**
  * Who may call a route. `authenticated` routes may name one permission and the principal kinds
- * they accept; `internal` routes take only `X-Platform-Internal-Token`; `presenter` routes (the
+ * they accept; `internal` routes take only `X-Platform-Internal-Token` (with `bearer`, also that token
+ * as `Authorization: Bearer`, for scrapers that can send only that); `presenter` routes (the
  * hosted demo's presenter routes) take either that header or a person holding the `present_demos`
  * permission and the role `staff` or `admin` (the handler's `principal` is absent for the token).
  */
 export type Access =
   | { kind: 'public' }
-  | { kind: 'internal' }
+  | { kind: 'internal'; bearer?: true }
   | { kind: 'presenter' }
   | { kind: 'authenticated'; permission?: Permission; principalKinds?: readonly PrincipalKind[] };
 

@@ -47,9 +47,20 @@ export interface ApiMetrics {
   refreshDomain(orm: MikroORM): Promise<boolean>;
 }
 
+/**
+ * prom-client's process metrics include three gauges named `…_total` (`nodejs_active_handles_total`,
+ * `…_requests_total`, `…_resources_total`), a suffix Prometheus keeps for counters (`promtool check
+ * metrics` flags them). Each is the sum of its by-`type` gauge (`sum(nodejs_active_handles)`), so it goes.
+ */
+function dropTotalGauges(registry: Registry): void {
+  for (const metric of registry.getMetricsAsArray())
+    if (metric instanceof Gauge && metric.name.endsWith('_total')) registry.removeSingleMetric(metric.name);
+}
+
 export function createApiMetrics(): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  dropTotalGauges(registry);
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
     name: 'http_requests_total',

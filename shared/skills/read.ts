@@ -22,7 +22,8 @@ export async function readSkillFile(root: string, skillName: string, relativePat
       fields: [{ field: 'relative_path' }],
     });
   }
-  const skillDir = path.join(root, skillName);
+  // Both sides absolute: `path.resolve` below always is, so a relative root must be too.
+  const skillDir = path.resolve(root, skillName);
   const target = path.resolve(skillDir, relativePath);
   if (target !== skillDir && !target.startsWith(skillDir + path.sep)) {
     throw new BadRequestError('relative_path leaves the skill folder.', {

@@ -346,17 +346,46 @@ describe('rooms and skills', () => {
   });
 });
 
+const ROOM_ACTIONS = ['room_list', 'room_create', 'room_join', 'room_send', 'room_read', 'room_who'];
+const helpOf = async (c: Client) =>
+  (await callPlatform(c, { action: 'help' })).data.actions as Array<{
+    name: string;
+    available: boolean;
+    unavailable_reason?: string;
+  }>;
+
 describe('rooms with sign-in off', () => {
-  it('are refused clearly', async () => {
+  it('are refused clearly, and help lists them as unavailable with that reason', async () => {
     const open = await startStack({ worker: false });
     try {
       const c = await connectMcp(open.url, '/mcp/v2/');
       const res = await callPlatform(c, { action: 'room_list' });
       expect(res.isError).toBe(true);
       expect(res.data).toMatchObject({ error_type: 'forbidden', payload: { reason: 'rooms_need_sign_in' } });
+      const actions = await helpOf(c);
+      for (const name of ROOM_ACTIONS)
+        expect(
+          actions.find((a) => a.name === name),
+          name,
+        ).toEqual(expect.objectContaining({ available: false, unavailable_reason: res.data.error }));
+      // What does work here stays available.
+      expect(actions.find((a) => a.name === 'thread_create')).toMatchObject({ available: true });
+      expect(actions.find((a) => a.name === 'thread_create')).not.toHaveProperty('unavailable_reason');
+      const one = await callPlatform(c, { action: 'help', about: 'room_send' });
+      expect(one.data.actions).toEqual([expect.objectContaining({ name: 'room_send', available: false })]);
       await c.close();
     } finally {
       await open.close();
     }
+  });
+
+  it('help lists them as available to a signed-in caller', async () => {
+    const actions = await helpOf(bob);
+    for (const name of ROOM_ACTIONS)
+      expect(
+        actions.find((a) => a.name === name),
+        name,
+      ).toEqual(expect.not.objectContaining({ unavailable_reason: expect.anything() }));
+    for (const name of ROOM_ACTIONS) expect(actions.find((a) => a.name === name)?.available, name).toBe(true);
   });
 });

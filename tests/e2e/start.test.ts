@@ -1,6 +1,7 @@
 /**
  * `npm start` as a newcomer runs it: the Temporal dev server with its UI, embedded PostgreSQL,
- * migrations, worker and API come up; a worker, API, PostgreSQL or Temporal dev server that dies
+ * migrations, worker and API come up, and the banner (console, MCP endpoint) appears only once the
+ * worker polls; a worker, API, PostgreSQL or Temporal dev server that dies
  * (SIGKILL) is restarted and the system keeps answering; a signal to the start process stops every
  * process it started (no orphans).
  */
@@ -128,18 +129,28 @@ describe('npm start', () => {
       expect(output).toContain('Ctrl-C stops everything');
       expect(output).toContain(`API            http://127.0.0.1:${port}`);
       expect(output).toContain(`/openapi.json`);
+      expect(output).toContain(`Review console http://127.0.0.1:${port}/console`);
+      expect(output).toContain(`MCP endpoint   http://127.0.0.1:${port}/mcp/`);
+      expect(output).toContain('Worker         polling task queue platform');
       expect(output).toContain(`Temporal UI    http://127.0.0.1:${uiPort}`);
       expect(output).toContain('authentication is OFF');
 
+      // What the banner lists works once it is printed: the console and the MCP endpoint answer, and a
+      // workflow-backed request completes at the first try (the worker already polls; no 202).
       const base = `http://127.0.0.1:${port}`;
       expect((await http(base, 'GET', '/readyz')).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${uiPort}/`)).status).toBe(200);
-      let echo = await http(base, 'POST', '/api/jobs/echo', {
+      expect((await fetch(`${base}/console`, { redirect: 'manual' })).status).toBeLessThan(400);
+      const mcp = await http(base, 'POST', '/mcp/', {
+        headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      });
+      expect(mcp.status, mcp.text).toBe(200);
+      expect(mcp.text).toContain('"platform"');
+      const echo = await http(base, 'POST', '/api/jobs/echo', {
         body: { message: 'from npm start', job_id: 'start-e2e' },
       });
-      for (let i = 0; i < 10 && echo.status === 202; i++)
-        echo = await http(base, 'POST', '/api/jobs/echo', { body: { message: 'from npm start', job_id: 'start-e2e' } });
-      expect(echo.status).toBe(200);
+      expect(echo.status, echo.text).toBe(200);
       expect(echo.body.data.message).toBe('from npm start');
 
       // The worker dies on the spot: it is restarted, says so, and the next echo job completes on it.

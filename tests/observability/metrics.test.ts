@@ -3,7 +3,9 @@
  * status with bounded labels, and the domain figures moved by a real lifecycle (Action Review
  * proposal created, approved and applied; one echo job), read from PostgreSQL at scrape time.
  */
+import { Counter, Gauge } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiMetrics } from '../../shared/observability/metrics.js';
 import { http } from '../helpers/stack.js';
 import {
   INTERNAL_TOKEN,
@@ -15,8 +17,9 @@ import {
 } from '../action-review/support.js';
 
 let r: ReviewStack;
+const BODY_LIMIT = 64 * 1024;
 beforeAll(async () => {
-  r = await startReviewStack();
+  r = await startReviewStack({ MAX_JSON_BODY_BYTES: String(BODY_LIMIT) });
 });
 afterAll(async () => {
   await r?.close();
@@ -106,11 +109,73 @@ describe('GET /metrics', () => {
       expect(text).toContain(`# TYPE ${name}`);
   });
 
+  it('labels a body the API refuses before any handler (400, 413, 415) with the route template', async () => {
+    const route = '/api/action-review/proposals/:proposal_id/approve';
+    const url = '/api/action-review/proposals/no-such-proposal/approve';
+    const count = (text: string, status: string) =>
+      sample(text, 'http_requests_total', { method: 'POST', route, status }) ?? 0;
+    const before = (await scrape()).text;
+    const json = { 'content-type': 'application/json', authorization: `Bearer ${r.tokens.ravi}` };
+    const malformed = await http(r.stack.url, 'POST', url, { raw: '{"comment":', headers: json });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.payload.reason).toBe('malformed_json');
+    const large = await http(r.stack.url, 'POST', url, {
+      raw: JSON.stringify({ comment: 'x'.repeat(BODY_LIMIT) }),
+      headers: json,
+    });
+    expect(large.status).toBe(413);
+    const text = await http(r.stack.url, 'POST', url, {
+      raw: 'approve',
+      headers: { 'content-type': 'text/plain', authorization: `Bearer ${r.tokens.ravi}` },
+    });
+    expect(text.status).toBe(415);
+    const after = (await scrape()).text;
+    for (const status of ['400', '413', '415']) expect(count(after, status), status).toBe(count(before, status) + 1);
+    for (const status of ['400', '413', '415'])
+      expect(sample(after, 'http_requests_total', { method: 'POST', route: 'unmatched', status }) ?? 0, status).toBe(
+        sample(before, 'http_requests_total', { method: 'POST', route: 'unmatched', status }) ?? 0,
+      );
+  });
+
+  it('names counters, and only counters, `…_total` (Prometheus naming; promtool check metrics)', () => {
+    const metrics = createApiMetrics().registry.getMetricsAsArray();
+    const gauges = metrics.filter((m) => m instanceof Gauge).map((m) => m.name);
+    expect(gauges).toContain('nodejs_active_handles');
+    expect(gauges.filter((name) => name.endsWith('_total'))).toEqual([]);
+    const counters = metrics.filter((m) => m instanceof Counter).map((m) => m.name);
+    expect(counters).toContain('http_requests_total');
+    expect(counters.filter((name) => !name.endsWith('_total'))).toEqual([]);
+  });
+
   it('keeps unmatched paths under one label', async () => {
     const miss = await http(r.stack.url, 'GET', '/no/such/path-12345');
     expect(miss.status).toBe(404);
     const text = (await scrape()).text;
     expect(sample(text, 'http_requests_total', { route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain('path-12345');
+  });
+
+  it('takes the internal token as a bearer token too (what a Prometheus `authorization` block sends)', async () => {
+    const ok = await http(r.stack.url, 'GET', '/metrics', { token: INTERNAL_TOKEN });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('# TYPE http_requests_total counter');
+    const other = await http(r.stack.url, 'GET', '/metrics', { token: r.tokens.rita });
+    expect(other.status).toBe(401);
+    expect(other.body).toMatchObject({
+      error_type: 'authentication',
+      payload: { reason: 'internal_token_unrecognised' },
+    });
+    const notBearer = await http(r.stack.url, 'GET', '/metrics', {
+      headers: { authorization: `Basic ${INTERNAL_TOKEN}` },
+    });
+    expect(notBearer.status).toBe(401);
+    expect(notBearer.body.payload.reason).toBe('internal_token_absent');
+    // Other internal routes still take only the header (spec, Authentication item 1).
+    const internal = await http(r.stack.url, 'POST', '/api/internal/sandbox-tokens', {
+      token: INTERNAL_TOKEN,
+      body: {},
+    });
+    expect(internal.status).toBe(401);
+    expect(internal.body.payload.reason).toBe('internal_token_absent');
   });
 });

@@ -1,8 +1,9 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../shared/project-root.js';
 import { query } from '../helpers/db.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
@@ -14,8 +15,9 @@ let idp: FakeIdp;
 let llm: FakeLlm;
 let stack: Stack;
 let gitServer: GitServer;
-let dataDir: string;
-let skillsDir: string;
+/** The default layout: RELATIVE data and skills folders, as `.data` is on a default install (under the git-ignored `.data/`). */
+const dataDir = `.data/test-agent-skills-${randomUUID()}`;
+const skillsDir = `${dataDir}/runtime-skills`;
 let admin: string;
 let member: string;
 let mcp: Client;
@@ -29,10 +31,8 @@ beforeAll(async () => {
   idp = await startFakeIdp();
   gitServer = await startGitServer(AUTH);
   llm = await startFakeLlm(() => ({ content: 'skill answer' }));
-  dataDir = mkdtempSync(path.join(tmpdir(), 'agent-skills-'));
-  skillsDir = mkdtempSync(path.join(tmpdir(), 'runtime-skills-'));
-  mkdirSync(path.join(skillsDir, 'shadowed'));
-  writeFileSync(path.join(skillsDir, 'shadowed', 'SKILL.md'), '# runtime copy\n');
+  mkdirSync(path.join(projectRoot, skillsDir, 'shadowed'), { recursive: true });
+  writeFileSync(path.join(projectRoot, skillsDir, 'shadowed', 'SKILL.md'), '# runtime copy\n');
   stack = await startStack({
     env: {
       AUTH_PROVIDER: 'oidc',
@@ -54,8 +54,7 @@ afterAll(async () => {
   await gitServer?.close();
   await llm?.close();
   await idp?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  if (skillsDir) rmSync(skillsDir, { recursive: true, force: true });
+  rmSync(path.join(projectRoot, dataDir), { recursive: true, force: true });
 });
 
 async function create(repo: GitRepo, name: string) {
@@ -123,9 +122,11 @@ describe('imported agent-skill packages', () => {
     expect(md.data.content).toContain('Use explicit joins.');
     const rules = await readSkill('sql-style', 'docs/rules.md');
     expect(rules.data.content).toBe('no SELECT *\n');
-    const escape = await readSkill('sql-style', '../../../../README.md');
-    expect(escape.isError).toBe(true);
-    expect(escape.data).toMatchObject({ error_type: 'bad_request', payload: { reason: 'path_escape' } });
+    for (const outside of ['../x', '../../../../README.md']) {
+      const escape = await readSkill('sql-style', outside);
+      expect(escape.isError).toBe(true);
+      expect(escape.data).toMatchObject({ error_type: 'bad_request', payload: { reason: 'path_escape' } });
+    }
     // The runtime registry comes first.
     expect((await readSkill('shadowed')).data.content).toBe('# runtime copy\n');
     expect((await readSkill('broken')).data.error_type).toBe('not_found');

@@ -61,6 +61,12 @@ export interface McpActionDefinition<S extends AnyObject> {
   params: S;
   /** Returns JSON-able data (sent as text and structured content) or a `RawToolResult` for other content such as images. */
   handler(ctx: McpActionContext<z.output<S>>): Promise<unknown>;
+  /**
+   * Why the action refuses every call of this caller on this deployment (configuration or the kind
+   * of credential, never stored data), or undefined. `help` lists it as unavailable with that
+   * reason; the handler refuses through the same check.
+   */
+  unavailable?(ctx: Pick<McpActionContext<unknown>, 'principal' | 'deps'>): string | undefined;
 }
 
 // Actions differ in their parameter schemas; the registry only needs the erased shape.

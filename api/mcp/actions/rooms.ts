@@ -7,22 +7,22 @@ import { defineMcpAction, type McpActionContext } from './registry.js';
 const RoomId = z.string().regex(/^room_[0-9a-f]{16}$/, 'a room_id from room_list or room_create');
 
 /** Rooms name who speaks, so they need a signed-in caller: with sign-in off everyone is the same local admin. */
+const ROOMS_NEED_SIGN_IN =
+  'Rooms need sign-in: this deployment runs with authentication off (AUTH_PROVIDER=none), so callers cannot be told apart.';
+const roomsUnavailable = ({ principal }: Pick<McpActionContext<unknown>, 'principal'>) =>
+  principal.credential === 'auth_disabled' ? ROOMS_NEED_SIGN_IN : undefined;
+
 function member(ctx: McpActionContext<unknown>) {
+  const reason = roomsUnavailable(ctx);
+  if (reason) throw new ForbiddenError(reason, { reason: 'rooms_need_sign_in' });
   const p: Principal = ctx.principal;
-  if (p.credential === 'auth_disabled') {
-    throw new ForbiddenError(
-      'Rooms need sign-in: this deployment runs with authentication off (AUTH_PROVIDER=none), so callers cannot be told apart.',
-      {
-        reason: 'rooms_need_sign_in',
-      },
-    );
-  }
   return { id: p.id, label: p.displayName, tenant: p.tenant };
 }
 
 export const roomListAction = defineMcpAction({
   name: 'room_list',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Rooms of your tenant.',
   params: z.object({}),
   handler: async (ctx) => ({ rooms: await listRooms(ctx.em, member(ctx).tenant) }),
@@ -31,6 +31,7 @@ export const roomListAction = defineMcpAction({
 export const roomCreateAction = defineMcpAction({
   name: 'room_create',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Create a room (you join it).',
   params: z.object({ room_name: z.string().trim().min(1).max(100), topic: z.string().trim().max(1_000).optional() }),
   handler: async (ctx) => ({
@@ -41,6 +42,7 @@ export const roomCreateAction = defineMcpAction({
 export const roomJoinAction = defineMcpAction({
   name: 'room_join',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Join a room.',
   params: z.object({ room_id: RoomId }),
   handler: async (ctx) => {
@@ -52,6 +54,7 @@ export const roomJoinAction = defineMcpAction({
 export const roomSendAction = defineMcpAction({
   name: 'room_send',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Post a message to a room you joined.',
   params: z.object({ room_id: RoomId, message: z.string().trim().min(1).max(20_000) }),
   handler: async (ctx) => ({ message: await sendToRoom(ctx.em, member(ctx), ctx.params.room_id, ctx.params.message) }),
@@ -60,6 +63,7 @@ export const roomSendAction = defineMcpAction({
 export const roomReadAction = defineMcpAction({
   name: 'room_read',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Messages of a room you joined after a cursor (pass the last seq you saw; 0 for the start).',
   params: z.object({
     room_id: RoomId,
@@ -81,6 +85,7 @@ export const roomReadAction = defineMcpAction({
 export const roomWhoAction = defineMcpAction({
   name: 'room_who',
   versions: ['v1', 'v2'],
+  unavailable: roomsUnavailable,
   description: 'Who is in a room.',
   params: z.object({ room_id: RoomId }),
   handler: async (ctx) => ({

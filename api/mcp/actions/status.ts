@@ -30,21 +30,24 @@ export const statusAction = defineMcpAction({
 export const helpAction = defineMcpAction({
   name: 'help',
   versions: ['v1', 'v2'],
-  description: "Lists this gateway version's actions with their parameters (or one action with `about`).",
+  description:
+    "Lists this gateway version's actions with their parameters (or one action with `about`); one that would refuse you here is `available: false` with `unavailable_reason`.",
   params: z.object({
     about: z.string().trim().min(1).optional().describe('An action name: describe only that action'),
   }),
-  handler: async ({ params, version, gateway, catalog }) => {
+  handler: async ({ params, version, gateway, catalog, principal, deps }) => {
     const names = catalog.names(version);
     if (params.about !== undefined && !names.includes(params.about)) {
       throw new BadRequestError(`No action "${params.about}" on the ${version} gateway.`, { actions: names });
     }
     const actions = (params.about ? [params.about] : names).map((name) => {
       const def = catalog.find(name, version);
+      const refusal = def?.unavailable?.({ principal, deps });
       return {
         name,
-        available: def !== undefined,
+        available: def !== undefined && refusal === undefined,
         description: def?.description ?? 'Not available on this deployment yet.',
+        ...(refusal ? { unavailable_reason: refusal } : {}),
         parameters: describeParameters(catalog, name, version),
       };
     });
