@@ -33,6 +33,7 @@ import { mergeSettledSignal } from '../../workflows/crm-merge-definitions.js';
 import { sourceSyncWorkflowId } from '../../workflows/source-sync-definitions.js';
 import { postMessageUpdate } from '../../workflows/thread-definitions.js';
 import { installQuietRuntime, uniqueTaskQueue } from '../helpers/temporal.js';
+import { managedSources, startGitStack, type GitStack } from '../managed-sources/support.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string) => readFileSync(path.join(root, rel), 'utf8');
@@ -577,5 +578,26 @@ describe('each lifecycle is found through the visibility API by tenant, resource
     await expectScheduledRun('desktopDiagnosticsWorkflow', diagnostics, 'failed');
     const purge = await triggerSchedule('blueprintHiddenPurgeWorkflow', []);
     await expectScheduledRun('blueprintHiddenPurgeWorkflow', purge, 'completed');
+  });
+});
+
+describe('a source sync failed through the API, as an operator looks for it', () => {
+  let git: GitStack;
+  beforeAll(async () => {
+    git = await startGitStack({ dataDirPrefix: 'vis-data-' });
+  });
+  afterAll(() => git?.close());
+
+  it('is a Completed workflow found by tenant, source id and PlatformStatus = "failed"', async () => {
+    const repo = git.gitServer.repo('vis');
+    repo.write({ 'x.md': 'x' });
+    const sources = managedSources(() => git, { name: 'vis repo', scan_types_enabled: ['agents'] });
+    const sourceId = await sources.create(repo, { credentials: { kind: 'basic', username: 'bot', password: 'wrong' } });
+    const res = await sources.sync(sourceId);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ outcome: 'failed', error_code: 'GIT_AUTH_FAILED' });
+    const workflowId = sourceSyncWorkflowId(sourceId, res.body.data.job_id as string);
+    const ids = { tenant: git.stack.config.auth.deploymentTenant, resourceId: sourceId };
+    await expectFound(`${q(ids, 'PlatformStatus', 'failed')} AND ExecutionStatus = "Completed"`, workflowId);
   });
 });
