@@ -312,7 +312,7 @@ describe('each lifecycle is found through the visibility API by tenant, resource
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     await expectFound(q({ tenant, resourceId: sourceId }, 'PlatformStatus', 'failed'), handle.workflowId);
     await expectFound(`PlatformStatus = "failed" AND ExecutionStatus = "Completed"`, handle.workflowId);
-    const stillRunning = [];
+    const stillRunning: string[] = [];
     for await (const w of client.workflow.list({
       query: q({ tenant, resourceId: sourceId }, 'PlatformStatus', 'running'),
     }))
@@ -556,7 +556,7 @@ describe('each lifecycle is found through the visibility API by tenant, resource
     const autoSync = await triggerSchedule('managedSourceAutoSyncWorkflow', [{ tenant }]);
     await expectScheduledRun('managedSourceAutoSyncWorkflow', autoSync, 'completed_with_failures');
     // The child sync of the auto-sync: its source's tenant and id, and its failure.
-    const child = [];
+    const child: string[] = [];
     const childQuery = `${q({ tenant, resourceId: `auto-${tenant}` }, 'PlatformStatus', 'failed')} AND WorkflowType = "sourceSyncWorkflow"`;
     await expect
       .poll(
