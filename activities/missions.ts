@@ -3,7 +3,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { createThread, findThread } from '../shared/threads/store.js';
 import { applyMissionEvent } from '../shared/missions/store.js';
-import { SearchAttributes } from '../shared/temporal/search-attributes.js';
+import { lifecycleSearchAttributes } from '../shared/temporal/lifecycle-visibility.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import type { MissionEventInput } from '../workflows/mission-definitions.js';
 import { postMessageUpdate, threadWorkflowId } from '../workflows/thread-definitions.js';
@@ -72,10 +72,11 @@ export function createMissionActivities(deps: ActivityDeps) {
         taskQueue: deps.config.temporal.taskQueue,
         args: [{ threadId: input.threadId, tenant: input.tenant, agentId: input.agentId }],
         workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: SearchAttributes.tenant, value: input.tenant },
-          { key: SearchAttributes.resourceId, value: input.threadId },
-        ],
+        typedSearchAttributes: lifecycleSearchAttributes('threadWorkflow', {
+          tenant: input.tenant,
+          resourceId: input.threadId,
+          status: 'idle',
+        }),
         memo: { agent_id: input.agentId, owner: input.ownerId, origin: 'mission' },
       });
       // The turn is the thread's: a cancelled attempt (worker shutdown, heartbeat timeout) stops waiting

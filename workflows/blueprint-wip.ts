@@ -7,6 +7,7 @@ import {
   type BlueprintWipResult,
   type BlueprintWipWorkflowInput,
 } from './blueprint-wip-definitions.js';
+import { trackFailure } from './visibility.js';
 
 const db = proxyActivities<BlueprintWipActivities>(ActivityProfiles.database);
 
@@ -16,13 +17,15 @@ const db = proxyActivities<BlueprintWipActivities>(ActivityProfiles.database);
  * activity closes the session as `expired` (and drops its branch) unless it was closed meanwhile.
  */
 export async function blueprintWipSessionWorkflow(input: BlueprintWipWorkflowInput): Promise<BlueprintWipResult> {
-  let closed = false;
-  setHandler(wipSessionClosedSignal, ({ status }) => {
-    closed = true;
-    upsertSearchAttributes([{ key: SearchAttributes.status, value: status }]);
+  return trackFailure('blueprintWipSessionWorkflow', async () => {
+    let closed = false;
+    setHandler(wipSessionClosedSignal, ({ status }) => {
+      closed = true;
+      upsertSearchAttributes([{ key: SearchAttributes.status, value: status }]);
+    });
+    if (await condition(() => closed, `${input.ttlSeconds} seconds`)) return { outcome: 'closed' };
+    const { expired } = await db.expireBlueprintWipSession({ sessionId: input.sessionId });
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: expired ? 'expired' : 'closed' }]);
+    return { outcome: expired ? 'expired' : 'already_closed' };
   });
-  if (await condition(() => closed, `${input.ttlSeconds} seconds`)) return { outcome: 'closed' };
-  const { expired } = await db.expireBlueprintWipSession({ sessionId: input.sessionId });
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: expired ? 'expired' : 'closed' }]);
-  return { outcome: expired ? 'expired' : 'already_closed' };
 }

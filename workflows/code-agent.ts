@@ -20,6 +20,7 @@ import {
   codeAgentStatusQuery,
   type CodeAgentRunInput,
 } from './code-agent-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<CodeAgentActivities>(ActivityProfiles.database);
 /** Creating the remote run is safe to repeat: the idempotency key derived from the run id makes a retry answer the same run. */
@@ -63,6 +64,14 @@ const reasonOf = (err: unknown): string => {
  * The row and the `codeAgentStatus` query show status, steps and outcome while it runs.
  */
 export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<CodeAgentRunStatus> {
+  return trackFailure('codeAgentRunWorkflow', async () => {
+    const status = await followRun(input);
+    setLifecycleStatus('codeAgentRunWorkflow', status);
+    return status;
+  });
+}
+
+async function followRun(input: CodeAgentRunInput): Promise<CodeAgentRunStatus> {
   const live: CodeAgentLiveStatus = {
     status: 'queued',
     remote_status: null,
@@ -87,6 +96,7 @@ export async function codeAgentRunWorkflow(input: CodeAgentRunInput): Promise<Co
     return live.status;
   };
   const CANCELLED = 'Cancelled on request.';
+  setLifecycleStatus('codeAgentRunWorkflow', 'running');
 
   if (input.adapter === 'agent_cli') {
     const run = proxyActivities<CodeAgentActivities>({

@@ -19,6 +19,12 @@ import {
   type CrmMergeState,
   type CrmMergeWorkflowInput,
 } from './crm-merge-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
+
+/** The settled outcomes shown as the status (an unknown one leaves `settled`). */
+const SETTLED_STATUSES = ['executed', 'not_applied', 'reconciliation_required', 'rejected'] as const;
+const isSettledStatus = (s: string): s is (typeof SETTLED_STATUSES)[number] =>
+  (SETTLED_STATUSES as readonly string[]).includes(s);
 
 const db = proxyActivities<CrmMergeActivities>(ActivityProfiles.database);
 
@@ -81,21 +87,25 @@ export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Pr
   setHandler(mergeSettledSignal, ({ finalStatus }) => {
     state.finalStatus = finalStatus;
     setPhase('settled');
+    // The outcome itself, so a merge that was not applied is findable.
+    if (isSettledStatus(finalStatus)) setLifecycleStatus('crmMergeApprovalWorkflow', finalStatus);
   });
 
-  const claimedInTime = await condition(() => state.phase !== 'open', `${input.ttlSeconds} seconds`);
-  if (!claimedInTime) {
-    ttlEnded = true;
-    const { expired } = await db.expireMergeApproval({ approvalId: input.approvalId });
-    if (expired) {
-      setPhase('expired');
-      await condition(allHandlersFinished);
-      return { ...state };
+  return trackFailure('crmMergeApprovalWorkflow', async () => {
+    const claimedInTime = await condition(() => state.phase !== 'open', `${input.ttlSeconds} seconds`);
+    if (!claimedInTime) {
+      ttlEnded = true;
+      const { expired } = await db.expireMergeApproval({ approvalId: input.approvalId });
+      if (expired) {
+        setPhase('expired');
+        await condition(allHandlersFinished);
+        return { ...state };
+      }
+      // The execution started from the Action Review inbox just before the TTL: its outcome stands.
+      setPhase('executing');
     }
-    // The execution started from the Action Review inbox just before the TTL: its outcome stands.
-    setPhase('executing');
-  }
-  await condition(() => state.phase === 'settled', `${input.settleWaitSeconds} seconds`);
-  await condition(allHandlersFinished);
-  return { ...state };
+    await condition(() => state.phase === 'settled', `${input.settleWaitSeconds} seconds`);
+    await condition(allHandlersFinished);
+    return { ...state };
+  });
 }

@@ -8,6 +8,7 @@ import type {
   DemoVersionInput,
   DemoVersionStatus,
 } from './demo-version-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<DemoActivities>(ActivityProfiles.database);
 /** A step may fail for real (its check throws): a few attempts, then the run ends `failed`. */
@@ -18,8 +19,12 @@ const steps = proxyActivities<DemoActivities>({
 
 /** Validation of a demo version: `draft` → `validating` → `ready`, or `failed` with its `error_code`. */
 export async function demoVersionWorkflow(input: DemoVersionInput): Promise<DemoVersionStatus> {
-  await db.demoVersionMarkValidating(input);
-  return await db.demoVersionValidate(input);
+  return trackFailure('demoVersionWorkflow', async () => {
+    await db.demoVersionMarkValidating(input);
+    const status = await db.demoVersionValidate(input);
+    setLifecycleStatus('demoVersionWorkflow', status);
+    return status;
+  });
 }
 
 /**
@@ -29,6 +34,14 @@ export async function demoVersionWorkflow(input: DemoVersionInput): Promise<Demo
  * end, `failed` when a step's check failed (after its retries) or the version was no longer ready.
  */
 export async function demoRunWorkflow(input: DemoRunInput): Promise<DemoRunStatus> {
+  return trackFailure('demoRunWorkflow', async () => {
+    const status = await runDemo(input);
+    setLifecycleStatus('demoRunWorkflow', status);
+    return status;
+  });
+}
+
+async function runDemo(input: DemoRunInput): Promise<DemoRunStatus> {
   const start = await db.demoRunStart(input);
   if (!start.started) return 'failed';
   const plan: DemoRunStep[] = start.steps;

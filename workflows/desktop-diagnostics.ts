@@ -2,6 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { DesktopActivities } from '../activities/desktop.js';
 import type { AutoDiagnosticsOutcome } from '../shared/desktop/diagnostics.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 // One attempt: an upload is not repeated blindly (the activity records the attempt before sending).
 const desktop = proxyActivities<DesktopActivities>(ActivityProfiles.irreversible);
@@ -11,5 +12,9 @@ const desktop = proxyActivities<DesktopActivities>(ActivityProfiles.irreversible
  * (ensured at worker start when desktop mode is on). The activity decides whether anything is sent.
  */
 export async function desktopDiagnosticsWorkflow(): Promise<AutoDiagnosticsOutcome> {
-  return desktop.desktopDiagnosticsAutoAttempt();
+  return trackFailure('desktopDiagnosticsWorkflow', async () => {
+    const outcome = await desktop.desktopDiagnosticsAutoAttempt();
+    setLifecycleStatus('desktopDiagnosticsWorkflow', outcome.outcome);
+    return outcome;
+  });
 }

@@ -2,6 +2,7 @@ import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporal
 import type { EchoActivities } from '../activities/echo.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
+import { trackFailure } from './visibility.js';
 
 const { recordEcho } = proxyActivities<EchoActivities>(ActivityProfiles.database);
 
@@ -24,8 +25,10 @@ export interface EchoResult {
  * It proves the backbone end to end and gives the replay suite a recorded history.
  */
 export async function echoWorkflow(input: EchoInput): Promise<EchoResult> {
-  const { workflowId } = workflowInfo();
-  const row = await recordEcho({ ...input, workflowId });
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
-  return { jobId: input.jobId, message: input.message, workflowId, recordedAt: row.recordedAt };
+  return trackFailure('echoWorkflow', async () => {
+    const { workflowId } = workflowInfo();
+    const row = await recordEcho({ ...input, workflowId });
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
+    return { jobId: input.jobId, message: input.message, workflowId, recordedAt: row.recordedAt };
+  });
 }

@@ -9,6 +9,7 @@ import type { EmbeddingActivities } from '../activities/embeddings.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import type { EmbeddingReindexInput, EmbeddingReindexResult } from './embedding-reindex-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { beginEmbeddingReindex, embeddingConsumerDone, finishEmbeddingReindex } = proxyActivities<EmbeddingActivities>(
   ActivityProfiles.database,
@@ -32,45 +33,50 @@ const { reembedBatch } = proxyActivities<EmbeddingActivities>({
  * with `TERMINATE_EXISTING`); activities of a superseded run find the identity changed and write nothing.
  */
 export async function embeddingReindexWorkflow(input: EmbeddingReindexInput): Promise<EmbeddingReindexResult> {
-  const { tenant, runId, identity, batchSize } = input;
-  let consumers: string[];
-  if (input.resume) consumers = input.resume.consumers;
-  else {
-    const begun = await beginEmbeddingReindex({ tenant, runId, identity, previous: input.previous });
-    if (begun.status === 'superseded') return { status: 'superseded', batches: 0 };
-    consumers = begun.consumers;
-  }
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
-  let batches = 0;
-  const end = async (status: EmbeddingReindexResult['status'], error?: string): Promise<EmbeddingReindexResult> => {
-    await finishEmbeddingReindex({ tenant, runId, status, ...(error ? { error } : {}) });
-    upsertSearchAttributes([{ key: SearchAttributes.status, value: status }]);
-    return { status, batches };
-  };
-  for (let ci = input.resume?.consumerIndex ?? 0; ci < consumers.length; ci++) {
-    let afterKey = ci === input.resume?.consumerIndex ? input.resume.afterKey : null;
-    for (;;) {
-      let r;
-      try {
-        r = await reembedBatch({ tenant, runId, identity, consumer: consumers[ci]!, afterKey, batchSize });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        return end(
-          'failed',
-          'The embedding provider kept failing; re-embedding stopped. Change or save the identity again to retry.',
-        );
+  return trackFailure('embeddingReindexWorkflow', async () => {
+    const { tenant, runId, identity, batchSize } = input;
+    let consumers: string[];
+    if (input.resume) consumers = input.resume.consumers;
+    else {
+      const begun = await beginEmbeddingReindex({ tenant, runId, identity, previous: input.previous });
+      if (begun.status === 'superseded') {
+        setLifecycleStatus('embeddingReindexWorkflow', 'superseded');
+        return { status: 'superseded', batches: 0 };
       }
-      batches++;
-      if (r.stop) return end(r.stop.status, r.stop.status === 'failed' ? r.stop.error : undefined);
-      afterKey = r.lastKey;
-      if (r.items < batchSize) break;
-      if (workflowInfo().continueAsNewSuggested)
-        await continueAsNew<typeof embeddingReindexWorkflow>({
-          ...input,
-          resume: { consumers, consumerIndex: ci, afterKey },
-        });
+      consumers = begun.consumers;
     }
-    await embeddingConsumerDone({ tenant, runId, consumersDone: ci + 1 });
-  }
-  return end('completed');
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
+    let batches = 0;
+    const end = async (status: EmbeddingReindexResult['status'], error?: string): Promise<EmbeddingReindexResult> => {
+      await finishEmbeddingReindex({ tenant, runId, status, ...(error ? { error } : {}) });
+      upsertSearchAttributes([{ key: SearchAttributes.status, value: status }]);
+      return { status, batches };
+    };
+    for (let ci = input.resume?.consumerIndex ?? 0; ci < consumers.length; ci++) {
+      let afterKey = ci === input.resume?.consumerIndex ? input.resume.afterKey : null;
+      for (;;) {
+        let r;
+        try {
+          r = await reembedBatch({ tenant, runId, identity, consumer: consumers[ci]!, afterKey, batchSize });
+        } catch (err) {
+          if (!(err instanceof ActivityFailure)) throw err;
+          return end(
+            'failed',
+            'The embedding provider kept failing; re-embedding stopped. Change or save the identity again to retry.',
+          );
+        }
+        batches++;
+        if (r.stop) return end(r.stop.status, r.stop.status === 'failed' ? r.stop.error : undefined);
+        afterKey = r.lastKey;
+        if (r.items < batchSize) break;
+        if (workflowInfo().continueAsNewSuggested)
+          await continueAsNew<typeof embeddingReindexWorkflow>({
+            ...input,
+            resume: { consumers, consumerIndex: ci, afterKey },
+          });
+      }
+      await embeddingConsumerDone({ tenant, runId, consumersDone: ci + 1 });
+    }
+    return end('completed');
+  });
 }

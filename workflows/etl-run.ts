@@ -3,6 +3,7 @@ import type { EtlActivities } from '../activities/etl.js';
 import type { EtlRunStatus } from '../shared/etl/runs.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { ETL_RUN_ALREADY_STARTED, type EtlRunInput } from './etl-run-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<EtlActivities>(ActivityProfiles.database);
 
@@ -16,6 +17,15 @@ const SLACK_SECONDS = 120;
  * silently running it again. The activity also refuses a run it finds already started.
  */
 export async function etlRunWorkflow(input: EtlRunInput): Promise<EtlRunStatus> {
+  return trackFailure('etlRunWorkflow', async () => {
+    const status = await runOnce(input);
+    // A failed job is the run's outcome, not a workflow failure: the status is where operators find it.
+    setLifecycleStatus('etlRunWorkflow', status);
+    return status;
+  });
+}
+
+async function runOnce(input: EtlRunInput): Promise<EtlRunStatus> {
   const run = proxyActivities<EtlActivities>({
     ...ActivityProfiles.irreversible,
     startToCloseTimeout: `${input.timeoutSeconds + SLACK_SECONDS} seconds`,

@@ -1,6 +1,7 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { HandbackActivities } from '../activities/handback.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 export interface HandbackInput {
   proposalId: string;
@@ -29,14 +30,18 @@ export async function actionReviewHandbackWorkflow(input: HandbackInput): Promis
       maximumAttempts: input.maxAttempts,
     },
   });
-  try {
-    const r = await deliverHandback({ proposalId: input.proposalId });
-    return { proposalId: input.proposalId, delivered: r.delivered, messageId: r.messageId };
-  } catch (err) {
-    // Out of attempts: the hand-back stays pending in PostgreSQL and the scheduled sweep retries it.
-    if (err instanceof ActivityFailure) return { proposalId: input.proposalId, delivered: false, messageId: null };
-    throw err;
-  }
+  return trackFailure('actionReviewHandbackWorkflow', async () => {
+    try {
+      const r = await deliverHandback({ proposalId: input.proposalId });
+      setLifecycleStatus('actionReviewHandbackWorkflow', r.delivered ? 'delivered' : 'pending');
+      return { proposalId: input.proposalId, delivered: r.delivered, messageId: r.messageId };
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      // Out of attempts: the hand-back stays pending in PostgreSQL and the scheduled sweep retries it.
+      setLifecycleStatus('actionReviewHandbackWorkflow', 'pending');
+      return { proposalId: input.proposalId, delivered: false, messageId: null };
+    }
+  });
 }
 
 export interface HandbackSweepInput {
@@ -57,16 +62,19 @@ export async function actionReviewHandbackSweepWorkflow(input: HandbackSweepInpu
     ...ActivityProfiles.database,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
   });
-  const pending = await listPendingHandbacks({ limit: input.limit ?? 500 });
-  let delivered = 0;
-  let failed = 0;
-  for (const proposalId of pending) {
-    try {
-      if ((await deliverHandback({ proposalId })).delivered) delivered++;
-    } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      failed++; // the next sweep tries again
+  return trackFailure('actionReviewHandbackSweepWorkflow', async () => {
+    const pending = await listPendingHandbacks({ limit: input.limit ?? 500 });
+    let delivered = 0;
+    let failed = 0;
+    for (const proposalId of pending) {
+      try {
+        if ((await deliverHandback({ proposalId })).delivered) delivered++;
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        failed++; // the next sweep tries again
+      }
     }
-  }
-  return { pending: pending.length, delivered, failed };
+    setLifecycleStatus('actionReviewHandbackSweepWorkflow', failed > 0 ? 'completed_with_failures' : 'completed');
+    return { pending: pending.length, delivered, failed };
+  });
 }

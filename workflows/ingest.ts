@@ -3,6 +3,7 @@ import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import { ingestProgressQuery, type IngestInput, type IngestProgress, type IngestResult } from './ingest-definitions.js';
+import { trackFailure } from './visibility.js';
 
 const { compactDocumentChunks } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.database);
 
@@ -20,35 +21,37 @@ const { ingestDocumentBatch } = proxyActivities<DocumentIndexActivities>({
  * Progress is the `ingestProgress` query.
  */
 export async function ingestWorkflow(input: IngestInput): Promise<IngestResult> {
-  const result: IngestResult = { added: [], skipped: [...input.skipped], warnings: [] };
-  const progress: IngestProgress = { files_total: input.files.length, files_done: 0, added: 0, skipped: 0 };
-  setHandler(ingestProgressQuery, () => progress);
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
-  let sinceCheckpoint = 0;
-  for (let i = 0; i < input.files.length; i += input.batchSize) {
-    const files = input.files.slice(i, i + input.batchSize);
-    const r = await ingestDocumentBatch({
-      tenant: input.tenant,
-      indexName: input.indexName,
-      root: input.root,
-      files,
-      chunkConfig: input.chunkConfig,
-      ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
-    });
-    // A batch retried after a crash reports the files its first attempt stored as unchanged.
-    result.added.push(...r.added);
-    result.skipped.push(...r.skipped);
-    result.warnings.push(...r.warnings);
-    progress.files_done += files.length;
-    progress.added = result.added.length;
-    progress.skipped = result.skipped.length - input.skipped.length;
-    sinceCheckpoint += files.length;
-    if (sinceCheckpoint >= input.checkpointInterval && i + input.batchSize < input.files.length) {
-      sinceCheckpoint = 0;
-      if (input.checkpointSleepMs > 0) await sleep(input.checkpointSleepMs);
-      await compactDocumentChunks();
+  return trackFailure('ingestWorkflow', async () => {
+    const result: IngestResult = { added: [], skipped: [...input.skipped], warnings: [] };
+    const progress: IngestProgress = { files_total: input.files.length, files_done: 0, added: 0, skipped: 0 };
+    setHandler(ingestProgressQuery, () => progress);
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
+    let sinceCheckpoint = 0;
+    for (let i = 0; i < input.files.length; i += input.batchSize) {
+      const files = input.files.slice(i, i + input.batchSize);
+      const r = await ingestDocumentBatch({
+        tenant: input.tenant,
+        indexName: input.indexName,
+        root: input.root,
+        files,
+        chunkConfig: input.chunkConfig,
+        ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
+      });
+      // A batch retried after a crash reports the files its first attempt stored as unchanged.
+      result.added.push(...r.added);
+      result.skipped.push(...r.skipped);
+      result.warnings.push(...r.warnings);
+      progress.files_done += files.length;
+      progress.added = result.added.length;
+      progress.skipped = result.skipped.length - input.skipped.length;
+      sinceCheckpoint += files.length;
+      if (sinceCheckpoint >= input.checkpointInterval && i + input.batchSize < input.files.length) {
+        sinceCheckpoint = 0;
+        if (input.checkpointSleepMs > 0) await sleep(input.checkpointSleepMs);
+        await compactDocumentChunks();
+      }
     }
-  }
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
-  return result;
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
+    return result;
+  });
 }

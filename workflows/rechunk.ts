@@ -3,6 +3,7 @@ import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import type { RechunkInput, RechunkResult } from './rechunk-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { beginIndexRechunk, swapIndexRechunk, dropIndexRechunkTemp } = proxyActivities<DocumentIndexActivities>(
   ActivityProfiles.database,
@@ -23,58 +24,63 @@ const MAX_PASSES = 3;
  * old one. Any failure drops the temporary index; the original keeps serving throughout.
  */
 export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResult> {
-  const { tenant, indexName, runId, config } = input;
-  const result = (status: RechunkResult['status'], extra: Partial<RechunkResult>): RechunkResult => ({
-    status,
-    docs_rechunked: 0,
-    chunks_before: 0,
-    chunks_after: 0,
-    chunk_config: config,
-    Warnings: [],
-    approximate_reassembly_notes: [],
-    ...extra,
-  });
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
-  const begun = await beginIndexRechunk({ tenant, indexName, runId, config });
-  if ('missing' in begun) return result('failed', { error: `No document index named "${indexName}".` });
-  const warnings: string[] = [];
-  try {
-    for (let pass = 1; pass <= MAX_PASSES; pass++) {
-      let afterId: string | null = null;
-      for (;;) {
-        const r: Awaited<ReturnType<typeof copyIndexRechunkBatch>> = await copyIndexRechunkBatch({
-          tenant,
-          sourceId: begun.sourceId,
-          tempId: begun.tempId,
-          afterId,
-          limit: input.batchSize,
-          chunkConfig: config,
-        });
-        warnings.push(...r.warnings);
-        afterId = r.lastId;
-        if (r.docs < input.batchSize) break;
-      }
-      const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
-      if (swap.swapped) {
-        upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
-        return result('completed', {
-          docs_rechunked: swap.docs,
-          chunks_before: begun.chunksBefore,
-          chunks_after: swap.chunksAfter,
-          Warnings: warnings,
-        });
-      }
-      if (swap.reason === 'index_deleted') break;
+  return trackFailure('rechunkWorkflow', async () => {
+    const { tenant, indexName, runId, config } = input;
+    const result = (status: RechunkResult['status'], extra: Partial<RechunkResult>): RechunkResult => ({
+      status,
+      docs_rechunked: 0,
+      chunks_before: 0,
+      chunks_after: 0,
+      chunk_config: config,
+      Warnings: [],
+      approximate_reassembly_notes: [],
+      ...extra,
+    });
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
+    const begun = await beginIndexRechunk({ tenant, indexName, runId, config });
+    if ('missing' in begun) {
+      setLifecycleStatus('rechunkWorkflow', 'failed');
+      return result('failed', { error: `No document index named "${indexName}".` });
     }
-  } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
-  }
-  await dropIndexRechunkTemp({ tempId: begun.tempId });
-  upsertSearchAttributes([{ key: SearchAttributes.status, value: 'failed' }]);
-  return result('failed', {
-    chunks_before: begun.chunksBefore,
-    error:
-      'The rechunk did not complete (the index changed during it, was deleted, or embedding kept failing); the original index is unchanged.',
-    Warnings: warnings,
+    const warnings: string[] = [];
+    try {
+      for (let pass = 1; pass <= MAX_PASSES; pass++) {
+        let afterId: string | null = null;
+        for (;;) {
+          const r: Awaited<ReturnType<typeof copyIndexRechunkBatch>> = await copyIndexRechunkBatch({
+            tenant,
+            sourceId: begun.sourceId,
+            tempId: begun.tempId,
+            afterId,
+            limit: input.batchSize,
+            chunkConfig: config,
+          });
+          warnings.push(...r.warnings);
+          afterId = r.lastId;
+          if (r.docs < input.batchSize) break;
+        }
+        const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
+        if (swap.swapped) {
+          upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
+          return result('completed', {
+            docs_rechunked: swap.docs,
+            chunks_before: begun.chunksBefore,
+            chunks_after: swap.chunksAfter,
+            Warnings: warnings,
+          });
+        }
+        if (swap.reason === 'index_deleted') break;
+      }
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+    }
+    await dropIndexRechunkTemp({ tempId: begun.tempId });
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'failed' }]);
+    return result('failed', {
+      chunks_before: begun.chunksBefore,
+      error:
+        'The rechunk did not complete (the index changed during it, was deleted, or embedding kept failing); the original index is unchanged.',
+      Warnings: warnings,
+    });
   });
 }

@@ -11,6 +11,7 @@ import type { ManagedSourceActivities } from '../activities/managed-sources.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { IngestInput, IngestResult } from './ingest-definitions.js';
 import type { DocumentFeedSummary, SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
+import { childSearchAttributes, setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
@@ -27,6 +28,15 @@ const gitOps = proxyActivities<ManagedSourceActivities>({
  * failure ends the job `error` with a classified code (never a stuck `running` job).
  */
 export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<SourceSyncResult> {
+  return trackFailure('sourceSyncWorkflow', async () => {
+    const result = await syncOnce(input);
+    // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
+    setLifecycleStatus('sourceSyncWorkflow', result.outcome);
+    return result;
+  });
+}
+
+async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
   try {
     const resolved = await gitOps.managedSyncResolve(input);
     if (resolved.refusal) return await db.managedSyncFinish({ ...input, result: resolved.refusal });
@@ -70,6 +80,11 @@ async function feedDocuments(
         workflowId: run.workflowId,
         args: [run.input],
         parentClosePolicy: ParentClosePolicy.TERMINATE,
+        ...childSearchAttributes('ingestWorkflow', {
+          tenant: input.tenant,
+          resourceId: run.indexName,
+          status: 'running',
+        }),
       });
       ingested[run.indexName] = r.added.length;
     }

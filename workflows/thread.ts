@@ -19,6 +19,7 @@ import {
   type ThreadWorkflowInput,
   type TurnResult,
 } from './thread-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { recordUserMessage } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
 // The model call heartbeats: a worker that dies mid-call is detected within the heartbeat timeout.
@@ -64,11 +65,17 @@ export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> 
         await condition(() => !busy);
       }
       busy = true;
+      setLifecycleStatus('threadWorkflow', 'responding');
+      let failed = true;
       try {
-        return await runTurn(input, message);
+        const result = await runTurn(input, message);
+        failed = !result.ok;
+        return result;
       } finally {
         busy = false;
         turns++;
+        // A turn whose model call failed stays findable until the next turn answers.
+        setLifecycleStatus('threadWorkflow', failed ? 'turn_failed' : 'idle');
       }
     },
     {
@@ -79,16 +86,19 @@ export async function threadWorkflow(input: ThreadWorkflowInput): Promise<void> 
     },
   );
 
-  for (;;) {
-    const seen = received;
-    const active = await condition(() => received !== seen, IDLE_TIMEOUT);
-    if (!active && !busy) break;
-    if (workflowInfo().continueAsNewSuggested) {
-      await condition(() => !busy && allHandlersFinished());
-      await continueAsNew<typeof threadWorkflow>(input);
+  await trackFailure('threadWorkflow', async () => {
+    for (;;) {
+      const seen = received;
+      const active = await condition(() => received !== seen, IDLE_TIMEOUT);
+      if (!active && !busy) break;
+      if (workflowInfo().continueAsNewSuggested) {
+        await condition(() => !busy && allHandlersFinished());
+        await continueAsNew<typeof threadWorkflow>(input);
+      }
     }
-  }
-  await condition(allHandlersFinished);
+    await condition(allHandlersFinished);
+    setLifecycleStatus('threadWorkflow', 'closed');
+  });
 }
 
 async function runTurn(input: ThreadWorkflowInput, message: PostMessageInput): Promise<TurnResult> {

@@ -2,6 +2,7 @@ import { ActivityCancellationType, isCancellation, proxyActivities, sleep } from
 import type { TicketRcaActivities } from '../activities/ticket-rca.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { TicketRcaInput, TicketRcaState } from './ticket-rca-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 /**
  * A reset cancels this workflow; an activity in flight is waited for (WAIT_CANCELLATION_COMPLETED), so
@@ -24,6 +25,14 @@ const tracker = proxyActivities<TicketRcaActivities>({
  * and clears the session itself.
  */
 export async function ticketRcaWorkflow(input: TicketRcaInput): Promise<TicketRcaState | 'cancelled'> {
+  return trackFailure('ticketRcaWorkflow', async () => {
+    const state = await runVignette(input);
+    setLifecycleStatus('ticketRcaWorkflow', state);
+    return state;
+  });
+}
+
+async function runVignette(input: TicketRcaInput): Promise<TicketRcaState | 'cancelled'> {
   try {
     const filed = await tracker.ticketRcaFileTicket(input);
     if (!filed.ok) {
@@ -35,6 +44,7 @@ export async function ticketRcaWorkflow(input: TicketRcaInput): Promise<TicketRc
       await db.ticketRcaFinish({ ...input, state: 'failed', code: started.code, message: started.message });
       return 'failed';
     }
+    setLifecycleStatus('ticketRcaWorkflow', 'running');
     let delay = 1;
     for (;;) {
       const run = await db.ticketRcaFollowRun({ ...input, runId: started.runId });

@@ -2,6 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { TrackerActivities } from '../activities/tracker.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { TrackerPollInput, TrackerPollResult } from './tracker-poll-definitions.js';
+import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 // Reads are repeatable and every write is idempotent (ledger events by provider stamp, runs by issue key).
 const tracker = proxyActivities<TrackerActivities>(ActivityProfiles.externalIdempotent);
@@ -13,5 +14,10 @@ const tracker = proxyActivities<TrackerActivities>(ActivityProfiles.externalIdem
  * (`ok: false`, kept in the poll state), not a workflow failure: the next tick polls again.
  */
 export async function trackerPollWorkflow(input: TrackerPollInput): Promise<TrackerPollResult> {
-  return tracker.trackerPoll(input);
+  return trackFailure('trackerPollWorkflow', async () => {
+    const result = await tracker.trackerPoll(input);
+    // A tracker failure completes the workflow (the next tick polls again): the status shows it.
+    setLifecycleStatus('trackerPollWorkflow', result.ok ? 'completed' : 'failed');
+    return result;
+  });
 }

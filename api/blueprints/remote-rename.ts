@@ -35,6 +35,7 @@ import {
 } from '../../workflows/blueprint-rename-definitions.js';
 import type { AppDeps } from '../deps.js';
 import type { Ctx } from './service.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 export const RENAME_BOT = { name: 'Platform Blueprints', email: 'blueprints@platform.invalid' };
 export const renameBranch = (blueprintId: string) => `blueprint-rename/${blueprintId}`;
@@ -197,6 +198,11 @@ export async function requestRemoteRename(
       workflowId: pending.workflow_id,
       args: [input],
       workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+      typedSearchAttributes: lifecycleSearchAttributes('blueprintRenameWorkflow', {
+        tenant: input.tenant,
+        resourceId: input.blueprintId,
+        status: 'waiting',
+      }),
     });
     return pending;
   } finally {

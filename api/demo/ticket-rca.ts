@@ -24,6 +24,7 @@ import {
 } from '../../workflows/ticket-rca-definitions.js';
 import type { AppDeps } from '../deps.js';
 import type { Caller } from './versions.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 /**
  * The ticket-RCA presenter vignette (issue 18): a support ticket filed in the tracker, then a
@@ -182,6 +183,11 @@ export async function prepareTicketRca(
       workflowId: ticketRcaWorkflowId(caller.tenant, psid),
       taskQueue: deps.config.temporal.taskQueue,
       args: [{ tenant: caller.tenant, presenterSessionId: psid, attempt: row.attempt as number }],
+      typedSearchAttributes: lifecycleSearchAttributes('ticketRcaWorkflow', {
+        tenant: caller.tenant,
+        resourceId: psid,
+        status: 'preparing',
+      }),
       // A closed lifecycle of an earlier attempt may still be finishing: its steps only write their own attempt.
       workflowIdConflictPolicy: 'TERMINATE_EXISTING',
     });

@@ -12,6 +12,7 @@ import {
 } from '../../workflows/demo-version-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { sql } from '../../shared/db/sql.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 /**
  * Hosted demo versions and runs (spec: "Other lifecycles", demo version status and runs). Rows live
@@ -95,6 +96,11 @@ export async function createVersion(
       workflowId: demoVersionWorkflowId(id),
       taskQueue: deps.config.temporal.taskQueue,
       args: [{ versionId: id }],
+      typedSearchAttributes: lifecycleSearchAttributes('demoVersionWorkflow', {
+        tenant: caller.tenant,
+        resourceId: id,
+        status: 'validating',
+      }),
     });
   } catch (err) {
     await sql<Row>(em, `delete from demo_versions where id = ?`, [id]);
@@ -151,6 +157,11 @@ export async function createRun(
       workflowId: demoRunWorkflowId(id),
       taskQueue: deps.config.temporal.taskQueue,
       args: [{ runId: id }],
+      typedSearchAttributes: lifecycleSearchAttributes('demoRunWorkflow', {
+        tenant: caller.tenant,
+        resourceId: id,
+        status: 'running',
+      }),
     });
   } catch (err) {
     await sql<Row>(em, `delete from demo_runs where id = ?`, [id]);

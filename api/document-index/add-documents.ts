@@ -6,6 +6,7 @@ import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { ingestWorkflowId } from '../../workflows/ingest-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { chunkConfigOrRefuse, managedRepoGuard, type Ctx } from './actions.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 /** Files per ingestion activity. */
 const INGEST_BATCH = 10;
@@ -59,6 +60,11 @@ export async function addDocumentsAction(
           checkpointSleepMs: Math.round(compactionSleepS * 1000),
         },
       ],
+      typedSearchAttributes: lifecycleSearchAttributes('ingestWorkflow', {
+        tenant: c.tenant,
+        resourceId: indexName,
+        status: 'running',
+      }),
     });
   }
   return {

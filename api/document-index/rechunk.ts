@@ -11,6 +11,7 @@ import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { legacyRechunkWorkflowId, rechunkWorkflowId } from '../../workflows/rechunk-definitions.js';
 import type { AppDeps } from '../deps.js';
 import type { Ctx } from './actions.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 /** Documents per copy activity of a rechunk. */
 const RECHUNK_BATCH = 20;
@@ -43,6 +44,11 @@ export async function rechunkAction(c: Ctx, deps: AppDeps, indexName: string, pa
       taskQueue: deps.config.temporal.taskQueue,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
       args: [{ tenant: c.tenant, indexName, runId: randomUUID(), config: resolved.config, batchSize: RECHUNK_BATCH }],
+      typedSearchAttributes: lifecycleSearchAttributes('rechunkWorkflow', {
+        tenant: c.tenant,
+        resourceId: indexName,
+        status: 'running',
+      }),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw inProgress(workflowId);

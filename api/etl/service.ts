@@ -8,7 +8,7 @@ import { describeProjectJob, listProjectJobs, type JobDescription, type ProjectJ
 import { EtlNotConfiguredError, EtlRunnerClient } from '../../shared/etl/runner-client.js';
 import { pageOutput, type EtlRunView } from '../../shared/etl/runs.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { etlRunWorkflowId } from '../../workflows/etl-run-definitions.js';
 import type { AppDeps } from '../deps.js';
@@ -153,10 +153,11 @@ export async function startRun(
     workflowId: etlRunWorkflowId(runId),
     args: [{ runId, tenant: principal.tenant, timeoutSeconds }],
     workflowIdConflictPolicy: 'USE_EXISTING',
-    typedSearchAttributes: [
-      { key: SearchAttributes.tenant, value: principal.tenant },
-      { key: SearchAttributes.resourceId, value: runId },
-    ],
+    typedSearchAttributes: lifecycleSearchAttributes('etlRunWorkflow', {
+      tenant: principal.tenant,
+      resourceId: runId,
+      status: 'running',
+    }),
   });
   return runView(row);
 }

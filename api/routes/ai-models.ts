@@ -15,6 +15,7 @@ import { LlmOperationResponse } from './llm-providers.js';
 import { activeSummary, overviewRow } from '../llm/provider-views.js';
 import type { LlmOperationResult } from '../llm/provider-service.js';
 import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 const tags = ['config'];
 const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;
@@ -57,6 +58,11 @@ async function startReindex(
     args: [
       { tenant, runId, identity: to, previous: identity(reindex.from), batchSize: deps.config.llm.reindexBatchSize },
     ],
+    typedSearchAttributes: lifecycleSearchAttributes('embeddingReindexWorkflow', {
+      tenant: tenant,
+      resourceId: runId,
+      status: 'running',
+    }),
   });
 }
 

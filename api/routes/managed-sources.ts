@@ -13,7 +13,7 @@ import { toIso } from '../../shared/dates.js';
 import { ConflictError, ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { checkSavedEndpoint } from '../../shared/http/trust.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import {
   sourceDeleteWorkflowId,
@@ -484,10 +484,11 @@ async function startSync(
           ...(overwriteIndexes ? { overwriteIndexes: true } : {}),
         },
       ],
-      typedSearchAttributes: [
-        { key: SearchAttributes.tenant, value: principal.tenant },
-        { key: SearchAttributes.resourceId, value: row.id },
-      ],
+      typedSearchAttributes: lifecycleSearchAttributes('sourceSyncWorkflow', {
+        tenant: principal.tenant,
+        resourceId: row.id,
+        status: 'running',
+      }),
       memo: { requested_by: principal.id, kind: 'source-sync' },
     });
   } catch (err) {
@@ -805,10 +806,11 @@ export const managedSourceRoutes = [
         workflowId,
         args: [{ sourceId: row.id, tenant: principal.tenant }],
         workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: SearchAttributes.tenant, value: principal.tenant },
-          { key: SearchAttributes.resourceId, value: row.id },
-        ],
+        typedSearchAttributes: lifecycleSearchAttributes('sourceDeleteWorkflow', {
+          tenant: principal.tenant,
+          resourceId: row.id,
+          status: 'deleting',
+        }),
         memo: { requested_by: principal.id, kind: 'source-delete' },
       });
       const result = deps.temporal.workflow.getHandle(workflowId).result() as Promise<SourceDeleteResult>;

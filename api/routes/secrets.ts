@@ -29,6 +29,7 @@ import { secretResealWorkflowId } from '../../workflows/secret-reseal-definition
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { saveSettingValues } from '../config/save-settings.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { ALL_TENANTS, lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 
 const access = { kind: 'authenticated', permission: 'manage_secrets' } as const;
 const tags = ['secrets'];
@@ -227,6 +228,11 @@ export const secretsRoutes = [
             pauseMs: deps.config.secrets.resealPauseMs,
           },
         ],
+        typedSearchAttributes: lifecycleSearchAttributes('secretResealWorkflow', {
+          tenant: ALL_TENANTS,
+          resourceId: rotation.id,
+          status: 'running',
+        }),
       });
       return { success: true, data: { started: created, rotation: await rotationView(em, rotation) } };
     },

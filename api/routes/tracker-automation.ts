@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AuthenticationError } from '../../shared/errors.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { codeAgentDispatcher, ledgerRules, trackerTenant, type TrackerDeps } from '../../shared/tracker/automation.js';
 import { ticketFromIssue } from '../../shared/tracker/client.js';
@@ -192,10 +192,11 @@ export const trackerAutomationRoutes = [
         // A repeated X-Request-Id while that poll runs waits for the same poll.
         workflowIdConflictPolicy: 'USE_EXISTING',
         args: [{ poller: body.poller, trigger: 'poll_now', lookbackMinutes: body.lookback_minutes }],
-        typedSearchAttributes: [
-          { key: SearchAttributes.tenant, value: tenant },
-          { key: SearchAttributes.resourceId, value: TRACKER_POLL_SCHEDULE_IDS[body.poller] },
-        ],
+        typedSearchAttributes: lifecycleSearchAttributes('trackerPollWorkflow', {
+          tenant: tenant,
+          resourceId: TRACKER_POLL_SCHEDULE_IDS[body.poller],
+          status: 'running',
+        }),
       });
       return { success: true, data: { skipped: false, next_poll_seconds: null, result } };
     },

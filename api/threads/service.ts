@@ -7,7 +7,7 @@ import { listUsableAgents } from '../../shared/agents/registry.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { AgentRow } from '../../shared/db/entities/index.js';
 import { ConflictError, ForbiddenError, LlmFailureError, NotFoundError } from '../../shared/errors.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 import { createThread, getOwnThread, listMessages, type ThreadRecord } from '../../shared/threads/store.js';
 import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../workflows/thread-definitions.js';
 import type { AppDeps } from '../deps.js';
@@ -99,10 +99,11 @@ export async function postMessage(
     taskQueue: deps.config.temporal.taskQueue,
     args: [{ threadId: thread.id, tenant: thread.tenant, agentId: thread.agentId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
-    typedSearchAttributes: [
-      { key: SearchAttributes.tenant, value: thread.tenant },
-      { key: SearchAttributes.resourceId, value: thread.id },
-    ],
+    typedSearchAttributes: lifecycleSearchAttributes('threadWorkflow', {
+      tenant: thread.tenant,
+      resourceId: thread.id,
+      status: 'idle',
+    }),
     memo: { agent_id: thread.agentId, owner: thread.ownerId, origin: thread.origin },
   });
   const result: TurnResult = await deps.temporal.workflow.executeUpdateWithStart(postMessageUpdate, {

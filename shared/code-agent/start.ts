@@ -5,11 +5,11 @@ import path from 'node:path';
 import { CodeAgentRunEntity, CrmConnectionEntity, type CodeAgentRunRow } from '../db/entities/index.js';
 import type { AppConfig } from '../config.js';
 import type { Settings } from '../settings/store.js';
-import { SearchAttributes } from '../temporal/search-attributes.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
 import { codeAgentStatusQuery, codeAgentWorkflowId } from '../../workflows/code-agent-definitions.js';
 import { CODING_AGENT_UNSUPPORTED, isUnsupported, resolveLauncher, type LauncherUnsupported } from './launcher.js';
 import { CODE_AGENT_TERMINAL, type CodeAgentLiveStatus, type CodeAgentRunView } from './runs.js';
+import { lifecycleSearchAttributes } from '../temporal/lifecycle-visibility.js';
 
 export interface StartCodeAgentRequest {
   prompt: string;
@@ -112,10 +112,11 @@ export async function startCodeAgentRun(
       },
     ],
     workflowIdConflictPolicy: 'USE_EXISTING',
-    typedSearchAttributes: [
-      { key: SearchAttributes.tenant, value: run.tenant },
-      { key: SearchAttributes.resourceId, value: run.runId },
-    ],
+    typedSearchAttributes: lifecycleSearchAttributes('codeAgentRunWorkflow', {
+      tenant: run.tenant,
+      resourceId: run.runId,
+      status: 'queued',
+    }),
   });
   return { row };
 }

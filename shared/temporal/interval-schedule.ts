@@ -1,10 +1,25 @@
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { AppConfig } from '../config.js';
 import { describeError, type Logger } from '../log.js';
+import {
+  ALL_TENANTS,
+  LIFECYCLE_VISIBILITY,
+  lifecycleSearchAttributes,
+  type LifecycleStatus,
+} from './lifecycle-visibility.js';
 import type { WorkflowName, Workflows } from './workflow-refs.js';
 
+/** The workflows a schedule may start: not started for a caller, and with a `running` status. */
+export type ScheduledWorkflowName = {
+  [K in WorkflowName]: (typeof LIFECYCLE_VISIBILITY)[K]['tenant'] extends 'caller'
+    ? never
+    : 'running' extends LifecycleStatus<K>
+      ? K
+      : never;
+}[WorkflowName];
+
 /** A Schedule that starts one workflow every N seconds, never two at once. */
-export interface IntervalSchedule<N extends WorkflowName = WorkflowName> {
+export interface IntervalSchedule<N extends ScheduledWorkflowName = ScheduledWorkflowName> {
   scheduleId: string;
   workflow: N;
   /** The workflow's arguments. */
@@ -14,7 +29,10 @@ export interface IntervalSchedule<N extends WorkflowName = WorkflowName> {
   purpose: string;
 }
 
-export function intervalScheduleOptions<N extends WorkflowName>(config: AppConfig, schedule: IntervalSchedule<N>) {
+export function intervalScheduleOptions<N extends ScheduledWorkflowName>(
+  config: AppConfig,
+  schedule: IntervalSchedule<N>,
+) {
   return {
     scheduleId: schedule.scheduleId,
     spec: { intervals: [{ every: `${schedule.everySeconds} seconds` }] },
@@ -25,6 +43,13 @@ export function intervalScheduleOptions<N extends WorkflowName>(config: AppConfi
       workflowId: `${schedule.scheduleId}-run`,
       taskQueue: config.temporal.taskQueue,
       args: [...schedule.args] as unknown[],
+      // Each run is found in the Temporal UI by the schedule id; a sweep over every tenant has tenant `*`.
+      typedSearchAttributes: lifecycleSearchAttributes(schedule.workflow, {
+        tenant: LIFECYCLE_VISIBILITY[schedule.workflow].tenant === 'all' ? ALL_TENANTS : config.auth.deploymentTenant,
+        resourceId: schedule.scheduleId,
+        // ScheduledWorkflowName admits only lifecycles with this status; the compiler cannot follow N through it.
+        status: 'running' as LifecycleStatus<N>,
+      }),
     },
     // A slow run is never doubled: the next tick is skipped while one runs.
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
@@ -33,7 +58,7 @@ export function intervalScheduleOptions<N extends WorkflowName>(config: AppConfi
 }
 
 /** Creates the schedule, or brings an existing one in line (interval, workflow, task queue). Idempotent. */
-export async function ensureIntervalSchedule<N extends WorkflowName>(
+export async function ensureIntervalSchedule<N extends ScheduledWorkflowName>(
   client: Client,
   config: AppConfig,
   schedule: IntervalSchedule<N>,
@@ -55,7 +80,7 @@ export async function ensureIntervalSchedule<N extends WorkflowName>(
 }
 
 /** For the worker's start: its own short-lived client; a failure is logged, not fatal (the next start retries). */
-export async function ensureIntervalScheduleAtStart<N extends WorkflowName>(
+export async function ensureIntervalScheduleAtStart<N extends ScheduledWorkflowName>(
   config: AppConfig,
   log: Logger,
   schedule: IntervalSchedule<N>,

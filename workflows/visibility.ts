@@ -1,0 +1,44 @@
+import { ContinueAsNew, isCancellation, patched, upsertSearchAttributes } from '@temporalio/workflow';
+import type { SearchAttributePair } from '@temporalio/common';
+import {
+  LIFECYCLE_VISIBILITY,
+  lifecycleSearchAttributes,
+  lifecycleStatusPair,
+  type LifecycleName,
+  type LifecycleStatus,
+} from '../shared/temporal/lifecycle-visibility.js';
+
+/**
+ * The status upserts every lifecycle makes for the Temporal UI. An upsert is a command, so histories
+ * recorded before them replay without them: one patch for all (patches are per execution).
+ */
+export const LIFECYCLE_STATUS_PATCH = 'lifecycle-status';
+
+/** Upserts the lifecycle's status (`PlatformStatus` or its area's key); nothing in a history recorded before. */
+export function setLifecycleStatus<N extends LifecycleName>(name: N, status: LifecycleStatus<N>): void {
+  if (patched(LIFECYCLE_STATUS_PATCH)) upsertSearchAttributes([lifecycleStatusPair(name, status)]);
+}
+
+/** A child's start attributes (guarded like the status: older histories started it without them). */
+export function childSearchAttributes<N extends LifecycleName>(
+  name: N,
+  ids: { tenant: string; resourceId: string; status: LifecycleStatus<N> },
+): { typedSearchAttributes?: SearchAttributePair[] } {
+  return patched(LIFECYCLE_STATUS_PATCH) ? { typedSearchAttributes: lifecycleSearchAttributes(name, ids) } : {};
+}
+
+/**
+ * Runs a lifecycle's body; an exception that ends it sets `failed` (a cancellation sets `cancelled` where
+ * the lifecycle has that status; Temporal's own status says `Canceled` anyway) before the workflow
+ * fails. Continue-as-new passes through untouched.
+ */
+export async function trackFailure<N extends LifecycleName, T>(name: N, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (err) {
+    const status = err instanceof ContinueAsNew ? null : isCancellation(err) ? 'cancelled' : 'failed';
+    const statuses: readonly string[] = LIFECYCLE_VISIBILITY[name].statuses;
+    if (status && statuses.includes(status)) setLifecycleStatus(name, status as LifecycleStatus<N>);
+    throw err;
+  }
+}
