@@ -42,6 +42,7 @@ import { Migration20261126000600BlueprintWipSessions } from './Migration20261126
 import { Migration20261126000400MissionWaitingIndex } from './Migration20261126000400MissionWaitingIndex.js';
 import { Migration20261126001100ManagedApps } from './Migration20261126001100ManagedApps.js';
 import { Migration20261126001200DocIndexAdopted } from './Migration20261126001200DocIndexAdopted.js';
+import { Migration20261128120000MissionFailed } from './Migration20261128120000MissionFailed.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -91,4 +92,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126000600BlueprintWipSessions', class: Migration20261126000600BlueprintWipSessions },
   { name: 'Migration20261126001100ManagedApps', class: Migration20261126001100ManagedApps },
   { name: 'Migration20261126001200DocIndexAdopted', class: Migration20261126001200DocIndexAdopted },
+  { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
 ];
