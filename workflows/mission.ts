@@ -32,7 +32,6 @@ import {
   type MissionRefusalCode,
   type MissionStateView,
   type PhaseFailure,
-  type PhaseReply,
   type SetStatusInput,
   type SetStatusResult,
   type WaitingState,
