@@ -8,8 +8,8 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callPlatform, connectMcp } from '../mcp/support.js';
-import { managedAgentId } from '../../shared/managed-sources/hydrate.js';
 import { query } from '../helpers/db.js';
+import { insertImportedAgent } from '../helpers/managed-agents.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -314,17 +314,7 @@ describe('threads over the gateway', () => {
   });
 
   it('finds an imported agent by its manifest id, and refuses an id two sources imported, listing both', async () => {
-    const insert = (id: string, name: string) =>
-      query(
-        stack.db.url,
-        `insert into agents (id, tenant, name, instructions, tool_groups, access, source, is_editable, created_by,
-           created_at, updated_at, managed_source_id)
-         values ($1, 'default', $2, 'You analyse.', '[]', '{"roles": [], "users": []}', 'managed', false, 'system',
-           now(), now(), $3)`,
-        [id, name, `src_${id.slice(4, 20)}`],
-      );
-    const first = managedAgentId(`src_${'a'.repeat(16)}`, 'analyst');
-    await insert(first, 'Analyst A');
+    const first = await insertImportedAgent(stack.db.url, `src_${'a'.repeat(16)}`, 'analyst', 'Analyst A');
     const listed = await callPlatform(bob, { action: 'list_agents' });
     expect(listed.data.agents.map((a: { agent_id: string }) => a.agent_id)).toContain(first);
     const created = await callPlatform(bob, { action: 'thread_create', agent_id: 'analyst', initial_prompt: 'hello' });
@@ -335,8 +325,7 @@ describe('threads over the gateway', () => {
     const byId = await callPlatform(bob, { action: 'start_thread', agent_id: first });
     expect(byId.data.agent.agent_id).toBe(first);
 
-    const second = managedAgentId(`src_${'b'.repeat(16)}`, 'analyst');
-    await insert(second, 'Analyst B');
+    const second = await insertImportedAgent(stack.db.url, `src_${'b'.repeat(16)}`, 'analyst', 'Analyst B');
     try {
       const threads = await query(stack.db.url, 'select count(*)::int as n from conversation_threads');
       const refused = await callPlatform(bob, { action: 'thread_create', agent_id: 'analyst', initial_prompt: 'hi' });

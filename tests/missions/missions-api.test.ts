@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { managedAgentId } from '../../shared/managed-sources/hydrate.js';
 import { query } from '../helpers/db.js';
+import { insertImportedAgent } from '../helpers/managed-agents.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -372,17 +373,8 @@ describe('missions over HTTP', () => {
   });
 
   it('resolves a phase agent named by an imported manifest id; two sources with that id refuse the start', async () => {
-    const insert = (source: string) =>
-      query(
-        stack.db.url,
-        `insert into agents (id, tenant, name, instructions, tool_groups, access, source, is_editable, created_by,
-           created_at, updated_at, managed_source_id)
-         values ($1, 'default', $2, 'You audit.', '[]', '{"roles": [], "users": []}', 'managed', false, 'system',
-           now(), now(), $3)`,
-        [managedAgentId(source, 'auditor'), `Auditor ${source}`, source],
-      );
     const one = `src_${'c'.repeat(16)}`;
-    await insert(one);
+    await insertImportedAgent(stack.db.url, one, 'auditor', 'Auditor one');
     const audit = [{ id: 'audit', name: 'Audit', goal: 'Audit it', agents: ['auditor'], prompts: [{ text: 'Audit' }] }];
     expect((await api('POST', '/api/blueprints/', 'olivia', { blueprint_name: 'audit', phases: audit })).status).toBe(
       201,
@@ -395,7 +387,7 @@ describe('missions over HTTP', () => {
     );
     expect(done).toMatchObject({ agents: [managedAgentId(one, 'auditor')], stats: { goals_met: 1 } });
 
-    await insert(`src_${'d'.repeat(16)}`);
+    await insertImportedAgent(stack.db.url, `src_${'d'.repeat(16)}`, 'auditor', 'Auditor two');
     const before = await query(stack.db.url, 'select count(*)::int as n from projects');
     const refused = await api('POST', '/api/projects', 'olivia', { blueprint_name: 'audit' });
     expect(refused.status).toBe(409);
