@@ -11,6 +11,10 @@ import { withHeartbeat } from './heartbeat.js';
 import type { ActivityDeps } from './index.js';
 import { sql } from '../shared/db/sql.js';
 
+/** What one phase prompt led to: the reply's message id (the phase's evidence), or the model's failure. */
+export type PromptOutcome =
+  { ok: true; messageId: string; empty: boolean } | { ok: false; failure: { kind: string; message: string } };
+
 /** The thread a mission opens for one agent: derived from both ids, so a retry finds the same thread. */
 export const missionThreadId = (projectId: string, agentId: string) =>
   `mcp_${createHash('sha256').update(`${projectId}\0${agentId}`).digest('hex').slice(0, 32)}`;
@@ -64,7 +68,7 @@ export function createMissionActivities(deps: ActivityDeps) {
       ownerId: string;
       messageId: string;
       content: string;
-    }): Promise<{ ok: boolean }> {
+    }): Promise<PromptOutcome> {
       const temporal = deps.temporal;
       if (!temporal) throw ApplicationFailure.nonRetryable('The worker has no Temporal client.', 'MissionNoClient');
       const startWorkflowOperation = new WithStartWorkflowOperation(workflowRef('threadWorkflow'), {
@@ -93,8 +97,10 @@ export function createMissionActivities(deps: ActivityDeps) {
           ctx.cancelled,
         ]),
       );
-      // A model failure is the thread's to show; the mission moves on (the reply is in the thread).
-      return { ok: result.ok };
+      // A model failure is shown in the thread too; the mission records it as why the phase could not run.
+      if (!result.ok)
+        return { ok: false, failure: { kind: result.llmFailure.kind, message: result.llmFailure.message } };
+      return { ok: true, messageId: result.messageId, empty: !result.reply.trim() };
     },
   };
 }

@@ -1,7 +1,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 
-/** Mission project status (spec: project lifecycle; ours). */
-export const MISSION_STATUSES = ['running', 'paused', 'completed', 'cancelled', 'closed'] as const;
+/** Mission project status (spec: project lifecycle; ours). `failed`: a phase could not run (see PhaseFailure). */
+export const MISSION_STATUSES = ['running', 'paused', 'completed', 'cancelled', 'closed', 'failed'] as const;
 export type MissionStatus = (typeof MISSION_STATUSES)[number];
 
 /** Search attribute `MissionWaitingState` (spec, Other lifecycles: mission waiting states). */
@@ -24,7 +24,30 @@ export function nextStatus(from: MissionStatus, action: StatusAction): MissionSt
   return STATUS_TRANSITIONS[action][from] ?? null;
 }
 
-export const isTerminal = (s: MissionStatus) => s === 'completed' || s === 'cancelled' || s === 'closed';
+export const isTerminal = (s: MissionStatus) =>
+  s === 'completed' || s === 'cancelled' || s === 'closed' || s === 'failed';
+
+/** Why a phase could not run; the mission then ends `failed` and the phase's goals stay unmet. */
+export const PHASE_FAILURE_CODES = [
+  'no_agent',
+  'agent_not_found',
+  'no_prompt',
+  'no_model_provider',
+  'model_failed',
+  'no_output',
+] as const;
+export type PhaseFailureCode = (typeof PHASE_FAILURE_CODES)[number];
+export interface PhaseFailure {
+  reason_code: PhaseFailureCode;
+  message: string;
+}
+
+/** Recorded evidence of a phase's work: an agent's reply to one of its prompts. */
+export interface PhaseReply {
+  agent_id: string;
+  thread_id: string;
+  message_id: string;
+}
 
 export interface MissionQuestion {
   id: string;
@@ -58,6 +81,8 @@ export interface MissionCarry {
   phasesDone: number;
   goalsMet: number;
   openSet: { id: string; phase: string; questionIds: string[]; answered: string[] } | null;
+  /** The current phase's replies so far (absent in runs carried over before patch mission-goal-evidence). */
+  replies?: PhaseReply[];
 }
 
 export interface MissionInput {
@@ -120,7 +145,16 @@ export type MissionEventInput =
       answers: Array<{ question_id: string; answer: string }>;
       by: string;
     }
-  | { kind: 'phase_completed'; phase: string; phases_done: number; progress: number }
+  | {
+      kind: 'phase_completed';
+      phase: string;
+      phases_done: number;
+      progress: number;
+      /** The evidence the projection checks before it marks the phase's goals met (absent before the patch). */
+      replies?: PhaseReply[];
+      question_set_id?: string | null;
+    }
+  | { kind: 'phase_failed'; phase: string; reason_code: PhaseFailureCode; message: string }
   | { kind: 'waiting_state'; state: WaitingState }
   | { kind: 'status_changed'; status: MissionStatus; previous_status: MissionStatus; reason: string | null; by: string }
   | { kind: 'completed' };

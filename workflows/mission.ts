@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   condition,
@@ -9,7 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { MissionActivities } from '../activities/missions.js';
+import type { MissionActivities, PromptOutcome } from '../activities/missions.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import {
@@ -27,8 +28,10 @@ import {
   type MissionCarry,
   type MissionEventInput,
   type MissionInput,
+  type MissionPhase,
   type MissionRefusalCode,
   type MissionStateView,
+  type PhaseFailure,
   type SetStatusInput,
   type SetStatusResult,
   type WaitingState,
@@ -45,16 +48,55 @@ const { missionPostPrompt } = proxyActivities<MissionActivities>({
 const refuse = (code: MissionRefusalCode, message: string) =>
   ApplicationFailure.create({ type: MISSION_REFUSAL, message, details: [code], nonRetryable: true });
 
+/** `missionOpenThread` refused because the agent is gone from the tenant. */
+const isAgentGone = (err: unknown) =>
+  err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'MissionAgentGone';
+
+/** Why a prompt's turn produced no evidence, or null when its reply is evidence. */
+function turnFailure(phaseId: string, agentId: string, r: PromptOutcome): PhaseFailure | null {
+  if (!r.ok)
+    return r.failure.kind === 'not_configured'
+      ? {
+          reason_code: 'no_model_provider',
+          message: `Phase ${phaseId}: no language-model provider is configured, so agent ${agentId} could not answer. ${r.failure.message}`,
+        }
+      : {
+          reason_code: 'model_failed',
+          message: `Phase ${phaseId}: the model call of agent ${agentId} failed (${r.failure.kind}): ${r.failure.message}`,
+        };
+  if (r.empty) return { reason_code: 'no_output', message: `Phase ${phaseId}: agent ${agentId} answered nothing.` };
+  return null;
+}
+
+/** Why a phase that ran without failing still has nothing that could prove its goals, or null. */
+function workFailure(phase: MissionPhase, targets: string[]): PhaseFailure | null {
+  if (!targets.length && (phase.prompts.length || !phase.questions.length))
+    return {
+      reason_code: 'no_agent',
+      message: `Phase ${phase.id} names no agent and the mission has no thread yet: nobody can work on its goals.`,
+    };
+  if (!phase.prompts.length && !phase.questions.length)
+    return {
+      reason_code: 'no_prompt',
+      message: `Phase ${phase.id} gives its agents no prompt and asks no question: nothing can prove its goals.`,
+    };
+  return null;
+}
+
 /**
  * A mission (`mission/<project_id>`): walks the snapshotted blueprint's phases in order. Per phase it
  * marks the phase's goals in progress, opens the threads of the agents the phase names (the mission's
  * first thread is its root thread), posts the phase's prompts into them, and, when the phase has
- * questions, opens a question set and waits durably until people answer it; then the goals are met.
+ * questions, opens a question set and waits durably until people answer it; then the goals are met,
+ * on evidence only: the agents' replies to the prompts, else the answered questions. A phase that
+ * cannot run (no agent, agent gone, model failure) ends the mission `failed`, saying why.
  * `setStatus` pauses, resumes, cancels or closes; `answerQuestions` answers. A timer per quiet
  * stretch marks the mission `STUCK` after `stuckAfterSeconds` without progress while running.
  * Every change is projected by `missionProject` (row + event, one transaction).
  */
 export async function missionWorkflow(input: MissionInput): Promise<void> {
+  // Goals met on recorded evidence; a phase that cannot run fails the mission (older runs: every phase passes).
+  const evidenceRule = patched('mission-goal-evidence');
   const goalsTotal = input.phases.reduce((n, p) => n + p.goals.length, 0);
   const s: MissionCarry = input.carry ?? {
     phaseIndex: 0,
@@ -224,40 +266,68 @@ export async function missionWorkflow(input: MissionInput): Promise<void> {
       await project({ kind: 'phase_started', phase: phase.id, phase_index: s.phaseIndex });
       await progressed();
       const agents = phase.agents.length ? phase.agents : [];
+      let failure: PhaseFailure | null = null;
+      s.replies = [];
       for (const agentId of agents) {
         if (s.threads[agentId]) continue;
-        const { threadId } = await missionOpenThread({
+        const opened = await missionOpenThread({
           projectId: input.projectId,
           tenant: input.tenant,
           ownerId: input.requestedBy,
           agentId,
+        }).catch((err: unknown) => {
+          if (evidenceRule && isAgentGone(err)) return null;
+          throw err;
         });
+        if (!opened) {
+          failure = {
+            reason_code: 'agent_not_found',
+            message: `Phase ${phase.id}: agent ${agentId} no longer exists.`,
+          };
+          break;
+        }
+        const { threadId } = opened;
         s.threads[agentId] = threadId;
         const root = s.rootThreadId === null;
         if (root) s.rootThreadId = threadId;
         await project({ kind: 'thread_opened', agent_id: agentId, thread_id: threadId, root });
       }
       // Prompts go to the phase's agents, else to the root thread (none: the phase has nobody to ask).
-      const targets = agents.length
-        ? agents
-        : s.rootThreadId
-          ? Object.keys(s.threads).filter((a) => s.threads[a] === s.rootThreadId)
-          : [];
+      const targets = failure
+        ? []
+        : agents.length
+          ? agents
+          : s.rootThreadId
+            ? Object.keys(s.threads).filter((a) => s.threads[a] === s.rootThreadId)
+            : [];
       for (const agentId of targets) {
         for (const [n, content] of phase.prompts.entries()) {
           if (!(await mayContinue())) break;
-          await missionPostPrompt({
+          const threadId = s.threads[agentId]!;
+          const outcome = await missionPostPrompt({
             tenant: input.tenant,
-            threadId: s.threads[agentId]!,
+            threadId,
             agentId,
             ownerId: input.requestedBy,
             messageId: promptMessageId(input.projectId, phase.id, agentId, n),
             content,
           });
           await progressed();
+          if (!evidenceRule) continue;
+          failure = turnFailure(phase.id, agentId, outcome);
+          if (failure) break;
+          if (outcome.ok) s.replies.push({ agent_id: agentId, thread_id: threadId, message_id: outcome.messageId });
         }
+        if (failure) break;
       }
       if (isTerminal(s.status)) break;
+      if (evidenceRule) failure ??= workFailure(phase, targets);
+      if (failure) {
+        s.status = 'failed';
+        upsertSearchAttributes([{ key: SearchAttributes.missionStatus, value: s.status }]);
+        await project({ kind: 'phase_failed', phase: phase.id, ...failure });
+        break;
+      }
       if (phase.questions.length) {
         const id = questionSetId(input.projectId, phase.id);
         s.openSet = { id, phase: phase.id, questionIds: phase.questions.map((q) => q.id), answered: [] };
@@ -285,6 +355,12 @@ export async function missionWorkflow(input: MissionInput): Promise<void> {
       phase: phase.id,
       phases_done: s.phasesDone,
       progress: s.phasesDone / input.phases.length,
+      ...(evidenceRule
+        ? {
+            replies: s.replies ?? [],
+            question_set_id: phase.questions.length ? questionSetId(input.projectId, phase.id) : null,
+          }
+        : {}),
     });
     s.phaseIndex++;
     s.stage = 'phase_start';

@@ -23,7 +23,7 @@ import {
   type ServerRecordRow,
 } from '../../shared/missions/records-store.js';
 import { listProjectRows, peopleOf, questionsOfProject, type ProjectRow } from '../../shared/missions/store.js';
-import { isTerminal, type MissionStatus } from '../../workflows/mission-definitions.js';
+import { isTerminal, type MissionStatus, type PhaseFailureCode } from '../../workflows/mission-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { visibilityFilter, visibleProject } from './service.js';
 import { sql } from '../../shared/db/sql.js';
@@ -118,6 +118,32 @@ function listItem(p: ProjectRow, goals: GoalRow[], records: ServerRecordRow[], l
     plan_incomplete: Object.values(planned).some((x) => x.done < x.total),
     planned,
   };
+}
+
+/**
+ * Each phase of the mission (in blueprint order) and how it went, from the event log: `planned`,
+ * `running`, `completed`, or `failed` with the reason code and message of why it could not run.
+ */
+async function phaseOutcomes(em: EntityManager, projectId: string, phases: string[]) {
+  type Outcome = {
+    phase: string;
+    status: 'planned' | 'running' | 'completed' | 'failed';
+    reason_code: PhaseFailureCode | null;
+    reason: string | null;
+  };
+  const out = new Map<string, Outcome>(
+    phases.map((phase) => [phase, { phase, status: 'planned', reason_code: null, reason: null }]),
+  );
+  for (const e of await eventsOf(em, projectId, ['phase_started', 'phase_completed', 'phase_failed'])) {
+    const o = out.get(String(e.payload.phase));
+    if (!o) continue;
+    o.status = e.kind === 'phase_started' ? 'running' : e.kind === 'phase_completed' ? 'completed' : 'failed';
+    if (e.kind === 'phase_failed') {
+      o.reason_code = e.payload.reason_code as PhaseFailureCode;
+      o.reason = String(e.payload.message);
+    }
+  }
+  return [...out.values()];
 }
 
 async function describe(em: EntityManager, rows: ProjectRow[]) {
@@ -217,6 +243,7 @@ export async function recordDetail(deps: AppDeps, em: EntityManager, principal: 
   const pending = Object.values(planned).reduce((s, x) => s + (x.total - x.done), 0);
   const total = Object.values(planned).reduce((s, x) => s + x.total, 0);
   const succ = await liveSuccessor(deps, em, principal, p);
+  const phase_outcomes = await phaseOutcomes(em, p.id, phases);
   return {
     ...item!,
     parameters: p.parameters,
@@ -252,6 +279,7 @@ export async function recordDetail(deps: AppDeps, em: EntityManager, principal: 
     assets: [...assets].sort(),
     parameter_words: parameterWords(p.parameters),
     scope: { blueprint_name: p.blueprint_name, blueprint_commit: p.blueprint_commit, phases },
+    phase_outcomes,
     plan_banner: pending > 0 ? `${total - pending} of ${total} planned server records done` : null,
     closed_reason: p.closed_reason,
     live_successor: succ.live_successor,
@@ -366,6 +394,7 @@ export async function systemTestLiteReport(deps: AppDeps, em: EntityManager, pri
   const goals = await goalsOf(em, [p.id]);
   const notes = await notesOf(em, p.id);
   const questions = await questionsOfProject(em, p.id);
+  const phases = await phaseOutcomes(em, p.id, [...new Set(goals.map((g) => g.phase))]);
   const e = escapeMarkdown;
   const passed = goals.filter((g) => g.status === 'met' || g.status === 'waived').length;
   const lines = [
@@ -375,6 +404,13 @@ export async function systemTestLiteReport(deps: AppDeps, em: EntityManager, pri
     `- Blueprint: ${e(p.blueprint_name)} at ${e(p.blueprint_commit)}`,
     `- Status: ${e(p.status)}`,
     `- Goals met or waived: ${passed} of ${goals.length}`,
+    ...(p.closed_reason ? [`- Reason: ${e(p.closed_reason)}`] : []),
+    '',
+    '## Phases',
+    '',
+    '| Phase | Status | Reason code | Reason |',
+    '|-|-|-|-|',
+    ...phases.map((ph) => `| ${e(ph.phase)} | ${e(ph.status)} | ${e(ph.reason_code ?? '')} | ${e(ph.reason ?? '')} |`),
     '',
     '## Goals',
     '',
@@ -406,6 +442,7 @@ export async function systemTestLiteReport(deps: AppDeps, em: EntityManager, pri
     summary: {
       goals_total: goals.length,
       goals_met_or_waived: passed,
+      phases_failed: phases.filter((ph) => ph.status === 'failed').length,
       notes: notes.length,
       questions: questions.length,
     },

@@ -8,7 +8,9 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import git from 'isomorphic-git';
+import { agentsNamed, ensureBuiltInAgents } from '../../shared/agents/registry.js';
 import type { Principal } from '../../shared/auth/principal.js';
+import type { AgentRow } from '../../shared/db/entities/agents.js';
 import { flagsFor, grantsOf, isAdmin, requireAccess } from '../../shared/blueprints/access.js';
 import {
   MANIFEST_FILE,
@@ -150,6 +152,39 @@ async function phasesOf(
   return out;
 }
 
+/**
+ * The agents the phases name, as ids of this tenant: an id, a built-in's key (`eve`) or an imported
+ * agent's manifest id (`agentsNamed`). Unknown (409 `unknown_agents`) or ambiguous (409
+ * `ambiguous_agents`) names refuse the start before anything is written.
+ */
+async function resolvePhaseAgents(
+  em: EntityManager,
+  tenant: string,
+  blueprintName: string,
+  phases: MissionPhase[],
+): Promise<MissionPhase[]> {
+  const names = [...new Set(phases.flatMap((p) => p.agents))];
+  if (!names.length) return phases;
+  await ensureBuiltInAgents(em, tenant);
+  const agents = await sql<Pick<AgentRow, 'id' | 'source'>>(em, 'select id, source from agents where tenant = ?', [
+    tenant,
+  ]);
+  const named = new Map(names.map((n) => [n, agentsNamed(agents, n)]));
+  const missing = names.filter((n) => !named.get(n)!.length);
+  if (missing.length)
+    throw new ConflictError(`Blueprint "${blueprintName}" names agents that do not exist: ${missing.join(', ')}.`, {
+      code: 'unknown_agents',
+      agents: missing,
+    });
+  const ambiguous = names.filter((n) => named.get(n)!.length > 1);
+  if (ambiguous.length)
+    throw new ConflictError(`Blueprint "${blueprintName}" names agents more than one agent answers to.`, {
+      code: 'ambiguous_agents',
+      agents: ambiguous.map((n) => ({ name: n, candidates: named.get(n)!.map((a) => a.id) })),
+    });
+  return phases.map((p) => ({ ...p, agents: [...new Set(p.agents.map((n) => named.get(n)![0]!.id))] }));
+}
+
 export interface StartMissionInput {
   blueprint_name: string;
   name?: string;
@@ -165,24 +200,12 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
   const grants = b.kind === 'custom' ? await grantsOf(em, [b.row.blueprint_id]) : [];
   requireAccess(flagsFor(principal, b, grants), 'view', input.blueprint_name);
   const snap = await snapshotOf(b);
-  const phases = await phasesOf(snap.manifest, snap.read, input.blueprint_name);
-  const agentIds = [...new Set(phases.flatMap((p) => p.agents))];
-  if (agentIds.length) {
-    const found = await sql<{ id: string }>(
-      em,
-      `select id from agents where tenant = ? and id in (${agentIds.map(() => '?').join(', ')})`,
-      [principal.tenant, ...agentIds],
-    );
-    const missing = agentIds.filter((a) => !found.some((f) => f.id === a));
-    if (missing.length)
-      throw new ConflictError(
-        `Blueprint "${input.blueprint_name}" names agents that do not exist: ${missing.join(', ')}.`,
-        {
-          code: 'unknown_agents',
-          agents: missing,
-        },
-      );
-  }
+  const phases = await resolvePhaseAgents(
+    em,
+    principal.tenant,
+    input.blueprint_name,
+    await phasesOf(snap.manifest, snap.read, input.blueprint_name),
+  );
   const id = newProjectId();
   const row = await insertProject(em, {
     id,

@@ -12,7 +12,7 @@ import {
   SERVER_RECORD_STATES,
   VERIFICATIONS,
 } from '../../shared/missions/records-store.js';
-import { MISSION_STATUSES } from '../../workflows/mission-definitions.js';
+import { MISSION_STATUSES, PHASE_FAILURE_CODES } from '../../workflows/mission-definitions.js';
 import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
 import { ProjectId } from './projects.js';
 
@@ -109,6 +109,16 @@ const ProjectRecordDetail = z
     assets: z.array(z.string()),
     parameter_words: z.array(z.string()),
     scope: z.strictObject({ blueprint_name: z.string(), blueprint_commit: z.string(), phases: z.array(z.string()) }),
+    phase_outcomes: z
+      .array(
+        z.strictObject({
+          phase: z.string(),
+          status: z.enum(['planned', 'running', 'completed', 'failed']),
+          reason_code: z.enum(PHASE_FAILURE_CODES).nullable().describe('Why a failed phase could not run'),
+          reason: z.string().nullable(),
+        }),
+      )
+      .describe('Each phase and how it went; a failed one says why it could not run'),
     plan_banner: z.string().nullable(),
     closed_reason: z.string().nullable(),
     live_successor: z.strictObject({ id: z.string(), name: z.string() }).nullable(),
@@ -140,6 +150,7 @@ const Report = z.strictObject({
   summary: z.strictObject({
     goals_total: z.number().int(),
     goals_met_or_waived: z.number().int(),
+    phases_failed: z.number().int(),
     notes: z.number().int(),
     questions: z.number().int(),
   }),

@@ -1,14 +1,20 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import { resolveDefaultAgent } from '../../shared/agents/default-agent.js';
 import { defaultAgentSettings } from '../../shared/agents/gateway-settings.js';
-import { listUsableAgents } from '../../shared/agents/registry.js';
+import { agentsNamed, listUsableAgents } from '../../shared/agents/registry.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { AgentRow } from '../../shared/db/entities/index.js';
 import { ConflictError, ForbiddenError, LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
-import { createThread, getOwnThread, listMessages, type ThreadRecord } from '../../shared/threads/store.js';
+import {
+  createThread,
+  deleteThread,
+  getOwnThread,
+  listMessages,
+  type ThreadRecord,
+} from '../../shared/threads/store.js';
 import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../workflows/thread-definitions.js';
 import type { AppDeps } from '../deps.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
@@ -25,9 +31,16 @@ export async function chooseAgent(
 ): Promise<AgentRow> {
   const usable = await listUsableAgents(em, principal);
   if (agentId) {
-    const agent = usable.find((a) => a.id === agentId);
-    if (!agent) throw new NotFoundError(`No agent ${agentId} is available to you; list_agents shows yours.`);
-    return agent;
+    // An imported agent answers to its manifest id too, as long as only one source imported that id.
+    const named = agentsNamed(usable, agentId);
+    if (!named.length) throw new NotFoundError(`No agent ${agentId} is available to you; list_agents shows yours.`);
+    if (named.length > 1)
+      throw new ConflictError(`Agent id ${agentId} names ${named.length} agents; pass one of their ids.`, {
+        code: 'ambiguous_agent_id',
+        agent_id: agentId,
+        candidates: named.map((a) => ({ agent_id: a.id, name: a.name })),
+      });
+    return named[0]!;
   }
   const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config, principal.tenant));
   if (resolved.ok) return resolved.agent;
@@ -77,10 +90,26 @@ export async function startThread(deps: AppDeps, em: EntityManager, principal: P
     const turn = await postMessage(deps, principal, thread, input.initialPrompt);
     return { thread, agent, turn };
   } catch (err) {
-    // The thread exists: tell the caller where to retry.
-    if (err instanceof LlmFailureError) Object.assign(err.payload!, { platform_thread_id: thread.id });
+    // A create that failed leaves nothing behind: no running thread workflow, no thread row.
+    await discardThread(deps, em, thread.id).catch((cleanup: unknown) =>
+      deps.log.error('a failed thread_create could not discard its thread', {
+        thread_id: thread.id,
+        error: (cleanup as Error).message,
+      }),
+    );
     throw err;
   }
+}
+
+/** Stops a thread's workflow (if it started) and deletes its row with its messages. */
+async function discardThread(deps: AppDeps, em: EntityManager, threadId: string) {
+  await deps.temporal.workflow
+    .getHandle(threadWorkflowId(threadId))
+    .terminate('the thread_create that started it failed')
+    .catch((err: unknown) => {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    });
+  await deleteThread(em, threadId);
 }
 
 /**

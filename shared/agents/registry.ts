@@ -53,6 +53,22 @@ export async function ensureBuiltInAgents(em: EntityManager, tenant: string, now
   seeded.add(tenant);
 }
 
+/**
+ * The name an agent is known by besides its id: a built-in's key (`eve`, in every tenant), an
+ * imported agent's manifest `agent_id` (its id is `msa_<source hex>_<agent_id>`, so two sources never clash).
+ */
+export function aliasOf(agent: Pick<AgentRow, 'id' | 'source'>): string | null {
+  if (agent.source === 'builtin') return agent.id.split('@')[0]!;
+  if (agent.source === 'managed') return /^msa_[0-9a-f]+_(.+)$/.exec(agent.id)?.[1] ?? null;
+  return null;
+}
+
+/** The agents `ref` names: the one with that id, else those whose alias it is (two or more: ambiguous). */
+export function agentsNamed<A extends Pick<AgentRow, 'id' | 'source'>>(agents: readonly A[], ref: string): A[] {
+  const exact = agents.find((a) => a.id === ref);
+  return exact ? [exact] : agents.filter((a) => aliasOf(a) === ref);
+}
+
 /** Agents of the caller's tenant the caller may use (managers of agents see all of the tenant's). */
 export async function listVisibleAgents(em: EntityManager, principal: Principal): Promise<AgentRow[]> {
   await ensureBuiltInAgents(em, principal.tenant);

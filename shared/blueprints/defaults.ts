@@ -1,7 +1,8 @@
 /**
  * Built-in default blueprints: shipped with the code, read-only (they cannot be exported, renamed,
  * deleted or edited), visible to every authenticated caller. `platform-self-check` is hidden: it is
- * omitted from the inventory but its detail still answers by name (it stays startable).
+ * omitted from the inventory but its detail still answers by name (it stays startable). Their phases
+ * name the built-in agents (`eve`, `adam`; every tenant has them), so a mission of one runs as shipped.
  */
 import type { BlueprintManifest } from './manifest.js';
 
@@ -29,6 +30,7 @@ export const DEFAULT_BLUEPRINTS: readonly DefaultBlueprint[] = [
           name: 'Profile',
           goal: 'Profile the chosen tables: row counts, null rates, distinct values',
           skills: ['warehouse_query'],
+          agents: ['eve'],
           prompts: [{ file: 'prompts/profile.md' }],
           files: [],
         },
@@ -37,6 +39,7 @@ export const DEFAULT_BLUEPRINTS: readonly DefaultBlueprint[] = [
           name: 'Report',
           goal: 'Summarise anomalies with the queries that show them',
           skills: [],
+          agents: ['eve'],
           prompts: [{ text: 'Write the findings as a short report, one section per table.' }],
           files: ['templates/report.md'],
         },
@@ -61,6 +64,7 @@ export const DEFAULT_BLUEPRINTS: readonly DefaultBlueprint[] = [
           name: 'Diagnose',
           goal: 'Find the failing step and its cause from the run logs',
           skills: ['etl_tools'],
+          agents: ['adam'],
           prompts: [{ text: 'Start from the last failed run; quote the error line.' }],
           files: [],
         },
@@ -69,7 +73,8 @@ export const DEFAULT_BLUEPRINTS: readonly DefaultBlueprint[] = [
           name: 'Propose',
           goal: 'Propose a fix and the check that proves it',
           skills: [],
-          prompts: [],
+          agents: ['adam'],
+          prompts: [{ text: 'Propose a fix for the cause you found and the check that proves it works.' }],
           files: [],
         },
       ],
@@ -90,7 +95,8 @@ export const DEFAULT_BLUEPRINTS: readonly DefaultBlueprint[] = [
           name: 'Check',
           goal: 'List the configured connections and test each one',
           skills: [],
-          prompts: [],
+          agents: ['eve'],
+          prompts: [{ text: 'List the connections configured on this platform and say whether each one answers.' }],
           files: [],
         },
       ],

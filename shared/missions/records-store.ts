@@ -81,16 +81,23 @@ export interface NoteInput {
 }
 /**
  * Inserts one note inside the caller's transaction (the project row already locked) and moves the
- * goal to the note's status. `server_check_result`: with evidence, whether a server record of the
- * project carries that evidence id. Returns the note.
+ * goal to the note's status. `server_check_result`: with evidence, whether the project has it on
+ * record (a server record with that evidence id, an agent's reply in one of its threads, or an
+ * answered question set of it). Returns the note.
  */
 export async function insertNote(tx: EntityManager, projectId: string, goal: GoalRow, n: NoteInput): Promise<NoteRow> {
   let check: NoteRow['server_check_result'] = null;
   if (n.evidence) {
+    // On record: a server record with that evidence id, a reply in one of the mission's threads, or its answered question set.
     const found = await sql<{ n: number }>(
       tx,
-      'select count(*)::int as n from project_server_records where project_id = ? and evidence_id = ?',
-      [projectId, n.evidence],
+      `select ((select count(*) from project_server_records where project_id = ? and evidence_id = ?)
+         + (select count(*) from conversation_messages m where m.id::text = ? and m.role = 'assistant'
+              and exists (select 1 from project_events ev where ev.project_id = ? and ev.kind = 'thread_opened'
+                          and ev.payload->>'thread_id' = m.thread_id))
+         + coalesce((select 1 from project_questions where project_id = ? and question_set_id = ?
+              having count(*) > 0 and bool_and(status = 'answered')), 0))::int as n`,
+      [projectId, n.evidence, n.evidence, projectId, projectId, n.evidence],
     );
     check = found[0]!.n > 0 ? 'matched' : 'not_found';
   }

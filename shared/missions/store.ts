@@ -185,19 +185,17 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
         await sql(tx, 'update projects set updated_at = now() where id = ?', [projectId]);
         break;
       case 'phase_completed': {
-        // Each goal the phase meets gets its note (actor `mission`, on behalf of the requester).
-        const open = await sql<GoalRow>(
-          tx,
-          `select * from project_goals where project_id = ? and phase = ? and status in ('planned', 'in_progress') order by position`,
-          [projectId, e.phase],
-        );
-        for (const goal of open)
+        // Each goal of the phase gets its note (actor `mission`, on behalf of the requester): met only
+        // when the phase's evidence is on record, else it stays open and the note says so.
+        const proof = await phaseEvidence(tx, projectId, e);
+        for (const goal of await openGoalsOf(tx, projectId, e.phase))
           await insertNote(tx, projectId, goal, {
             goal: goal.id,
-            status: 'met',
+            status: proof ? 'met' : 'in_progress',
             actor: 'mission',
             principal: locked.requested_by,
-            finding: `Phase ${e.phase} completed`,
+            evidence: proof?.evidence ?? null,
+            finding: proof?.finding ?? `Phase ${e.phase} ended without recorded evidence: goal not met`,
           });
         await sql(tx, 'update projects set phases_done = ?, progress = ?, updated_at = now() where id = ?', [
           e.phases_done,
@@ -206,6 +204,22 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
         ]);
         break;
       }
+      case 'phase_failed':
+        for (const goal of await openGoalsOf(tx, projectId, e.phase))
+          await insertNote(tx, projectId, goal, {
+            goal: goal.id,
+            status: goal.status,
+            actor: 'mission',
+            principal: locked.requested_by,
+            finding: `Not met: ${e.reason_code}: ${e.message}`,
+          });
+        await sql(
+          tx,
+          `update projects set status = 'failed', closed_reason = ?, closed_at = now(), waiting_state = 'NONE',
+             updated_at = now() where id = ?`,
+          [e.message, projectId],
+        );
+        break;
       case 'waiting_state':
         await sql(tx, 'update projects set waiting_state = ?, updated_at = now() where id = ?', [e.state, projectId]);
         break;
@@ -230,6 +244,51 @@ export async function applyMissionEvent(em: EntityManager, projectId: string, e:
     }
     await appendEvent(tx, projectId, e.kind, e);
   });
+}
+
+const openGoalsOf = (tx: EntityManager, projectId: string, phase: string) =>
+  sql<GoalRow>(
+    tx,
+    `select * from project_goals where project_id = ? and phase = ? and status in ('planned', 'in_progress') order by position`,
+    [projectId, phase],
+  );
+
+/**
+ * The evidence a completed phase stands on, checked against what is recorded: every reply it names
+ * is an agent's message in one of this mission's threads; a phase without prompts stands on its
+ * question set, all answered. Null when there is none (or it is not on record).
+ */
+async function phaseEvidence(
+  tx: EntityManager,
+  projectId: string,
+  e: Extract<MissionEventInput, { kind: 'phase_completed' }>,
+): Promise<{ evidence: string; finding: string } | null> {
+  const replies = e.replies ?? [];
+  if (replies.length) {
+    const [found] = await sql<{ n: number }>(
+      tx,
+      `select count(*)::int as n from conversation_messages m
+       where m.role = 'assistant' and (m.id::text, m.thread_id) in (${replies.map(() => '(?, ?)').join(', ')})
+         and exists (select 1 from project_events ev where ev.project_id = ? and ev.kind = 'thread_opened'
+                     and ev.payload->>'thread_id' = m.thread_id)`,
+      [...replies.flatMap((r) => [r.message_id, r.thread_id]), projectId],
+    );
+    if (found!.n !== replies.length) return null;
+    const last = replies[replies.length - 1]!;
+    return {
+      evidence: last.message_id,
+      finding: `Phase ${e.phase}: ${replies.length} prompt(s) answered by ${[...new Set(replies.map((r) => r.agent_id))].join(', ')}; last reply ${last.message_id} in thread ${last.thread_id}`,
+    };
+  }
+  if (!e.question_set_id) return null;
+  const [set] = await sql<{ total: number; answered: number }>(
+    tx,
+    `select count(*)::int as total, (count(*) filter (where status = 'answered'))::int as answered
+     from project_questions where project_id = ? and question_set_id = ?`,
+    [projectId, e.question_set_id],
+  );
+  if (!set!.total || set!.answered !== set!.total) return null;
+  return { evidence: e.question_set_id, finding: `Phase ${e.phase}: question set ${e.question_set_id} answered` };
 }
 
 export async function findProject(em: EntityManager, tenant: string, id: string): Promise<ProjectRow | undefined> {

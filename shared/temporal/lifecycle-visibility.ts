@@ -172,9 +172,9 @@ export const LIFECYCLE_VISIBILITY = {
     tenant: 'caller',
     resourceId: 'project id',
     statusKey: 'MissionStatus',
-    statuses: ['running', 'paused', 'completed', 'cancelled', 'closed'],
-    // A mission does not fail as a whole: a phase that cannot go on waits for people (`MissionWaitingState = "STUCK"`).
-    failures: [],
+    statuses: ['running', 'paused', 'completed', 'cancelled', 'closed', FAILED],
+    // A phase that cannot run (no agent, agent gone, no model provider, model failure) ends the mission failed.
+    failures: [FAILED],
   },
   trackerPollWorkflow: {
     tenant: 'deployment',

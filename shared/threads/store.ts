@@ -63,6 +63,11 @@ export async function createThread(
   return toRecord(row!);
 }
 
+/** Deletes a thread row; its messages go with it (foreign key cascade). */
+export async function deleteThread(em: EntityManager, id: string): Promise<void> {
+  await sql(em, 'delete from conversation_threads where id = ?', [id]);
+}
+
 export async function findThread(em: EntityManager, id: string): Promise<ThreadRecord | null> {
   const [row] = await sql<ThreadRow>(em, 'select * from conversation_threads where id = ?', [id]);
   return row ? toRecord(row) : null;

@@ -9,6 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callPlatform, connectMcp } from '../mcp/support.js';
 import { query } from '../helpers/db.js';
+import { insertImportedAgent } from '../helpers/managed-agents.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -276,17 +277,76 @@ describe('threads over the gateway', () => {
     }
   });
 
-  it('answers a model failure as llm_error with the classified failure only', async () => {
+  it('answers a model failure as llm_error with the classified failure only, leaving no thread behind', async () => {
     llm.respond = () => ({ status: 400, body: 'stack trace of the provider' });
+    const threadRuns = async () => {
+      const out = new Map<string, string>();
+      for await (const w of stack.api.deps.temporal.workflow.list({
+        query: `TaskQueue = '${stack.config.temporal.taskQueue}' AND WorkflowType = 'threadWorkflow'`,
+      }))
+        out.set(w.workflowId, w.status.name);
+      return out;
+    };
+    const before = await threadRuns();
     try {
-      const res = await callPlatform(bob, { action: 'thread_create', initial_prompt: 'fails' });
+      const res = await callPlatform(bob, { action: 'thread_create', initial_prompt: 'fails and leaves nothing' });
       expect(res.isError).toBe(true);
       expect(res.data.error_type).toBe('llm_error');
       expect(res.data.payload.llm_failure.kind).toBe('bad_request');
-      expect(res.data.payload.platform_thread_id).toMatch(/^mcp_/);
+      expect(res.data.payload.platform_thread_id).toBeUndefined();
       expect(JSON.stringify(res.data)).not.toContain('stack trace');
+      // No thread row (nor its messages) is left.
+      expect(
+        await query(stack.db.url, `select id from conversation_threads where title = 'fails and leaves nothing'`),
+      ).toEqual([]);
+      expect(
+        await query(stack.db.url, `select id from conversation_messages where content = 'fails and leaves nothing'`),
+      ).toEqual([]);
+      // The thread workflow the failed create started was stopped (visibility lags: wait for it to list).
+      let started: string[] = [];
+      while (!started.length) started = [...(await threadRuns()).keys()].filter((w) => !before.has(w));
+      expect(started).toHaveLength(1);
+      const described = await stack.api.deps.temporal.workflow.getHandle(started[0]!).describe();
+      expect(described.status.name).toBe('TERMINATED');
     } finally {
       llm.respond = (req) => ({ content: `re: ${lastOf(req, 'user')}` });
+    }
+  });
+
+  it('finds an imported agent by its manifest id, and refuses an id two sources imported, listing both', async () => {
+    const first = await insertImportedAgent(stack.db.url, `src_${'a'.repeat(16)}`, 'analyst', 'Analyst A');
+    const listed = await callPlatform(bob, { action: 'list_agents' });
+    expect(listed.data.agents.map((a: { agent_id: string }) => a.agent_id)).toContain(first);
+    const created = await callPlatform(bob, { action: 'thread_create', agent_id: 'analyst', initial_prompt: 'hello' });
+    expect(created.isError).toBe(false);
+    expect(created.data.agent).toEqual({ agent_id: first, name: 'Analyst A' });
+    expect(created.data.reply).toBe('re: hello');
+    // The full id keeps working.
+    const byId = await callPlatform(bob, { action: 'start_thread', agent_id: first });
+    expect(byId.data.agent.agent_id).toBe(first);
+
+    const second = await insertImportedAgent(stack.db.url, `src_${'b'.repeat(16)}`, 'analyst', 'Analyst B');
+    try {
+      const threads = await query(stack.db.url, 'select count(*)::int as n from conversation_threads');
+      const refused = await callPlatform(bob, { action: 'thread_create', agent_id: 'analyst', initial_prompt: 'hi' });
+      expect(refused.isError).toBe(true);
+      expect(refused.data).toMatchObject({
+        error_type: 'conflict',
+        payload: {
+          code: 'ambiguous_agent_id',
+          agent_id: 'analyst',
+          candidates: [
+            { agent_id: first, name: 'Analyst A' },
+            { agent_id: second, name: 'Analyst B' },
+          ],
+        },
+      });
+      expect(await query(stack.db.url, 'select count(*)::int as n from conversation_threads')).toEqual(threads);
+      const unknown = await callPlatform(bob, { action: 'thread_create', agent_id: 'nobody', initial_prompt: 'hi' });
+      expect(unknown.data.error_type).toBe('not_found');
+    } finally {
+      await query(stack.db.url, `delete from conversation_threads where bot_id in ($1, $2)`, [first, second]);
+      await query(stack.db.url, 'delete from agents where id in ($1, $2)', [first, second]);
     }
   });
 });

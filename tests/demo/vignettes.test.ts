@@ -380,7 +380,7 @@ describe('AUM and optimization vignettes', () => {
       total: 3,
       by_last_sync: { never_synced: 1, running: 0, complete: 1, error: 1 },
     });
-    expect(d.missions.by_status).toEqual({ running: 0, paused: 0, completed: 0, cancelled: 0, closed: 0 });
+    expect(d.missions.by_status).toEqual({ running: 0, paused: 0, completed: 0, cancelled: 0, closed: 0, failed: 0 });
 
     expect(
       (await call('GET', `/api/demo/aum?presenter_session_id=${unknownSession}`, { token: presenter })).status,

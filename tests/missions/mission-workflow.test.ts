@@ -1,6 +1,6 @@
 /** The mission workflow in virtual time (time-skipping server) with stub activities. */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { type ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -73,7 +73,7 @@ function harness() {
     missionOpenThread: async ({ agentId }: { agentId: string }) => ({ threadId: `thr_${agentId}` }),
     missionPostPrompt: async (p: { threadId: string; messageId: string; content: string }) => (
       prompts.push({ threadId: p.threadId, messageId: p.messageId, content: p.content }),
-      { ok: true }
+      { ok: true, messageId: `reply:${p.messageId}`, empty: false }
     ),
   };
   return { events, prompts, activities };
@@ -292,5 +292,97 @@ describe('missionWorkflow', () => {
       ]);
       await recordHistory('mission-pause-resume-cancel', handle);
     });
+  });
+
+  it('meets goals only on the replies it recorded as evidence', async () => {
+    const h = harness();
+    const taskQueue = uniqueTaskQueue();
+    const w = await worker(taskQueue, h.activities);
+    await w.runUntil(async () => {
+      const { handle } = await start('d4', DAY, taskQueue, [phases[1]!]);
+      await handle.result();
+      expect(h.events.filter((e) => e.kind === 'phase_completed')).toEqual([
+        {
+          kind: 'phase_completed',
+          phase: 'report',
+          phases_done: 1,
+          progress: 1,
+          replies: [
+            { agent_id: 'analyst', thread_id: 'thr_analyst', message_id: 'reply:' + h.prompts[0]!.messageId },
+            { agent_id: 'writer', thread_id: 'thr_writer', message_id: 'reply:' + h.prompts[1]!.messageId },
+          ],
+          question_set_id: null,
+        },
+      ]);
+    });
+  });
+
+  it('fails a phase that cannot run, saying why, and meets none of its goals', async () => {
+    const noAgent: MissionPhase = { ...phases[1]!, id: 'lonely', agents: [], questions: [] };
+    const cases: Array<{
+      name: string;
+      phases: MissionPhase[];
+      activities?: Record<string, unknown>;
+      code: string;
+      message: RegExp;
+      prompts: number;
+    }> = [
+      { name: 'no agent', phases: [noAgent, phases[1]!], code: 'no_agent', message: /names no agent/, prompts: 0 },
+      {
+        name: 'no prompt',
+        phases: [{ ...phases[1]!, prompts: [] }],
+        code: 'no_prompt',
+        message: /no prompt/,
+        prompts: 0,
+      },
+      {
+        name: 'no model provider',
+        phases: [phases[1]!],
+        activities: {
+          missionPostPrompt: async () => ({
+            ok: false,
+            failure: { kind: 'not_configured', message: 'No language-model provider is configured.' },
+          }),
+        },
+        code: 'no_model_provider',
+        message: /no language-model provider is configured/,
+        prompts: 0,
+      },
+      {
+        name: 'agent gone',
+        phases: [phases[1]!],
+        activities: {
+          missionOpenThread: async () => {
+            throw ApplicationFailure.nonRetryable('Agent analyst does not exist.', 'MissionAgentGone');
+          },
+        },
+        code: 'agent_not_found',
+        message: /agent analyst no longer exists/,
+        prompts: 0,
+      },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const h = harness();
+      const taskQueue = uniqueTaskQueue();
+      const w = await worker(taskQueue, { ...h.activities, ...c.activities });
+      await w.runUntil(async () => {
+        const { handle } = await start(`e${i}`, DAY, taskQueue, c.phases);
+        await handle.result();
+        const failed = h.events.find((e) => e.kind === 'phase_failed');
+        expect(failed, c.name).toMatchObject({ phase: c.phases[0]!.id, reason_code: c.code });
+        expect((failed as { message: string }).message).toMatch(c.message);
+        expect(
+          h.events.some((e) => e.kind === 'phase_completed' || e.kind === 'completed'),
+          c.name,
+        ).toBe(false);
+        expect(h.prompts, c.name).toHaveLength(c.prompts);
+        expect(await handle.query(missionStateQuery), c.name).toMatchObject({
+          status: 'failed',
+          stats: { phases_done: 0, goals_met: 0 },
+        });
+        expect((await handle.describe()).typedSearchAttributes.get(SearchAttributes.missionStatus)).toBe('failed');
+        if (c.code === 'no_model_provider') await recordHistory('mission-phase-failed-no-provider', handle);
+      });
+    }
   });
 });

@@ -6,7 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { managedAgentId } from '../../shared/managed-sources/hydrate.js';
 import { query } from '../helpers/db.js';
+import { insertImportedAgent } from '../helpers/managed-agents.js';
 import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -330,7 +332,7 @@ describe('missions over HTTP', () => {
     ).toBe(404);
   });
 
-  it('starts a hidden built-in by name', async () => {
+  it('starts a hidden built-in by name; it runs with the built-in agent', async () => {
     const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'platform-self-check' });
     expect(r.status).toBe(201);
     expect(r.body.data.blueprint_commit).toMatch(/^builtin-[0-9a-f]{40}$/);
@@ -338,6 +340,84 @@ describe('missions over HTTP', () => {
       () => projectOf('sam', r.body.data.id),
       (p) => p?.status === 'completed',
     );
-    expect(done).toMatchObject({ progress: 1, agents: [], root_thread_id: null });
+    expect(done).toMatchObject({ progress: 1, agents: ['eve'], stats: { goals_total: 1, goals_met: 1 } });
+    expect(done!.root_thread_id).toMatch(/^mcp_[0-9a-f]{32}$/);
+  });
+
+  it('runs a built-in blueprint with the model: each goal is met on the reply it records as evidence', async () => {
+    const calls = llm.requests.length;
+    const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'data-quality-audit' });
+    expect(r.status).toBe(201);
+    const id = r.body.data.id as string;
+    const done = await until(
+      () => projectOf('sam', id),
+      (p) => p?.status === 'completed',
+    );
+    expect(done).toMatchObject({ agents: ['eve'], stats: { phases_done: 2, goals_total: 2, goals_met: 2 } });
+    // One model call per phase prompt (two phases, one prompt each, no tool calls).
+    expect(llm.requests.length - calls).toBe(2);
+    const replies = await query(
+      stack.db.url,
+      `select id::text as id from conversation_messages where thread_id = $1 and role = 'assistant' order by created_at`,
+      [done!.root_thread_id],
+    );
+    expect(replies).toHaveLength(2);
+    const detail = (await api('GET', `/api/projects/records/${id}`, 'sam')).body.data;
+    expect(
+      detail.notes.map((n: Record<string, unknown>) => [n.goal, n.status, n.evidence, n.server_check_result]),
+    ).toEqual([
+      ['profile', 'met', replies[0]!.id, 'matched'],
+      ['report', 'met', replies[1]!.id, 'matched'],
+    ]);
+    expect(detail.phase_outcomes.map((o: { status: string }) => o.status)).toEqual(['completed', 'completed']);
+  });
+
+  it('resolves a phase agent named by an imported manifest id; two sources with that id refuse the start', async () => {
+    const one = `src_${'c'.repeat(16)}`;
+    await insertImportedAgent(stack.db.url, one, 'auditor', 'Auditor one');
+    const audit = [{ id: 'audit', name: 'Audit', goal: 'Audit it', agents: ['auditor'], prompts: [{ text: 'Audit' }] }];
+    expect((await api('POST', '/api/blueprints/', 'olivia', { blueprint_name: 'audit', phases: audit })).status).toBe(
+      201,
+    );
+    const started = await api('POST', '/api/projects', 'olivia', { blueprint_name: 'audit' });
+    expect(started.status).toBe(201);
+    const done = await until(
+      () => projectOf('olivia', started.body.data.id),
+      (p) => p?.status === 'completed',
+    );
+    expect(done).toMatchObject({ agents: [managedAgentId(one, 'auditor')], stats: { goals_met: 1 } });
+
+    await insertImportedAgent(stack.db.url, `src_${'d'.repeat(16)}`, 'auditor', 'Auditor two');
+    const before = await query(stack.db.url, 'select count(*)::int as n from projects');
+    const refused = await api('POST', '/api/projects', 'olivia', { blueprint_name: 'audit' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.payload).toEqual({
+      code: 'ambiguous_agents',
+      agents: [
+        {
+          name: 'auditor',
+          candidates: expect.arrayContaining([
+            managedAgentId(one, 'auditor'),
+            managedAgentId(`src_${'d'.repeat(16)}`, 'auditor'),
+          ]),
+        },
+      ],
+    });
+    expect(await query(stack.db.url, 'select count(*)::int as n from projects')).toEqual(before);
+  });
+
+  it('does not meet goals when the model answers nothing: the phase says no_output', async () => {
+    llm.respond = () => ({ content: '' });
+    try {
+      const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'pipeline-incident-triage' });
+      const done = await until(
+        () => projectOf('sam', r.body.data.id),
+        (p) => p?.status === 'failed',
+      );
+      expect(done).toMatchObject({ agents: ['adam'], stats: { goals_met: 0 } });
+      expect(done!.closed_reason).toMatch(/agent adam answered nothing/);
+    } finally {
+      llm.respond = () => ({ content: 'phase work done' });
+    }
   });
 });

@@ -110,6 +110,7 @@ const DETAIL_KEYS = [
   'notes',
   'parameter_words',
   'parameters',
+  'phase_outcomes',
   'plan_banner',
   'scope',
 ].sort();
@@ -435,7 +436,11 @@ describe('project records over HTTP', () => {
   });
 
   it('answers an empty chain for a mission without a root thread', async () => {
-    const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'platform-self-check' });
+    const asks = [{ id: 'ask', name: 'Ask', goal: 'Agree the scope', questions: [{ id: 'scope', content: 'Which?' }] }];
+    expect((await api('POST', '/api/blueprints/', 'sam', { blueprint_name: 'asks-only', phases: asks })).status).toBe(
+      201,
+    );
+    const r = await api('POST', '/api/projects', 'sam', { blueprint_name: 'asks-only' });
     expect(r.status).toBe(201);
     const chain = await api('GET', `/api/projects/${r.body.data.id}/blueprint-chain`, 'sam');
     expect(chain.status).toBe(200);

@@ -206,25 +206,29 @@ describe('agent thread turns', () => {
     expect(rows).toHaveLength(8);
   });
 
-  it('answers llm_error with a classified failure, no provider text, and the thread to retry in', async () => {
+  it('answers llm_error with a classified failure and no provider text; the failed start leaves no thread', async () => {
     llm.respond = () => ({ status: 401, body: '{"error":{"message":"Incorrect API key provided: sk-test"}}' });
     const err = await startThread(stack.api.deps, em(), owner, { initialPrompt: 'x', origin: 'mcp_origin' }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(LlmFailureError);
-    const payload = (err as LlmFailureError).payload as {
-      llm_failure: Record<string, string>;
-      platform_thread_id: string;
-    };
+    const payload = (err as LlmFailureError).payload as { llm_failure: Record<string, string> };
     expect((err as LlmFailureError).errorType).toBe('llm_error');
     expect(payload.llm_failure.kind).toBe('authentication');
     expect(payload.llm_failure.error_id).toMatch(/^llm_[0-9a-f]{16}$/);
     expect(Object.keys(payload.llm_failure).sort()).toEqual(['action', 'error_id', 'kind', 'message']);
     expect(JSON.stringify(err)).not.toContain('Incorrect API key');
 
+    expect(payload).not.toHaveProperty('platform_thread_id');
+    expect(await query(stack.db.url, `select id from conversation_threads where title = 'x'`)).toEqual([]);
+
     llm.respond = () => ({ content: 'recovered' });
-    const record = (await findThread(em(), payload.platform_thread_id))!;
-    expect((await postMessage(stack.api.deps, owner, record, 'x again')).reply).toBe('recovered');
+    const { thread, turn } = await startThread(stack.api.deps, em(), owner, {
+      initialPrompt: 'x',
+      origin: 'mcp_origin',
+    });
+    expect(turn.reply).toBe('recovered');
+    expect(await findThread(em(), thread.id)).not.toBeNull();
   });
 
   it('records what each call costs and stops at the demo budget cap with a classified llm_error', async () => {
