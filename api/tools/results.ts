@@ -11,13 +11,20 @@ import { Detail as BlueprintDetail, Summary as BlueprintSummary } from '../route
 import { WipCommitView, WipSessionView } from '../routes/blueprint-wip.js';
 import { ExecuteResponse as MergeExecuteResponse, PreviewSchema as MergePreview } from '../routes/crm-merge.js';
 import { ApprovalViewSchema } from '../crm/approval-views.js';
+import { ChunkConfig, IndexStats } from '../routes/indexes.js';
 import { Note, ServerRecord } from '../routes/project-records.js';
 import { AnswersResult, ProjectView, StatusResult } from '../routes/projects.js';
-import { ETL_RUN_STATUSES } from '../../shared/etl/runs.js';
+import type { EtlJobList } from '../etl/service.js';
+import type { JobDescription } from '../../shared/etl/project.js';
+import { ETL_RUN_STATUSES, type EtlRunView as EtlRunViewType } from '../../shared/etl/runs.js';
 
 /** One action's result: the union's branches say which action answers them. */
 const answer = <S extends z.ZodType>(actions: string, schema: S) => schema.describe(actions);
 const Json = z.record(z.string(), z.unknown());
+
+/** Compile-time check that a schema describes exactly the TypeScript type its handler returns. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const describes = <_S extends z.ZodType, _T>(check: Same<z.output<_S>, _T>) => check;
 
 export const ActionReviewResult = z.union([
   answer(
@@ -139,26 +146,13 @@ export const DescribeEtlJobResult = z.object({
   writes_to_customer_systems: z.boolean().describe('A component writes outside the job’s local files'),
 });
 
+describes<typeof EtlRunView, EtlRunViewType>(true);
+describes<typeof ListEtlJobsResult, EtlJobList>(true);
+describes<typeof DescribeEtlJobResult, JobDescription>(true);
+
 export const RunEtlJobResult = EtlRunView;
 export const GetEtlRunResult = EtlRunView;
 
-const ChunkConfig = z.object({
-  chunk_size: z.number().int().nullable(),
-  chunk_overlap: z.number().int().nullable(),
-  chunk_strategy: z.enum(['sentence', 'one_chunk_per_doc']).nullable(),
-});
-const IndexStats = z.object({
-  name: z.string(),
-  file_count: z.number().int(),
-  document_count: z.number().int(),
-  chunk_count: z.number().int(),
-  created_at: z.string(),
-  needs_reindex: z.boolean(),
-  chunk_config: ChunkConfig.nullable(),
-  embedding_collection: z.string(),
-  collections: StringList,
-  managed: z.boolean(),
-});
 const Warnings = StringList.describe('Warnings');
 const Paged = {
   start: z.number().int(),
