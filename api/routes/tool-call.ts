@@ -3,7 +3,8 @@ import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route
 import { invokeTool } from '../tools/invoke.js';
 import { publishedToolCall } from '../tools/published.js';
 
-const ToolCallBody = z.object({
+// Strict like every tool's arguments: `{tool, args}` (a typo) is refused, not run with no arguments.
+const ToolCallBody = z.strictObject({
   tool: z.string().min(1).max(100).describe('A registered tool, e.g. action_review'),
   arguments: z
     .record(z.string(), z.unknown())

@@ -79,6 +79,16 @@ describe('POST /api/tool_call', () => {
     expect(strictOnly.body.error).toContain('(none)');
   });
 
+  it('refuses an unknown field of the body itself (e.g. args for arguments)', async () => {
+    const res = await http(stack.url, 'POST', '/api/tool_call', {
+      body: { tool: '_document_index', args: { action: 'LIST_INDICES' } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.payload.fields).toEqual([
+      expect.objectContaining({ field: 'body.args', code: 'unrecognized_keys', known: ['tool', 'arguments'] }),
+    ]);
+  });
+
   it('refuses a wrong type naming the field', async () => {
     const res = await call('_document_index', { action: 'SEARCH', query: 'backups', top_n: 'ten' });
     expect(res.status).toBe(400);
