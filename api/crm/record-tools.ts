@@ -43,20 +43,20 @@ const Kind = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,79}$/, 'an object API nam
 const Value = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 export const RecordActionInputs = [
-  z.object({
+  z.strictObject({
     action: z.literal('query'),
     connection_name: Conn,
     soql: z.string().min(1).max(CRM_TOOL_LIMITS.maxSoqlChars),
     max_rows: z.number().int().min(1).max(CRM_TOOL_LIMITS.maxQueryRows).default(CRM_TOOL_LIMITS.defaultQueryRows),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('get_record'),
     connection_name: Conn,
     record_kind: Kind,
     record_id: RecordId,
     fields: z.array(FieldName).min(1).max(CRM_TOOL_LIMITS.maxFields),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('update_record'),
     connection_name: Conn,
     record_kind: Kind,

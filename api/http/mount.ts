@@ -40,7 +40,7 @@ function parsePart(route: AnyRoute, location: Location, schema: z.ZodType | unde
     const undeclared = undeclaredKeys(location, result.error);
     if (undeclared.length > 0) throw new UndeclaredFieldsError(undeclared);
   }
-  throw invalidInput(`request ${location}`, issueFields([location], result.error));
+  throw invalidInput(`request ${location}`, issueFields([location], result.error, { schema, value }));
 }
 
 const PERMISSION_GUIDANCE =

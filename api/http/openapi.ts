@@ -136,7 +136,7 @@ const MEDIA_TYPES = { form: 'application/x-www-form-urlencoded', multipart: 'mul
 /** A route's request body: JSON by default; form and multipart bodies under their media types, files as binary parts. */
 function requestBody(route: AnyRoute, components: Json): Json {
   const mediaType = MEDIA_TYPES[route.bodyKind as keyof typeof MEDIA_TYPES] ?? 'application/json';
-  let schema = toSchema(route.body as z.ZodType, 'input', components);
+  let schema = toSchema((route.publishedBody ?? route.body) as z.ZodType, 'input', components);
   if (route.bodyKind === 'multipart' && route.multipart) {
     const files = Object.fromEntries(
       route.multipart.fileFields.map((field) => [

@@ -57,6 +57,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   query?: Q;
   body?: B;
   /**
+   * The body as the OpenAPI document shows it, when the handler validates it more precisely than `body`
+   * after checking the caller (POST /api/tool_call: each tool's own arguments).
+   */
+  publishedBody?: z.ZodType;
+  /**
    * `config` bodies refuse undeclared fields with 422 (spec, Errors); `json` bodies ignore them;
    * `form` routes take `application/x-www-form-urlencoded` (OAuth token requests) instead of JSON;
    * `jsonrpc` bodies are handed to a protocol handler that validates each message itself (the MCP

@@ -14,7 +14,8 @@ const jsonShape = (schema: z.ZodType): string => {
  * advertised by the SDK as an empty schema) with `action` and every listed action's parameters as
  * optional fields. `action` is advertised as an enum but accepts any string, so the handler can answer
  * a v1-only action on v2 with a refusal that names /mcp/v1/ instead of a bare validation error. A
- * parameter two actions declare differently is advertised without a type; each action validates its own.
+ * parameter two actions declare differently is advertised without a type; each action validates its own
+ * and refuses any parameter it does not take.
  */
 export function platformInputSchema(catalog: McpActionCatalog, version: GatewayVersion): z.ZodObject {
   // Built once per catalog and version: the gateway creates a server per request, and rebuilding this
@@ -51,7 +52,9 @@ function buildPlatformInputSchema(catalog: McpActionCatalog, version: GatewayVer
     const description = schema.description ? `${schema.description} ` : '';
     shape[key] = base.describe(`${description}(used by: ${users.join(', ')})`);
   }
-  return z.object(shape);
+  // Loose so an unknown parameter reaches the dispatcher, which refuses it naming the action's parameters
+  // (a stripping object would drop it silently); advertised closed, as every call with one is refused.
+  return z.looseObject(shape).meta({ additionalProperties: false });
 }
 
 /** One action's parameters, as `help` shows them. */

@@ -60,7 +60,7 @@ const ApproveAndExecuteResponse = z.object({
   proposal: ProposalDetailSchema.nullable(),
 });
 
-const ExecuteResponse = z.object({
+export const ExecuteResponse = z.object({
   success: z.boolean().describe('True when the effect is recorded as executed'),
   claimed: z.boolean().describe('False when refused before claiming the grant'),
   final_status: z.enum(FINAL_STATUSES).nullable(),

@@ -53,6 +53,14 @@ function ctxOf(c: RouteContext<unknown, unknown, unknown>): Ctx {
   return { em: c.em, principal: c.principal, root: c.deps.config.blueprints.dir };
 }
 
+/** What a commit answers (the route and the `blueprints` tool's WIP_COMMIT). */
+export const WipCommitView = z.object({
+  session: WipSessionView,
+  commit_sha: z.string().nullable(),
+  changed_files: z.array(z.string()),
+  removed_files: z.array(z.string()),
+});
+
 const NOT_FOUND = err('No such blueprint (or not visible), or no such session on it');
 const CLOSED_409 = err(
   'Built-in default (DEFAULT_BLUEPRINT), or the session is no longer open (BLUEPRINT_WIP_SESSION_CLOSED: committed, discarded or expired)',
@@ -149,14 +157,7 @@ export const blueprintWipRoutes = [
     responses: {
       200: {
         description: 'Committed',
-        schema: successEnvelope(
-          z.object({
-            session: WipSessionView,
-            commit_sha: z.string().nullable(),
-            changed_files: z.array(z.string()),
-            removed_files: z.array(z.string()),
-          }),
-        ),
+        schema: successEnvelope(WipCommitView),
       },
       403: err('No edit access, or not the session opener without manage access'),
       404: NOT_FOUND,

@@ -74,7 +74,7 @@ const Flags = z.object({
   can_edit: z.boolean(),
   can_manage: z.boolean(),
 });
-const Summary = z.object({
+export const Summary = z.object({
   blueprint_name: z.string(),
   blueprint_id: z.string(),
   short_description: z.string(),
@@ -113,7 +113,7 @@ const PendingRenameView = z
     workflow_id: z.string(),
   })
   .meta({ id: 'BlueprintPendingRename' });
-const Detail = Summary.extend({
+export const Detail = Summary.extend({
   hidden: z.boolean(),
   manifest: ManifestSchema,
   phases: z.array(PhaseSchema.extend({ missing_files: z.array(z.string()) })),

@@ -16,7 +16,7 @@ const WorkflowUrl = z
 
 const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
-const PreviewSchema = z
+export const PreviewSchema = z
   .record(z.string(), z.unknown())
   .describe('projected_survivor (preview_fields first), field_sources, field_writes, records, digest')
   .meta({ id: 'CrmMergePreview' });
@@ -33,7 +33,7 @@ const RequestBody = MergeSelectionSchema.extend({
     .optional()
     .describe('Approval lifetime; default 3600, capped by CRM_MAX_APPROVAL_TTL_SECONDS (86400)'),
 });
-const ExecuteResponse = z.object({
+export const ExecuteResponse = z.object({
   success: z.boolean().describe('True when the merge is recorded as executed'),
   claimed: z.boolean(),
   final_status: z

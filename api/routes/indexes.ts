@@ -3,13 +3,13 @@ import { currentEmbedder } from '../../shared/document-index/embedder.js';
 import { indexStats } from '../../shared/document-index/store.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
-const ChunkConfig = z.object({
+export const ChunkConfig = z.object({
   chunk_size: z.number().int().nullable(),
   chunk_overlap: z.number().int().nullable(),
   chunk_strategy: z.enum(['sentence', 'one_chunk_per_doc']).nullable(),
 });
 
-const IndexStats = z.object({
+export const IndexStats = z.object({
   name: z.string(),
   file_count: z.number().int().describe('user documents only'),
   document_count: z.number().int(),

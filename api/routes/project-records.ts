@@ -53,7 +53,7 @@ const recordFields = {
 
 const ProjectRecordItem = z.strictObject(recordFields).meta({ id: 'ProjectRecordItem' });
 
-const ServerRecord = z.strictObject({
+export const ServerRecord = z.strictObject({
   kind: z.enum(SERVER_RECORD_KINDS),
   evidence_id: z.string(),
   asset_id: z.string().nullable(),
@@ -79,7 +79,7 @@ const Goal = z.strictObject({
   server_records: z.array(ServerRecord).describe('Newest first'),
 });
 
-const Note = z.strictObject({
+export const Note = z.strictObject({
   id: z.string(),
   sequence: z.number().int(),
   goal: z.string(),

@@ -108,7 +108,7 @@ const StatusBody = z
   })
   .strict();
 
-const StatusResult = z.object({
+export const StatusResult = z.object({
   project_id: z.string(),
   previous_status: z.enum(MISSION_STATUSES),
   status: z.enum(MISSION_STATUSES),
@@ -125,7 +125,7 @@ const AnswersBody = z
   })
   .strict();
 
-const AnswersResult = z.object({
+export const AnswersResult = z.object({
   project_id: z.string(),
   question_set_id: z.string(),
   answered: z.array(z.string()),

@@ -1,14 +1,18 @@
 import { z } from 'zod';
-import { defineRoute, successEnvelope } from '../http/route.js';
+import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
 import { invokeTool } from '../tools/invoke.js';
+import { publishedToolCall } from '../tools/published.js';
 
-const ToolCallBody = z.object({
+// Strict like every tool's arguments: `{tool, args}` (a typo) is refused, not run with no arguments.
+const ToolCallBody = z.strictObject({
   tool: z.string().min(1).max(100).describe('A registered tool, e.g. action_review'),
   arguments: z
     .record(z.string(), z.unknown())
     .default({})
     .describe("The tool's input; for action_review `action` picks the operation"),
 });
+
+const published = publishedToolCall();
 
 export const toolCallRoutes = [
   defineRoute({
@@ -18,11 +22,19 @@ export const toolCallRoutes = [
     summary: 'Call a platform tool (agents with their gsk_ token; people where the tool allows)',
     tags: ['tools'],
     access: { kind: 'authenticated' },
+    // The route takes any tool name and arguments object; invokeTool checks the caller's access, then the
+    // arguments against the tool's strict schema (an unknown argument is a 400 naming the known ones).
     body: ToolCallBody,
+    publishedBody: published.body,
     responses: {
       200: {
         description: 'The tool’s result',
-        schema: successEnvelope(z.object({ tool: z.string(), result: z.unknown() })),
+        schema: successEnvelope(published.answer),
+      },
+      400: {
+        description:
+          'Invalid arguments (`bad_request`): `payload.fields` names each failing one; an unknown argument has `code` `unrecognized_keys` and `known` (the arguments its tool or action takes)',
+        schema: ErrorEnvelopeSchema,
       },
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },

@@ -6,22 +6,23 @@ import { executeProposal } from '../action-review/execute.js';
 import { rowView } from '../action-review/views.js';
 import { findVisibleProposal } from '../action-review/visibility.js';
 import { defineTool } from './registry.js';
+import { ActionReviewResult } from './results.js';
 import { uuidFromKey } from '../../shared/ids.js';
 
 const ProposalId = z.string().min(1).max(100);
 
 const ActionReviewToolInput = z.discriminatedUnion('action', [
-  z.object({
+  z.strictObject({
     action: z.literal('CREATE_PROPOSAL'),
     action_type: z.enum(ACTION_TYPES),
     payload: z.record(z.string(), z.unknown()),
     expected_effect: z.string().trim().min(1).max(20_000),
     requested_statement: z.string().max(100_000).optional(),
-    subject: z.object({ kind: z.string().min(1).max(100), id: z.string().min(1).max(200) }).optional(),
+    subject: z.strictObject({ kind: z.string().min(1).max(100), id: z.string().min(1).max(200) }).optional(),
     execution_origin: z.enum(['any', 'proposal_thread']).optional(),
   }),
-  z.object({ action: z.literal('GET_REQUEST_STATUS'), proposal_id: ProposalId }),
-  z.object({ action: z.literal('EXECUTE_PROPOSAL'), proposal_id: ProposalId }),
+  z.strictObject({ action: z.literal('GET_REQUEST_STATUS'), proposal_id: ProposalId }),
+  z.strictObject({ action: z.literal('EXECUTE_PROPOSAL'), proposal_id: ProposalId }),
 ]);
 
 /**
@@ -34,6 +35,7 @@ export const actionReviewTool = defineTool({
   description:
     'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL).',
   input: ActionReviewToolInput,
+  result: ActionReviewResult,
   principalKinds: ['agent', 'person'],
   permission: 'APPROVE_AGENT_ACTION',
   async handler({ input, principal, deps, em, idempotencyKey }) {

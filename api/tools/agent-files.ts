@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { storeDownload } from '../../shared/downloads/signed-urls.js';
 import { uuidFromKey } from '../../shared/ids.js';
 import { defineTool } from './registry.js';
+import { AgentFilesResult } from './results.js';
 
 /** Names an agent may give a file: one path segment, no control characters. */
 const FileName = z
@@ -21,7 +22,7 @@ export const agentFilesTool = defineTool({
   name: 'agent_files',
   description:
     'Produce a file for the person you are talking to (WRITE_FILE). They receive a short-lived download link with your reply.',
-  input: z.object({
+  input: z.strictObject({
     action: z.literal('WRITE_FILE'),
     name: FileName,
     content: z.string().max(10 * 1024 * 1024),
@@ -31,6 +32,7 @@ export const agentFilesTool = defineTool({
       .default('text/plain'),
     encoding: z.enum(['utf8', 'base64']).default('utf8').describe('base64 for binary content such as screenshots'),
   }),
+  result: AgentFilesResult,
   principalKinds: ['agent'],
   async handler({ input, principal, em, idempotencyKey }) {
     const stored = await storeDownload(em, {

@@ -3,6 +3,7 @@ import { BlueprintName } from '../../shared/blueprints/manifest.js';
 import { detail, inventory, open, type Ctx } from '../blueprints/service.js';
 import { runWizard, WizardBody } from '../blueprints/wizard.js';
 import { defineTool } from './registry.js';
+import { BlueprintsResult } from './results.js';
 import { runWipToolAction, wipToolActions, type WipToolInput } from './blueprint-wip.js';
 
 const BlueprintsInput = z.discriminatedUnion('action', [
@@ -29,6 +30,7 @@ export const blueprintsTool = defineTool({
   description:
     'Blueprints (mission templates): LIST the ones you can view; GET (blueprint_name) a manifest with its phases; RECOMMEND (goal, answers?, answer_context?) up to 3 blueprints for a goal, or up to 2 clarifying questions first (one round: with answers it always recommends). Edit a blueprint in a work-in-progress session: WIP_OPEN (blueprint_name, ttl_seconds?, note?), WIP_EDIT (blueprint_name, session_id, files?: [{path, content}], remove?, message?) commits on the branch wip/<session_id>, WIP_COMMIT applies the edits to the working copy as one commit, WIP_DISCARD drops them, WIP_LIST lists sessions.',
   input: BlueprintsInput,
+  result: BlueprintsResult,
   principalKinds: ['agent', 'person'],
   async handler({ input, principal, deps, em }) {
     const ctx: Ctx = { em, principal, root: deps.config.blueprints.dir };

@@ -10,15 +10,16 @@ import {
   WRITE_PERMISSION,
 } from '../crm/record-tools.js';
 import { defineTool } from './registry.js';
+import { CrmConnectorResult } from './results.js';
 
 const Input = z.discriminatedUnion('action', [
-  MergeSelectionSchema.extend({ action: z.literal('preview_merge') }),
+  MergeSelectionSchema.extend({ action: z.literal('preview_merge') }).strict(),
   MergeSelectionSchema.extend({
     action: z.literal('request_merge_approval'),
     expected_digest: z.string().max(200).optional(),
     ttl_seconds: z.number().int().min(1).optional(),
-  }),
-  z.object({
+  }).strict(),
+  z.strictObject({
     action: z.literal('execute_merge'),
     approval_id: z.string().min(1).max(100),
     connection_name: z.string().trim().min(1).max(100),
@@ -39,6 +40,7 @@ export const crmConnectorTool = defineTool({
     `update_record (people with ${WRITE_PERMISSION} only, agents go through Action Review; kinds ${WRITABLE_KINDS.join(', ')}; ` +
     `1 to ${CRM_TOOL_LIMITS.maxFields} fields, values up to ${CRM_TOOL_LIMITS.maxValueChars} characters, ${CRM_TOOL_LIMITS.maxUpdateChars} in all).`,
   input: Input,
+  result: CrmConnectorResult,
   principalKinds: ['agent', 'person'],
   // The REST routes' permissions, action by action: reading a connection is not approving a merge.
   permission: (input) => (input.action === 'execute_merge' ? 'APPROVE_AGENT_ACTION' : 'view_connections'),

@@ -19,6 +19,7 @@ import { rechunkAction } from '../document-index/rechunk.js';
 import { openKbPullRequestAction, proposeKbEditAction } from '../document-index/kb-edit.js';
 import { ForbiddenError } from '../../shared/errors.js';
 import { defineTool } from './registry.js';
+import { DocumentIndexResult } from './results.js';
 
 const IndexName = z
   .string()
@@ -40,24 +41,24 @@ const needsRef = (v: { file_id?: string; filepath?: string }) => !!(v.file_id ||
 const refMessage = { message: 'give file_id or filepath', path: ['file_id'] };
 
 const Input = z.discriminatedUnion('action', [
-  z.object({ action: z.literal('CREATE_INDEX'), index_name: IndexName, ...ChunkParams }),
-  z.object({ action: z.literal('RENAME_INDEX'), index_name: IndexName, new_index_name: IndexName }),
-  z.object({ action: z.literal('DELETE_INDEX'), index_name: IndexName }),
-  z.object({ action: z.literal('LIST_INDICES') }),
-  z.object({
+  z.strictObject({ action: z.literal('CREATE_INDEX'), index_name: IndexName, ...ChunkParams }),
+  z.strictObject({ action: z.literal('RENAME_INDEX'), index_name: IndexName, new_index_name: IndexName }),
+  z.strictObject({ action: z.literal('DELETE_INDEX'), index_name: IndexName }),
+  z.strictObject({ action: z.literal('LIST_INDICES') }),
+  z.strictObject({
     action: z.literal('ADD_DOCUMENTS'),
     index_name: IndexName,
     filepath: z.string().min(1).max(4096).describe('a file or directory on the server (BOT_GIT: prefix allowed)'),
     ...ChunkParams,
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('ADD_TEXT'),
     index_name: IndexName,
     text: z.string().min(1).max(5_000_000),
     metadata: z.record(z.string(), z.unknown()).optional(),
     ...ChunkParams,
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('LIST_DOCUMENTS'),
     index_name: IndexName,
     path_filter: z.string().max(1000).optional(),
@@ -67,7 +68,7 @@ const Input = z.discriminatedUnion('action', [
     count: z.number().int().min(1).max(50).default(50).describe('at most 50'),
   }),
   z
-    .object({
+    .strictObject({
       action: z.literal('GET_DOCUMENT'),
       index_name: IndexName,
       ...DocRef,
@@ -76,8 +77,10 @@ const Input = z.discriminatedUnion('action', [
       count: z.number().int().min(1).max(1_000_000).optional(),
     })
     .refine(needsRef, refMessage),
-  z.object({ action: z.literal('DELETE_DOCUMENT'), index_name: IndexName, ...DocRef }).refine(needsRef, refMessage),
-  z.object({
+  z
+    .strictObject({ action: z.literal('DELETE_DOCUMENT'), index_name: IndexName, ...DocRef })
+    .refine(needsRef, refMessage),
+  z.strictObject({
     action: z.literal('RENAME_DOCUMENT'),
     index_name: IndexName,
     filepath: z.string().min(1).max(4096),
@@ -89,21 +92,21 @@ const Input = z.discriminatedUnion('action', [
       // eslint-disable-next-line no-control-regex -- a file name holds no control characters or slashes
       .regex(/^[^\0-\x1f/\\]+$/, 'a file name (no slashes)'),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('SEARCH'),
     index_name: IndexName.optional(),
     query: z.string().trim().min(1).max(2000),
     top_n: z.number().int().min(1).max(100).default(10),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('ASK'),
     query: z.string().trim().min(1).max(2000),
     top_n: z.number().int().min(1).max(50).default(5),
     index_name: IndexName.optional().describe('the index to answer from (all indices when omitted)'),
   }),
-  z.object({ action: z.literal('GET_INDICES_STATS') }),
-  z.object({ action: z.literal('RECHUNK'), index_name: IndexName, ...ChunkParams }),
-  z.object({
+  z.strictObject({ action: z.literal('GET_INDICES_STATS') }),
+  z.strictObject({ action: z.literal('RECHUNK'), index_name: IndexName, ...ChunkParams }),
+  z.strictObject({
     action: z.literal('propose_kb_edit'),
     source_id_or_index: z.string().max(200).default(''),
     relative_path: z.string().max(4096).default(''),
@@ -117,7 +120,7 @@ const Input = z.discriminatedUnion('action', [
       .describe('write (default) adds or changes the file; delete removes it; rename moves it to new_relative_path'),
     new_relative_path: z.string().max(4096).default('').describe('rename only: the new path under documents_root'),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('open_kb_pull_request'),
     source_id_or_index: z.string().max(200).default(''),
     target_index: z.string().max(200).default(''),
@@ -160,6 +163,7 @@ export const documentIndexTool = defineTool({
   description:
     'Document indexes: CREATE_INDEX, RENAME_INDEX, DELETE_INDEX, LIST_INDICES, ADD_DOCUMENTS, ADD_TEXT, LIST_DOCUMENTS, GET_DOCUMENT, DELETE_DOCUMENT, RENAME_DOCUMENT, SEARCH, ASK, GET_INDICES_STATS, RECHUNK; Git-backed knowledge bases: propose_kb_edit stages a file change, open_kb_pull_request raises an Action Review proposal that pushes a branch and opens the pull request.',
   input: Input,
+  result: DocumentIndexResult,
   principalKinds: ['person', 'agent', 'system', 'app'],
   async handler({ input, principal, deps, em, idempotencyKey }) {
     if (WRITES.has(input.action) && principal.kind !== 'agent' && !principal.permissions.has('manage_agents'))

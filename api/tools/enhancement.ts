@@ -9,6 +9,7 @@ import { uuidFromKey } from '../../shared/ids.js';
 import { createProposal } from '../action-review/create.js';
 import { rowView } from '../action-review/views.js';
 import { defineTool } from './registry.js';
+import { EnhancementActionResult } from './results.js';
 
 const EnhancementInput = z.discriminatedUnion('action', [
   z
@@ -53,6 +54,7 @@ export const enhancementActionTool = defineTool({
   description:
     'Code-agent runs: START_CODE_AGENT (prompt, ticket_key?) launches a coding agent on the configured repository (agents: an Action Review proposal a person approves); GET_CODE_AGENT_STATUS (run_id) answers status, steps, pull-request URL; CANCEL_CODE_AGENT (run_id) stops a run that has not ended (it ends cancelled).',
   input: EnhancementInput,
+  result: EnhancementActionResult,
   principalKinds: ['agent', 'person'],
   permission: (input) => (input.action === 'GET_CODE_AGENT_STATUS' ? 'view_connections' : 'manage_all_connections'),
   async handler({ input, principal, deps, em, idempotencyKey }) {

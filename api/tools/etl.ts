@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ETL_OUTPUT_PAGE_DEFAULT, ETL_OUTPUT_PAGE_MAX } from '../../shared/etl/runs.js';
 import { describeJob, getRun, listJobs, startRun } from '../etl/service.js';
 import { defineTool } from './registry.js';
+import { DescribeEtlJobResult, GetEtlRunResult, ListEtlJobsResult, RunEtlJobResult } from './results.js';
 
 /** Talend job and context names: letters, digits, underscores (never a path). */
 const JobName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,199}$/, 'a job name: letters, digits and underscores');
@@ -13,6 +14,7 @@ export const listEtlJobsTool = defineTool({
   description:
     "ETL jobs: project_jobs (the project's process/ folder) and built_jobs (built jobs in etl.jobs_dir, or the remote runner's).",
   input: z.object({}).strict(),
+  result: ListEtlJobsResult,
   principalKinds: ['agent', 'person'],
   permission: 'view_connections',
   handler: async ({ deps }) => await listJobs(deps),
@@ -32,6 +34,7 @@ export const describeEtlJobTool = defineTool({
         .optional(),
     })
     .strict(),
+  result: DescribeEtlJobResult,
   principalKinds: ['agent', 'person'],
   permission: 'view_connections',
   handler: async ({ deps, input }) => await describeJob(deps, input.job_name, input.version),
@@ -58,6 +61,7 @@ export const runEtlJobTool = defineTool({
         .default({}),
     })
     .strict(),
+  result: RunEtlJobResult,
   principalKinds: ['agent', 'person'],
   // Running a job acts on customer systems with connection settings: the connection-management permission.
   permission: 'manage_all_connections',
@@ -75,6 +79,7 @@ export const getEtlRunTool = defineTool({
       limit: z.number().int().min(1).max(ETL_OUTPUT_PAGE_MAX).default(ETL_OUTPUT_PAGE_DEFAULT),
     })
     .strict(),
+  result: GetEtlRunResult,
   principalKinds: ['agent', 'person'],
   permission: 'view_connections',
   handler: async ({ em, principal, input }) => await getRun(em, principal, input.run_id, input.offset, input.limit),

@@ -17,11 +17,12 @@ import {
 import { BadRequestError } from '../../shared/errors.js';
 import { addNote, addServerRecord } from '../missions/records.js';
 import { defineTool } from './registry.js';
+import { MissionResult } from './results.js';
 
 const ProjectId = z.string().regex(/^prj_[0-9a-f]{32}$/);
 
 const MissionToolInput = z.discriminatedUnion('action', [
-  z.object({
+  z.strictObject({
     action: z.literal('START'),
     blueprint_name: BlueprintName,
     name: z.string().trim().min(1).max(200).optional(),
@@ -29,23 +30,23 @@ const MissionToolInput = z.discriminatedUnion('action', [
       .record(z.string().min(1).max(100), z.union([z.string().max(4000), z.number(), z.boolean(), z.null()]))
       .optional(),
   }),
-  z.object({ action: z.literal('STATUS'), project_id: ProjectId }),
-  z.object({
+  z.strictObject({ action: z.literal('STATUS'), project_id: ProjectId }),
+  z.strictObject({
     action: z.literal('ANSWER'),
     project_id: ProjectId,
     question_set_id: z.string().min(1).max(200),
     answers: z
-      .array(z.object({ question_id: z.string().min(1).max(63), answer: z.string().min(1).max(10000) }))
+      .array(z.strictObject({ question_id: z.string().min(1).max(63), answer: z.string().min(1).max(10000) }))
       .min(1)
       .max(50),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('SET_STATUS'),
     project_id: ProjectId,
     status_action: z.enum(STATUS_ACTIONS),
     reason: z.string().max(2000).optional(),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('RECORD_NOTE'),
     project_id: ProjectId,
     goal: z.string().min(1).max(200),
@@ -59,7 +60,7 @@ const MissionToolInput = z.discriminatedUnion('action', [
     verification_reason: z.string().min(1).max(2000).optional(),
     input_versions: z.record(z.string().min(1).max(200), z.string().max(200)).optional(),
   }),
-  z.object({
+  z.strictObject({
     action: z.literal('RECORD_SERVER_RECORD'),
     project_id: ProjectId,
     goal: z.string().min(1).max(200),
@@ -84,6 +85,7 @@ export const missionTool = defineTool({
   description:
     'Missions: START one from a blueprint (blueprint_name), read its STATUS, ANSWER questions of its open question set, SET_STATUS (status_action pause | resume | cancel | close), RECORD_NOTE (goal, status planned | in_progress | met | waived with waive_reason, evidence, asset, finding, verification passed | failed | inconclusive with verification_reason, person_turn, input_versions), RECORD_SERVER_RECORD (goal, kind, evidence_id, state, asset_id, target_table, reason).',
   input: MissionToolInput,
+  result: MissionResult,
   principalKinds: ['person', 'agent'],
   async handler({ input, principal, deps, em }) {
     switch (input.action) {

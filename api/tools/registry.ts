@@ -18,13 +18,16 @@ export interface ToolContext<I> {
 }
 
 /**
- * One tool callers (agents over `POST /api/tool_call`, later the MCP gateway) can invoke: its
- * name, input schema, who may call it, and its handler. The handler returns the tool's result.
+ * One tool callers (agents over `POST /api/tool_call` and in their turns) can invoke: its name,
+ * argument and result schemas, who may call it, and its handler. The handler returns the tool's result.
  */
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
+  /** The arguments: strict objects (an unknown argument is refused naming the known ones). */
   input: S;
+  /** What the handler answers, as published (`api/tools/results.ts`); documentation, never checked on a call. */
+  result: z.ZodType;
   /** Principal kinds allowed to call; others answer 403. */
   principalKinds: readonly PrincipalKind[];
   /**
@@ -59,5 +62,10 @@ export class ToolRegistry {
 
   names(): string[] {
     return [...this.tools.keys()].sort();
+  }
+
+  /** Every tool, in name order. */
+  all(): AnyTool[] {
+    return this.names().map((name) => this.tools.get(name)!);
   }
 }

@@ -1,5 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { mcpActionCatalog } from '../../api/mcp/actions/index.js';
+import { platformInputSchema } from '../../api/mcp/schema.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { callPlatform, connectMcp, rawMcpPost } from './support.js';
 
@@ -34,6 +37,12 @@ describe('tools', () => {
       );
       for (const name of V1_ONLY) expect(action.enum).not.toContain(name);
       expect(tools[0]!.inputSchema.required).toEqual(['action']);
+      // Closed, from the same zod schema the gateway builds: every action's parameters, nothing else.
+      expect(tools[0]!.inputSchema.additionalProperties).toBe(false);
+      const advertised = z.toJSONSchema(platformInputSchema(mcpActionCatalog, 'v2'), { io: 'input' });
+      expect(Object.keys(tools[0]!.inputSchema.properties!).sort()).toEqual(Object.keys(advertised.properties!).sort());
+      const params = mcpActionCatalog.actions('v2').flatMap((a) => Object.keys(a.params.shape));
+      expect(Object.keys(tools[0]!.inputSchema.properties!).sort()).toEqual([...new Set(['action', ...params])].sort());
       expect((tools[0]!.inputSchema.properties as Record<string, any>).about.type).toBe('string');
     },
   );
@@ -124,8 +133,31 @@ describe('versions', () => {
     const foreign = await callPlatform(client, { action: 'status', about: 'help' });
     expect(foreign).toMatchObject({
       isError: true,
-      data: { error_type: 'bad_request', payload: { reason: 'undeclared_parameters', fields: ['about'] } },
+      data: {
+        error_type: 'bad_request',
+        payload: { action: 'status', fields: [{ field: 'about', code: 'unrecognized_keys', known: [] }] },
+      },
     });
+    expect(foreign.data.error).toContain('(none)');
+  });
+
+  it('refuses a parameter no action takes (once dropped silently), naming the parameters of the action', async () => {
+    const client = await connect('/mcp/v2/');
+    const res = await callPlatform(client, { action: 'read_skill', skill_name: 'x', title: 'y' });
+    expect(res).toMatchObject({
+      isError: true,
+      data: {
+        error_type: 'bad_request',
+        request_id: expect.any(String),
+        payload: {
+          action: 'read_skill',
+          fields: [{ field: 'title', code: 'unrecognized_keys', known: ['skill_name', 'relative_path'] }],
+        },
+      },
+    });
+    expect(res.data.error).toContain('skill_name, relative_path');
+    const wrongType = await callPlatform(client, { action: 'read_skill', skill_name: 42 });
+    expect(wrongType.isError).toBe(true);
   });
 });
 
