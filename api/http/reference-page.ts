@@ -109,7 +109,9 @@ main{flex:1;min-width:0;padding:1rem 2rem;max-width:1000px}
 .get{background:#2f7d32}.post{background:#1565c0}.put{background:#8e5a00}.patch{background:#6a1b9a}.delete{background:#b71c1c}
 pre.schema,pre.example{background:#f7f7f9;padding:.5rem;overflow:auto;font-size:.8rem}
 table.fields{width:100%;margin:.25rem 0}
-table{border-collapse:collapse;font-size:.85rem} td,th{border:1px solid #dde2ea;padding:.2rem .4rem;text-align:left;overflow-wrap:anywhere}
+table{border-collapse:collapse;font-size:.85rem} td,th{border:1px solid #dde2ea;padding:.2rem .4rem;text-align:left}
+/* Limits and descriptions hold long unbroken tokens (patterns, codes): they may wrap anywhere, names never. */
+td:nth-child(n+4){overflow-wrap:anywhere}
 .auth{color:#555;font-size:.85rem}
 </style></head><body><nav><p><strong>${escapeHtml(info.title)}</strong> ${escapeHtml(info.version)}</p><p><a href="/openapi.json">openapi.json</a></p><ul>${nav}</ul></nav>
 <main><h1>${escapeHtml(info.title)}</h1><p>${escapeHtml(info.description)}</p>${sections}</main></body></html>`;
