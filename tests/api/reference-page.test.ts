@@ -27,6 +27,24 @@ afterAll(async () => {
 
 const operations = () => Object.values(doc.paths as Json).flatMap((ops: Json) => Object.values(ops) as Json[]);
 
+/**
+ * The side menu's links and any horizontal overflow, measured in the page (a string: this project's TypeScript has
+ * no DOM library).
+ */
+const LAYOUT = `(() => {
+  const nav = document.querySelector('nav');
+  const links = [...nav.querySelectorAll('li a')];
+  return {
+    links: links.length,
+    clipped: links
+      .filter((a) => a.scrollWidth > a.clientWidth || a.getBoundingClientRect().right > nav.clientWidth)
+      .map((a) => a.title),
+    untitled: links.filter((a) => a.title !== a.textContent.replace(/^(\\w+)/, '$1 ')).map((a) => a.textContent),
+    navOverflow: nav.scrollWidth - nav.clientWidth,
+    pageOverflow: document.documentElement.scrollWidth - window.innerWidth,
+  };
+})()`;
+
 /** The HTML of one operation's section. */
 const section = (operationId: string) => {
   const start = html.indexOf(`<section class="op" id="${operationId}">`);
@@ -66,19 +84,7 @@ describe('the /docs reference page', () => {
     const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
     try {
       await page.setContent(html, { waitUntil: 'domcontentloaded' });
-      const layout = await page.evaluate(() => {
-        const nav = document.querySelector('nav')!;
-        const links = [...nav.querySelectorAll('li a')] as HTMLElement[];
-        return {
-          links: links.length,
-          clipped: links
-            .filter((a) => a.scrollWidth > a.clientWidth || a.getBoundingClientRect().right > nav.clientWidth)
-            .map((a) => a.title),
-          untitled: links.filter((a) => a.title !== a.textContent!.replace(/^(\w+)/, '$1 ')).map((a) => a.textContent),
-          navOverflow: nav.scrollWidth - nav.clientWidth,
-          pageOverflow: document.documentElement.scrollWidth - window.innerWidth,
-        };
-      });
+      const layout = (await page.evaluate(LAYOUT)) as Record<string, unknown>;
       expect(layout.links).toBe(operations().length);
       expect(layout).toMatchObject({ clipped: [], untitled: [], navOverflow: 0, pageOverflow: 0 });
     } finally {
