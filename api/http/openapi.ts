@@ -12,7 +12,10 @@ const NUL_FREE_JSON: Json = {
   anyOf: [
     { type: 'string', pattern: NO_NUL },
     { type: ['number', 'boolean', 'null'] },
-    { type: 'array', items: { $ref: '#/components/schemas/NulFreeJson' } },
+    // `unevaluatedItems` (with no `items` or `prefixItems`, the same rule as `items`): a union holding an array of
+    // itself is a type TypeScript cannot declare through openapi-typescript's `components["schemas"][…]` (TS2502), so
+    // client generators type the element as unknown while validators and fuzzers still apply the rule to every item.
+    { type: 'array', unevaluatedItems: { $ref: '#/components/schemas/NulFreeJson' } },
     {
       type: 'object',
       propertyNames: { pattern: NO_NUL },
@@ -58,7 +61,6 @@ function forbidNul(node: unknown, components: Json): void {
   }
 }
 
-/** Converts a zod schema to JSON Schema 2020-12 (OpenAPI 3.1's dialect), hoisting named schemas to components. */
 /**
  * A string that is trimmed before its length is checked (`z.string().trim().min(1)`) refuses whitespace-only
  * input, which `minLength` alone does not say: such a string is published with `pattern: "[^\\s\\uFEFF]"` (at least one
@@ -76,13 +78,25 @@ function trimmedNonBlank(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
   if (probe.length === 0) ctx.jsonSchema.pattern = '[^\\s\\uFEFF]';
 }
 
+/**
+ * zod publishes every `.int()` with ±`Number.MAX_SAFE_INTEGER` as its bounds when it has no real one. On what the
+ * server sends they say nothing, so responses drop them. Requests keep them: the validator refuses an unsafe
+ * integer, and a client or fuzzer reading the document must not take 2^60 for a valid value.
+ */
+function dropSafeIntegerBounds(ctx: { jsonSchema: Json }): void {
+  if (ctx.jsonSchema.type !== 'integer') return;
+  if (ctx.jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete ctx.jsonSchema.minimum;
+  if (ctx.jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete ctx.jsonSchema.maximum;
+}
+
+/** Converts a zod schema to JSON Schema 2020-12 (OpenAPI 3.1's dialect), hoisting named schemas to components. */
 function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): Json {
   const json = z.toJSONSchema(schema, {
     target: 'draft-2020-12',
     unrepresentable: 'any',
     io,
     cycles: 'ref',
-    ...(io === 'input' ? { override: trimmedNonBlank } : {}),
+    override: io === 'input' ? trimmedNonBlank : dropSafeIntegerBounds,
   }) as Json;
   if (io === 'input') forbidNul(json, components);
   delete json.$schema;

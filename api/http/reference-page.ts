@@ -5,6 +5,18 @@ type Json = Record<string, unknown>;
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+/** A response as written (`{$ref: '#/components/responses/<name>'}` for the shared ones) with the reference followed. */
+function resolveResponse(response: Json, shared: Record<string, Json>): Json {
+  const ref = response.$ref;
+  if (typeof ref !== 'string') return response;
+  const target = shared[ref.replace(/^#\/components\/responses\//, '')];
+  if (!target) throw new Error(`The OpenAPI document references ${ref}, which components.responses does not define`);
+  return target;
+}
+
+/** A path that a narrow column may wrap after any `/` rather than cut off. */
+const breakableAtSlashes = (path: string) => escapeHtml(path).replace(/\//g, '/<wbr>');
+
 /**
  * A self-contained, browsable API reference rendered on the server from the OpenAPI document: no
  * script, no external assets, so it works on a closed network.
@@ -13,6 +25,7 @@ export function renderReferencePage(doc: Json): string {
   const info = doc.info as { title: string; version: string; description: string };
   const paths = doc.paths as Record<string, Record<string, Json>>;
   const components = ((doc.components as Json | undefined)?.schemas ?? {}) as Json;
+  const sharedResponses = ((doc.components as Json | undefined)?.responses ?? {}) as Record<string, Json>;
   const schemaBlock = (schema: unknown) => schemaTables(schema, components);
   const byTag = new Map<string, Array<{ method: string; path: string; op: Json }>>();
   for (const [path, ops] of Object.entries(paths)) {
@@ -30,7 +43,7 @@ export function renderReferencePage(doc: Json): string {
           .get(tag)!
           .map(
             ({ method, path, op }) =>
-              `<li><a href="#${escapeHtml(String(op.operationId))}"><code class="m ${method}">${method.toUpperCase()}</code> ${escapeHtml(path)}</a></li>`,
+              `<li><a href="#${escapeHtml(String(op.operationId))}" title="${method.toUpperCase()} ${escapeHtml(path)}"><code class="m ${method}">${method.toUpperCase()}</code><span class="p">${breakableAtSlashes(path)}</span></a></li>`,
           )
           .join('')}</ul></li>`,
     )
@@ -57,7 +70,8 @@ export function renderReferencePage(doc: Json): string {
             .join('');
           const body = op.requestBody as { content: Record<string, { schema: unknown }> } | undefined;
           const responses = Object.entries(op.responses as Record<string, Json>)
-            .map(([status, r]) => {
+            .map(([status, raw]) => {
+              const r = resolveResponse(raw, sharedResponses);
               const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.[
                 'application/json'
               ]?.schema;
@@ -87,13 +101,17 @@ ${
 body{font-family:system-ui,sans-serif;margin:0;display:flex;color:#1d2330}
 nav{width:340px;height:100vh;overflow:auto;position:sticky;top:0;background:#f4f6f9;padding:1rem;font-size:.85rem;box-sizing:border-box}
 nav ul{list-style:none;padding-left:.5rem} nav a{text-decoration:none;color:inherit}
-main{flex:1;padding:1rem 2rem;max-width:1000px}
+nav li a{display:flex;gap:.3rem;align-items:baseline;margin:.1rem 0} nav li a .m{flex:none}
+nav li a .p{min-width:0;overflow-wrap:anywhere}
+main{flex:1;min-width:0;padding:1rem 2rem;max-width:1000px}
 .op{border-top:1px solid #dde2ea;padding:.5rem 0}
 .m{font-weight:bold;padding:0 .3rem;border-radius:3px;color:#fff}
 .get{background:#2f7d32}.post{background:#1565c0}.put{background:#8e5a00}.patch{background:#6a1b9a}.delete{background:#b71c1c}
 pre.schema,pre.example{background:#f7f7f9;padding:.5rem;overflow:auto;font-size:.8rem}
 table.fields{width:100%;margin:.25rem 0}
 table{border-collapse:collapse;font-size:.85rem} td,th{border:1px solid #dde2ea;padding:.2rem .4rem;text-align:left}
+/* Limits and descriptions hold long unbroken tokens (patterns, codes): they may wrap anywhere, names never. */
+td:nth-child(n+4){overflow-wrap:anywhere}
 .auth{color:#555;font-size:.85rem}
 </style></head><body><nav><p><strong>${escapeHtml(info.title)}</strong> ${escapeHtml(info.version)}</p><p><a href="/openapi.json">openapi.json</a></p><ul>${nav}</ul></nav>
 <main><h1>${escapeHtml(info.title)}</h1><p>${escapeHtml(info.description)}</p>${sections}</main></body></html>`;

@@ -41,6 +41,13 @@ function typeName(schema: Json, components: Json): string {
   return 'any';
 }
 
+/** A request integer without a real bound keeps zod's ±`Number.MAX_SAFE_INTEGER` (api/http/openapi.ts): shown as 2^53 − 1. */
+function bound(value: unknown): string {
+  if (value === Number.MAX_SAFE_INTEGER) return '2^53 − 1';
+  if (value === Number.MIN_SAFE_INTEGER) return '−(2^53 − 1)';
+  return JSON.stringify(value);
+}
+
 function limits(schema: Json): string {
   const out: string[] = [];
   const add = (key: string, label: string) => {
@@ -48,9 +55,9 @@ function limits(schema: Json): string {
   };
   add('minLength', 'min length');
   add('maxLength', 'max length');
-  add('minimum', '≥');
+  if (schema.minimum !== undefined) out.push(`≥ ${bound(schema.minimum)}`);
   add('exclusiveMinimum', '>');
-  add('maximum', '≤');
+  if (schema.maximum !== undefined) out.push(`≤ ${bound(schema.maximum)}`);
   add('exclusiveMaximum', '<');
   add('minItems', 'min items');
   add('maxItems', 'max items');

@@ -14,16 +14,20 @@ const ReadySchema = z.object({
 export const API_TITLE = 'Data-Agent Platform API';
 export const API_VERSION = '0.1.0';
 
+/** The document `/openapi.json` serves (and `/docs` renders) for these routes. */
+export function platformOpenApi(routes: AnyRoute[]): Record<string, unknown> {
+  return buildOpenApi(routes, {
+    title: API_TITLE,
+    version: API_VERSION,
+    description:
+      'Durable backend of the data-agent platform. Refusals use the envelope {error, error_type, request_id, payload?}; every response carries X-Request-Id.',
+  });
+}
+
 /** Liveness, readiness and the API's own description. `allRoutes` is read lazily so the document covers every route. */
 export function metaRoutes(allRoutes: () => AnyRoute[]): AnyRoute[] {
   let cachedDoc: Record<string, unknown> | undefined;
-  const openApi = () =>
-    (cachedDoc ??= buildOpenApi(allRoutes(), {
-      title: API_TITLE,
-      version: API_VERSION,
-      description:
-        'Durable backend of the data-agent platform. Refusals use the envelope {error, error_type, request_id, payload?}; every response carries X-Request-Id.',
-    }));
+  const openApi = () => (cachedDoc ??= platformOpenApi(allRoutes()));
   return [
     defineRoute({
       method: 'get',

@@ -159,6 +159,9 @@ describe('OpenAPI', () => {
     expect(html).toContain('/api/jobs/echo');
     expect(html).toContain('id="createPersonalAccessToken"');
     expect(html).not.toContain('<script');
+    // Shared responses (405, 413, …) are `$ref`s in the document; the page spells them out.
+    expect(html).not.toContain('undefined');
+    expect(html).toContain('<code>405</code> Method not declared on this path');
   });
 });
 
