@@ -52,6 +52,8 @@ export const POSITIVE_EXCLUDED = [
   '^/api/config/tracker-automation/service-desk/webhook$',
   // A configuration apply's `content` is YAML/JSON text: its setting paths, their types and which are process-level are rules no JSON Schema of the body states (400/422 otherwise, nothing written; tests/config).
   '^/api/config/setup/apply',
+  // A local_cli.run.v1 proposal must name a command on the deployment's allow-list (LOCAL_CLI_ALLOWED_COMMANDS, empty here): 400 command_not_allowed otherwise (tests/action-review).
+  '^/api/action-review/proposals$',
   // Hosted AI activation and credit answer 404 on a deployment without a hosted AI provisioner (the fuzz stack), and activation needs the demo owner (tests/demo).
   '^/api/hosted-ai/(activate|credit)$',
 ].join('|');
