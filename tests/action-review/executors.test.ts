@@ -166,6 +166,6 @@ describe('external action types', () => {
     const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.error_detail)![1]!;
     expect(logLines.find((l) => l.includes(errorId) && l.includes('tracker-internal-hostname'))).toBeDefined();
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
-    expect(detail.body.proposal.execution_error_detail).toBe(res.body.error_detail);
+    expect(detail.body.data.execution_error_detail).toBe(res.body.error_detail);
   });
 });

@@ -105,7 +105,7 @@ describe('decision context', () => {
   it('answers 409 decision_context_mismatch for a stale version or digest and accepts the current one', async () => {
     const id = await propose(r.stack.url, r.tokens.rita, ticket('pinned context'));
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
-    const context = detail.body.proposal.decision_context;
+    const context = detail.body.data.decision_context;
     expect(context).toEqual({ expected_version: 1, payload_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
     const staleVersion = await http(r.stack.url, 'POST', path(id, '/approve'), {
       token: r.tokens.ravi,

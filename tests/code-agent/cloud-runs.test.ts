@@ -185,7 +185,7 @@ describe('cloud runs', () => {
       },
     });
     expect(created.status, created.text).toBe(201);
-    const id = created.body.proposal.proposal_id as string;
+    const id = created.body.data.proposal_id as string;
     expect((await http(s.r.stack.url, 'POST', path(id, '/approve'), { token: s.r.tokens.ravi, body: {} })).status).toBe(
       200,
     );
