@@ -128,7 +128,7 @@ async function apiLifecycle(baseUrl: string, tag: string): Promise<void> {
     payload: payloadFor(tag),
     expected_effect: EXPECTED_EFFECT,
   });
-  const proposalUrl = `${baseUrl}/api/action-review/proposals/${created.proposal.proposal_id as string}`;
+  const proposalUrl = `${baseUrl}/api/action-review/proposals/${created.data.proposal_id as string}`;
   await post(`${proposalUrl}/approve`, {});
   const executed = await post(`${proposalUrl}/execute`);
   if (executed.final_status !== 'executed')

@@ -16,6 +16,7 @@ import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../../shar
 import { parseInput } from '../../shared/validation.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
+import type { AppConfig } from '../../shared/config.js';
 import type { AppDeps } from '../deps.js';
 import { subjectProbes, THREAD_SUBJECT, viewerOf } from './visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
@@ -36,6 +37,28 @@ export interface CreateProposalInput {
 
 function parsePayload(actionType: ActionType, payload: unknown): unknown {
   return parseInput(PayloadSchemas[actionType], payload, ['body', 'payload'], `payload for ${actionType}`);
+}
+
+/**
+ * A local command off the deployment's allow-list could never run: refused at creation (400
+ * `command_not_allowed`), so no person is asked to approve what would only fail afterwards.
+ */
+function checkRunnable(config: AppConfig, actionType: ActionType, payload: unknown): void {
+  if (actionType !== 'local_cli.run.v1') return;
+  const { command } = payload as { command: string };
+  const allowed = config.actionReview.localCliAllowedCommands;
+  if (allowed.includes(command)) return;
+  throw new BadRequestError(
+    `"${command}" is not on this deployment's allow-list of local commands (LOCAL_CLI_ALLOWED_COMMANDS${
+      allowed.length ? `: ${allowed.join(', ')}` : ', empty'
+    }); nothing was proposed.`,
+    {
+      code: 'command_not_allowed',
+      command,
+      allowed_commands: allowed,
+      fields: [{ field: 'body.payload.command', message: 'not on the allow-list' }],
+    },
+  );
 }
 
 /**
@@ -88,6 +111,7 @@ export async function createProposal(
   input: CreateProposalInput,
 ): Promise<ProposalRow> {
   const payload = parsePayload(input.actionType, input.payload);
+  checkRunnable(deps.config, input.actionType, payload);
   if (input.subject) await checkSubject(em, principal, input.subject);
   const proposalId = input.proposalId ?? randomUUID();
   if (input.proposalId) {

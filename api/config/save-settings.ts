@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ensureHandbackSweepSchedule, HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { BadRequestError } from '../../shared/errors.js';
 import { applyConfiguration, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import type { SettingPath } from '../../shared/settings/definitions.js';
 import { readTrackerScheduleSettings, syncTrackerSchedules } from '../../shared/tracker/schedules.js';
@@ -47,15 +46,13 @@ export function applySettings(
 /**
  * Saves the given paths (`null` unsets) as a partial apply, for routes that own a slice of the
  * settings (branding, the mesh egress list and tags). The route validated the values with the same
- * schemas the settings use, so a refusal here is a 400 naming the apply's errors.
+ * schemas the settings use; a refusal is the apply's own (400 naming `payload.refused`, 403 for a permission).
  */
-export async function saveSettingValues(
+export function saveSettingValues(
   deps: AppDeps,
   em: EntityManager,
   principal: Principal,
   values: Partial<Record<SettingPath, unknown>>,
 ): Promise<ApplyOutcome> {
-  const outcome = await applySettings(deps, em, principal, 'partial', JSON.stringify(values), false);
-  if (!outcome.success) throw new BadRequestError(outcome.result.errors.join('; '), { errors: outcome.result.errors });
-  return outcome;
+  return applySettings(deps, em, principal, 'partial', JSON.stringify(values), false);
 }

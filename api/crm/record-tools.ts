@@ -146,8 +146,10 @@ export async function runRecordAction(
         records: result.records,
       };
     }
-    case 'get_record':
-      return getRecord(session, input.record_kind, input.record_id, input.fields);
+    case 'get_record': {
+      const record = await getRecord(session, input.record_kind, input.record_id, input.fields);
+      return { id: record.id, last_modified: record.lastModified, fields: record.fields };
+    }
     case 'update_record':
       await updateRecord(session, input.record_kind, input.record_id, input.fields);
       return {

@@ -242,6 +242,8 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       parameters: [...parameters('path', route.params, components), ...parameters('query', route.query, components)],
       ...(route.body ? { requestBody: requestBody(route, components) } : {}),
       responses,
+      // Where the spec has a 2xx say `success` false (all other refusals are 4xx/5xx envelopes).
+      ...(route.successFalseAt2xx ? { 'x-success-false-at-2xx': route.successFalseAt2xx } : {}),
       ...(route.access.kind === 'authenticated' && route.access.permission
         ? { 'x-permission': route.access.permission }
         : {}),

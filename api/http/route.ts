@@ -78,6 +78,13 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
    * default envelope `{success, data}` (checked for every route by tests/api/response-contract.test.ts).
    */
   ownShape?: string;
+  /**
+   * The spec section that states this route answers some outcomes as a 2xx with `success` false at
+   * the top of its body (approve-and-execute's refusals, LlmOperationResponse). Without it no 2xx
+   * carries `success: false` anywhere: a refusal is a 4xx/5xx error envelope (checked on every
+   * response of every suite by tests/helpers/status-contract.ts).
+   */
+  successFalseAt2xx?: string;
   /** `oauth`: a 400 from validation leaves as an RFC 6749 error body (`error: invalid_request`, `error_description`), not the envelope. */
   refusalBody?: 'oauth';
   responses: Record<number, ResponseSpec>;

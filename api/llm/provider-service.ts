@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { AppConfig } from '../../shared/config.js';
+import { BadRequestError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { LlmError } from '../../shared/llm/client.js';
 import {
@@ -125,7 +126,7 @@ export async function saveProvider(
   // Omitted fields keep their stored values (rule 6 names the proxy's; every kind behaves the same).
   const merged = withDefaults(kind, { ...previous, ...incoming });
   const rule = brokenRule(kind, merged);
-  if (rule) return { success: false, message: `Not saved: ${rule}.` };
+  if (rule) throw new BadRequestError(`Not saved: ${rule}.`, { reason: 'provider_rule', rule });
 
   const replacedSecret = SECRET_FIELDS[kind].some(
     (k) => incoming[k] !== undefined && previous[k] !== undefined && incoming[k] !== previous[k],

@@ -149,6 +149,8 @@ export const actionReviewDecisionRoutes = [
     ownShape:
       'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Approve and execute in one request (person-only); refusals answer 200 with success false',
+    successFalseAt2xx:
+      'Action Review endpoints: approve-and-execute, "refusals use HTTP 200 with `success` false" (and an execution not `executed`)',
     tags,
     access: personAccess,
     params: ProposalIdParams,
@@ -201,6 +203,8 @@ export const actionReviewDecisionRoutes = [
     ownShape:
       'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Execute an approved proposal once; a repeat answers the recorded outcome without running the effect',
+    successFalseAt2xx:
+      'Action Review endpoints: the execute response (`success`, `claimed`, `final_status`, `refusal_reason`); Errors: `execution_origin_required`, execute refused with `claimed` false',
     tags,
     access: { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION' },
     params: ProposalIdParams,

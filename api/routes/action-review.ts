@@ -7,7 +7,7 @@ import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
 import { listVisibleProposals } from '../action-review/list.js';
 import { ProposalDetailSchema, ProposalIdParams, ProposalRowViewSchema, rowView } from '../action-review/views.js';
 import { findVisibleProposal, THREAD_SUBJECT } from '../action-review/visibility.js';
-import { defineRoute, queryBoolean } from '../http/route.js';
+import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import { actionReviewDecisionRoutes } from './action-review-decisions.js';
 
 const ProposalFields = z.object({
@@ -103,8 +103,6 @@ export const actionReviewRoutes = [
     method: 'post',
     path: '/api/action-review/proposals',
     operationId: 'createActionReviewProposal',
-    ownShape:
-      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'Create a proposal (starts workflow action-review/<proposal_id>)',
     tags,
     access,
@@ -113,7 +111,7 @@ export const actionReviewRoutes = [
     responses: {
       201: {
         description: 'Created, status requested',
-        schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }),
+        schema: successEnvelope(ProposalDetailSchema),
       },
       404: { description: 'The subject or thread is not visible to the caller' },
       413: { description: 'The stored form of the proposal exceeds ACTION_REVIEW_MAX_PROPOSAL_BYTES' },
@@ -129,7 +127,7 @@ export const actionReviewRoutes = [
         subject: body.subject ?? null,
         executionOrigin: body.execution_origin ?? null,
       });
-      return { success: true, proposal: await proposalDetail(em, principal, row, FULL_DETAIL, deps.config) };
+      return { success: true, data: await proposalDetail(em, principal, row, FULL_DETAIL, deps.config) };
     },
   }),
   defineRoute({
@@ -137,7 +135,7 @@ export const actionReviewRoutes = [
     path: '/api/action-review/proposals',
     operationId: 'listActionReviewProposals',
     ownShape:
-      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
+      'Action Review endpoints: the inbox list answers success, proposals, total_count, offset, limit, truncated, incomplete_reason, visible_threads_only',
     summary: 'The inbox: proposals visible to the caller, newest first',
     tags,
     access,
@@ -168,8 +166,6 @@ export const actionReviewRoutes = [
     method: 'get',
     path: '/api/action-review/proposals/:proposal_id',
     operationId: 'getActionReviewProposal',
-    ownShape:
-      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'One proposal with its event trail',
     tags,
     access,
@@ -178,7 +174,7 @@ export const actionReviewRoutes = [
     responses: {
       200: {
         description: 'The proposal',
-        schema: z.object({ success: z.literal(true), proposal: ProposalDetailSchema }),
+        schema: successEnvelope(ProposalDetailSchema),
       },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
@@ -196,27 +192,25 @@ export const actionReviewRoutes = [
         },
         deps.config,
       );
-      return { success: true, proposal };
+      return { success: true, data: proposal };
     },
   }),
   defineRoute({
     method: 'get',
     path: '/api/action-review/proposals/:proposal_id/status',
     operationId: 'getActionReviewProposalStatus',
-    ownShape:
-      'Action Review endpoints: the response fields each route lists (success, proposal, decided, claimed, final_status, …)',
     summary: 'The compact status view (list-row shape with effective_status)',
     tags,
     access,
     params: ProposalIdParams,
     query: z.object({ include_statement: queryBoolean(false) }),
     responses: {
-      200: { description: 'Status', schema: z.object({ success: z.literal(true), proposal: ProposalRowViewSchema }) },
+      200: { description: 'Status', schema: successEnvelope(ProposalRowViewSchema) },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
     handler: async ({ params, query, principal, em }) => {
       const row = await findVisibleProposal(em, principal, params.proposal_id);
-      return { success: true, proposal: rowView(row, { scope: 'full', includeStatement: query.include_statement }) };
+      return { success: true, data: rowView(row, { scope: 'full', includeStatement: query.include_statement }) };
     },
   }),
   ...actionReviewDecisionRoutes,

@@ -6,6 +6,7 @@ import { readReindexProgress } from '../../shared/embeddings/reindex.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { embeddingReindexWorkflowId } from '../../workflows/embedding-reindex-definitions.js';
 import type { AppDeps } from '../deps.js';
+import { NotFoundError } from '../../shared/errors.js';
 import { resolveEmbeddings } from '../../shared/llm/active-provider.js';
 import { LlmError } from '../../shared/llm/client.js';
 import { PROVIDER_KINDS, providerKey, SubProvider, type ProviderKind } from '../../shared/llm/provider-kinds.js';
@@ -246,16 +247,18 @@ export const aiModelRoutes: AnyRoute[] = [
     body: z.object({ provider_kind: Kind, sub_provider: SubProvider.optional(), model_name: ModelName }).strict(),
     bodyKind: 'config',
     ownShape: 'Other named resources: LlmOperationResponse',
-    responses: { 200: { description: 'Outcome', schema: LlmOperationResponse } },
+    responses: {
+      200: { description: 'Saved, or unchanged', schema: LlmOperationResponse },
+      404: { description: 'No configuration for that provider is saved (`not_found`); nothing changed' },
+    },
     handler: async (c): Promise<LlmOperationResult> => {
       const kind: ProviderKind = c.body.provider_kind;
       const sub = kind === 'other' ? (c.body.sub_provider ?? '') : '';
       const p = await findProvider(c.em, c.principal.tenant, kind, sub);
       if (!p)
-        return {
-          success: false,
-          message: `No configuration for the provider ${providerKey(kind, sub)} exists; save it first.`,
-        };
+        throw new NotFoundError(`No configuration for the provider ${providerKey(kind, sub)} exists; save it first.`, {
+          reason: 'provider_not_saved',
+        });
       const s = await readLlmSettings(c.em, c.principal.tenant);
       const next = { provider_kind: kind, sub_provider: sub, model_name: c.body.model_name };
       const before = s.embeddings;

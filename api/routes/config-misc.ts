@@ -160,6 +160,8 @@ function eaiAssignRoute(path: string, operationId: string) {
     bodyKind: 'config',
     ownShape:
       'Configuration, secrets and providers: POST /api/config/eai/assign answers `success` (false for invalid names) and `verification` (`checked`, `applied`)',
+    successFalseAt2xx:
+      'Configuration, secrets and providers: eai assign, "letters, digits, underscore only, else `success` false"',
     responses: { 200: { description: 'Recorded, or refused with `success` false', schema: EaiAssignResponse } },
     handler: async ({ em, body, principal }) => assignEai(em, body, principal),
   });

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { NotFoundError } from '../../shared/errors.js';
+import { BadRequestError, NotFoundError } from '../../shared/errors.js';
 import { applySettings } from '../config/save-settings.js';
 import { render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import { isSettingPath, pathsInSection, SETTING_PATHS } from '../../shared/settings/definitions.js';
@@ -27,7 +27,7 @@ const ConfigSourcesResponse = z
 const OutputFormat = z.enum(['json', 'yaml']);
 const ConfigApplyResponse = z
   .object({
-    success: z.boolean().describe('false: nothing was written; `result.errors` says why'),
+    success: z.literal(true).describe('Always true: a refused apply answers the error envelope (4xx) instead'),
     result: z.object({
       added: z.number().int(),
       updated: z.number().int(),
@@ -41,16 +41,13 @@ const ConfigApplyResponse = z
           action: z.enum(['added', 'updated', 'deleted']),
         }),
       ),
-      errors: z.array(z.string()),
+      errors: z.array(z.string()).describe('Empty: errors refuse the whole apply (4xx, `payload.refused`)'),
     }),
     dry_run: z.boolean(),
     output_format: OutputFormat,
     content: z
       .string()
-      .nullable()
-      .describe(
-        'The saved configuration after the apply (as it would be, for a dry run), secrets masked; null when refused',
-      ),
+      .describe('The saved configuration after the apply (as it would be, for a dry run), secrets masked'),
   })
   .meta({ id: 'ConfigApplyResponse' });
 
@@ -60,13 +57,26 @@ const APPLY_DESCRIPTION =
   'Content is YAML or JSON: nested mappings or dotted keys down to setting paths (see GET /api/config/setup/sources). ' +
   '`null` unsets a saved value; a secret sent back as "********" keeps the saved one. `schema_version`, `name` and ' +
   '`description` at the root are ignored; `connection`/`connections` are refused (use /api/connections). Any error ' +
-  '(unknown or read-only path, wrong type, not a mapping, a change to a path that needs a permission the caller lacks, such as `mesh.*` without `manage_secrets`) answers 200 with `success` false and writes nothing. One ' +
-  'transaction; every apply that changes something is recorded with who and when.';
+  'refuses the whole apply with the error envelope and writes nothing (not even the valid paths beside it): 422 ' +
+  '`unprocessable_entity` when a path is no setting (an undeclared field), 400 `bad_request` for a process-level ' +
+  '(read-only) path, a wrong type, a root that is not a mapping or text that is not YAML/JSON, 403 `forbidden` for a ' +
+  'change that needs a permission the caller lacks (such as `mesh.*` without `manage_secrets`); `payload.refused` ' +
+  'lists each refused entry (`path`, `reason`, `message`) and `payload.errors` the messages. One transaction; every ' +
+  'apply that changes something is recorded with who and when.';
 
 const applyResponses = {
-  200: {
-    description: 'Applied, dry-run result, or refused with `success` false (nothing written)',
-    schema: ConfigApplyResponse,
+  200: { description: 'Applied, or the dry-run result', schema: ConfigApplyResponse },
+  400: {
+    description:
+      'Refused, nothing written (`bad_request`): `payload.refused[].reason` process_level, invalid_value, given_twice, not_a_mapping, unparseable, connections_not_configuration',
+  },
+  403: {
+    description:
+      'A change needs a permission the caller lacks (`forbidden`, `payload.refused[].reason` permission_required); nothing written',
+  },
+  422: {
+    description:
+      'A path that is no setting (`unprocessable_entity`, `payload.refused[].reason` unknown_setting); nothing written',
   },
   503: { description: 'PostgreSQL or Temporal (sweep schedule update) unavailable; nothing written' },
 };
@@ -82,7 +92,7 @@ async function runApply(
 ) {
   const outcome: ApplyOutcome = await applySettings(deps, em, principal, mode, content, dryRun);
   return {
-    success: outcome.success,
+    success: true,
     result: outcome.result,
     dry_run: dryRun,
     output_format: outputFormat,
@@ -147,7 +157,7 @@ export const configSetupRoutes = [
     path: '/api/config/setup/apply-file',
     operationId: 'applyConfigFile',
     summary: 'Replace the saved configuration with an uploaded YAML or JSON file (multipart `file`)',
-    description: `${APPLY_DESCRIPTION} Without a \`file\` part the answer is \`success\` false.`,
+    description: `${APPLY_DESCRIPTION} Without a \`file\` part the answer is 400 (\`payload.fields\` names \`file\`).`,
     tags: ['config'],
     access: { kind: 'authenticated', permission: 'access_config_panel' },
     query: z.object({
@@ -161,22 +171,10 @@ export const configSetupRoutes = [
     responses: applyResponses,
     handler: async ({ deps, em, principal, query, files }) => {
       const file = files.find((f) => f.field === 'file');
-      if (!file) {
-        return {
-          success: false,
-          result: {
-            added: 0,
-            updated: 0,
-            deleted: 0,
-            skipped: 0,
-            changes: [],
-            errors: ['no `file` part in the upload'],
-          },
-          dry_run: query.dry_run,
-          output_format: query.output_format,
-          content: null,
-        };
-      }
+      if (!file)
+        throw new BadRequestError('No `file` part in the upload; nothing was saved.', {
+          fields: [{ field: 'body.file', message: 'required' }],
+        });
       const content = await readFile(file.path, 'utf8');
       return runApply(deps, em, principal, 'full', content, query.dry_run, query.output_format);
     },

@@ -241,6 +241,8 @@ export const crmMergeRoutes = [
       connection_name: z.string().min(1).max(100).describe('Must equal the connection the approval is bound to'),
     }),
     ownShape: 'Action Review endpoints: the execute response (success, claimed, final_status, refusal_reason, …)',
+    successFalseAt2xx:
+      'Action Review endpoints: the execute response (`success`, `claimed`, `final_status`, `refusal_reason`), which a CRM merge execute answers too',
     responses: {
       200: {
         description:

@@ -75,6 +75,7 @@ export const demoTicketRcaRoutes: AnyRoute[] = [
       '`ticket-rca/<tenant>/<presenter_session_id>` files the ticket, starts the run (`running`) and records ' +
       '`completed` or `failed`. A session already preparing or running answers as it is.',
     ownShape: OWN_SHAPE,
+    successFalseAt2xx: OWN_SHAPE,
     tags,
     access: { kind: 'presenter' },
     body: z.object({
@@ -125,6 +126,7 @@ export const demoTicketRcaRoutes: AnyRoute[] = [
       'is a ticket to label (or a lifecycle that may file one) and no usable tracker connection (nothing changed), or ' +
       'when the tracker refuses the label (the run is stopped, the session is `failed` and a later reset labels it).',
     ownShape: OWN_SHAPE,
+    successFalseAt2xx: OWN_SHAPE,
     tags,
     access: { kind: 'presenter' },
     body: z.object({ presenter_session_id: PresenterSessionId }),

@@ -20,6 +20,7 @@ import {
   writeLlmSettings,
   writeProvider,
 } from '../../shared/llm/provider-store.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { iamStatus } from '../llm/iam-status.js';
@@ -48,11 +49,20 @@ export const LlmOperationResponse = z
   })
   .meta({ id: 'LlmOperationResponse' });
 const operation = {
+  200: { description: 'Done', schema: LlmOperationResponse },
+  404: { description: 'No configuration for that provider is saved (`not_found`)' },
+};
+/** Save and test routes: the spec has a failed connection test (and a duplicate create) answer in the body. */
+const tested = {
   200: {
-    description: 'Outcome (`success` false names what failed; nothing is left half-written)',
+    description:
+      'Outcome: `success` false names the failed connection test (prior credential restored) or, on create, an existing configuration; nothing is left half-written',
     schema: LlmOperationResponse,
   },
+  400: { description: 'A provider rule is broken (`bad_request`, `payload.rule`); nothing written' },
 };
+const SUCCESS_FALSE =
+  'Configuration, secrets and providers, provider-route rules 1 and 2: a duplicate create and a failed connection test answer `success` false with the message';
 
 const Kind = z.enum(PROVIDER_KINDS);
 const ProviderParams = z.object({ provider: Kind });
@@ -61,12 +71,18 @@ const SubOnly = z.object({ sub_provider: SubProvider.optional().describe('Requir
 type Ctx = RouteContext<unknown, unknown, unknown>;
 const svc = (c: Ctx) => ({ em: c.em, config: c.deps.config, principal: c.principal, log: c.log });
 
-/** `other` rows are per vendor: routes acting on one name it in `sub_provider`. */
-function subOf(kind: ProviderKind, sub: string | undefined): { sub: string } | { refusal: LlmOperationResult } {
+/** `other` rows are per vendor: routes acting on one name it in `sub_provider` (400 without it). */
+function subOf(kind: ProviderKind, sub: string | undefined): { sub: string } {
   if (kind !== 'other') return { sub: '' };
-  if (!sub) return { refusal: { success: false, message: 'sub_provider names which `other` provider is meant.' } };
+  if (!sub)
+    throw new BadRequestError('sub_provider names which `other` provider is meant.', {
+      fields: [{ field: 'body.sub_provider', message: 'required for the other kind' }],
+    });
   return { sub };
 }
+
+const noConfiguration = (label: string, hint = '') =>
+  new NotFoundError(`No configuration for the provider ${label} exists${hint}.`, { reason: 'provider_not_saved' });
 
 /** Create, update and delete, one route each per kind, so each kind publishes its own strict body. */
 function kindRoutes(kind: ProviderKind): AnyRoute[] {
@@ -90,7 +106,8 @@ function kindRoutes(kind: ProviderKind): AnyRoute[] {
       body,
       bodyKind: 'config',
       ownShape: OWN_SHAPE,
-      responses: operation,
+      successFalseAt2xx: SUCCESS_FALSE,
+      responses: tested,
       handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
     });
   return [
@@ -113,11 +130,9 @@ function kindRoutes(kind: ProviderKind): AnyRoute[] {
       responses: operation,
       handler: async (c): Promise<LlmOperationResult> => {
         const s = subOf(kind, (c.body as { sub_provider?: string }).sub_provider);
-        if ('refusal' in s) return s.refusal;
         const gone = await deleteProvider(c.em, c.principal.tenant, kind, s.sub);
-        return gone
-          ? { success: true, message: `Deleted the ${labelOf(kind, s.sub)} provider.` }
-          : { success: false, message: `No configuration for the provider ${labelOf(kind, s.sub)} exists.` };
+        if (!gone) throw noConfiguration(labelOf(kind, s.sub));
+        return { success: true, message: `Deleted the ${labelOf(kind, s.sub)} provider.` };
       },
     }),
   ];
@@ -170,9 +185,8 @@ export const llmProviderRoutes: AnyRoute[] = [
     handler: async (c): Promise<LlmOperationResult> => {
       const kind = c.params.provider;
       const s = subOf(kind, c.body.sub_provider);
-      if ('refusal' in s) return s.refusal;
       const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
-      if (!p) return { success: false, message: `No configuration for the provider ${labelOf(kind, s.sub)} exists.` };
+      if (!p) throw noConfiguration(labelOf(kind, s.sub));
       await writeProvider(c.em, { ...p, admission: c.body.admission }, c.principal.id);
       return { success: true, message: `Admission of ${labelOf(kind, s.sub)} is ${c.body.admission}.` };
     },
@@ -188,24 +202,25 @@ export const llmProviderRoutes: AnyRoute[] = [
     body: SubOnly.extend({ force_activation: z.boolean().optional() }).strict().meta({ id: 'LLMActivateRequest' }),
     bodyKind: 'config',
     ownShape: OWN_SHAPE,
-    responses: operation,
+    responses: {
+      ...operation,
+      409: { description: '`payload.code` provider_not_configured or provider_denied; nothing changed' },
+    },
     handler: async (c): Promise<LlmOperationResult> => {
       const kind = c.params.llm_type;
       const s = subOf(kind, c.body.sub_provider);
-      if ('refusal' in s) return s.refusal;
       const label = labelOf(kind, s.sub);
       const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
-      if (!p) return { success: false, message: `No configuration for the provider ${label} exists; save it first.` };
+      if (!p) throw noConfiguration(label, '; save it first');
       if (!p.configured)
-        return {
-          success: false,
-          message: `The provider ${label} is not marked configured (POST /api/config/llm-providers/mark-configured).`,
-        };
+        throw new ConflictError(
+          `The provider ${label} is not marked configured (POST /api/config/llm-providers/mark-configured).`,
+          { code: 'provider_not_configured' },
+        );
       if (p.admission === 'deny')
-        return {
-          success: false,
-          message: `The provider ${label} is denied (admission deny); admit it before activating.`,
-        };
+        throw new ConflictError(`The provider ${label} is denied (admission deny); admit it before activating.`, {
+          code: 'provider_denied',
+        });
       await writeLlmSettings(c.em, c.principal.tenant, { activeKind: kind, activeSubProvider: s.sub });
       return { success: true, message: `${label} is now the active chat provider.` };
     },
@@ -267,20 +282,19 @@ export const llmProviderRoutes: AnyRoute[] = [
     body: z.object({ provider: Kind, sub_provider: SubProvider.optional() }).strict(),
     bodyKind: 'config',
     ownShape: OWN_SHAPE,
-    responses: operation,
+    responses: { ...operation, 400: { description: 'A provider rule is broken (`bad_request`, `payload.rule`)' } },
     handler: async (c): Promise<LlmOperationResult> => {
       const kind = c.body.provider;
       const s = subOf(kind, c.body.sub_provider);
-      if ('refusal' in s) return s.refusal;
       const label = labelOf(kind, s.sub);
       const p = await findProvider(c.em, c.principal.tenant, kind, s.sub);
       if (!p)
-        return {
-          success: false,
-          message: `Set the provider's secret first (POST /api/config/secret-fields/llm_providers.${kind}${s.sub ? `.${s.sub}` : ''}.${SECRET_FIELDS[kind][0]}/set-value).`,
-        };
+        throw noConfiguration(
+          label,
+          `; set its secret first (POST /api/config/secret-fields/llm_providers.${kind}${s.sub ? `.${s.sub}` : ''}.${SECRET_FIELDS[kind][0]}/set-value)`,
+        );
       const rule = brokenRule(kind, withDefaults(kind, openFields(p, secretBox(c.deps.config))));
-      if (rule) return { success: false, message: `Not marked configured: ${rule}.` };
+      if (rule) throw new BadRequestError(`Not marked configured: ${rule}.`, { reason: 'provider_rule', rule });
       await writeProvider(c.em, { ...p, configured: true }, c.principal.id);
       return { success: true, message: `${label} is configured.` };
     },
@@ -295,18 +309,19 @@ export const llmProviderRoutes: AnyRoute[] = [
     params: ProviderParams,
     body: TestBody,
     ownShape: OWN_SHAPE,
-    responses: operation,
+    successFalseAt2xx:
+      'Configuration, secrets and providers: the provider-specific connection test; a failed test is its answer (LlmOperationResponse `success` false, the classified message), not a refusal',
+    responses: tested,
     handler: async (c): Promise<LlmOperationResult> => {
       const kind = c.params.provider;
       const s = subOf(kind, c.body.sub_provider);
-      if ('refusal' in s) return s.refusal;
       const stored = await findProvider(c.em, c.principal.tenant, kind, s.sub);
       const fields = stored ? openFields(stored, secretBox(c.deps.config)) : {};
       for (const [k, v] of Object.entries(c.body))
         if (v !== undefined && k !== 'sub_provider' && v !== MASK) fields[k] = v;
       const merged = withDefaults(kind, fields);
       const rule = brokenRule(kind, merged);
-      if (rule) return { success: false, message: `Cannot test: ${rule}.` };
+      if (rule) throw new BadRequestError(`Cannot test: ${rule}.`, { reason: 'provider_rule', rule });
       const test = await testFields(
         { em: c.em, config: c.deps.config, tenant: c.principal.tenant },
         kind,
@@ -396,6 +411,8 @@ export const llmProviderRoutes: AnyRoute[] = [
     body: z.object({ value: z.string().min(1).max(8000).regex(/^\S+$/) }).strict(),
     bodyKind: 'config',
     ownShape: 'Configuration, secrets and providers: SetSecretValueResponse (`success`, `message`, `field_path`)',
+    successFalseAt2xx:
+      'Configuration, secrets and providers: set-value runs the save-time connection test first (provider-route rule 2); a failed test answers `success` false, the secret unchanged',
     responses: {
       200: {
         description: 'Outcome',

@@ -20,7 +20,7 @@ export function platformOpenApi(routes: AnyRoute[]): Record<string, unknown> {
     title: API_TITLE,
     version: API_VERSION,
     description:
-      'Durable backend of the data-agent platform. Refusals use the envelope {error, error_type, request_id, payload?}; every response carries X-Request-Id.',
+      'Durable backend of the data-agent platform. One response rule: a success is {success: true, data} (one object as data, a list as data.<plural>) unless the operation names the spec section stating its own shape; a refusal is a 4xx/5xx with the envelope {error, error_type, request_id, payload?}, never a 2xx, except on operations marked x-success-false-at-2xx, where the spec puts a failure in the body. Tool results (POST /api/tool_call, data.result) are objects with snake_case keys but for the names the spec gives the document-index tool (Success, TotalCount, …). Every response carries X-Request-Id.',
   });
 }
 

@@ -28,7 +28,8 @@ export const toolCallRoutes = [
     publishedBody: published.body,
     responses: {
       200: {
-        description: 'The tool’s result',
+        description:
+          'The tool’s result (api/tools/result-contract.ts): a JSON object with snake_case keys (the document-index tool keeps the spec’s `Success`, `TotalCount`, …); a refusal is never a result but an error envelope',
         schema: successEnvelope(published.answer),
       },
       400: {
@@ -43,7 +44,10 @@ export const toolCallRoutes = [
           'A conflict the tool names (e.g. _document_index: existing name, managed_repo_guard, rechunk_in_progress)',
       },
       502: { description: 'A language-model or embedding provider failure (error_type llm_error)' },
-      501: { description: 'A tool of a reserved tool group that is not built yet (payload.reason tool_not_built)' },
+      501: {
+        description:
+          'A tool of a reserved tool group that is not built yet (payload.reason tool_not_built), or a feature this deployment has not set up (enhancement_action START_CODE_AGENT: payload.code CODING_AGENT_UNSUPPORTED, payload.missing)',
+      },
     },
     handler: async ({ body, principal, deps, em, requestId }) => {
       const result = await invokeTool(body.tool, body.arguments, principal, { deps, em, requestId });

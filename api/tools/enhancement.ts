@@ -3,7 +3,7 @@ import { codeAgentRunIdFor, codeAgentRunView, startCodeAgentRun } from '../../sh
 import { CodeAgentRunEntity } from '../../shared/db/entities/index.js';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CODE_AGENT_TERMINAL } from '../../shared/code-agent/runs.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { codeAgentCancelSignal, codeAgentWorkflowId } from '../../workflows/code-agent-definitions.js';
 import { uuidFromKey } from '../../shared/ids.js';
 import { createProposal } from '../action-review/create.js';
@@ -47,7 +47,8 @@ const EnhancementInput = z.discriminatedUnion('action', [
  * `CANCEL_CODE_AGENT` (same permission as START, taken at once for agents too: it only stops writes)
  * signals `cancel` to the run's workflow; a run that already ended answers 409 `code_agent_run_not_cancellable`.
  * Runs have no REST routes; these tool actions are the interface.
- * Without a usable adapter the answer is `{success: false, error: {code: CODING_AGENT_UNSUPPORTED}}`.
+ * Without a usable adapter START_CODE_AGENT is refused 501 `not_available_here` with `payload.code`
+ * `CODING_AGENT_UNSUPPORTED` and `payload.missing` (the settings to set), writing nothing.
  */
 export const enhancementActionTool = defineTool({
   name: 'enhancement_action',
@@ -118,7 +119,10 @@ export const enhancementActionTool = defineTool({
       },
       request,
     );
-    if ('unsupported' in started) return { success: false, error: started.unsupported };
+    if ('unsupported' in started) {
+      const { message, ...detail } = started.unsupported;
+      throw new PlatformError('not_available_here', message, detail);
+    }
     return { success: true, run: await codeAgentRunView(started.row) };
   },
 });

@@ -73,7 +73,7 @@ export const CrmConnectorResult = z.union([
       records: z.array(Json),
     }),
   ),
-  answer('get_record', z.object({ id: z.string(), lastModified: z.string(), fields: Json })),
+  answer('get_record', z.object({ id: z.string(), last_modified: z.string(), fields: Json })),
   answer(
     'update_record',
     z.object({

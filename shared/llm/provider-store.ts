@@ -128,13 +128,15 @@ export async function deleteProvider(
     'delete from llm_providers where tenant = ? and provider_kind = ? and sub_provider = ?',
     [tenant, kind, subProvider],
   );
+  // Nothing deleted, nothing changed: no version bump the processes would reload for.
+  if (((res as { affectedRows?: number }).affectedRows ?? 0) === 0) return false;
   await sql(
     em,
     `update llm_settings set active_kind = null, active_sub_provider = '' where tenant = ? and active_kind = ? and active_sub_provider = ?`,
     [tenant, kind, subProvider],
   );
   await bump(em, tenant);
-  return ((res as { affectedRows?: number }).affectedRows ?? 0) > 0;
+  return true;
 }
 
 export async function readLlmSettings(em: EntityManager, tenant: string): Promise<LlmSettings> {

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDeepStrictEqual } from 'node:util';
 import YAML from 'yaml';
 import type { AppConfig } from '../config.js';
+import { ForbiddenError, PlatformError } from '../errors.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { isSettingPath, SETTING_PATHS, settingDef, type SettingPath } from './definitions.js';
 import { SECRET_MASK, type SavedRow, type Settings } from './store.js';
@@ -28,10 +29,43 @@ export interface ApplyResult {
 }
 
 export interface ApplyOutcome {
-  success: boolean;
   result: ApplyResult;
   /** The saved configuration after the apply (or as it would be, for a dry run), secrets masked, as nested mappings. */
-  saved: Record<string, unknown> | null;
+  saved: Record<string, unknown>;
+}
+
+/** Why an entry of a configuration was refused; `path` is null when the document as a whole is. */
+export type RefusalReason =
+  | 'unparseable'
+  | 'not_a_mapping'
+  | 'connections_not_configuration'
+  | 'unknown_setting'
+  | 'given_twice'
+  | 'process_level'
+  | 'invalid_value'
+  | 'permission_required';
+
+export interface RefusedEntry {
+  path: string | null;
+  reason: RefusalReason;
+  message: string;
+}
+
+/**
+ * A refused apply (nothing written): 422 when the content names a path that is no setting (an
+ * undeclared field of a configuration body, spec Errors), else 400; `payload.refused` names each
+ * refused entry and `payload.errors` repeats the messages.
+ */
+export class ConfigApplyRefusedError extends PlatformError {
+  override name = 'ConfigApplyRefusedError';
+  constructor(refused: RefusedEntry[]) {
+    const undeclared = refused.some((r) => r.reason === 'unknown_setting');
+    super(
+      undeclared ? 'unprocessable_entity' : 'bad_request',
+      `Configuration refused, nothing was saved: ${refused.map((r) => r.message).join('; ')}`,
+      { refused, errors: refused.map((r) => r.message) },
+    );
+  }
 }
 
 /** Called inside the transaction before it commits, with the effective values that change; a throw rolls the apply back. */
@@ -52,36 +86,59 @@ const METADATA_KEYS = ['schema_version', 'name', 'description'];
 const CONNECTION_KEYS = ['connection', 'connections'];
 
 /** Text of a configuration (YAML, of which JSON is a subset) to its root mapping, or the reasons it is not one. */
-export function parseContent(content: string): { root: Record<string, unknown> } | { errors: string[] } {
+export function parseContent(content: string): { root: Record<string, unknown> } | { errors: RefusedEntry[] } {
   let doc: unknown;
   try {
     doc = YAML.parse(content, { uniqueKeys: true, maxAliasCount: 100, prettyErrors: false });
   } catch (err) {
-    return { errors: [`content is neither valid YAML nor JSON: ${(err as Error).message.split('\n')[0]}`] };
+    const message = `content is neither valid YAML nor JSON: ${(err as Error).message.split('\n')[0]}`;
+    return { errors: [{ path: null, reason: 'unparseable', message }] };
   }
-  if (!isMapping(doc)) return { errors: ['the root of the configuration must be a mapping of setting paths'] };
+  if (!isMapping(doc))
+    return {
+      errors: [
+        {
+          path: null,
+          reason: 'not_a_mapping',
+          message: 'the root of the configuration must be a mapping of setting paths',
+        },
+      ],
+    };
   return { root: doc };
 }
 
+const refusedAt = (path: string, reason: RefusalReason, why: string): RefusedEntry => ({
+  path,
+  reason,
+  message: `${path}: ${why}`,
+});
+
 /** Nested mappings and dotted keys alike, down to known setting paths; anything else is an error. */
-export function flatten(root: Record<string, unknown>): { entries: Map<SettingPath, unknown>; errors: string[] } {
+export function flatten(root: Record<string, unknown>): {
+  entries: Map<SettingPath, unknown>;
+  errors: RefusedEntry[];
+} {
   const entries = new Map<SettingPath, unknown>();
-  const errors: string[] = [];
+  const errors: RefusedEntry[] = [];
   for (const key of CONNECTION_KEYS) {
     if (Object.hasOwn(root, key))
-      errors.push(`"${key}": connections are not part of the configuration; manage them through /api/connections`);
+      errors.push({
+        path: key,
+        reason: 'connections_not_configuration',
+        message: `"${key}": connections are not part of the configuration; manage them through /api/connections`,
+      });
   }
   const walk = (node: Record<string, unknown>, prefix: string) => {
     for (const [key, value] of Object.entries(node)) {
       const path = prefix ? `${prefix}.${key}` : key;
       if (!prefix && (METADATA_KEYS.includes(key) || CONNECTION_KEYS.includes(key))) continue;
       if (isSettingPath(path)) {
-        if (entries.has(path)) errors.push(`${path}: given more than once`);
+        if (entries.has(path)) errors.push(refusedAt(path, 'given_twice', 'given more than once'));
         else entries.set(path, value);
       } else if (isMapping(value) && SETTING_PATHS.some((p) => p.startsWith(`${path}.`))) {
         walk(value, path);
       } else {
-        errors.push(`${path}: unknown setting`);
+        errors.push(refusedAt(path, 'unknown_setting', 'unknown setting'));
       }
     }
   };
@@ -92,15 +149,14 @@ export function flatten(root: Record<string, unknown>): { entries: Map<SettingPa
 type Wanted = { kind: 'set'; value: unknown } | { kind: 'unset' } | { kind: 'keep' };
 
 /** Each given value checked against its setting: writable, of its type; null unsets, the mask keeps a secret. */
-function validate(entries: Map<SettingPath, unknown>): { wanted: Map<SettingPath, Wanted>; errors: string[] } {
+function validate(entries: Map<SettingPath, unknown>): { wanted: Map<SettingPath, Wanted>; errors: RefusedEntry[] } {
   const wanted = new Map<SettingPath, Wanted>();
-  const errors: string[] = [];
+  const errors: RefusedEntry[] = [];
   for (const [path, value] of entries) {
     const def = settingDef(path);
     if (!def.writable) {
-      errors.push(
-        `${path}: read-only here (read once at process start${def.env ? `; set ${def.env} in the environment` : ''})`,
-      );
+      const where = def.env ? `; set ${def.env} in the environment` : '';
+      errors.push(refusedAt(path, 'process_level', `read-only here (read once at process start${where})`));
       continue;
     }
     if (value === null) wanted.set(path, { kind: 'unset' });
@@ -108,24 +164,25 @@ function validate(entries: Map<SettingPath, unknown>): { wanted: Map<SettingPath
     else {
       const parsed = def.kind.schema.safeParse(value);
       if (parsed.success) wanted.set(path, { kind: 'set', value: parsed.data });
-      else errors.push(`${path}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+      else errors.push(refusedAt(path, 'invalid_value', parsed.error.issues.map((i) => i.message).join('; ')));
     }
   }
   return { wanted, errors };
 }
 
-const emptyResult = (errors: string[]): ApplyResult => ({
+const emptyResult = (): ApplyResult => ({
   added: 0,
   updated: 0,
   deleted: 0,
   skipped: 0,
   changes: [],
-  errors,
+  errors: [],
 });
 
 /**
  * Applies a configuration in one transaction: validates every path first (any error: nothing is
- * written), computes the changes against the saved rows (locked), writes them unless `dryRun`,
+ * written, `ConfigApplyRefusedError`), computes the changes against the saved rows (locked), refuses
+ * a change the caller lacks the permission for (403, nothing written), writes them unless `dryRun`,
  * bumps the version every process watches and records the apply (who, when, what, secrets masked).
  */
 export async function applyConfiguration(
@@ -135,11 +192,11 @@ export async function applyConfiguration(
   req: ApplyRequest,
 ): Promise<ApplyOutcome> {
   const parsed = parseContent(req.content);
-  if ('errors' in parsed) return { success: false, result: emptyResult(parsed.errors), saved: null };
+  if ('errors' in parsed) throw new ConfigApplyRefusedError(parsed.errors);
   const flat = flatten(parsed.root);
   const checked = validate(flat.entries);
   const errors = [...flat.errors, ...checked.errors];
-  if (errors.length > 0) return { success: false, result: emptyResult(errors), saved: null };
+  if (errors.length > 0) throw new ConfigApplyRefusedError(errors);
 
   const outcome = await em.transactional(async (tx) => {
     await sql(tx, 'select version from platform_settings_version where id = 1 for update');
@@ -149,18 +206,27 @@ export async function applyConfiguration(
     const forbidden = plan.changes
       .map((c) => ({ path: c.path, action: c.action, permission: settingDef(c.path).permission }))
       .filter((c) => c.permission !== undefined && !req.permissions.has(c.permission))
-      .map(
-        (c) =>
-          `${c.path}: changing it needs the ${c.permission} permission${
+      .map((c) =>
+        refusedAt(
+          c.path,
+          'permission_required',
+          `changing it needs the ${c.permission} permission${
             req.mode === 'full' && c.action === 'deleted' && !checked.wanted.has(c.path)
               ? ' (a full apply unsets every saved path it does not name; name it with its current value)'
               : ''
           }`,
+        ),
       );
-    if (forbidden.length > 0) return { success: false, result: emptyResult(forbidden), saved: null };
+    if (forbidden.length > 0) {
+      const messages = forbidden.map((f) => f.message);
+      throw new ForbiddenError(`Configuration refused, nothing was saved: ${messages.join('; ')}`, {
+        refused: forbidden,
+        errors: messages,
+      });
+    }
     const masked = (path: SettingPath, value: unknown) =>
       settingDef(path).secret && value !== null ? SECRET_MASK : value;
-    const result: ApplyResult = { ...emptyResult([]), skipped: plan.skipped };
+    const result: ApplyResult = { ...emptyResult(), skipped: plan.skipped };
     for (const c of plan.changes) {
       result[c.action === 'added' ? 'added' : c.action === 'updated' ? 'updated' : 'deleted'] += 1;
       result.changes.push({
@@ -183,7 +249,7 @@ export async function applyConfiguration(
         return [p, value] as const;
       }),
     );
-    if (req.dryRun || plan.changes.length === 0) return { success: true, result, saved };
+    if (req.dryRun || plan.changes.length === 0) return { result, saved };
 
     const now = new Date();
     // Seal under the active key as of now (a rotation may have activated one since this process looked).
@@ -241,7 +307,7 @@ export async function applyConfiguration(
       }
       if (changed.size > 0) await req.beforeCommit(changed);
     }
-    return { success: true, result, saved };
+    return { result, saved };
   });
   if (!req.dryRun) settings.invalidate();
   return outcome;
@@ -304,7 +370,6 @@ function nest(pairs: ReadonlyArray<readonly [string, unknown]>): Record<string, 
 }
 
 /** The saved configuration rendered for the response. */
-export function render(saved: Record<string, unknown> | null, format: 'json' | 'yaml'): string | null {
-  if (saved === null) return null;
+export function render(saved: Record<string, unknown>, format: 'json' | 'yaml'): string {
   return format === 'yaml' ? YAML.stringify(saved) : JSON.stringify(saved, null, 2);
 }

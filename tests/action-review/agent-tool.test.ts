@@ -88,7 +88,7 @@ describe('agents propose through the action_review tool', () => {
       [],
     );
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
-    expect(detail.body.proposal.handback).toBeNull();
+    expect(detail.body.data.handback).toBeNull();
   });
 });
 

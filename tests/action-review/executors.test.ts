@@ -68,9 +68,19 @@ describe('local_cli.run.v1 (approving is the action)', () => {
     expect(names).toEqual(['LANG', 'PATH']);
   });
 
-  it('refuses a command off the allow-list as not_applied', async () => {
-    const res = await approve(await propose(r.stack.url, r.tokens.rita, cli('rm', ['-rf', '/tmp/x'])));
-    expect(res).toMatchObject({ final_status: 'not_applied', execution_refusal_reason: 'command_not_allowed' });
+  it('refuses a command off the allow-list when it is proposed (400 command_not_allowed), not after approval', async () => {
+    const before = await query(r.stack.db.url, 'select proposal_id from action_review_proposals order by 1');
+    const res = await http(r.stack.url, 'POST', '/api/action-review/proposals', {
+      token: r.tokens.rita,
+      body: cli('rm', ['-rf', '/tmp/x']),
+    });
+    expect([res.status, res.body.error_type, res.body.payload.code]).toEqual([
+      400,
+      'bad_request',
+      'command_not_allowed',
+    ]);
+    expect(res.body.payload.allowed_commands).toEqual(['echo', 'env', 'sleep']);
+    expect(await query(r.stack.db.url, 'select proposal_id from action_review_proposals order by 1')).toEqual(before);
   });
 
   it('a command cut short by the timeout may have done work: reconciliation_required, outcome_not_recorded', async () => {
@@ -156,6 +166,6 @@ describe('external action types', () => {
     const errorId = /error_id ([0-9a-f-]{36})/.exec(res.body.error_detail)![1]!;
     expect(logLines.find((l) => l.includes(errorId) && l.includes('tracker-internal-hostname'))).toBeDefined();
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
-    expect(detail.body.proposal.execution_error_detail).toBe(res.body.error_detail);
+    expect(detail.body.data.execution_error_detail).toBe(res.body.error_detail);
   });
 });

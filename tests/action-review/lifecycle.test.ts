@@ -33,7 +33,7 @@ describe('create, approve, execute once', () => {
     });
     expect(res.status).toBe(201);
     expect(res.body.success).toBe(true);
-    const p = res.body.proposal;
+    const p = res.body.data;
     expect(p).toMatchObject({
       status: 'requested',
       action_type: 'ticket.write.v1',
@@ -81,14 +81,14 @@ describe('create, approve, execute once', () => {
     expect(tracker.requests.at(-1)!.headers.authorization).toBe('Bearer tracker-token');
 
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.rita });
-    expect(detail.body.proposal.events.map((e: { type: string }) => e.type)).toEqual([
+    expect(detail.body.data.events.map((e: { type: string }) => e.type)).toEqual([
       'proposed',
       'approved',
       'execution_claimed',
       'executed',
     ]);
-    expect(detail.body.proposal.events.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4]);
-    expect(detail.body.proposal).toMatchObject({ status: 'executed', final_status: 'executed', claimed: true });
+    expect(detail.body.data.events.map((e: { seq: number }) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(detail.body.data).toMatchObject({ status: 'executed', final_status: 'executed', claimed: true });
     await recordHistory(r.stack.api.deps.temporal, `action-review/${id}`, 'action-review-approve-execute');
   });
 

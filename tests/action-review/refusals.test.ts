@@ -9,6 +9,7 @@ import {
   SERVICE_TOKEN,
   startReviewStack,
   ticket,
+  tool,
   type ReviewStack,
 } from './support.js';
 
@@ -104,7 +105,7 @@ describe('decision context', () => {
   it('answers 409 decision_context_mismatch for a stale version or digest and accepts the current one', async () => {
     const id = await propose(r.stack.url, r.tokens.rita, ticket('pinned context'));
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.ravi });
-    const context = detail.body.proposal.decision_context;
+    const context = detail.body.data.decision_context;
     expect(context).toEqual({ expected_version: 1, payload_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
     const staleVersion = await http(r.stack.url, 'POST', path(id, '/approve'), {
       token: r.tokens.ravi,
@@ -202,6 +203,39 @@ describe('creation limits', () => {
       'body.payload.loser_ids',
       'body.payload.object_kind',
     ]);
+  });
+
+  it('refuses a local_cli.run.v1 command off the allow-list (empty by default) at creation: 400 command_not_allowed, nothing written', async () => {
+    const count = async (table: string) =>
+      Number((await query<{ n: string }>(r.stack.db.url, `select count(*) as n from ${table}`))[0]!.n);
+    const before = [await count('action_review_proposals'), await count('action_review_events')];
+    const run = {
+      action_type: 'local_cli.run.v1',
+      payload: { command: 'echo', args: ['hi'] },
+      expected_effect: 'echo',
+    };
+    const viaRoute = await http(r.stack.url, 'POST', '/api/action-review/proposals', {
+      token: r.tokens.rita,
+      body: run,
+    });
+    const agent = await r.agent('bot-cli', 'thread-cli-refused');
+    const viaTool = await tool(r.stack.url, agent, { action: 'CREATE_PROPOSAL', ...run });
+    for (const res of [viaRoute, viaTool]) {
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toMatchObject({
+        error_type: 'bad_request',
+        payload: {
+          code: 'command_not_allowed',
+          command: 'echo',
+          allowed_commands: [],
+          fields: [{ field: 'body.payload.command', message: 'not on the allow-list' }],
+        },
+      });
+    }
+    expect([await count('action_review_proposals'), await count('action_review_events')]).toEqual(before);
+    expect(
+      await query(r.stack.db.url, 'select id from conversation_threads where id = $1', ['thread-cli-refused']),
+    ).toEqual([]);
   });
 
   it('needs APPROVE_AGENT_ACTION to create through the route', async () => {

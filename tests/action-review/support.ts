@@ -82,7 +82,7 @@ export const ticket = (title = 'Broken export') => ({
 export async function propose(url: string, token: string, body: Record<string, unknown>): Promise<string> {
   const res = await http(url, 'POST', '/api/action-review/proposals', { token, body });
   expect(res.status, res.text).toBe(201);
-  return res.body.proposal.proposal_id as string;
+  return res.body.data.proposal_id as string;
 }
 
 /** Calls the action_review tool as an agent. */

@@ -111,9 +111,9 @@ describe('the inbox', () => {
       path(a, '?include_events=false&view=summary&include_package_signability=true'),
       { token: r.tokens.ravi },
     );
-    expect(detail.body.proposal.events).toBeUndefined();
-    expect(detail.body.proposal.payload).toBeUndefined();
-    expect(detail.body.proposal).toMatchObject({
+    expect(detail.body.data.events).toBeUndefined();
+    expect(detail.body.data.payload).toBeUndefined();
+    expect(detail.body.data).toMatchObject({
       requested_statement: null,
       viewer_can_sign: true,
       viewer_can_apply: false,

@@ -60,7 +60,7 @@ describe('a worker dies while the effect runs', () => {
     expect(tracker.requests).toHaveLength(1);
 
     const detail = await http(r.stack.url, 'GET', path(id), { token: r.tokens.rita });
-    expect(detail.body.proposal).toMatchObject({
+    expect(detail.body.data).toMatchObject({
       status: 'reconciliation_required',
       final_status: 'reconciliation_required',
       claimed: true,
@@ -86,7 +86,7 @@ describe('a worker dies while the effect runs', () => {
       'reconciled',
     ]);
     const status = await http(r.stack.url, 'GET', path(id, '/status'), { token: r.tokens.rita });
-    expect(status.body.proposal).toMatchObject({ status: 'resolved', effective_status: 'executed' });
+    expect(status.body.data).toMatchObject({ status: 'resolved', effective_status: 'executed' });
     expect(tracker.requests).toHaveLength(1);
 
     // Operators find it by search attributes (visibility is eventually consistent).

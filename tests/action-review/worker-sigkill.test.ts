@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 const statusOf = async (id: string) =>
-  (await http(stack.url, 'GET', path(id, '/status'))).body.proposal?.status as string | undefined;
+  (await http(stack.url, 'GET', path(id, '/status'))).body.data?.status as string | undefined;
 
 describe('the worker process is SIGKILLed while the effect runs', () => {
   it(
@@ -71,7 +71,7 @@ describe('the worker process is SIGKILLed while the effect runs', () => {
         body: ticket('worker killed mid-write'),
       });
       expect(created.status, created.text).toBe(201);
-      const id = created.body.proposal.proposal_id as string;
+      const id = created.body.data.proposal_id as string;
       const approved = await http(stack.url, 'POST', path(id, '/approve'), { body: {} });
       expect(approved.status, approved.text).toBe(200);
       expect(approved.body.proposal).toMatchObject({ status: 'approved', approving_is_the_action: false });
@@ -124,7 +124,7 @@ describe('the worker process is SIGKILLed while the effect runs', () => {
       expect(timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
 
       const detail = await http(stack.url, 'GET', path(id));
-      expect(detail.body.proposal).toMatchObject({
+      expect(detail.body.data).toMatchObject({
         status: 'reconciliation_required',
         final_status: 'reconciliation_required',
         claimed: true,

@@ -65,7 +65,7 @@ afterAll(async () => {
 async function oneProposal(n: number): Promise<{ id: string; execute: Record<string, any> }> {
   const created = await http(stack.url, 'POST', '/api/action-review/proposals', { body: ticket(`chaos ${n}`) });
   expect(created.status, created.text).toBe(201);
-  const id = created.body.proposal.proposal_id as string;
+  const id = created.body.data.proposal_id as string;
   const approved = await http(stack.url, 'POST', path(id, '/approve'), { body: {} });
   expect(approved.status, approved.text).toBe(200);
   const executed = await http(stack.url, 'POST', path(id, '/execute'));

@@ -131,11 +131,8 @@ describe('imported local CLI as the agent-CLI command (desktop mode, CODE_AGENT_
       ['codex', 'new'],
     ]);
     const res = await tool({ action: 'START_CODE_AGENT', prompt: 'change the readme' });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.data.result).toMatchObject({
-      success: false,
-      error: { code: 'CODING_AGENT_UNSUPPORTED', missing: ['CODE_AGENT_CLI_COMMAND'] },
-    });
+    expect([res.status, res.body.error_type]).toEqual([501, 'not_available_here']);
+    expect(res.body.payload).toMatchObject({ code: 'CODING_AGENT_UNSUPPORTED', missing: ['CODE_AGENT_CLI_COMMAND'] });
     expect(await runCount()).toBe(0);
     expect(existsSync(worktreeRoot) ? execFileSync('ls', [worktreeRoot]).toString() : '').toBe('');
   });

@@ -169,28 +169,26 @@ afterAll(async () => {
 });
 
 describe('agent-CLI backend settings', () => {
-  it('answers CODING_AGENT_UNSUPPORTED naming what is missing, writing nothing', async () => {
+  it('refuses START_CODE_AGENT with 501 CODING_AGENT_UNSUPPORTED naming what is missing, writing nothing', async () => {
     await apply('enhancements:\n  coding_agent:\n    backend: agent_cli\n');
     const off = await tool({ action: 'START_CODE_AGENT', prompt: 'change the readme' });
-    expect(off.status, off.text).toBe(200);
-    expect(off.body.data.result).toMatchObject({
-      success: false,
-      error: {
-        code: 'CODING_AGENT_UNSUPPORTED',
-        missing: [
-          'enhancements.coding_agent.agent_cli.enabled',
-          'enhancements.coding_agent.agent_cli.target_repo_url',
-          'enhancements.coding_agent.agent_cli.connection_name',
-          'enhancements.coding_agent.agent_cli.git_connection_name',
-        ],
-      },
+    expect([off.status, off.body.error_type]).toEqual([501, 'not_available_here']);
+    expect(off.body.payload).toMatchObject({
+      code: 'CODING_AGENT_UNSUPPORTED',
+      missing: [
+        'enhancements.coding_agent.agent_cli.enabled',
+        'enhancements.coding_agent.agent_cli.target_repo_url',
+        'enhancements.coding_agent.agent_cli.connection_name',
+        'enhancements.coding_agent.agent_cli.git_connection_name',
+      ],
     });
     // Every setting present but the git connection names nothing saved.
     await apply(cliSettings().replace('git_connection_name: forge', 'git_connection_name: nobody'));
     const noConn = await tool({ action: 'START_CODE_AGENT', prompt: 'change the readme' });
-    expect(noConn.body.data.result).toMatchObject({
-      success: false,
-      error: { code: 'CODING_AGENT_UNSUPPORTED', missing: ['enhancements.coding_agent.agent_cli.git_connection_name'] },
+    expect([noConn.status, noConn.body.error_type]).toEqual([501, 'not_available_here']);
+    expect(noConn.body.payload).toMatchObject({
+      code: 'CODING_AGENT_UNSUPPORTED',
+      missing: ['enhancements.coding_agent.agent_cli.git_connection_name'],
     });
     expect(await runCount()).toBe(0);
     expect(existsSync(worktreeRoot) ? execFileSync('ls', [worktreeRoot]).toString() : '').toBe('');

@@ -63,24 +63,25 @@ afterAll(async () => {
 });
 
 describe('code-agent launcher settings', () => {
-  it('answers CODING_AGENT_UNSUPPORTED without a usable adapter, writing nothing', async () => {
+  it('refuses START_CODE_AGENT with 501 CODING_AGENT_UNSUPPORTED without a usable adapter, writing nothing', async () => {
     const none = await tool({ action: 'START_CODE_AGENT', prompt: 'finish the export' });
-    expect(none.status, none.text).toBe(200);
-    expect(none.body.data.result).toMatchObject({
-      success: false,
-      error: { code: 'CODING_AGENT_UNSUPPORTED', missing: expect.arrayContaining(['CODE_AGENT_RUNNER_COMMAND']) },
+    expect([none.status, none.body.error_type]).toEqual([501, 'not_available_here']);
+    expect(none.body.payload).toMatchObject({
+      code: 'CODING_AGENT_UNSUPPORTED',
+      missing: expect.arrayContaining(['CODE_AGENT_RUNNER_COMMAND']),
     });
     // Cloud chosen (connection_name set) but no target repository: still unsupported, naming it.
     expect((await apply('enhancements:\n  code_agent:\n    connection_name: agent_cloud\n')).status).toBe(200);
     const noRepo = await tool({ action: 'START_CODE_AGENT', prompt: 'finish the export' });
-    expect(noRepo.body.data.result).toMatchObject({
-      success: false,
-      error: { code: 'CODING_AGENT_UNSUPPORTED', missing: ['enhancements.code_agent.target_repo_url'] },
+    expect([noRepo.status, noRepo.body.error_type]).toEqual([501, 'not_available_here']);
+    expect(noRepo.body.payload).toMatchObject({
+      code: 'CODING_AGENT_UNSUPPORTED',
+      missing: ['enhancements.code_agent.target_repo_url'],
     });
     // Explicit local without CODE_AGENT_RUNNER_COMMAND.
     expect((await apply('enhancements:\n  code_agent:\n    adapter: local\n')).status).toBe(200);
     const noRunner = await tool({ action: 'START_CODE_AGENT', prompt: 'finish the export' });
-    expect(noRunner.body.data.result.error).toMatchObject({
+    expect(noRunner.body.payload).toMatchObject({
       code: 'CODING_AGENT_UNSUPPORTED',
       missing: ['CODE_AGENT_RUNNER_COMMAND'],
     });
@@ -184,7 +185,7 @@ describe('cloud runs', () => {
       },
     });
     expect(created.status, created.text).toBe(201);
-    const id = created.body.proposal.proposal_id as string;
+    const id = created.body.data.proposal_id as string;
     expect((await http(s.r.stack.url, 'POST', path(id, '/approve'), { token: s.r.tokens.ravi, body: {} })).status).toBe(
       200,
     );

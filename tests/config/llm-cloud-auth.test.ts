@@ -235,8 +235,8 @@ describe('warehouse-AI provider (PAT and key-pair JWT)', () => {
     ] as const) {
       const before = await rows();
       const res = await call('PUT', '/api/config/llm-providers/warehouse_ai', body);
-      expect(res.body.success).toBe(false);
-      expect(res.body.message).toMatch(says);
+      expect([res.status, res.body.error_type]).toEqual([400, 'bad_request']);
+      expect(res.body.error).toMatch(says);
       expect(await rows()).toEqual(before);
     }
   });
@@ -355,8 +355,8 @@ describe('Databricks-type OAuth mode (machine-to-machine)', () => {
         test_connection: true,
       };
       const missing = await call('POST', '/api/config/llm-providers/databricks', body);
-      expect(missing.body.success).toBe(false);
-      expect(missing.body.message).toMatch(/oauth_client_secret is required/);
+      expect([missing.status, missing.body.error_type]).toEqual([400, 'bad_request']);
+      expect(missing.body.error).toMatch(/oauth_client_secret is required/);
       const wrong = await call('POST', '/api/config/llm-providers/databricks', {
         ...body,
         oauth_client_secret: 'not-it',

@@ -160,9 +160,8 @@ describe('saving providers', () => {
       ['warehouse_ai', { base_url: llm.origin, auth_method: 'keypair', user: 'u' }, /private_key is required/],
     ] as const) {
       const res = await call('POST', `/api/config/llm-providers/${kind}`, body);
-      expect(res.status).toBe(200);
-      expect(res.body.success).toBe(false);
-      expect(res.body.message).toMatch(says);
+      expect([res.status, res.body.error_type]).toEqual([400, 'bad_request']);
+      expect(res.body.error).toMatch(says);
     }
     expect([...(await rows('bedrock')), ...(await rows('databricks')), ...(await rows('warehouse_ai'))]).toEqual([]);
   });
@@ -272,10 +271,34 @@ describe('activation, admission, assignments and the overview', () => {
     expect(denied.body.success).toBe(true);
     expect((await rows('proxy'))[0]!.admission).toBe('deny');
     const act = await call('POST', '/api/config/llm-providers/proxy/activate', {});
-    expect(act.body.success).toBe(false);
-    expect(act.body.message).toMatch(/denied/);
+    expect([act.status, act.body.error_type, act.body.payload.code]).toEqual([409, 'conflict', 'provider_denied']);
+    expect(act.body.error).toMatch(/denied/);
     const info = await call('GET', '/api/config/llm-providers/info');
     expect(info.body.data.summary.active.provider_kind).toBe('anthropic');
+  });
+
+  it('refuses operations on a provider that is not saved, or not ready, with 4xx envelopes, changing nothing', async () => {
+    // A secret alone saves a provider not yet marked configured (set-value, as a secret-only provider starts).
+    const secret = await call('POST', '/api/config/secret-fields/llm_providers.warehouse_ai.pat/set-value', {
+      value: 'pat-only',
+    });
+    expect(secret.body.success, secret.text).toBe(true);
+    const settingsBefore = await query(stack.db.url, 'select * from llm_settings');
+    const providersBefore = await query(stack.db.url, 'select provider_kind, sub_provider from llm_providers');
+    for (const [method, path, body, status, errorType] of [
+      ['DELETE', '/api/config/llm-providers/databricks', {}, 404, 'not_found'],
+      ['PUT', '/api/config/llm-providers/databricks/admission', { admission: 'deny' }, 404, 'not_found'],
+      ['POST', '/api/config/llm-providers/databricks/activate', {}, 404, 'not_found'],
+      ['POST', '/api/config/llm-providers/warehouse_ai/activate', {}, 409, 'conflict'],
+      ['POST', '/api/config/llm-providers/other/activate', {}, 400, 'bad_request'],
+      ['DELETE', '/api/config/llm-providers/other', {}, 400, 'bad_request'],
+    ] as const) {
+      const res = await call(method, path, body);
+      expect([res.status, res.body.error_type], `${method} ${path}`).toEqual([status, errorType]);
+      expect(res.body).not.toHaveProperty('success');
+    }
+    expect(await query(stack.db.url, 'select * from llm_settings')).toEqual(settingsBefore);
+    expect(await query(stack.db.url, 'select provider_kind, sub_provider from llm_providers')).toEqual(providersBefore);
   });
 
   it('shows every signed-in user a masked overview', async () => {
@@ -291,7 +314,8 @@ describe('activation, admission, assignments and the overview', () => {
 
   it('marks a secret-only provider configured after its secret is set, and tests a configured credential first', async () => {
     const early = await call('POST', '/api/config/llm-providers/mark-configured', { provider: 'openai' });
-    expect(early.body.success).toBe(false);
+    expect([early.status, early.body.error_type]).toEqual([404, 'not_found']);
+    expect(early.body.error).toMatch(/set its secret first/);
     const set = await call('POST', '/api/config/secret-fields/llm_providers.openai.api_key/set-value', {
       value: 'sk-only',
     });

@@ -72,9 +72,8 @@ describe('proxy provider, auth_mechanism oauth_client_credentials: saving', () =
       const body: Record<string, unknown> = fields({ test_connection: true });
       delete body[omit];
       const res = await call('POST', '/api/config/llm-providers/proxy', body);
-      expect(res.status).toBe(200);
-      expect(res.body.success).toBe(false);
-      expect(res.body.message).toMatch(says);
+      expect([res.status, res.body.error_type]).toEqual([400, 'bad_request']);
+      expect(res.body.error).toMatch(says);
     }
     const unknownMechanism = await call('POST', '/api/config/llm-providers/proxy', fields({ auth_mechanism: 'oauth' }));
     expect(unknownMechanism.status).toBe(400);

@@ -130,9 +130,10 @@ describe('GET /api/config/setup/sources without path or section', () => {
       { 'secrets.reseal_batch_size': 5 },
     ]) {
       const res = await partial(content);
-      expect(res.status).toBe(200);
-      expect(res.body.success, JSON.stringify(content)).toBe(false);
-      expect(res.body.result.errors[0]).toMatch(/read-only here/);
+      expect([res.status, res.body.error_type], JSON.stringify(content)).toEqual([400, 'bad_request']);
+      expect(res.body.payload.refused).toEqual([
+        { path: Object.keys(content)[0], reason: 'process_level', message: expect.stringMatching(/read-only here/) },
+      ]);
     }
     expect(await written()).toBe(before);
   });
@@ -158,7 +159,7 @@ describe('docs.base_url is read at run time', () => {
 
     for (const bad of ['http://docs.example.com', 'https://docs.example.com/?next=x', 'https://u:p@docs.example.com']) {
       const res = await partial({ 'docs.base_url': bad });
-      expect(res.body.success, bad).toBe(false);
+      expect([res.status, res.body.error_type], bad).toEqual([400, 'bad_request']);
     }
     expect((await source('docs.base_url')).effective_value).toBe('https://docs.example.com/platform');
 
@@ -201,7 +202,8 @@ describe('branding has one store: the branding route and the settings agree', ()
       ['support_url', 'http://example.com'],
       ['support_email', 'not-an-address'],
     ] as const) {
-      expect((await partial({ [`branding.${field}`]: value })).body.success, field).toBe(false);
+      const applied = await partial({ [`branding.${field}`]: value });
+      expect([applied.status, applied.body.error_type], field).toEqual([400, 'bad_request']);
       const viaRoute = await http(stack.url, 'PUT', '/api/config/branding', { token: admin, body: { [field]: value } });
       expect(viaRoute.status, field).toBe(400);
     }
@@ -231,17 +233,28 @@ describe('mesh settings need manage_secrets', () => {
         permissions,
       });
     const before = await written();
-    const refused = await apply('partial', { 'mesh.egress': ['api.example.com:443'] }, configAdmin);
-    expect(refused.success).toBe(false);
-    expect(refused.result.errors).toEqual([expect.stringMatching(/^mesh\.egress: .*manage_secrets/)]);
+    const refused = await apply('partial', { 'mesh.egress': ['api.example.com:443'] }, configAdmin).catch(
+      (err: unknown) => err,
+    );
+    expect(refused).toMatchObject({
+      errorType: 'forbidden',
+      status: 403,
+      payload: {
+        refused: [
+          { path: 'mesh.egress', reason: 'permission_required', message: expect.stringMatching(/manage_secrets/) },
+        ],
+      },
+    });
     expect(await written()).toBe(before);
 
     const allowed = await partial({ mesh: { egress: ['api.example.com:443'], advertise_tags: ['tag:web'] } });
     expect(allowed.body.success, allowed.text).toBe(true);
     const snapshot = await written();
-    const full = await apply('full', { 'etl.run_timeout_seconds': 60 }, configAdmin);
-    expect(full.success).toBe(false);
-    expect(full.result.errors.join('\n')).toMatch(/mesh\.egress: .*manage_secrets .*full apply unsets/);
+    const full = await apply('full', { 'etl.run_timeout_seconds': 60 }, configAdmin).catch((err: unknown) => err);
+    expect(full).toMatchObject({ errorType: 'forbidden' });
+    expect((full as { payload: { errors: string[] } }).payload.errors.join('\n')).toMatch(
+      /mesh\.egress: .*manage_secrets .*full apply unsets/,
+    );
     expect(await written()).toBe(snapshot);
   });
 });

@@ -223,34 +223,66 @@ describe('apply', () => {
   });
 
   it.each([
-    ['an unknown path', 'crm:\n  nope: 1\n', 'crm.nope: unknown setting'],
-    ['a wrong type', 'crm:\n  max_approval_ttl_seconds: "soon"\n', 'crm.max_approval_ttl_seconds:'],
-    ['a read-only path', 'auth:\n  provider: none\n', 'auth.provider: read-only here'],
-    ['a root that is not a mapping', '- a\n- b\n', 'the root of the configuration must be a mapping'],
-    ['text that is not YAML', 'a: [1, 2\n', 'content is neither valid YAML nor JSON'],
-  ])('refuses %s with success false and writes nothing (full and partial)', async (_what, content, error) => {
-    await partial('etl:\n  jobs_dir: /keep\n');
-    const [rowsBefore, v] = [await savedRows(), await version()];
-    for (const send of [full, partial]) {
-      // A valid path beside the bad one is not written either.
-      const res = await send(`${content.startsWith('-') ? '' : 'etl:\n  run_timeout_seconds: 5\n'}${content}`);
-      expect(res.status, res.text).toBe(200);
-      expect(res.body.success).toBe(false);
-      expect(res.body.content).toBeNull();
-      expect(res.body.result).toMatchObject({ added: 0, updated: 0, deleted: 0, changes: [] });
-      expect(res.body.result.errors.join('\n')).toContain(error);
-      expect(await savedRows()).toEqual(rowsBefore);
-      expect(await version()).toBe(v);
-    }
+    ['an unknown path', 'crm:\n  nope: 1\n', 422, 'unprocessable_entity', 'crm.nope', 'unknown_setting'],
+    [
+      'a wrong type',
+      'crm:\n  max_approval_ttl_seconds: "soon"\n',
+      400,
+      'bad_request',
+      'crm.max_approval_ttl_seconds',
+      'invalid_value',
+    ],
+    ['a process-level path', 'auth:\n  provider: none\n', 400, 'bad_request', 'auth.provider', 'process_level'],
+    ['a root that is not a mapping', '- a\n- b\n', 400, 'bad_request', null, 'not_a_mapping'],
+    ['text that is not YAML', 'a: [1, 2\n', 400, 'bad_request', null, 'unparseable'],
+  ])(
+    'refuses %s with the error envelope and writes nothing, not even the valid path beside it (full and partial)',
+    async (_what, content, status, errorType, path, reason) => {
+      await partial('etl:\n  jobs_dir: /keep\n');
+      const [rowsBefore, v, appliesBefore] = [await savedRows(), await version(), (await applies()).length];
+      for (const send of [full, partial]) {
+        for (const dry_run of [false, true]) {
+          const res = await send(`${content.startsWith('-') ? '' : 'etl:\n  run_timeout_seconds: 5\n'}${content}`, {
+            dry_run,
+          });
+          expect(res.status, res.text).toBe(status);
+          expect(res.body).toMatchObject({ error_type: errorType, request_id: res.headers.get('x-request-id') });
+          expect(res.body).not.toHaveProperty('success');
+          expect(res.body.payload.refused).toEqual([{ path, reason, message: expect.any(String) }]);
+          expect(res.body.payload.errors).toEqual([res.body.payload.refused[0].message]);
+          expect(await savedRows()).toEqual(rowsBefore);
+          expect(await version()).toBe(v);
+          expect(await applies()).toHaveLength(appliesBefore);
+        }
+      }
+    },
+  );
+
+  it('names every refused setting of one request, 422 when any is undeclared', async () => {
+    const rowsBefore = await savedRows();
+    const res = await partial('auth:\n  provider: none\nlisten:\n  nope: 1\netl:\n  run_timeout_seconds: 7\n');
+    expect(res.status, res.text).toBe(422);
+    expect(res.body.payload.refused.map((r: { path: string; reason: string }) => [r.path, r.reason])).toEqual([
+      ['listen', 'unknown_setting'],
+      ['auth.provider', 'process_level'],
+    ]);
+    expect(await savedRows()).toEqual(rowsBefore);
   });
 
   it('refuses connection keys, pointing to /api/connections', async () => {
     const rowsBefore = await savedRows();
     const res = await partial('connections:\n  crm_main:\n    type: crm\n');
-    expect(res.body.success).toBe(false);
-    expect(res.body.result.errors[0]).toContain('/api/connections');
+    expect([res.status, res.body.error_type]).toEqual([400, 'bad_request']);
+    expect(res.body.payload.refused).toEqual([
+      {
+        path: 'connections',
+        reason: 'connections_not_configuration',
+        message: expect.stringContaining('/api/connections'),
+      },
+    ]);
     const single = await full('connection: {name: x}\n');
-    expect(single.body.result.errors[0]).toContain('/api/connections');
+    expect(single.status).toBe(400);
+    expect(single.body.payload.errors[0]).toContain('/api/connections');
     expect(await savedRows()).toEqual(rowsBefore);
   });
 
@@ -270,7 +302,7 @@ describe('apply', () => {
     ]);
   });
 
-  it('apply-file takes a multipart YAML file, honours dry_run, and says when the file is missing', async () => {
+  it('apply-file takes a multipart YAML file, honours dry_run, and refuses a missing file with 400', async () => {
     const upload = (fields: Record<string, string | Blob>, qs = '') => {
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.append(k, v);
@@ -295,8 +327,8 @@ describe('apply', () => {
     expect(demo.body).toEqual({ success: true, data: { demo_mode: true } });
 
     const missing = await upload({ other: 'x' });
-    expect([missing.status, missing.body.success]).toEqual([200, false]);
-    expect(missing.body.result.errors).toEqual(['no `file` part in the upload']);
+    expect([missing.status, missing.body.error_type]).toEqual([400, 'bad_request']);
+    expect(missing.body.payload.fields).toEqual([{ field: 'body.file', message: 'required' }]);
     expect(await savedRows()).toEqual([{ path: 'demo.mode_enabled', value: true, sealed: null }]);
     // Demo mode on turns the demo gate on (only the owner, admins and staff pass): turn it off for the tests below.
     const off = await upload({ file: new Blob(['demo:\n  mode_enabled: false\n'], { type: 'application/yaml' }) });

@@ -154,8 +154,8 @@ describe('review console in Chromium', () => {
     expect(await page.getByTestId('decision-reason').textContent()).toBe('Duplicate of an open issue');
     expect(await page.getByTestId('no-actions').textContent()).toContain('Nothing left to decide');
     const api = await http(c.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: c.tokens.rita });
-    expect(api.body.proposal.status).toBe('rejected');
-    expect(api.body.proposal.decision_reason).toBe('Duplicate of an open issue');
+    expect(api.body.data.status).toBe('rejected');
+    expect(api.body.data.decision_reason).toBe('Duplicate of an open issue');
   });
 
   it('renders hostile proposal text inert', async () => {

@@ -85,7 +85,7 @@ describe('merge approval lifecycle', () => {
     expect(req.body.data.digest).toBe(preview.body.data.digest);
     expect(Date.parse(req.body.data.expires_at) - Date.now()).toBeGreaterThan(86_000_000);
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
-    expect(inbox.body.proposal).toMatchObject({ action_type: 'crm.merge.v1', status: 'requested' });
+    expect(inbox.body.data).toMatchObject({ action_type: 'crm.merge.v1', status: 'requested' });
 
     // Refused before anything is claimed, answered as Action Review's execute answers: 200, success false.
     const early = await post(`${approvals}/${id}/execute`, s.r.tokens.rita, { connection_name: 'crm_main' });
@@ -208,8 +208,8 @@ describe('merge rejection', () => {
       decision_reason: 'different people',
     });
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
-    expect(inbox.body.proposal).toMatchObject({ status: 'rejected', decision_reason: 'different people' });
-    expect(inbox.body.proposal.events.map((e: { type: string }) => e.type)).toEqual(['proposed', 'rejected']);
+    expect(inbox.body.data).toMatchObject({ status: 'rejected', decision_reason: 'different people' });
+    expect(inbox.body.data.events.map((e: { type: string }) => e.type)).toEqual(['proposed', 'rejected']);
 
     expect((await reject(s.r.tokens.rita)).body.payload.code).toBe('already_decided');
     const approve = await post(`${approvals}/${id}/approve`, s.r.tokens.rita);

@@ -78,7 +78,11 @@ describe('get_record', () => {
       fields: ['LastName', 'Phone'],
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.data.result).toMatchObject({ id: SURVIVOR, fields: { LastName: 'Lovelace', Phone: '111' } });
+    expect(res.body.data.result).toEqual({
+      id: SURVIVOR,
+      last_modified: expect.any(String),
+      fields: { LastName: 'Lovelace', Phone: '111' },
+    });
     expect(calls()).toEqual([
       {
         method: 'GET',

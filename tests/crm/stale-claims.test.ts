@@ -172,8 +172,8 @@ describe('an execution whose workflow died mid-merge', () => {
     expect(third.recovered_stale_claims).toBe(0);
     expect(await events(id)).toHaveLength(trail.length + 1);
     const inbox = await http(s.r.stack.url, 'GET', `/api/action-review/proposals/${id}`, { token: s.r.tokens.rita });
-    expect(inbox.body.proposal.status).toBe('reconciliation_required');
-    expect(inbox.body.proposal.events.at(-1)).toMatchObject({
+    expect(inbox.body.data.status).toBe('reconciliation_required');
+    expect(inbox.body.data.events.at(-1)).toMatchObject({
       type: 'reconciliation_required',
       actor: { kind: 'system' },
     });

@@ -162,7 +162,7 @@ describe('re-embedding workflow', () => {
       provider_kind: 'openai',
       model_name: 'x',
     });
-    expect(unsaved.body.success).toBe(false);
+    expect([unsaved.status, unsaved.body.error_type]).toEqual([404, 'not_found']);
     expect(await status()).toEqual(before);
     const bad = await call('PUT', '/api/config/models/embeddings/config', { ...identity('e'), extra: 1 });
     expect(bad.status).toBe(422);

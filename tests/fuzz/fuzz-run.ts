@@ -50,6 +50,12 @@ export const POSITIVE_EXCLUDED = [
   '^/api/blueprints/[^/]+/access/grant$',
   // The service-desk webhook's authentication is an HMAC signature over the raw body (401 without it; tests/tracker).
   '^/api/config/tracker-automation/service-desk/webhook$',
+  // A configuration apply's `content` is YAML/JSON text: its setting paths, their types and which are process-level are rules no JSON Schema of the body states (400/422 otherwise, nothing written; tests/config).
+  '^/api/config/setup/apply',
+  // A local_cli.run.v1 proposal must name a command on the deployment's allow-list (LOCAL_CLI_ALLOWED_COMMANDS, empty here): 400 command_not_allowed otherwise (tests/action-review).
+  '^/api/action-review/proposals$',
+  // Language-model providers: per-kind rules across fields (rules 3 to 5), and operations on a provider that must be saved, marked configured and admitted first (400/404/409; tests/config/llm-*).
+  '^/api/config/(llm-providers/|models/embeddings/config$|[^/]+/test-connection$)',
   // Hosted AI activation and credit answer 404 on a deployment without a hosted AI provisioner (the fuzz stack), and activation needs the demo owner (tests/demo).
   '^/api/hosted-ai/(activate|credit)$',
 ].join('|');

@@ -60,7 +60,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await api.close();
       await db.drop();
       const violations = contract.violations();
-      if (violations.length) throw new Error(`Undocumented statuses:\n${violations.join('\n')}`);
+      if (violations.length)
+        throw new Error(
+          `Response contract violations (undocumented statuses, success false in a 2xx, tool results off the rule):\n${violations.join('\n')}`,
+        );
     },
   };
   return stack;

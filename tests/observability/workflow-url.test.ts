@@ -35,13 +35,13 @@ describe('workflow_url on lifecycle answers', () => {
       body: learning(3),
     });
     expect(created.status).toBe(201);
-    const id = created.body.proposal.proposal_id as string;
-    expect(created.body.proposal.workflow_url).toBe(page(`action-review/${id}`));
-    expect(created.body.proposal.workflow_url).toContain('/workflows/action-review%2F');
+    const id = created.body.data.proposal_id as string;
+    expect(created.body.data.workflow_url).toBe(page(`action-review/${id}`));
+    expect(created.body.data.workflow_url).toContain('/workflows/action-review%2F');
 
     const detail = await http(s.r.stack.url, 'GET', path(id), { token: s.r.tokens.rita });
     expect(detail.status).toBe(200);
-    expect(detail.body.proposal.workflow_url).toBe(page(`action-review/${id}`));
+    expect(detail.body.data.workflow_url).toBe(page(`action-review/${id}`));
 
     const approved = await http(s.r.stack.url, 'POST', path(id, '/approve'), { token: s.r.tokens.ravi, body: {} });
     expect(approved.status).toBe(200);

@@ -449,13 +449,13 @@ describe('Authentication 8: connection credentials are secrets; no secret value 
           ...as,
           body: { content: JSON.stringify({ 'mesh.egress': bad }) },
         });
-        expect(refused.body.success).toBe(false);
+        expect([refused.status, refused.body.error_type]).toEqual([400, 'bad_request']);
       }
       const tags = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
         ...as,
         body: { content: JSON.stringify({ 'mesh.advertise_tags': Array.from({ length: 33 }, (_, i) => `tag:t${i}`) }) },
       });
-      expect(tags.body.success).toBe(false);
+      expect([tags.status, tags.body.payload.refused[0].reason]).toEqual([400, 'invalid_value']);
       expect((await http(stack.url, 'GET', '/api/secrets/mesh-auth-key/egress', as)).body.data.entries).toEqual([
         `127.0.0.1:${port}`,
         `127.0.0.1:${crmPort}`,
