@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { NotFoundError } from '../../shared/errors.js';
 import { applySettings } from '../config/save-settings.js';
 import { render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
-import { isSettingPath, pathsInSection, SETTING_PATHS } from '../../shared/settings/definitions.js';
+import { isSettingPath, pathsInSection, SETTING_PATHS, settingDef } from '../../shared/settings/definitions.js';
+import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -54,19 +55,28 @@ const ConfigApplyResponse = z
   })
   .meta({ id: 'ConfigApplyResponse' });
 
+const ENDPOINT_PATHS = SETTING_PATHS.filter((p) => settingDef(p).endpoint)
+  .map((p) => `\`${p}\``)
+  .join(', ');
 const APPLY_SHAPE = 'Other named resources: Config apply response (`success` and `result`)';
 const MAX_CONTENT = 512 * 1024;
 const APPLY_DESCRIPTION =
   'Content is YAML or JSON: nested mappings or dotted keys down to setting paths (see GET /api/config/setup/sources). ' +
   '`null` unsets a saved value; a secret sent back as "********" keeps the saved one. `schema_version`, `name` and ' +
   '`description` at the root are ignored; `connection`/`connections` are refused (use /api/connections). Any error ' +
-  '(unknown or read-only path, wrong type, not a mapping, a change to a path that needs a permission the caller lacks, such as `mesh.*` without `manage_secrets`) answers 200 with `success` false and writes nothing. One ' +
+  '(unknown or read-only path, wrong type, not a mapping, a change to a path that needs a permission the caller lacks, such as `mesh.*` without `manage_secrets`) answers 200 with `success` false and writes nothing. ' +
+  `A new value of an endpoint setting (${ENDPOINT_PATHS}) whose host the egress policy never allows answers 400 and writes nothing (a dry run too). One ` +
   'transaction; every apply that changes something is recorded with who and when.';
 
 const applyResponses = {
   200: {
     description: 'Applied, dry-run result, or refused with `success` false (nothing written)',
     schema: ConfigApplyResponse,
+  },
+  400: {
+    description: `Invalid body field (\`payload.fields\`); or ${savedEndpointRefusalDoc(
+      'an endpoint setting (field: its path; the Git remote `enhancements.coding_agent.agent_cli.target_repo_url` answers `GIT_EGRESS_REFUSED`)',
+    )}`,
   },
   503: { description: 'PostgreSQL or Temporal (sweep schedule update) unavailable; nothing written' },
 };

@@ -5,6 +5,7 @@ import {
   MASK,
   PROVIDER_BODIES,
   PROVIDER_KINDS,
+  PROVIDER_URL_FIELDS,
   SECRET_FIELDS,
   SubProvider,
   withDefaults,
@@ -20,6 +21,7 @@ import {
   writeLlmSettings,
   writeProvider,
 } from '../../shared/llm/provider-store.js';
+import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { iamStatus } from '../llm/iam-status.js';
@@ -58,6 +60,8 @@ const Kind = z.enum(PROVIDER_KINDS);
 const ProviderParams = z.object({ provider: Kind });
 const SubOnly = z.object({ sub_provider: SubProvider.optional().describe('Required for the `other` kind') }).strict();
 
+const URL_FIELDS = PROVIDER_URL_FIELDS.map((f) => `\`${f}\``).join(', ');
+
 type Ctx = RouteContext<unknown, unknown, unknown>;
 const svc = (c: Ctx) => ({ em: c.em, config: c.deps.config, principal: c.principal, log: c.log });
 
@@ -90,7 +94,10 @@ function kindRoutes(kind: ProviderKind): AnyRoute[] {
       body,
       bodyKind: 'config',
       ownShape: OWN_SHAPE,
-      responses: operation,
+      responses: {
+        ...operation,
+        400: { description: `Invalid field; or ${savedEndpointRefusalDoc(`an address field (${URL_FIELDS})`)}` },
+      },
       handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
     });
   return [
