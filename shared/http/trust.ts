@@ -8,10 +8,11 @@
  *   them); link-local and cloud-metadata addresses never. `loadConfig` checks each at start and stops
  *   the process naming the variable when it is malformed or never allowed.
  * - `admin`: saved through the API by an administrator (managed-source Git remotes, CRM and
- *   code-agent connections, language-model providers, tracker credentials, the ETL runner). The
- *   deployment's policy: private ranges and loopback only with PLATFORM_EGRESS_ALLOW_PRIVATE (CRM
- *   hosts: loopback also with CRM_ALLOW_INSECURE_LOOPBACK). A host the policy never allows is refused
- *   when saved (`refusedAtSave`); every request checks again (a name's DNS answer may change).
+ *   code-agent connections, language-model providers, tracker credentials, endpoint settings such as
+ *   the ETL runner). The deployment's policy: private ranges and loopback only with
+ *   PLATFORM_EGRESS_ALLOW_PRIVATE (CRM hosts: loopback also with CRM_ALLOW_INSECURE_LOOPBACK). A host
+ *   the policy never allows is refused when saved (`checkSavedEndpoint`: GIT_EGRESS_REFUSED for a Git
+ *   host, EGRESS_REFUSED otherwise); every request checks again (a name's DNS answer may change).
  * - `user`: a URL supplied with a request by a user or an agent. Private and loopback never, whatever
  *   the flags. No route fetches such a URL today; one that does takes `egressFor(config, 'user')`.
  *
