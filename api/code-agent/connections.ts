@@ -13,6 +13,7 @@ import { toIso } from '../../shared/dates.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { ConflictError } from '../../shared/errors.js';
 import { EgressError } from '../../shared/http/egress.js';
+import { egressFor } from '../../shared/http/trust.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { sql } from '../../shared/db/sql.js';
@@ -85,7 +86,7 @@ export async function createApiKeyConnection(
 ): Promise<CrmConnectionRow> {
   const v = validateApiKeyConnection(
     { ...body.config, ...(body.auth_mode !== API_KEY_CONNECTION ? { auth_mode: body.auth_mode } : {}) },
-    { allowInsecureLoopback: deps.config.crm.allowInsecureLoopback },
+    { policy: egressFor(deps.config, 'admin') },
   );
   if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name }))
     throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
@@ -119,7 +120,7 @@ export async function updateApiKeyConnection(
   const merged: Record<string, unknown> = { api_base_url: current.apiBaseUrl, ...(body.config ?? {}) };
   if (body.auth_mode !== undefined && body.auth_mode !== API_KEY_CONNECTION) merged.auth_mode = body.auth_mode;
   const v = validateApiKeyConnection(merged, {
-    allowInsecureLoopback: deps.config.crm.allowInsecureLoopback,
+    policy: egressFor(deps.config, 'admin'),
     storedApiKey: current.apiKey,
   });
   em.assign(row, { ...columns(deps, v), updatedAt: new Date() });

@@ -6,6 +6,7 @@ import { AUTHORIZE_PATH, CRM_MODE_FIELDS, MASK, SECRET_FIELDS, TOKEN_PATH } from
 import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { ConflictError } from '../../shared/errors.js';
+import { crmEgress } from '../../shared/http/trust.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { testConnection } from './connection-test.js';
@@ -76,7 +77,7 @@ export async function createConnection(
   body: { name: string; auth_mode: string; config: Record<string, unknown> },
 ) {
   const v = await validateCrmConnection(body.auth_mode, body.config, {
-    allowInsecureLoopback: deps.config.crm.allowInsecureLoopback,
+    policy: crmEgress(deps.config),
   });
   if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name })) {
     throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
@@ -122,7 +123,7 @@ export async function updateConnection(
   }
   Object.assign(merged, body.config ?? {});
   const v = await validateCrmConnection(authMode, merged, {
-    allowInsecureLoopback: deps.config.crm.allowInsecureLoopback,
+    policy: crmEgress(deps.config),
     storedSecrets: authMode === row.authMode ? current.secrets : {},
   });
   const authChanged =

@@ -9,6 +9,7 @@ import {
   chatModelOf,
   embeddingModelOf,
   MASK,
+  PROVIDER_URL_FIELDS,
   providerKey,
   SECRET_FIELDS,
   withDefaults,
@@ -26,6 +27,7 @@ import {
   type StoredProvider,
 } from '../../shared/llm/provider-store.js';
 import { meteredClient } from '../../shared/llm/metered.js';
+import { checkSavedEndpoint, EGRESS_REFUSED, egressFor } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 
 /** Spec, "Other named resources": the provider save response. */
@@ -127,6 +129,7 @@ export async function saveProvider(
   const merged = withDefaults(kind, { ...previous, ...incoming });
   const rule = brokenRule(kind, merged);
   if (rule) throw new BadRequestError(`Not saved: ${rule}.`, { reason: 'provider_rule', rule });
+  checkProviderHosts(config, incoming);
 
   const replacedSecret = SECRET_FIELDS[kind].some(
     (k) => incoming[k] !== undefined && previous[k] !== undefined && incoming[k] !== previous[k],
@@ -170,6 +173,23 @@ export async function saveProvider(
   const adoption = await adoptEmbeddings(em, principal.tenant, kind, sub, merged);
   if (adoption) result.embedding_adoption = adoption;
   return result;
+}
+
+/**
+ * A provider address the egress policy never allows is refused before anything is written (400
+ * EGRESS_REFUSED naming the field and the flag); only the addresses this request gives, as a
+ * managed source's PATCH does. Every call checks the saved address again.
+ */
+function checkProviderHosts(config: AppConfig, incoming: ProviderFields): void {
+  for (const field of PROVIDER_URL_FIELDS) {
+    const value = incoming[field];
+    if (typeof value !== 'string') continue;
+    checkSavedEndpoint(value, egressFor(config, 'admin'), {
+      field: `body.${field}`,
+      code: EGRESS_REFUSED,
+      what: 'The model provider host',
+    });
+  }
 }
 
 /** Restores what was stored before a failed save (or removes a new row); says so in the message. */

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { BadRequestError, NotFoundError } from '../../shared/errors.js';
 import { applySettings } from '../config/save-settings.js';
 import { render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
-import { isSettingPath, pathsInSection, SETTING_PATHS } from '../../shared/settings/definitions.js';
+import { isSettingPath, pathsInSection, SETTING_PATHS, settingDef } from '../../shared/settings/definitions.js';
+import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -51,6 +52,9 @@ const ConfigApplyResponse = z
   })
   .meta({ id: 'ConfigApplyResponse' });
 
+const ENDPOINT_PATHS = SETTING_PATHS.filter((p) => settingDef(p).endpoint)
+  .map((p) => `\`${p}\``)
+  .join(', ');
 const APPLY_SHAPE = 'Other named resources: Config apply response (`success` and `result`)';
 const MAX_CONTENT = 512 * 1024;
 const APPLY_DESCRIPTION =
@@ -61,14 +65,16 @@ const APPLY_DESCRIPTION =
   '`unprocessable_entity` when a path is no setting (an undeclared field), 400 `bad_request` for a process-level ' +
   '(read-only) path, a wrong type, a root that is not a mapping or text that is not YAML/JSON, 403 `forbidden` for a ' +
   'change that needs a permission the caller lacks (such as `mesh.*` without `manage_secrets`); `payload.refused` ' +
-  'lists each refused entry (`path`, `reason`, `message`) and `payload.errors` the messages. One transaction; every ' +
-  'apply that changes something is recorded with who and when.';
+  'lists each refused entry (`path`, `reason`, `message`) and `payload.errors` the messages. ' +
+  `A new value of an endpoint setting (${ENDPOINT_PATHS}) whose host the egress policy never allows answers 400 and writes nothing (a dry run too). One ` +
+  'transaction; every apply that changes something is recorded with who and when.';
 
 const applyResponses = {
   200: { description: 'Applied, or the dry-run result', schema: ConfigApplyResponse },
   400: {
-    description:
-      'Refused, nothing written (`bad_request`): `payload.refused[].reason` process_level, invalid_value, given_twice, not_a_mapping, unparseable, connections_not_configuration',
+    description: `Refused, nothing written (\`bad_request\`): \`payload.refused[].reason\` process_level, invalid_value, given_twice, not_a_mapping, unparseable, connections_not_configuration; an invalid body field (\`payload.fields\`); or ${savedEndpointRefusalDoc(
+      'an endpoint setting (field: its path; the Git remote `enhancements.coding_agent.agent_cli.target_repo_url` answers `GIT_EGRESS_REFUSED`)',
+    )}`,
   },
   403: {
     description:

@@ -6,6 +6,7 @@ import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/enti
 import { apiKeyConnectionView, createApiKeyConnection, updateApiKeyConnection } from '../code-agent/connections.js';
 import { connectionView, createConnection, deleteConnection, updateConnection } from '../crm/connections.js';
 import { completeAuthorization, startAuthorization } from '../crm/oauth-flow.js';
+import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { defineRoute, successEnvelope, type RouteContext } from '../http/route.js';
 
 const tags = ['connections'];
@@ -47,6 +48,9 @@ const baseUrl = (ctx: RouteContext<unknown, unknown, unknown>) =>
 /** `api_key` (code-agent) connections share the table and routes; their view has no CRM fields. */
 const viewOf = (row: CrmConnectionRow, base: string) =>
   row.type === API_KEY_CONNECTION ? apiKeyConnectionView(row) : connectionView(row, base);
+const HOST_REFUSED = savedEndpointRefusalDoc(
+  'a CRM host (`login_host`, `instance_url`, `authorization_url`, `token_url`; loopback also with CRM_ALLOW_INSECURE_LOOPBACK) or an `api_base_url`',
+);
 const manage = { kind: 'authenticated', permission: 'manage_all_connections' } as const;
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
 const access = 'Reads need view_connections; create, change, delete and authorize need manage_all_connections.';
@@ -96,7 +100,7 @@ export const connectionRoutes = [
     operationId: 'createConnection',
     summary:
       'Save a CRM connection (tested against the login and instance hosts) or a code-agent api_key connection (tested with GET /v1/models)',
-    description: `${access} A missing required field, an unknown mode, a malformed policy or a non-HTTPS host answers 400 naming the field and saves nothing. Plain-http loopback hosts only with CRM_ALLOW_INSECURE_LOOPBACK=true. Secrets are sealed with AES-256-GCM (key from PLATFORM_SECRETS_KEY, else a key file under PLATFORM_DATA_DIR).`,
+    description: `${access} A missing required field, an unknown mode, a malformed policy or a non-HTTPS host answers 400 naming the field and saves nothing; so does a host the egress policy never allows (\`EGRESS_REFUSED\`). Plain-http loopback hosts: a CRM's only with CRM_ALLOW_INSECURE_LOOPBACK=true, an api_key connection's only with PLATFORM_EGRESS_ALLOW_PRIVATE=true. Secrets are sealed with AES-256-GCM (key from PLATFORM_SECRETS_KEY, else a key file under PLATFORM_DATA_DIR).`,
     tags,
     access: manage,
     body: z.object({
@@ -110,7 +114,7 @@ export const connectionRoutes = [
     successStatus: 201,
     responses: {
       201: { description: 'Saved; `connection_test` holds the test result', schema: successEnvelope(ConnectionSchema) },
-      400: { description: 'Invalid field (named in payload.fields); nothing saved' },
+      400: { description: `Invalid field (named in payload.fields); or ${HOST_REFUSED}` },
       409: { description: 'A connection with this name exists' },
     },
     handler: async (ctx) => ({
@@ -150,7 +154,7 @@ export const connectionRoutes = [
     body: z.object({ auth_mode: z.string().optional(), config: Config.optional() }),
     responses: {
       200: { description: 'Saved and tested', schema: successEnvelope(ConnectionSchema) },
-      400: { description: 'Invalid field; nothing saved' },
+      400: { description: `Invalid field; or ${HOST_REFUSED}` },
       404: { description: 'Unknown connection' },
     },
     handler: async (ctx) => {

@@ -5,6 +5,7 @@ import {
   MASK,
   PROVIDER_BODIES,
   PROVIDER_KINDS,
+  PROVIDER_URL_FIELDS,
   SECRET_FIELDS,
   SubProvider,
   withDefaults,
@@ -21,6 +22,7 @@ import {
   writeProvider,
 } from '../../shared/llm/provider-store.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../shared/errors.js';
+import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { iamStatus } from '../llm/iam-status.js';
@@ -68,6 +70,8 @@ const Kind = z.enum(PROVIDER_KINDS);
 const ProviderParams = z.object({ provider: Kind });
 const SubOnly = z.object({ sub_provider: SubProvider.optional().describe('Required for the `other` kind') }).strict();
 
+const URL_FIELDS = PROVIDER_URL_FIELDS.map((f) => `\`${f}\``).join(', ');
+
 type Ctx = RouteContext<unknown, unknown, unknown>;
 const svc = (c: Ctx) => ({ em: c.em, config: c.deps.config, principal: c.principal, log: c.log });
 
@@ -107,7 +111,12 @@ function kindRoutes(kind: ProviderKind): AnyRoute[] {
       bodyKind: 'config',
       ownShape: OWN_SHAPE,
       successFalseAt2xx: SUCCESS_FALSE,
-      responses: tested,
+      responses: {
+        ...tested,
+        400: {
+          description: `A provider rule is broken (\`bad_request\`, \`payload.rule\`), an invalid field; or ${savedEndpointRefusalDoc(`an address field (${URL_FIELDS})`)}`,
+        },
+      },
       handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
     });
   return [

@@ -11,7 +11,7 @@ import {
 } from '../../shared/db/entities/index.js';
 import { toIso } from '../../shared/dates.js';
 import { ConflictError, ForbiddenError, NotFoundError, PlatformError } from '../../shared/errors.js';
-import { checkSavedEndpoint } from '../../shared/http/trust.js';
+import { checkSavedEndpoint, savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
 import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
@@ -570,8 +570,7 @@ async function upsertAnswer(
   return { success: true as const, source: await view(em, row), sync: null };
 }
 
-const GIT_HOST_REFUSED =
-  'Invalid field; or `GIT_EGRESS_REFUSED`: `repo_url` names a host the egress policy never allows (a loopback or private address without PLATFORM_EGRESS_ALLOW_PRIVATE, link-local or cloud metadata); payload `host`, `allowed_by` (the flag that would allow it, null if none), `fields`. Nothing saved';
+const GIT_HOST_REFUSED = `Invalid field; or ${savedEndpointRefusalDoc('`repo_url`', 'GIT_EGRESS_REFUSED')}`;
 
 /** A Git host the egress policy never allows is refused when saved; each sync checks the host again. */
 function checkGitHost(deps: AppDeps, repoUrl: string): void {

@@ -62,6 +62,8 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     TEMPORAL_ADDRESS: temporal.address,
     AUTH_PROVIDER: 'none',
     CRM_ALLOW_INSECURE_LOOPBACK: 'true',
+    // The provider the benchmarks save points at the loopback fake: an administrator-saved endpoint.
+    PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
     PLATFORM_BLUEPRINTS_DIR: path.join(dir, 'blueprints'),
     ...env,
   }); // the fake model is on loopback

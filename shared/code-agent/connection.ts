@@ -1,6 +1,8 @@
 import type { AppConfig } from '../config.js';
 import type { CrmConnectionRow } from '../db/entities/index.js';
 import { BadRequestError } from '../errors.js';
+import type { EgressPolicy } from '../http/egress-policy.js';
+import { checkSavedEndpoint, EGRESS_REFUSED } from '../http/trust.js';
 import { secretBox } from '../secrets/secret-box.js';
 
 /**
@@ -53,10 +55,14 @@ export interface ValidatedApiKeyConnection {
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const KNOWN = new Set(['api_key', 'api_base_url', 'scope']);
 
-/** Validates an `api_key` connection's config; every problem is named in `payload.fields` and nothing is saved. */
+/**
+ * Validates an `api_key` connection's config; every problem is named in `payload.fields` and nothing
+ * is saved. `policy` is the administrator-saved endpoints' (egressFor 'admin'): an `api_base_url` it
+ * never allows is refused first (EGRESS_REFUSED); plain http only for a loopback host it allows.
+ */
 export function validateApiKeyConnection(
   config: Record<string, unknown>,
-  opts: { allowInsecureLoopback: boolean; storedApiKey?: string },
+  opts: { policy: EgressPolicy; storedApiKey?: string },
 ): ValidatedApiKeyConnection {
   const issues: Array<{ field: string; message: string }> = [];
   for (const k of Object.keys(config))
@@ -84,14 +90,19 @@ export function validateApiKeyConnection(
     } catch {
       url = null;
     }
+    if (url && (url.protocol === 'http:' || url.protocol === 'https:'))
+      checkSavedEndpoint(url.href, opts.policy, {
+        field: 'body.config.api_base_url',
+        code: EGRESS_REFUSED,
+        what: 'The api_base_url host',
+      });
     if (!url) issues.push({ field: 'api_base_url', message: 'is not a URL' });
-    else if (url.protocol === 'http:' && LOOPBACK.has(url.hostname) && !opts.allowInsecureLoopback)
+    // A loopback host got this far only where the policy allows it (PLATFORM_EGRESS_ALLOW_PRIVATE).
+    else if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
       issues.push({
         field: 'api_base_url',
-        message: 'plain http is accepted only for loopback hosts with CRM_ALLOW_INSECURE_LOOPBACK=true',
+        message: 'must use https (plain http only for a loopback host, with PLATFORM_EGRESS_ALLOW_PRIVATE=true)',
       });
-    else if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
-      issues.push({ field: 'api_base_url', message: 'must use https' });
     else if (url.username || url.password || url.search || url.hash)
       issues.push({ field: 'api_base_url', message: 'must not carry credentials, a query or a fragment' });
     else base = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;

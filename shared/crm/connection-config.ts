@@ -1,5 +1,7 @@
 import { importPKCS8 } from 'jose';
 import { BadRequestError } from '../errors.js';
+import type { EgressPolicy } from '../http/egress-policy.js';
+import { checkSavedEndpoint, EGRESS_REFUSED } from '../http/trust.js';
 import {
   AUTHORIZE_PATH,
   CRM_AUTH_MODES,
@@ -41,11 +43,14 @@ interface Issue {
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** A host as a URL: a bare host means https. */
+const asUrl = (raw: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `https://${raw}`);
+
 /** An https origin (or a loopback http one when the deployment allows it); a bare host means https. */
 export function hostOrigin(raw: string, allowInsecureLoopback: boolean): string | string[] {
   let url: URL;
   try {
-    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `https://${raw}`);
+    url = new URL(asUrl(raw));
   } catch {
     return ['is not a host name or URL'];
   }
@@ -78,14 +83,22 @@ function parsePolicy(raw: unknown, issues: Issue[]): SurvivorshipPolicy | null {
 const asText = (v: unknown) =>
   typeof v === 'string' ? v.trim() : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
 
+/** Refuses (400 EGRESS_REFUSED) an http(s) host the CRM egress policy never allows; other shapes are hostOrigin's to name. */
+function checkCrmHost(field: string, raw: string, policy: EgressPolicy): void {
+  const url = asUrl(raw);
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return;
+  checkSavedEndpoint(url, policy, { field: `body.config.${field}`, code: EGRESS_REFUSED, what: 'The CRM host' });
+}
+
 /**
  * Validates a create or PATCH body for one mode. `stored` holds the current secrets, kept when a
- * field is omitted or sent back masked. Every failing field is named (`config.<field>`).
+ * field is omitted or sent back masked. Every failing field is named (`config.<field>`). A host
+ * `policy` (crmEgress) never allows is refused first, with its own code and the flag that would allow it.
  */
 export async function validateCrmConnection(
   authMode: unknown,
   config: Record<string, unknown>,
-  opts: { allowInsecureLoopback: boolean; storedSecrets?: Record<string, string> },
+  opts: { policy: EgressPolicy; storedSecrets?: Record<string, string> },
 ): Promise<ValidatedConnection> {
   if (typeof authMode !== 'string' || !(CRM_AUTH_MODES as readonly string[]).includes(authMode)) {
     throw new BadRequestError(`Unknown auth_mode "${String(authMode)}"; use one of ${CRM_AUTH_MODES.join(', ')}.`, {
@@ -115,7 +128,9 @@ export async function validateCrmConnection(
 
   const origin = (field: string): string | null => {
     if (!values[field]) return null;
-    const o = hostOrigin(values[field]!, opts.allowInsecureLoopback);
+    checkCrmHost(field, values[field]!, opts.policy);
+    // crmEgress opens loopback exactly when CRM_ALLOW_INSECURE_LOOPBACK is set, which also admits plain http there.
+    const o = hostOrigin(values[field]!, opts.policy.allowLoopback);
     if (Array.isArray(o)) {
       issues.push({ field, message: o[0]! });
       return null;

@@ -8,10 +8,11 @@
  *   them); link-local and cloud-metadata addresses never. `loadConfig` checks each at start and stops
  *   the process naming the variable when it is malformed or never allowed.
  * - `admin`: saved through the API by an administrator (managed-source Git remotes, CRM and
- *   code-agent connections, language-model providers, tracker credentials, the ETL runner). The
- *   deployment's policy: private ranges and loopback only with PLATFORM_EGRESS_ALLOW_PRIVATE (CRM
- *   hosts: loopback also with CRM_ALLOW_INSECURE_LOOPBACK). A host the policy never allows is refused
- *   when saved (`refusedAtSave`); every request checks again (a name's DNS answer may change).
+ *   code-agent connections, language-model providers, tracker credentials, endpoint settings such as
+ *   the ETL runner). The deployment's policy: private ranges and loopback only with
+ *   PLATFORM_EGRESS_ALLOW_PRIVATE (CRM hosts: loopback also with CRM_ALLOW_INSECURE_LOOPBACK). A host
+ *   the policy never allows is refused when saved (`checkSavedEndpoint`: GIT_EGRESS_REFUSED for a Git
+ *   host, EGRESS_REFUSED otherwise); every request checks again (a name's DNS answer may change).
  * - `user`: a URL supplied with a request by a user or an agent. Private and loopback never, whatever
  *   the flags. No route fetches such a URL today; one that does takes `egressFor(config, 'user')`.
  *
@@ -95,16 +96,27 @@ export function refusedAtSave(raw: string, policy: EgressPolicy): EgressError | 
   }
 }
 
-/** The flag that would let `policy` reach a URL it refuses at save, or null when none would (metadata, link-local). */
+/**
+ * The flag that would let `policy` reach a URL it refuses at save, or null when none would (metadata,
+ * link-local). A loopback host names the policy's own loopback flag when it has one (CRM hosts:
+ * CRM_ALLOW_INSECURE_LOOPBACK, which also admits their plain-http form).
+ */
 export function allowingFlag(raw: string, policy: EgressPolicy): string | null {
   if (policy.trust === 'user') return null;
+  if (policy.loopbackFlag && !refusedAtSave(raw, { ...policy, allowLoopback: true })) return policy.loopbackFlag;
   return refusedAtSave(raw, { ...policy, allowPrivate: true }) ? null : ALLOW_PRIVATE_FLAG;
 }
 
 /**
- * Refuses to save an administrator's endpoint the policy never allows: 400 with `code` (the
- * integration's refusal, e.g. GIT_EGRESS_REFUSED), the host, the flag that would allow it (null: none
- * would) and the field; the caller has written nothing yet.
+ * The refusal code of an administrator-saved endpoint other than a Git host (CRM and code-agent
+ * connections, tracker credentials, model providers, URL settings); Git hosts answer GIT_EGRESS_REFUSED.
+ */
+export const EGRESS_REFUSED = 'EGRESS_REFUSED';
+
+/**
+ * Refuses to save an administrator's endpoint the policy never allows: 400 with `code`
+ * (EGRESS_REFUSED, or GIT_EGRESS_REFUSED for a Git host), the host, the flag that would allow it
+ * (null: none would) and the field; the caller has written nothing yet.
  */
 export function checkSavedEndpoint(
   raw: string,
@@ -123,6 +135,11 @@ export function checkSavedEndpoint(
       fields: [{ field: where.field, message: refused.message }],
     },
   );
+}
+
+/** The route tables' 400 description of `checkSavedEndpoint`'s refusal, for the fields `fields` names. */
+export function savedEndpointRefusalDoc(fields: string, code: string = EGRESS_REFUSED): string {
+  return `\`${code}\`: ${fields} names a host the egress policy never allows (a loopback or private address without PLATFORM_EGRESS_ALLOW_PRIVATE, link-local or cloud metadata); payload \`host\`, \`allowed_by\` (the flag that would allow it, null if none), \`fields\`. Nothing saved`;
 }
 
 /** Why an operator endpoint can never be reached (start-time check), or null. */

@@ -56,6 +56,14 @@ export const HttpUrl = z
   .max(2000)
   .regex(/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/)
   .describe('http(s) URL without query or fragment');
+/** The fields of a provider body that hold an endpoint the platform sends requests to (HttpUrl). */
+export const PROVIDER_URL_FIELDS = [
+  'base_url',
+  'oauth_token_url',
+  'custom_endpoint_url',
+  'llm_endpoint',
+  'workspace_url',
+] as const;
 export const SubProvider = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/)

@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import YAML from 'yaml';
 import type { AppConfig } from '../config.js';
 import { ForbiddenError, PlatformError } from '../errors.js';
+import { checkSavedEndpoint, EGRESS_REFUSED, egressFor } from '../http/trust.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { isSettingPath, SETTING_PATHS, settingDef, type SettingPath } from './definitions.js';
 import { SECRET_MASK, type SavedRow, type Settings } from './store.js';
@@ -224,6 +225,7 @@ export async function applyConfiguration(
         errors: messages,
       });
     }
+    checkEndpoints(config, plan.changes);
     const masked = (path: SettingPath, value: unknown) =>
       settingDef(path).secret && value !== null ? SECRET_MASK : value;
     const result: ApplyResult = { ...emptyResult(), skipped: plan.skipped };
@@ -318,6 +320,24 @@ interface PlannedChange {
   old: unknown;
   new: unknown;
   action: ApplyChange['action'];
+}
+
+/**
+ * An endpoint setting whose new host the egress policy never allows answers 400 (EGRESS_REFUSED, a Git
+ * remote GIT_EGRESS_REFUSED) naming the path and the flag; nothing is written. Only values this apply
+ * changes: a kept value is checked again at each use. A Git remote that is not an http(s) URL is left
+ * to its use (it is not reached over HTTP).
+ */
+function checkEndpoints(config: AppConfig, changes: PlannedChange[]): void {
+  for (const c of changes) {
+    const kind = settingDef(c.path).endpoint;
+    if (!kind || c.action === 'deleted' || typeof c.new !== 'string' || !/^https?:\/\//i.test(c.new)) continue;
+    checkSavedEndpoint(c.new, egressFor(config, 'admin'), {
+      field: c.path,
+      code: kind === 'git' ? 'GIT_EGRESS_REFUSED' : EGRESS_REFUSED,
+      what: kind === 'git' ? `The Git host of ${c.path}` : `The host of ${c.path}`,
+    });
+  }
 }
 
 /** Changes against the saved rows: a full apply deletes what it does not name; a partial one only touches what it names. */

@@ -29,6 +29,11 @@ export interface SettingDef<T = unknown, D = T | null> {
   writable: boolean;
   /** A permission an apply naming (or, in a full apply, unsetting) this path needs beyond `access_config_panel`. */
   permission?: Permission;
+  /**
+   * The value is an endpoint the platform sends requests to (administrator-saved, shared/http/trust.ts):
+   * `http` an API, `git` a Git remote. An apply refuses a host the egress policy never allows.
+   */
+  endpoint?: 'http' | 'git';
   description: string;
 }
 
@@ -36,6 +41,7 @@ interface Options {
   env?: string;
   secret?: boolean;
   permission?: Permission;
+  endpoint?: 'http' | 'git';
   description: string;
 }
 
@@ -48,6 +54,7 @@ function setting<T, D extends T | null>(kind: SettingKind<T>, dflt: D, o: Option
     secret: o.secret ?? false,
     writable: true,
     permission: o.permission,
+    endpoint: o.endpoint,
     description: o.description,
   };
 }
@@ -330,7 +337,11 @@ export const SETTINGS = {
   'etl.run_timeout_seconds': setting(integer(1, 86_400), 900, {
     description: 'Seconds before a hung job is killed',
   }),
-  'etl.runner_url': setting(url, null, { env: 'ETL_RUNNER_URL', description: 'Remote runner base URL' }),
+  'etl.runner_url': setting(url, null, {
+    env: 'ETL_RUNNER_URL',
+    endpoint: 'http',
+    description: 'Remote runner base URL',
+  }),
   'etl.runner_token': setting(string(), null, {
     env: 'ETL_RUNNER_TOKEN',
     secret: true,
@@ -381,6 +392,7 @@ export const SETTINGS = {
     description: 'Enable the agent-CLI backend',
   }),
   'enhancements.coding_agent.agent_cli.target_repo_url': setting(string(), '', {
+    endpoint: 'git',
     description: 'Repository the agent CLI modifies',
   }),
   'enhancements.coding_agent.agent_cli.target_base_ref': setting(string(200), 'main', {
@@ -400,10 +412,12 @@ export const SETTINGS = {
     description: 'Agent CLI: program and arguments (split at spaces, run without a shell in the run worktree)',
   }),
   'enhancements.coding_agent.agent_cli.forge_api_url': setting(url, null, {
+    endpoint: 'http',
     description:
       'Git host REST API base for pull requests; empty: derived from target_repo_url (github.com: https://api.github.com, else <origin>/api/v3)',
   }),
   'enhancements.knowledge_base.forge_api_url': setting(url, null, {
+    endpoint: 'http',
     description:
       'Git host REST API base for knowledge-base pull requests (open_kb_pull_request); empty: derived from the managed source repo_url',
   }),

@@ -3,6 +3,7 @@ import { refusedBeforeChange } from '../../shared/action-review/executors/crm-fa
 import { loadConfig } from '../../shared/config.js';
 import { CrmApiError, CrmAuthError } from '../../shared/crm/errors.js';
 import { validateCrmConnection } from '../../shared/crm/connection-config.js';
+import { crmEgress } from '../../shared/http/trust.js';
 import { mergeDigest } from '../../shared/crm/merge-selection.js';
 import { mergeEnvelope, parseMergeResponse, soapFault } from '../../shared/crm/soap.js';
 import { projectMerge, SurvivorshipPolicySchema } from '../../shared/crm/survivorship.js';
@@ -69,13 +70,13 @@ describe('settings', () => {
       validateCrmConnection(
         'refresh_token',
         { ...rt, login_host: 'http://127.0.0.1:1' },
-        { allowInsecureLoopback: false },
+        { policy: crmEgress(loadConfig({})) },
       ),
     ).rejects.toThrow(/CRM_ALLOW_INSECURE_LOOPBACK/);
     const v = await validateCrmConnection(
       'user_oauth',
       { client_id: 'c', client_secret: 's', login_host: 'test.example.com' },
-      { allowInsecureLoopback: false },
+      { policy: crmEgress(loadConfig({})) },
     );
     expect(v.settings).toMatchObject({
       login_host: 'https://test.example.com',
@@ -94,7 +95,7 @@ describe('settings', () => {
         authorization_url: 'https://login.salesforce.com/services/oauth2/authorize',
         token_url: 'https://login.salesforce.com/services/oauth2/token',
       },
-      { allowInsecureLoopback: false },
+      { policy: crmEgress(loadConfig({})) },
     );
     expect(atDefault.settings).toMatchObject({
       token_url: 'https://test.example.com/services/oauth2/token',
@@ -108,10 +109,35 @@ describe('settings', () => {
         login_host: 'test.example.com',
         token_url: 'https://sso.example.com/oauth/token',
       },
-      { allowInsecureLoopback: false },
+      { policy: crmEgress(loadConfig({})) },
     );
     expect(custom.settings.token_url).toBe('https://sso.example.com/oauth/token');
     expect(loadConfig({}).crm).toEqual({ allowInsecureLoopback: false, maxApprovalTtlSeconds: 86_400 });
+  });
+
+  it('refuses a host the CRM egress policy never allows with EGRESS_REFUSED, naming the flag that would allow it', async () => {
+    const refusal = (login_host: string, env: Record<string, string> = {}) =>
+      validateCrmConnection('refresh_token', { ...rt, login_host }, { policy: crmEgress(loadConfig(env)) }).then(
+        () => null,
+        (e: { payload?: unknown }) => e.payload,
+      );
+    expect(await refusal('http://127.0.0.1:1')).toEqual({
+      code: 'EGRESS_REFUSED',
+      host: '127.0.0.1:1',
+      allowed_by: 'CRM_ALLOW_INSECURE_LOOPBACK',
+      fields: [{ field: 'body.config.login_host', message: expect.stringMatching(/is loopback/) }],
+    });
+    expect(await refusal('10.1.2.3')).toMatchObject({ host: '10.1.2.3', allowed_by: 'PLATFORM_EGRESS_ALLOW_PRIVATE' });
+    expect(await refusal('https://169.254.169.254', { PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' })).toMatchObject({
+      allowed_by: null,
+    });
+    expect(await refusal('http://127.0.0.1:1', { CRM_ALLOW_INSECURE_LOOPBACK: 'true' })).toBeNull();
+    expect(await refusal('https://10.1.2.3', { PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' })).toBeNull();
+    // PLATFORM_EGRESS_ALLOW_PRIVATE reaches a loopback CRM over https; plain http there stays the CRM flag's.
+    expect(await refusal('https://127.0.0.1:1', { PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' })).toBeNull();
+    expect(await refusal('http://127.0.0.1:1', { PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' })).toMatchObject({
+      fields: [{ field: 'body.config.login_host', message: expect.stringMatching(/CRM_ALLOW_INSECURE_LOOPBACK=true/) }],
+    });
   });
   it('seals with AES-256-GCM; without PLATFORM_SECRETS_KEY a 0600 key file is generated once', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'secrets-'));

@@ -1,9 +1,12 @@
 /**
- * Every integration an administrator saves refuses a cloud-metadata address and a private one with
- * the classified egress error, before any socket is opened (issue 9, section 3). The stacks allow
- * loopback CRM hosts (their fakes live there) but not private ranges. Operator endpoints (identity
- * provider, tracker, bootstrap model) are checked at start instead: tests/http/trust.test.ts. No
- * request ever leaves loopback: every socket this process opens during the file is recorded and checked.
+ * Every integration an administrator saves refuses a cloud-metadata address and a private one: when
+ * saved (400 EGRESS_REFUSED, nothing written) and, for a host saved while the policy allowed it or
+ * discovered later, at use with the classified egress error before any socket is opened (issue 9,
+ * section 3; issue 28, item 9). The stacks allow loopback CRM hosts (their fakes live there) but not
+ * private ranges. Operator endpoints (identity provider, tracker, bootstrap model) are checked at start
+ * instead: tests/http/trust.test.ts; every family's save-time refusal on the default deployment:
+ * tests/http/saved-endpoints.test.ts. No request ever leaves loopback: every socket this process opens
+ * during the file is recorded and checked.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -47,18 +50,17 @@ const person = (tenant: string): Principal => ({
   credential: 'idp_jwt',
 });
 
+const PRIVATE_REFUSED = /address 10\.0\.0\.1 is private; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set/;
+
 describe.each([
   [
     'a cloud-metadata address',
     '169.254.169.254',
     /address 169\.254\.169\.254 is link-local \(cloud metadata\); outbound requests to it are never allowed/,
+    null,
   ],
-  [
-    'a private address',
-    '10.0.0.1',
-    /address 10\.0\.0\.1 is private; allowed only when PLATFORM_EGRESS_ALLOW_PRIVATE is set/,
-  ],
-])('egress to %s', (_label, address, policyMessage) => {
+  ['a private address', '10.0.0.1', PRIVATE_REFUSED, 'PLATFORM_EGRESS_ALLOW_PRIVATE'],
+])('egress to %s', (_label, address, policyMessage, allowedBy) => {
   let s: CrmStack;
 
   beforeAll(async () => {
@@ -74,64 +76,41 @@ describe.each([
       token: s.admin,
       body: { name, type: 'crm', auth_mode: authMode, config },
     });
+  const connections = async () =>
+    (await http(s.r.stack.url, 'GET', '/api/connections', { token: s.admin })).body.data.connections.map(
+      (c: { name: string }) => c.name,
+    ) as string[];
 
-  it('CRM connection save: a login host there fails the connection test with the classified refusal', async () => {
+  it('CRM connection save: a login host, token URL or instance URL there is refused at save; nothing saved or sent', async () => {
+    const before = await connections();
     const tokensBefore = { ...s.crm.counts.token };
-    const res = await save(
-      `crm_login_${address.replace(/\./g, '_')}`,
-      'jwt_bearer',
-      jwtConfig(s, { login_host: `https://${address}` }),
-    );
-    expect(res.status, res.text).toBe(201);
-    const test = res.body.data.connection_test;
-    expect(test.status).toBe('failed');
-    expect(test.checks[0]).toMatchObject({ target: 'login_host', ok: false });
-    expect(test.checks[0].detail).toMatch(/^The CRM host is not allowed: /);
-    expect(test.checks[0].detail).toMatch(policyMessage);
+    const oauth = { login_host: s.crm.url, client_id: s.crm.app.clientId, client_secret: s.crm.app.clientSecret };
+    for (const [field, mode, config] of [
+      ['login_host', 'jwt_bearer', jwtConfig(s, { login_host: `https://${address}` })],
+      ['token_url', 'user_oauth', { ...oauth, token_url: `https://${address}/services/oauth2/token` }],
+      ['instance_url', 'jwt_bearer', jwtConfig(s, { instance_url: `https://${address}` })],
+    ] as const) {
+      const res = await save(`crm_${field}`, mode, config);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toMatchObject({
+        error_type: 'bad_request',
+        request_id: expect.any(String),
+        payload: {
+          code: 'EGRESS_REFUSED',
+          host: address,
+          allowed_by: allowedBy,
+          fields: [{ field: `body.config.${field}` }],
+        },
+      });
+      expect(res.body.error).toMatch(/^The CRM host \S+ is not allowed for outbound requests: /);
+      expect(res.body.error).toMatch(policyMessage);
+    }
+    expect(await connections()).toEqual(before);
     expect(s.crm.counts.token).toEqual(tokensBefore);
   });
 
-  it('CRM OAuth token: a token URL there is refused at the authorization callback; no tokens are kept', async () => {
-    const name = `crm_token_${address.replace(/\./g, '_')}`;
-    const created = await save(name, 'user_oauth', {
-      login_host: s.crm.url,
-      token_url: `https://${address}/services/oauth2/token`,
-      client_id: s.crm.app.clientId,
-      client_secret: s.crm.app.clientSecret,
-    });
-    expect(created.status, created.text).toBe(201);
-    expect(created.body.data.connection_test.status).toBe('authorization_required');
-    s.crm.app.callbackUrl = created.body.data.redirect_uri;
-    const start = await http(s.r.stack.url, 'GET', `/api/connections/${name}/oauth/authorize`, { token: s.admin });
-    const atCrm = await fetch(start.body.data.authorization_url, { redirect: 'manual' });
-    const codesBefore = s.crm.counts.token.authorization_code ?? 0;
-    const back = await fetch(atCrm.headers.get('location')!);
-    const body = (await back.json()) as { error: string; error_type: string };
-    expect(back.status).toBe(400);
-    expect(body.error_type).toBe('bad_request');
-    expect(body.error).toMatch(/^The CRM host is not allowed: /);
-    expect(body.error).toMatch(policyMessage);
-    expect(s.crm.counts.token.authorization_code ?? 0).toBe(codesBefore);
-    const stored = await http(s.r.stack.url, 'GET', `/api/connections/${name}`, { token: s.admin });
-    expect(stored.body.data.authorized).toBe(false);
-  });
-
-  it('CRM instance host: a configured one there fails the REST check; a discovered one there is refused with the tokens', async () => {
+  it('CRM instance host discovered from the token response there is refused with the tokens (checked at use)', async () => {
     s.crm.calls = [];
-    const configured = await save(
-      `crm_inst_${address.replace(/\./g, '_')}`,
-      'jwt_bearer',
-      jwtConfig(s, { instance_url: `https://${address}` }),
-    );
-    expect(configured.status, configured.text).toBe(201);
-    expect(
-      configured.body.data.connection_test.checks.map((c: { target: string; ok: boolean }) => [c.target, c.ok]),
-    ).toEqual([
-      ['login_host', true],
-      ['instance_url', false],
-    ]);
-    expect(configured.body.data.connection_test.checks[1].detail).toMatch(policyMessage);
-
     // The instance URL a token response names is discovered, not configured: the same policy applies.
     s.crm.instanceUrl = `https://${address}`;
     try {
@@ -149,11 +128,84 @@ describe.each([
     expect(s.crm.calls).toEqual([]);
   });
 
-  it('language model: a saved provider there is refused as a non-retryable llm_error (egress_refused)', async () => {
-    // Built-in agents are seeded once per tenant per process: each row uses a tenant of its own.
-    const tenant = `egress-${address.replace(/\./g, '-')}`;
+  it('language model: a provider there is refused at save (EGRESS_REFUSED); nothing saved', async () => {
+    const tenant = `egress-save-${address.replace(/\./g, '-')}`;
     const admin = await s.r.idp.sign({ sub: 'ada', roles: ['admin'], tenant }, { expiresIn: '1h' });
     const provider = { sub_provider: 'egress', base_url: `http://${address}/v1`, api_key: 'k', model_name: 'm' };
+    const saved = await http(s.r.stack.url, 'POST', '/api/config/llm-providers/other', {
+      token: admin,
+      body: provider,
+    });
+    expect(saved.status, saved.text).toBe(400);
+    expect(saved.body.payload).toEqual({
+      code: 'EGRESS_REFUSED',
+      host: address,
+      allowed_by: allowedBy,
+      fields: [{ field: 'body.base_url', message: expect.stringMatching(policyMessage) }],
+    });
+    const info = await http(s.r.stack.url, 'GET', '/api/config/llm-providers/info', { token: admin });
+    expect(info.body.data.providers).toEqual([]);
+  });
+});
+
+describe('a private host saved while PLATFORM_EGRESS_ALLOW_PRIVATE was set, used after it is removed', () => {
+  let s: CrmStack;
+  beforeAll(async () => {
+    s = await startCrmStack({ PLATFORM_EGRESS_ALLOW_PRIVATE: 'true' });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+  /** The deployment restarted without the flag (the API reads this configuration object at each request). */
+  const withoutFlag = async (run: () => Promise<void>) => {
+    s.r.stack.config.egress.allowPrivate = false;
+    try {
+      await run();
+    } finally {
+      s.r.stack.config.egress.allowPrivate = true;
+    }
+  };
+
+  it('CRM OAuth token: a token URL there is refused at the authorization callback; no tokens are kept', async () => {
+    const name = 'crm_token_private';
+    const created = await http(s.r.stack.url, 'POST', '/api/connections', {
+      token: s.admin,
+      body: {
+        name,
+        type: 'crm',
+        auth_mode: 'user_oauth',
+        config: {
+          login_host: s.crm.url,
+          token_url: 'https://10.0.0.1/services/oauth2/token',
+          client_id: s.crm.app.clientId,
+          client_secret: s.crm.app.clientSecret,
+        },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.connection_test.status).toBe('authorization_required');
+    s.crm.app.callbackUrl = created.body.data.redirect_uri;
+    await withoutFlag(async () => {
+      const start = await http(s.r.stack.url, 'GET', `/api/connections/${name}/oauth/authorize`, { token: s.admin });
+      const atCrm = await fetch(start.body.data.authorization_url, { redirect: 'manual' });
+      const codesBefore = s.crm.counts.token.authorization_code ?? 0;
+      const back = await fetch(atCrm.headers.get('location')!);
+      const body = (await back.json()) as { error: string; error_type: string };
+      expect(back.status).toBe(400);
+      expect(body.error_type).toBe('bad_request');
+      expect(body.error).toMatch(/^The CRM host is not allowed: /);
+      expect(body.error).toMatch(PRIVATE_REFUSED);
+      expect(s.crm.counts.token.authorization_code ?? 0).toBe(codesBefore);
+    });
+    const stored = await http(s.r.stack.url, 'GET', `/api/connections/${name}`, { token: s.admin });
+    expect(stored.body.data.authorized).toBe(false);
+  });
+
+  it('language model: a saved provider there is refused as a non-retryable llm_error (egress_refused)', async () => {
+    // Built-in agents are seeded once per tenant per process: this test uses a tenant of its own.
+    const tenant = 'egress-at-use';
+    const admin = await s.r.idp.sign({ sub: 'ada', roles: ['admin'], tenant }, { expiresIn: '1h' });
+    const provider = { sub_provider: 'egress', base_url: 'http://10.0.0.1/v1', api_key: 'k', model_name: 'm' };
     const saved = await http(s.r.stack.url, 'POST', '/api/config/llm-providers/other', {
       token: admin,
       body: provider,
@@ -164,14 +216,16 @@ describe.each([
       body: { sub_provider: 'egress' },
     });
     expect(active.body, active.text).toMatchObject({ success: true });
-    const em = s.r.stack.api.deps.orm.em.fork();
-    const err = await startThread(s.r.stack.api.deps, em, person(tenant), {
-      initialPrompt: 'hello',
-      origin: 'mcp_origin',
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(LlmFailureError);
-    const failure = ((err as LlmFailureError).payload as { llm_failure: Record<string, string> }).llm_failure;
-    expect(failure.kind).toBe('egress_refused');
-    expect(failure.message).toMatch(policyMessage);
+    await withoutFlag(async () => {
+      const em = s.r.stack.api.deps.orm.em.fork();
+      const err = await startThread(s.r.stack.api.deps, em, person(tenant), {
+        initialPrompt: 'hello',
+        origin: 'mcp_origin',
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LlmFailureError);
+      const failure = ((err as LlmFailureError).payload as { llm_failure: Record<string, string> }).llm_failure;
+      expect(failure.kind).toBe('egress_refused');
+      expect(failure.message).toMatch(PRIVATE_REFUSED);
+    });
   });
 });
