@@ -102,7 +102,9 @@ const Input = z.discriminatedUnion('action', [
     action: z.literal('ASK'),
     query: z.string().trim().min(1).max(2000),
     top_n: z.number().int().min(1).max(50).default(5),
-    index_name: IndexName.optional().describe('the index to answer from (all indices when omitted)'),
+    index_name: IndexName.optional().describe(
+      'the index to answer from; all indices when omitted (the spec has ASK ignore it; issue 28 decided that a named index is honoured)',
+    ),
   }),
   z.strictObject({ action: z.literal('GET_INDICES_STATS') }),
   z.strictObject({ action: z.literal('RECHUNK'), index_name: IndexName, ...ChunkParams }),

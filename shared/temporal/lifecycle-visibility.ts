@@ -1,5 +1,6 @@
 // @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
 import type { SearchAttributePair } from '@temporalio/common';
+import { PROPOSAL_STATUSES } from '../action-review/types.js';
 import { SearchAttributes } from './search-attributes.js';
 import type { WorkflowName } from './workflow-refs.js';
 
@@ -40,16 +41,7 @@ export const LIFECYCLE_VISIBILITY = {
     tenant: 'caller',
     resourceId: 'proposal id',
     statusKey: 'ProposalStatus',
-    statuses: [
-      'requested',
-      'approved',
-      'rejected',
-      'executing',
-      'executed',
-      'not_applied',
-      'reconciliation_required',
-      'resolved',
-    ],
+    statuses: PROPOSAL_STATUSES,
     failures: ['not_applied', 'reconciliation_required'],
   },
   actionReviewHandbackWorkflow: {

@@ -52,7 +52,9 @@ export function workflowOf(result: Ok<paths['/api/jobs/echo']['post']>): string 
 }
 
 type ToolCall = JsonBody<paths['/api/tool_call']['post']>;
-export const call: ToolCall = { tool: 'action_review', arguments: { action: 'LIST', filters: [1, 'a', { deep: [null] }] } };
+export const call: ToolCall = { tool: '_document_index', arguments: { action: 'ADD_TEXT', index_name: 'notes', text: 'hi' } };
+// @ts-expect-error ADD_TEXT takes no title (each tool's arguments are published closed)
+export const badCall: ToolCall = { tool: '_document_index', arguments: { action: 'ADD_TEXT', index_name: 'n', text: 'x', title: 't' } };
 export const json: components['schemas']['NulFreeJson'] = { a: [true, { b: 'c' }], n: null };
 // @ts-expect-error a free-form value is JSON, not a function
 export const notJson: components['schemas']['NulFreeJson'] = { f: () => 1 };
