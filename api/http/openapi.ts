@@ -61,10 +61,13 @@ function forbidNul(node: unknown, components: Json): void {
   }
 }
 
+/** At least one character that is neither whitespace nor NUL, and no NUL anywhere. */
+const NON_BLANK_NUL_FREE = '^[^\\u0000]*[^\\s\\uFEFF\\u0000][^\\u0000]*$';
+
 /**
  * A string that is trimmed before its length is checked (`z.string().trim().min(1)`) refuses whitespace-only
- * input, which `minLength` alone does not say: such a string is published with `pattern: "[^\\s\\uFEFF]"` (at least one
- * non-whitespace character), so the document is as strict as the validator.
+ * input, which `minLength` alone does not say: such a string is published with a pattern asking for at least one
+ * non-whitespace character (and, like every input string, no NUL), so the document is as strict as the validator.
  */
 function trimmedNonBlank(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
   const def = (ctx.zodSchema as { _zod?: { def?: { type?: string; checks?: unknown[] } } })._zod?.def;
@@ -75,7 +78,8 @@ function trimmedNonBlank(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
     const c = (check as { _zod?: { def?: { check?: string; tx?: (v: string) => string } } })._zod?.def;
     if (c?.check === 'overwrite' && c.tx) probe = c.tx(probe);
   }
-  if (probe.length === 0) ctx.jsonSchema.pattern = '[^\\s\\uFEFF]';
+  // One pattern says both rules, since a pattern is where the NUL rule would go too (forbidNul keeps a set one).
+  if (probe.length === 0) ctx.jsonSchema.pattern = NON_BLANK_NUL_FREE;
 }
 
 /**

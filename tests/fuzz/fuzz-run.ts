@@ -47,6 +47,8 @@ export const POSITIVE_EXCLUDED = [
   '^/api/desktop/',
   // A blueprint import must be a ZIP holding a valid blueprint_manifest.yaml, and a grant must name a configured role (spec: 400 otherwise; tests/blueprints).
   '^/api/blueprints/import$',
+  // Its multipart form takes at most 4 fields besides the file (413 max_fields); the schema's maxProperties counts the file part too, so five text fields pass it.
+  '^/api/blueprints/import/preview$',
   '^/api/blueprints/[^/]+/access/grant$',
   // The service-desk webhook's authentication is an HMAC signature over the raw body (401 without it; tests/tracker).
   '^/api/config/tracker-automation/service-desk/webhook$',
@@ -58,6 +60,10 @@ export const POSITIVE_EXCLUDED = [
   '^/api/config/(llm-providers/|models/embeddings/config$|[^/]+/test-connection$)',
   // Hosted AI activation and credit answer 404 on a deployment without a hosted AI provisioner (the fuzz stack), and activation needs the demo owner (tests/demo).
   '^/api/hosted-ai/(activate|credit)$',
+  // A Git remote must be a host the egress policy allows: one it never allows (e.g. 0.0.0.0, loopback without PLATFORM_EGRESS_ALLOW_PRIVATE) is refused at save, 400 GIT_EGRESS_REFUSED, a rule about addresses no JSON Schema states (tests/managed-sources/egress).
+  '^/api/(managed-sources|(skills|apps|flows)/repositories)$',
+  // Tool calls: each tool's arguments are published, but an action_review proposal's payload is checked against its action type's own schema, and other tools refer to records that must exist (400/404; tests/api/tool-arguments, tests/action-review).
+  '^/api/tool_call$',
 ].join('|');
 
 const st = process.env.SCHEMATHESIS_BIN;
