@@ -294,6 +294,46 @@ describe('missionWorkflow', () => {
     });
   });
 
+  it('refuses answers outside the open set, then closes while waiting: no phase completes after the close', async () => {
+    const h = harness();
+    const taskQueue = uniqueTaskQueue();
+    const w = await worker(taskQueue, h.activities);
+    await w.runUntil(async () => {
+      const { projectId, handle } = await start('c5', DAY, taskQueue);
+      await until(handle, (s) => s.waiting_state === 'IN_PROGRESS_NEEDING_INPUT');
+      const answer = (answers: Array<{ question_id: string; answer: string }>) =>
+        handle
+          .executeUpdate(answerQuestionsUpdate, {
+            args: [{ question_set_id: questionSetId(projectId, 'gather'), answers, by: 'u2' }],
+          })
+          .catch((e: unknown) => ((e as WorkflowUpdateFailedError).cause as ApplicationFailure).details);
+      expect(await answer([{ question_id: 'nope', answer: 'x' }])).toEqual(['bad_answers']);
+      expect(
+        await answer([
+          { question_id: 'owner', answer: 'Ann' },
+          { question_id: 'owner', answer: 'Bob' },
+        ]),
+      ).toEqual(['bad_answers']);
+      expect((await handle.query(missionStateQuery)).stats.questions_open).toBe(2);
+      expect(
+        await handle.executeUpdate(setStatusUpdate, {
+          args: [{ action: 'close', reason: 'done elsewhere', by: 'u1' }],
+        }),
+      ).toEqual({ previous_status: 'running', status: 'closed', reason: 'done elsewhere' });
+      await handle.result();
+      const final = await handle.query(missionStateQuery);
+      expect(final).toMatchObject({ status: 'closed', waiting_state: 'NONE', stats: { phases_done: 0 } });
+      expect(h.events.filter((e) => e.kind === 'questions_answered')).toEqual([]);
+      expect(h.events.some((e) => e.kind === 'phase_completed' || e.kind === 'completed')).toBe(false);
+      expect(h.events.slice(-2)).toEqual([
+        { kind: 'status_changed', status: 'closed', previous_status: 'running', reason: 'done elsewhere', by: 'u1' },
+        { kind: 'waiting_state', state: 'NONE' },
+      ]);
+      expect((await handle.describe()).typedSearchAttributes.get(SearchAttributes.missionStatus)).toBe('closed');
+      await recordHistory('mission-close-while-waiting', handle);
+    });
+  });
+
   it('meets goals only on the replies it recorded as evidence', async () => {
     const h = harness();
     const taskQueue = uniqueTaskQueue();
