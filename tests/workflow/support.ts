@@ -9,7 +9,6 @@ import { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { uniqueTaskQueue } from '../helpers/temporal.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- stubs take each activity's own input
 type Stub = (...args: any[]) => Promise<unknown>;
 
 /** A worker running the prebuilt bundle with the given stub activities, on a fresh task queue. */
