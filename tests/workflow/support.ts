@@ -54,3 +54,10 @@ export async function timersFired(handle: WorkflowHandle): Promise<number> {
   const events = (await handle.fetchHistory()).events ?? [];
   return events.filter((e) => e.timerFiredEventAttributes).length;
 }
+
+/** A gate a stub activity waits on, opened by the test. */
+export function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
