@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_CHUNK_CONFIG } from '../../shared/document-index/chunking.js';
+import type { ingestWorkflow } from '../../workflows/ingest.js';
 import { ingestProgressQuery, ingestWorkflowId, type IngestInput } from '../../workflows/ingest-definitions.js';
 import { startTimeSkipping } from '../helpers/temporal.js';
 import { recorded, stubWorker, timerSeconds } from './support.js';
@@ -56,7 +57,7 @@ function input(files: string[], overrides: Partial<IngestInput> = {}): IngestInp
 
 async function ingest(stubs: ReturnType<typeof ingestStubs>, args: IngestInput) {
   const { worker, taskQueue } = await stubWorker(env, stubs.activities);
-  const handle = await env.client.workflow.start('ingestWorkflow', {
+  const handle = await env.client.workflow.start<typeof ingestWorkflow>('ingestWorkflow', {
     taskQueue,
     workflowId: ingestWorkflowId(args.indexName, randomUUID()),
     args: [args],

@@ -36,7 +36,7 @@ export function recorded<T extends Record<string, Stub>>(stubs: T) {
     ]),
   ) as T;
   /** How often the named activity ran (attempts included). */
-  const count = (name: keyof T & string) => calls[name]?.length ?? 0;
+  const count = (name: string) => calls[name]?.length ?? 0;
   return { activities, calls, count };
 }
 
