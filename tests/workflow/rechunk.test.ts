@@ -1,0 +1,113 @@
+/**
+ * RECHUNK with stub activities, in virtual time: the copy in batches then the swap, another pass when
+ * documents changed during the copy (at most three), the temporary index dropped on any failure, and
+ * a copy batch retried while embedding fails.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CHUNK_CONFIG } from '../../shared/document-index/chunking.js';
+import { rechunkWorkflowId, type RechunkInput } from '../../workflows/rechunk-definitions.js';
+import { startTimeSkipping } from '../helpers/temporal.js';
+import { recorded, stubWorker } from './support.js';
+
+let env: TestWorkflowEnvironment;
+
+beforeAll(async () => {
+  env = await startTimeSkipping();
+});
+afterAll(async () => env?.teardown());
+
+const BATCH = 10;
+type Swap = { swapped: true; docs: number; chunksAfter: number } | { swapped: false; reason: string };
+
+/** Stubs: each pass copies `docs` documents; the swaps answer in turn (the last repeats). */
+function rechunkStubs(opts: { docs: number; swaps: Swap[]; missing?: boolean; copyFailures?: number }) {
+  let copied = 0;
+  let failures = 0;
+  return recorded({
+    beginIndexRechunk: async () =>
+      opts.missing ? { missing: true } : { sourceId: 'ix_src', tempId: 'ix_tmp', chunksBefore: 40 },
+    copyIndexRechunkBatch: async ({ afterId }: { afterId: string | null }) => {
+      if (failures < (opts.copyFailures ?? 0)) {
+        failures++;
+        throw new Error('embedding provider unavailable');
+      }
+      if (afterId === null) copied = 0;
+      const docs = Math.min(BATCH, opts.docs - copied);
+      copied += docs;
+      return { docs, lastId: `d${copied}`, warnings: docs < BATCH ? [] : [`batch to d${copied}`] };
+    },
+    swapIndexRechunk: async () => (opts.swaps.length > 1 ? opts.swaps.shift() : opts.swaps[0]),
+    dropIndexRechunkTemp: async () => undefined,
+  });
+}
+
+async function rechunk(stubs: ReturnType<typeof rechunkStubs>) {
+  const { worker, taskQueue } = await stubWorker(env, stubs.activities);
+  const input: RechunkInput = {
+    tenant: 't1',
+    indexName: 'docs',
+    runId: randomUUID(),
+    config: NO_CHUNK_CONFIG,
+    batchSize: BATCH,
+  };
+  const handle = await env.client.workflow.start('rechunkWorkflow', {
+    taskQueue,
+    workflowId: rechunkWorkflowId('t1', `docs-${input.runId}`),
+    args: [input],
+  });
+  return worker.runUntil(handle.result());
+}
+
+const swapped: Swap = { swapped: true, docs: 25, chunksAfter: 60 };
+
+describe('rechunkWorkflow', () => {
+  it('copies in batches, swaps and completes', async () => {
+    const stubs = rechunkStubs({ docs: 25, swaps: [swapped] });
+    expect(await rechunk(stubs)).toMatchObject({
+      status: 'completed',
+      docs_rechunked: 25,
+      chunks_before: 40,
+      chunks_after: 60,
+      Warnings: ['batch to d10', 'batch to d20'],
+    });
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
+    expect(stubs.count('swapIndexRechunk')).toBe(1);
+    expect(stubs.count('dropIndexRechunkTemp')).toBe(0);
+  });
+
+  it('copies again when documents changed during the copy, then swaps', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [{ swapped: false, reason: 'documents_changed' }, swapped] });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'completed' });
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(2);
+    expect(stubs.count('swapIndexRechunk')).toBe(2);
+  });
+
+  it('gives up after three passes, drops the temporary index and leaves the original', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [{ swapped: false, reason: 'documents_changed' }] });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'failed', chunks_before: 40 });
+    expect(stubs.count('swapIndexRechunk')).toBe(3);
+    expect(stubs.calls.dropIndexRechunkTemp).toEqual([{ tempId: 'ix_tmp' }]);
+  });
+
+  it('stops at once when the index was deleted during the copy', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [{ swapped: false, reason: 'index_deleted' }] });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'failed' });
+    expect(stubs.count('swapIndexRechunk')).toBe(1);
+    expect(stubs.count('dropIndexRechunkTemp')).toBe(1);
+  });
+
+  it('retries a copy batch while embedding fails, then completes', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [swapped], copyFailures: 2 });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'completed' });
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
+  });
+
+  it('fails without copying when the index does not exist', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [swapped], missing: true });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'failed', error: 'No document index named "docs".' });
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(0);
+    expect(stubs.count('dropIndexRechunkTemp')).toBe(0);
+  });
+});

@@ -1,0 +1,133 @@
+/**
+ * One sync of a managed source with stub activities, in virtual time: a refused ref recorded as the
+ * outcome, a classified git failure recorded with its code (never a stuck job), transient git failures
+ * retried, and the document feed ingesting each index in a child ingest workflow.
+ */
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CHUNK_CONFIG } from '../../shared/document-index/chunking.js';
+import type { IngestInput } from '../../workflows/ingest-definitions.js';
+import type { SourceSyncInput } from '../../workflows/source-sync-definitions.js';
+import { startTimeSkipping } from '../helpers/temporal.js';
+import { recorded, stubWorker } from './support.js';
+
+let env: TestWorkflowEnvironment;
+
+beforeAll(async () => {
+  env = await startTimeSkipping();
+});
+afterAll(async () => env?.teardown());
+
+type Stub = (input: never) => Promise<unknown>;
+
+/** Stubs of a sync that resolves, fetches, scans and records; `overrides` replace any of them. */
+function syncStubs(overrides: Record<string, Stub> = {}) {
+  return recorded({
+    managedSyncResolve: async () => ({ ref: { sha: 'abc123', tag: 'v1' }, refusal: null }),
+    managedSyncFetch: async () => ({ files: 3 }),
+    managedSyncScan: async () => ({ blueprints: 1 }),
+    managedDocumentFeedPlan: async () => ({ enabled: false, ingests: [] }),
+    managedDocumentFeedSummary: async ({ ingested }: { ingested: Record<string, number> }) => ({ ingested }),
+    managedSyncRecord: async () => ({ outcome: 'synced' }),
+    managedSyncFinish: async () => ({ outcome: 'refused' }),
+    managedSyncFail: async ({ errorCode }: { errorCode: string }) => ({ outcome: 'failed', errorCode }),
+    ingestDocumentBatch: async ({ files }: { files: string[] }) => ({
+      added: files.map((f) => ({ file_id: f, filepath: f, status: 'added', chunks: 1 })),
+      skipped: [],
+      warnings: [],
+    }),
+    compactDocumentChunks: async () => undefined,
+    ...overrides,
+  });
+}
+
+async function sync(stubs: ReturnType<typeof syncStubs>) {
+  const { worker, taskQueue } = await stubWorker(env, stubs.activities);
+  const input: SourceSyncInput = { sourceId: 'ms_1', jobId: randomUUID(), tenant: 't1', trigger: 'api' };
+  const handle = await env.client.workflow.start('sourceSyncWorkflow', {
+    taskQueue,
+    workflowId: `source-sync-test/${input.jobId}`,
+    args: [input],
+  });
+  return worker.runUntil(handle.result());
+}
+
+describe('sourceSyncWorkflow', () => {
+  it('resolves, fetches, scans and records the sync', async () => {
+    const stubs = syncStubs();
+    expect(await sync(stubs)).toEqual({ outcome: 'synced' });
+    for (const step of ['managedSyncResolve', 'managedSyncFetch', 'managedSyncScan', 'managedSyncRecord'] as const)
+      expect(stubs.count(step)).toBe(1);
+    expect(stubs.calls.managedSyncRecord).toMatchObject([{ resolved: { sha: 'abc123' }, checkout: { files: 3 } }]);
+    expect(stubs.count('managedSyncFail')).toBe(0);
+  });
+
+  it('records a refused ref (a moved tag) without fetching', async () => {
+    const stubs = syncStubs({
+      managedSyncResolve: async () => ({ ref: null, refusal: { code: 'REF_MOVED' } }),
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'refused' });
+    expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
+    expect(stubs.count('managedSyncFetch')).toBe(0);
+  });
+
+  it('ends the job failed with the classified code of a git failure, after one attempt', async () => {
+    const stubs = syncStubs({
+      managedSyncFetch: async () => {
+        throw ApplicationFailure.nonRetryable('authentication failed', 'GIT_AUTH_FAILED');
+      },
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'failed', errorCode: 'GIT_AUTH_FAILED' });
+    expect(stubs.count('managedSyncFetch')).toBe(1);
+    expect(stubs.calls.managedSyncFail).toMatchObject([
+      { errorCode: 'GIT_AUTH_FAILED', message: 'authentication failed' },
+    ]);
+    expect(stubs.count('managedSyncRecord')).toBe(0);
+  });
+
+  it('retries a transient git failure and records the sync', async () => {
+    let failures = 0;
+    const stubs = syncStubs({
+      managedSyncFetch: async () => {
+        if (failures++ < 2) throw new Error('connection reset');
+        return { files: 3 };
+      },
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'synced' });
+    expect(stubs.count('managedSyncFetch')).toBe(3);
+  });
+
+  it('feeds each planned index through a child ingest workflow and records the counts', async () => {
+    const ingest = (indexName: string, files: string[]): IngestInput => ({
+      tenant: 't1',
+      indexName,
+      root: '/repo/docs',
+      files,
+      skipped: [],
+      chunkConfig: NO_CHUNK_CONFIG,
+      batchSize: 10,
+      checkpointInterval: 100,
+      checkpointSleepMs: 0,
+      managedSourceId: 'ms_1',
+    });
+    const stubs = syncStubs({
+      managedDocumentFeedPlan: async () => ({
+        enabled: true,
+        ingests: [
+          {
+            workflowId: `ingest/guides/${randomUUID()}`,
+            indexName: 'guides',
+            input: ingest('guides', ['a.md', 'b.md']),
+          },
+          { workflowId: `ingest/faq/${randomUUID()}`, indexName: 'faq', input: ingest('faq', ['q.md']) },
+        ],
+      }),
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'synced' });
+    expect(stubs.count('ingestDocumentBatch')).toBe(2);
+    expect(stubs.calls.managedDocumentFeedSummary).toMatchObject([{ ingested: { guides: 2, faq: 1 } }]);
+    expect(stubs.calls.managedSyncRecord).toMatchObject([{ documentFeed: { ingested: { guides: 2, faq: 1 } } }]);
+  });
+});
