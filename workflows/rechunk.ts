@@ -10,11 +10,7 @@ const { beginIndexRechunk, swapIndexRechunk, dropIndexRechunkTemp } = proxyActiv
 );
 
 /** A copy batch embeds its chunks (maybe through a remote provider): it heartbeats, and a dead worker's batch runs again elsewhere. */
-const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
-});
+const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatchBounded);
 
 /** How often the copy runs again when documents changed during it, before giving up. */
 const MAX_PASSES = 3;
