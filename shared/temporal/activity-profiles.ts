@@ -100,6 +100,12 @@ export const ActivityProfiles = {
     startToCloseTimeout: '60 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes },
   }),
+  /** A prompt that waits for an agent's reply (a model call, perhaps tool calls): heartbeats show it alive. */
+  agentPrompt: {
+    startToCloseTimeout: '15 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  },
   /** An irreversible heartbeating run bounded by its own timeout: one attempt. */
   heartbeatingOnce: (startToCloseSeconds: number, heartbeatSeconds: number) => ({
     ...irreversible,
