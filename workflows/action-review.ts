@@ -90,11 +90,9 @@ function newProposalState({ record, runtime }: ProposalWorkflowInput): ProposalS
     record,
     runtime,
     progress: initialProgress(record),
-    effects: proxyActivities<ActionReviewActivities>({
-      ...ActivityProfiles.irreversible,
-      startToCloseTimeout: `${runtime.effectTimeoutSeconds} seconds`,
-      heartbeatTimeout: `${runtime.effectHeartbeatSeconds} seconds`,
-    }),
+    effects: proxyActivities<ActionReviewActivities>(
+      ActivityProfiles.heartbeatingOnce(runtime.effectTimeoutSeconds, runtime.effectHeartbeatSeconds),
+    ),
     seq: 1,
     created: false,
     execution: null,

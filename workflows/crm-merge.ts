@@ -11,6 +11,8 @@ import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import {
   approveMergeUpdate,
+  type ApproveMergeArgs,
+  type ClaimMergeArgs,
   claimMergeUpdate,
   CRM_MERGE_REFUSAL_TYPE,
   crmMergeStateQuery,
@@ -34,6 +36,77 @@ function refuse(code: CrmMergeRefusalCode | null, message = ''): void {
     throw ApplicationFailure.create({ type: CRM_MERGE_REFUSAL_TYPE, message, details: [code], nonRetryable: true });
 }
 
+/** Everything the handlers share. */
+interface MergeApprovalState {
+  readonly input: CrmMergeWorkflowInput;
+  /** What the query answers and the workflow returns. */
+  readonly merge: CrmMergeState;
+  /** True from the moment the TTL fires: no update may slip in while expiry is being recorded. */
+  ttlEnded: boolean;
+}
+
+function setPhase(state: MergeApprovalState, phase: CrmMergeState['phase']): void {
+  state.merge.phase = phase;
+  upsertSearchAttributes([{ key: SearchAttributes.status, value: phase }]);
+}
+
+const snapshot = (state: MergeApprovalState): CrmMergeState => ({ ...state.merge });
+
+function refuseExpired(state: MergeApprovalState): void {
+  const expired = state.ttlEnded || state.merge.phase === 'expired';
+  refuse(expired ? 'approval_expired' : null, `The approval's lifetime (${state.input.ttlSeconds} s) has ended.`);
+}
+
+function validateApprove(state: MergeApprovalState, args: ApproveMergeArgs): void {
+  refuse(
+    args.caller.kind !== 'person' ? 'person_only' : null,
+    'Only a genuinely authenticated person can approve a merge.',
+  );
+  refuseExpired(state);
+}
+
+async function approve(state: MergeApprovalState, args: ApproveMergeArgs): Promise<CrmMergeState> {
+  await db.recordMergeApproved({ approvalId: state.input.approvalId, approvedBy: args.caller });
+  state.merge.approvedBy = args.caller;
+  return snapshot(state);
+}
+
+function validateClaim(state: MergeApprovalState, args: ClaimMergeArgs): void {
+  refuseExpired(state);
+  refuse(
+    args.connectionName !== state.input.connectionName ? 'connection_mismatch' : null,
+    `The approval is bound to connection "${state.input.connectionName}".`,
+  );
+}
+
+function claim(state: MergeApprovalState): CrmMergeState {
+  if (state.merge.phase === 'open') setPhase(state, 'executing');
+  return snapshot(state);
+}
+
+function settle(state: MergeApprovalState, finalStatus: string): void {
+  state.merge.finalStatus = finalStatus;
+  setPhase(state, 'settled');
+  // The outcome itself, so a merge that was not applied is findable.
+  if (isSettledStatus(finalStatus)) setLifecycleStatus('crmMergeApprovalWorkflow', finalStatus);
+}
+
+function registerHandlers(state: MergeApprovalState): void {
+  setHandler(crmMergeStateQuery, () => snapshot(state));
+  setHandler(approveMergeUpdate, (args) => approve(state, args), { validator: (args) => validateApprove(state, args) });
+  setHandler(claimMergeUpdate, (_args) => claim(state), { validator: (args) => validateClaim(state, args) });
+  setHandler(mergeSettledSignal, ({ finalStatus }) => settle(state, finalStatus));
+}
+
+/** The TTL ended unclaimed: expire it, unless an execution started from the inbox just before. */
+async function expireOrKeep(state: MergeApprovalState): Promise<boolean> {
+  state.ttlEnded = true;
+  const { expired } = await db.expireMergeApproval({ approvalId: state.input.approvalId });
+  // The execution started from the Action Review inbox just before the TTL: its outcome stands.
+  setPhase(state, expired ? 'expired' : 'executing');
+  return expired;
+}
+
 /**
  * One CRM merge approval, held for its lifetime: approve and execute are Updates refused once the
  * TTL has ended (`condition(fn, ttl)`), and expiry is recorded as a state. The decision and the
@@ -41,71 +114,17 @@ function refuse(code: CrmMergeRefusalCode | null, message = ''): void {
  * workflow guards the lifetime and the bound connection.
  */
 export async function crmMergeApprovalWorkflow(input: CrmMergeWorkflowInput): Promise<CrmMergeState> {
-  const state: CrmMergeState = { phase: 'open', approvedBy: null, finalStatus: null };
-  // True from the moment the TTL fires: no update may slip in while expiry is being recorded.
-  let ttlEnded = false;
-  const setPhase = (phase: CrmMergeState['phase']) => {
-    state.phase = phase;
-    upsertSearchAttributes([{ key: SearchAttributes.status, value: phase }]);
+  const state: MergeApprovalState = {
+    input,
+    merge: { phase: 'open', approvedBy: null, finalStatus: null },
+    ttlEnded: false,
   };
-  const expiredRefusal = () => (ttlEnded || state.phase === 'expired' ? 'approval_expired' : null);
-
-  setHandler(crmMergeStateQuery, () => ({ ...state }));
-  setHandler(
-    approveMergeUpdate,
-    async (args) => {
-      await db.recordMergeApproved({ approvalId: input.approvalId, approvedBy: args.caller });
-      state.approvedBy = args.caller;
-      return { ...state };
-    },
-    {
-      validator: (args) => {
-        refuse(
-          args.caller.kind !== 'person' ? 'person_only' : null,
-          'Only a genuinely authenticated person can approve a merge.',
-        );
-        refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
-      },
-    },
-  );
-  setHandler(
-    claimMergeUpdate,
-    (_args) => {
-      if (state.phase === 'open') setPhase('executing');
-      return { ...state };
-    },
-    {
-      validator: (args) => {
-        refuse(expiredRefusal(), `The approval's lifetime (${input.ttlSeconds} s) has ended.`);
-        refuse(
-          args.connectionName !== input.connectionName ? 'connection_mismatch' : null,
-          `The approval is bound to connection "${input.connectionName}".`,
-        );
-      },
-    },
-  );
-  setHandler(mergeSettledSignal, ({ finalStatus }) => {
-    state.finalStatus = finalStatus;
-    setPhase('settled');
-    // The outcome itself, so a merge that was not applied is findable.
-    if (isSettledStatus(finalStatus)) setLifecycleStatus('crmMergeApprovalWorkflow', finalStatus);
-  });
-
+  registerHandlers(state);
   return trackFailure('crmMergeApprovalWorkflow', async () => {
-    const claimedInTime = await condition(() => state.phase !== 'open', `${input.ttlSeconds} seconds`);
-    if (!claimedInTime) {
-      ttlEnded = true;
-      const { expired } = await db.expireMergeApproval({ approvalId: input.approvalId });
-      if (expired) {
-        setPhase('expired');
-        await condition(allHandlersFinished);
-        return { ...state };
-      }
-      // The execution started from the Action Review inbox just before the TTL: its outcome stands.
-      setPhase('executing');
-    }
-    await condition(() => state.phase === 'settled', `${input.settleWaitSeconds} seconds`);
+    const claimedInTime = await condition(() => state.merge.phase !== 'open', `${input.ttlSeconds} seconds`);
+    const expired = !claimedInTime && (await expireOrKeep(state));
+    if (!expired) await condition(() => state.merge.phase === 'settled', `${input.settleWaitSeconds} seconds`);
     await condition(allHandlersFinished);
-    return { ...state };
+    return snapshot(state);
   });
 }

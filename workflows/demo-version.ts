@@ -12,10 +12,7 @@ import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<DemoActivities>(ActivityProfiles.database);
 /** A step may fail for real (its check throws): a few attempts, then the run ends `failed`. */
-const steps = proxyActivities<DemoActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
-});
+const steps = proxyActivities<DemoActivities>(ActivityProfiles.checkedStep);
 
 /** Validation of a demo version: `draft` → `validating` → `ready`, or `failed` with its `error_code`. */
 export async function demoVersionWorkflow(input: DemoVersionInput): Promise<DemoVersionStatus> {

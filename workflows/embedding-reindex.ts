@@ -20,11 +20,7 @@ const { beginEmbeddingReindex, embeddingConsumerDone, finishEmbeddingReindex } =
  * another within 10 s. A provider that stays down (retryable failures) fails the run after the
  * attempts, rather than leaving it `running` for ever.
  */
-const { reembedBatch } = proxyActivities<EmbeddingActivities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
-});
+const { reembedBatch } = proxyActivities<EmbeddingActivities>(ActivityProfiles.embeddingBatch);
 
 /**
  * Re-embedding after an embedding identity change (id `embedding-reindex/<tenant>`): counts what every

@@ -26,11 +26,9 @@ export async function etlRunWorkflow(input: EtlRunInput): Promise<EtlRunStatus> 
 }
 
 async function runOnce(input: EtlRunInput): Promise<EtlRunStatus> {
-  const run = proxyActivities<EtlActivities>({
-    ...ActivityProfiles.irreversible,
-    startToCloseTimeout: `${input.timeoutSeconds + SLACK_SECONDS} seconds`,
-    heartbeatTimeout: '20 seconds',
-  });
+  const run = proxyActivities<EtlActivities>(
+    ActivityProfiles.heartbeatingOnce(input.timeoutSeconds + SLACK_SECONDS, 20),
+  );
   try {
     return await run.etlRunExecute(input);
   } catch (err) {

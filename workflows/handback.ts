@@ -21,15 +21,7 @@ export interface HandbackResult {
  * workflow and the sweep may both try without a duplicate message.
  */
 export async function actionReviewHandbackWorkflow(input: HandbackInput): Promise<HandbackResult> {
-  const { deliverHandback } = proxyActivities<HandbackActivities>({
-    ...ActivityProfiles.database,
-    retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '5 minutes',
-      maximumAttempts: input.maxAttempts,
-    },
-  });
+  const { deliverHandback } = proxyActivities<HandbackActivities>(ActivityProfiles.handbackDelivery(input.maxAttempts));
   return trackFailure('actionReviewHandbackWorkflow', async () => {
     try {
       const r = await deliverHandback({ proposalId: input.proposalId });
@@ -58,10 +50,7 @@ export interface HandbackSweepResult {
 /** Run by the `action-review-handback-sweep` schedule: retries every hand-back still pending. */
 export async function actionReviewHandbackSweepWorkflow(input: HandbackSweepInput = {}): Promise<HandbackSweepResult> {
   const { listPendingHandbacks } = proxyActivities<HandbackActivities>(ActivityProfiles.database);
-  const { deliverHandback } = proxyActivities<HandbackActivities>({
-    ...ActivityProfiles.database,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
-  });
+  const { deliverHandback } = proxyActivities<HandbackActivities>(ActivityProfiles.handbackSweepDelivery);
   return trackFailure('actionReviewHandbackSweepWorkflow', async () => {
     const pending = await listPendingHandbacks({ limit: input.limit ?? 500 });
     let delivered = 0;

@@ -8,11 +8,7 @@ import { trackFailure } from './visibility.js';
 const { compactDocumentChunks } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.database);
 
 /** A batch embeds its files' chunks (maybe remotely): it heartbeats, and a dead worker's batch runs again elsewhere. */
-const { ingestDocumentBatch } = proxyActivities<DocumentIndexActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { ingestDocumentBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatch);
 
 /**
  * ADD_DOCUMENTS of a directory (id `ingest/<index>/<id>`): the planned files in batches, each batch

@@ -10,14 +10,49 @@ const { beginIndexRechunk, swapIndexRechunk, dropIndexRechunkTemp } = proxyActiv
 );
 
 /** A copy batch embeds its chunks (maybe through a remote provider): it heartbeats, and a dead worker's batch runs again elsewhere. */
-const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
-});
+const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatchBounded);
 
 /** How often the copy runs again when documents changed during it, before giving up. */
 const MAX_PASSES = 3;
+
+function rechunkResult(
+  config: RechunkInput['config'],
+  status: RechunkResult['status'],
+  extra: Partial<RechunkResult>,
+): RechunkResult {
+  return {
+    status,
+    docs_rechunked: 0,
+    chunks_before: 0,
+    chunks_after: 0,
+    chunk_config: config,
+    Warnings: [],
+    approximate_reassembly_notes: [],
+    ...extra,
+  };
+}
+
+/** One copy pass into the temporary index, batch after batch (cursor = the last document's id). */
+async function copyAll(
+  input: RechunkInput,
+  begun: { sourceId: string; tempId: string },
+  warnings: string[],
+): Promise<void> {
+  let afterId: string | null = null;
+  for (;;) {
+    const r: Awaited<ReturnType<typeof copyIndexRechunkBatch>> = await copyIndexRechunkBatch({
+      tenant: input.tenant,
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+      afterId,
+      limit: input.batchSize,
+      chunkConfig: input.config,
+    });
+    warnings.push(...r.warnings);
+    afterId = r.lastId;
+    if (r.docs < input.batchSize) break;
+  }
+}
 
 /**
  * RECHUNK (id `rechunk/<tenant>/<index_name>`): rebuild into a temporary index, verify, swap atomically, drop the
@@ -26,16 +61,8 @@ const MAX_PASSES = 3;
 export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResult> {
   return trackFailure('rechunkWorkflow', async () => {
     const { tenant, indexName, runId, config } = input;
-    const result = (status: RechunkResult['status'], extra: Partial<RechunkResult>): RechunkResult => ({
-      status,
-      docs_rechunked: 0,
-      chunks_before: 0,
-      chunks_after: 0,
-      chunk_config: config,
-      Warnings: [],
-      approximate_reassembly_notes: [],
-      ...extra,
-    });
+    const result = (status: RechunkResult['status'], extra: Partial<RechunkResult>) =>
+      rechunkResult(config, status, extra);
     upsertSearchAttributes([{ key: SearchAttributes.status, value: 'running' }]);
     const begun = await beginIndexRechunk({ tenant, indexName, runId, config });
     if ('missing' in begun) {
@@ -45,20 +72,7 @@ export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResul
     const warnings: string[] = [];
     try {
       for (let pass = 1; pass <= MAX_PASSES; pass++) {
-        let afterId: string | null = null;
-        for (;;) {
-          const r: Awaited<ReturnType<typeof copyIndexRechunkBatch>> = await copyIndexRechunkBatch({
-            tenant,
-            sourceId: begun.sourceId,
-            tempId: begun.tempId,
-            afterId,
-            limit: input.batchSize,
-            chunkConfig: config,
-          });
-          warnings.push(...r.warnings);
-          afterId = r.lastId;
-          if (r.docs < input.batchSize) break;
-        }
+        await copyAll(input, begun, warnings);
         const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
         if (swap.swapped) {
           upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);

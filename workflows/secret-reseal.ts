@@ -7,7 +7,7 @@ import type { SecretResealInput, SecretResealResult } from './secret-reseal-defi
 import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { beginSecretRotation, resealSecretBatch, verifySecretRotation, retireSecretKeys, finishSecretRotation } =
-  proxyActivities<SecretActivities>({ ...ActivityProfiles.database, startToCloseTimeout: '5 minutes' });
+  proxyActivities<SecretActivities>(ActivityProfiles.databaseBatch);
 
 /** Verify-and-retry passes before the rotation gives up (writers under an old keyring keep appearing). */
 const MAX_PASSES = 20;

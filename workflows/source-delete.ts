@@ -6,10 +6,7 @@ import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Cleanup is retried until it succeeds (backing off to a minute); each failure is recorded on the source. */
-const cleanup = proxyActivities<ManagedSourceActivities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const cleanup = proxyActivities<ManagedSourceActivities>(ActivityProfiles.cleanupUntilDone);
 
 /**
  * Deletion of a managed source: the API has marked it pending deletion (syncs refused with

@@ -15,11 +15,7 @@ import { childSearchAttributes, setLifecycleStatus, trackFailure } from './visib
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
-const gitOps = proxyActivities<ManagedSourceActivities>({
-  ...ActivityProfiles.externalIdempotent,
-  startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '1 minute',
-});
+const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetwork);
 
 /**
  * One sync of a managed source: resolve the release ref on the remote (moved tags refused), fetch

@@ -23,15 +23,8 @@ import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { recordUserMessage } = proxyActivities<ThreadActivities>(ActivityProfiles.externalIdempotent);
 // The model call heartbeats: a worker that dies mid-call is detected within the heartbeat timeout.
-const { callModel } = proxyActivities<ThreadActivities>({
-  ...ActivityProfiles.externalIdempotent,
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '10 seconds',
-});
-const { runToolCall } = proxyActivities<ThreadActivities>({
-  ...ActivityProfiles.externalIdempotent,
-  retry: { maximumAttempts: 3 },
-});
+const { callModel } = proxyActivities<ThreadActivities>(ActivityProfiles.modelCall);
+const { runToolCall } = proxyActivities<ThreadActivities>(ActivityProfiles.toolCall);
 
 /** Concurrent messages once could start turns together; the fix changes command order, hence a patch. */
 const TURN_LOCK_PATCH = 'thread-turn-lock';

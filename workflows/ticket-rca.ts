@@ -1,4 +1,4 @@
-import { ActivityCancellationType, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import { isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import type { TicketRcaActivities } from '../activities/ticket-rca.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { TicketRcaInput, TicketRcaState } from './ticket-rca-definitions.js';
@@ -9,14 +9,9 @@ import { setLifecycleStatus, trackFailure } from './visibility.js';
  * once the workflow has closed no step of the attempt still runs and the reset sees every ticket and
  * run it made.
  */
-const wait = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
-const db = proxyActivities<TicketRcaActivities>({ ...ActivityProfiles.database, cancellationType: wait });
+const db = proxyActivities<TicketRcaActivities>(ActivityProfiles.databaseAwaitingCancellation);
 /** Filing a ticket is not idempotent on the tracker: a few attempts for a lost connection, not more. */
-const tracker = proxyActivities<TicketRcaActivities>({
-  startToCloseTimeout: '60 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
-  cancellationType: wait,
-});
+const tracker = proxyActivities<TicketRcaActivities>(ActivityProfiles.externalFewAttemptsAwaitingCancellation);
 
 /**
  * The ticket-RCA vignette of one presenter session (`ticket-rca/<tenant>/<presenter_session_id>`):
