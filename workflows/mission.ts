@@ -55,11 +55,7 @@ import {
 
 const { missionProject, missionOpenThread } = proxyActivities<MissionActivities>(ActivityProfiles.database);
 // A phase prompt waits for the agent's reply (a model call, perhaps tool calls): heartbeats show it alive.
-const { missionPostPrompt } = proxyActivities<MissionActivities>({
-  startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { missionPostPrompt } = proxyActivities<MissionActivities>(ActivityProfiles.agentPrompt);
 
 /** `missionOpenThread` refused because the agent is gone from the tenant. */
 const isAgentGone = (err: unknown) =>
