@@ -100,20 +100,9 @@ describe('decision hand-back', () => {
     await query(r.stack.db.url, `delete from handback_outage`);
 
     const client = r.stack.api.deps.temporal;
-    expect(
-      await ensureIntervalSchedule(
-        client,
-        r.stack.config,
-        handbackSweepSchedule(r.stack.config.actionReview.sweepIntervalSeconds, scheduleId),
-      ),
-    ).toBe('created');
-    expect(
-      await ensureIntervalSchedule(
-        client,
-        r.stack.config,
-        handbackSweepSchedule(r.stack.config.actionReview.sweepIntervalSeconds, scheduleId),
-      ),
-    ).toBe('updated');
+    const sweep = handbackSweepSchedule(r.stack.config.actionReview.sweepIntervalSeconds, scheduleId);
+    expect(await ensureIntervalSchedule(client, r.stack.config, sweep)).toBe('created');
+    expect(await ensureIntervalSchedule(client, r.stack.config, sweep)).toBe('updated');
     const schedule = client.schedule.getHandle(scheduleId);
     const described = await schedule.describe();
     expect(described.spec.intervals).toMatchObject([{ every: 600_000 }]);
