@@ -21,7 +21,7 @@ import {
 } from '../shared/git/worktree.js';
 import { EgressError } from '../shared/http/egress.js';
 import { classifyGitError } from '../shared/managed-sources/git.js';
-import { killGroup, OutputCapture, runInProcessGroup } from '../shared/process/group-run.js';
+import { killGroup, OutputCapture, runInProcessGroup, type GroupRunResult } from '../shared/process/group-run.js';
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
 import type { ActivityDeps } from './index.js';
 import { sql } from '../shared/db/sql.js';
@@ -79,6 +79,49 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
   }
 
   /** A provider refusal (4xx other than 429) will not change on retry; anything else may. */
+  /** While a run's process works: a heartbeat and its output so far every FLUSH_MS (best effort; the final write is not). */
+  function flushWhileRunning(runId: string, output: OutputCapture, ctx: Context): NodeJS.Timeout {
+    return setInterval(() => {
+      ctx.heartbeat();
+      sql<Record<string, unknown>>(
+        orm.em.fork(),
+        `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
+          where run_id = ? and status = 'running'`,
+        [output.text(), output.bytesSeen, output.truncated, runId],
+      ).catch(() => undefined);
+    }, FLUSH_MS);
+  }
+
+  /**
+   * Runs a run's command line in a process group of its own, the prompt on stdin, until the run's
+   * timeout or the activity's cancellation; the group's id is recorded on the run (a crashed worker's
+   * run is then ended by killing it).
+   */
+  function runRunProcess(
+    runId: string,
+    row: CodeAgentRunRow,
+    argv: string[],
+    opts: { cwd: string; env: Record<string, string>; output: OutputCapture; ctx: Context; what: string },
+  ): Promise<GroupRunResult> {
+    return runInProcessGroup({
+      file: argv[0]!,
+      argv: argv.slice(1),
+      cwd: opts.cwd,
+      env: opts.env,
+      stdin: row.prompt,
+      timeoutMs: row.timeoutSeconds * 1000,
+      output: opts.output,
+      signal: opts.ctx.cancellationSignal,
+      what: opts.what,
+      onSpawn: (pid) =>
+        void sql<Record<string, unknown>>(
+          orm.em.fork(),
+          `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
+          [pid, runId],
+        ).catch(() => undefined),
+    });
+  }
+
   function classify(err: unknown, what: string): never {
     if (err instanceof CodeAgentApiError && !err.retryable)
       throw ApplicationFailure.nonRetryable(
@@ -255,33 +298,14 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         CODE_AGENT_AUTO_CREATE_PR: String(row.autoCreatePr),
         ...(row.ticketKey ? { CODE_AGENT_TICKET_KEY: row.ticketKey } : {}),
       };
-      const flush = setInterval(() => {
-        ctx.heartbeat();
-        // Progress is best effort (the final write is not).
-        sql<Record<string, unknown>>(
-          orm.em.fork(),
-          `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
-            where run_id = ? and status = 'running'`,
-          [output.text(), output.bytesSeen, output.truncated, input.runId],
-        ).catch(() => undefined);
-      }, FLUSH_MS);
+      const flush = flushWhileRunning(input.runId, output, ctx);
       try {
-        const result = await runInProcessGroup({
-          file: argv[0]!,
-          argv: argv.slice(1),
+        const result = await runRunProcess(input.runId, row, argv, {
           cwd: workdir,
           env,
-          stdin: row.prompt,
-          timeoutMs: row.timeoutSeconds * 1000,
           output,
-          signal: ctx.cancellationSignal,
+          ctx,
           what: 'The code-agent runner',
-          onSpawn: (pid) =>
-            void sql<Record<string, unknown>>(
-              orm.em.fork(),
-              `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
-              [pid, input.runId],
-            ).catch(() => undefined),
         });
         const cancelled = result.status === 'interrupted' && cancelledOnRequest(ctx);
         const status: CodeAgentRunStatus = cancelled
@@ -452,15 +476,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const dir = row.worktreePath;
       const branch = codeAgentBranch(row.runId);
       const remote = gitRemote(config.egress, repoUrl, { kind: 'token', username: null, secret: forgeCred.apiKey });
-      const beat = setInterval(() => {
-        ctx.heartbeat();
-        sql<Record<string, unknown>>(
-          orm.em.fork(),
-          `update code_agent_runs set output = ?, output_bytes = ?, output_truncated = ?, updated_at = now()
-            where run_id = ? and status = 'running'`,
-          [output.text(), output.bytesSeen, output.truncated, input.runId],
-        ).catch(() => undefined);
-      }, FLUSH_MS);
+      const beat = flushWhileRunning(input.runId, output, ctx);
       const home = await mkdtemp(path.join(tmpdir(), 'code-agent-home-'));
       try {
         await rm(dir, { recursive: true, force: true });
@@ -491,22 +507,12 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           CODE_AGENT_API_BASE_URL: model.apiBaseUrl,
           ...(row.ticketKey ? { CODE_AGENT_TICKET_KEY: row.ticketKey } : {}),
         };
-        const result = await runInProcessGroup({
-          file: argv[0]!,
-          argv: argv.slice(1),
+        const result = await runRunProcess(input.runId, row, argv, {
           cwd: dir,
           env,
-          stdin: row.prompt,
-          timeoutMs: row.timeoutSeconds * 1000,
           output,
-          signal: ctx.cancellationSignal,
+          ctx,
           what: 'The agent CLI',
-          onSpawn: (pid) =>
-            void sql<Record<string, unknown>>(
-              orm.em.fork(),
-              `update code_agent_runs set process_id = ? where run_id = ? and status = 'running'`,
-              [pid, input.runId],
-            ).catch(() => undefined),
         });
         if (result.status !== 'succeeded')
           return await finish(result.status, {

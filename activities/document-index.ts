@@ -11,14 +11,7 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
     beginIndexRechunk(input: { tenant: string; indexName: string; runId: string; config: ChunkConfig }) {
       return beginRechunk(deps.orm.em.fork(), input);
     },
-    copyIndexRechunkBatch(input: {
-      tenant: string;
-      sourceId: string;
-      tempId: string;
-      afterId: string | null;
-      limit: number;
-      chunkConfig: ChunkConfig;
-    }) {
+    copyIndexRechunkBatch(input: Parameters<typeof rechunkCopyBatch>[2]) {
       return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
     },
     swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
@@ -28,14 +21,7 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
       return dropRechunkTemp(deps.orm.em.fork(), input);
     },
     /** One batch of a directory ingestion (idempotent per file content hash). */
-    ingestDocumentBatch(input: {
-      tenant: string;
-      indexName: string;
-      root: string;
-      files: string[];
-      chunkConfig: ChunkConfig;
-      managedSourceId?: string;
-    }) {
+    ingestDocumentBatch(input: Parameters<typeof ingestFiles>[2]) {
       return withHeartbeat(2_000, () => ingestFiles(deps.orm.em.fork(), deps.config, input));
     },
     compactDocumentChunks() {

@@ -6,6 +6,7 @@ import { launch, launcherArgs, OutputCapture, sandboxIdentity } from '../shared/
 import { EtlRunnerClient } from '../shared/etl/runner-client.js';
 import { ETL_OUTPUT_PAGE_MAX, ETL_TERMINAL_STATUSES, type EtlRunStatus } from '../shared/etl/runs.js';
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
+import { killGroup } from '../shared/process/group-run.js';
 import { ETL_RUN_ALREADY_STARTED, type EtlRunInput } from '../workflows/etl-run-definitions.js';
 import type { ActivityDeps } from './index.js';
 import { sql } from '../shared/db/sql.js';
@@ -219,11 +220,7 @@ export function createEtlActivities(deps: ActivityDeps) {
       );
       const stranded = rows[0];
       if (stranded?.process_id && stranded.worker_host === hostname()) {
-        try {
-          process.kill(-Number(stranded.process_id), 'SIGKILL');
-        } catch {
-          // already gone
-        }
+        killGroup(Number(stranded.process_id), 'SIGKILL');
       }
       const row = await em.findOneOrFail(EtlRunEntity, { runId: input.runId });
       return row.status;

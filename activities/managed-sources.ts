@@ -61,8 +61,12 @@ import type {
 import { documentFeedSummary, planDocumentFeed, unlinkSourceIndexes } from '../shared/document-index/kb-feed.js';
 import type {
   DocumentFeedPlan,
+  DegradedArtifactView,
   DocumentFeedSummary,
+  HydrateTypeView,
   HydrationResult,
+  PreviewView,
+  SyncApplyRequest,
   SourceSyncInput,
   SourceSyncResult,
   SyncOutcome,
@@ -183,6 +187,43 @@ function decide(
       },
     };
   return { apply: true, error: null };
+}
+
+/** Manifests found for a type: the readable ones and the degraded ones. */
+const foundIn = (read: { desired: unknown[]; degraded: unknown[] }) => read.desired.length + read.degraded.length;
+
+/** A type imported at once, without a preview (skills, apps, blueprints): nothing waits. */
+function importedAtOnce(found: number, r: { applied: number; degraded: DegradedArtifactView[] }): HydrateTypeView {
+  return { found, applied: r.applied, waiting: 0, degraded_artifacts: r.degraded };
+}
+
+/**
+ * A previewed type (agents, roles): its plan is applied now when auto-promoted or confirmed against the
+ * pinned preview, else it waits; the result records the preview, the counts and any refusal.
+ */
+async function hydratePreviewed(
+  h: HydrationResult,
+  kind: 'agent' | 'role',
+  found: number,
+  plan: { preview: PreviewView; degraded: DegradedArtifactView[] },
+  autoPromote: boolean,
+  apply: SyncApplyRequest,
+  applyPlan: () => Promise<unknown>,
+): Promise<void> {
+  const n = plan.preview.changes.length;
+  const pins = {
+    apply: apply[`apply_${kind}_changes`],
+    commit: apply[`expected_${kind}_commit`],
+    hash: apply[`expected_${kind}_plan_hash`],
+  };
+  const d = decide(kind === 'agent' ? 'AGENT' : 'ROLE', n, autoPromote, pins, plan.preview);
+  if (d.apply) await applyPlan();
+  const type = `${kind}s` as const;
+  if (d.error) h.hydrate_errors.push({ type, ...d.error });
+  h[`${kind}_preview`] = plan.preview;
+  h[`${kind}_auto_apply`] = { applied: d.apply ? n : 0, waiting: d.apply ? 0 : n };
+  h[`requires_${kind}_apply_confirmation`] = !d.apply && n > 0;
+  h.hydrate[type] = { found, applied: d.apply ? n : 0, waiting: d.apply ? 0 : n, degraded_artifacts: plan.degraded };
 }
 
 /**
@@ -331,59 +372,22 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
     if (types.has('agents')) {
       const read = await readAgentManifests(workdir, scan.agent_files ?? []);
       const plan = await planAgents(em, src, commitSha, read);
-      const n = plan.preview.changes.length;
-      const d = decide(
-        'AGENT',
-        n,
-        autoPromote,
-        { apply: apply.apply_agent_changes, commit: apply.expected_agent_commit, hash: apply.expected_agent_plan_hash },
-        plan.preview,
+      await hydratePreviewed(h, 'agent', foundIn(read), plan, autoPromote, apply, () =>
+        em.transactional((tx) => applyAgents(tx, src, plan)),
       );
-      if (d.apply) await em.transactional((tx) => applyAgents(tx, src, plan));
-      if (d.error) h.hydrate_errors.push({ type: 'agents', ...d.error });
-      h.agent_preview = plan.preview;
-      h.agent_auto_apply = { applied: d.apply ? n : 0, waiting: d.apply ? 0 : n };
-      h.requires_agent_apply_confirmation = !d.apply && n > 0;
-      h.hydrate.agents = {
-        found: read.desired.length + read.degraded.length,
-        applied: d.apply ? n : 0,
-        waiting: d.apply ? 0 : n,
-        degraded_artifacts: plan.degraded,
-      };
     }
     if (types.has('roles')) {
       const read = await readRoleManifests(workdir, scan.role_files ?? []);
       const plan = await planRoles(em, src, commitSha, read);
-      const n = plan.preview.changes.length;
-      const d = decide(
-        'ROLE',
-        n,
-        autoPromote,
-        { apply: apply.apply_role_changes, commit: apply.expected_role_commit, hash: apply.expected_role_plan_hash },
-        plan.preview,
+      await hydratePreviewed(h, 'role', foundIn(read), plan, autoPromote, apply, () =>
+        em.transactional((tx) => applyRoles(tx, src, plan)),
       );
-      if (d.apply) await em.transactional((tx) => applyRoles(tx, src, plan));
-      if (d.error) h.hydrate_errors.push({ type: 'roles', ...d.error });
-      h.role_preview = plan.preview;
-      h.role_auto_apply = { applied: d.apply ? n : 0, waiting: d.apply ? 0 : n };
-      h.requires_role_apply_confirmation = !d.apply && n > 0;
-      h.hydrate.roles = {
-        found: read.desired.length + read.degraded.length,
-        applied: d.apply ? n : 0,
-        waiting: d.apply ? 0 : n,
-        degraded_artifacts: plan.degraded,
-      };
     }
     if (types.has('skills')) {
       // Skill packages are imported at once (no preview): see shared/skills/packages.ts.
       const read = await readSkillPackages(workdir, scan.skill_files ?? []);
       const r = await em.transactional((tx) => applySkillPackages(tx, src, commitSha, read));
-      h.hydrate.skills = {
-        found: read.desired.length + read.degraded.length,
-        applied: r.applied,
-        waiting: 0,
-        degraded_artifacts: r.degraded,
-      };
+      h.hydrate.skills = importedAtOnce(foundIn(read), r);
     }
     if (types.has('flows')) {
       // Flows wait as pending promotions (api/flows/promotions.ts) unless auto_promote_on_sync promotes
@@ -428,12 +432,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       // Apps are recorded at once (no preview): see shared/managed-sources/apps.ts.
       const read = await readAppManifests(workdir, scan.app_files ?? []);
       const r = await em.transactional((tx) => applyApps(tx, src, commitSha, read));
-      h.hydrate.apps = {
-        found: read.desired.length + read.degraded.length,
-        applied: r.applied,
-        waiting: 0,
-        degraded_artifacts: r.degraded,
-      };
+      h.hydrate.apps = importedAtOnce(foundIn(read), r);
     }
     if (types.has('blueprints')) {
       // Remote-backed blueprints are applied at once (no preview): see shared/blueprints/remote.ts.
@@ -449,7 +448,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
           .getHandle(blueprintRenameWorkflowId(id))
           .signal(BLUEPRINT_RENAME_SYNCED_SIGNAL)
           .catch(() => undefined);
-      h.hydrate.blueprints = { found: r.found, applied: r.applied, waiting: 0, degraded_artifacts: r.degraded };
+      h.hydrate.blueprints = importedAtOnce(r.found, r);
     }
     h.degraded_artifact_count = Object.values(h.hydrate).reduce((n, t) => n + t.degraded_artifacts.length, 0);
     h.partial_success = h.degraded_artifact_count > 0 || h.hydrate_errors.length > 0;

@@ -2,9 +2,9 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { createWorkerToolbox } from './toolbox.js';
-import { ensureHandbackSweepScheduleAtStart } from '../shared/action-review/sweep-schedule.js';
-import { ensureAutoSyncScheduleAtStart } from '../shared/managed-sources/auto-sync-schedule.js';
-import { ensureDesktopDiagnosticsScheduleAtStart } from '../shared/desktop/diagnostics-schedule.js';
+import { handbackSweepSchedule } from '../shared/action-review/sweep-schedule.js';
+import { autoSyncSchedule } from '../shared/managed-sources/auto-sync-schedule.js';
+import { desktopDiagnosticsSchedule } from '../shared/desktop/diagnostics-schedule.js';
 import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
@@ -14,7 +14,8 @@ import { installWorkerRuntime } from '../shared/observability/temporal-runtime.j
 import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
 import { Settings } from '../shared/settings/store.js';
 import { syncTrackerSchedulesAtStart } from '../shared/tracker/schedules.js';
-import { ensureBlueprintPurgeScheduleAtStart } from '../shared/blueprints/purge-schedule.js';
+import { blueprintPurgeSchedule } from '../shared/blueprints/purge-schedule.js';
+import { ensureIntervalScheduleAtStart } from '../shared/temporal/interval-schedule.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -70,15 +71,15 @@ async function main(): Promise<void> {
     log.warn('could not read the saved sweep interval; using env or default', describeError(err));
     return config.actionReview.sweepIntervalSeconds;
   });
-  await ensureHandbackSweepScheduleAtStart(config, log, sweepEvery);
-  await ensureAutoSyncScheduleAtStart(config, log);
+  await ensureIntervalScheduleAtStart(config, log, handbackSweepSchedule(sweepEvery));
+  await ensureIntervalScheduleAtStart(config, log, autoSyncSchedule());
   // Desktop mode only: the hourly automatic diagnostics attempt.
   if (await settings.get('desktop.enabled').catch(() => false))
-    await ensureDesktopDiagnosticsScheduleAtStart(config, log);
+    await ensureIntervalScheduleAtStart(config, log, desktopDiagnosticsSchedule());
   // Tracker automation: both pollers' Schedules, paused unless enabled.
   await syncTrackerSchedulesAtStart(config, log, settings);
   // Hidden blueprints whose missions have all ended are purged hourly.
-  await ensureBlueprintPurgeScheduleAtStart(config, log);
+  await ensureIntervalScheduleAtStart(config, log, blueprintPurgeSchedule());
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

@@ -237,6 +237,31 @@ function versionView(v: VersionRow, production: number | null) {
   };
 }
 
+/** The production version (null when none) and the working copy against the latest saved version. */
+async function productionAndWorkingCopy(dir: string, v: VersioningRow | undefined, versions: VersionRow[]) {
+  const fingerprint = await workingCopyFingerprint(dir);
+  const latest = versions[versions.length - 1];
+  const prod = v && versions.find((x) => x.number === v.production_version_number);
+  return {
+    production:
+      v && prod
+        ? {
+            version_number: prod.number,
+            version_id: prod.version_id,
+            commit_sha: prod.commit_sha,
+            promoted_by: v.promoted_by,
+            promoted_at: iso(v.promoted_at),
+          }
+        : null,
+    working_copy: {
+      commit_sha: await headCommit(dir),
+      fingerprint,
+      latest_version_number: latest?.number ?? null,
+      dirty_since_version: !latest || latest.fingerprint !== fingerprint,
+    },
+  };
+}
+
 /** The versioning summary of a blueprint (standard ones answer mode standard and empty lists). */
 export async function summary(ctx: VersionCtx, b: Resolved) {
   const base = {
@@ -255,32 +280,14 @@ export async function summary(ctx: VersionCtx, b: Resolved) {
       promotion_history: [],
     };
   return locked(ctx, b, async (tx, v, versions) => {
-    const fingerprint = await workingCopyFingerprint(b.dir);
-    const latest = versions[versions.length - 1];
     const production = v?.production_version_number ?? null;
-    const prod = versions.find((x) => x.number === production);
     return {
       ...base,
       mode: v ? ('versioned' as const) : ('standard' as const),
       enabled_at: v ? iso(v.enabled_at) : null,
       enabled_by: v?.enabled_by ?? null,
       versions: versions.map((x) => versionView(x, production)),
-      production:
-        v && prod
-          ? {
-              version_number: prod.number,
-              version_id: prod.version_id,
-              commit_sha: prod.commit_sha,
-              promoted_by: v.promoted_by,
-              promoted_at: iso(v.promoted_at),
-            }
-          : null,
-      working_copy: {
-        commit_sha: await headCommit(b.dir),
-        fingerprint,
-        latest_version_number: latest?.number ?? null,
-        dirty_since_version: !latest || latest.fingerprint !== fingerprint,
-      },
+      ...(await productionAndWorkingCopy(b.dir, v, versions)),
       promotion_history: v
         ? (await listPromotions(tx, b.row.blueprint_id)).map((p) => ({
             version_number: p.version_number,
@@ -484,9 +491,6 @@ export async function versioningSidecar(em: EntityManager, b: Custom) {
   const v = await versioningOf(em, b.row.blueprint_id);
   if (!v) return null;
   const versions = await listVersions(em, b.row.blueprint_id);
-  const fingerprint = await workingCopyFingerprint(b.dir);
-  const latest = versions[versions.length - 1];
-  const prod = versions.find((x) => x.number === v.production_version_number);
   const out = [];
   for (const x of versions) {
     const root = await treeOid(b.dir, x.commit_sha).catch(() => null);
@@ -504,21 +508,7 @@ export async function versioningSidecar(em: EntityManager, b: Custom) {
   return {
     mode: 'versioned',
     enabled_at: iso(v.enabled_at),
-    production: prod
-      ? {
-          version_number: prod.number,
-          version_id: prod.version_id,
-          commit_sha: prod.commit_sha,
-          promoted_by: v.promoted_by,
-          promoted_at: iso(v.promoted_at),
-        }
-      : null,
-    working_copy: {
-      commit_sha: await headCommit(b.dir),
-      fingerprint,
-      latest_version_number: latest?.number ?? null,
-      dirty_since_version: !latest || latest.fingerprint !== fingerprint,
-    },
+    ...(await productionAndWorkingCopy(b.dir, v, versions)),
     versions: out,
     versions_not_included: versions.map((x) => x.number),
     includes_all_saved_versions: versions.length === 0,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import { CodeAgentApiError, CodeAgentClient } from '../../shared/code-agent/client.js';
@@ -8,15 +7,13 @@ import {
   validateApiKeyConnection,
   type ValidatedApiKeyConnection,
 } from '../../shared/code-agent/connection.js';
-import { findConnectionRow } from '../../shared/crm/store.js';
+import { insertConnectionRow, storeTestResult } from '../../shared/crm/store.js';
 import { toIso } from '../../shared/dates.js';
-import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
-import { ConflictError } from '../../shared/errors.js';
+import type { CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { EgressError } from '../../shared/http/egress.js';
 import { egressFor } from '../../shared/http/trust.js';
-import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
+import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
-import { sql } from '../../shared/db/sql.js';
 
 const MASK = '********';
 
@@ -62,8 +59,7 @@ async function runApiKeyTest(deps: AppDeps, em: EntityManager, row: CrmConnectio
     check = { target: 'GET /v1/models', host, ok: false, detail };
   }
   const result = { status: check.ok ? 'passed' : 'failed', tested_at: new Date().toISOString(), checks: [check] };
-  await sql(em, `update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
-  return findConnectionRow(em, row.tenant, row.name, 'api_key');
+  return storeTestResult(em, row, result, 'api_key');
 }
 
 function columns(deps: AppDeps, v: ValidatedApiKeyConnection) {
@@ -88,24 +84,7 @@ export async function createApiKeyConnection(
     { ...body.config, ...(body.auth_mode !== API_KEY_CONNECTION ? { auth_mode: body.auth_mode } : {}) },
     { policy: egressFor(deps.config, 'admin') },
   );
-  if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name }))
-    throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
-  await refreshKeyring(em);
-  const now = new Date();
-  const row = em.create(CrmConnectionEntity, {
-    id: randomUUID(),
-    tenant: principal.tenant,
-    name: body.name,
-    type: API_KEY_CONNECTION,
-    ...columns(deps, v),
-    testResult: null,
-    tokensSealed: null,
-    oauthPendingSealed: null,
-    createdBy: principal.id,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await em.persistAndFlush(row);
+  const row = await insertConnectionRow(em, principal, body.name, API_KEY_CONNECTION, () => columns(deps, v));
   return runApiKeyTest(deps, em, row);
 }
 

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ensureHandbackSweepSchedule, HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
+import { handbackSweepSchedule } from '../../shared/action-review/sweep-schedule.js';
+import { ensureIntervalSchedule } from '../../shared/temporal/interval-schedule.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { applyConfiguration, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import type { SettingPath } from '../../shared/settings/definitions.js';
@@ -28,7 +29,7 @@ export function applySettings(
     beforeCommit: async (changed) => {
       const every = changed.get('action_review.sweep_interval_seconds');
       if (typeof every === 'number')
-        await ensureHandbackSweepSchedule(deps.temporal, deps.config, HANDBACK_SWEEP_SCHEDULE_ID, every);
+        await ensureIntervalSchedule(deps.temporal, deps.config, handbackSweepSchedule(every));
       // Tracker automation: the pollers' Schedules follow `enabled` (paused when off) and the interval.
       const enabled = changed.get('enhancements.tracker_automation.enabled');
       const pollEvery = changed.get('enhancements.tracker_automation.poll_interval_seconds');

@@ -54,3 +54,30 @@ export function safeHref(url: string | null | undefined): string {
     return '#';
   }
 }
+
+/** A table in its scrolling wrapper: one header cell a column, the rows as given, an optional screen-reader caption. */
+export function dataTable(
+  columns: readonly Interpolation[],
+  rows: Interpolation,
+  opts: { caption?: string; className?: string } = {},
+): Html {
+  return html`<div class="table-wrap">
+    <table${opts.className ? html` class="${opts.className}"` : ''}>
+      ${
+        opts.caption
+          ? html`<caption class="skip">
+              ${opts.caption}
+            </caption>`
+          : ''
+      }
+      <thead>
+        <tr>
+          ${join(columns.map((c) => html`<th scope="col">${c}</th>`))}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>
+  </div>`;
+}

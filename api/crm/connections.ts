@@ -1,17 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../../shared/auth/principal.js';
 import { validateCrmConnection, type ValidatedConnection } from '../../shared/crm/connection-config.js';
 import { AUTHORIZE_PATH, CRM_MODE_FIELDS, MASK, SECRET_FIELDS, TOKEN_PATH } from '../../shared/crm/connection-types.js';
-import { findConnectionRow, openConnection } from '../../shared/crm/store.js';
-import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
-import { ConflictError } from '../../shared/errors.js';
+import { findConnectionRow, insertConnectionRow, openConnection, storeTestResult } from '../../shared/crm/store.js';
+import type { CrmConnectionRow } from '../../shared/db/entities/index.js';
 import { crmEgress } from '../../shared/http/trust.js';
-import { refreshKeyring, secretBox } from '../../shared/secrets/secret-box.js';
+import { secretBox } from '../../shared/secrets/secret-box.js';
 import type { AppDeps } from '../deps.js';
 import { testConnection } from './connection-test.js';
 import { toIso } from '../../shared/dates.js';
-import { sql } from '../../shared/db/sql.js';
 
 /** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
 const egressHosts = (v: ValidatedConnection) => [
@@ -54,8 +51,7 @@ export function connectionView(row: CrmConnectionRow, baseUrl: string) {
 /** Runs the connection test, stores its result on the row and answers the row as stored. */
 export async function runTest(deps: AppDeps, em: EntityManager, row: CrmConnectionRow): Promise<CrmConnectionRow> {
   const result = await testConnection(em, deps.config, openConnection(deps.config, row));
-  await sql(em, `update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
-  return findConnectionRow(em, row.tenant, row.name);
+  return storeTestResult(em, row, result, 'crm');
 }
 
 function columns(deps: AppDeps, v: ValidatedConnection) {
@@ -79,25 +75,7 @@ export async function createConnection(
   const v = await validateCrmConnection(body.auth_mode, body.config, {
     policy: crmEgress(deps.config),
   });
-  if (await em.findOne(CrmConnectionEntity, { tenant: principal.tenant, name: body.name })) {
-    throw new ConflictError(`A connection named "${body.name}" exists already.`, { code: 'connection_exists' });
-  }
-  await refreshKeyring(em);
-  const now = new Date();
-  const row = em.create(CrmConnectionEntity, {
-    id: randomUUID(),
-    tenant: principal.tenant,
-    name: body.name,
-    type: 'crm',
-    ...columns(deps, v),
-    testResult: null,
-    tokensSealed: null,
-    oauthPendingSealed: null,
-    createdBy: principal.id,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await em.persistAndFlush(row);
+  const row = await insertConnectionRow(em, principal, body.name, 'crm', () => columns(deps, v));
   return runTest(deps, em, row);
 }
 

@@ -383,12 +383,16 @@ export async function readCredit(deps: AppDeps, em: EntityManager, fresh: boolea
 // ---------------------------------------------------------------------------------------------
 // Model choice
 
-export async function chooseLlm(deps: AppDeps, em: EntityManager, choice: 'platform' | 'own_provider') {
-  const setup = await desktopSetup(deps);
-  if (setup.platformAiOnly)
+/** The model choices are the user's only outside platform-AI-only mode (403 `platform_ai_only`). */
+async function refuseInPlatformAiOnlyMode(deps: AppDeps): Promise<void> {
+  if ((await desktopSetup(deps)).platformAiOnly)
     throw new ForbiddenError('This laptop uses only the platform AI (platform-AI-only mode).', {
       code: 'platform_ai_only',
     });
+}
+
+export async function chooseLlm(deps: AppDeps, em: EntityManager, choice: 'platform' | 'own_provider') {
+  await refuseInPlatformAiOnlyMode(deps);
   const { state } = await loadState(em, deps.config);
   assertNotLocked(state);
   await saveState(em, deps.config, { ...state, llm_choice: choice });
@@ -396,11 +400,7 @@ export async function chooseLlm(deps: AppDeps, em: EntityManager, choice: 'platf
 }
 
 export async function switchCreditModel(deps: AppDeps, em: EntityManager, model: string) {
-  const setup = await desktopSetup(deps);
-  if (setup.platformAiOnly)
-    throw new ForbiddenError('This laptop uses only the platform AI (platform-AI-only mode).', {
-      code: 'platform_ai_only',
-    });
+  await refuseInPlatformAiOnlyMode(deps);
   const { state } = await loadState(em, deps.config);
   assertNotLocked(state);
   if (!state.credit)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { PersonalAccessToken } from '../../shared/db/entities/index.js';
-import { listPats, mintPat, mintSandboxToken, revokePat } from '../../shared/auth/store.js';
+import { listPats, mintPat, patOwner, mintSandboxToken, revokePat } from '../../shared/auth/store.js';
 import { BUILT_IN_ROLES, PERMISSIONS } from '../../shared/auth/rbac.js';
 import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
@@ -116,14 +116,7 @@ export const authRoutes = [
       }
       const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * 86_400_000) : null;
       const { pat, token } = await mintPat(em, {
-        owner: {
-          id: principal.id,
-          tenant: principal.tenant,
-          kind: 'person',
-          displayName: principal.displayName,
-          email: null,
-          roles: principal.roles,
-        },
+        owner: patOwner(principal),
         name: body.name,
         expiresAt,
       });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listPats, mintPat, revokePat } from '../../shared/auth/store.js';
+import { listPats, mintPat, patOwner, revokePat } from '../../shared/auth/store.js';
 import { ForbiddenError } from '../../shared/errors.js';
 import { detectLocalClis, setCandidateState } from '../../shared/desktop/local-cli.js';
 import {
@@ -166,14 +166,7 @@ export const desktopLaptopRoutes = [
       const name = `MCP client: ${def.name}`;
       const earlier = (await listPats(em, principal.id)).filter((p) => p.name === name && !p.revokedAt);
       const { pat, token } = await mintPat(em, {
-        owner: {
-          id: principal.id,
-          tenant: principal.tenant,
-          kind: 'person',
-          displayName: principal.displayName,
-          email: null,
-          roles: principal.roles,
-        },
+        owner: patOwner(principal),
         name,
         expiresAt: null,
       });

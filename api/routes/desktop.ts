@@ -17,6 +17,7 @@ import { createDiagnosticsPreview, sendDiagnostics } from '../../shared/desktop/
 import { desktopSetup } from '../../shared/desktop/setup.js';
 import { PlatformError } from '../../shared/errors.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
+import { CreditReadingSchema } from './credit-schema.js';
 
 /**
  * Desktop (laptop) mode, spec "Desktop mode" and "Desktop status". Every route answers 404
@@ -66,18 +67,7 @@ const Notice = z
   })
   .describe('Versions in display form (a `-3` build suffix shows as `d3`)');
 
-const Credit = z.object({
-  available: z.boolean().describe('Whether a reading exists'),
-  model: z.string().nullable(),
-  max_budget_usd: z.number().nullable(),
-  spend_usd: z.number().nullable(),
-  used_fraction: z.number().nullable(),
-  exhausted: z.boolean().nullable(),
-  heads_up_due: z.boolean().nullable().describe('At least 80 % used and not exhausted'),
-  alternatives: z.array(z.string()),
-  percent_used: z.number().nullable(),
-  resets_at: z.string().nullable().describe('Monthly plan reset; null when no reading'),
-  read_at: z.string().nullable().describe('When the provisioner gave this reading'),
+const Credit = CreditReadingSchema.extend({
   device_credential_refused: z
     .boolean()
     .describe('The provisioner refused the device credential less than 180 s ago (no call until then)'),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { activateHostedAi, hostedAiCredit, hostedAiStatus } from '../demo/hosted-ai.js';
 import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
+import { CreditReadingSchema } from './credit-schema.js';
 
 /**
  * Hosted AI of the hosted demo (spec: "Hosted … status, activation and credit routes", paths not
@@ -18,20 +19,6 @@ const Status = z.object({
   active: z.boolean().describe('Available, configured, and the last credit reading is not exhausted'),
   ai_only: z.boolean().describe('The demo uses only the hosted AI (`PLATFORM_HOSTED_AI_ONLY`)'),
   activated_at: z.string().nullable(),
-});
-
-const Credit = z.object({
-  available: z.boolean().describe('Whether a reading exists'),
-  model: z.string().nullable(),
-  max_budget_usd: z.number().nullable(),
-  spend_usd: z.number().nullable(),
-  used_fraction: z.number().nullable(),
-  exhausted: z.boolean().nullable(),
-  heads_up_due: z.boolean().nullable().describe('At least 80 % used and not exhausted'),
-  alternatives: z.array(z.string()),
-  percent_used: z.number().nullable(),
-  resets_at: z.string().nullable(),
-  read_at: z.string().nullable().describe('When the provisioner gave this reading'),
 });
 
 export const hostedAiRoutes = [
@@ -82,7 +69,7 @@ export const hostedAiRoutes = [
     access: { kind: 'authenticated' },
     query: z.object({ fresh: queryBoolean(false) }),
     responses: {
-      200: { description: 'Credit (`available` false until activated)', schema: successEnvelope(Credit) },
+      200: { description: 'Credit (`available` false until activated)', schema: successEnvelope(CreditReadingSchema) },
       404: { description: NOT_PROVISIONED, schema: ErrorEnvelopeSchema },
       503: { description: PROVISIONER_DOWN, schema: ErrorEnvelopeSchema },
     },

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
-import { EchoJobEntity } from '../../shared/db/entities/index.js';
+import { EchoJobEntity, type EchoJob } from '../../shared/db/entities/index.js';
+import type { AppConfig } from '../../shared/config.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import type { EchoResult } from '../../workflows/echo.js';
@@ -46,6 +47,19 @@ async function waitForResult<T>(result: Promise<T>, ms: number): Promise<T | 'pe
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A recorded echo job as both routes answer it (`EchoJobView`). */
+function echoJobView(config: AppConfig, row: EchoJob) {
+  return {
+    job_id: row.jobId,
+    workflow_id: row.workflowId,
+    workflow_url: workflowUrl(config, row.workflowId),
+    message: row.message,
+    recorded_at: toIso(row.recordedAt),
+    tenant: row.tenant,
+    requested_by: row.requestedBy,
+  };
 }
 
 export const echoWorkflowId = (jobId: string) => `echo/${jobId}`;
@@ -119,15 +133,7 @@ export const jobRoutes = [
         throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, { code: 'JOB_ID_TAKEN' });
       return {
         success: true,
-        data: {
-          job_id: row.jobId,
-          workflow_id: row.workflowId,
-          workflow_url: workflowUrl(deps.config, row.workflowId),
-          message: row.message,
-          recorded_at: toIso(row.recordedAt),
-          tenant: row.tenant,
-          requested_by: row.requestedBy,
-        },
+        data: echoJobView(deps.config, row),
       };
     },
   }),
@@ -156,13 +162,7 @@ export const jobRoutes = [
       return {
         success: true,
         data: {
-          job_id: row.jobId,
-          workflow_id: row.workflowId,
-          workflow_url: workflowUrl(deps.config, row.workflowId),
-          message: row.message,
-          recorded_at: toIso(row.recordedAt),
-          tenant: row.tenant,
-          requested_by: row.requestedBy,
+          ...echoJobView(deps.config, row),
           workflow_status: workflowStatus,
         },
       };

@@ -73,6 +73,18 @@ export async function findPat(
   return { pat, owner };
 }
 
+/** A signed-in person as the owner of the tokens they mint (no email: sign-in records it). */
+export function patOwner(person: { id: string; tenant: string; displayName: string; roles: string[] }): SeenUser {
+  return {
+    id: person.id,
+    tenant: person.tenant,
+    kind: 'person',
+    displayName: person.displayName,
+    email: null,
+    roles: person.roles,
+  };
+}
+
 export interface MintedPat {
   pat: PersonalAccessToken;
   token: string;

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../db/entities/index.js';
-import { NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import type { CrmSettings } from './connection-config.js';
 import type { CrmAuthMode } from './connection-types.js';
@@ -98,4 +99,53 @@ export async function saveTokens(
       conn.row.id,
     ],
   );
+}
+
+/** What a connection's validation decides on its row (written on create and on update). */
+export type ConnectionColumns = Pick<
+  CrmConnectionRow,
+  'authMode' | 'settings' | 'secretsSealed' | 'mergeEnabled' | 'policy' | 'egressHosts'
+>;
+
+/**
+ * Inserts a new connection row; a taken name is a 409 (`connection_exists`). `columns` runs once the
+ * keyring is fresh, so the secrets are sealed under the current key.
+ */
+export async function insertConnectionRow(
+  em: EntityManager,
+  owner: { tenant: string; id: string },
+  name: string,
+  type: 'crm' | 'api_key',
+  columns: () => ConnectionColumns,
+): Promise<CrmConnectionRow> {
+  if (await em.findOne(CrmConnectionEntity, { tenant: owner.tenant, name }))
+    throw new ConflictError(`A connection named "${name}" exists already.`, { code: 'connection_exists' });
+  await refreshKeyring(em);
+  const now = new Date();
+  const row = em.create(CrmConnectionEntity, {
+    id: randomUUID(),
+    tenant: owner.tenant,
+    name,
+    type,
+    ...columns(),
+    testResult: null,
+    tokensSealed: null,
+    oauthPendingSealed: null,
+    createdBy: owner.id,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await em.persistAndFlush(row);
+  return row;
+}
+
+/** Stores a connection test's result on the row and answers the row as stored. */
+export async function storeTestResult(
+  em: EntityManager,
+  row: CrmConnectionRow,
+  result: unknown,
+  expected: ConnectionTypeExpected,
+): Promise<CrmConnectionRow> {
+  await sql(em, `update crm_connections set test_result = ?::jsonb where id = ?`, [JSON.stringify(result), row.id]);
+  return findConnectionRow(em, row.tenant, row.name, expected);
 }

@@ -234,6 +234,45 @@ interface CurrentAgent {
   skill_groups: string[];
 }
 
+/** Splits the readable manifests: those `clash` refuses become degraded artifacts, next to the unreadable ones. */
+function withoutClashes<D>(
+  read: { desired: D[]; degraded: DegradedArtifact[] },
+  clash: (d: D) => DegradedArtifact | null,
+): { desired: D[]; degraded: DegradedArtifact[] } {
+  const degraded = [...read.degraded];
+  const desired: D[] = [];
+  for (const d of read.desired) {
+    const refused = clash(d);
+    if (refused) degraded.push(refused);
+    else desired.push(d);
+  }
+  return { desired, degraded };
+}
+
+/** A previewed type's plan: only the manifests that change go in, pinned by the preview's hash. */
+function previewedPlan<D>(
+  kind: 'agents' | 'roles',
+  commitSha: string,
+  changes: PlannedChange[],
+  desired: D[],
+  idOf: (d: D) => string,
+  remove: string[],
+  degraded: DegradedArtifact[],
+): { preview: Preview; desired: D[]; remove: string[]; degraded: DegradedArtifact[] } {
+  const content = desired.filter((d) => changes.some((c) => c.artifact_id === idOf(d)));
+  return {
+    preview: {
+      summary: summarize(kind === 'agents' ? 'Agents' : 'Roles', changes),
+      changes,
+      commit_sha: commitSha,
+      plan_hash: hashPlan(kind, changes, content),
+    },
+    desired: content,
+    remove,
+    degraded,
+  };
+}
+
 export interface AgentPlan {
   preview: Preview;
   desired: DesiredAgent[];
@@ -260,13 +299,11 @@ export async function planAgents(
     [source.tenant, source.id],
   );
   const taken = new Set(others.map((o) => o.name.toLowerCase()));
-  const degraded = [...read.degraded];
-  const desired: DesiredAgent[] = [];
-  for (const d of read.desired) {
-    if (taken.has(d.name.toLowerCase()))
-      degraded.push({ artifact_id: d.agent_id, reason: `an agent named ${d.name} already exists` });
-    else desired.push(d);
-  }
+  const { desired, degraded } = withoutClashes(read, (d) =>
+    taken.has(d.name.toLowerCase())
+      ? { artifact_id: d.agent_id, reason: `an agent named ${d.name} already exists` }
+      : null,
+  );
   const byId = new Map(current.map((c) => [c.id, c]));
   const changes: PlannedChange[] = [];
   for (const d of desired) {
@@ -295,18 +332,7 @@ export async function planAgents(
       remove.push(c.id);
     }
   }
-  const content = desired.filter((d) => changes.some((c) => c.artifact_id === d.agent_id));
-  return {
-    preview: {
-      summary: summarize('Agents', changes),
-      changes,
-      commit_sha: commitSha,
-      plan_hash: hashPlan('agents', changes, content),
-    },
-    desired: content,
-    remove,
-    degraded,
-  };
+  return previewedPlan('agents', commitSha, changes, desired, (d) => d.agent_id, remove, degraded);
 }
 
 /** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
@@ -374,13 +400,11 @@ export async function planRoles(
   ]);
   const mine = new Map(rows.filter((r) => r.managed_source_id === source.id).map((r) => [r.name, r]));
   const foreign = new Set(rows.filter((r) => r.managed_source_id !== source.id).map((r) => r.name));
-  const degraded = [...read.degraded];
-  const desired: DesiredRole[] = [];
-  for (const d of read.desired) {
-    if (foreign.has(d.role_name))
-      degraded.push({ artifact_id: d.role_name, reason: `role ${d.role_name} is defined by another source` });
-    else desired.push(d);
-  }
+  const { desired, degraded } = withoutClashes(read, (d) =>
+    foreign.has(d.role_name)
+      ? { artifact_id: d.role_name, reason: `role ${d.role_name} is defined by another source` }
+      : null,
+  );
   const changes: PlannedChange[] = [];
   for (const d of desired) {
     const cur = mine.get(d.role_name);
@@ -396,18 +420,7 @@ export async function planRoles(
   const keep = new Set([...desired.map((d) => d.role_name), ...degraded.map((d) => d.artifact_id)]);
   const remove = [...mine.keys()].filter((name) => !keep.has(name));
   for (const name of remove) changes.push({ action: 'delete', artifact_id: name });
-  const content = desired.filter((d) => changes.some((c) => c.artifact_id === d.role_name));
-  return {
-    preview: {
-      summary: summarize('Roles', changes),
-      changes,
-      commit_sha: commitSha,
-      plan_hash: hashPlan('roles', changes, content),
-    },
-    desired: content,
-    remove,
-    degraded,
-  };
+  return previewedPlan('roles', commitSha, changes, desired, (d) => d.role_name, remove, degraded);
 }
 
 export async function applyRoles(

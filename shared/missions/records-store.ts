@@ -135,7 +135,8 @@ export async function insertNote(tx: EntityManager, projectId: string, goal: Goa
   return row!;
 }
 
-async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
+/** Appends an event to a project's log under the next sequence number. */
+export async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
   await sql(
     tx,
     `insert into project_events (project_id, seq, kind, payload)

@@ -12,7 +12,7 @@ import type {
   MissionStatus,
   WaitingState,
 } from '../../workflows/mission-definitions.js';
-import { insertNote, type GoalRow } from './records-store.js';
+import { appendEvent, insertNote, type GoalRow } from './records-store.js';
 import { sql } from '../db/sql.js';
 
 /** Mission project ids: `prj_` + 32 lowercase hex. */
@@ -63,15 +63,6 @@ export interface QuestionRow {
 /** A text array parameter (`?::text[]`): the driver is handed PostgreSQL's array literal, each element quoted. */
 const textArray = (values: readonly string[]) =>
   `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
-
-async function appendEvent(tx: EntityManager, projectId: string, kind: string, payload: unknown): Promise<void> {
-  await sql(
-    tx,
-    `insert into project_events (project_id, seq, kind, payload)
-     select ?, coalesce(max(seq), 0) + 1, ?, ?::jsonb from project_events where project_id = ?`,
-    [projectId, kind, JSON.stringify(payload), projectId],
-  );
-}
 
 /** Creates the project row, its goals (planned) and the `created` event in one transaction. */
 export async function insertProject(

@@ -79,27 +79,36 @@ export async function ensureIntervalSchedule<N extends ScheduledWorkflowName>(
   return 'updated';
 }
 
-/** For the worker's start: its own short-lived client; a failure is logged, not fatal (the next start retries). */
-export async function ensureIntervalScheduleAtStart<N extends ScheduledWorkflowName>(
+/** For the worker's start: `use` gets a short-lived client; a failure is logged, not fatal (the next start retries). */
+export async function withClientAtStart(
+  config: AppConfig,
+  log: Logger,
+  failure: string,
+  use: (client: Client) => Promise<void>,
+): Promise<void> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address: config.temporal.address });
+    await use(new Client({ connection, namespace: config.temporal.namespace }));
+  } catch (err) {
+    log.warn(failure, describeError(err));
+  } finally {
+    await connection?.close();
+  }
+}
+
+/** Ensures one interval Schedule at the worker's start (see withClientAtStart). */
+export function ensureIntervalScheduleAtStart<N extends ScheduledWorkflowName>(
   config: AppConfig,
   log: Logger,
   schedule: IntervalSchedule<N>,
 ): Promise<void> {
-  const connection = await Connection.connect({ address: config.temporal.address });
-  try {
-    const outcome = await ensureIntervalSchedule(
-      new Client({ connection, namespace: config.temporal.namespace }),
-      config,
-      schedule,
-    );
+  return withClientAtStart(config, log, `could not ensure the schedule ${schedule.scheduleId}`, async (client) => {
+    const outcome = await ensureIntervalSchedule(client, config, schedule);
     log.info('schedule ensured', {
       schedule_id: schedule.scheduleId,
       outcome,
       every_seconds: schedule.everySeconds,
     });
-  } catch (err) {
-    log.warn(`could not ensure the schedule ${schedule.scheduleId}`, describeError(err));
-  } finally {
-    await connection.close();
-  }
+  });
 }

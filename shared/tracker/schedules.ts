@@ -1,8 +1,8 @@
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../config.js';
-import { describeError, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import type { Settings } from '../settings/store.js';
-import { ensureIntervalSchedule, type IntervalSchedule } from '../temporal/interval-schedule.js';
+import { ensureIntervalSchedule, withClientAtStart, type IntervalSchedule } from '../temporal/interval-schedule.js';
 import { trackerPollScheduleId, type TrackerPollInput } from '../../workflows/tracker-poll-definitions.js';
 import { TRACKER_POLLERS, type TrackerPoller } from './policy.js';
 
@@ -62,24 +62,14 @@ export async function syncTrackerSchedules(
 }
 
 /** For the worker's start, with the effective settings; a failure is logged, not fatal (the next start retries). */
-export async function syncTrackerSchedulesAtStart(config: AppConfig, log: Logger, settings: Settings): Promise<void> {
-  let connection: Connection | undefined;
-  try {
+export function syncTrackerSchedulesAtStart(config: AppConfig, log: Logger, settings: Settings): Promise<void> {
+  return withClientAtStart(config, log, 'could not ensure the tracker poll schedules', async (client) => {
     const wanted = await readTrackerScheduleSettings(settings);
-    connection = await Connection.connect({ address: config.temporal.address });
-    const outcome = await syncTrackerSchedules(
-      new Client({ connection, namespace: config.temporal.namespace }),
-      config,
-      wanted,
-    );
+    const outcome = await syncTrackerSchedules(client, config, wanted);
     log.info('tracker poll schedules ensured', {
       ...outcome,
       enabled: wanted.enabled,
       every_seconds: wanted.everySeconds,
     });
-  } catch (err) {
-    log.warn('could not ensure the tracker poll schedules', describeError(err));
-  } finally {
-    await connection?.close();
-  }
+  });
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureHandbackSweepSchedule } from '../../shared/action-review/sweep-schedule.js';
+import { handbackSweepSchedule } from '../../shared/action-review/sweep-schedule.js';
+import { ensureIntervalSchedule } from '../../shared/temporal/interval-schedule.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 import { learning, path, recordHistory, startReviewStack, tool, waitFor, type ReviewStack } from './support.js';
@@ -99,8 +100,9 @@ describe('decision hand-back', () => {
     await query(r.stack.db.url, `delete from handback_outage`);
 
     const client = r.stack.api.deps.temporal;
-    expect(await ensureHandbackSweepSchedule(client, r.stack.config, scheduleId)).toBe('created');
-    expect(await ensureHandbackSweepSchedule(client, r.stack.config, scheduleId)).toBe('updated');
+    const sweep = handbackSweepSchedule(r.stack.config.actionReview.sweepIntervalSeconds, scheduleId);
+    expect(await ensureIntervalSchedule(client, r.stack.config, sweep)).toBe('created');
+    expect(await ensureIntervalSchedule(client, r.stack.config, sweep)).toBe('updated');
     const schedule = client.schedule.getHandle(scheduleId);
     const described = await schedule.describe();
     expect(described.spec.intervals).toMatchObject([{ every: 600_000 }]);

@@ -10,7 +10,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createBlueprintPurgeActivities } from '../../activities/blueprint-purge.js';
-import { ensureBlueprintPurgeSchedule } from '../../shared/blueprints/purge-schedule.js';
+import { blueprintPurgeSchedule } from '../../shared/blueprints/purge-schedule.js';
+import { ensureIntervalSchedule } from '../../shared/temporal/interval-schedule.js';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
 import type { Stack } from '../helpers/stack.js';
@@ -85,8 +86,8 @@ describe('purge of hidden blueprints', () => {
   it('ensures the hourly Schedule that starts the purge workflow (idempotent)', async () => {
     const client = stack.api.deps.temporal;
     const scheduleId = `blueprint-hidden-purge-${uniqueTaskQueue()}`;
-    expect(await ensureBlueprintPurgeSchedule(client, stack.config, scheduleId)).toBe('created');
-    expect(await ensureBlueprintPurgeSchedule(client, stack.config, scheduleId)).toBe('updated');
+    expect(await ensureIntervalSchedule(client, stack.config, blueprintPurgeSchedule(scheduleId))).toBe('created');
+    expect(await ensureIntervalSchedule(client, stack.config, blueprintPurgeSchedule(scheduleId))).toBe('updated');
     const handle = client.schedule.getHandle(scheduleId);
     try {
       const d = await handle.describe();

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDesktopClock } from '../../shared/desktop/clock.js';
-import { ensureDesktopDiagnosticsSchedule } from '../../shared/desktop/diagnostics-schedule.js';
+import { desktopDiagnosticsSchedule } from '../../shared/desktop/diagnostics-schedule.js';
+import { ensureIntervalSchedule } from '../../shared/temporal/interval-schedule.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { query } from '../helpers/db.js';
 import { startFakeProvisioner, type FakeProvisioner } from '../helpers/fake-provisioner.js';
@@ -150,8 +151,8 @@ describe('automatic diagnostics', () => {
   it('declares an hourly Schedule (ensured idempotently)', async () => {
     const client = stack.api.deps.temporal;
     const scheduleId = `desktop-diagnostics-test-${randomUUID()}`;
-    expect(await ensureDesktopDiagnosticsSchedule(client, stack.config, scheduleId)).toBe('created');
-    expect(await ensureDesktopDiagnosticsSchedule(client, stack.config, scheduleId)).toBe('updated');
+    expect(await ensureIntervalSchedule(client, stack.config, desktopDiagnosticsSchedule(scheduleId))).toBe('created');
+    expect(await ensureIntervalSchedule(client, stack.config, desktopDiagnosticsSchedule(scheduleId))).toBe('updated');
     const described = await client.schedule.getHandle(scheduleId).describe();
     expect(described.spec.intervals?.[0]?.every).toBe(3_600_000);
     expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'desktopDiagnosticsWorkflow' });

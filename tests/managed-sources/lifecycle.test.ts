@@ -3,7 +3,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { initOrm } from '../../shared/db/orm.js';
-import { autoSyncScheduleOptions, ensureAutoSyncSchedule } from '../../shared/managed-sources/auto-sync-schedule.js';
+import { autoSyncSchedule } from '../../shared/managed-sources/auto-sync-schedule.js';
+import { ensureIntervalSchedule, intervalScheduleOptions } from '../../shared/temporal/interval-schedule.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { AUTO_SYNC_INTERVAL_SECONDS } from '../../workflows/managed-source-lifecycle-definitions.js';
 import { query } from '../helpers/db.js';
@@ -130,12 +131,12 @@ describe('managed-source lifecycles', () => {
 
   it('auto-sync: the schedule is declared every 300 s; its workflow syncs eligible sources and records auto_sync_state', async () => {
     expect(AUTO_SYNC_INTERVAL_SECONDS).toBe(300);
-    const options = autoSyncScheduleOptions(stack.config, 'x');
+    const options = intervalScheduleOptions(stack.config, autoSyncSchedule('x'));
     expect(options.spec.intervals).toEqual([{ every: '300 seconds' }]);
     const scheduleId = `test-auto-sync-${randomUUID()}`;
     const client = stack.api.deps.temporal;
-    expect(await ensureAutoSyncSchedule(client, stack.config, scheduleId)).toBe('created');
-    expect(await ensureAutoSyncSchedule(client, stack.config, scheduleId)).toBe('updated');
+    expect(await ensureIntervalSchedule(client, stack.config, autoSyncSchedule(scheduleId))).toBe('created');
+    expect(await ensureIntervalSchedule(client, stack.config, autoSyncSchedule(scheduleId))).toBe('updated');
     const described = await client.schedule.getHandle(scheduleId).describe();
     expect(described.spec.intervals?.[0]?.every).toBe(300_000);
     expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'managedSourceAutoSyncWorkflow' });

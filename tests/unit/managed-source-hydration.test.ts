@@ -6,7 +6,8 @@ import { emptyHydration, syncOutcome } from '../../activities/managed-sources.js
 import { ADMIN_LEVEL_PERMISSIONS } from '../../shared/auth/custom-roles.js';
 import { BUILT_IN_ROLES } from '../../shared/auth/rbac.js';
 import { loadConfig } from '../../shared/config.js';
-import { autoSyncScheduleOptions } from '../../shared/managed-sources/auto-sync-schedule.js';
+import { autoSyncSchedule } from '../../shared/managed-sources/auto-sync-schedule.js';
+import { intervalScheduleOptions } from '../../shared/temporal/interval-schedule.js';
 import { readAgentManifests, readRoleManifests } from '../../shared/managed-sources/hydrate.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'manifests-'));
@@ -80,7 +81,7 @@ describe('managed-source manifests', () => {
   });
 
   it('declares the auto-sync Schedule every 300 s, never overlapping', () => {
-    const options = autoSyncScheduleOptions(loadConfig({ TEMPORAL_TASK_QUEUE: 'q' }));
+    const options = intervalScheduleOptions(loadConfig({ TEMPORAL_TASK_QUEUE: 'q' }), autoSyncSchedule());
     expect(options.spec.intervals).toEqual([{ every: '300 seconds' }]);
     expect(options.action).toMatchObject({ workflowType: 'managedSourceAutoSyncWorkflow', taskQueue: 'q' });
     expect(options.policies.overlap).toBe('SKIP');

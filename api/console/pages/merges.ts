@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ApprovalViewSchema } from '../../crm/approval-views.js';
-import { html, safeHref, type Html } from '../html.js';
+import { dataTable, html, safeHref, type Html } from '../html.js';
 import { csrfField, dateText, layout, type PageContext } from '../layout.js';
 import { outcomeBlock, statusBadge, type Outcome } from './proposals.js';
 
@@ -31,26 +31,7 @@ export function mergesPage(
   );
   const body = html`${list.truncated ? html`<p class="refusal" role="status">The list is incomplete (${list.incomplete_reason ?? 'truncated'}).</p>` : ''}
     <p>${list.total_count === 0 ? 'No merge approvals.' : `${list.total_count} merge approvals.`}</p>
-    ${
-      rows.length
-        ? html`<div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Survivor</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Connection</th>
-                  <th scope="col">Losers</th>
-                  <th scope="col">Expires</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${rows}
-              </tbody>
-            </table>
-          </div>`
-        : ''
-    }`;
+    ${rows.length ? dataTable(['Survivor', 'Status', 'Connection', 'Losers', 'Expires'], rows) : ''}`;
   return layout(page, 'CRM merge approvals', body, { current: '/console/merges' });
 }
 
@@ -64,9 +45,6 @@ function sideBySide(projection: Record<string, unknown>): Html {
   ) as string[];
   const projected = (projection.projected_survivor ?? {}) as Record<string, unknown>;
   const sources = (projection.field_sources ?? {}) as Record<string, unknown>;
-  const head = records.map(
-    (r) => html`<th scope="col">${r.role === 'survivor' ? 'Survivor' : 'Loser'} <code>${r.id}</code></th>`,
-  );
   const rows = fields.map(
     (f) =>
       html`<tr>
@@ -76,21 +54,13 @@ function sideBySide(projection: Record<string, unknown>): Html {
         <td><code>${show(sources[f])}</code></td>
       </tr>`,
   );
-  return html`<div class="table-wrap">
-    <table class="side-by-side">
-      <thead>
-        <tr>
-          <th scope="col">Field</th>
-          ${head}
-          <th scope="col">After the merge</th>
-          <th scope="col">Value from</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${rows}
-      </tbody>
-    </table>
-  </div>`;
+  const columns = [
+    'Field',
+    ...records.map((r) => html`${r.role === 'survivor' ? 'Survivor' : 'Loser'} <code>${r.id}</code>`),
+    'After the merge',
+    'Value from',
+  ];
+  return dataTable(columns, rows, { className: 'side-by-side' });
 }
 
 export function mergePage(page: PageContext, a: Approval, workflowUrl: string | null, outcome: Outcome | null): string {

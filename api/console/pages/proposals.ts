@@ -2,7 +2,7 @@ import type { ActionType } from '../../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES } from '../../../shared/action-review/types.js';
 import type { ProposalDetail } from '../../action-review/views.js';
 import type { rowView } from '../../action-review/views.js';
-import { html, join, safeHref, type Html } from '../html.js';
+import { dataTable, html, join, safeHref, type Html } from '../html.js';
 import { csrfField, dateText, layout, type PageContext } from '../layout.js';
 
 type Row = ReturnType<typeof rowView>;
@@ -78,25 +78,7 @@ export function inboxPage(
     </p>
     ${
       list.rows.length
-        ? html`<div class="table-wrap">
-            <table>
-              <caption class="skip">
-                Proposals
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Action</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Requested by</th>
-                  <th scope="col">Expected effect</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${rows}
-              </tbody>
-            </table>
-          </div>`
+        ? dataTable(['Action', 'Status', 'Requested by', 'Expected effect', 'Created'], rows, { caption: 'Proposals' })
         : ''
     }
     <nav class="pager" aria-label="Pages">
@@ -313,21 +295,6 @@ export function proposalPage(page: PageContext, p: ProposalDetail, outcome: Outc
     <h2>Decide</h2>
     ${actionForms(page, p)}
     <h2>Event trail</h2>
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">Event</th>
-            <th scope="col">By</th>
-            <th scope="col">Reason</th>
-            <th scope="col">When</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${join(events)}
-        </tbody>
-      </table>
-    </div>`;
+    ${dataTable(['#', 'Event', 'By', 'Reason', 'When'], join(events))}`;
   return layout(page, `Proposal ${p.proposal_id}`, body, { current: '/console/proposals' });
 }

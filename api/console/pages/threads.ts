@@ -1,7 +1,7 @@
 import type { ConversationMessage, ProposalRow } from '../../../shared/db/entities/index.js';
 import type { ThreadRecord } from '../../../shared/threads/store.js';
 import { toIso } from '../../../shared/dates.js';
-import { html } from '../html.js';
+import { dataTable, html } from '../html.js';
 import { dateText, layout, type PageContext } from '../layout.js';
 import { statusBadge } from './proposals.js';
 
@@ -16,21 +16,7 @@ export function threadsPage(page: PageContext, threads: ThreadRecord[]): string 
       </tr>`,
   );
   const body = rows.length
-    ? html`<div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Thread</th>
-              <th scope="col">Agent</th>
-              <th scope="col">Origin</th>
-              <th scope="col">Started</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows}
-          </tbody>
-        </table>
-      </div>`
+    ? dataTable(['Thread', 'Agent', 'Origin', 'Started'], rows)
     : html`<p>You own no threads yet.</p>`;
   return layout(page, 'My threads', body, { current: '/console/threads' });
 }
