@@ -23,7 +23,7 @@ import { EgressError } from '../shared/http/egress.js';
 import { classifyGitError } from '../shared/managed-sources/git.js';
 import { killGroup, OutputCapture, runInProcessGroup, type GroupRunResult } from '../shared/process/group-run.js';
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import { sql } from '../shared/db/sql.js';
 
 /** How often a running local runner's output reaches its row, and the activity heartbeats. */

@@ -12,7 +12,7 @@ import {
   type DemoVersionInput,
   type DemoVersionStatus,
 } from '../workflows/demo-version-definitions.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import { sql } from '../shared/db/sql.js';
 
 type Row = Record<string, unknown>;

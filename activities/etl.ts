@@ -8,7 +8,7 @@ import { ETL_OUTPUT_PAGE_MAX, ETL_TERMINAL_STATUSES, type EtlRunStatus } from '.
 import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
 import { killGroup } from '../shared/process/group-run.js';
 import { ETL_RUN_ALREADY_STARTED, type EtlRunInput } from '../workflows/etl-run-definitions.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import { sql } from '../shared/db/sql.js';
 
 /** How often a running job's output reaches its row, and the activity heartbeats. */

@@ -1,11 +1,6 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
-import type { AppConfig } from '../shared/config.js';
-import type { Logger } from '../shared/log.js';
 import { attachMeshEgress } from '../shared/secrets/mesh.js';
 import { Settings } from '../shared/settings/store.js';
-import type { AgentToolbox } from '../shared/threads/toolbox.js';
-import type { ActiveProviderResolver } from '../shared/llm/active-provider.js';
+import type { ActivityDeps } from './deps.js';
 import { createActionReviewActivities } from './action-review.js';
 import { createCrmMergeActivities } from './crm-merge.js';
 import { createDesktopActivities } from './desktop.js';
@@ -14,7 +9,7 @@ import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
 import { createEtlActivities } from './etl.js';
 import { createDemoActivities } from './demo.js';
-import { platformEmbeddingConsumers, type EmbeddingConsumerRegistry } from '../shared/embeddings/consumers.js';
+import { platformEmbeddingConsumers } from '../shared/embeddings/platform.js';
 import { createHandbackActivities } from './handback.js';
 import { createManagedSourceActivities } from './managed-sources.js';
 import { createSecretActivities } from './secrets.js';
@@ -26,22 +21,6 @@ import { createTicketRcaActivities } from './ticket-rca.js';
 import { createBlueprintRenameActivities } from './blueprint-rename.js';
 import { createBlueprintWipActivities } from './blueprint-wip.js';
 import { createBlueprintPurgeActivities } from './blueprint-purge.js';
-
-export interface ActivityDeps {
-  orm: MikroORM;
-  config: AppConfig;
-  log: Logger;
-  /** Run-time settings (saved, env, default); built from `orm` and `config` when not given. */
-  settings: Settings;
-  /** Tools agents may call during thread turns; without it agents answer without tools. */
-  toolbox?: AgentToolbox;
-  /** What the re-embedding workflow walks; the platform's registry unless a test gives its own. */
-  embeddingConsumers?: EmbeddingConsumerRegistry;
-  /** How a model call finds its provider; the per-tenant store resolution unless given (the benchmark's fixed client). */
-  llmProviders?: Pick<ActiveProviderResolver, 'resolve'>;
-  /** A Temporal client for activities that start workflows (the code-agent Action Review executor). */
-  temporal?: Client;
-}
 
 /** Every activity the worker registers, built from its dependencies. */
 export function createActivities(input: Omit<ActivityDeps, 'settings'> & { settings?: Settings }) {

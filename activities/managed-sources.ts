@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
@@ -17,7 +16,7 @@ import {
   blueprintRenameWorkflowId,
   BLUEPRINT_RENAME_SYNCED_SIGNAL,
 } from '../workflows/blueprint-rename-definitions.js';
-import { pendingFlowChanges } from '../api/flows/promotions.js';
+import { pendingFlowChanges } from '../shared/flows/promotions.js';
 import {
   ManagedFlowEntity,
   ManagedSourceEntity,
@@ -51,7 +50,6 @@ import {
 } from '../shared/managed-sources/hydrate.js';
 import { APP_FILE, applyApps, readAppManifests } from '../shared/managed-sources/apps.js';
 import { parseVersion, pollRemoteReleases } from '../shared/managed-sources/release-poll.js';
-import { refreshKeyring, secretBox } from '../shared/secrets/secret-box.js';
 import { SKILL_FILE, applySkillPackages, readSkillPackages } from '../shared/skills/packages.js';
 import type {
   AutoSyncCandidate,
@@ -72,6 +70,7 @@ import type {
   SyncOutcome,
 } from '../workflows/source-sync-definitions.js';
 import { withHeartbeat } from './heartbeat.js';
+import { openCredentials, sourcePaths } from '../shared/managed-sources/source-access.js';
 import { sql } from '../shared/db/sql.js';
 
 export interface CheckoutSummary {
@@ -109,27 +108,6 @@ export function emptyHydration(): HydrationResult {
     role_auto_apply: { applied: 0, waiting: 0 },
     flow_auto_apply: { applied: 0, waiting: 0 },
   };
-}
-
-/** Where a source's object store and working tree live. */
-export function sourcePaths(config: AppConfig, sourceId: string) {
-  const root = path.join(config.managedSources.dir, sourceId);
-  return { root, gitdir: path.join(root, 'repo.git'), workdir: path.join(root, 'checkout') };
-}
-
-/** The source's Git credentials, opened from the secret box (null when it has none). */
-export async function openCredentials(
-  em: EntityManager,
-  config: AppConfig,
-  row: ManagedSourceRow,
-): Promise<GitCredentials | null> {
-  if (!row.credentialsSealed || !row.credentialKind) return null;
-  await refreshKeyring(em);
-  const { secret, expires_at } = JSON.parse(secretBox(config).open(row.credentialsSealed)) as {
-    secret: string;
-    expires_at?: string | null;
-  };
-  return { kind: row.credentialKind, username: row.credentialUsername, secret, expiresAt: expires_at ?? null };
 }
 
 function emptyResult(input: SourceSyncInput, row: ManagedSourceRow | null): SourceSyncResult {
@@ -390,7 +368,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       h.hydrate.skills = importedAtOnce(foundIn(read), r);
     }
     if (types.has('flows')) {
-      // Flows wait as pending promotions (api/flows/promotions.ts) unless auto_promote_on_sync promotes
+      // Flows wait as pending promotions (shared/flows/promotions.ts) unless auto_promote_on_sync promotes
       // every valid change now; a flow that cannot be promoted is a degraded artifact either way.
       const synced = { ...row, syncedCommitSha: commitSha } as ManagedSourceRow;
       const { changes, flows } = await pendingFlowChanges(em, deps.config, synced);

@@ -8,7 +8,7 @@ import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import type { MissionEventInput } from '../workflows/mission-definitions.js';
 import { postMessageUpdate, threadWorkflowId } from '../workflows/thread-definitions.js';
 import { withHeartbeat } from './heartbeat.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 import { sql } from '../shared/db/sql.js';
 
 /** What one phase prompt led to: the reply's message id (the phase's evidence), or the model's failure. */

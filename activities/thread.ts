@@ -5,7 +5,7 @@ import { activeProviders } from '../shared/llm/active-provider.js';
 import { LlmError, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
 import { appendMessage, findThread, listMessages } from '../shared/threads/store.js';
 import { withHeartbeat } from './heartbeat.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 export interface ModelStep {
   content: string | null;

@@ -1,6 +1,6 @@
 import { fileTicket, finishSession, followRun, startRun } from '../shared/demo/ticket-rca.js';
 import type { TicketRcaInput } from '../workflows/ticket-rca-definitions.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 /** The ticket-RCA vignette's steps (shared/demo/ticket-rca.ts); each writes only its attempt's row. */
 export function createTicketRcaActivities(deps: ActivityDeps) {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { operatorEndpointRefusal } from './http/trust.js';
+import { operatorEndpointRefusal } from './http/egress-policy.js';
 import { fromProjectRoot } from './project-root.js';
 import { SETTING_ENV_NAMES, SETTING_PATHS, settingDef } from './settings/definitions.js';
 

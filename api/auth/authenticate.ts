@@ -6,8 +6,8 @@ import { permissionsFor } from '../../shared/auth/rbac.js';
 import { findPat, findSandboxToken, recordSignIn } from '../../shared/auth/store.js';
 import { PAT_PREFIX, SANDBOX_PREFIX, secretsEqual } from '../../shared/auth/tokens.js';
 import type { AppConfig } from '../../shared/config.js';
-import { AuthenticationError } from '../../shared/errors.js';
 import { checkHostedClaims, requireActiveBinding } from './hosted.js';
+import { authenticationRequired, verifyIdpToken } from './refusals.js';
 import type { TokenVerifier } from './jwt.js';
 
 /** The identity used for every request when AUTH_PROVIDER=none (embedded local default only). */
@@ -16,39 +16,6 @@ export const LOCAL_ADMIN_ID = 'local-admin';
 export interface AuthInput {
   authorization: string | undefined;
   serviceToken: string | undefined;
-}
-
-/** The credential forms this deployment accepts, for 401 messages. */
-export function acceptedForms(config: AppConfig): string[] {
-  const forms: string[] = [];
-  if (config.auth.jwksUrl) forms.push('Authorization: Bearer <access token from the identity provider>');
-  forms.push('Authorization: Bearer gp_<personal access token>');
-  forms.push('Authorization: Bearer gsk_<sandbox thread token> (agents)');
-  if (config.auth.serviceToken) forms.push('X-Platform-Service-Token: <service token>');
-  return forms;
-}
-
-export function authenticationRequired(
-  config: AppConfig,
-  message = 'Authentication required.',
-  payload: Record<string, unknown> = {},
-): AuthenticationError {
-  return new AuthenticationError(
-    `${message} This deployment uses the "${config.auth.provider}" identity provider; send one of: ${acceptedForms(config).join('; ')}.`,
-    { ...payload, provider: config.auth.provider, accepted: acceptedForms(config) },
-  );
-}
-
-/** An identity-provider token that does not hold (invalid, expired, …): the same guidance as a missing credential (rule 2). */
-export async function verifyIdpToken(config: AppConfig, verifier: TokenVerifier, token: string) {
-  try {
-    return await verifier.verify(token);
-  } catch (err) {
-    if (!(err instanceof AuthenticationError)) throw err;
-    const refused = authenticationRequired(config, err.message, err.payload);
-    refused.headers = { ...err.headers, ...refused.headers };
-    throw refused;
-  }
 }
 
 /** Reads roles from a claim; a dotted name reaches nested claims (`realm_access.roles`). */

@@ -4,7 +4,7 @@ import { findBinding, type ActiveBinding, type HostedScope } from '../../shared/
 import { PAT_PREFIX, SANDBOX_PREFIX } from '../../shared/auth/tokens.js';
 import type { AppConfig } from '../../shared/config.js';
 import { NotFoundError } from '../../shared/errors.js';
-import { authenticationRequired, verifyIdpToken } from './authenticate.js';
+import { authenticationRequired, verifyIdpToken } from './refusals.js';
 import type { TokenVerifier } from './jwt.js';
 
 /** Hosted mode (spec, Authentication 4): the deployment's tenant and installation. */

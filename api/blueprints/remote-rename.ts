@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { parse } from 'yaml';
-import { openCredentials } from '../../activities/managed-sources.js';
+import { openCredentials } from '../../shared/managed-sources/source-access.js';
 import { BLUEPRINTS_FOLDER, type PendingRename } from '../../shared/blueprints/remote.js';
 import {
   EXPORT_MANIFEST_FILE,

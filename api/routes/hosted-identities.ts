@@ -7,7 +7,8 @@ import {
 } from '../../shared/auth/hosted-identities.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ForbiddenError } from '../../shared/errors.js';
-import { authenticate, authenticationRequired } from '../auth/authenticate.js';
+import { authenticate } from '../auth/authenticate.js';
+import { authenticationRequired } from '../auth/refusals.js';
 import { hostedScope, managementAssertion, notHostedMode } from '../auth/hosted.js';
 import type { AppDeps } from '../deps.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';

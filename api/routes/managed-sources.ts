@@ -24,7 +24,7 @@ import {
   type SourceSyncResult,
   type SyncApplyRequest,
 } from '../../workflows/source-sync-definitions.js';
-import { openCredentials } from '../../activities/managed-sources.js';
+import { openCredentials } from '../../shared/managed-sources/source-access.js';
 import {
   authHeaders,
   classifyGitError,

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sourcePaths } from '../../activities/managed-sources.js';
+import { sourcePaths } from '../../shared/managed-sources/source-access.js';
 import type { AppConfig } from '../../shared/config.js';
 import { ManagedSourceEntity, type ManagedSourceRow } from '../../shared/db/entities/index.js';
 import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';

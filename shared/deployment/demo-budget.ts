@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { DeploymentSettingEntity, LlmUsageEntity } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
 import { sql } from '../db/sql.js';
-import type { LlmPurpose } from '../llm/metered.js';
+import type { LlmPurpose } from '../llm/purposes.js';
 
 export const DEMO_BUDGET_CAP_KEY = 'demo_budget.cap_usd';
 

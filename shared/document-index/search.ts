@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Embedder } from './embedder.js';
-import { pgArray, sql, type Row } from './store.js';
+import { pgArray } from './pages.js';
+import { sql, type Row } from './store.js';
 import type { VectorBackend, VectorHit } from './vectors.js';
 
 /** Candidates each ranking contributes to the fusion. */

@@ -11,8 +11,6 @@ export type Row = Record<string, unknown>;
 // Raw SQL inside the caller's transaction when there is one (re-exported for this module's importers).
 export { sql };
 
-/** Spec Limits: internal chunk reads in pages of 2000. */
-export const CHUNK_PAGE = 2000;
 /** System indexes excluded from the statistics. */
 export const SYSTEM_INDEXES = new Set(['twin', 'harvester']);
 
@@ -256,8 +254,5 @@ export async function findDocument(
   );
   return rows[0] ?? null;
 }
-
-/** A PostgreSQL array literal (knex would expand a JS array bound to `?` into a list). */
-export const pgArray = (values: ReadonlyArray<string | number>) => `{${values.join(',')}}`;
 
 export const trimSlashes = (p: string) => p.replace(/^\/+|\/+$/g, '');

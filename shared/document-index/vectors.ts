@@ -1,7 +1,8 @@
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { CHUNK_PAGE, pgArray, sql } from './store.js';
+import { sql } from '../db/sql.js';
+import { CHUNK_PAGE, pgArray } from './pages.js';
 
 /**
  * Vector ranking behind one interface, two implementations:

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { documentIndexConsumer } from '../document-index/consumer.js';
 
 /** Which provider and model produced a vector. Vectors of two identities are not comparable. */
 export interface EmbeddingIdentity {
@@ -59,11 +58,6 @@ export class EmbeddingConsumerRegistry {
   get(name: string): EmbeddingConsumer | undefined {
     return this.byName.get(name);
   }
-}
-
-/** The platform's consumers (listed here as routes are listed in api/routes/index.ts). */
-export function platformEmbeddingConsumers(): EmbeddingConsumerRegistry {
-  return new EmbeddingConsumerRegistry([documentIndexConsumer]);
 }
 
 export const sameIdentity = (a: EmbeddingIdentity, b: EmbeddingIdentity) =>

@@ -227,3 +227,46 @@ function howToAllow(cls: 'private' | 'loopback', policy: EgressPolicy): string {
   const extra = cls === 'loopback' && policy.loopbackFlag ? ` or ${policy.loopbackFlag}` : '';
   return `allowed only when ${ALLOW_PRIVATE_FLAG}${extra} is set`;
 }
+
+/** Names that are loopback by definition (RFC 6761), whatever a resolver answers. */
+function loopbackName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return h === 'localhost' || h.endsWith('.localhost');
+}
+
+/**
+ * The refusal for a URL `policy` never allows, decided without DNS (so a save never waits on a
+ * resolver): a scheme other than http(s), a cloud-metadata name, a literal address or a loopback name
+ * the policy refuses. Null when a request may be allowed (a name is checked again at each request).
+ */
+export function refusedAtSave(raw: string, policy: EgressPolicy): EgressError | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return new EgressError('egress_refused', `"${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return new EgressError(
+      'egress_refused',
+      `scheme ${url.protocol.replace(/:$/, '')} is not allowed (http and https only)`,
+    );
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  try {
+    checkHostName(host);
+    if (isIP(host)) checkAddress(host, policy);
+    else if (loopbackName(host)) checkAddress('127.0.0.1', policy);
+    return null;
+  } catch (err) {
+    if (!(err instanceof EgressError)) throw err;
+    return isIP(host) || !loopbackName(host)
+      ? err
+      : new EgressError(err.code, `host ${host} is loopback${err.message.slice(err.message.indexOf(';'))}`);
+  }
+}
+
+/** Why an operator endpoint can never be reached (start-time check), or null. */
+export function operatorEndpointRefusal(raw: string): string | null {
+  const refused = refusedAtSave(raw, { allowPrivate: true, allowLoopback: true, trust: 'operator' });
+  return refused ? refused.message : null;
+}

@@ -10,11 +10,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { demoBudgetExhausted, recordLlmUsage } from '../deployment/demo-budget.js';
 import { llmFailure, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
 import type { ProviderFields } from './provider-kinds.js';
+import type { LlmPurpose } from './purposes.js';
 import { providerClient, type EmbeddingResult, type ProviderTarget } from './providers.js';
-
-/** What started a model call: the `purpose` label of the model-call metrics (a fixed vocabulary). */
-export const LLM_PURPOSES = ['thread_turn', 'ask', 'wizard', 'skill', 'embedding', 'connection_test'] as const;
-export type LlmPurpose = (typeof LLM_PURPOSES)[number];
 
 /** Who pays for one model call: where its spend row is written and what it is counted as. */
 export interface Meter {

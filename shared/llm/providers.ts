@@ -1,17 +1,5 @@
-import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer, type AwsSettings } from '../aws/credentials.js';
-import type { EgressPolicy } from '../http/egress.js';
-import {
-  answerJson,
-  chatResultOf,
-  llmFailure,
-  notConfigured,
-  providerCall,
-  type ChatFn,
-  type ChatMessage,
-  type ProviderRequest,
-  type ChatResult,
-  type ToolSpec,
-} from './client.js';
+import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer } from '../aws/credentials.js';
+import { answerJson, chatResultOf, llmFailure, notConfigured, providerCall, type ProviderRequest } from './client.js';
 import {
   anthropicResultOf,
   converseResultOf,
@@ -27,42 +15,10 @@ import {
 } from './oauth-client-credentials.js';
 import { responsesResultOf, toResponsesBody } from './responses-wire.js';
 import { warehouseAi } from './warehouse-ai.js';
-import {
-  chatModelOf,
-  DEFAULT_AZURE_API_VERSION,
-  DEFAULT_BASE_URLS,
-  embeddingModelOf,
-  type ProviderFields,
-  type ProviderKind,
-} from './provider-kinds.js';
+import type { EmbeddingResult, LlmProvider, ProviderTarget } from './provider-types.js';
+import { chatModelOf, DEFAULT_AZURE_API_VERSION, DEFAULT_BASE_URLS, embeddingModelOf } from './provider-kinds.js';
 
-/** Which provider to talk to: its kind and flat configuration (secrets opened), and the call's limits. */
-export interface ProviderTarget {
-  kind: ProviderKind;
-  fields: ProviderFields;
-  egress: EgressPolicy;
-  timeoutMs: number;
-  /** The deployment's AWS credentials and endpoint overrides (`config.aws`): Bedrock-type `iam_role`. */
-  aws?: AwsSettings;
-}
-
-export interface EmbeddingResult {
-  vectors: number[][];
-  promptTokens: number;
-  model: string;
-}
-
-/** One interface over every wire format: chat with tool calls, embeddings, model listing, the connection test. */
-export interface LlmProvider {
-  chat(messages: ChatMessage[], tools: ToolSpec[], model?: string): Promise<ChatResult>;
-  embed(texts: string[], model?: string): Promise<EmbeddingResult>;
-  listModels(): Promise<string[]>;
-  /**
-   * The save-time test: answers a sentence on success, throws a classified `LlmError` otherwise. A test
-   * that pings the model does it through `chat`, the metered call (`metered.ts`), never its own.
-   */
-  test(chat: ChatFn): Promise<string>;
-}
+export type { EmbeddingResult, LlmProvider, ProviderTarget } from './provider-types.js';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Rule 6: `/models` discovery follows at most this many redirects. */

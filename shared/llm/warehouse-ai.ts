@@ -5,7 +5,7 @@
  */
 import { answerJson, llmFailure, notConfigured, providerCall, type ChatMessage, type ChatResult } from './client.js';
 import { chatModelOf, embeddingModelOf } from './provider-kinds.js';
-import type { LlmProvider, ProviderTarget } from './providers.js';
+import type { LlmProvider, ProviderTarget } from './provider-types.js';
 import { warehouseAuthHeaders } from './warehouse-auth.js';
 
 const MAX_TOKENS = 4096;

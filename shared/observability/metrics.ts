@@ -9,7 +9,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_TYPES, PROPOSAL_STATUSES } from '../action-review/types.js';
 import { sql } from '../db/sql.js';
-import { LLM_PURPOSES } from '../llm/metered.js';
+import { LLM_PURPOSES } from '../llm/purposes.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const MERGE_APPROVAL_STATUSES = ['open', 'expired'] as const;

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { assertEgressAllowed, EgressError } from '../../shared/http/egress.js';
-import { crmEgress, egressFor, refusedAtSave } from '../../shared/http/trust.js';
+import { refusedAtSave } from '../../shared/http/egress-policy.js';
+import { crmEgress, egressFor } from '../../shared/http/trust.js';
 import { startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
 import { http } from '../helpers/stack.js';
 

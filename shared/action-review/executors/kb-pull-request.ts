@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { openCredentials } from '../../../activities/managed-sources.js';
+import { openCredentials } from '../../managed-sources/source-access.js';
 import { ManagedSourceEntity } from '../../db/entities/index.js';
 import { clearStagedEdits, kbEditBranch } from '../../document-index/kb-edits.js';
 import { openPullRequest, repoCoordinates } from '../../git/forge.js';

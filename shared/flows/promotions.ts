@@ -3,10 +3,10 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { parse as parseYaml } from 'yaml';
-import { sourcePaths } from '../../activities/managed-sources.js';
-import type { AppConfig } from '../../shared/config.js';
-import { ManagedFlowEntity, ManagedSourceEntity, type ManagedSourceRow } from '../../shared/db/entities/index.js';
-import { listFiles } from '../../shared/managed-sources/git.js';
+import { sourcePaths } from '../managed-sources/source-access.js';
+import type { AppConfig } from '../config.js';
+import { ManagedFlowEntity, ManagedSourceEntity, type ManagedSourceRow } from '../db/entities/index.js';
+import { listFiles } from '../managed-sources/git.js';
 
 /**
  * Flows of managed sources wait for promotion: a flow is a folder `<flows_root>/<flow_name>/` (default

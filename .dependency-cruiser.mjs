@@ -1,0 +1,62 @@
+// The folder direction of docs/architecture.md, checked: `npm run lint` runs `npm run lint:deps`
+// (depcruise with these rules), which fails naming each offending edge. Type-only imports count
+// (tsPreCompilationDeps), so a cycle or a wrong direction made of `import type` fails too.
+
+// The one known cycle, type-only: shared/temporal/workflow-refs.ts types `workflowRef` from
+// workflows/index.ts, and workflows reach it back through the activities they type (proxyActivities)
+// and workflows/visibility.ts (35 files). Breaking it needs the activity types apart from the
+// activities that start workflows (workflows/mission.ts among them). Any other cycle fails.
+const KNOWN_CYCLE_THROUGH = '^shared/temporal/workflow-refs\\.ts$';
+
+// Edges into api/ still to move (issue 29, "one home per feature"); a new one fails:
+//   activities/managed-sources.ts → api/blueprints/service.ts (rename, on a remote rename)
+//   activities/blueprint-rename.ts → api/blueprints/service.ts (rename)
+//   worker/toolbox.ts → api/tools/toolbox.ts (the agent toolbox the worker loads)
+const KNOWN_API_IMPORTERS = '^(activities/managed-sources|activities/blueprint-rename|worker/toolbox)\\.ts$';
+
+export default {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No import cycle, value or type-only: split the shared piece into a module both sides import.',
+      from: {},
+      to: { circular: true, viaOnly: { pathNot: KNOWN_CYCLE_THROUGH } },
+    },
+    {
+      name: 'shared-stays-below',
+      severity: 'error',
+      comment: 'shared/ imports neither api/ nor activities/ nor worker/: move the piece to shared/<area>/.',
+      from: { path: '^shared/' },
+      to: { path: '^(api|activities|worker)/' },
+    },
+    {
+      name: 'activities-not-to-api',
+      severity: 'error',
+      comment: 'activities/ never imports api/: move what both need to shared/<area>/.',
+      from: { path: '^activities/', pathNot: KNOWN_API_IMPORTERS },
+      to: { path: '^api/' },
+    },
+    {
+      name: 'api-only-from-entry-points',
+      severity: 'error',
+      comment: 'Only the API itself and entry points (scripts/, bench/, tests/) import api/.',
+      from: { pathNot: `^(api|scripts|bench|tests)/|${KNOWN_API_IMPORTERS}` },
+      to: { path: '^api/' },
+    },
+    {
+      name: 'workflows-not-to-io-layers',
+      severity: 'error',
+      comment:
+        'Workflow code loads workflows/ and workflow-safe shared/ modules only (scripts/check-workflow-imports.mjs checks the rest); typing activities is allowed.',
+      from: { path: '^workflows/' },
+      to: { path: '^(api|activities|worker|etl-runner|scripts)/', dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist|\\.tools|\\.data|coverage)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};

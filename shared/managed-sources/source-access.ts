@@ -1,0 +1,27 @@
+import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppConfig } from '../config.js';
+import type { ManagedSourceRow } from '../db/entities/index.js';
+import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
+import type { GitCredentials } from './git.js';
+
+/** Where a source's object store and working tree live. */
+export function sourcePaths(config: AppConfig, sourceId: string) {
+  const root = path.join(config.managedSources.dir, sourceId);
+  return { root, gitdir: path.join(root, 'repo.git'), workdir: path.join(root, 'checkout') };
+}
+
+/** The source's Git credentials, opened from the secret box (null when it has none). */
+export async function openCredentials(
+  em: EntityManager,
+  config: AppConfig,
+  row: ManagedSourceRow,
+): Promise<GitCredentials | null> {
+  if (!row.credentialsSealed || !row.credentialKind) return null;
+  await refreshKeyring(em);
+  const { secret, expires_at } = JSON.parse(secretBox(config).open(row.credentialsSealed)) as {
+    secret: string;
+    expires_at?: string | null;
+  };
+  return { kind: row.credentialKind, username: row.credentialUsername, secret, expiresAt: expires_at ?? null };
+}
