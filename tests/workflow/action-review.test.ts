@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RecordCreatedInput, RecordTransitionInput, RunEffectInput } from '../../activities/action-review.js';
 import type { PrincipalRef } from '../../shared/auth/principal.js';
@@ -22,7 +21,8 @@ import {
   reconcileUpdate,
   type ExecuteArgs,
 } from '../../workflows/action-review-definitions.js';
-import { installQuietRuntime, uniqueTaskQueue } from '../helpers/temporal.js';
+import { installQuietRuntime } from '../helpers/temporal.js';
+import { stubWorker } from './support.js';
 
 let env: TestWorkflowEnvironment;
 
@@ -83,13 +83,7 @@ async function withProposal(
   activities: Record<string, (...args: never[]) => Promise<unknown>>,
   body: (handle: ProposalHandle) => Promise<void>,
 ) {
-  const taskQueue = uniqueTaskQueue();
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities,
-  });
+  const { worker, taskQueue } = await stubWorker(env, activities);
   const proposalId = randomUUID();
   const record: ProposalRecord = {
     proposalId,

@@ -12,7 +12,10 @@ import { uniqueTaskQueue } from '../helpers/temporal.js';
 type Stub = (...args: any[]) => Promise<unknown>;
 
 /** A worker running the prebuilt bundle with the given stub activities, on a fresh task queue. */
-export async function stubWorker(env: TestWorkflowEnvironment, activities: Record<string, Stub>) {
+export async function stubWorker(
+  env: TestWorkflowEnvironment,
+  activities: Record<string, (...args: never[]) => Promise<unknown>>,
+) {
   const taskQueue = uniqueTaskQueue();
   const worker = await Worker.create({
     connection: env.nativeConnection,
