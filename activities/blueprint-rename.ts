@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { rename } from '../api/blueprints/service.js';
+import { rename } from '../shared/blueprints/service.js';
 import { sourcePrincipal } from '../shared/blueprints/remote.js';
 import { findRowById, resolveBlueprint } from '../shared/blueprints/store.js';
 import type { AppConfig } from '../shared/config.js';

@@ -4,7 +4,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../shared/config.js';
-import { rename as renameBlueprint } from '../api/blueprints/service.js';
+import { rename as renameBlueprint } from '../shared/blueprints/service.js';
 import {
   isBlueprintManifest,
   readRemoteBlueprints,
@@ -16,7 +16,7 @@ import {
   blueprintRenameWorkflowId,
   BLUEPRINT_RENAME_SYNCED_SIGNAL,
 } from '../workflows/blueprint-rename-definitions.js';
-import { pendingFlowChanges } from '../shared/flows/promotions.js';
+import { pendingFlowChanges } from '../shared/managed-sources/flow-promotions.js';
 import {
   ManagedFlowEntity,
   ManagedSourceEntity,
@@ -368,7 +368,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       h.hydrate.skills = importedAtOnce(foundIn(read), r);
     }
     if (types.has('flows')) {
-      // Flows wait as pending promotions (shared/flows/promotions.ts) unless auto_promote_on_sync promotes
+      // Flows wait as pending promotions (shared/managed-sources/flow-promotions.ts) unless auto_promote_on_sync promotes
       // every valid change now; a flow that cannot be promoted is a degraded artifact either way.
       const synced = { ...row, syncedCommitSha: commitSha } as ManagedSourceRow;
       const { changes, flows } = await pendingFlowChanges(em, deps.config, synced);

@@ -4,7 +4,7 @@ import coBody from 'co-body';
 import Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { BadRequestError, PayloadTooLargeError, PlatformError } from '../shared/errors.js';
-import type { AppDeps } from './deps.js';
+import type { AppDeps } from '../shared/app-deps.js';
 import { mountRoutes } from './http/mount.js';
 import { consoleRouter } from './console/router.js';
 import { gatewayCors } from './mcp/cors.js';

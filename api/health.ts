@@ -1,4 +1,4 @@
-import type { AppDeps } from './deps.js';
+import type { AppDeps } from '../shared/app-deps.js';
 import { sql } from '../shared/db/sql.js';
 
 export type CheckResult = 'ok' | 'unavailable';

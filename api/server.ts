@@ -9,11 +9,11 @@ import { createLogger, describeError, type Logger } from '../shared/log.js';
 import { Settings } from '../shared/settings/store.js';
 import { startTracing, temporalClientInterceptors, type Tracing } from '../shared/observability/tracing.js';
 import { createApp } from './app.js';
-import { createJwtVerifier } from './auth/jwt.js';
-import type { AppDeps } from './deps.js';
-import { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
+import { createJwtVerifier } from '../shared/auth/jwt.js';
+import type { AppDeps } from '../shared/app-deps.js';
+import { EmbeddingSmokeTests } from '../shared/llm/embedding-smoke.js';
 import { attachHostedSockets } from './ws/hosted-sockets.js';
-import { VersionRestorer } from './blueprints/versioning.js';
+import { VersionRestorer } from '../shared/blueprints/versioning.js';
 
 /** Builds the API's dependencies; nothing here needs PostgreSQL or Temporal to be up yet. */
 export async function buildDeps(config: AppConfig, log: Logger, options: { tracing?: Tracing } = {}): Promise<AppDeps> {

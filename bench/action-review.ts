@@ -6,8 +6,8 @@
  * one row to the platform's own database (no external system, no fake server), and not a
  * self-applying one, so approve and execute are two separate Updates as for most types.
  *
- * The bare path sends exactly what the API sends (`api/action-review/create.ts`,
- * `api/routes/action-review-decisions.ts`, `api/action-review/execute.ts`): update-with-start of
+ * The bare path sends exactly what the API sends (`shared/action-review/create.ts`,
+ * `api/routes/action-review-decisions.ts`, `shared/action-review/execute.ts`): update-with-start of
  * `created` with the same workflow input, search attributes and memo, then `approve` and `execute`
  * with the caller the API would build for the local admin (AUTH_PROVIDER=none). It leaves out only
  * the API's own work: HTTP, authentication (and its sign-in write), validation, visibility checks

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
-import { createAgentToolbox } from '../api/tools/toolbox.js';
+import { createAgentToolbox } from '../shared/tools/toolbox.js';
 import type { AppConfig } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { Settings } from '../shared/settings/store.js';

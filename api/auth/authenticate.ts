@@ -8,7 +8,7 @@ import { PAT_PREFIX, SANDBOX_PREFIX, secretsEqual } from '../../shared/auth/toke
 import type { AppConfig } from '../../shared/config.js';
 import { checkHostedClaims, requireActiveBinding } from './hosted.js';
 import { authenticationRequired, verifyIdpToken } from './refusals.js';
-import type { TokenVerifier } from './jwt.js';
+import type { TokenVerifier } from '../../shared/auth/jwt.js';
 
 /** The identity used for every request when AUTH_PROVIDER=none (embedded local default only). */
 export const LOCAL_ADMIN_ID = 'local-admin';

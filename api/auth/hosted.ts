@@ -5,7 +5,7 @@ import { PAT_PREFIX, SANDBOX_PREFIX } from '../../shared/auth/tokens.js';
 import type { AppConfig } from '../../shared/config.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { authenticationRequired, verifyIdpToken } from './refusals.js';
-import type { TokenVerifier } from './jwt.js';
+import type { TokenVerifier } from '../../shared/auth/jwt.js';
 
 /** Hosted mode (spec, Authentication 4): the deployment's tenant and installation. */
 export function hostedScope(config: AppConfig): HostedScope {

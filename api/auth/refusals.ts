@@ -2,7 +2,7 @@
 // hosted.ts, which authenticate.ts calls, can refuse the same way without an import cycle.
 import type { AppConfig } from '../../shared/config.js';
 import { AuthenticationError } from '../../shared/errors.js';
-import type { TokenVerifier } from './jwt.js';
+import type { TokenVerifier } from '../../shared/auth/jwt.js';
 
 /** The credential forms this deployment accepts, for 401 messages. */
 export function acceptedForms(config: AppConfig): string[] {

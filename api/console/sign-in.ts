@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Koa from 'koa';
 import { LOCAL_ADMIN_ID, authenticate } from '../auth/authenticate.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { randomToken, s256 } from '../mcp/oauth/pkce.js';
 import { discoverUpstream, postUpstreamToken } from '../mcp/oauth/upstream.js';
 import { AuthenticationError, PlatformError } from '../../shared/errors.js';

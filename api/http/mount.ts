@@ -6,7 +6,7 @@ import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
 import { applyDemoGate } from '../auth/demo-gate.js';
 import { requireInternalToken } from '../auth/internal.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { ForbiddenError, UndeclaredFieldsError } from '../../shared/errors.js';
 import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js';
 import type { Principal } from '../../shared/auth/principal.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Principal, PrincipalKind } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
 import type { Logger } from '../../shared/log.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import type { MultipartLimits, UploadedFile } from './multipart.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';

@@ -5,7 +5,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { BadRequestError, PlatformError } from '../../shared/errors.js';
 import { parseInput } from '../../shared/validation.js';
 import { describeError, type Logger } from '../../shared/log.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { toPlatformError } from '../middleware/errors.js';
 import { GATEWAY_VERSIONS, RawToolResult, type GatewayContext, type McpActionCatalog } from './actions/registry.js';
 

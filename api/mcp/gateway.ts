@@ -8,7 +8,7 @@ import { AuthenticationError, PlatformError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import type { GatewayVersion } from './actions/registry.js';
 import { credentialGuidance, gatewayAuthMode } from './auth-mode.js';
 import { originRefused } from './cors.js';

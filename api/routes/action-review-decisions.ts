@@ -7,13 +7,14 @@ import {
   rejectUpdate,
   type ExecutionOutcome,
 } from '../../workflows/action-review-definitions.js';
-import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
-import { executeProposal } from '../action-review/execute.js';
-import { reconcileProposal } from '../action-review/reconcile.js';
-import { refusalError, sendUpdate } from '../action-review/updates.js';
-import { ProposalDetailSchema, ProposalIdParams } from '../action-review/views.js';
-import { findVisibleProposal } from '../action-review/visibility.js';
+import { FULL_DETAIL, proposalDetail } from '../../shared/action-review/detail.js';
+import { executeProposal } from '../../shared/action-review/execute.js';
+import { reconcileProposal } from '../../shared/action-review/reconcile.js';
+import { refusalError, sendUpdate } from '../../shared/action-review/updates.js';
+import { ProposalDetailSchema, ProposalIdParams } from '../../shared/action-review/views.js';
+import { findVisibleProposal } from '../../shared/action-review/subject-probes.js';
 import { defineRoute } from '../http/route.js';
+import { ExecuteResponse } from '../../shared/action-review/views.js';
 
 const DecideBody = z.object({
   reason: z.string().trim().max(4_000).optional(),
@@ -58,17 +59,6 @@ const ApproveAndExecuteResponse = z.object({
   refusal_reason: z.string().nullable(),
   ...ExecutionFields,
   proposal: ProposalDetailSchema.nullable(),
-});
-
-export const ExecuteResponse = z.object({
-  success: z.boolean().describe('True when the effect is recorded as executed'),
-  claimed: z.boolean().describe('False when refused before claiming the grant'),
-  final_status: z.enum(FINAL_STATUSES).nullable(),
-  replayed: z.boolean().describe('True when this answer repeats the recorded outcome of an earlier execution'),
-  refusal_reason: z.string().nullable(),
-  refusal_detail: z.string().nullable(),
-  error_detail: z.string().nullable(),
-  execution_result: z.record(z.string(), z.unknown()).nullable(),
 });
 
 const ReconcileBody = z.object({

@@ -2,11 +2,16 @@ import { z } from 'zod';
 import { ACTION_TYPES, type ActionType } from '../../shared/action-review/action-types.js';
 import { PayloadSchemas } from '../../shared/action-review/payloads.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
-import { createProposal } from '../action-review/create.js';
-import { FULL_DETAIL, proposalDetail } from '../action-review/detail.js';
-import { listVisibleProposals } from '../action-review/list.js';
-import { ProposalDetailSchema, ProposalIdParams, ProposalRowViewSchema, rowView } from '../action-review/views.js';
-import { findVisibleProposal, THREAD_SUBJECT } from '../action-review/visibility.js';
+import { createProposal } from '../../shared/action-review/create.js';
+import { FULL_DETAIL, proposalDetail } from '../../shared/action-review/detail.js';
+import { listVisibleProposals } from '../../shared/action-review/list.js';
+import {
+  ProposalDetailSchema,
+  ProposalIdParams,
+  ProposalRowViewSchema,
+  rowView,
+} from '../../shared/action-review/views.js';
+import { findVisibleProposal, THREAD_SUBJECT } from '../../shared/action-review/subject-probes.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import { actionReviewDecisionRoutes } from './action-review-decisions.js';
 

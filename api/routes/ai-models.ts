@@ -5,7 +5,7 @@ import type { EmbeddingIdentity } from '../../shared/embeddings/consumers.js';
 import { readReindexProgress } from '../../shared/embeddings/reindex.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { embeddingReindexWorkflowId } from '../../workflows/embedding-reindex-definitions.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { resolveEmbeddings } from '../../shared/llm/active-provider.js';
 import { LlmError } from '../../shared/llm/client.js';
@@ -13,8 +13,8 @@ import { PROVIDER_KINDS, providerKey, SubProvider, type ProviderKind } from '../
 import { findProvider, listProviders, readLlmSettings, writeLlmSettings } from '../../shared/llm/provider-store.js';
 import { defineRoute, successEnvelope, type AnyRoute } from '../http/route.js';
 import { LlmOperationResponse } from './llm-providers.js';
-import { activeSummary, overviewRow } from '../llm/provider-views.js';
-import type { LlmOperationResult } from '../llm/provider-service.js';
+import { activeSummary, overviewRow } from '../../shared/llm/provider-views.js';
+import type { LlmOperationResult } from '../../shared/llm/provider-service.js';
 import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
 import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 

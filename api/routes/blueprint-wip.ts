@@ -1,10 +1,10 @@
 /**
  * Blueprint work-in-progress sessions (issue 14; paths ours, the spec only names "active WIP sessions"):
  * open, list, edit (commits on the branch `wip/<session_id>`), commit (one commit on the working copy)
- * and discard. Logic in `api/blueprints/wip.ts`.
+ * and discard. Logic in `shared/blueprints/wip-service.ts`.
  */
 import { z } from 'zod';
-import { open, type Ctx } from '../blueprints/service.js';
+import { open, type Ctx } from '../../shared/blueprints/service.js';
 import {
   commitSession,
   discardSession,
@@ -13,9 +13,10 @@ import {
   openSession,
   WIP_EDIT_LIMITS,
   WIP_TTL,
-} from '../blueprints/wip.js';
+} from '../../shared/blueprints/wip-service.js';
 import { BlueprintName, RelativeFilePath } from '../../shared/blueprints/manifest.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { WipCommitView, WipSessionView } from '../../shared/blueprints/views.js';
 
 const tags = ['blueprints'];
 const authed = { kind: 'authenticated' as const };
@@ -29,37 +30,9 @@ const SessionParams = NameParams.extend({
     .describe('A WIP session id (bpwip_…)'),
 });
 
-export const WipSessionView = z.object({
-  session_id: z.string(),
-  blueprint_name: z.string(),
-  blueprint_id: z.string(),
-  branch: z.string().describe('The branch of the blueprint repository holding the edits: wip/<session_id>'),
-  workflow_id: z.string().describe('The workflow keeping the TTL: blueprint-wip/<session_id>'),
-  status: z.enum(['open', 'committed', 'discarded', 'expired']),
-  active: z.boolean().describe('open and not past expires_at: blocks rename and create_version import'),
-  opened_by: z.string(),
-  note: z.string().nullable(),
-  base_commit: z.string().describe('The working-copy commit the session started from'),
-  head_commit: z.string().nullable().describe('The session branch tip (null once closed)'),
-  edit_count: z.number().int(),
-  expires_at: z.string(),
-  created_at: z.string(),
-  closed_at: z.string().nullable(),
-  closed_by: z.string().nullable(),
-  commit_sha: z.string().nullable().describe('The working-copy commit a committed session made (null otherwise)'),
-});
-
 function ctxOf(c: RouteContext<unknown, unknown, unknown>): Ctx {
   return { em: c.em, principal: c.principal, root: c.deps.config.blueprints.dir };
 }
-
-/** What a commit answers (the route and the `blueprints` tool's WIP_COMMIT). */
-export const WipCommitView = z.object({
-  session: WipSessionView,
-  commit_sha: z.string().nullable(),
-  changed_files: z.array(z.string()),
-  removed_files: z.array(z.string()),
-});
 
 const NOT_FOUND = err('No such blueprint (or not visible), or no such session on it');
 const CLOSED_409 = err(

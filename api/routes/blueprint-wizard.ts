@@ -1,8 +1,8 @@
 /**
  * `POST /api/blueprints/wizard` (spec, Blueprints; Limits: up to 2 questions or 3 recommendations, one
- * round). The engine is `api/blueprints/wizard.ts`, shared with the `blueprints` tool.
+ * round). The engine is `shared/blueprints/wizard.ts`, shared with the `blueprints` tool.
  */
-import { runWizard, WizardBody, WizardResult } from '../blueprints/wizard.js';
+import { runWizard, WizardBody, WizardResult } from '../../shared/blueprints/wizard.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
 export const blueprintWizardRoutes = [

@@ -1,10 +1,10 @@
 /**
  * Blueprints (spec, Blueprints): inventory, detail, files, history, authoring (create, update, rename,
  * delete), role grants, ZIP export and import, versioned mode (`versioning/*`, logic in
- * `api/blueprints/versioning.ts`). The wizard has its own module (`blueprint-wizard.ts`). Logic lives in
- * `api/blueprints/service.ts`; storage in `shared/blueprints/`. Remote-backed blueprints (imported by a
+ * `shared/blueprints/versioning.ts`). The wizard has its own module (`blueprint-wizard.ts`). Logic lives in
+ * `shared/blueprints/service.ts`; storage in `shared/blueprints/`. Remote-backed blueprints (imported by a
  * managed source, `shared/blueprints/remote.ts`) are read-only here; their rename opens a pull request
- * (`api/blueprints/remote-rename.ts`).
+ * (`shared/blueprints/remote-rename.ts`).
  */
 import { rm } from 'node:fs/promises';
 import { z } from 'zod';
@@ -26,7 +26,7 @@ import {
   runImport,
   update,
   type Ctx,
-} from '../blueprints/service.js';
+} from '../../shared/blueprints/service.js';
 import {
   beforeVersioning,
   enable,
@@ -35,24 +35,17 @@ import {
   saveVersion,
   summary as versioningSummary,
   VersionRestorer,
-} from '../blueprints/versioning.js';
+} from '../../shared/blueprints/versioning.js';
 import { ACTIONS } from '../../shared/blueprints/access.js';
 import { findRow } from '../../shared/blueprints/store.js';
 import { isRemote } from '../../shared/blueprints/remote.js';
-import { requestRemoteRename } from '../blueprints/remote-rename.js';
-import {
-  BlueprintName,
-  DefaultMode,
-  ManifestSchema,
-  OriginSchema,
-  PhaseList,
-  PhaseSchema,
-  RelativeFilePath,
-} from '../../shared/blueprints/manifest.js';
+import { requestRemoteRename } from '../../shared/blueprints/remote-rename.js';
+import { BlueprintName, DefaultMode, PhaseList, RelativeFilePath } from '../../shared/blueprints/manifest.js';
 import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
 import type { UploadedFile } from '../http/multipart.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
 
 const tags = ['blueprints'];
 const authed = { kind: 'authenticated' as const };
@@ -68,74 +61,6 @@ const IdQuery = z.object({
     .describe('Pins the request to this blueprint identity; a different one answers 409 BLUEPRINT_IDENTITY_MISMATCH'),
 });
 
-const Flags = z.object({
-  is_owner: z.boolean(),
-  can_view: z.boolean(),
-  can_edit: z.boolean(),
-  can_manage: z.boolean(),
-});
-export const Summary = z.object({
-  blueprint_name: z.string(),
-  blueprint_id: z.string(),
-  short_description: z.string(),
-  default_mode: DefaultMode,
-  is_default: z.boolean(),
-  mode: z.enum(['standard', 'versioned']),
-  owner: z.string().nullable(),
-  phase_count: z.number().int(),
-  origin: OriginSchema,
-  access: Flags,
-});
-const SourceView = z.object({
-  source_type: z.enum(['builtin', 'local', 'managed_source']),
-  source_id: z.string().nullable(),
-  repo_id: z.string().nullable(),
-  path: z.string().nullable(),
-  commit_sha: z.string().nullable().optional().describe('managed_source: the commit last synced'),
-  read_only: z.boolean(),
-});
-const PullRequestView = z.object({
-  url: z.string(),
-  number: z.number().int(),
-  branch: z.string(),
-  base_branch: z.string(),
-  commit_sha: z.string(),
-});
-const PendingRenameView = z
-  .object({
-    new_name: z.string(),
-    new_path: z.string(),
-    old_path: z.string(),
-    pull_request: PullRequestView,
-    requested_by: z.string(),
-    requested_at: z.string(),
-    expires_at: z.string(),
-    workflow_id: z.string(),
-  })
-  .meta({ id: 'BlueprintPendingRename' });
-export const Detail = Summary.extend({
-  hidden: z.boolean(),
-  manifest: ManifestSchema,
-  phases: z.array(PhaseSchema.extend({ missing_files: z.array(z.string()) })),
-  files: z.array(z.string()),
-  missing_files: z.array(z.string()),
-  source_selection: z.object({
-    source_type: z.enum(['builtin', 'local', 'managed_source']),
-    selected: z.literal('working_copy'),
-    editable: z.boolean(),
-  }),
-  pending_rename: PendingRenameView.nullable().describe(
-    'A remote-backed blueprint rename waiting for its pull request to be merged and the source synced',
-  ),
-  blueprint: z.object({
-    short_description: z.string(),
-    default_mode: DefaultMode,
-    created_by: z.string().nullable(),
-    origin: OriginSchema,
-    source_view: SourceView,
-  }),
-  updated_at: z.string().nullable(),
-});
 const AccessView = z.object({
   blueprint_name: z.string(),
   blueprint_id: z.string(),

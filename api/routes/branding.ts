@@ -11,7 +11,7 @@ import {
 } from '../../shared/branding/branding.js';
 import { BRANDING_FIELD_NAMES, BRANDING_FIELD_SCHEMAS as F } from '../../shared/branding/fields.js';
 import type { SettingPath } from '../../shared/settings/definitions.js';
-import { saveSettingValues } from '../config/save-settings.js';
+import { saveSettingValues } from '../../shared/settings/save-settings.js';
 import { LOGO_MEDIA_TYPES, sniffImage } from '../../shared/branding/image-type.js';
 import { BadRequestError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';

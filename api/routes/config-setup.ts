@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { BadRequestError, NotFoundError } from '../../shared/errors.js';
-import { applySettings } from '../config/save-settings.js';
+import { applySettings } from '../../shared/settings/save-settings.js';
 import { render, type ApplyMode, type ApplyOutcome } from '../../shared/settings/apply.js';
 import { isSettingPath, pathsInSection, SETTING_PATHS, settingDef } from '../../shared/settings/definitions.js';
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EntityManager } from '@mikro-orm/postgresql';

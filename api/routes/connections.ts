@@ -3,9 +3,13 @@ import { API_KEY_CONNECTION, API_KEY_CONNECTION_TYPE } from '../../shared/code-a
 import { CRM_CONNECTION_TYPE } from '../../shared/crm/connection-types.js';
 import { findConnectionRow } from '../../shared/crm/store.js';
 import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
-import { apiKeyConnectionView, createApiKeyConnection, updateApiKeyConnection } from '../code-agent/connections.js';
-import { connectionView, createConnection, deleteConnection, updateConnection } from '../crm/connections.js';
-import { completeAuthorization, startAuthorization } from '../crm/oauth-flow.js';
+import {
+  apiKeyConnectionView,
+  createApiKeyConnection,
+  updateApiKeyConnection,
+} from '../../shared/code-agent/connections.js';
+import { connectionView, createConnection, deleteConnection, updateConnection } from '../../shared/crm/connections.js';
+import { completeAuthorization, startAuthorization } from '../../shared/crm/oauth-flow.js';
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { defineRoute, successEnvelope, type RouteContext } from '../http/route.js';
 

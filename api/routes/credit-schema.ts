@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The credit reading as the desktop and the hosted-AI credit routes answer it (spec: "Credit reading"):
- * one schema, so the two answers cannot drift apart. Views built in api/desktop/service.ts (`creditView`).
+ * one schema, so the two answers cannot drift apart. Views built in shared/desktop/service.ts (`creditView`).
  */
 export const CreditReadingSchema = z.object({
   available: z.boolean().describe('Whether a reading exists'),

@@ -1,12 +1,18 @@
 import { z } from 'zod';
 import { previewMerge, previewView } from '../../shared/crm/merge-preview.js';
 import { checkSelection, MergeSelectionSchema } from '../../shared/crm/merge-selection.js';
-import { listApprovals } from '../crm/approval-list.js';
-import { ApprovalViewSchema } from '../crm/approval-views.js';
-import { approvalWithProposal, executeApproval, findApproval, requestApproval } from '../crm/merge-approvals.js';
-import { approveApproval, rejectApproval } from '../crm/merge-decisions.js';
+import { listApprovals } from '../../shared/crm/approval-list.js';
+import { ApprovalViewSchema } from '../../shared/crm/approval-views.js';
+import {
+  approvalWithProposal,
+  executeApproval,
+  findApproval,
+  requestApproval,
+} from '../../shared/crm/merge-approvals.js';
+import { approveApproval, rejectApproval } from '../../shared/crm/merge-decisions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { workflowUrl } from '../../shared/temporal/workflow-url.js';
+import { ExecuteResponse, PreviewSchema } from '../../shared/crm/approval-views.js';
 
 const tags = ['crm-merge'];
 const WorkflowUrl = z
@@ -16,10 +22,6 @@ const WorkflowUrl = z
 
 const IdParams = z.object({ approval_id: z.string().min(1).max(100) });
 const view = { kind: 'authenticated', permission: 'view_connections' } as const;
-export const PreviewSchema = z
-  .record(z.string(), z.unknown())
-  .describe('projected_survivor (preview_fields first), field_sources, field_writes, records, digest')
-  .meta({ id: 'CrmMergePreview' });
 const RequestBody = MergeSelectionSchema.extend({
   expected_digest: z
     .string()
@@ -32,20 +34,6 @@ const RequestBody = MergeSelectionSchema.extend({
     .min(1)
     .optional()
     .describe('Approval lifetime; default 3600, capped by CRM_MAX_APPROVAL_TTL_SECONDS (86400)'),
-});
-export const ExecuteResponse = z.object({
-  success: z.boolean().describe('True when the merge is recorded as executed'),
-  claimed: z.boolean(),
-  final_status: z
-    .string()
-    .nullable()
-    .describe('executed, not_applied (nothing written, e.g. stale_digest) or reconciliation_required (never retried)'),
-  replayed: z.boolean().describe('True when this repeats the recorded outcome: the merge ran at most once'),
-  refusal_reason: z.string().nullable(),
-  refusal_detail: z.string().nullable(),
-  error_detail: z.string().nullable(),
-  execution_result: z.record(z.string(), z.unknown()).nullable(),
-  approval: ApprovalViewSchema,
 });
 const rules =
   'Kinds Lead, Contact, Account; one survivor; one or two losers; distinct ids; merge_enabled on the connection. A refusal names the rule (payload.rule).';

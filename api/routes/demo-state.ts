@@ -1,10 +1,10 @@
 import { defineRoute } from '../http/route.js';
-import { exportContentStream, exportMicroappsStream, exportStateStream } from '../demo/exports.js';
+import { exportContentStream, exportMicroappsStream, exportStateStream } from '../../shared/demo/exports.js';
 import type { RouteContext } from '../http/route.js';
 
 /**
  * Hosted demo state exports (spec, internal and hosted-demo routes): streamed, never buffered whole,
- * with no-store headers; what each holds is described in api/demo/exports.ts.
+ * with no-store headers; what each holds is described in shared/demo/exports.ts.
  */
 function noStore(koa: RouteContext<unknown, unknown, unknown>['koa'], type: string, filename: string) {
   koa.set('Cache-Control', 'no-store');

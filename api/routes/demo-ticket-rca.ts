@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { callerOf } from '../demo/versions.js';
-import { prepareTicketRca, resetTicketRca, ticketRcaStatus } from '../demo/ticket-rca.js';
+import { callerOf } from '../../shared/demo/versions.js';
+import { prepareTicketRca, resetTicketRca, ticketRcaStatus } from '../../shared/demo/ticket-rca-service.js';
 import { defineRoute, successEnvelope, type AnyRoute } from '../http/route.js';
 import { CODE_AGENT_RUN_STATUSES } from '../../shared/code-agent/runs.js';
 import { TICKET_RCA_FAILURE_CODES, TICKET_RCA_STATES } from '../../workflows/ticket-rca-definitions.js';
@@ -9,7 +9,7 @@ import { TICKET_RCA_FAILURE_CODES, TICKET_RCA_STATES } from '../../workflows/tic
  * The ticket-RCA presenter vignette (spec: "Demo and presenter routes", Errors: the ticket-vignette
  * codes): `POST /api/demo/ticket-rca/prepare`, `POST /api/demo/ticket-rca/reset`,
  * `GET /api/demo/ticket-rca/status`. Access `presenter` (the internal token, or a person with
- * `present_demos` and the role `staff` or `admin`). Logic in api/demo/ticket-rca.ts.
+ * `present_demos` and the role `staff` or `admin`). Logic in shared/demo/ticket-rca-service.ts.
  */
 const tags = ['demo'];
 const OWN_SHAPE =

@@ -9,7 +9,7 @@ import {
   listVersions,
   submitUserInfo,
   userInfoStatus,
-} from '../demo/versions.js';
+} from '../../shared/demo/versions.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type AnyRoute } from '../http/route.js';
 import {
   DEMO_PROFILES,

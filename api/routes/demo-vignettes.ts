@@ -16,11 +16,12 @@ import {
   sessionStatus,
   startPresenterMission,
   THREAD_STATES,
-} from '../demo/vignettes.js';
+} from '../../shared/demo/vignettes.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type AnyRoute } from '../http/route.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import { MISSION_STATUSES, WAITING_STATES } from '../../workflows/mission-definitions.js';
-import { ProjectView, StartBody } from './projects.js';
+import { ProjectView } from '../../shared/missions/views.js';
+import { StartBody } from './projects.js';
 
 /**
  * The hosted demo's presenter vignettes (spec: "Demo and presenter routes"): RCA presenter sessions,

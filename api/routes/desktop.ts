@@ -12,7 +12,7 @@ import {
   startSignIn,
   switchCreditModel,
   updateManifest,
-} from '../desktop/service.js';
+} from '../../shared/desktop/service.js';
 import { createDiagnosticsPreview, sendDiagnostics } from '../../shared/desktop/diagnostics.js';
 import { desktopSetup } from '../../shared/desktop/setup.js';
 import { PlatformError } from '../../shared/errors.js';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { activateHostedAi, hostedAiCredit, hostedAiStatus } from '../demo/hosted-ai.js';
+import { activateHostedAi, hostedAiCredit, hostedAiStatus } from '../../shared/demo/hosted-ai.js';
 import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
 import { CreditReadingSchema } from './credit-schema.js';
 
 /**
  * Hosted AI of the hosted demo (spec: "Hosted … status, activation and credit routes", paths not
- * shown there, ours here). Rules in api/demo/hosted-ai.ts.
+ * shown there, ours here). Rules in shared/demo/hosted-ai.ts.
  */
 const tags = ['hosted-ai'];
 const NOT_PROVISIONED =

@@ -10,7 +10,7 @@ import { ForbiddenError } from '../../shared/errors.js';
 import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
 import { hostedScope, managementAssertion, notHostedMode } from '../auth/hosted.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
 
 /**

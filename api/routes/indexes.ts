@@ -2,25 +2,7 @@ import { z } from 'zod';
 import { currentEmbedder } from '../../shared/document-index/embedder.js';
 import { indexStats } from '../../shared/document-index/store.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
-
-export const ChunkConfig = z.object({
-  chunk_size: z.number().int().nullable(),
-  chunk_overlap: z.number().int().nullable(),
-  chunk_strategy: z.enum(['sentence', 'one_chunk_per_doc']).nullable(),
-});
-
-export const IndexStats = z.object({
-  name: z.string(),
-  file_count: z.number().int().describe('user documents only'),
-  document_count: z.number().int(),
-  chunk_count: z.number().int(),
-  created_at: z.string(),
-  needs_reindex: z.boolean(),
-  chunk_config: ChunkConfig.nullable().describe('null for an index stranded in another embedding collection'),
-  embedding_collection: z.string().describe('the current collection, {provider}_{sanitized_model}_index'),
-  collections: z.array(z.string()).describe('collections holding vectors of this index'),
-  managed: z.boolean(),
-});
+import { IndexStats } from '../../shared/document-index/views.js';
 
 export const indexRoutes = [
   defineRoute({

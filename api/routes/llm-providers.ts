@@ -25,9 +25,9 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../shared/erro
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
-import { iamStatus } from '../llm/iam-status.js';
-import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../llm/provider-service.js';
-import { activeSummary, providerView } from '../llm/provider-views.js';
+import { iamStatus } from '../../shared/llm/iam-status.js';
+import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../../shared/llm/provider-service.js';
+import { activeSummary, providerView } from '../../shared/llm/provider-views.js';
 
 const tags = ['config'];
 const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;

@@ -9,7 +9,11 @@ import {
   ForbiddenError,
   NotFoundError,
 } from '../../shared/errors.js';
-import { pendingFlowChanges, tenantSources, type PendingFlowChange } from '../../shared/flows/promotions.js';
+import {
+  pendingFlowChanges,
+  tenantSources,
+  type PendingFlowChange,
+} from '../../shared/managed-sources/flow-promotions.js';
 import { defineRoute, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { managedSourceRoutes } from './managed-sources.js';
 

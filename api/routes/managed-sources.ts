@@ -33,7 +33,7 @@ import {
   resolveRemoteRef,
   type GitCredentials,
 } from '../../shared/managed-sources/git.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { sql } from '../../shared/db/sql.js';
 

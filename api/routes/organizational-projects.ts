@@ -10,7 +10,7 @@ import {
   PROJECT_ID,
   setArchived,
   updateProject,
-} from '../projects/organizational.js';
+} from '../../shared/missions/organizational-projects.js';
 import { defineRoute, queryBoolean, successEnvelope, type ResponseSpec } from '../http/route.js';
 
 const ProjectId = z.string().regex(PROJECT_ID, 'an organizational project id: "wprj_" and 32 lowercase hex characters');

@@ -27,7 +27,7 @@ import { ROOT_KEY_ID, rootKeyInfo, unwrapManagedKey } from '../../shared/secrets
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { secretResealWorkflowId } from '../../workflows/secret-reseal-definitions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
-import { saveSettingValues } from '../config/save-settings.js';
+import { saveSettingValues } from '../../shared/settings/save-settings.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ALL_TENANTS, lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
 

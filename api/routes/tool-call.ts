@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
-import { invokeTool } from '../tools/invoke.js';
-import { publishedToolCall } from '../tools/published.js';
+import { invokeTool } from '../../shared/tools/invoke.js';
+import { publishedToolCall } from '../../shared/tools/published.js';
 
 // Strict like every tool's arguments: `{tool, args}` (a typo) is refused, not run with no arguments.
 const ToolCallBody = z.strictObject({
@@ -29,7 +29,7 @@ export const toolCallRoutes = [
     responses: {
       200: {
         description:
-          'The tool’s result (api/tools/result-contract.ts): a JSON object with snake_case keys (the document-index tool keeps the spec’s `Success`, `TotalCount`, …); a refusal is never a result but an error envelope',
+          'The tool’s result (shared/tools/result-contract.ts): a JSON object with snake_case keys (the document-index tool keeps the spec’s `Success`, `TotalCount`, …); a refusal is never a result but an error envelope',
         schema: successEnvelope(published.answer),
       },
       400: {

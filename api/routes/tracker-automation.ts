@@ -12,7 +12,7 @@ import {
   trackerPollNowWorkflowId,
   trackerPollScheduleId,
 } from '../../workflows/tracker-poll-definitions.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
 const Poller = z.enum(TRACKER_POLLERS);

@@ -14,8 +14,8 @@ import {
   wikiPageUrl,
   type LoadedPage,
   type WikiIndex,
-} from '../wiki/documents.js';
-import { renderMarkdown } from '../wiki/render.js';
+} from '../../shared/managed-sources/wiki-documents.js';
+import { renderMarkdown } from '../../shared/managed-sources/wiki-render.js';
 
 const QualifiedName = z
   .string()

@@ -9,7 +9,7 @@ import { LogRelaySubscriber } from '../../shared/log-relay.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { toPlatformError } from '../middleware/errors.js';
 import { acceptKey, closeFrame, encodeFrame, FrameParser, OPCODES } from './frames.js';
 

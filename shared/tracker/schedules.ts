@@ -9,7 +9,7 @@ import { TRACKER_POLLERS, type TrackerPoller } from './policy.js';
 /**
  * The pollers' Schedules (`tracker-poll-issue-tracker`, `tracker-poll-service-desk`): every
  * `poll_interval_seconds`, paused while `enhancements.tracker_automation.enabled` is off. They follow
- * the settings when they are saved (the configuration apply's `beforeCommit`, api/config/save-settings.ts:
+ * the settings when they are saved (the configuration apply's `beforeCommit`, shared/settings/save-settings.ts:
  * if Temporal refuses, nothing is saved) and at every worker start.
  */
 function pollSchedule(

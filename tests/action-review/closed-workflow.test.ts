@@ -6,8 +6,8 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isClosedWorkflow, sendUpdate } from '../../api/action-review/updates.js';
-import type { AppDeps } from '../../api/deps.js';
+import { isClosedWorkflow, sendUpdate } from '../../shared/action-review/updates.js';
+import type { AppDeps } from '../../shared/app-deps.js';
 import { executeUpdate } from '../../workflows/action-review-definitions.js';
 import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';

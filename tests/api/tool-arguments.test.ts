@@ -5,10 +5,10 @@
  * result schema; `/openapi.json` publishes every registered tool's argument and result schemas.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentToolbox } from '../../api/tools/toolbox.js';
-import { toolRegistry } from '../../api/tools/index.js';
-import { toolSchemaIds } from '../../api/tools/published.js';
-import { DocumentIndexResult } from '../../api/tools/results.js';
+import { createAgentToolbox } from '../../shared/tools/toolbox.js';
+import { toolRegistry } from '../../shared/tools/index.js';
+import { toolSchemaIds } from '../../shared/tools/published.js';
+import { DocumentIndexResult } from '../../shared/tools/results.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';

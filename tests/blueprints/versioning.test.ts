@@ -6,7 +6,7 @@ import git from 'isomorphic-git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { buildDeps, startApi } from '../../api/server.js';
-import { VersionRestorer } from '../../api/blueprints/versioning.js';
+import { VersionRestorer } from '../../shared/blueprints/versioning.js';
 import { query } from '../helpers/db.js';
 import type { Stack } from '../helpers/stack.js';
 import { zip as buildZip } from '../helpers/zip.js';

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { iamStatus } from '../../api/llm/iam-status.js';
+import { iamStatus } from '../../shared/llm/iam-status.js';
 import { loadConfig } from '../../shared/config.js';
 import { providerClient } from '../../shared/llm/providers.js';
 import { query } from '../helpers/db.js';

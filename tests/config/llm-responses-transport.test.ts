@@ -4,7 +4,7 @@
  * messages, tool calls included; an agent thread runs on it after it is saved and activated.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startThread } from '../../api/threads/service.js';
+import { startThread } from '../../shared/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmError, type ChatMessage, type ToolSpec } from '../../shared/llm/client.js';

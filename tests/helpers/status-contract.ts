@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { buildOpenApi } from '../../api/http/openapi.js';
 import { allRoutes } from '../../api/routes/index.js';
-import { successFalsePaths, toolResultViolations } from '../../api/tools/result-contract.js';
+import { successFalsePaths, toolResultViolations } from '../../shared/tools/result-contract.js';
 
 interface DocumentedOperation {
   method: string;
@@ -57,7 +57,7 @@ function captureBody(res: ServerResponse): () => string | null {
 /**
  * A 2xx never says `success` false (spec: refusals answer the error envelope with a 4xx/5xx), except
  * at the top of an operation whose spec section states it; a tool's result follows the tool-result
- * rule (`api/tools/result-contract.ts`).
+ * rule (`shared/tools/result-contract.ts`).
  */
 function bodyViolations(op: DocumentedOperation, body: unknown): string[] {
   const where = `${op.method} ${op.path}`;

@@ -10,7 +10,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startThread } from '../../api/threads/service.js';
+import { startThread } from '../../shared/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError } from '../../shared/errors.js';

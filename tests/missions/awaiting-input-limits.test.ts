@@ -4,7 +4,7 @@ import {
   AWAITING_INPUT_MAX_MISSIONS,
   AWAITING_INPUT_ROWS_PER_STATE,
   selectAwaiting,
-} from '../../api/missions/service.js';
+} from '../../shared/missions/service.js';
 import type { ProjectRow } from '../../shared/missions/store.js';
 
 const row = (n: number, state: 'IN_PROGRESS_NEEDING_INPUT' | 'STUCK', requestedBy = 'u1'): ProjectRow => ({

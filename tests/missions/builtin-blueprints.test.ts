@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startThread } from '../../api/threads/service.js';
+import { startThread } from '../../shared/threads/service.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { DEFAULT_BLUEPRINTS } from '../../shared/blueprints/defaults.js';
 import { LlmFailureError } from '../../shared/errors.js';

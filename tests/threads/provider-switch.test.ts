@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postMessage, startThread } from '../../api/threads/service.js';
+import { postMessage, startThread } from '../../shared/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { query } from '../helpers/db.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readThread, postMessage, startThread } from '../../api/threads/service.js';
+import { readThread, postMessage, startThread } from '../../shared/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError, NotFoundError } from '../../shared/errors.js';

@@ -3,7 +3,7 @@
  * toolbox passes the call's idempotency key and effectful tools answer their first result.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentToolbox } from '../../api/tools/toolbox.js';
+import { createAgentToolbox } from '../../shared/tools/toolbox.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { query } from '../helpers/db.js';
 import { startStack, type Stack } from '../helpers/stack.js';

@@ -3,7 +3,7 @@
  * worker once the heartbeat times out, and the conversation holds each message once.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startThread } from '../../api/threads/service.js';
+import { startThread } from '../../shared/threads/service.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { permissionsFor } from '../../shared/auth/rbac.js';
 import { query } from '../helpers/db.js';

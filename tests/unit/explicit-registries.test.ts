@@ -1,6 +1,6 @@
 /**
  * Capability registries are explicit lists (routes in api/routes/index.ts, tools in
- * api/tools/index.ts, MCP actions in api/mcp/actions/index.ts): nothing registers itself when a
+ * shared/tools/index.ts, MCP actions in api/mcp/actions/index.ts): nothing registers itself when a
  * module is imported, and nothing declared is left out of its list.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ApprovalViewSchema } from '../../crm/approval-views.js';
+import type { ApprovalViewSchema } from '../../../shared/crm/approval-views.js';
 import { dataTable, html, safeHref, type Html } from '../html.js';
 import { csrfField, dateText, layout, type PageContext } from '../layout.js';
 import { outcomeBlock, statusBadge, type Outcome } from './proposals.js';

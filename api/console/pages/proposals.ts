@@ -1,7 +1,7 @@
 import type { ActionType } from '../../../shared/action-review/action-types.js';
 import { PROPOSAL_STATUSES } from '../../../shared/action-review/types.js';
-import type { ProposalDetail } from '../../action-review/views.js';
-import type { rowView } from '../../action-review/views.js';
+import type { ProposalDetail } from '../../../shared/action-review/views.js';
+import type { rowView } from '../../../shared/action-review/views.js';
 import { dataTable, html, join, safeHref, type Html } from '../html.js';
 import { csrfField, dateText, layout, type PageContext } from '../layout.js';
 

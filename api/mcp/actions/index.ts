@@ -22,7 +22,7 @@ import {
 
 /**
  * Every action of the MCP gateway's `platform` tool, in one explicit list (as routes are in
- * `api/routes/index.ts` and tools in `api/tools/index.ts`): an action is part of the gateway when,
+ * `api/routes/index.ts` and tools in `shared/tools/index.ts`): an action is part of the gateway when,
  * and only when, it is listed here. Which versions offer it is declared on the action itself.
  */
 export const mcpActions: readonly AnyMcpAction[] = [

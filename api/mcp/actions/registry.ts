@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { Principal } from '../../../shared/auth/principal.js';
 import type { Logger } from '../../../shared/log.js';
-import type { AppDeps } from '../../deps.js';
+import type { AppDeps } from '../../../shared/app-deps.js';
 
 /** Gateway versions (spec, Versioning item 1): `/mcp/` and `/mcp/v2/` are v2, `/mcp/v1/` is legacy. */
 export type GatewayVersion = 'v1' | 'v2';

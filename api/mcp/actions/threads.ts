@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openThread, postMessage, readThread, startThread } from '../../threads/service.js';
+import { openThread, postMessage, readThread, startThread } from '../../../shared/threads/service.js';
 import { getOwnThread, updateCallerGoal } from '../../../shared/threads/store.js';
 import { defineMcpAction, type McpActionContext } from './registry.js';
 import { signDownload } from '../../../shared/downloads/signed-urls.js';

@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { ActionType } from './action-types.js';
+import { proposalDigest } from './digest.js';
+import { PayloadSchemas } from './payloads.js';
+import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from './types.js';
+import { principalRef, type Principal } from '../auth/principal.js';
+import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../db/entities/index.js';
+import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { parseInput } from '../validation.js';
+import { SearchAttributes } from '../temporal/search-attributes.js';
+import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
+import type { AppConfig } from '../config.js';
+import type { AppDeps } from '../app-deps.js';
+import { subjectProbes, THREAD_SUBJECT, viewerOf } from './subject-probes.js';
+import { workflowRef } from '../temporal/workflow-refs.js';
+import { sql } from '../db/sql.js';
+
+export interface CreateProposalInput {
+  actionType: ActionType;
+  payload: unknown;
+  expectedEffect: string;
+  requestedStatement: string | null;
+  botId: string | null;
+  threadId: string | null;
+  subject: ProposalSubject | null;
+  executionOrigin: ExecutionOrigin | null;
+  /** Set by retryable callers (an agent turn's tool call): a retry answers the proposal already created. */
+  proposalId?: string;
+}
+
+function parsePayload(actionType: ActionType, payload: unknown): unknown {
+  return parseInput(PayloadSchemas[actionType], payload, ['body', 'payload'], `payload for ${actionType}`);
+}
+
+/**
+ * A local command off the deployment's allow-list could never run: refused at creation (400
+ * `command_not_allowed`), so no person is asked to approve what would only fail afterwards.
+ */
+function checkRunnable(config: AppConfig, actionType: ActionType, payload: unknown): void {
+  if (actionType !== 'local_cli.run.v1') return;
+  const { command } = payload as { command: string };
+  const allowed = config.actionReview.localCliAllowedCommands;
+  if (allowed.includes(command)) return;
+  throw new BadRequestError(
+    `"${command}" is not on this deployment's allow-list of local commands (LOCAL_CLI_ALLOWED_COMMANDS${
+      allowed.length ? `: ${allowed.join(', ')}` : ', empty'
+    }); nothing was proposed.`,
+    {
+      code: 'command_not_allowed',
+      command,
+      allowed_commands: allowed,
+      fields: [{ field: 'body.payload.command', message: 'not on the allow-list' }],
+    },
+  );
+}
+
+/**
+ * The conversation a proposal is raised in must be one the requester can see. An agent's own
+ * thread (from its token) is registered on first use, shared in its tenant; a person's new
+ * thread is registered as theirs.
+ */
+async function ensureThread(
+  em: EntityManager,
+  principal: Principal,
+  threadId: string,
+  botId: string | null,
+): Promise<void> {
+  const thread = await em.findOne(ConversationThreadEntity, { id: threadId });
+  if (!thread) {
+    const owned = principal.kind === 'person';
+    await sql(
+      em,
+      `insert into conversation_threads (id, tenant, bot_id, owner_id, visibility) values (?, ?, ?, ?, ?) on conflict (id) do nothing`,
+      [threadId, principal.tenant, botId, owned ? principal.id : null, owned ? 'private' : 'tenant'],
+    );
+    return;
+  }
+  const mine =
+    principal.kind === 'agent'
+      ? thread.botId === principal.botId
+      : thread.ownerId === principal.id || thread.visibility === 'tenant';
+  if (thread.tenant !== principal.tenant || !mine) throw new NotFoundError(`No conversation thread ${threadId}.`);
+}
+
+async function checkSubject(em: EntityManager, principal: Principal, subject: ProposalSubject): Promise<void> {
+  const probe = subjectProbes(em)[subject.kind];
+  if (!probe)
+    throw new BadRequestError(`Subject kind "${subject.kind}" has no visibility handler.`, {
+      fields: [{ field: 'body.subject.kind', message: 'unknown subject kind' }],
+    });
+  if (subject.kind === THREAD_SUBJECT && principal.kind === 'agent') {
+    // An agent may name only the thread its token is bound to.
+    if (subject.id !== principal.threadId) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
+    return;
+  }
+  if (!(await probe(subject, viewerOf(principal)))) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
+}
+
+/** Validates, sizes and starts one proposal workflow; answers once its creation is in PostgreSQL. */
+export async function createProposal(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: CreateProposalInput,
+): Promise<ProposalRow> {
+  const payload = parsePayload(input.actionType, input.payload);
+  checkRunnable(deps.config, input.actionType, payload);
+  if (input.subject) await checkSubject(em, principal, input.subject);
+  const proposalId = input.proposalId ?? randomUUID();
+  if (input.proposalId) {
+    const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
+    if (existing) return existing;
+  }
+  const record: ProposalRecord = {
+    proposalId,
+    tenant: principal.tenant,
+    actionType: input.actionType,
+    payload,
+    payloadDigest: proposalDigest({
+      actionType: input.actionType,
+      payload,
+      expectedEffect: input.expectedEffect,
+      subject: input.subject,
+    }),
+    expectedEffect: input.expectedEffect,
+    requestedStatement: input.requestedStatement,
+    requester: principalRef(principal),
+    requesterKind: principal.kind,
+    botId: input.botId,
+    threadId: input.threadId,
+    subject: input.subject,
+    executionOrigin: input.executionOrigin ?? (input.threadId ? 'proposal_thread' : 'any'),
+    createdAt: new Date().toISOString(),
+  };
+  const bytes = Buffer.byteLength(JSON.stringify(record));
+  const limit = await deps.settings.get('action_review.max_proposal_bytes');
+  if (bytes > limit)
+    throw new PayloadTooLargeError(`The proposal is too large to store (${bytes} bytes; the limit is ${limit}).`, {
+      limit_bytes: limit,
+      size_bytes: bytes,
+    });
+  if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
+
+  const { actionReview } = deps.config;
+  const workflowInput: ProposalWorkflowInput = {
+    record,
+    runtime: {
+      effectTimeoutSeconds: actionReview.effectTimeoutSeconds,
+      effectHeartbeatSeconds: actionReview.effectHeartbeatSeconds,
+      handbackMaxAttempts: actionReview.handbackMaxAttempts,
+    },
+  };
+  await deps.temporal.workflow.executeUpdateWithStart(createdUpdate, {
+    startWorkflowOperation: new WithStartWorkflowOperation(workflowRef('actionReviewProposalWorkflow'), {
+      taskQueue: deps.config.temporal.taskQueue,
+      workflowId: proposalWorkflowId(proposalId),
+      args: [workflowInput],
+      // A retried creation with the same id joins the running workflow instead of failing.
+      workflowIdConflictPolicy: input.proposalId ? 'USE_EXISTING' : 'FAIL',
+      typedSearchAttributes: [
+        { key: SearchAttributes.tenant, value: principal.tenant },
+        { key: SearchAttributes.resourceId, value: proposalId },
+        { key: SearchAttributes.proposalStatus, value: 'requested' },
+        { key: SearchAttributes.actionType, value: input.actionType },
+      ],
+      memo: {
+        action_type: input.actionType,
+        requester: { kind: principal.kind, id: principal.id, label: principal.displayName },
+        bot_id: input.botId,
+        thread_id: input.threadId,
+      },
+    }),
+  });
+  return deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
+}
