@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
-import { autoDiagnosticsAttempt, type AutoDiagnosticsOutcome } from '../shared/desktop/diagnostics.js';
+import { autoDiagnosticsAttempt } from '../shared/desktop/diagnostics.js';
 import type { Logger } from '../shared/log.js';
 import type { Settings } from '../shared/settings/store.js';
+import type { AutoDiagnosticsOutcome } from '../workflows/desktop-diagnostics-definitions.js';
 
 /** Desktop mode's background work: the hourly automatic diagnostics attempt. */
 export function createDesktopActivities(deps: { orm: MikroORM; config: AppConfig; settings: Settings; log: Logger }) {

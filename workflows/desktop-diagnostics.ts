@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { DesktopActivities } from '../activities/desktop.js';
-import type { AutoDiagnosticsOutcome } from '../shared/desktop/diagnostics.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import type { AutoDiagnosticsOutcome } from './desktop-diagnostics-definitions.js';
 import { setLifecycleStatus, trackFailure } from './visibility.js';
 
 // One attempt: an upload is not repeated blindly (the activity records the attempt before sending).

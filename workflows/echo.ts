@@ -2,23 +2,10 @@ import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporal
 import type { EchoActivities } from '../activities/echo.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
+import type { EchoInput, EchoResult } from './echo-definitions.js';
 import { trackFailure } from './visibility.js';
 
 const { recordEcho } = proxyActivities<EchoActivities>(ActivityProfiles.database);
-
-export interface EchoInput {
-  jobId: string;
-  tenant: string;
-  message: string;
-  requestedBy: string;
-}
-
-export interface EchoResult {
-  jobId: string;
-  message: string;
-  workflowId: string;
-  recordedAt: string;
-}
 
 /**
  * The smallest real lifecycle: API → Temporal → worker activity → PostgreSQL row → result.

@@ -1,19 +1,8 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { HandbackActivities } from '../activities/handback.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
+import type { HandbackInput, HandbackResult, HandbackSweepInput, HandbackSweepResult } from './handback-definitions.js';
 import { setLifecycleStatus, trackFailure } from './visibility.js';
-
-export interface HandbackInput {
-  proposalId: string;
-  /** Delivery attempts before this run gives up and leaves the hand-back to the sweep. */
-  maxAttempts: number;
-}
-
-export interface HandbackResult {
-  proposalId: string;
-  delivered: boolean;
-  messageId: string | null;
-}
 
 /**
  * Delivers one decision into the conversation that raised the proposal, retrying with backoff
@@ -34,17 +23,6 @@ export async function actionReviewHandbackWorkflow(input: HandbackInput): Promis
       return { proposalId: input.proposalId, delivered: false, messageId: null };
     }
   });
-}
-
-export interface HandbackSweepInput {
-  /** How many pending hand-backs one sweep handles at most. */
-  limit?: number;
-}
-
-export interface HandbackSweepResult {
-  pending: number;
-  delivered: number;
-  failed: number;
 }
 
 /** Run by the `action-review-handback-sweep` schedule: retries every hand-back still pending. */

@@ -5,7 +5,7 @@ import { EchoJobEntity, type EchoJob } from '../../shared/db/entities/index.js';
 import type { AppConfig } from '../../shared/config.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
-import type { EchoResult } from '../../workflows/echo.js';
+import type { EchoResult } from '../../workflows/echo-definitions.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { toIso } from '../../shared/dates.js';

@@ -1,4 +1,4 @@
-import type { HandbackSweepInput } from '../../workflows/handback.js';
+import type { HandbackSweepInput } from '../../workflows/handback-definitions.js';
 import type { IntervalSchedule } from '../temporal/interval-schedule.js';
 
 /** The schedule that sweeps undelivered hand-backs (`action_review.sweep_interval_seconds`). */

@@ -9,6 +9,7 @@ import { ProvisionerError } from './provisioner.js';
 import { desktopSetup, type DesktopDeps } from './setup.js';
 import { loadState, saveState } from './state.js';
 import { sql } from '../db/sql.js';
+import type { AutoDiagnosticsOutcome, DiagnosticsSendResult } from '../../workflows/desktop-diagnostics-definitions.js';
 
 /** Spec, Limits (desktop diagnostics). */
 export const DIAGNOSTICS_CHUNK_BYTES = 1_500_000;
@@ -30,16 +31,6 @@ export interface DiagnosticsPreview {
   excerpt: string;
   created_at: string;
   expires_at: string;
-}
-
-export interface DiagnosticsSendResult {
-  preview_id: string;
-  upload_id: string;
-  gzip: boolean;
-  chunks_sent: number;
-  bytes_sent: number;
-  chunk_bytes: number;
-  truncated: boolean;
 }
 
 /** The folder diagnostics collect: `desktop.diagnostics_dir`, else `<PLATFORM_DATA_DIR>/logs`. */
@@ -189,11 +180,6 @@ export async function sendDiagnostics(
     );
   }
 }
-
-export type AutoDiagnosticsOutcome =
-  | { outcome: 'desktop_off' | 'disabled' | 'not_activated' | 'too_soon' | 'unchanged' }
-  | { outcome: 'sent'; result: DiagnosticsSendResult }
-  | { outcome: 'failed'; message: string };
 
 /**
  * The automatic attempt (the `desktop-diagnostics-auto` Schedule's activity): only with

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { FakeCrm } from './fake-crm.js';
+import type { FakeCrm } from './fake-crm-types.js';
 
 interface Parts {
   token(form: URLSearchParams, res: ServerResponse): Promise<unknown>;

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const depcruise = path.join(root, 'node_modules/.bin/depcruise');
 const tree = mkdtempSync(path.join(os.tmpdir(), 'dep-rules-'));
-const LAYERS = ['shared', 'activities', 'api', 'worker', 'workflows'];
+const LAYERS = ['shared', 'activities', 'api', 'worker', 'workflows', 'tests'];
 
 /** Writes `files` (path → source) under a fresh folder shaped like the project's. */
 function fixture(name: string, files: Record<string, string>): string {
@@ -65,6 +65,24 @@ describe('npm run lint checks the folder direction', () => {
     const { code, out } = await lintDeps(dir);
     expect(code).not.toBe(0);
     expect(out).toMatch(/error no-circular: shared\/a\.ts → \s*shared\/b\.ts →\s*shared\/a\.ts/);
+  });
+
+  it('fails a cycle among tests, while tests may import any layer', async () => {
+    const dir = fixture('tests', {
+      'api/route.ts': 'export const route = 1;\n',
+      'activities/echo.ts': 'export const echo = 2;\n',
+      'tests/helpers/a.ts':
+        "import { route } from '../../api/route.js';\nimport { echo } from '../../activities/echo.js';\nimport type { B } from './b.js';\nexport type A = { b?: B; n: typeof route | typeof echo };\n",
+      'tests/helpers/b.ts': "import type { A } from './a.js';\nexport type B = { a?: A };\n",
+    });
+    const { code, out } = await lintDeps(dir);
+    expect(code).not.toBe(0);
+    expect(out).toMatch(
+      /error no-circular: tests\/helpers\/a\.ts → \s*tests\/helpers\/b\.ts →\s*tests\/helpers\/a\.ts/,
+    );
+    expect(out).not.toContain('tests/helpers/a.ts → api/route.ts');
+    expect(out).not.toContain('tests/helpers/a.ts → activities/echo.ts');
+    expect(out).toContain('1 dependency violations');
   });
 
   it('fails shared/ importing activities/ and activities/ importing api/, naming the edge', async () => {

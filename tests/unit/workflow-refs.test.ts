@@ -6,8 +6,9 @@
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { workflowRef } from '../../shared/temporal/workflow-refs.js';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { workflowRef, type Workflows } from '../../shared/temporal/workflow-refs.js';
+import type * as entryPoint from '../../workflows/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const runtimeImportRe = /^\s*(import|export)\s+(?!type\b)(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
@@ -40,6 +41,13 @@ describe('starting workflows by type', () => {
   it('is the type name at run time', () => {
     expect(workflowRef('echoWorkflow')).toBe('echoWorkflow');
     expect(workflowRef('actionReviewProposalWorkflow')).toBe('actionReviewProposalWorkflow');
+  });
+
+  it('types each workflow as the entry point exports it (the same names, the same signatures)', () => {
+    // Checked by the compiler (npm run typecheck): the table is built from the *-definitions.ts
+    // modules, so a workflow whose signature or name changes without it fails here.
+    expectTypeOf<Workflows>().toEqualTypeOf<typeof entryPoint>();
+    expectTypeOf(workflowRef('missionWorkflow')).toEqualTypeOf<(typeof entryPoint)['missionWorkflow']>();
   });
 
   it('no caller outside tests names a workflow type by an unchecked string', () => {

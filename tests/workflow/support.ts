@@ -6,8 +6,9 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
-import { uniqueTaskQueue } from '../helpers/temporal.js';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
+import { startTimeSkipping, uniqueTaskQueue } from '../helpers/temporal.js';
 
 type Stub = (...args: any[]) => Promise<unknown>;
 
@@ -24,6 +25,32 @@ export async function stubWorker(
     activities,
   });
   return { worker, taskQueue };
+}
+
+/** The test file's time-skipping environment: started before its tests, torn down after them. */
+export function useTimeSkipping(): { readonly env: TestWorkflowEnvironment } {
+  const holder = {} as { env: TestWorkflowEnvironment };
+  beforeAll(async () => {
+    holder.env = await startTimeSkipping();
+  });
+  afterAll(async () => holder.env?.teardown());
+  return holder;
+}
+
+/**
+ * Starts `workflowType` on a stub worker of its own and runs the worker until the workflow closes:
+ * its handle, and its result or the error it failed with.
+ */
+export async function runStubbed(
+  env: TestWorkflowEnvironment,
+  activities: Record<string, (...args: never[]) => Promise<unknown>>,
+  workflowType: string,
+  options: { workflowId: string; args: unknown[] },
+): Promise<{ handle: WorkflowHandle; result: unknown }> {
+  const { worker, taskQueue } = await stubWorker(env, activities);
+  const handle = await env.client.workflow.start(workflowType, { taskQueue, ...options });
+  const result = await worker.runUntil(handle.result().catch((err: unknown) => err));
+  return { handle, result };
 }
 
 /** Wraps stubs so each call's input is recorded under the activity's name. */
@@ -56,6 +83,16 @@ export async function timerSeconds(handle: WorkflowHandle): Promise<number[]> {
 export async function timersFired(handle: WorkflowHandle): Promise<number> {
   const events = (await handle.fetchHistory()).events ?? [];
   return events.filter((e) => e.timerFiredEventAttributes).length;
+}
+
+/** What the workflow shows operators: its `PlatformTenant`, `PlatformResourceId` and `PlatformStatus`, read by describe(). */
+export async function lifecycleAttributes(handle: WorkflowHandle) {
+  const attributes = (await handle.describe()).typedSearchAttributes;
+  return {
+    tenant: attributes.get(SearchAttributes.tenant),
+    resourceId: attributes.get(SearchAttributes.resourceId),
+    status: attributes.get(SearchAttributes.status),
+  };
 }
 
 /** A gate a stub activity waits on, opened by the test. */
