@@ -9,6 +9,7 @@ import {
 import type { AppDeps } from '../app-deps.js';
 import { sendUpdate } from './updates.js';
 import { findVisibleProposal } from './subject-probes.js';
+import { ActionReviewCodes } from './refusals.js';
 
 /** The recorded outcome of a proposal whose workflow has ended, read from the projection. */
 export const recordedOutcome = (row: ProposalRow): ExecutionOutcome | null =>
@@ -67,10 +68,11 @@ async function answerAfterClose(em: EntityManager, proposalId: string): Promise<
   const current = await em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
   const recorded = recordedOutcome(current);
   if (recorded) return answerOf(recorded);
-  if (!current.claimed) return refusedAnswer({ code: 'not_approved', message: `The proposal is ${current.status}.` });
+  if (!current.claimed)
+    return refusedAnswer({ code: ActionReviewCodes.not_approved, message: `The proposal is ${current.status}.` });
   return {
     ...refusedAnswer({
-      code: 'outcome_not_recorded',
+      code: ActionReviewCodes.outcome_not_recorded,
       message:
         'The proposal workflow ended before it recorded the outcome; the effect may have happened. Check the target system before anything else.',
     }),

@@ -21,6 +21,7 @@ import { findVisibleProposal, type VisibilityPurpose } from '../action-review/su
 import type { AppDeps } from '../app-deps.js';
 import { approvalView } from './approval-views.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
+import { CrmCodes } from './error-codes.js';
 
 export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
 
@@ -67,7 +68,7 @@ export async function requestApproval(
   const preview = await previewMerge(em, deps.config, principal.tenant, selection);
   if (input.expected_digest && input.expected_digest !== preview.digest) {
     throw new ConflictError('The records changed since the preview (expected_digest is stale); preview again.', {
-      code: 'stale_digest',
+      code: CrmCodes.stale_digest,
       digest: preview.digest,
     });
   }

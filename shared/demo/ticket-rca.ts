@@ -14,6 +14,7 @@ import {
   type TicketRcaStep,
 } from '../../workflows/ticket-rca-definitions.js';
 import { sql as sharedSql } from '../db/sql.js';
+import { TrackerCodes } from '../tracker/error-codes.js';
 
 /**
  * The ticket-RCA vignette's session rows (`ticket_rca_sessions`, the projection of workflow
@@ -189,7 +190,7 @@ export async function finishSession(
       .filter(Boolean)
       .join('\n\n');
     try {
-      if ('code' in cred) throw new TrackerReadError('tracker_refused', cred.message);
+      if ('code' in cred) throw new TrackerReadError(TrackerCodes.tracker_refused, cred.message);
       await addIssueComment(deps.config, cred, row.ticket_key as string, text);
     } catch (err) {
       if (!(err instanceof TrackerReadError)) throw err;

@@ -16,11 +16,16 @@ import {
 } from '../../git/worktree.js';
 import { classifyGitError, resolveRemoteRef } from '../../managed-sources/git.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
+import { GitSyncCodes } from '../../managed-sources/error-codes.js';
 
 export const KB_EDIT_BOT = { name: 'Platform Knowledge Base', email: 'kb-edit@platform.invalid' };
 
 /** Push failures that prove the server took nothing (refused before any ref moved). */
-const NOTHING_PUSHED = new Set(['GIT_AUTH_FAILED', 'GIT_REPOSITORY_NOT_FOUND', 'GIT_EGRESS_REFUSED']);
+const NOTHING_PUSHED = new Set<string>([
+  GitSyncCodes.GIT_AUTH_FAILED,
+  GitSyncCodes.GIT_REPOSITORY_NOT_FOUND,
+  GitSyncCodes.GIT_EGRESS_REFUSED,
+]);
 
 /**
  * An approved `kb.pull_request.v1` (issue 13, `open_kb_pull_request`): clones the managed source's

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EgressError, egressFetch } from '../../http/egress.js';
 import { egressFor } from '../../http/trust.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
+import { EgressCodes } from '../../http/egress-policy.js';
 
 /**
  * Creates an issue in the configured tracker (`POST {TICKET_TRACKER_URL}/issues`) with the
@@ -35,14 +36,14 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
       );
     } catch (err) {
       if (!(err instanceof EgressError)) throw err;
-      if (err.code === 'egress_refused') {
+      if (err.code === EgressCodes.egress_refused) {
         return notApplied(
           'egress_refused',
           `The issue tracker's address is not allowed for outbound requests: ${err.message}; nothing was sent.`,
         );
       }
       const code = err.socketCode;
-      if (err.sent === false && err.code !== 'egress_aborted')
+      if (err.sent === false && err.code !== EgressCodes.egress_aborted)
         return notApplied(
           'tracker_unreachable',
           `The issue tracker could not be reached (${code ?? err.code}); nothing was sent.`,
