@@ -105,20 +105,23 @@ const refuse = (code: MissionRefusalCode, message: string) =>
 
 export function validateSetStatus(s: MissionCarry, req: SetStatusInput): void {
   if (!nextStatus(s.status, req.action))
-    throw refuse('invalid_transition', `A ${s.status} mission cannot be asked to ${req.action}.`);
+    throw refuse(MissionCodes.invalid_transition, `A ${s.status} mission cannot be asked to ${req.action}.`);
 }
 
 export function validateAnswers(s: MissionCarry, req: AnswerQuestionsInput): void {
-  if (isTerminal(s.status)) throw refuse('invalid_transition', `The mission is ${s.status}.`);
+  if (isTerminal(s.status)) throw refuse(MissionCodes.invalid_transition, `The mission is ${s.status}.`);
   const set = s.openSet;
   if (!set || set.id !== req.question_set_id)
-    throw refuse('unknown_question_set', `Question set ${req.question_set_id} is not open.`);
+    throw refuse(MissionCodes.unknown_question_set, `Question set ${req.question_set_id} is not open.`);
   const seen = new Set<string>();
   for (const a of req.answers) {
     if (!set.questionIds.includes(a.question_id) || seen.has(a.question_id))
-      throw refuse('bad_answers', `Question ${a.question_id} is not a question of set ${set.id} (or is named twice).`);
+      throw refuse(
+        MissionCodes.bad_answers,
+        `Question ${a.question_id} is not a question of set ${set.id} (or is named twice).`,
+      );
     if (set.answered.includes(a.question_id))
-      throw refuse('question_set_answered', `Question ${a.question_id} is already answered.`);
+      throw refuse(MissionCodes.question_set_answered, `Question ${a.question_id} is already answered.`);
     seen.add(a.question_id);
   }
 }

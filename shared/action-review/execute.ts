@@ -7,6 +7,7 @@ import {
   type ExecutionOutcome,
 } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../app-deps.js';
+import type { ErrorCode } from '../errors.js';
 import { sendUpdate } from './updates.js';
 import { findVisibleProposal } from './subject-probes.js';
 import { ActionReviewCodes } from './refusals.js';
@@ -48,7 +49,7 @@ const answerOf = (outcome: ExecutionOutcome): ExecuteAnswer => ({
 });
 
 /** A refusal before the grant was claimed: nothing ran. */
-export const refusedAnswer = (refusal: { code: string; message: string }): ExecuteAnswer => ({
+export const refusedAnswer = (refusal: { code: ErrorCode; message: string }): ExecuteAnswer => ({
   success: false,
   claimed: false,
   final_status: null,

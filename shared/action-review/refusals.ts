@@ -46,5 +46,19 @@ export const ActionReviewCodes = {
   outcome_not_recorded: 'outcome_not_recorded',
   /** A proposed command outside the allowed list (create). */
   command_not_allowed: 'command_not_allowed',
+  /** Why an executor did not apply an effect (`notApplied`, the outcome's `reason`). */
+  invalid_payload: 'invalid_payload',
+  temporal_unavailable: 'temporal_unavailable',
+  command_not_started: 'command_not_started',
+  crm_approval_missing: 'crm_approval_missing',
+  records_unreadable: 'records_unreadable',
+  crm_unreachable: 'crm_unreachable',
+  survivor_update_refused: 'survivor_update_refused',
+  merge_refused: 'merge_refused',
+  source_not_found: 'source_not_found',
+  source_credentials_missing: 'source_credentials_missing',
+  git_failed: 'git_failed',
+  interrupted: 'interrupted',
+  push_refused: 'push_refused',
 } as const;
 export type ActionReviewCode = (typeof ActionReviewCodes)[keyof typeof ActionReviewCodes];

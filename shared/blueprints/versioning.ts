@@ -74,7 +74,7 @@ function restoringError(blueprintId: string): ServiceUnavailableError {
     'blueprint_versions',
     'Saved blueprint versions are being restored after a restart; retry shortly.',
   );
-  (e.payload as Record<string, unknown>).code = 'BLUEPRINT_VERSIONS_RESTORING';
+  (e.payload as Record<string, unknown>).code = BlueprintCodes.BLUEPRINT_VERSIONS_RESTORING;
   (e.payload as Record<string, unknown>).blueprint_id = blueprintId;
   (e.payload as Record<string, unknown>).retryable = true;
   e.headers['Retry-After'] = String(RETRY_AFTER_SECONDS);

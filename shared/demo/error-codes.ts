@@ -9,6 +9,8 @@ export const DemoCodes = {
   DEMO_VERSION_NO_AGENT: 'DEMO_VERSION_NO_AGENT',
   presenter_session_reset: 'presenter_session_reset',
   CODE_AGENT_RUN_FAILED: 'CODE_AGENT_RUN_FAILED',
+  TICKET_RCA_SUPERSEDED: 'TICKET_RCA_SUPERSEDED',
+  TICKET_COMMENT_FAILED: 'TICKET_COMMENT_FAILED',
   hosted_ai_rate_limited: 'hosted_ai_rate_limited',
   hosted_ai_not_provisioned: 'hosted_ai_not_provisioned',
   not_demo_owner: 'not_demo_owner',
