@@ -5,7 +5,9 @@
  *
  * An error-code site is: the value of a property `code`, `reason_code`, `warning_code`, `error_code` or
  * `refusalReason` in an object literal; the first argument of a coded error class (`new GitSyncError(…)`, …);
- * a literal compared with such a property (`err.code === 'X'`) or a `case` of `switch (x.code)`. A string
+ * a literal compared with such a property (`err.code === 'X'`) or a `case` of `switch (x.code)`; the first
+ * argument of `notApplied(…)` or of a function of the same file whose first parameter is `code`; a literal
+ * assigned to `code` or `x.code`. A string
  * literal at a site fails this test, naming file and line (use the constant; a new code goes into its family
  * first), unless it is another system's code (FOREIGN below). The rules match the codemod that converted
  * the tree, so re-running it fixes what this test reports.
@@ -19,6 +21,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 const PRODUCT = ['api', 'shared', 'activities', 'worker', 'workflows'];
 const CODE_PROPS = new Set(['code', 'reason_code', 'warning_code', 'error_code', 'refusalReason']);
 const CODED_ERRORS = new Set(['GitSyncError', 'EgressError', 'TrackerReadError', 'InvalidArchiveError']);
+const CODED_CALLS = ['notApplied'];
 const ZOD_ISSUES = [
   'custom',
   'invalid_type',
@@ -35,6 +38,7 @@ const ZOD_ISSUES = [
 const ISOMORPHIC_GIT = ['HttpError', 'NotFoundError', 'SmartHttpError', 'ParseError', 'UnknownTransportError'];
 /** Other systems' codes, compared or passed through as they are: Node, undici, PostgreSQL, zod, isomorphic-git. */
 const FOREIGN = (v: string) =>
+  v === '' ||
   /^E[A-Z0-9_]+$/.test(v) ||
   /^(UND|ERR)_[A-Z0-9_]+$/.test(v) ||
   /^\d{2}[0-9A-Z]{3}$/.test(v) ||
@@ -100,9 +104,33 @@ const EQUALITY = new Set([
   ts.SyntaxKind.ExclamationEqualsToken,
 ]);
 
+/** Functions of this file whose first parameter is `code` (`const refuse = (code: …) => …`), and `notApplied`. */
+function codedCalls(sf: ts.SourceFile): Set<string> {
+  const names = new Set(CODED_CALLS);
+  const visit = (n: ts.Node) => {
+    let fn: ts.SignatureDeclaration | null = null;
+    let name: string | null = null;
+    if (ts.isFunctionDeclaration(n) && n.name) [fn, name] = [n, n.name.text];
+    else if (
+      ts.isVariableDeclaration(n) &&
+      ts.isIdentifier(n.name) &&
+      n.initializer &&
+      (ts.isArrowFunction(n.initializer) || ts.isFunctionExpression(n.initializer))
+    )
+      [fn, name] = [n.initializer, n.name.text];
+    const first = fn?.parameters[0];
+    if (name && first && ts.isIdentifier(first.name) && CODE_PROPS.has(first.name.text)) names.add(name);
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return names;
+}
+const isCodeTarget = (n: ts.Expression) => (ts.isIdentifier(n) && CODE_PROPS.has(n.text)) || isCodeAccess(n);
+
 /** The string literals written at error-code sites of one source text. */
 function codeLiterals(file: string, text: string): Array<{ line: number; value: string }> {
   const sf = parse(file, text);
+  const calls = codedCalls(sf);
   const found: ts.StringLiteralLike[] = [];
   const visit = (n: ts.Node) => {
     if (
@@ -118,6 +146,12 @@ function codeLiterals(file: string, text: string): Array<{ line: number; value: 
       if (isCodeAccess(n.left)) literalsOf(n.right, found);
       else if (isCodeAccess(n.right)) literalsOf(n.left, found);
     } else if (ts.isCaseClause(n) && isCodeAccess(n.parent.parent.expression)) literalsOf(n.expression, found);
+    if (ts.isCallExpression(n) && ts.isIdentifier(n.expression) && calls.has(n.expression.text) && n.arguments[0])
+      literalsOf(n.arguments[0], found);
+    else if (ts.isBinaryExpression(n) && n.operatorToken.kind === ts.SyntaxKind.EqualsToken && isCodeTarget(n.left))
+      literalsOf(n.right, found);
+    else if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && CODE_PROPS.has(n.name.text) && n.initializer)
+      literalsOf(n.initializer, found);
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -178,6 +212,9 @@ describe('error codes as typed constants', () => {
       "switch (e.code) { case 'tracker_refused': break; }",
       "const fine = { code: BlueprintCodes.BLUEPRINT_NAME_TAKEN, other: 'already_decided' };",
       "ctx.addIssue({ code: 'custom', message: 'zod' }); if (e.code === 'ENOENT' || e.code === 'HttpError') y();",
+      "const refuse = (code: ErrorCode, message: string) => ({ code, message }); refuse('approval_expired', 'm');",
+      "return notApplied('merge_refused', 'm'); other('already_decided');",
+      "let code = 'SYNC_FAILED'; e.payload.code = 'BLUEPRINT_VERSIONS_RESTORING'; code = '';",
     ].join('\n');
     expect(codeLiterals('sample.ts', sample)).toEqual([
       { line: 1, value: 'BLUEPRINT_NAME_TAKEN' },
@@ -187,6 +224,10 @@ describe('error codes as typed constants', () => {
       { line: 4, value: 'GIT_FAILED' },
       { line: 5, value: 'egress_refused' },
       { line: 6, value: 'tracker_refused' },
+      { line: 9, value: 'approval_expired' },
+      { line: 10, value: 'merge_refused' },
+      { line: 11, value: 'SYNC_FAILED' },
+      { line: 11, value: 'BLUEPRINT_VERSIONS_RESTORING' },
     ]);
   });
 
