@@ -25,6 +25,7 @@ import { killGroup, OutputCapture, runInProcessGroup, type GroupRunResult } from
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
 import type { ActivityDeps } from './deps.js';
 import { sql } from '../shared/db/sql.js';
+import { EgressCodes } from '../shared/http/egress-policy.js';
 
 /** How often a running local runner's output reaches its row, and the activity heartbeats. */
 const FLUSH_MS = 2_000;
@@ -128,7 +129,7 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         `${what} answered HTTP ${err.status}${err.code ? ` (${err.code})` : ''}`,
         CODE_AGENT_REFUSED,
       );
-    if (err instanceof EgressError && err.code === 'egress_refused')
+    if (err instanceof EgressError && err.code === EgressCodes.egress_refused)
       throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, CODE_AGENT_REFUSED);
     throw err;
   }

@@ -72,6 +72,7 @@ import type {
 import { withHeartbeat } from './heartbeat.js';
 import { openCredentials, sourcePaths } from '../shared/managed-sources/source-access.js';
 import { sql } from '../shared/db/sql.js';
+import { GitSyncCodes, ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
 
 export interface CheckoutSummary {
   changed: boolean;
@@ -218,12 +219,12 @@ export function releaseCheck(
   if (!expected) return null;
   if (result.outcome !== 'failed' && result.commit_sha && result.commit_sha !== expected)
     return {
-      code: 'SKILL_RELEASE_CHANGED_DURING_SYNC',
+      code: ManagedSourceCodes.SKILL_RELEASE_CHANGED_DURING_SYNC,
       message: `The release changed while the job ran: it expected commit ${expected}, the sync brought ${result.commit_sha}. Review the new release and sync again.`,
     };
   if (result.commit_sha !== expected || sourceCommit !== expected)
     return {
-      code: 'SKILL_RELEASE_STILL_PENDING',
+      code: ManagedSourceCodes.SKILL_RELEASE_STILL_PENDING,
       message: `The release commit ${expected} is still pending: the sync ended ${result.outcome}${result.error_code ? ` (${result.error_code}: ${result.error})` : ''} and the source names ${sourceCommit ?? 'no commit'}.`,
     };
   return null;
@@ -463,7 +464,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             ...emptyResult(input, row),
             ref_kind: 'tag',
             commit_sha: anchor.commit_sha,
-            error_code: 'RELEASE_TAG_CHANGED_ON_REMOTE',
+            error_code: ManagedSourceCodes.RELEASE_TAG_CHANGED_ON_REMOTE,
             error: `Release tag ${anchor.tag} now names commit ${ref.commitSha} on the remote, not the synced ${anchor.commit_sha}. Nothing was applied; acknowledge with PATCH acknowledge_moved_tag: true to sync the new commit.`,
             moved_tag: { tag: anchor.tag, anchored_commit_sha: anchor.commit_sha, remote_commit_sha: ref.commitSha },
           },
@@ -489,7 +490,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
       if (unsupported.length)
         throw ApplicationFailure.nonRetryable(
           `checkout_exclude cannot re-include a path below an excluded directory (${unsupported.join(', ')}): Git sparse rules never re-include a file whose parent directory is excluded. Exclude the directory's contents (\`dir/*\`) instead of the directory (\`dir/\`), then re-include.`,
-          'SPARSE_CHECKOUT_UNSUPPORTED',
+          ManagedSourceCodes.SPARSE_CHECKOUT_UNSUPPORTED,
         );
       await setPhase(em, input.jobId, 'fetching');
       const creds = await openCredentials(em, deps.config, row);
@@ -856,7 +857,7 @@ export function createManagedSourceActivities(deps: { orm: MikroORM; config: App
             summary.failed++;
             await merge(row.id, {
               error: {
-                code: 'RELEASE_REF_NOT_FOUND',
+                code: GitSyncCodes.RELEASE_REF_NOT_FOUND,
                 message: `The repository has no tag or branch named ${JSON.stringify(row.releaseRef)}.`,
                 at: now,
               },

@@ -2,6 +2,19 @@
  * The platform's one error model. Every refusal a caller sees is one of these, turned into the
  * spec's envelope `{error, error_type, request_id, payload?}` by the API's error middleware.
  */
+import type { ActionReviewCode } from './action-review/refusals.js';
+import type { AgentCode } from './agents/error-codes.js';
+import type { BlueprintCode } from './blueprints/error-codes.js';
+import type { CrmCode } from './crm/error-codes.js';
+import type { DemoCode } from './demo/error-codes.js';
+import type { DesktopCode } from './desktop/error-codes.js';
+import type { DocumentIndexCode } from './document-index/error-codes.js';
+import type { EgressCode } from './http/egress-policy.js';
+import type { RequestCode } from './http/error-codes.js';
+import type { GitSyncCode, ManagedSourceCode } from './managed-sources/error-codes.js';
+import type { MissionCode } from './missions/error-codes.js';
+import type { SettingsCode } from './settings/error-codes.js';
+import type { TrackerCode } from './tracker/error-codes.js';
 export const ErrorTypes = {
   bad_request: 400,
   authentication: 401,
@@ -23,7 +36,31 @@ export const ErrorTypes = {
 } as const;
 export type ErrorType = keyof typeof ErrorTypes;
 
-export type ErrorPayload = Record<string, unknown>;
+/**
+ * Every error code the platform writes (`payload.code`, a field's `code`, a `GitSyncError`'s code, …): the union
+ * of the family modules' constants (docs/architecture.md "Error codes"), so a misspelt code fails `tsc`.
+ */
+export type ErrorCode =
+  | ActionReviewCode
+  | AgentCode
+  | BlueprintCode
+  | CrmCode
+  | DemoCode
+  | DesktopCode
+  | DocumentIndexCode
+  | EgressCode
+  | GitSyncCode
+  | ManagedSourceCode
+  | MissionCode
+  | RequestCode
+  | SettingsCode
+  | TrackerCode;
+
+/** Another system's code passed through as it came (a CRM's OAuth error, a provider's errorCode): `foreignCode(x)`. */
+export type ForeignCode = string & { readonly __foreignCode: true };
+export const foreignCode = (code: string): ForeignCode => code as ForeignCode;
+
+export type ErrorPayload = { code?: ErrorCode | ForeignCode } & Record<string, unknown>;
 
 /** Base of every refusal the platform answers on purpose. */
 export class PlatformError extends Error {

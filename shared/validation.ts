@@ -7,6 +7,7 @@
  */
 import type { z } from 'zod';
 import { BadRequestError } from './errors.js';
+import { RequestCodes } from './http/error-codes.js';
 
 export interface FieldIssue {
   field: string;
@@ -125,7 +126,7 @@ export function refuseNul(
     fields.map((field) => ({
       field,
       message: 'text may not contain the NUL character (\\u0000)',
-      code: 'nul_character',
+      code: RequestCodes.nul_character,
     })),
     extra,
   );

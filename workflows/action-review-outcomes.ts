@@ -1,5 +1,6 @@
 import type { EffectOutcome, ProposalProgress } from '../shared/action-review/types.js';
 import type { DecisionOutcome, ExecutionOutcome } from './action-review-definitions.js';
+import { ActionReviewCodes } from '../shared/action-review/refusals.js';
 
 /**
  * Every answer the proposal workflow gives to an execute, in one place. Pure constructors
@@ -52,8 +53,9 @@ export function replayedOutcome(recorded: ExecutionOutcome): ExecutionOutcome {
  * first is reported as `claim_lost`; an attempt whose outcome is unknown as `outcome_not_recorded`.
  */
 export function approveAndExecuteOutcome(outcome: ExecutionOutcome, claimedElsewhere: boolean): ExecutionOutcome {
-  if (claimedElsewhere) return { ...outcome, refusalReason: 'claim_lost' };
-  if (outcome.finalStatus === 'reconciliation_required') return { ...outcome, refusalReason: 'outcome_not_recorded' };
+  if (claimedElsewhere) return { ...outcome, refusalReason: ActionReviewCodes.claim_lost };
+  if (outcome.finalStatus === 'reconciliation_required')
+    return { ...outcome, refusalReason: ActionReviewCodes.outcome_not_recorded };
   return outcome;
 }
 

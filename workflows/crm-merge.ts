@@ -22,6 +22,8 @@ import {
   type CrmMergeWorkflowInput,
 } from './crm-merge-definitions.js';
 import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { CrmCodes } from '../shared/crm/error-codes.js';
+import { ActionReviewCodes } from '../shared/action-review/refusals.js';
 
 /** The settled outcomes shown as the status (an unknown one leaves `settled`). */
 const SETTLED_STATUSES = ['executed', 'not_applied', 'reconciliation_required', 'rejected'] as const;
@@ -54,12 +56,15 @@ const snapshot = (state: MergeApprovalState): CrmMergeState => ({ ...state.merge
 
 function refuseExpired(state: MergeApprovalState): void {
   const expired = state.ttlEnded || state.merge.phase === 'expired';
-  refuse(expired ? 'approval_expired' : null, `The approval's lifetime (${state.input.ttlSeconds} s) has ended.`);
+  refuse(
+    expired ? CrmCodes.approval_expired : null,
+    `The approval's lifetime (${state.input.ttlSeconds} s) has ended.`,
+  );
 }
 
 function validateApprove(state: MergeApprovalState, args: ApproveMergeArgs): void {
   refuse(
-    args.caller.kind !== 'person' ? 'person_only' : null,
+    args.caller.kind !== 'person' ? ActionReviewCodes.person_only : null,
     'Only a genuinely authenticated person can approve a merge.',
   );
   refuseExpired(state);
@@ -74,7 +79,7 @@ async function approve(state: MergeApprovalState, args: ApproveMergeArgs): Promi
 function validateClaim(state: MergeApprovalState, args: ClaimMergeArgs): void {
   refuseExpired(state);
   refuse(
-    args.connectionName !== state.input.connectionName ? 'connection_mismatch' : null,
+    args.connectionName !== state.input.connectionName ? CrmCodes.connection_mismatch : null,
     `The approval is bound to connection "${state.input.connectionName}".`,
   );
 }

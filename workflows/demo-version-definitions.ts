@@ -1,4 +1,6 @@
 // @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
+import { DemoCodes } from '../shared/demo/error-codes.js';
+
 /** Hosted demo versions and runs: workflow ids, inputs and the names the API and activities share. */
 
 /** One validation workflow per version; the version id is the resource id. */
@@ -14,8 +16,8 @@ export type DemoRunStatus = (typeof DEMO_RUN_STATUSES)[number];
 /** The profiles a demo version may name; any other ends validation `DEMO_VERSION_PROFILE_UNAVAILABLE`. */
 export const DEMO_PROFILES = ['standard', 'rca', 'aum', 'optimization', 'presenter-missions', 'ticket-rca'] as const;
 
-export const DEMO_VERSION_BINDING_INVALID = 'DEMO_VERSION_BINDING_INVALID';
-export const DEMO_VERSION_PROFILE_UNAVAILABLE = 'DEMO_VERSION_PROFILE_UNAVAILABLE';
+export const DEMO_VERSION_BINDING_INVALID = DemoCodes.DEMO_VERSION_BINDING_INVALID;
+export const DEMO_VERSION_PROFILE_UNAVAILABLE = DemoCodes.DEMO_VERSION_PROFILE_UNAVAILABLE;
 
 export const DEMO_BINDING_KINDS = ['agents', 'blueprints', 'connections'] as const;
 export type DemoBindingKind = (typeof DEMO_BINDING_KINDS)[number];

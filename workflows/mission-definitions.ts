@@ -1,4 +1,5 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { MissionCodes } from '../shared/missions/error-codes.js';
 
 /** Mission project status (spec: project lifecycle; ours). `failed`: a phase could not run (see PhaseFailure). */
 export const MISSION_STATUSES = ['running', 'paused', 'completed', 'cancelled', 'closed', 'failed'] as const;
@@ -29,12 +30,12 @@ export const isTerminal = (s: MissionStatus) =>
 
 /** Why a phase could not run; the mission then ends `failed` and the phase's goals stay unmet. */
 export const PHASE_FAILURE_CODES = [
-  'no_agent',
-  'agent_not_found',
-  'no_prompt',
-  'no_model_provider',
-  'model_failed',
-  'no_output',
+  MissionCodes.no_agent,
+  MissionCodes.agent_not_found,
+  MissionCodes.no_prompt,
+  MissionCodes.no_model_provider,
+  MissionCodes.model_failed,
+  MissionCodes.no_output,
 ] as const;
 export type PhaseFailureCode = (typeof PHASE_FAILURE_CODES)[number];
 export interface PhaseFailure {

@@ -14,6 +14,7 @@ import {
   type WaitingState,
   nextStatus,
 } from './mission-definitions.js';
+import { MissionCodes } from '../shared/missions/error-codes.js';
 
 /*
  * The mission workflow's state object and the rules over it: the query's view, the Update
@@ -104,20 +105,23 @@ const refuse = (code: MissionRefusalCode, message: string) =>
 
 export function validateSetStatus(s: MissionCarry, req: SetStatusInput): void {
   if (!nextStatus(s.status, req.action))
-    throw refuse('invalid_transition', `A ${s.status} mission cannot be asked to ${req.action}.`);
+    throw refuse(MissionCodes.invalid_transition, `A ${s.status} mission cannot be asked to ${req.action}.`);
 }
 
 export function validateAnswers(s: MissionCarry, req: AnswerQuestionsInput): void {
-  if (isTerminal(s.status)) throw refuse('invalid_transition', `The mission is ${s.status}.`);
+  if (isTerminal(s.status)) throw refuse(MissionCodes.invalid_transition, `The mission is ${s.status}.`);
   const set = s.openSet;
   if (!set || set.id !== req.question_set_id)
-    throw refuse('unknown_question_set', `Question set ${req.question_set_id} is not open.`);
+    throw refuse(MissionCodes.unknown_question_set, `Question set ${req.question_set_id} is not open.`);
   const seen = new Set<string>();
   for (const a of req.answers) {
     if (!set.questionIds.includes(a.question_id) || seen.has(a.question_id))
-      throw refuse('bad_answers', `Question ${a.question_id} is not a question of set ${set.id} (or is named twice).`);
+      throw refuse(
+        MissionCodes.bad_answers,
+        `Question ${a.question_id} is not a question of set ${set.id} (or is named twice).`,
+      );
     if (set.answered.includes(a.question_id))
-      throw refuse('question_set_answered', `Question ${a.question_id} is already answered.`);
+      throw refuse(MissionCodes.question_set_answered, `Question ${a.question_id} is already answered.`);
     seen.add(a.question_id);
   }
 }
@@ -136,14 +140,15 @@ export function turnFailure(phaseId: string, agentId: string, r: PromptOutcome):
   if (!r.ok)
     return r.failure.kind === 'not_configured'
       ? {
-          reason_code: 'no_model_provider',
+          reason_code: MissionCodes.no_model_provider,
           message: `Phase ${phaseId}: no language-model provider is configured, so agent ${agentId} could not answer. ${r.failure.message}`,
         }
       : {
-          reason_code: 'model_failed',
+          reason_code: MissionCodes.model_failed,
           message: `Phase ${phaseId}: the model call of agent ${agentId} failed (${r.failure.kind}): ${r.failure.message}`,
         };
-  if (r.empty) return { reason_code: 'no_output', message: `Phase ${phaseId}: agent ${agentId} answered nothing.` };
+  if (r.empty)
+    return { reason_code: MissionCodes.no_output, message: `Phase ${phaseId}: agent ${agentId} answered nothing.` };
   return null;
 }
 
@@ -151,12 +156,12 @@ export function turnFailure(phaseId: string, agentId: string, r: PromptOutcome):
 export function workFailure(phase: MissionPhase, targets: string[]): PhaseFailure | null {
   if (!targets.length && (phase.prompts.length || !phase.questions.length))
     return {
-      reason_code: 'no_agent',
+      reason_code: MissionCodes.no_agent,
       message: `Phase ${phase.id} names no agent and the mission has no thread yet: nobody can work on its goals.`,
     };
   if (!phase.prompts.length && !phase.questions.length)
     return {
-      reason_code: 'no_prompt',
+      reason_code: MissionCodes.no_prompt,
       message: `Phase ${phase.id} gives its agents no prompt and asks no question: nothing can prove its goals.`,
     };
   return null;

@@ -44,6 +44,7 @@ import {
   workFailure,
   type MissionState,
 } from './mission-state.js';
+import { MissionCodes } from '../shared/missions/error-codes.js';
 
 /*
  * One mission, laid out like the proposal workflow (`action-review.ts`): one state object
@@ -184,7 +185,10 @@ async function openThreads(state: MissionState, phase: MissionPhase): Promise<Ph
       throw err;
     });
     if (!opened)
-      return { reason_code: 'agent_not_found', message: `Phase ${phase.id}: agent ${agentId} no longer exists.` };
+      return {
+        reason_code: MissionCodes.agent_not_found,
+        message: `Phase ${phase.id}: agent ${agentId} no longer exists.`,
+      };
     const { threadId } = opened;
     s.threads[agentId] = threadId;
     const root = s.rootThreadId === null;

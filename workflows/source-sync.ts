@@ -12,6 +12,7 @@ import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { IngestInput, IngestResult } from './ingest-definitions.js';
 import type { DocumentFeedSummary, SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
 import { childSearchAttributes, setLifecycleStatus, trackFailure } from './visibility.js';
+import { ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
@@ -44,7 +45,9 @@ async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : err;
     const code =
-      cause instanceof ApplicationFailure && cause.type && /^[A-Z_]+$/.test(cause.type) ? cause.type : 'SYNC_FAILED';
+      cause instanceof ApplicationFailure && cause.type && /^[A-Z_]+$/.test(cause.type)
+        ? cause.type
+        : ManagedSourceCodes.SYNC_FAILED;
     const message = cause instanceof Error ? cause.message : 'The sync failed.';
     return await db.managedSyncFail({ ...input, errorCode: code, message });
   }

@@ -1,4 +1,6 @@
 // @workflow-safe: workflows/ may import this module (no Node built-ins, I/O or clocks; see shared/README.md).
+import { DemoCodes } from '../shared/demo/error-codes.js';
+
 /** The ticket-RCA presenter vignette (issue 18): workflow id, states, inputs and failure codes. */
 
 /** One lifecycle per presenter session of a tenant (a reset closes it; the next prepare starts it again). */
@@ -11,17 +13,17 @@ export type TicketRcaState = (typeof TICKET_RCA_STATES)[number];
 /** The states that hold the build provider (one vignette run per tenant at a time). */
 export const TICKET_RCA_ACTIVE: readonly TicketRcaState[] = ['preparing', 'running'];
 
-export const TICKETING_SETUP_REQUIRED = 'TICKETING_SETUP_REQUIRED';
-export const TICKETING_ISSUE_TYPE_UNAVAILABLE = 'TICKETING_ISSUE_TYPE_UNAVAILABLE';
-export const CODING_AGENT_UNSUPPORTED = 'CODING_AGENT_UNSUPPORTED';
-export const BUILD_PROVIDER_BUSY = 'BUILD_PROVIDER_BUSY';
+export const TICKETING_SETUP_REQUIRED = DemoCodes.TICKETING_SETUP_REQUIRED;
+export const TICKETING_ISSUE_TYPE_UNAVAILABLE = DemoCodes.TICKETING_ISSUE_TYPE_UNAVAILABLE;
+export const CODING_AGENT_UNSUPPORTED = DemoCodes.CODING_AGENT_UNSUPPORTED;
+export const BUILD_PROVIDER_BUSY = DemoCodes.BUILD_PROVIDER_BUSY;
 export const TICKET_RCA_FAILURE_CODES = [
   TICKETING_SETUP_REQUIRED,
   TICKETING_ISSUE_TYPE_UNAVAILABLE,
   CODING_AGENT_UNSUPPORTED,
   BUILD_PROVIDER_BUSY,
-  'DEMO_VERSION_BINDING_INVALID',
-  'DEMO_VERSION_PROFILE_UNAVAILABLE',
+  DemoCodes.DEMO_VERSION_BINDING_INVALID,
+  DemoCodes.DEMO_VERSION_PROFILE_UNAVAILABLE,
 ] as const;
 export type TicketRcaFailureCode = (typeof TICKET_RCA_FAILURE_CODES)[number];
 

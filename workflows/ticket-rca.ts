@@ -3,6 +3,7 @@ import type { TicketRcaActivities } from '../activities/ticket-rca.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { TicketRcaInput, TicketRcaState } from './ticket-rca-definitions.js';
 import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { DemoCodes } from '../shared/demo/error-codes.js';
 
 /**
  * A reset cancels this workflow; an activity in flight is waited for (WAIT_CANCELLATION_COMPLETED), so
@@ -49,7 +50,7 @@ async function runVignette(input: TicketRcaInput): Promise<TicketRcaState | 'can
           ...input,
           state,
           ...(state === 'failed'
-            ? { code: 'CODE_AGENT_RUN_FAILED', message: `The code-agent run ended ${run.status}.` }
+            ? { code: DemoCodes.CODE_AGENT_RUN_FAILED, message: `The code-agent run ended ${run.status}.` }
             : {}),
         });
         return state;

@@ -47,6 +47,7 @@ import {
   signInUnavailableReason,
 } from './sign-in.js';
 import { sql } from '../../shared/db/sql.js';
+import { ActionReviewCodes } from '../../shared/action-review/refusals.js';
 
 const API = { surface: 'api' as const, threadId: null };
 
@@ -246,7 +247,7 @@ async function decide(c: Console, kind: 'approve' | 'reject' | 'approve-and-exec
       const refusal =
         'refusal' in answer
           ? answer.refusal
-          : { code: 'already_decided', message: 'The proposal was already decided.' };
+          : { code: ActionReviewCodes.already_decided, message: 'The proposal was already decided.' };
       await showProposal(c, id, { kind: 'refusal', title: `Refused: ${refusal.code}`, detail: refusal.message }, 409);
       return;
     }

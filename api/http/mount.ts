@@ -12,6 +12,7 @@ import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js
 import type { Principal } from '../../shared/auth/principal.js';
 import { multipartBody, type UploadedFile } from './multipart.js';
 import { bodyRequired, type AnyRoute } from './route.js';
+import { RequestCodes } from '../../shared/http/error-codes.js';
 
 type Location = 'params' | 'query' | 'body';
 
@@ -143,7 +144,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
     const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (needsBody && !sent) {
       throw invalidInput('request body', [
-        { field: 'body', message: 'this request needs a JSON body', code: 'body_required' },
+        { field: 'body', message: 'this request needs a JSON body', code: RequestCodes.body_required },
       ]);
     }
     const rawBody = (ctx.request as { body?: unknown }).body;

@@ -15,6 +15,7 @@ import { ProposalDetailSchema, ProposalIdParams } from '../../shared/action-revi
 import { findVisibleProposal } from '../../shared/action-review/subject-probes.js';
 import { defineRoute } from '../http/route.js';
 import { ExecuteResponse } from '../../shared/action-review/views.js';
+import { ActionReviewCodes } from '../../shared/action-review/refusals.js';
 
 const DecideBody = z.object({
   reason: z.string().trim().max(4_000).optional(),
@@ -87,7 +88,7 @@ const executionFields = (e: ExecutionOutcome | null) =>
       }
     : {};
 
-const alreadyDecided = { code: 'already_decided' as const, message: 'The proposal was already decided.' };
+const alreadyDecided = { code: ActionReviewCodes.already_decided, message: 'The proposal was already decided.' };
 const personAccess = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
 const tags = ['action-review'];
 
@@ -227,7 +228,7 @@ export const actionReviewDecisionRoutes = [
     handler: async ({ params, body, principal, deps, em }) => {
       const row = await findVisibleProposal(em, principal, params.proposal_id);
       const answer = await reconcileProposal(deps, em, principal, row.proposalId, body.final_status, body.note || null);
-      if (!answer.resolved && answer.refusal.code === 'person_only') throw refusalError(answer.refusal);
+      if (!answer.resolved && answer.refusal.code === ActionReviewCodes.person_only) throw refusalError(answer.refusal);
       const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
       if (!answer.resolved)
         return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };

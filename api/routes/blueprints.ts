@@ -46,6 +46,8 @@ import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
 import type { UploadedFile } from '../http/multipart.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
+import { RequestCodes } from '../../shared/http/error-codes.js';
+import { BlueprintCodes } from '../../shared/blueprints/error-codes.js';
 
 const tags = ['blueprints'];
 const authed = { kind: 'authenticated' as const };
@@ -188,7 +190,7 @@ function zipFile(files: UploadedFile[]): UploadedFile {
   const file = files.find((f) => f.field === 'file');
   if (!file)
     throw new BadRequestError('Send the archive as the multipart file field `file`.', {
-      fields: [{ field: 'body.file', message: 'required', code: 'file_required' }],
+      fields: [{ field: 'body.file', message: 'required', code: RequestCodes.file_required }],
     });
   return file;
 }
@@ -282,7 +284,7 @@ export const blueprintRoutes = [
       try {
         if (!file)
           throw new InvalidArchiveError(
-            'INVALID_BLUEPRINT_ARCHIVE',
+            BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
             'file_required',
             'Send the archive as the multipart file field `file`.',
           );

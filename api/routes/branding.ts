@@ -15,6 +15,7 @@ import { saveSettingValues } from '../../shared/settings/save-settings.js';
 import { LOGO_MEDIA_TYPES, sniffImage } from '../../shared/branding/image-type.js';
 import { BadRequestError, NotFoundError, PlatformError } from '../../shared/errors.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { RequestCodes } from '../../shared/http/error-codes.js';
 
 const tags = ['config'];
 const LogoType = z.enum(LOGO_TYPES);
@@ -117,12 +118,12 @@ export const brandingRoutes = [
       const file = files.find((f) => f.field === 'file');
       if (!file) {
         throw new BadRequestError('Send the logo as the multipart file field `file`.', {
-          fields: [{ field: 'body.file', message: 'required', code: 'file_required' }],
+          fields: [{ field: 'body.file', message: 'required', code: RequestCodes.file_required }],
         });
       }
       if (file.size === 0) {
         throw new BadRequestError('The uploaded file is empty.', {
-          fields: [{ field: 'body.file', message: 'empty file', code: 'file_empty' }],
+          fields: [{ field: 'body.file', message: 'empty file', code: RequestCodes.file_empty }],
         });
       }
       const bytes = await readFile(file.path);

@@ -18,6 +18,7 @@ import { desktopSetup } from '../../shared/desktop/setup.js';
 import { PlatformError } from '../../shared/errors.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import { CreditReadingSchema } from './credit-schema.js';
+import { DesktopCodes } from '../../shared/desktop/error-codes.js';
 
 /**
  * Desktop (laptop) mode, spec "Desktop mode" and "Desktop status". Every route answers 404
@@ -440,7 +441,7 @@ export const desktopRoutes = [
         throw new PlatformError(
           'not_available_here',
           'The browser tool is not managed by this deployment: install or remove it outside the app.',
-          { code: 'browser_tool_not_managed' },
+          { code: DesktopCodes.browser_tool_not_managed },
         );
       },
     }),

@@ -10,6 +10,7 @@ import { defineRoute, successEnvelope } from '../http/route.js';
 import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { toIso } from '../../shared/dates.js';
 import { workflowUrl } from '../../shared/temporal/workflow-url.js';
+import { RequestCodes } from '../../shared/http/error-codes.js';
 
 const WorkflowUrl = z
   .string()
@@ -130,7 +131,9 @@ export const jobRoutes = [
       }
       const row = await em.findOneOrFail(EchoJobEntity, { jobId: result.jobId });
       if (row.tenant !== principal.tenant)
-        throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, { code: 'JOB_ID_TAKEN' });
+        throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, {
+          code: RequestCodes.JOB_ID_TAKEN,
+        });
       return {
         success: true,
         data: echoJobView(deps.config, row),

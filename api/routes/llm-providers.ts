@@ -28,6 +28,7 @@ import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteCo
 import { iamStatus } from '../../shared/llm/iam-status.js';
 import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../../shared/llm/provider-service.js';
 import { activeSummary, providerView } from '../../shared/llm/provider-views.js';
+import { SettingsCodes } from '../../shared/settings/error-codes.js';
 
 const tags = ['config'];
 const panel = { kind: 'authenticated', permission: 'access_config_panel' } as const;
@@ -224,11 +225,11 @@ export const llmProviderRoutes: AnyRoute[] = [
       if (!p.configured)
         throw new ConflictError(
           `The provider ${label} is not marked configured (POST /api/config/llm-providers/mark-configured).`,
-          { code: 'provider_not_configured' },
+          { code: SettingsCodes.provider_not_configured },
         );
       if (p.admission === 'deny')
         throw new ConflictError(`The provider ${label} is denied (admission deny); admit it before activating.`, {
-          code: 'provider_denied',
+          code: SettingsCodes.provider_denied,
         });
       await writeLlmSettings(c.em, c.principal.tenant, { activeKind: kind, activeSubProvider: s.sub });
       return { success: true, message: `${label} is now the active chat provider.` };

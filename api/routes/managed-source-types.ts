@@ -16,6 +16,7 @@ import {
 } from '../../shared/managed-sources/flow-promotions.js';
 import { defineRoute, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { managedSourceRoutes } from './managed-sources.js';
+import { ManagedSourceCodes } from '../../shared/managed-sources/error-codes.js';
 
 /**
  * Per-type repository routes (issue 12): `/api/skills`, `/api/apps` and `/api/flows` repositories are
@@ -166,7 +167,7 @@ function typeRoutes(type: string, permission: Permission | null): AnyRoute[] {
           throw new ConflictError(
             `Managed source ${row.id} imports ${row.settings.scan_types_enabled.join(', ')}; deleting it here would remove more than ${type}. Use DELETE /api/managed-sources/${row.id}.`,
             {
-              code: 'SOURCE_HAS_MULTIPLE_TYPES',
+              code: ManagedSourceCodes.SOURCE_HAS_MULTIPLE_TYPES,
               source_id: row.id,
               scan_types_enabled: row.settings.scan_types_enabled,
               use: `DELETE /api/managed-sources/${row.id}`,
@@ -273,11 +274,11 @@ export const flowPromotionRoutes = [
       if (body.expected_commit_sha && body.expected_commit_sha !== row.syncedCommitSha)
         throw new BadRequestError(
           `Managed source ${row.id} is synced at ${row.syncedCommitSha}, not ${body.expected_commit_sha}; list the pending changes again.`,
-          { code: 'FLOW_CHANGE_STALE', commit_sha: row.syncedCommitSha },
+          { code: ManagedSourceCodes.FLOW_CHANGE_STALE, commit_sha: row.syncedCommitSha },
         );
       if (!change.valid)
         throw new BadRequestError(`Flow ${change.flow_name} cannot be promoted: ${change.invalid_reason}.`, {
-          code: 'FLOW_INVALID',
+          code: ManagedSourceCodes.FLOW_INVALID,
           flow_name: change.flow_name,
           reason: change.invalid_reason,
         });

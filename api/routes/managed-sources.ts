@@ -36,6 +36,7 @@ import {
 import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 import { sql } from '../../shared/db/sql.js';
+import { GitSyncCodes, ManagedSourceCodes, type ManagedSourceCode } from '../../shared/managed-sources/error-codes.js';
 
 const SCAN_TYPES = [
   'skills',
@@ -451,7 +452,7 @@ async function startSync(
     throw new PlatformError(
       'internal',
       `Managed source ${row.id} is being deleted and the cleanup of its artifacts is still pending; it cannot sync.`,
-      { code: 'SOURCE_DELETE_CLEANUP_PENDING', source_id: row.id },
+      { code: ManagedSourceCodes.SOURCE_DELETE_CLEANUP_PENDING, source_id: row.id },
     );
   const jobId = randomUUID();
   const expected = expectedRelease;
@@ -465,7 +466,7 @@ async function startSync(
   } catch (err) {
     if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
       throw new ConflictError(`A sync of managed source ${row.id} is already running; wait for it to finish.`, {
-        code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
+        code: ManagedSourceCodes.MANAGED_SOURCE_SYNC_IN_PROGRESS,
       });
     throw err;
   }
@@ -495,7 +496,13 @@ async function startSync(
     await sql(
       em,
       `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now() where job_id = ?`,
-      [JSON.stringify({ code: 'SYNC_NOT_STARTED', message: 'The sync workflow could not be started.' }), jobId],
+      [
+        JSON.stringify({
+          code: ManagedSourceCodes.SYNC_NOT_STARTED,
+          message: 'The sync workflow could not be started.',
+        }),
+        jobId,
+      ],
     );
     throw err;
   }
@@ -534,7 +541,7 @@ async function upsertAnswer(
       source: row,
       sync: null,
       warning: `Saved, but no background sync job started: ${why}`,
-      warning_code: 'SKILL_RELEASE_SYNC_NOT_STARTED',
+      warning_code: ManagedSourceCodes.SKILL_RELEASE_SYNC_NOT_STARTED,
       warning_action: 'sync_again',
     });
     let skip: ReturnType<typeof notStarted> | null = null;
@@ -562,7 +569,7 @@ async function upsertAnswer(
         sync: null,
         sync_job: { job_id: run.jobId, status: 'running' as const, expected_release_commit: run.expected },
         warning: 'The sync is still running; poll sync-status with sync_job.job_id.',
-        warning_code: 'SYNC_STILL_RUNNING',
+        warning_code: ManagedSourceCodes.SYNC_STILL_RUNNING,
         warning_action: 'poll_sync_status',
       };
     return { success: true as const, source: await view(em, fresh), sync: run.result };
@@ -576,7 +583,7 @@ const GIT_HOST_REFUSED = `Invalid field; or ${savedEndpointRefusalDoc('`repo_url
 function checkGitHost(deps: AppDeps, repoUrl: string): void {
   checkSavedEndpoint(repoUrl, deps.config.egress, {
     field: 'body.repo_url',
-    code: 'GIT_EGRESS_REFUSED',
+    code: GitSyncCodes.GIT_EGRESS_REFUSED,
     what: 'The Git host',
   });
 }
@@ -703,7 +710,7 @@ export const managedSourceRoutes = [
           throw new ConflictError(
             `Scan types cannot be removed from a managed source (${removed.join(', ')}); delete the source and create it again with the types you want.`,
             {
-              code: 'SCAN_TYPE_REMOVAL_NOT_SUPPORTED',
+              code: ManagedSourceCodes.SCAN_TYPE_REMOVAL_NOT_SUPPORTED,
               current_scan_types: current,
               attempted_scan_types: body.scan_types_enabled,
               removed_scan_types: removed,
@@ -723,7 +730,7 @@ export const managedSourceRoutes = [
       if (releaseChange && (await runningJobs(em, row.id)))
         throw new ConflictError(
           `A sync of managed source ${row.id} is running; change its release (release_ref, repo_url, acknowledge_moved_tag) when it ends. Nothing was saved.`,
-          { code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS' },
+          { code: ManagedSourceCodes.MANAGED_SOURCE_SYNC_IN_PROGRESS },
         );
       const settings: ManagedSourceSettings = { ...row.settings };
       for (const [k, v] of Object.entries(rest))
@@ -787,7 +794,7 @@ export const managedSourceRoutes = [
       const row = await loadSource(em, principal, params.source_id);
       if (await em.count(ManagedSourceSyncJobEntity, { sourceId: row.id, status: 'running' }))
         throw new ConflictError(`A sync of managed source ${row.id} is running; delete it when the sync ends.`, {
-          code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS',
+          code: ManagedSourceCodes.MANAGED_SOURCE_SYNC_IN_PROGRESS,
         });
       if (!row.deletionState) {
         row.deletionState = {
@@ -876,12 +883,12 @@ export const managedSourceRoutes = [
       if (apply.apply_agent_changes && (!apply.expected_agent_commit || !apply.expected_agent_plan_hash))
         throw new ConflictError(
           'Applying agent changes needs expected_agent_commit and expected_agent_plan_hash from a sync preview (agent_preview).',
-          { code: 'AGENT_PREVIEW_REQUIRED' },
+          { code: ManagedSourceCodes.AGENT_PREVIEW_REQUIRED },
         );
       if (apply.apply_role_changes && (!apply.expected_role_commit || !apply.expected_role_plan_hash))
         throw new ConflictError(
           'Applying role changes needs expected_role_commit and expected_role_plan_hash from a sync preview (role_preview).',
-          { code: 'ROLE_PREVIEW_REQUIRED' },
+          { code: ManagedSourceCodes.ROLE_PREVIEW_REQUIRED },
         );
       const run = await runSync(em, deps, principal, row, apply, overwrite === true);
       if (run.result === 'pending') {
@@ -891,7 +898,8 @@ export const managedSourceRoutes = [
         return koa.body;
       }
       const stale = run.result.hydrate_errors?.find((e) => e.code.endsWith('_PREVIEW_STALE'));
-      if (stale) throw new ConflictError(stale.message, { code: stale.code, sync: run.result });
+      // `stale.code` is AGENT_PREVIEW_STALE or ROLE_PREVIEW_STALE (`decide` in activities/managed-sources.ts)
+      if (stale) throw new ConflictError(stale.message, { code: stale.code as ManagedSourceCode, sync: run.result });
       return { success: true, data: run.result };
     },
   }),

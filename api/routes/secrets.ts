@@ -30,6 +30,7 @@ import { defineRoute, successEnvelope } from '../http/route.js';
 import { saveSettingValues } from '../../shared/settings/save-settings.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ALL_TENANTS, lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
+import { SettingsCodes } from '../../shared/settings/error-codes.js';
 
 const access = { kind: 'authenticated', permission: 'manage_secrets' } as const;
 const tags = ['secrets'];
@@ -38,7 +39,7 @@ const OUTSIDE = { description: 'Not in container-service mode (`container_servic
 function requireContainerServiceMode(config: AppConfig): void {
   if (!config.containerServiceMode)
     throw new BadRequestError('This route answers only in container-service mode (PLATFORM_CONTAINER_SERVICE_MODE).', {
-      code: 'container_service_mode_required',
+      code: SettingsCodes.container_service_mode_required,
     });
 }
 
@@ -432,7 +433,8 @@ export const secretsRoutes = [
     handler: async ({ em, deps, principal }) => {
       requireContainerServiceMode(deps.config);
       const mounted = readMountedAuthKey(deps.config);
-      if (!('key' in mounted)) throw new BadRequestError(mounted.problem, { code: 'mesh_auth_key_not_mounted' });
+      if (!('key' in mounted))
+        throw new BadRequestError(mounted.problem, { code: SettingsCodes.mesh_auth_key_not_mounted });
       await enableMesh(em, deps.config, mounted.key, principal.id);
       return { success: true, data: meshStatus(deps.config, await readMesh(em, deps.settings)) };
     },
@@ -525,7 +527,7 @@ export const secretsRoutes = [
       const total = unique.reduce((n, t) => n + t.length, 0);
       if (total > MAX_TAGS_TOTAL_LENGTH)
         throw new BadRequestError(`The tags are ${total} characters together; at most ${MAX_TAGS_TOTAL_LENGTH}.`, {
-          code: 'tags_too_long',
+          code: SettingsCodes.tags_too_long,
           fields: [{ field: 'body.tags', message: `total length at most ${MAX_TAGS_TOTAL_LENGTH}` }],
         });
       await saveSettingValues(deps, em, principal, { 'mesh.advertise_tags': unique });

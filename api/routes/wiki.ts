@@ -16,6 +16,7 @@ import {
   type WikiIndex,
 } from '../../shared/managed-sources/wiki-documents.js';
 import { renderMarkdown } from '../../shared/managed-sources/wiki-render.js';
+import { ManagedSourceCodes } from '../../shared/managed-sources/error-codes.js';
 
 const QualifiedName = z
   .string()
@@ -298,7 +299,7 @@ export const wikiRoutes = [
       if (!match) {
         if (candidates.length > 1)
           throw new ConflictError(`Several wiki pages end with ${params.qualified_name_tail}; give more of the name.`, {
-            code: 'AMBIGUOUS_QUALIFIED_NAME',
+            code: ManagedSourceCodes.AMBIGUOUS_QUALIFIED_NAME,
             candidates,
           });
         throw new NotFoundError(`No wiki page ${params.qualified_name_tail}.`);

@@ -2,6 +2,7 @@
 import type { PrincipalRef } from '../auth/principal.js';
 import type { Refusal } from './refusals.js';
 import type { ExecutionOrigin, ProposalProgress, ProposalRecord } from './types.js';
+import { ActionReviewCodes } from './refusals.js';
 
 /**
  * The guards of each transition, as pure functions: the workflow's update validators call them
@@ -16,7 +17,10 @@ export interface DecisionContextInput {
 
 function personOnly(caller: PrincipalRef, what: string): Refusal | null {
   if (caller.kind === 'person') return null;
-  return { code: 'person_only', message: `Only a person may ${what} a proposal; ${caller.kind} callers are refused.` };
+  return {
+    code: ActionReviewCodes.person_only,
+    message: `Only a person may ${what} a proposal; ${caller.kind} callers are refused.`,
+  };
 }
 
 /** Approve and reject: person-only, still requested, and the client's pinned context still matches. */
@@ -28,17 +32,20 @@ export function checkDecision(
   const who = personOnly(input.caller, 'decide');
   if (who) return who;
   if (progress.status !== 'requested') {
-    return { code: 'already_decided', message: `The proposal was already decided (status ${progress.status}).` };
+    return {
+      code: ActionReviewCodes.already_decided,
+      message: `The proposal was already decided (status ${progress.status}).`,
+    };
   }
   if (input.expectedVersion !== null && input.expectedVersion !== progress.version) {
     return {
-      code: 'decision_context_mismatch',
+      code: ActionReviewCodes.decision_context_mismatch,
       message: `The proposal changed since you read it (expected version ${input.expectedVersion}, now ${progress.version}); reload and decide again.`,
     };
   }
   if (input.expectedPayloadDigest !== null && input.expectedPayloadDigest !== record.payloadDigest) {
     return {
-      code: 'decision_context_mismatch',
+      code: ActionReviewCodes.decision_context_mismatch,
       message: 'The proposal content no longer matches the digest you reviewed; reload and decide again.',
     };
   }
@@ -73,13 +80,13 @@ export function checkExecute(
 ): Refusal | null {
   if (!originAllowed(record.executionOrigin, record.threadId, input)) {
     return {
-      code: 'execution_origin_required',
+      code: ActionReviewCodes.execution_origin_required,
       message: `This proposal may only be executed from its own conversation thread (${record.threadId ?? 'none'}) or by a person in the inbox.`,
     };
   }
   if (progress.status === 'requested' || progress.status === 'rejected') {
     return {
-      code: 'not_approved',
+      code: ActionReviewCodes.not_approved,
       message: `The proposal is ${progress.status}; only an approved proposal can be executed.`,
     };
   }
@@ -91,7 +98,7 @@ export function checkReconcile(progress: Pick<ProposalProgress, 'status'>, calle
   if (who) return who;
   if (progress.status !== 'reconciliation_required') {
     return {
-      code: 'not_reconciliation_required',
+      code: ActionReviewCodes.not_reconciliation_required,
       message: `The proposal is ${progress.status}; only a reconciliation_required proposal can be reconciled.`,
     };
   }

@@ -16,6 +16,7 @@ import type { AppDeps } from '../app-deps.js';
 import { subjectProbes, THREAD_SUBJECT, viewerOf } from './subject-probes.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
 import { sql } from '../db/sql.js';
+import { ActionReviewCodes } from './refusals.js';
 
 export interface CreateProposalInput {
   actionType: ActionType;
@@ -48,7 +49,7 @@ function checkRunnable(config: AppConfig, actionType: ActionType, payload: unkno
       allowed.length ? `: ${allowed.join(', ')}` : ', empty'
     }); nothing was proposed.`,
     {
-      code: 'command_not_allowed',
+      code: ActionReviewCodes.command_not_allowed,
       command,
       allowed_commands: allowed,
       fields: [{ field: 'body.payload.command', message: 'not on the allow-list' }],

@@ -7,8 +7,10 @@ import {
   type ExecutionOutcome,
 } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../app-deps.js';
+import type { ErrorCode } from '../errors.js';
 import { sendUpdate } from './updates.js';
 import { findVisibleProposal } from './subject-probes.js';
+import { ActionReviewCodes } from './refusals.js';
 
 /** The recorded outcome of a proposal whose workflow has ended, read from the projection. */
 export const recordedOutcome = (row: ProposalRow): ExecutionOutcome | null =>
@@ -47,7 +49,7 @@ const answerOf = (outcome: ExecutionOutcome): ExecuteAnswer => ({
 });
 
 /** A refusal before the grant was claimed: nothing ran. */
-export const refusedAnswer = (refusal: { code: string; message: string }): ExecuteAnswer => ({
+export const refusedAnswer = (refusal: { code: ErrorCode; message: string }): ExecuteAnswer => ({
   success: false,
   claimed: false,
   final_status: null,
@@ -67,10 +69,11 @@ async function answerAfterClose(em: EntityManager, proposalId: string): Promise<
   const current = await em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
   const recorded = recordedOutcome(current);
   if (recorded) return answerOf(recorded);
-  if (!current.claimed) return refusedAnswer({ code: 'not_approved', message: `The proposal is ${current.status}.` });
+  if (!current.claimed)
+    return refusedAnswer({ code: ActionReviewCodes.not_approved, message: `The proposal is ${current.status}.` });
   return {
     ...refusedAnswer({
-      code: 'outcome_not_recorded',
+      code: ActionReviewCodes.outcome_not_recorded,
       message:
         'The proposal workflow ended before it recorded the outcome; the effect may have happened. Check the target system before anything else.',
     }),

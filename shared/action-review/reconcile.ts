@@ -8,6 +8,7 @@ import { reconcileUpdate } from '../../workflows/action-review-definitions.js';
 import type { AppDeps } from '../app-deps.js';
 import { sendUpdate } from './updates.js';
 import { sql } from '../db/sql.js';
+import { ActionReviewCodes } from './refusals.js';
 
 export type ReconcileAnswer = { resolved: true; finalStatus: ReconciledStatus } | { resolved: false; refusal: Refusal };
 /**
@@ -39,7 +40,10 @@ async function reconcileProjection(
     if (updated.length === 0) {
       return {
         resolved: false,
-        refusal: { code: 'not_reconciliation_required', message: 'The proposal was reconciled meanwhile; reload it.' },
+        refusal: {
+          code: ActionReviewCodes.not_reconciliation_required,
+          message: 'The proposal was reconciled meanwhile; reload it.',
+        },
       } as const;
     }
     await sql(

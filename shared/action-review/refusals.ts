@@ -3,6 +3,7 @@
  * Why Action Review refuses a decision, execution or reconciliation. Workflow validators throw
  * these codes (as the `type` of a non-retryable ApplicationFailure); the API maps them to HTTP in
  * one place (`refusalStatus`). Workflow-safe.
+ * @error-codes: the Action Review family (`ActionReviewCodes`, docs/architecture.md "Error codes").
  */
 export const REFUSAL_CODES = {
   /** Approve, reject and reconcile are person-only. */
@@ -31,3 +32,33 @@ export interface Refusal {
   code: RefusalCode;
   message: string;
 }
+
+/** Every Action Review code on the wire (the refusals above and the execution outcomes); name = value. */
+export const ActionReviewCodes = {
+  person_only: 'person_only',
+  already_decided: 'already_decided',
+  decision_context_mismatch: 'decision_context_mismatch',
+  not_approved: 'not_approved',
+  execution_origin_required: 'execution_origin_required',
+  not_reconciliation_required: 'not_reconciliation_required',
+  /** Execution refusal reasons on approval of a self-applying action (spec, Errors). */
+  claim_lost: 'claim_lost',
+  outcome_not_recorded: 'outcome_not_recorded',
+  /** A proposed command outside the allowed list (create). */
+  command_not_allowed: 'command_not_allowed',
+  /** Why an executor did not apply an effect (`notApplied`, the outcome's `reason`). */
+  invalid_payload: 'invalid_payload',
+  temporal_unavailable: 'temporal_unavailable',
+  command_not_started: 'command_not_started',
+  crm_approval_missing: 'crm_approval_missing',
+  records_unreadable: 'records_unreadable',
+  crm_unreachable: 'crm_unreachable',
+  survivor_update_refused: 'survivor_update_refused',
+  merge_refused: 'merge_refused',
+  source_not_found: 'source_not_found',
+  source_credentials_missing: 'source_credentials_missing',
+  git_failed: 'git_failed',
+  interrupted: 'interrupted',
+  push_refused: 'push_refused',
+} as const;
+export type ActionReviewCode = (typeof ActionReviewCodes)[keyof typeof ActionReviewCodes];

@@ -1,4 +1,5 @@
 /** How the gateway picks the agent for a thread when the caller names none (spec, Gateway settings). */
+import { AgentCodes } from './error-codes.js';
 export type UnavailablePolicy = 'require_selection' | 'first_available';
 
 export interface DefaultAgentSettings {
@@ -36,7 +37,7 @@ export function resolveDefaultAgent<A extends NamedAgent>(
     if (policy === 'require_selection') {
       return {
         ok: false,
-        code: 'default_agent_unavailable',
+        code: AgentCodes.default_agent_unavailable,
         message: `The configured default agent is not available to you; choose one with agent_id (list_agents shows yours).`,
       };
     }
@@ -50,7 +51,7 @@ export function resolveDefaultAgent<A extends NamedAgent>(
   if (first) return { ok: true, agent: first, reason: 'first_alphabetical' };
   return {
     ok: false,
-    code: 'no_accessible_agent',
+    code: AgentCodes.no_accessible_agent,
     message: 'No agent is available to you; ask an administrator for access to one.',
   };
 }

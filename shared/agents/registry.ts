@@ -5,6 +5,7 @@ import { AgentRowEntity, type AgentAccess, type AgentRow } from '../db/entities/
 import { ConflictError, NotFoundError } from '../errors.js';
 import { canUseAgent } from './access.js';
 import { sql } from '../db/sql.js';
+import { AgentCodes } from './error-codes.js';
 
 /** The agents every tenant has. Their access and instructions may be changed; they cannot be deleted. */
 /** Built-in agents' tool groups: no CRM writes by default (an administrator adds crm_connector_tools). */
@@ -136,11 +137,11 @@ export async function updateAgent(
   const agent = await getVisibleAgent(em, principal, id);
   if (!agent.isEditable)
     throw new ConflictError(`Agent ${agent.name} is managed by a source and cannot be edited here.`, {
-      code: 'AGENT_NOT_EDITABLE',
+      code: AgentCodes.AGENT_NOT_EDITABLE,
     });
   if (patch.name !== undefined && patch.name.toLowerCase() !== agent.name.toLowerCase()) {
     if (agent.source === 'builtin')
-      throw new ConflictError('Built-in agents keep their names.', { code: 'BUILT_IN_AGENT' });
+      throw new ConflictError('Built-in agents keep their names.', { code: AgentCodes.BUILT_IN_AGENT });
     await assertNameFree(em, principal.tenant, patch.name);
   }
   const changes: Partial<AgentRow> = { updatedAt: now };
@@ -161,11 +162,11 @@ export async function deleteAgent(em: EntityManager, principal: Principal, id: s
   const agent = await getVisibleAgent(em, principal, id);
   if (agent.source === 'builtin')
     throw new ConflictError('Built-in agents cannot be deleted; restrict their access instead.', {
-      code: 'BUILT_IN_AGENT',
+      code: AgentCodes.BUILT_IN_AGENT,
     });
   if (!agent.isEditable)
     throw new ConflictError(`Agent ${agent.name} is managed by a source; remove it there.`, {
-      code: 'AGENT_NOT_EDITABLE',
+      code: AgentCodes.AGENT_NOT_EDITABLE,
     });
   await em.nativeDelete(AgentRowEntity, { id });
   return agent;
@@ -176,5 +177,5 @@ async function assertNameFree(em: EntityManager, tenant: string, name: string): 
     tenant,
     name,
   ]);
-  if (clash) throw new ConflictError(`An agent named ${name} already exists.`, { code: 'AGENT_NAME_TAKEN' });
+  if (clash) throw new ConflictError(`An agent named ${name} already exists.`, { code: AgentCodes.AGENT_NAME_TAKEN });
 }

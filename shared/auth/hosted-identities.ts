@@ -4,6 +4,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { sql } from '../db/sql.js';
+import { DemoCodes } from '../demo/error-codes.js';
 
 /**
  * Hosted mode's explicit identity links (spec, Hosted identity; Authentication 4). A verified
@@ -119,14 +120,14 @@ async function selectOne(em: EntityManager, where: string, params: unknown[]): P
 
 function alreadyBound(subject: string): ConflictError {
   return new ConflictError('This subject already has an active identity link.', {
-    code: 'HOSTED_IDENTITY_ALREADY_BOUND',
+    code: DemoCodes.HOSTED_IDENTITY_ALREADY_BOUND,
     subject,
   });
 }
 
 function operationReused(): ConflictError {
   return new ConflictError('This operation_id was already used for another identity link; choose a new one.', {
-    code: 'HOSTED_IDENTITY_OPERATION_REUSED',
+    code: DemoCodes.HOSTED_IDENTITY_OPERATION_REUSED,
   });
 }
 
@@ -151,7 +152,7 @@ export async function createInitialAdmin(
     return { binding: view(existing), created: false };
   }
   throw new ConflictError('The initial admin binding of this installation already exists; it is created only once.', {
-    code: 'HOSTED_INITIAL_ADMIN_EXISTS',
+    code: DemoCodes.HOSTED_INITIAL_ADMIN_EXISTS,
   });
 }
 

@@ -1,6 +1,7 @@
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } from 'jose';
 import { AuthenticationError, ServiceUnavailableError } from '../errors.js';
 import { EgressError, egressFetchFunction, type EgressPolicy } from '../http/egress.js';
+import { EgressCodes } from '../http/egress-policy.js';
 
 /** Verifies identity-provider access tokens. */
 export interface TokenVerifier {
@@ -72,7 +73,7 @@ function mapJoseError(err: unknown): Error {
       reason: 'algorithm_not_allowed',
     });
   }
-  if (err instanceof EgressError && err.code === 'egress_refused') {
+  if (err instanceof EgressError && err.code === EgressCodes.egress_refused) {
     return new ServiceUnavailableError(
       'identity_provider',
       `The identity provider's signing keys (AUTH_JWKS_URL) are not allowed for outbound requests: ${err.message}.`,

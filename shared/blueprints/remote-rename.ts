@@ -31,6 +31,8 @@ import {
 import type { AppDeps } from '../app-deps.js';
 import type { Ctx } from './service.js';
 import { lifecycleSearchAttributes } from '../temporal/lifecycle-visibility.js';
+import { BlueprintCodes } from './error-codes.js';
+import { ManagedSourceCodes } from '../managed-sources/error-codes.js';
 
 export const RENAME_BOT = { name: 'Platform Blueprints', email: 'blueprints@platform.invalid' };
 export const renameBranch = (blueprintId: string) => `blueprint-rename/${blueprintId}`;
@@ -47,20 +49,20 @@ export async function requestRemoteRename(
   const name = b.manifest.name;
   if (b.row.pending_rename)
     throw new ConflictError(`Blueprint "${name}" already has a rename waiting for its pull request.`, {
-      code: 'BLUEPRINT_RENAME_PENDING',
+      code: BlueprintCodes.BLUEPRINT_RENAME_PENDING,
       blueprint_name: name,
       pending_rename: b.row.pending_rename,
     });
   if (findDefault(newName) || (await findRow(em, principal.tenant, newName)))
     throw new ConflictError(`A blueprint named "${newName}" already exists.`, {
-      code: 'BLUEPRINT_NAME_TAKEN',
+      code: BlueprintCodes.BLUEPRINT_NAME_TAKEN,
       blueprint_name: newName,
     });
   const active = await missionCount(em, b.row.blueprint_id, true);
   if (active > 0)
     throw new ConflictError(
       `Blueprint "${name}" has ${active} in-flight mission(s) (running or paused); rename it once they have finished or been cancelled.`,
-      { code: 'BLUEPRINT_HAS_ACTIVE_MISSIONS', blueprint_name: name, active_missions: active },
+      { code: BlueprintCodes.BLUEPRINT_HAS_ACTIVE_MISSIONS, blueprint_name: name, active_missions: active },
     );
   const source = await em.findOne(ManagedSourceEntity, { id: b.row.source_id!, tenant: principal.tenant });
   const creds =
@@ -68,7 +70,7 @@ export async function requestRemoteRename(
   if (!source || !creds)
     throw new ConflictError(
       `The managed source of "${name}" has no usable saved credentials to push the rename with.`,
-      { code: 'SOURCE_CREDENTIALS_MISSING', blueprint_name: name, source_id: b.row.source_id },
+      { code: ManagedSourceCodes.SOURCE_CREDENTIALS_MISSING, blueprint_name: name, source_id: b.row.source_id },
     );
   const http = egressGitHttp(deps.config.egress);
   const headers = authHeaders(creds);
@@ -91,11 +93,11 @@ export async function requestRemoteRename(
       if (!files.includes(`${oldPath}/${MANIFEST_FILE}`))
         throw new ConflictError(
           `The source's ${baseBranch} no longer has ${oldPath}/${MANIFEST_FILE}; sync the source first.`,
-          { code: 'BLUEPRINT_SOURCE_PATH_MISSING', blueprint_name: name, path: oldPath },
+          { code: BlueprintCodes.BLUEPRINT_SOURCE_PATH_MISSING, blueprint_name: name, path: oldPath },
         );
       if ((await git.listFiles({ fs, dir })).some((f) => f.startsWith(`${newPath}/`)))
         throw new ConflictError(`The source repository already has a directory ${newPath}.`, {
-          code: 'BLUEPRINT_NAME_TAKEN',
+          code: BlueprintCodes.BLUEPRINT_NAME_TAKEN,
           blueprint_name: newName,
         });
       for (const f of files) {

@@ -47,6 +47,7 @@ import {
   type Resolved,
 } from './store.js';
 import { sql } from '../db/sql.js';
+import { BlueprintCodes } from './error-codes.js';
 
 /** The conventional folder of a source's blueprints. */
 export const BLUEPRINTS_FOLDER = 'blueprints';
@@ -301,6 +302,6 @@ export function refuseRemote(b: Resolved, what: string): void {
   if (!isRemote(b)) return;
   throw new ConflictError(
     `Blueprint "${b.manifest.name}" comes from managed source ${b.row.source_id} (${b.row.source_path}); it cannot be ${what} here. Change it in the source repository and sync.`,
-    { code: 'BLUEPRINT_MANAGED_BY_SOURCE', blueprint_name: b.manifest.name, source_id: b.row.source_id },
+    { code: BlueprintCodes.BLUEPRINT_MANAGED_BY_SOURCE, blueprint_name: b.manifest.name, source_id: b.row.source_id },
   );
 }

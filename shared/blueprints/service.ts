@@ -65,6 +65,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { sql } from '../db/sql.js';
+import { BlueprintCodes } from './error-codes.js';
 
 export interface Ctx {
   em: EntityManager;
@@ -99,7 +100,7 @@ export async function open(
   requireAccess(flags, 'view', name);
   if (blueprintId !== undefined && blueprintId !== identityOf(b)) {
     throw new ConflictError(`Blueprint "${name}" is not the blueprint ${blueprintId} (it was renamed or replaced).`, {
-      code: 'BLUEPRINT_IDENTITY_MISMATCH',
+      code: BlueprintCodes.BLUEPRINT_IDENTITY_MISMATCH,
       blueprint_name: name,
       requested_blueprint_id: blueprintId,
       blueprint_id: identityOf(b),
@@ -247,7 +248,7 @@ export async function detail(ctx: Ctx, b: Resolved, flags: AccessFlags) {
 export async function fileBytes(b: Resolved, filePath: string): Promise<Buffer> {
   if (!isSafeRelativePath(filePath))
     throw new BadRequestError('file_path must be a relative path inside the blueprint (no "..", no leading "/").', {
-      fields: [{ field: 'params.file_path', message: 'outside the blueprint', code: 'path_traversal' }],
+      fields: [{ field: 'params.file_path', message: 'outside the blueprint', code: BlueprintCodes.path_traversal }],
     });
   let bytes: Buffer | null = null;
   if (b.kind === 'custom') bytes = await readWorkingFile(b.dir, filePath);
@@ -264,14 +265,14 @@ export async function historyOf(b: Resolved, limit: number) {
 
 function refuseDefault(name: string, what: string): never {
   throw new ConflictError(`"${name}" is a built-in default blueprint; it cannot be ${what}.`, {
-    code: 'DEFAULT_BLUEPRINT',
+    code: BlueprintCodes.DEFAULT_BLUEPRINT,
     blueprint_name: name,
   });
 }
 
 function refuseTakenName(name: string): never {
   throw new ConflictError(`A blueprint named "${name}" already exists.`, {
-    code: 'BLUEPRINT_NAME_TAKEN',
+    code: BlueprintCodes.BLUEPRINT_NAME_TAKEN,
     blueprint_name: name,
   });
 }
@@ -360,7 +361,11 @@ export async function rename(ctx: Ctx, b: Resolved, newName: string) {
     if (active > 0)
       throw new ConflictError(
         `Blueprint "${b.manifest.name}" has ${active} in-flight mission(s) (running or paused); rename it once they have finished or been cancelled.`,
-        { code: 'BLUEPRINT_HAS_ACTIVE_MISSIONS', blueprint_name: b.manifest.name, active_missions: active },
+        {
+          code: BlueprintCodes.BLUEPRINT_HAS_ACTIVE_MISSIONS,
+          blueprint_name: b.manifest.name,
+          active_missions: active,
+        },
       );
     await refuseActiveWip(tx, { blueprint_id: b.row.blueprint_id, name: b.manifest.name }, 'rename it');
     const taken = await findRow(tx, ctx.principal.tenant, newName);
@@ -426,7 +431,7 @@ export async function grant(ctx: Ctx, b: Resolved, roleName: string, action: Blu
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'shared or restricted');
   if (add && !(await isConfiguredRole(ctx.em, ctx.principal.tenant, roleName))) {
     throw new BadRequestError(`"${roleName}" is not a configured role.`, {
-      fields: [{ field: 'body.role_name', message: 'not a configured role', code: 'unknown_role' }],
+      fields: [{ field: 'body.role_name', message: 'not a configured role', code: BlueprintCodes.unknown_role }],
     });
   }
   await ctx.em.transactional(async (tx) => {
@@ -520,7 +525,7 @@ export interface ImportArchive {
 
 export class InvalidArchiveError extends Error {
   constructor(
-    readonly code: 'UNSAFE_ZIP' | 'INVALID_BLUEPRINT_ARCHIVE',
+    readonly code: typeof BlueprintCodes.UNSAFE_ZIP | typeof BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
     readonly reason: string,
     message: string,
     readonly extra: Record<string, unknown> = {},
@@ -541,7 +546,7 @@ export async function readArchive(uploadPath: string): Promise<ImportArchive> {
       names = await safeExtract(uploadPath, dir);
     } catch (err) {
       if (err instanceof UnsafeZipError)
-        throw new InvalidArchiveError('UNSAFE_ZIP', err.reason, err.message, {
+        throw new InvalidArchiveError(BlueprintCodes.UNSAFE_ZIP, err.reason, err.message, {
           ...(err.member ? { member: err.member } : {}),
           limits: ZIP_LIMITS,
         });
@@ -549,7 +554,7 @@ export async function readArchive(uploadPath: string): Promise<ImportArchive> {
     }
     if (!names.includes(MANIFEST_FILE))
       throw new InvalidArchiveError(
-        'INVALID_BLUEPRINT_ARCHIVE',
+        BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
         'manifest_missing',
         `The archive has no ${MANIFEST_FILE} at its root.`,
       );
@@ -558,7 +563,7 @@ export async function readArchive(uploadPath: string): Promise<ImportArchive> {
       manifest = parseManifest(await readFile(path.join(dir, MANIFEST_FILE), 'utf8'));
     } catch (err) {
       if (err instanceof ManifestError)
-        throw new InvalidArchiveError('INVALID_BLUEPRINT_ARCHIVE', 'manifest_invalid', err.message, {
+        throw new InvalidArchiveError(BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE, 'manifest_invalid', err.message, {
           issues: err.issues,
         });
       throw err;
@@ -574,7 +579,7 @@ export async function readArchive(uploadPath: string): Promise<ImportArchive> {
       const r = Sidecar.safeParse(raw);
       if (!r.success)
         throw new InvalidArchiveError(
-          'INVALID_BLUEPRINT_ARCHIVE',
+          BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
           'export_manifest_invalid',
           `${EXPORT_MANIFEST_FILE} is not valid.`,
         );
@@ -670,7 +675,7 @@ async function freeName(ctx: Ctx, base: string): Promise<string> {
     const candidate = `${base.slice(0, 63 - suffix.length)}${suffix}`;
     if (!findDefault(candidate) && !(await findRow(ctx.em, ctx.principal.tenant, candidate))) return candidate;
   }
-  throw new ConflictError(`No free name for a copy of "${base}".`, { code: 'BLUEPRINT_NAME_TAKEN' });
+  throw new ConflictError(`No free name for a copy of "${base}".`, { code: BlueprintCodes.BLUEPRINT_NAME_TAKEN });
 }
 
 /** The manifest written in place of the archive's (the extracted files are moved, never read into memory). */
@@ -724,7 +729,11 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
   if (opts.promote && opts.strategy !== 'create_version') {
     throw new BadRequestError('promote_imported_version applies only with collision_strategy create_version.', {
       fields: [
-        { field: 'body.promote_imported_version', message: 'only with create_version', code: 'invalid_combination' },
+        {
+          field: 'body.promote_imported_version',
+          message: 'only with create_version',
+          code: BlueprintCodes.invalid_combination,
+        },
       ],
     });
   }
@@ -775,7 +784,11 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
   if (a.legacy && opts.strategy === 'create_version' && !opts.confirmLegacy) {
     throw new ConflictError(
       'This archive is a legacy export without blueprint_id: confirm that it is the local blueprint of the same name (confirm_legacy_name_match).',
-      { code: 'LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED', blueprint_name: a.manifest.name, legacy_export: true },
+      {
+        code: BlueprintCodes.LEGACY_BLUEPRINT_CONFIRMATION_REQUIRED,
+        blueprint_name: a.manifest.name,
+        legacy_export: true,
+      },
     );
   }
   const target = await matchTarget(ctx, a);
@@ -785,7 +798,11 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
         target?.b.kind === 'default'
           ? `"${a.manifest.name}" is a built-in default blueprint; versions cannot be imported into it.`
           : 'No single editable local blueprint matches this archive.',
-        { code: 'BLUEPRINT_VERSION_TARGET_NOT_UNIQUE', blueprint_name: a.manifest.name, blueprint_id: a.blueprintId },
+        {
+          code: BlueprintCodes.BLUEPRINT_VERSION_TARGET_NOT_UNIQUE,
+          blueprint_name: a.manifest.name,
+          blueprint_id: a.blueprintId,
+        },
       );
     }
     if (target?.b.kind === 'default') refuseDefault(a.manifest.name, 'replaced');

@@ -23,6 +23,7 @@ import {
   type BlueprintManifest,
 } from './manifest.js';
 import { sql } from '../db/sql.js';
+import { BlueprintCodes } from './error-codes.js';
 
 export interface BlueprintRow {
   blueprint_id: string;
@@ -277,7 +278,7 @@ export async function insertRow(
   );
   if (!rows[0]) {
     throw new ConflictError(`A blueprint named "${row.name}" already exists.`, {
-      code: 'BLUEPRINT_NAME_TAKEN',
+      code: BlueprintCodes.BLUEPRINT_NAME_TAKEN,
       blueprint_name: row.name,
     });
   }

@@ -56,6 +56,7 @@ import { ConflictError, NotFoundError, ServiceUnavailableError } from '../errors
 import { refuseActiveWip } from './wip.js';
 import type { Principal } from '../auth/principal.js';
 import { sql } from '../db/sql.js';
+import { BlueprintCodes } from './error-codes.js';
 
 type Custom = Extract<Resolved, { kind: 'custom' }>;
 
@@ -73,7 +74,7 @@ function restoringError(blueprintId: string): ServiceUnavailableError {
     'blueprint_versions',
     'Saved blueprint versions are being restored after a restart; retry shortly.',
   );
-  (e.payload as Record<string, unknown>).code = 'BLUEPRINT_VERSIONS_RESTORING';
+  (e.payload as Record<string, unknown>).code = BlueprintCodes.BLUEPRINT_VERSIONS_RESTORING;
   (e.payload as Record<string, unknown>).blueprint_id = blueprintId;
   (e.payload as Record<string, unknown>).retryable = true;
   e.headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
@@ -181,13 +182,13 @@ export async function beforeVersioning(ctx: VersionCtx, row: BlueprintRow): Prom
 function refuseNotVersioned(b: Custom): never {
   throw new ConflictError(
     `Blueprint "${b.manifest.name}" is not in versioned mode; enable it first (POST /api/blueprints/${b.manifest.name}/versioning/enable).`,
-    { code: 'BLUEPRINT_NOT_VERSIONED', blueprint_name: b.manifest.name, blueprint_id: b.row.blueprint_id },
+    { code: BlueprintCodes.BLUEPRINT_NOT_VERSIONED, blueprint_name: b.manifest.name, blueprint_id: b.row.blueprint_id },
   );
 }
 
 function refuseDefault(name: string): never {
   throw new ConflictError(`"${name}" is a built-in default blueprint; it has no versioned mode.`, {
-    code: 'DEFAULT_BLUEPRINT',
+    code: BlueprintCodes.DEFAULT_BLUEPRINT,
     blueprint_name: name,
   });
 }

@@ -47,6 +47,7 @@ import { SearchAttributes } from '../temporal/search-attributes.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
 import { blueprintWipWorkflowId, wipSessionClosedSignal } from '../../workflows/blueprint-wip-definitions.js';
 import type { Ctx } from './service.js';
+import { BlueprintCodes } from './error-codes.js';
 
 type Custom = Extract<Resolved, { kind: 'custom' }>;
 
@@ -64,7 +65,7 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 function custom(b: Resolved, what: string): Custom {
   if (b.kind === 'default')
     throw new ConflictError(`"${b.manifest.name}" is a built-in default blueprint; it cannot be ${what}.`, {
-      code: 'DEFAULT_BLUEPRINT',
+      code: BlueprintCodes.DEFAULT_BLUEPRINT,
       blueprint_name: b.manifest.name,
     });
   return b;
@@ -169,7 +170,7 @@ async function usableSession(ctx: Ctx, b: Custom, flags: AccessFlags, sessionId:
     throw new ConflictError(
       `Work-in-progress session ${sessionId} is ${row.status === 'open' ? 'expired' : row.status}.`,
       {
-        code: 'BLUEPRINT_WIP_SESSION_CLOSED',
+        code: BlueprintCodes.BLUEPRINT_WIP_SESSION_CLOSED,
         session_id: sessionId,
         status: row.status === 'open' ? 'expired' : row.status,
       },
@@ -182,7 +183,7 @@ async function stillOpen(ctx: Ctx, sessionId: string): Promise<WipRow> {
   const row = await findWipSession(ctx.em, sessionId);
   if (!row || row.status !== 'open')
     throw new ConflictError(`Work-in-progress session ${sessionId} is ${row?.status ?? 'gone'}.`, {
-      code: 'BLUEPRINT_WIP_SESSION_CLOSED',
+      code: BlueprintCodes.BLUEPRINT_WIP_SESSION_CLOSED,
       session_id: sessionId,
       status: row?.status ?? 'gone',
     });
@@ -223,7 +224,7 @@ export async function editSession(
     } catch (err) {
       if (err instanceof ManifestError)
         throw new BadRequestError(`${MANIFEST_FILE} is not valid: ${err.message}`, {
-          fields: [{ field: 'body.files', message: err.message, code: 'manifest_invalid' }],
+          fields: [{ field: 'body.files', message: err.message, code: BlueprintCodes.manifest_invalid }],
         });
       throw err;
     }
@@ -286,7 +287,7 @@ export async function commitSession(
       const m = parseManifest(manifestText.toString('utf8'));
       if (m.name !== current.name)
         throw new ConflictError(`The session's manifest names "${m.name}", the blueprint is "${current.name}".`, {
-          code: 'BLUEPRINT_WIP_SESSION_CONFLICT',
+          code: BlueprintCodes.BLUEPRINT_WIP_SESSION_CONFLICT,
           session_id: sessionId,
         });
     }

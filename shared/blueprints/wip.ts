@@ -13,6 +13,7 @@ import { ConflictError } from '../errors.js';
 import { listCommitFiles, readCommitFile } from './store.js';
 import { writeSnapshotCommit, type FileMap, type GitAuthor } from './versions.js';
 import { sql } from '../db/sql.js';
+import { BlueprintCodes } from './error-codes.js';
 
 export type WipStatus = 'open' | 'committed' | 'discarded' | 'expired';
 
@@ -63,7 +64,7 @@ export async function refuseActiveWip(
   throw new ConflictError(
     `Blueprint "${blueprint.name}" has ${active.length} active work-in-progress session(s); ${what} once they are committed, discarded or expired.`,
     {
-      code: 'BLUEPRINT_WIP_SESSION_ACTIVE',
+      code: BlueprintCodes.BLUEPRINT_WIP_SESSION_ACTIVE,
       blueprint_name: blueprint.name,
       blueprint_id: blueprint.blueprint_id,
       wip_session_ids: active.map((r) => r.session_id),

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { latestImportedLocalCli } from '../desktop/local-cli.js';
 import type { Settings } from '../settings/store.js';
+import { DemoCodes } from '../demo/error-codes.js';
 
 /**
  * The launcher settings (spec, "Code-agent connection", `enhancements.code_agent.*`) resolved into
@@ -8,7 +9,7 @@ import type { Settings } from '../settings/store.js';
  * else cloud when `connection_name` is set; an explicit `cloud` wins over a configured local runner.
  * Cloud runs need `target_repo_url`. Anything else is `CODING_AGENT_UNSUPPORTED`.
  */
-export const CODING_AGENT_UNSUPPORTED = 'CODING_AGENT_UNSUPPORTED';
+export const CODING_AGENT_UNSUPPORTED = DemoCodes.CODING_AGENT_UNSUPPORTED;
 
 export type CodeAgentAdapter = 'cloud' | 'local' | 'agent_cli';
 

@@ -6,6 +6,7 @@ import { crmFetch } from './http.js';
 import { listVersions } from './rest.js';
 import { CrmSession } from './session.js';
 import type { LoadedConnection } from './store.js';
+import { EgressCodes } from '../http/egress-policy.js';
 
 export interface ConnectionCheck {
   target: 'login_host' | 'instance_url';
@@ -35,7 +36,7 @@ async function reachable(config: AppConfig, url: string): Promise<string | null>
     return null;
   } catch (err) {
     // An answer too large to read is still an answer.
-    if (err instanceof CrmEgressError && err.egress.code === 'egress_too_large') return null;
+    if (err instanceof CrmEgressError && err.egress.code === EgressCodes.egress_too_large) return null;
     return describe(err);
   }
 }

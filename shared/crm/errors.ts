@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PlatformError, type ErrorType } from '../errors.js';
+import { foreignCode, PlatformError, type ErrorType } from '../errors.js';
 import type { EgressError } from '../http/egress-policy.js';
+import { CrmCodes } from './error-codes.js';
+import { EgressCodes } from '../http/egress-policy.js';
 
 /** Advice shown with the CRM's own OAuth error pairs (PROTOCOLS.md): what to change, not only what failed. */
 const OAUTH_FIXES: Array<[RegExp, string]> = [
@@ -45,7 +47,7 @@ export class CrmAuthError extends PlatformError {
   ) {
     const fix = fixFor(crmError, crmDescription);
     super('bad_request', `The CRM refused the token request: ${crmError} (${crmDescription}).${fix ? ` ${fix}` : ''}`, {
-      code: crmError,
+      code: foreignCode(crmError),
       error_description: crmDescription,
       fix,
       ...extra,
@@ -78,7 +80,7 @@ export class CrmApiError extends PlatformError {
             : 'bad_request';
     const errorId = randomUUID();
     super(type, `The CRM answered ${httpStatus} ${crmCode} (error_id ${errorId}).`, {
-      code: crmCode,
+      code: foreignCode(crmCode),
       crm_status: httpStatus,
       dependency: 'crm',
       error_id: errorId,
@@ -101,7 +103,7 @@ export class CrmAuthorizationRequiredError extends PlatformError {
       'conflict',
       `Connection "${connectionName}" is not authorized yet: start the flow at GET /api/connections/${connectionName}/oauth/authorize.`,
       {
-        code: 'authorization_required',
+        code: CrmCodes.authorization_required,
         authorize_path: `/api/connections/${connectionName}/oauth/authorize`,
       },
     );
@@ -121,7 +123,7 @@ export class CrmEgressError extends PlatformError {
     readonly egress: EgressError,
     what = 'The CRM',
   ) {
-    const refused = egress.code === 'egress_refused';
+    const refused = egress.code === EgressCodes.egress_refused;
     super(
       refused ? 'bad_request' : 'service_unavailable',
       refused ? `${what} host is not allowed: ${egress.message}.` : `${what} cannot be reached: ${egress.message}.`,

@@ -5,7 +5,7 @@ import { principalRef, type Principal } from '../auth/principal.js';
 import { previewMerge, previewView } from './merge-preview.js';
 import { checkSelection, type MergeSelectionInput } from './merge-selection.js';
 import { CrmMergeApprovalEntity, ProposalRowEntity, type CrmMergeApprovalRow } from '../db/entities/index.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, type ErrorCode } from '../errors.js';
 import { sendMergeUpdate } from './merge-updates.js';
 import { SearchAttributes } from '../temporal/search-attributes.js';
 import type { ExecutionOriginRef } from '../../workflows/action-review-definitions.js';
@@ -21,6 +21,8 @@ import { findVisibleProposal, type VisibilityPurpose } from '../action-review/su
 import type { AppDeps } from '../app-deps.js';
 import { approvalView } from './approval-views.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
+import { CrmCodes } from './error-codes.js';
+import { ActionReviewCodes } from '../action-review/refusals.js';
 
 export const DEFAULT_APPROVAL_TTL_SECONDS = 3600;
 
@@ -67,7 +69,7 @@ export async function requestApproval(
   const preview = await previewMerge(em, deps.config, principal.tenant, selection);
   if (input.expected_digest && input.expected_digest !== preview.digest) {
     throw new ConflictError('The records changed since the preview (expected_digest is stale); preview again.', {
-      code: 'stale_digest',
+      code: CrmCodes.stale_digest,
       digest: preview.digest,
     });
   }
@@ -156,17 +158,17 @@ export async function executeApproval(
   const proposal = await em.findOne(ProposalRowEntity, { proposalId: approvalId }, { refresh: true });
   const notYet = !proposal || proposal.status === 'requested' || proposal.status === 'rejected';
   // Refusals answer as Action Review's execute does: 200, success false, nothing claimed.
-  const refuse = async (code: string, message: string) => ({
+  const refuse = async (code: ErrorCode, message: string) => ({
     ...refusedAnswer({ code, message }),
     approval: await approvalWithProposal(em, row),
   });
   if (connectionName !== row.connectionName)
-    return refuse('connection_mismatch', `The approval is bound to connection "${row.connectionName}".`);
+    return refuse(CrmCodes.connection_mismatch, `The approval is bound to connection "${row.connectionName}".`);
   if (notYet) {
     const approval = await approvalWithProposal(em, row);
     if (approval.status === 'expired')
-      return refuse('approval_expired', `The approval expired at ${approval.expires_at}.`);
-    return refuse('not_approved', `The merge is not approved (status ${approval.status}).`);
+      return refuse(CrmCodes.approval_expired, `The approval expired at ${approval.expires_at}.`);
+    return refuse(ActionReviewCodes.not_approved, `The merge is not approved (status ${approval.status}).`);
   }
   // The proposal's own guard first: a caller it refuses must not mark the approval's lifetime as claimed.
   const refused = checkExecute(
@@ -181,7 +183,7 @@ export async function executeApproval(
   });
   if (!claim.ok && 'refusal' in claim) return refuse(claim.refusal.code, claim.refusal.message);
   if (!claim.ok && row.status === 'expired' && !proposal.claimed)
-    return refuse('approval_expired', `The approval expired at ${row.expiresAt.toISOString()}.`);
+    return refuse(CrmCodes.approval_expired, `The approval expired at ${row.expiresAt.toISOString()}.`);
   const execution = await executeProposal(deps, em, principal, approvalId, origin);
   if (execution.final_status) {
     // Only lets the workflow end early; a closed workflow (expired wait, earlier signal) needs nothing.

@@ -7,8 +7,10 @@ import { refusalError, sendUpdate } from '../action-review/updates.js';
 import type { AppDeps } from '../app-deps.js';
 import { approvalWithProposal, findApproval } from './merge-approvals.js';
 import { mergeRefusalError, sendMergeUpdate } from './merge-updates.js';
+import { ActionReviewCodes } from '../action-review/refusals.js';
+import { CrmCodes } from './error-codes.js';
 
-const alreadyDecided = { code: 'already_decided' as const, message: 'The merge approval was already decided.' };
+const alreadyDecided = { code: ActionReviewCodes.already_decided, message: 'The merge approval was already decided.' };
 
 /** Refuses a second decision before the approval's workflow records an approver that would never count. */
 async function requireUndecided(em: EntityManager, approvalId: string): Promise<void> {
@@ -30,7 +32,9 @@ export async function approveApproval(
   const answer = await sendMergeUpdate(deps, approvalId, approveMergeUpdate, { caller });
   if (!answer.ok)
     throw mergeRefusalError(
-      'refusal' in answer ? answer.refusal : { code: 'approval_expired', message: 'The approval is no longer open.' },
+      'refusal' in answer
+        ? answer.refusal
+        : { code: CrmCodes.approval_expired, message: 'The approval is no longer open.' },
     );
   const decided = await sendUpdate(deps, approvalId, approveUpdate, {
     caller,

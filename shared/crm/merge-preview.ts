@@ -12,6 +12,7 @@ import {
   type MergeProjection,
   type SurvivorshipPolicy,
 } from './survivorship.js';
+import { CrmCodes } from './error-codes.js';
 
 export interface MergePreview {
   selection: MergeSelection;
@@ -34,7 +35,7 @@ export async function mergeConnection(
     throw new ConflictError(
       `Merges are not enabled on connection "${name}" (set merge_enabled and merge_survivorship_policy).`,
       {
-        code: 'merge_not_enabled',
+        code: CrmCodes.merge_not_enabled,
         rule: 'merge_enabled',
       },
     );

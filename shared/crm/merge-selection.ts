@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../action-review/digest.js';
 import { BadRequestError } from '../errors.js';
 import type { CrmRecord } from './survivorship.js';
+import { CrmCodes } from './error-codes.js';
 
 /** Limits (spec, "Limits": CRM merge). */
 export const MERGEABLE_KINDS = ['Lead', 'Contact', 'Account'] as const;
@@ -44,7 +45,7 @@ export interface MergeSelection {
 }
 
 const refuse = (rule: string, field: string, message: string) =>
-  new BadRequestError(message, { code: 'merge_rule_violated', rule, fields: [{ field, message }] });
+  new BadRequestError(message, { code: CrmCodes.merge_rule_violated, rule, fields: [{ field, message }] });
 
 /** Kind, one survivor, one or two losers, no duplicates: refused with the rule named. */
 export function checkSelection(input: MergeSelectionInput): MergeSelection {

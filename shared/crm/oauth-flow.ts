@@ -11,6 +11,7 @@ import { openSecretBox, secretBox } from '../secrets/secret-box.js';
 import type { AppDeps } from '../app-deps.js';
 import { redirectUriFor, runTest } from './connections.js';
 import { sql } from '../db/sql.js';
+import { CrmCodes } from './error-codes.js';
 
 /** A started authorization must come back within this time. */
 const PENDING_TTL_MS = 10 * 60 * 1000;
@@ -36,7 +37,7 @@ export async function startAuthorization(
   if (row.authMode !== 'user_oauth')
     throw new ConflictError(
       `Connection "${name}" uses ${row.authMode}; only user_oauth connections are authorized in a browser.`,
-      { code: 'not_user_oauth' },
+      { code: CrmCodes.not_user_oauth },
     );
   const conn = openConnection(deps.config, row);
   const pending: Pending = {
@@ -87,7 +88,7 @@ export async function completeAuthorization(
   });
   if (!row)
     throw new BadRequestError('Unknown or expired authorization state: start the authorization again.', {
-      code: 'invalid_state',
+      code: CrmCodes.invalid_state,
     });
   const pending = JSON.parse(box.open(row.oauthPendingSealed!)) as Pending;
   await sql(em, `update crm_connections set oauth_pending_sealed = null where id = ?`, [row.id]);

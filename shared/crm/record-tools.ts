@@ -7,6 +7,7 @@ import { loadConnection } from './store.js';
 import { FieldName } from './survivorship.js';
 import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { AppDeps } from '../app-deps.js';
+import { CrmCodes } from './error-codes.js';
 
 /** Bounds on the plain reads and writes, so one call cannot pull or change a whole org. */
 export const CRM_TOOL_LIMITS = {
@@ -82,7 +83,7 @@ function checkUpdate(input: UpdateInput, principal: Principal): void {
   if (principal.kind === 'agent') {
     throw new ForbiddenError(
       'Agents cannot call update_record: a write to a customer system is a governed action that a person decides in Action Review (the action_review tool). Merges go through request_merge_approval (a crm.merge.v1 proposal); for other field changes, ask a person to make them.',
-      { code: 'governed_action', use_tool: 'action_review' },
+      { code: CrmCodes.governed_action, use_tool: 'action_review' },
     );
   }
   if (!principal.permissions.has(WRITE_PERMISSION)) {

@@ -9,6 +9,7 @@ import type { CrmAuthMode } from './connection-types.js';
 import type { TokenSet } from './oauth.js';
 import { SurvivorshipPolicySchema, type SurvivorshipPolicy } from './survivorship.js';
 import { sql } from '../db/sql.js';
+import { CrmCodes } from './error-codes.js';
 
 /** A connection with its secrets and cached tokens opened: only ever held in memory. */
 export interface LoadedConnection {
@@ -119,7 +120,7 @@ export async function insertConnectionRow(
   columns: () => ConnectionColumns,
 ): Promise<CrmConnectionRow> {
   if (await em.findOne(CrmConnectionEntity, { tenant: owner.tenant, name }))
-    throw new ConflictError(`A connection named "${name}" exists already.`, { code: 'connection_exists' });
+    throw new ConflictError(`A connection named "${name}" exists already.`, { code: CrmCodes.connection_exists });
   await refreshKeyring(em);
   const now = new Date();
   const row = em.create(CrmConnectionEntity, {

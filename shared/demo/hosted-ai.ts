@@ -9,6 +9,7 @@ import { openSecretBox } from '../secrets/secret-box.js';
 import type { AppDeps } from '../app-deps.js';
 import { CREDIT_FRESH_AGE_MS, CREDIT_MAX_AGE_MS, creditView } from '../desktop/service.js';
 import { sql } from '../db/sql.js';
+import { DemoCodes } from './error-codes.js';
 
 /**
  * The hosted demo's AI (spec: hosted AI status, activation and credit; paths are ours:
@@ -55,7 +56,7 @@ function takeIssuanceSlot(deps: AppDeps): void {
     throw new TooManyRequestsError(
       `Hosted AI key issuance is limited to ${ISSUANCE_LIMIT} requests per minute; retry in ${retryAfter} s.`,
       retryAfter,
-      { code: 'hosted_ai_rate_limited', limit: ISSUANCE_LIMIT, window_seconds: ISSUANCE_WINDOW_MS / 1000 },
+      { code: DemoCodes.hosted_ai_rate_limited, limit: ISSUANCE_LIMIT, window_seconds: ISSUANCE_WINDOW_MS / 1000 },
     );
   }
   recent.push(now);
@@ -75,7 +76,7 @@ async function provisioner(deps: AppDeps): Promise<ProvisionerClient | null> {
 
 function notProvisioned(): NotFoundError {
   return new NotFoundError('This deployment is not a provisioned hosted instance (no hosted AI provisioner).', {
-    code: 'hosted_ai_not_provisioned',
+    code: DemoCodes.hosted_ai_not_provisioned,
   });
 }
 
@@ -125,14 +126,14 @@ async function requireOwner(em: EntityManager, principal: Principal) {
       : !!user?.email && user.email.toLowerCase() === owner.email.toLowerCase());
   if (!isOwner)
     throw new ForbiddenError("Only the demo's owner may activate the hosted AI (sign in as the owner).", {
-      code: 'not_demo_owner',
+      code: DemoCodes.not_demo_owner,
     });
   const name = user?.display_name && user.display_name !== principal.id && user.display_name !== user.email;
   const missing = [...(user?.email ? [] : ['email']), ...(name ? [] : ['name'])];
   if (missing.length > 0)
     throw new ForbiddenError(
       `Complete your profile first: the identity provider's token must carry your ${missing.join(' and ')}.`,
-      { code: 'profile_incomplete', missing },
+      { code: DemoCodes.profile_incomplete, missing },
     );
   return { sub: principal.id, email: user!.email!, name: user!.display_name! };
 }

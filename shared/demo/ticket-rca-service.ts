@@ -25,6 +25,7 @@ import {
 import type { AppDeps } from '../app-deps.js';
 import type { Caller } from './versions.js';
 import { lifecycleSearchAttributes } from '../temporal/lifecycle-visibility.js';
+import { TrackerCodes } from '../tracker/error-codes.js';
 
 /**
  * The ticket-RCA presenter vignette (issue 18): a support ticket filed in the tracker, then a
@@ -254,7 +255,7 @@ export async function resetTicketRca(
   let labelled = false;
   if (ticketKey) {
     try {
-      if ('code' in cred) throw new TrackerReadError('tracker_refused', cred.message);
+      if ('code' in cred) throw new TrackerReadError(TrackerCodes.tracker_refused, cred.message);
       await addIssueLabel(deps.config, cred, ticketKey, TICKET_RCA_RESET_LABEL);
       labelled = true;
     } catch (err) {

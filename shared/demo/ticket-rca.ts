@@ -14,6 +14,8 @@ import {
   type TicketRcaStep,
 } from '../../workflows/ticket-rca-definitions.js';
 import { sql as sharedSql } from '../db/sql.js';
+import { TrackerCodes } from '../tracker/error-codes.js';
+import { DemoCodes } from './error-codes.js';
 
 /**
  * The ticket-RCA vignette's session rows (`ticket_rca_sessions`, the projection of workflow
@@ -84,7 +86,7 @@ export async function fileTicket(
   const em = deps.orm.em.fork();
   const row = await readSession(em, input.tenant, input.presenterSessionId);
   if (!row || row.attempt !== input.attempt || row.state !== 'preparing')
-    return fail('TICKET_RCA_SUPERSEDED', 'The session was reset or prepared again.');
+    return fail(DemoCodes.TICKET_RCA_SUPERSEDED, 'The session was reset or prepared again.');
   if (row.ticket_key) return { ok: true, ticketKey: row.ticket_key as string };
   const cred = await trackerCredential(em, deps, input.tenant);
   if ('code' in cred) return fail(cred.code, cred.message);
@@ -119,7 +121,7 @@ export async function startRun(
   const em = deps.orm.em.fork();
   const row = await readSession(em, input.tenant, input.presenterSessionId);
   if (!row || row.attempt !== input.attempt || row.state !== 'preparing')
-    return fail('TICKET_RCA_SUPERSEDED', 'The session was reset or prepared again.');
+    return fail(DemoCodes.TICKET_RCA_SUPERSEDED, 'The session was reset or prepared again.');
   const started = await startCodeAgentRun(
     { em, settings: deps.settings, temporal: deps.temporal, config: deps.config },
     {
@@ -189,11 +191,11 @@ export async function finishSession(
       .filter(Boolean)
       .join('\n\n');
     try {
-      if ('code' in cred) throw new TrackerReadError('tracker_refused', cred.message);
+      if ('code' in cred) throw new TrackerReadError(TrackerCodes.tracker_refused, cred.message);
       await addIssueComment(deps.config, cred, row.ticket_key as string, text);
     } catch (err) {
       if (!(err instanceof TrackerReadError)) throw err;
-      code = 'TICKET_COMMENT_FAILED';
+      code = DemoCodes.TICKET_COMMENT_FAILED;
       message = `The analysis finished but could not be posted on the ticket: ${err.message}`;
     }
   }

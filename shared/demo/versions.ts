@@ -13,6 +13,7 @@ import {
 import type { AppDeps } from '../app-deps.js';
 import { sql } from '../db/sql.js';
 import { lifecycleSearchAttributes } from '../temporal/lifecycle-visibility.js';
+import { DemoCodes } from './error-codes.js';
 
 /**
  * Hosted demo versions and runs (spec: "Other lifecycles", demo version status and runs). Rows live
@@ -139,7 +140,7 @@ export async function createRun(
     throw new ConflictError(
       `demo version ${input.version_id} is ${String(version.status)}; only a ready version runs`,
       {
-        code: 'DEMO_VERSION_NOT_READY',
+        code: DemoCodes.DEMO_VERSION_NOT_READY,
         version_id: input.version_id,
         status: version.status,
       },

@@ -13,6 +13,7 @@ import type { ProjectRow } from '../missions/store.js';
 import { openThread, postMessage } from '../threads/service.js';
 import type { AppDeps } from '../app-deps.js';
 import { sql } from '../db/sql.js';
+import { DemoCodes } from './error-codes.js';
 
 /**
  * The hosted demo's presenter vignettes (spec: "Demo and presenter routes"; issue 18): presenter
@@ -108,7 +109,7 @@ async function versionAgent(em: EntityManager, principal: Principal, versionId: 
   if (!version) throw new NotFoundError(`demo version ${versionId} not found`, { version_id: versionId });
   if (version.status !== 'ready')
     throw new ConflictError(`demo version ${versionId} is ${String(version.status)}; only a ready version presents`, {
-      code: 'DEMO_VERSION_NOT_READY',
+      code: DemoCodes.DEMO_VERSION_NOT_READY,
       version_id: versionId,
       status: version.status,
     });
@@ -117,7 +118,7 @@ async function versionAgent(em: EntityManager, principal: Principal, versionId: 
   const agentId = bound.find((a) => usable.has(a));
   if (!agentId)
     throw new ConflictError(`demo version ${versionId} binds no agent you may use`, {
-      code: 'DEMO_VERSION_NO_AGENT',
+      code: DemoCodes.DEMO_VERSION_NO_AGENT,
       version_id: versionId,
     });
   return agentId;
@@ -452,7 +453,7 @@ export async function startPresenterMission(
   const session = await sessionRow(em, principal.tenant, input.presenter_session_id);
   if (session.status !== 'active')
     throw new ConflictError(`Presenter session ${input.presenter_session_id} was reset; open a fresh session.`, {
-      code: 'presenter_session_reset',
+      code: DemoCodes.presenter_session_reset,
       presenter_session_id: input.presenter_session_id,
     });
   const { presenter_session_id: sessionId, ...start } = input;

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError } from '../errors.js';
 import { readSettingRow, writeSettingRow } from './settings-rows.js';
 import { sql } from '../db/sql.js';
+import { DemoCodes } from '../demo/error-codes.js';
 
 /**
  * The hosted demo's owner (spec: `PUT /api/internal/demo-access/owner`), one per deployment, kept in
@@ -63,7 +64,7 @@ export async function setDemoOwner(
       (sub === null || current.sub === null || current.sub === sub);
     if (current && !sameOwner && !input.force) {
       throw new ConflictError('The demo already has a different owner; send `force: true` to replace it.', {
-        code: 'DEMO_OWNER_EXISTS',
+        code: DemoCodes.DEMO_OWNER_EXISTS,
         owner_email: current.email,
         owner_sub: current.sub,
       });

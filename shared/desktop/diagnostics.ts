@@ -10,6 +10,7 @@ import { desktopSetup, type DesktopDeps } from './setup.js';
 import { loadState, saveState } from './state.js';
 import { sql } from '../db/sql.js';
 import type { AutoDiagnosticsOutcome, DiagnosticsSendResult } from '../../workflows/desktop-diagnostics-definitions.js';
+import { DesktopCodes } from './error-codes.js';
 
 /** Spec, Limits (desktop diagnostics). */
 export const DIAGNOSTICS_CHUNK_BYTES = 1_500_000;
@@ -117,7 +118,7 @@ export async function sendDiagnostics(
   const setup = await desktopSetup(deps);
   const loaded = await loadState(em, deps.config);
   if (!loaded.credentials || !loaded.state.activated)
-    throw new ConflictError('This laptop is not activated.', { code: 'not_activated' });
+    throw new ConflictError('This laptop is not activated.', { code: DesktopCodes.not_activated });
   if (!setup.provisioner)
     throw new ServiceUnavailableError('desktop_provisioner', 'The desktop provisioner is not configured.');
   // Claimed first, so two sends of one preview never both upload.

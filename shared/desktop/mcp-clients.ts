@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { DesktopDeps } from './setup.js';
+import { DesktopCodes } from './error-codes.js';
 
 /**
  * MCP clients on this laptop that the platform's MCP gateway can be added to (laptop mode, issue 18).
@@ -166,11 +167,11 @@ export async function assertConnectable(def: ClientDef, home: string): Promise<v
   const v = await view(def, home, '');
   if (!v.installed)
     throw new ConflictError(`${def.name} is not installed on this laptop (no ${path.dirname(v.config_path)}).`, {
-      code: 'mcp_client_not_installed',
+      code: DesktopCodes.mcp_client_not_installed,
     });
   if (v.config_unreadable)
     throw new ConflictError(`${v.config_path} is not a JSON object; fix or remove it before connecting.`, {
-      code: 'mcp_client_config_unreadable',
+      code: DesktopCodes.mcp_client_config_unreadable,
     });
 }
 

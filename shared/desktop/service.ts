@@ -16,6 +16,7 @@ import type { AppDeps } from '../app-deps.js';
 import { desktopSetup, type DesktopSetup } from './setup.js';
 import { loadState, saveState, type DesktopState, type LoadedState } from './state.js';
 import { sql } from '../db/sql.js';
+import { DesktopCodes } from './error-codes.js';
 
 /** Spec, Limits: the loopback ports a sign-in callback may use. */
 export const SIGN_IN_PORTS = [47080, 47081, 47082, 47083] as const;
@@ -166,7 +167,7 @@ export async function completeSignIn(
     throw new ConflictError(
       `This sign-in attempt has already ${row.status === 'succeeded' ? 'succeeded' : 'failed'}.`,
       {
-        code: 'sign_in_attempt_finished',
+        code: DesktopCodes.sign_in_attempt_finished,
         status: row.status,
         failure_reason: row.failure_reason,
       },
@@ -228,9 +229,11 @@ export async function activate(
   const setup = await desktopSetup(deps);
   const loaded = await loadState(em, deps.config);
   if (!loaded.credentials)
-    throw new ConflictError('Sign in first: this laptop holds no device credential.', { code: 'not_signed_in' });
+    throw new ConflictError('Sign in first: this laptop holds no device credential.', {
+      code: DesktopCodes.not_signed_in,
+    });
   if (kind === 'check-in' && !loaded.state.activated)
-    throw new ConflictError('This laptop is not activated.', { code: 'not_activated' });
+    throw new ConflictError('This laptop is not activated.', { code: DesktopCodes.not_activated });
   const provisioner = requireProvisioner(setup);
   const version = appVersion ?? loaded.state.app_version;
   let answer;
@@ -239,7 +242,7 @@ export async function activate(
   } catch (err) {
     if (err instanceof ProvisionerError && err.kind !== 'unavailable')
       throw new ConflictError('The provisioner refused this device credential: sign in again.', {
-        code: 'device_credential_refused',
+        code: DesktopCodes.device_credential_refused,
       });
     throw provisionerUnavailable(err);
   }
@@ -387,7 +390,7 @@ export async function readCredit(deps: AppDeps, em: EntityManager, fresh: boolea
 async function refuseInPlatformAiOnlyMode(deps: AppDeps): Promise<void> {
   if ((await desktopSetup(deps)).platformAiOnly)
     throw new ForbiddenError('This laptop uses only the platform AI (platform-AI-only mode).', {
-      code: 'platform_ai_only',
+      code: DesktopCodes.platform_ai_only,
     });
 }
 
@@ -404,7 +407,7 @@ export async function switchCreditModel(deps: AppDeps, em: EntityManager, model:
   const { state } = await loadState(em, deps.config);
   assertNotLocked(state);
   if (!state.credit)
-    throw new ConflictError('No credit reading yet: read the credit first.', { code: 'no_credit_reading' });
+    throw new ConflictError('No credit reading yet: read the credit first.', { code: DesktopCodes.no_credit_reading });
   if (model !== state.credit.reading.model && !state.credit.reading.alternatives.includes(model))
     throw new BadRequestError(`Model ${model} is not offered on this plan.`, {
       reason: 'model_not_offered',
@@ -469,13 +472,15 @@ export async function updateManifest(
   const setup = await desktopSetup(deps);
   const loaded = await loadState(em, deps.config);
   if (!loaded.credentials || !loaded.state.activated)
-    throw new ConflictError('This laptop is not activated.', { code: 'not_activated' });
+    throw new ConflictError('This laptop is not activated.', { code: DesktopCodes.not_activated });
   const provisioner = requireProvisioner(setup);
   try {
     return await provisioner.update(loaded.credentials.device_credential, target, arch, currentVersion);
   } catch (err) {
     if (err instanceof ProvisionerError && err.kind === 'not_found')
-      throw new NotFoundError('No update channel for this target and architecture.', { code: 'update_unavailable' });
+      throw new NotFoundError('No update channel for this target and architecture.', {
+        code: DesktopCodes.update_unavailable,
+      });
     throw new ServiceUnavailableError(
       'desktop_provisioner',
       `The update check failed: ${err instanceof Error ? err.message : String(err)}`,

@@ -2,6 +2,7 @@ import type { AppConfig } from '../config.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { Settings } from '../settings/store.js';
 import { ProvisionerClient } from './provisioner.js';
+import { DesktopCodes } from './error-codes.js';
 
 /** What desktop-mode code needs from its process (the API's deps and the worker's activity deps both fit). */
 export interface DesktopDeps {
@@ -21,7 +22,7 @@ export async function desktopSetup(
 ): Promise<DesktopSetup> {
   if (!(await deps.settings.get('desktop.enabled'))) {
     const message = 'Desktop mode is not enabled in this deployment.';
-    const payload = { code: 'desktop_mode_unavailable' };
+    const payload = { code: DesktopCodes.desktop_mode_unavailable };
     throw whenOff === 'conflict' ? new ConflictError(message, payload) : new NotFoundError(message, payload);
   }
   const baseUrl = await deps.settings.get('desktop.provisioner_url');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { AppConfig } from '../config.js';
 import { BadRequestError, ServiceUnavailableError } from '../errors.js';
+import { RequestCodes } from '../http/error-codes.js';
 
 /**
  * Sign-in links into the hosted documentation (spec: `POST /api/docs/session`; Limits: login JWT
@@ -27,7 +28,7 @@ export const DOCS_PATH_PATTERN =
 const invalidRedirect = (detail: string) =>
   new BadRequestError(`invalid redirect: ${detail}`, {
     reason: 'invalid_redirect',
-    fields: [{ field: 'body.path', message: `invalid redirect: ${detail}`, code: 'invalid_redirect' }],
+    fields: [{ field: 'body.path', message: `invalid redirect: ${detail}`, code: RequestCodes.invalid_redirect }],
   });
 
 /** The page path, normalised to start with `/`; throws 400 `invalid_redirect` for anything outside the tree. */

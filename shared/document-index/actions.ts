@@ -20,6 +20,7 @@ import {
 import { activeProviders } from '../llm/active-provider.js';
 import { LlmError } from '../llm/client.js';
 import { BadRequestError, ConflictError, LlmFailureError, NotFoundError } from '../errors.js';
+import { DocumentIndexCodes } from './error-codes.js';
 
 export interface Ctx {
   em: EntityManager;
@@ -38,7 +39,7 @@ export function managedRepoGuard(what: string, index: string, path?: string): ne
   throw new ConflictError(
     `${what} refused: ${path ? `"${path}" is` : `the index "${index}" holds`} a Git-backed knowledge-base document; change it through its repository.`,
     {
-      code: 'managed_repo_guard',
+      code: DocumentIndexCodes.managed_repo_guard,
       managed_document_repo: true,
       index_name: index,
       ...(path ? { filepath: path } : {}),

@@ -12,6 +12,7 @@ import { legacyRechunkWorkflowId, rechunkWorkflowId } from '../../workflows/rech
 import type { AppDeps } from '../app-deps.js';
 import type { Ctx } from './actions.js';
 import { lifecycleSearchAttributes } from '../temporal/lifecycle-visibility.js';
+import { DocumentIndexCodes } from './error-codes.js';
 
 /** Documents per copy activity of a rechunk. */
 const RECHUNK_BATCH = 20;
@@ -32,7 +33,7 @@ export async function rechunkAction(c: Ctx, deps: AppDeps, indexName: string, pa
   const workflowId = rechunkWorkflowId(c.tenant, indexName);
   const inProgress = (id: string) =>
     new ConflictError(`A rechunk of index "${indexName}" is already running; wait for it to finish.`, {
-      code: 'rechunk_in_progress',
+      code: DocumentIndexCodes.rechunk_in_progress,
       index_name: indexName,
       workflow_id: id,
     });

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import git, { type HttpClient } from 'isomorphic-git';
 import type { EgressPolicy } from '../http/egress.js';
 import { authHeaders, egressGitHttp, GitSyncError, type GitCredentials } from '../managed-sources/git.js';
+import { GitSyncCodes } from '../managed-sources/error-codes.js';
 
 /** Where a working copy comes from and goes back to. */
 export interface GitRemote {
@@ -92,5 +93,6 @@ export async function pushBranch(remote: GitRemote, dir: string, branch: string)
     remoteRef: `refs/heads/${branch}`,
     headers: remote.headers,
   });
-  if (!pushed.ok) throw new GitSyncError('GIT_PUSH_REFUSED', pushed.error ?? 'The Git server refused the push.');
+  if (!pushed.ok)
+    throw new GitSyncError(GitSyncCodes.GIT_PUSH_REFUSED, pushed.error ?? 'The Git server refused the push.');
 }

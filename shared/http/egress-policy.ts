@@ -4,11 +4,21 @@
  * Link-local and cloud-metadata addresses are never allowed; private/CGNAT ranges only with
  * `allowPrivate`; loopback with `allowPrivate` or `allowLoopback`. Which policy a destination gets
  * depends on who chose it (shared/http/trust.ts); the client that applies it is shared/http/egress.ts.
+ * @error-codes: the egress family (`EgressCodes`, docs/architecture.md "Error codes").
  */
 import { isIP } from 'node:net';
 
-export type EgressErrorCode =
-  'egress_refused' | 'egress_timeout' | 'egress_too_large' | 'egress_failed' | 'egress_aborted';
+/** The codes of an `EgressError`, and `EGRESS_REFUSED`: a saved endpoint the policy never allows (shared/http/trust.ts). */
+export const EgressCodes = {
+  egress_refused: 'egress_refused',
+  egress_timeout: 'egress_timeout',
+  egress_too_large: 'egress_too_large',
+  egress_failed: 'egress_failed',
+  egress_aborted: 'egress_aborted',
+  EGRESS_REFUSED: 'EGRESS_REFUSED',
+} as const;
+export type EgressCode = (typeof EgressCodes)[keyof typeof EgressCodes];
+export type EgressErrorCode = Exclude<EgressCode, 'EGRESS_REFUSED'>;
 
 /**
  * A classified outbound-request failure: the message names the policy or the failure in words,

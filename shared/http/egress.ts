@@ -17,7 +17,14 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
-import { checkAddress, checkDestination, checkHostName, EgressError, type EgressPolicy } from './egress-policy.js';
+import {
+  checkAddress,
+  checkDestination,
+  checkHostName,
+  EgressError,
+  type EgressPolicy,
+  EgressCodes,
+} from './egress-policy.js';
 
 export { EgressError, type EgressErrorCode, type EgressPolicy } from './egress-policy.js';
 
@@ -75,7 +82,7 @@ function failed(host: string, err: unknown, sent: boolean): EgressError {
   const socketCode = typeof code === 'string' ? code : undefined;
   const meaning = (socketCode && SOCKET_MEANING[socketCode]) ?? 'the connection failed';
   return new EgressError(
-    'egress_failed',
+    EgressCodes.egress_failed,
     `outbound request to ${host} failed: ${meaning}${socketCode ? ` (${socketCode})` : ''}`,
     {
       socketCode,
@@ -93,7 +100,7 @@ export async function checkedAddresses(
 ): Promise<Array<{ address: string; family: number }>> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new EgressError(
-      'egress_refused',
+      EgressCodes.egress_refused,
       `scheme ${url.protocol.replace(/:$/, '')} is not allowed for outbound requests (http and https only)`,
     );
   }
@@ -134,7 +141,7 @@ function toUrl(url: string | URL): URL {
   try {
     return url instanceof URL ? url : new URL(url);
   } catch {
-    throw new EgressError('egress_refused', `"${String(url)}" is not a URL; refusing to send a request`);
+    throw new EgressError(EgressCodes.egress_refused, `"${String(url)}" is not a URL; refusing to send a request`);
   }
 }
 
@@ -219,7 +226,7 @@ async function once(
       const reason =
         stop.reason instanceof EgressError
           ? stop.reason
-          : new EgressError('egress_aborted', `outbound request to ${host} was cancelled`);
+          : new EgressError(EgressCodes.egress_aborted, `outbound request to ${host} was cancelled`);
       if (reason.sent === undefined) reason.sent = connected;
       req.destroy(reason);
       finish(reason);
@@ -246,7 +253,7 @@ function untilStopped<T>(work: Promise<T>, stop: AbortSignal): Promise<T> {
 
 const tooLarge = (host: string, maxBytes: number) =>
   new EgressError(
-    'egress_too_large',
+    EgressCodes.egress_too_large,
     `the answer from ${host} is larger than ${maxBytes} bytes; the request was aborted`,
     { sent: true },
   );
@@ -264,14 +271,14 @@ export async function egressFetch(target: string | URL, init: EgressInit): Promi
     () =>
       deadline.abort(
         new EgressError(
-          'egress_timeout',
+          EgressCodes.egress_timeout,
           `outbound request to ${url.hostname} did not complete within ${timeoutMs} ms`,
         ),
       ),
     timeoutMs,
   );
   const onCaller = () =>
-    deadline.abort(new EgressError('egress_aborted', `outbound request to ${url.hostname} was cancelled`));
+    deadline.abort(new EgressError(EgressCodes.egress_aborted, `outbound request to ${url.hostname} was cancelled`));
   if (init.signal?.aborted) onCaller();
   init.signal?.addEventListener('abort', onCaller, { once: true });
   let method = (init.method ?? 'GET').toUpperCase();
@@ -286,7 +293,7 @@ export async function egressFetch(target: string | URL, init: EgressInit): Promi
         return toResponse(answer, url, hop > 0);
       if (hop >= maxRedirects) {
         throw new EgressError(
-          'egress_failed',
+          EgressCodes.egress_failed,
           `outbound request to ${url.hostname} was redirected more than ${maxRedirects} times`,
           { sent: true },
         );
@@ -311,7 +318,7 @@ export async function egressFetch(target: string | URL, init: EgressInit): Promi
 function toResponse(hop: Hop, url: URL, redirected: boolean): Response {
   if (hop.status < 200 || hop.status > 599) {
     throw new EgressError(
-      'egress_failed',
+      EgressCodes.egress_failed,
       `outbound request to ${url.hostname} got an invalid HTTP status (${hop.status})`,
       { sent: true },
     );
@@ -357,10 +364,10 @@ export function egressFetchFunction(
       // A caller's timeout signal (AbortSignal.timeout) is a timeout, named as fetch names it.
       if (
         err instanceof EgressError &&
-        err.code === 'egress_aborted' &&
+        err.code === EgressCodes.egress_aborted &&
         (requestInit.signal?.reason as Error | undefined)?.name === 'TimeoutError'
       ) {
-        const timeout = new EgressError('egress_timeout', err.message.replace('was cancelled', 'timed out'), {
+        const timeout = new EgressError(EgressCodes.egress_timeout, err.message.replace('was cancelled', 'timed out'), {
           sent: err.sent ?? false,
         });
         timeout.name = 'TimeoutError';

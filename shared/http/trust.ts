@@ -19,10 +19,11 @@
  * In container-service mode every level reaches only the mesh egress list's destinations.
  */
 import type { AppConfig } from '../config.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, type ErrorCode } from '../errors.js';
 import {
   ALLOW_PRIVATE_FLAG,
   DEFAULT_DESTINATIONS,
+  EgressCodes,
   refusedAtSave,
   type EgressPolicy,
   type EndpointTrust,
@@ -71,7 +72,7 @@ export function allowingFlag(raw: string, policy: EgressPolicy): string | null {
  * The refusal code of an administrator-saved endpoint other than a Git host (CRM and code-agent
  * connections, tracker credentials, model providers, URL settings); Git hosts answer GIT_EGRESS_REFUSED.
  */
-export const EGRESS_REFUSED = 'EGRESS_REFUSED';
+export const EGRESS_REFUSED = EgressCodes.EGRESS_REFUSED;
 
 /**
  * Refuses to save an administrator's endpoint the policy never allows: 400 with `code`
@@ -81,7 +82,7 @@ export const EGRESS_REFUSED = 'EGRESS_REFUSED';
 export function checkSavedEndpoint(
   raw: string,
   policy: EgressPolicy,
-  where: { field: string; code: string; what: string },
+  where: { field: string; code: ErrorCode; what: string },
 ): void {
   const refused = refusedAtSave(raw, policy);
   if (!refused) return;

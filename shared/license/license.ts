@@ -6,6 +6,7 @@ import type { AppConfig } from '../config.js';
 import { deleteSettingRow, readSettingRow, writeSettingRow } from '../deployment/settings-rows.js';
 import { BadRequestError, ConflictError, PlatformError } from '../errors.js';
 import { sql } from '../db/sql.js';
+import { SettingsCodes } from '../settings/error-codes.js';
 
 /**
  * Offline licenses (spec, Configuration: `/api/license/*`). A license is a compact JWS (JWT) signed
@@ -292,7 +293,7 @@ export async function activateLicense(
   if (claims.seats !== undefined && used > claims.seats) {
     throw new ConflictError(
       `The license covers ${claims.seats} seats but the deployment already has ${used} people; nothing was activated.`,
-      { code: 'LICENSE_SEAT_LIMIT_EXCEEDED', seats: claims.seats, seats_used: used },
+      { code: SettingsCodes.LICENSE_SEAT_LIMIT_EXCEEDED, seats: claims.seats, seats_used: used },
     );
   }
   const previous = await readSettingRow<StoredLicense>(em, LICENSE_KEY);

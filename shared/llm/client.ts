@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EgressError, egressFetch, type EgressPolicy } from '../http/egress.js';
+import { EgressCodes } from '../http/egress-policy.js';
 
 /** A chat message in the OpenAI-compatible wire format. */
 export type ChatMessage =
@@ -123,7 +124,7 @@ export async function providerCall(url: string, req: ProviderRequest): Promise<P
     return { status: res.status, text: await res.text(), headers: res.headers };
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;
-    if (err.code === 'egress_refused') {
+    if (err.code === EgressCodes.egress_refused) {
       throw llmFailure(
         'egress_refused',
         `The language-model provider's address is not allowed for outbound requests: ${err.message}.`,
@@ -132,7 +133,7 @@ export async function providerCall(url: string, req: ProviderRequest): Promise<P
         err.message,
       );
     }
-    if (err.code === 'egress_too_large') {
+    if (err.code === EgressCodes.egress_too_large) {
       throw llmFailure(
         'bad_response',
         'The language-model provider answered more than the platform accepts.',
@@ -141,7 +142,7 @@ export async function providerCall(url: string, req: ProviderRequest): Promise<P
         err.message,
       );
     }
-    const timedOut = err.code === 'egress_timeout';
+    const timedOut = err.code === EgressCodes.egress_timeout;
     throw llmFailure(
       timedOut ? 'timeout' : 'unavailable',
       timedOut ? 'The language model did not answer in time.' : 'The language-model provider cannot be reached.',

@@ -5,6 +5,8 @@ import path from 'node:path';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import ignoreModule from 'ignore';
 import { egressFetch, EgressError, type EgressPolicy } from '../http/egress.js';
+import { GitSyncCodes, type GitSyncCode } from './error-codes.js';
+import { EgressCodes } from '../http/egress-policy.js';
 
 // `ignore` is CommonJS with an ES default in its types: under NodeNext the default import is the module object.
 const ignore = ((ignoreModule as unknown as { default?: typeof ignoreModule }).default ??
@@ -72,7 +74,7 @@ export function authHeaders(creds: GitCredentials | null): Record<string, string
 export class GitSyncError extends Error {
   override name = 'GitSyncError';
   constructor(
-    readonly code: string,
+    readonly code: GitSyncCode,
     message: string,
     /** False when retrying cannot help (credentials, missing ref, refused destination). */
     readonly retryable = false,
@@ -86,7 +88,7 @@ export function oauthLapsed(creds: GitCredentials | null, now: Date): GitSyncErr
   if (creds?.kind !== 'oauth' || !creds.expiresAt) return null;
   if (Date.parse(creds.expiresAt) > now.getTime()) return null;
   return new GitSyncError(
-    'OAUTH_RENEWAL_REQUIRED',
+    GitSyncCodes.OAUTH_RENEWAL_REQUIRED,
     `The saved OAuth grant for this repository lapsed at ${creds.expiresAt}; renew it and save the new credentials (PATCH credentials).`,
   );
 }
@@ -95,31 +97,45 @@ export function oauthLapsed(creds: GitCredentials | null, now: Date): GitSyncErr
 export function classifyGitError(err: unknown, host: string, credKind?: GitCredentials['kind'] | null): GitSyncError {
   if (err instanceof GitSyncError) return err;
   if (err instanceof EgressError) {
-    if (err.code === 'egress_refused')
-      return new GitSyncError('GIT_EGRESS_REFUSED', `Outbound requests to ${host} are refused: ${err.message}.`);
-    if (err.code === 'egress_too_large') return new GitSyncError('GIT_RESPONSE_TOO_LARGE', err.message);
-    return new GitSyncError('GIT_UNREACHABLE', err.message, true);
+    if (err.code === EgressCodes.egress_refused)
+      return new GitSyncError(
+        GitSyncCodes.GIT_EGRESS_REFUSED,
+        `Outbound requests to ${host} are refused: ${err.message}.`,
+      );
+    if (err.code === EgressCodes.egress_too_large)
+      return new GitSyncError(GitSyncCodes.GIT_RESPONSE_TOO_LARGE, err.message);
+    return new GitSyncError(GitSyncCodes.GIT_UNREACHABLE, err.message, true);
   }
   const e = err as { code?: string; data?: { statusCode?: number } };
   if (e.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
     if ((status === 401 || status === 403) && credKind === 'oauth')
       return new GitSyncError(
-        'OAUTH_RENEWAL_REQUIRED',
+        GitSyncCodes.OAUTH_RENEWAL_REQUIRED,
         `The Git server at ${host} refused the saved OAuth grant (HTTP ${status}): it lapsed or was revoked; renew it and save the new credentials.`,
       );
     if (status === 401 || status === 403)
       return new GitSyncError(
-        'GIT_AUTH_FAILED',
+        GitSyncCodes.GIT_AUTH_FAILED,
         `The Git server at ${host} refused the credentials (HTTP ${status}); check the source's credentials.`,
       );
     if (status === 404)
-      return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', `No Git repository at that URL on ${host} (HTTP 404).`);
-    return new GitSyncError('GIT_SERVER_ERROR', `The Git server at ${host} answered HTTP ${status}.`, status >= 500);
+      return new GitSyncError(
+        GitSyncCodes.GIT_REPOSITORY_NOT_FOUND,
+        `No Git repository at that URL on ${host} (HTTP 404).`,
+      );
+    return new GitSyncError(
+      GitSyncCodes.GIT_SERVER_ERROR,
+      `The Git server at ${host} answered HTTP ${status}.`,
+      status >= 500,
+    );
   }
   if (e.code === 'SmartHttpError' || e.code === 'ParseError' || e.code === 'UnknownTransportError')
-    return new GitSyncError('GIT_PROTOCOL_ERROR', `The server at ${host} does not speak the Git smart HTTP protocol.`);
-  return new GitSyncError('GIT_FAILED', `Git failed against ${host}.`, true);
+    return new GitSyncError(
+      GitSyncCodes.GIT_PROTOCOL_ERROR,
+      `The server at ${host} does not speak the Git smart HTTP protocol.`,
+    );
+  return new GitSyncError(GitSyncCodes.GIT_FAILED, `Git failed against ${host}.`, true);
 }
 
 export interface ResolvedRef {
@@ -152,14 +168,14 @@ export async function resolveRemoteRef(input: {
     const branch = find(`refs/heads/${input.releaseRef}`);
     if (branch) return { ref: branch.ref, kind: 'branch', commitSha: branch.oid };
     throw new GitSyncError(
-      'RELEASE_REF_NOT_FOUND',
+      GitSyncCodes.RELEASE_REF_NOT_FOUND,
       `The repository has no tag or branch named ${JSON.stringify(input.releaseRef)}.`,
     );
   }
   const head = find('HEAD');
   const target = head?.target ? find(head.target) : undefined;
   if (head && target?.ref.startsWith('refs/heads/')) return { ref: target.ref, kind: 'branch', commitSha: head.oid };
-  throw new GitSyncError('RELEASE_REF_NOT_FOUND', 'The repository has no default branch; set release_ref.');
+  throw new GitSyncError(GitSyncCodes.RELEASE_REF_NOT_FOUND, 'The repository has no default branch; set release_ref.');
 }
 
 /** Shallow fetch (depth 1) of one ref into the source's object store; answers once the commit is present. */
@@ -189,7 +205,11 @@ export async function fetchRef(input: {
     tags: false,
   });
   if (!(await hasCommit(input.gitdir, input.resolved.commitSha)))
-    throw new GitSyncError('GIT_FETCH_INCOMPLETE', 'The fetched pack does not contain the release commit.', true);
+    throw new GitSyncError(
+      GitSyncCodes.GIT_FETCH_INCOMPLETE,
+      'The fetched pack does not contain the release commit.',
+      true,
+    );
 }
 
 async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
@@ -311,11 +331,11 @@ export async function materializeCheckout(input: {
     const sparse = effectiveRules(input.checkoutExclude).length > 0;
     if (hadPrevious)
       throw new GitSyncError(
-        'MANAGED_CHECKOUT_DEGRADED',
+        GitSyncCodes.MANAGED_CHECKOUT_DEGRADED,
         `The working tree of commit ${input.commitSha} could not be written (${why}); the previous working tree stays in place, so reads show the previously synced commit until a sync succeeds${sparse ? ' (add a checkout_exclude rule for the offending path)' : ''}.`,
       );
     throw new GitSyncError(
-      sparse ? 'SPARSE_CHECKOUT_APPLY_FAILED' : 'CHECKOUT_FAILED',
+      sparse ? GitSyncCodes.SPARSE_CHECKOUT_APPLY_FAILED : GitSyncCodes.CHECKOUT_FAILED,
       `The working tree of commit ${input.commitSha} could not be written (${why}); nothing was checked out${sparse ? ' (the checkout_exclude rules were not enough to leave the offending path out)' : ''}.`,
     );
   }

@@ -6,6 +6,7 @@ import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import { sql } from '../db/sql.js';
 import type { AppDeps } from '../app-deps.js';
 import { visibleProject } from './service.js';
+import { MissionCodes } from './error-codes.js';
 
 /**
  * Organizational projects (issue 15; spec "Organizational project"): named folders of a tenant that
@@ -65,7 +66,7 @@ const view = (r: ProjectRow): ProjectView => ({
 const emptyCounts = (): KindCounts => ({ app: 0, flow: 0, mission: 0, thread: 0 });
 
 const nameTaken = (name: string) =>
-  new ConflictError(`A project named "${name}" already exists.`, { code: 'PROJECT_NAME_TAKEN' });
+  new ConflictError(`A project named "${name}" already exists.`, { code: MissionCodes.PROJECT_NAME_TAKEN });
 
 function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string }).code === '23505' || /unique constraint/i.test(String(err));
@@ -209,7 +210,7 @@ export async function deleteProject(em: EntityManager, principal: Principal, id:
     );
     if (Number(n) > 0)
       throw new ConflictError(`Project ${id} still groups ${n} item(s); clear their assignments first.`, {
-        code: 'PROJECT_NOT_EMPTY',
+        code: MissionCodes.PROJECT_NOT_EMPTY,
         assigned: Number(n),
       });
     await sql(tx, 'delete from organizational_projects where id = ?', [id]);
@@ -294,7 +295,7 @@ async function checkItem(
           : [];
       if (!a)
         throw new NotFoundError(`No app ${refId} (apps are named "<source_id>:<app_name>").`, {
-          code: 'APP_UNKNOWN',
+          code: MissionCodes.APP_UNKNOWN,
         });
       if (!principal.permissions.has('manage_repos'))
         throw new ForbiddenError('Assigning an app needs "manage_repos".', {
@@ -308,7 +309,7 @@ async function checkItem(
 
 const archivedProject = (id: string) =>
   new ConflictError(`Project ${id} is archived; its assignments are read-only until it is unarchived.`, {
-    code: 'PROJECT_ARCHIVED',
+    code: MissionCodes.PROJECT_ARCHIVED,
     project_id: id,
   });
 

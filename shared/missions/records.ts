@@ -27,6 +27,7 @@ import { isTerminal, type MissionStatus, type PhaseFailureCode } from '../../wor
 import type { AppDeps } from '../app-deps.js';
 import { visibilityFilter, visibleProject } from './service.js';
 import { sql } from '../db/sql.js';
+import { MissionCodes } from './error-codes.js';
 
 /** Spec, Limits: the records list answers the newest 100 visible missions; `truncated` when more. */
 export const RECORDS_LIST_LIMIT = 100;
@@ -311,7 +312,7 @@ async function writableProject(deps: AppDeps, em: EntityManager, principal: Prin
   if (!row || !allowed)
     throw new NotFoundError(`No project ${projectId} you may record on.`, { project_id: projectId });
   if (isTerminal(row.status))
-    throw new ConflictError(`The mission is ${row.status}.`, { code: 'mission_ended', status: row.status });
+    throw new ConflictError(`The mission is ${row.status}.`, { code: MissionCodes.mission_ended, status: row.status });
   return row;
 }
 

@@ -48,6 +48,7 @@ import {
 import type { AppDeps } from '../app-deps.js';
 import { refusalToHttp, sendRefusableUpdate, type RefusalTable } from '../temporal/refusable-update.js';
 import { sql } from '../db/sql.js';
+import { MissionCodes } from './error-codes.js';
 
 /** No progress for this long while running → `STUCK` (seconds). */
 export const STUCK_AFTER_SECONDS = 86_400;
@@ -110,7 +111,7 @@ async function phasesOf(
         const text = await read(pr.file);
         if (text === null)
           throw new ConflictError(`Blueprint "${name}" names prompt file ${pr.file}, which its commit does not hold.`, {
-            code: 'blueprint_prompt_missing',
+            code: MissionCodes.blueprint_prompt_missing,
             blueprint_name: name,
             file: pr.file,
           });
@@ -168,13 +169,13 @@ async function resolvePhaseAgents(
   const missing = names.filter((n) => !named.get(n)!.length);
   if (missing.length)
     throw new ConflictError(`Blueprint "${blueprintName}" names agents that do not exist: ${missing.join(', ')}.`, {
-      code: 'unknown_agents',
+      code: MissionCodes.unknown_agents,
       agents: missing,
     });
   const ambiguous = names.filter((n) => named.get(n)!.length > 1);
   if (ambiguous.length)
     throw new ConflictError(`Blueprint "${blueprintName}" names agents more than one agent answers to.`, {
-      code: 'ambiguous_agents',
+      code: MissionCodes.ambiguous_agents,
       agents: ambiguous.map((n) => ({ name: n, candidates: named.get(n)!.map((a) => a.id) })),
     });
   return phases.map((p) => ({ ...p, agents: [...new Set(p.agents.map((n) => named.get(n)![0]!.id))] }));
@@ -370,7 +371,7 @@ export async function setProjectStatus(
   requireSteer(principal, row);
   const refuse = (status: string) =>
     new ConflictError(`A ${status} mission cannot be asked to ${body.action}.`, {
-      code: 'invalid_transition',
+      code: MissionCodes.invalid_transition,
       status,
       action: body.action,
     });
@@ -407,9 +408,12 @@ export async function answerQuestions(
   if (!questions.length)
     throw new NotFoundError(`Project ${projectId} has no question set ${setId}.`, { question_set_id: setId });
   if (questions.every((q) => q.status === 'answered'))
-    throw new ConflictError(`Question set ${setId} is already answered.`, { code: 'question_set_answered' });
+    throw new ConflictError(`Question set ${setId} is already answered.`, { code: MissionCodes.question_set_answered });
   if (isTerminal(row.status))
-    throw new ConflictError(`The mission is ${row.status}.`, { code: 'invalid_transition', status: row.status });
+    throw new ConflictError(`The mission is ${row.status}.`, {
+      code: MissionCodes.invalid_transition,
+      status: row.status,
+    });
   const fields: Array<{ field: string; message: string }> = [];
   const seen = new Set<string>();
   answers.forEach((a, i) => {
@@ -428,7 +432,10 @@ export async function answerQuestions(
   });
   if (!answer.ok) {
     if ('closed' in answer)
-      throw new ConflictError('The mission has ended.', { code: 'invalid_transition', project_id: projectId });
+      throw new ConflictError('The mission has ended.', {
+        code: MissionCodes.invalid_transition,
+        project_id: projectId,
+      });
     throw refusalToHttp(refusals, answer.refusal, { project_id: projectId });
   }
   return { project_id: projectId, ...answer.value };

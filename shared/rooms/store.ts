@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { toIso } from '../dates.js';
 import { sql } from '../db/sql.js';
+import { AgentCodes } from '../agents/error-codes.js';
 
 export interface Room {
   room_id: string;
@@ -54,7 +55,7 @@ export async function createRoom(
   );
   if (clash)
     throw new ConflictError(`A room named ${name} already exists; join it instead.`, {
-      code: 'ROOM_NAME_TAKEN',
+      code: AgentCodes.ROOM_NAME_TAKEN,
       room_id: clash.id,
     });
   const id = `room_${randomBytes(8).toString('hex')}`;
@@ -82,7 +83,7 @@ async function assertMember(em: EntityManager, member: Member, roomId: string): 
     'select member_id from gateway_room_members where room_id = ? and member_id = ?',
     [roomId, member.id],
   );
-  if (!row) throw new ConflictError(`Join room ${roomId} first (room_join).`, { code: 'ROOM_NOT_JOINED' });
+  if (!row) throw new ConflictError(`Join room ${roomId} first (room_join).`, { code: AgentCodes.ROOM_NOT_JOINED });
 }
 
 /** Joins a room of the caller's tenant (idempotent). */

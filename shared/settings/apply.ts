@@ -8,6 +8,7 @@ import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
 import { isSettingPath, SETTING_PATHS, settingDef, type SettingPath } from './definitions.js';
 import { SECRET_MASK, type SavedRow, type Settings } from './store.js';
 import { sql } from '../db/sql.js';
+import { GitSyncCodes } from '../managed-sources/error-codes.js';
 
 /** `full` replaces the saved configuration; `partial` changes only the paths it names. */
 export type ApplyMode = 'full' | 'partial';
@@ -334,7 +335,7 @@ function checkEndpoints(config: AppConfig, changes: PlannedChange[]): void {
     if (!kind || c.action === 'deleted' || typeof c.new !== 'string' || !/^https?:\/\//i.test(c.new)) continue;
     checkSavedEndpoint(c.new, egressFor(config, 'admin'), {
       field: c.path,
-      code: kind === 'git' ? 'GIT_EGRESS_REFUSED' : EGRESS_REFUSED,
+      code: kind === 'git' ? GitSyncCodes.GIT_EGRESS_REFUSED : EGRESS_REFUSED,
       what: kind === 'git' ? `The Git host of ${c.path}` : `The host of ${c.path}`,
     });
   }

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
-import { ConflictError, ForbiddenError, PlatformError } from '../errors.js';
+import { ConflictError, ForbiddenError, PlatformError, type ErrorCode } from '../errors.js';
 import type { AppDeps } from '../app-deps.js';
 
 /**
@@ -8,20 +8,20 @@ import type { AppDeps } from '../app-deps.js';
  * validator refuses with an ApplicationFailure of a known type whose `details[0]` is a code from a
  * table of codes to HTTP statuses; the route turns it into data or, through `refusalToHttp`, an error.
  */
-export interface RefusalTable<C extends string> {
+export interface RefusalTable<C extends ErrorCode> {
   /** The ApplicationFailure type the workflow's refusals carry. */
   failureType: string;
   /** Code → HTTP status for routes that answer a refusal as an error. */
   statuses: Readonly<Record<C, number>>;
 }
 
-export interface RefusalOf<C extends string> {
+export interface RefusalOf<C extends ErrorCode> {
   code: C;
   message: string;
 }
 
 /** An update's answer: its value, the workflow's refusal, or "the workflow already ended". */
-export type RefusableAnswer<T, C extends string> =
+export type RefusableAnswer<T, C extends ErrorCode> =
   { ok: true; value: T } | { ok: false; refusal: RefusalOf<C> } | { ok: false; closed: true };
 
 /**
@@ -45,7 +45,7 @@ export function isClosedWorkflow(err: unknown): boolean {
 }
 
 /** Sends one update to a workflow and turns its validator's refusal, or "already ended", into data. */
-export async function sendRefusableUpdate<T, A, C extends string>(
+export async function sendRefusableUpdate<T, A, C extends ErrorCode>(
   deps: AppDeps,
   table: RefusalTable<C>,
   workflowId: string,
@@ -73,7 +73,7 @@ export async function sendRefusableUpdate<T, A, C extends string>(
 }
 
 /** The one place a refusal becomes an HTTP error (routes whose refusals are not answered in the body). */
-export function refusalToHttp<C extends string>(
+export function refusalToHttp<C extends ErrorCode>(
   table: RefusalTable<C>,
   refusal: RefusalOf<C>,
   payload: Record<string, unknown> = {},

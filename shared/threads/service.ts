@@ -12,6 +12,7 @@ import { createThread, deleteThread, getOwnThread, listMessages, type ThreadReco
 import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../workflows/thread-definitions.js';
 import type { AppDeps } from '../app-deps.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
+import { AgentCodes } from '../agents/error-codes.js';
 
 /** New gateway thread ids: `mcp_` + 32 lowercase hex (spec, Hosted gateway). */
 export const newMcpThreadId = () => `mcp_${randomBytes(16).toString('hex')}`;
@@ -30,7 +31,7 @@ export async function chooseAgent(
     if (!named.length) throw new NotFoundError(`No agent ${agentId} is available to you; list_agents shows yours.`);
     if (named.length > 1)
       throw new ConflictError(`Agent id ${agentId} names ${named.length} agents; pass one of their ids.`, {
-        code: 'ambiguous_agent_id',
+        code: AgentCodes.ambiguous_agent_id,
         agent_id: agentId,
         candidates: named.map((a) => ({ agent_id: a.id, name: a.name })),
       });
@@ -38,7 +39,8 @@ export async function chooseAgent(
   }
   const resolved = resolveDefaultAgent(usable, await defaultAgentSettings(em, deps.config, principal.tenant));
   if (resolved.ok) return resolved.agent;
-  if (resolved.code === 'no_accessible_agent') throw new ForbiddenError(resolved.message, { code: resolved.code });
+  if (resolved.code === AgentCodes.no_accessible_agent)
+    throw new ForbiddenError(resolved.message, { code: resolved.code });
   throw new ConflictError(resolved.message, {
     code: resolved.code,
     available_agents: usable.map((a) => ({ agent_id: a.id, name: a.name })),

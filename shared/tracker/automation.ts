@@ -16,10 +16,11 @@ import {
   type LedgerRules,
 } from './ledger.js';
 import { searchWindowStart, type TrackerPoller } from './policy.js';
+import { DemoCodes } from '../demo/error-codes.js';
 
 /** Who starts a code-agent run for an eligible ticket (a system principal acting for the admin who enabled automation). */
 export const TRACKER_AUTOMATION_PRINCIPAL = 'system:tracker-automation';
-export const TICKETING_SETUP_REQUIRED = 'TICKETING_SETUP_REQUIRED';
+export const TICKETING_SETUP_REQUIRED = DemoCodes.TICKETING_SETUP_REQUIRED;
 
 export interface TrackerDeps {
   orm: MikroORM;

@@ -1,6 +1,8 @@
 import type { AppConfig } from '../config.js';
 import { EgressError, egressFetch } from '../http/egress.js';
 import { jqlDate, type TrackerPoller } from './policy.js';
+import { EgressCodes } from '../http/egress-policy.js';
+import { TrackerCodes, type TrackerCode } from './error-codes.js';
 
 /**
  * Reads tickets from the tracker in the Jira Cloud REST style (docs/architecture.md, "Tracker
@@ -23,7 +25,7 @@ export interface TrackerTicket {
 
 export class TrackerReadError extends Error {
   constructor(
-    readonly code: 'tracker_unreachable' | 'tracker_refused' | 'tracker_bad_answer' | 'egress_refused',
+    readonly code: TrackerCode | typeof EgressCodes.egress_refused,
     message: string,
   ) {
     super(message);
@@ -72,23 +74,24 @@ export async function trackerRequest(
     });
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;
-    if (err.code === 'egress_refused')
-      throw new TrackerReadError('egress_refused', `The tracker's address is not allowed: ${err.message}`);
-    throw new TrackerReadError('tracker_unreachable', `The tracker could not be reached: ${err.message}`);
+    if (err.code === EgressCodes.egress_refused)
+      throw new TrackerReadError(EgressCodes.egress_refused, `The tracker's address is not allowed: ${err.message}`);
+    throw new TrackerReadError(TrackerCodes.tracker_unreachable, `The tracker could not be reached: ${err.message}`);
   }
   const text = await res.text();
-  if (!res.ok) throw new TrackerReadError('tracker_refused', `The tracker answered HTTP ${res.status}.`);
+  if (!res.ok) throw new TrackerReadError(TrackerCodes.tracker_refused, `The tracker answered HTTP ${res.status}.`);
   if (!text.trim()) return null;
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new TrackerReadError('tracker_bad_answer', 'The tracker answered something that is not JSON.');
+    throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The tracker answered something that is not JSON.');
   }
 }
 
 async function getJson(config: AppConfig, cred: TrackerCredential, path: string): Promise<unknown> {
   const answer = await trackerRequest(config, cred, 'GET', path, { maxResponseBytes: 8 * 1024 * 1024 });
-  if (answer === null) throw new TrackerReadError('tracker_bad_answer', 'The tracker answered an empty body.');
+  if (answer === null)
+    throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The tracker answered an empty body.');
   return answer;
 }
 
@@ -151,7 +154,7 @@ export async function readTickets(
       });
       const body = obj(await getJson(config, cred, `/rest/api/3/search?${q}`));
       if (!Array.isArray(body.issues))
-        throw new TrackerReadError('tracker_bad_answer', 'The search answer has no issues.');
+        throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The search answer has no issues.');
       for (const issue of body.issues) {
         const t = ticketFromIssue(issue);
         if (t) out.push(t);
@@ -166,7 +169,7 @@ export async function readTickets(
     const q = new URLSearchParams({ requestStatus: 'ALL_REQUESTS', start: String(start), limit: String(PAGE_SIZE) });
     const body = obj(await getJson(config, cred, `/rest/servicedeskapi/request?${q}`));
     if (!Array.isArray(body.values))
-      throw new TrackerReadError('tracker_bad_answer', 'The request list has no values.');
+      throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The request list has no values.');
     for (const request of body.values) {
       const t = ticketFromRequest(request);
       const at = t ? Date.parse(t.updated) : NaN;

@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config.js';
 import { trackerRequest, TrackerReadError, type TrackerCredential } from './client.js';
+import { TrackerCodes } from './error-codes.js';
 
 /**
  * Writes and project metadata in the Jira Cloud REST style (the ticket-RCA vignette): the issue types
@@ -25,7 +26,7 @@ export async function projectIssueTypes(config: AppConfig, cred: TrackerCredenti
     await call(config, cred, 'GET', `/rest/api/3/issue/createmeta/${encodeURIComponent(projectKey)}/issuetypes`),
   );
   const list = Array.isArray(body.issueTypes) ? body.issueTypes : Array.isArray(body.values) ? body.values : null;
-  if (!list) throw new TrackerReadError('tracker_bad_answer', 'The create metadata has no issue types.');
+  if (!list) throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The create metadata has no issue types.');
   return list.map((t) => obj(t).name).filter((n): n is string => typeof n === 'string');
 }
 
@@ -57,7 +58,7 @@ export async function createIssue(
     }),
   );
   if (typeof body.key !== 'string' || !body.key)
-    throw new TrackerReadError('tracker_bad_answer', 'The created issue has no key.');
+    throw new TrackerReadError(TrackerCodes.tracker_bad_answer, 'The created issue has no key.');
   return body.key;
 }
 

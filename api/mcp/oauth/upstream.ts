@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ServiceUnavailableError } from '../../../shared/errors.js';
 import { EgressError, egressFetch, type EgressPolicy } from '../../../shared/http/egress.js';
+import { EgressCodes } from '../../../shared/http/egress-policy.js';
 
 const DiscoverySchema = z.looseObject({
   issuer: z.string(),
@@ -21,7 +22,7 @@ const cache = new Map<string, { at: number; doc: UpstreamMetadata }>();
 
 /** Refused by the egress policy: the classified reason (a deployment setting to fix, not a retry). */
 const unavailable = (what: string, err?: unknown) =>
-  err instanceof EgressError && err.code === 'egress_refused'
+  err instanceof EgressError && err.code === EgressCodes.egress_refused
     ? new ServiceUnavailableError(
         'identity_provider',
         `The identity provider's ${what} is not allowed for outbound requests: ${err.message}.`,

@@ -1,5 +1,6 @@
 import { codeAgentRunIdFor, startCodeAgentRun } from '../../code-agent/start.js';
 import { notApplied, type Executor } from './types.js';
+import { ActionReviewCodes } from '../refusals.js';
 
 /**
  * An approved `code_agent.start.v1` (an agent asked to launch a coding agent that writes to a
@@ -12,7 +13,7 @@ export const codeAgentStartExecutor: Executor<'code_agent.start.v1'> = {
   async execute(payload, ctx) {
     if (!ctx.temporal || !ctx.settings)
       return notApplied(
-        'temporal_unavailable',
+        ActionReviewCodes.temporal_unavailable,
         'This worker has no Temporal client or settings to start the run; nothing started.',
       );
     const started = await startCodeAgentRun(

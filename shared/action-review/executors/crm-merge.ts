@@ -10,6 +10,8 @@ import { describeError } from '../../log.js';
 import { neverSent, refusedBeforeChange, summary } from './crm-failures.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor, type ExecutorContext } from './types.js';
 import { sql } from '../../db/sql.js';
+import { ActionReviewCodes } from '../refusals.js';
+import { CrmCodes } from '../../crm/error-codes.js';
 
 /** Logs a failure that becomes `not_applied` (nothing else would) and answers its summary with the log line's error_id. */
 function logged(ctx: ExecutorContext, what: string, err: unknown): string {
@@ -31,11 +33,14 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
     const approval = await ctx.em.findOne(CrmMergeApprovalEntity, { approvalId: ctx.proposalId, tenant: ctx.tenant });
     if (!approval)
       return notApplied(
-        'crm_approval_missing',
+        ActionReviewCodes.crm_approval_missing,
         'This proposal has no CRM merge approval; request one with POST /api/crm/merge/approvals.',
       );
     if (payload.connection_name && payload.connection_name !== approval.connectionName) {
-      return notApplied('connection_mismatch', `The approval is bound to connection "${approval.connectionName}".`);
+      return notApplied(
+        CrmCodes.connection_mismatch,
+        `The approval is bound to connection "${approval.connectionName}".`,
+      );
     }
     const claimed = await sql<{ approval_id: string }>(
       ctx.em,
@@ -45,7 +50,7 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
     );
     if (claimed.length === 0)
       return notApplied(
-        'approval_expired',
+        CrmCodes.approval_expired,
         `The approval expired at ${approval.expiresAt.toISOString()}; nothing was written. Request a new approval.`,
       );
 
@@ -63,13 +68,13 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       preview = await computePreview(session, conn.policy, selection);
     } catch (err) {
       return notApplied(
-        'records_unreadable',
+        ActionReviewCodes.records_unreadable,
         `The records could not be re-read before writing (${logged(ctx, 'records unreadable', err)}); nothing was written.`,
       );
     }
     if (preview.digest !== approval.digest) {
       return notApplied(
-        'stale_digest',
+        CrmCodes.stale_digest,
         'The records (or the policy version) changed after the preview; nothing was written. Preview again and request a new approval.',
       );
     }
@@ -83,12 +88,12 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       } catch (err) {
         if (neverSent(err))
           return notApplied(
-            'crm_unreachable',
+            ActionReviewCodes.crm_unreachable,
             `The CRM could not be reached (${logged(ctx, 'CRM unreachable', err)}); nothing was written.`,
           );
         if (err instanceof CrmApiError && err.httpStatus >= 400 && err.httpStatus < 500) {
           return notApplied(
-            'survivor_update_refused',
+            ActionReviewCodes.survivor_update_refused,
             `The CRM refused the survivor's update (${logged(ctx, 'survivor update refused', err)}); nothing was written.`,
           );
         }
@@ -110,7 +115,7 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
     } catch (err) {
       if (!wrote && refusedBeforeChange(err))
         return notApplied(
-          'merge_refused',
+          ActionReviewCodes.merge_refused,
           `The CRM refused the merge (${logged(ctx, 'merge refused', err)}); nothing was written.`,
         );
       const after = wrote ? "after the survivor's fields were written" : 'after it was sent';
@@ -123,7 +128,11 @@ export const crmMergeExecutor: Executor<'crm.merge.v1'> = {
       // The status codes are structured; the messages beside them may quote records, so they are logged.
       const codes = [...new Set(result.errors.map((e) => e.statusCode))].join(', ');
       ctx.log.warn('crm merge: the CRM refused the merge', { proposal_id: ctx.proposalId, errors: result.errors });
-      if (!wrote) return notApplied('merge_refused', `The CRM refused the merge (${codes}); nothing was written.`);
+      if (!wrote)
+        return notApplied(
+          ActionReviewCodes.merge_refused,
+          `The CRM refused the merge (${codes}); nothing was written.`,
+        );
       throw new EffectOutcomeUnknownError(
         `The CRM refused the merge after the survivor's fields were written (${codes}); check the survivor's fields.`,
       );

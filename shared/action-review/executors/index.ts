@@ -8,6 +8,7 @@ import { ticketWriteExecutor } from './ticket.js';
 import { codeAgentStartExecutor } from './code-agent.js';
 import { kbPullRequestExecutor } from './kb-pull-request.js';
 import { notApplied, type Executor, type ExecutorContext } from './types.js';
+import { ActionReviewCodes } from '../refusals.js';
 
 /** One registered executor per action type; a missing one fails the type check. */
 const executors: { [T in ActionType]: Executor<T> } = {
@@ -29,7 +30,7 @@ export async function runExecutor(
   const parsed = PayloadSchemas[actionType].safeParse(payload);
   if (!parsed.success)
     return notApplied(
-      'invalid_payload',
+      ActionReviewCodes.invalid_payload,
       parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
     );
   const executor = executors[actionType] as Executor<ActionType>;

@@ -16,11 +16,17 @@ import {
 } from '../../git/worktree.js';
 import { classifyGitError, resolveRemoteRef } from '../../managed-sources/git.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
+import { GitSyncCodes } from '../../managed-sources/error-codes.js';
+import { ActionReviewCodes } from '../refusals.js';
 
 export const KB_EDIT_BOT = { name: 'Platform Knowledge Base', email: 'kb-edit@platform.invalid' };
 
 /** Push failures that prove the server took nothing (refused before any ref moved). */
-const NOTHING_PUSHED = new Set(['GIT_AUTH_FAILED', 'GIT_REPOSITORY_NOT_FOUND', 'GIT_EGRESS_REFUSED']);
+const NOTHING_PUSHED = new Set<string>([
+  GitSyncCodes.GIT_AUTH_FAILED,
+  GitSyncCodes.GIT_REPOSITORY_NOT_FOUND,
+  GitSyncCodes.GIT_EGRESS_REFUSED,
+]);
 
 /**
  * An approved `kb.pull_request.v1` (issue 13, `open_kb_pull_request`): clones the managed source's
@@ -35,11 +41,14 @@ export const kbPullRequestExecutor: Executor<'kb.pull_request.v1'> = {
   async execute(p, ctx) {
     const row = await ctx.em.findOne(ManagedSourceEntity, { id: p.source_id, tenant: ctx.tenant }, { refresh: true });
     if (!row || row.deletionState)
-      return notApplied('source_not_found', `The managed source ${p.source_id} no longer exists; nothing pushed.`);
+      return notApplied(
+        ActionReviewCodes.source_not_found,
+        `The managed source ${p.source_id} no longer exists; nothing pushed.`,
+      );
     const creds = await openCredentials(ctx.em, ctx.config, row).catch(() => null);
     if (!creds)
       return notApplied(
-        'source_credentials_missing',
+        ActionReviewCodes.source_credentials_missing,
         `The managed source ${row.id} has no usable saved credentials to push with; nothing pushed.`,
       );
     const url = row.repoUrl;
@@ -73,15 +82,19 @@ export const kbPullRequestExecutor: Executor<'kb.pull_request.v1'> = {
         sha = await commitAs(dir, KB_EDIT_BOT, `${p.commit_message}\n\nAction Review proposal ${ctx.proposalId}.`);
       } catch (err) {
         const e = classifyGitError(err, host, creds.kind);
-        return notApplied('git_failed', `Preparing ${branch} failed (${e.code}): ${e.message} Nothing was pushed.`);
+        return notApplied(
+          ActionReviewCodes.git_failed,
+          `Preparing ${branch} failed (${e.code}): ${e.message} Nothing was pushed.`,
+        );
       }
-      if (ctx.signal.aborted) return notApplied('interrupted', 'The worker stopped before the push; nothing pushed.');
+      if (ctx.signal.aborted)
+        return notApplied(ActionReviewCodes.interrupted, 'The worker stopped before the push; nothing pushed.');
       try {
         await pushBranch(remote, dir, branch);
       } catch (err) {
         const e = classifyGitError(err, host, creds.kind);
         if (NOTHING_PUSHED.has(e.code))
-          return notApplied('push_refused', `Pushing ${branch} was refused (${e.code}): ${e.message}`);
+          return notApplied(ActionReviewCodes.push_refused, `Pushing ${branch} was refused (${e.code}): ${e.message}`);
         throw new EffectOutcomeUnknownError(
           `Pushing ${branch} failed (${e.code}); whether it reached the server is unknown.`,
           {

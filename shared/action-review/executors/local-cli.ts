@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
+import { ActionReviewCodes } from '../refusals.js';
 
 /** Output kept in the receipt per stream; the rest is cut (and says so). */
 const MAX_OUTPUT_BYTES = 64 * 1024;
@@ -37,7 +38,7 @@ export const localCliExecutor: Executor<'local_cli.run.v1'> = {
     if (!allowed.includes(payload.command)) {
       return Promise.resolve(
         notApplied(
-          'command_not_allowed',
+          ActionReviewCodes.command_not_allowed,
           `"${payload.command}" is not on this deployment's allow-list (LOCAL_CLI_ALLOWED_COMMANDS).`,
         ),
       );
@@ -69,7 +70,10 @@ export const localCliExecutor: Executor<'local_cli.run.v1'> = {
         ctx.signal.removeEventListener('abort', onAbort);
         if (!spawned)
           resolve(
-            notApplied('command_not_started', `${payload.command} could not be started (${err.code ?? err.message}).`),
+            notApplied(
+              ActionReviewCodes.command_not_started,
+              `${payload.command} could not be started (${err.code ?? err.message}).`,
+            ),
           );
         else reject(err);
       });

@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { EgressError, egressFetch } from '../../http/egress.js';
 import { egressFor } from '../../http/trust.js';
 import { EffectOutcomeUnknownError, notApplied, type Executor } from './types.js';
+import { EgressCodes } from '../../http/egress-policy.js';
+import { DemoCodes } from '../../demo/error-codes.js';
+import { TrackerCodes } from '../../tracker/error-codes.js';
 
 /**
  * Creates an issue in the configured tracker (`POST {TICKET_TRACKER_URL}/issues`) with the
@@ -13,7 +16,7 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
   async execute(payload, ctx) {
     const { ticketTrackerUrl, ticketTrackerToken } = ctx.config.actionReview;
     if (!ticketTrackerUrl)
-      return notApplied('TICKETING_SETUP_REQUIRED', 'No issue tracker is configured (TICKET_TRACKER_URL).');
+      return notApplied(DemoCodes.TICKETING_SETUP_REQUIRED, 'No issue tracker is configured (TICKET_TRACKER_URL).');
     let res: Response;
     try {
       res = await egressFetch(
@@ -35,16 +38,16 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
       );
     } catch (err) {
       if (!(err instanceof EgressError)) throw err;
-      if (err.code === 'egress_refused') {
+      if (err.code === EgressCodes.egress_refused) {
         return notApplied(
-          'egress_refused',
+          EgressCodes.egress_refused,
           `The issue tracker's address is not allowed for outbound requests: ${err.message}; nothing was sent.`,
         );
       }
       const code = err.socketCode;
-      if (err.sent === false && err.code !== 'egress_aborted')
+      if (err.sent === false && err.code !== EgressCodes.egress_aborted)
         return notApplied(
-          'tracker_unreachable',
+          TrackerCodes.tracker_unreachable,
           `The issue tracker could not be reached (${code ?? err.code}); nothing was sent.`,
         );
       const why = ctx.signal.aborted
@@ -66,7 +69,7 @@ export const ticketWriteExecutor: Executor<'ticket.write.v1'> = {
         body: text.slice(0, 2_000),
       });
       return notApplied(
-        'tracker_refused',
+        TrackerCodes.tracker_refused,
         `The issue tracker refused the ticket (HTTP ${res.status}); nothing was created (error_id ${errorId}).`,
       );
     }

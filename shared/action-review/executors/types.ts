@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { PrincipalRef } from '../../auth/principal.js';
 import type { AppConfig } from '../../config.js';
+import type { ErrorCode } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Settings } from '../../settings/store.js';
 import type { ActionType } from '../action-types.js';
@@ -36,7 +37,7 @@ export interface Executor<T extends ActionType> {
   execute(payload: Payload<T>, ctx: ExecutorContext): Promise<EffectOutcome>;
 }
 
-export const notApplied = (reason: string, detail: string): EffectOutcome => ({
+export const notApplied = (reason: ErrorCode, detail: string): EffectOutcome => ({
   outcome: 'not_applied',
   reason,
   detail,
