@@ -6,6 +6,7 @@ import type { AppConfig } from '../config.js';
 import { deleteSettingRow, readSettingRow, writeSettingRow } from '../deployment/settings-rows.js';
 import { BadRequestError, ConflictError, PlatformError } from '../errors.js';
 import { sql } from '../db/sql.js';
+import { onProcessReset } from '../process-state.js';
 
 /**
  * Offline licenses (spec, Configuration: `/api/license/*`). A license is a compact JWS (JWT) signed
@@ -53,6 +54,9 @@ interface StoredLicense {
 }
 
 let cachedKey: { source: string; key: KeyObject; alg: LicenseAlgorithm } | undefined;
+onProcessReset('shared/license/license.ts#cachedKey', () => {
+  cachedKey = undefined;
+});
 
 /** The configured public key and its algorithm; a key that is not Ed25519 or P-256 answers 503 naming the variable. */
 function publicKey(config: AppConfig) {
