@@ -1,8 +1,9 @@
 /**
  * Three projects on two workers (the files of each: `tests/setup/projects.ts`): `isolated` (the fuzzer,
- * chaos, the gate, e2e: a process per file), `stack` (files that start a stack: one process per worker,
- * `isolate: false`, so the app's modules load once per worker; `tests/setup/fresh-process.ts` resets
- * process state before each file) and `unit` (the rest, a process per file). The sequencer
+ * chaos, the gate, e2e: a process per file), `stack` (files that start a stack or a worker with the real
+ * activities: one process per worker, `isolate: false`, so the app's modules load once per worker;
+ * `tests/setup/fresh-process.ts` resets process state before each file) and `unit` (the rest, a
+ * process per file). The sequencer
  * (`tests/setup/sequencer.ts`) starts the long poles first. The global setup runs once, in the root.
  */
 import { fileURLToPath } from 'node:url';

@@ -2,8 +2,9 @@
  * Which vitest project each test file belongs to (read by `vitest.config.ts`), from what the files import:
  * - `isolated`: the fuzzer, the exit-status gate, `npm start` end to end and the chaos suite (folders
  *   below), each in a process of its own as before: they nest vitest, spawn the app or kill processes.
- * - `stack`: files that start a stack (import `tests/helpers/stack.ts`, directly or through a local
- *   helper such as `tests/<folder>/support.ts`). They share one process per worker, so the app's module
+ * - `stack`: files that start a stack or a Temporal worker with the app's activities (import
+ *   `tests/helpers/stack.ts` or `tests/helpers/temporal.ts`, directly or through a local helper such
+ *   as `tests/<folder>/support.ts`). They share one process per worker, so the app's module
  *   graph is loaded once per worker; each file still gets its own database and task queue, and
  *   `tests/setup/fresh-process.ts` gives it the process state a new process would have.
  * - `unit`: the rest, isolated as before.
@@ -13,7 +14,8 @@ import path from 'node:path';
 
 export const ISOLATED_FOLDERS = ['tests/fuzz/', 'tests/chaos/', 'tests/gate/', 'tests/e2e/'];
 
-const STACK_HELPER = 'tests/helpers/stack.ts';
+/** What loads the app's module graph: a stack, or a Temporal worker with the real activities. */
+const APP_HELPERS = ['tests/helpers/stack.ts', 'tests/helpers/temporal.ts'];
 /** Files that SIGKILL worker processes they start: long, so they start first in their project. */
 const KILL_HELPER = 'tests/helpers/worker-process.ts';
 
@@ -64,7 +66,7 @@ export function testProjects(root: string): TestProjects {
     .filter((f) => f.endsWith('.test.ts'))
     .sort();
   const isolated = files.filter((f) => ISOLATED_FOLDERS.some((folder) => f.startsWith(folder)));
-  const stack = files.filter((f) => !isolated.includes(f) && reaches(root, f, STACK_HELPER));
+  const stack = files.filter((f) => !isolated.includes(f) && APP_HELPERS.some((helper) => reaches(root, f, helper)));
   const kills = stack.filter((f) => reaches(root, f, KILL_HELPER));
   return { isolated, stack, kills };
 }

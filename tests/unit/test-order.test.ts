@@ -12,8 +12,9 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const files = testProjects(root);
 
 describe('test projects', () => {
-  it('puts the files that start a stack (directly or through a support module) in the stack project', () => {
+  it('puts the files that start a stack or a worker with the activities (directly or through a support module) in the stack project', () => {
     expect(files.stack).toContain('tests/api/stack-reuse.test.ts');
+    expect(files.stack).toContain('tests/workflow/echo.test.ts');
     expect(files.stack).toContain('tests/agents/agents-api.test.ts');
     expect(files.stack.filter((f) => f.startsWith('tests/crm/')).length).toBeGreaterThan(3);
     expect(files.stack.filter((f) => f.startsWith('tests/unit/'))).toEqual([]);
@@ -37,7 +38,7 @@ describe('test projects', () => {
 describe('test order on a clean clone', () => {
   // Without a cache vitest orders by project name, then by size: here, alphabetically within each project.
   const project = (f: string) => (files.isolated.includes(f) ? 'isolated' : files.stack.includes(f) ? 'stack' : 'unit');
-  const all = [...files.isolated, ...files.stack, 'tests/unit/config.test.ts', 'tests/workflow/echo.test.ts'];
+  const all = [...files.isolated, ...files.stack, 'tests/unit/config.test.ts', 'tests/unit/errors.test.ts'];
   const specs = [...all].sort().map((f) => ({ moduleId: `${root}${f}`, project: { name: project(f) } }));
   const order = longPolesFirst(specs, root, files).map((s) => s.moduleId.slice(root.length));
 
