@@ -13,6 +13,7 @@ import {
   type Logger as PinoLogger,
   type LoggerOptions as PinoOptions,
 } from 'pino';
+import { onProcessReset } from './process-state.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -127,6 +128,9 @@ function wrap(p: PinoLogger): Logger {
 }
 
 const taps = new Set<(line: string) => void>();
+onProcessReset('shared/log.ts#taps', () => {
+  taps.clear();
+});
 
 /**
  * Every log line this process writes (already redacted), as JSON text, to `listener` until the

@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { canUseAgent } from './access.js';
 import { sql } from '../db/sql.js';
 import { AgentCodes } from './error-codes.js';
+import { onProcessReset } from '../process-state.js';
 
 /** The agents every tenant has. Their access and instructions may be changed; they cannot be deleted. */
 /** Built-in agents' tool groups: no CRM writes by default (an administrator adds crm_connector_tools). */
@@ -30,6 +31,9 @@ export const BUILT_IN_AGENTS = [
 
 const builtInId = (tenant: string, key: string) => (tenant === 'default' ? key : `${key}@${tenant}`);
 const seeded = new Set<string>();
+onProcessReset('shared/agents/registry.ts#seeded', () => {
+  seeded.clear();
+});
 
 /** Seeds the built-in agents of a tenant once (idempotent across processes). */
 export async function ensureBuiltInAgents(em: EntityManager, tenant: string, now = new Date()): Promise<void> {

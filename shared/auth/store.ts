@@ -10,10 +10,14 @@ import {
 } from '../db/entities/index.js';
 import { hashToken, mintToken, PAT_PREFIX, SANDBOX_PREFIX } from './tokens.js';
 import { sql } from '../db/sql.js';
+import { onProcessReset } from '../process-state.js';
 
 /** How often a user's sign-in time and a PAT's last use are written at most, per process. */
 const TOUCH_INTERVAL_MS = 60_000;
 const recentlyTouched = new Map<string, number>();
+onProcessReset('shared/auth/store.ts#recentlyTouched', () => {
+  recentlyTouched.clear();
+});
 
 function dueForTouch(key: string, now: number): boolean {
   const last = recentlyTouched.get(key);

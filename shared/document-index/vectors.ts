@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { sql } from '../db/sql.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
+import { onProcessReset } from '../process-state.js';
 
 /**
  * Vector ranking behind one interface, two implementations:
@@ -306,6 +307,9 @@ export async function detectVectorBackend(em: EntityManager, budgetBytes: number
 }
 
 let shared: Promise<VectorBackend> | undefined;
+onProcessReset('shared/document-index/vectors.ts#shared', () => {
+  shared = undefined;
+});
 
 /** The process's vector backend, detected once. */
 export function vectorBackend(em: EntityManager, config: AppConfig): Promise<VectorBackend> {

@@ -7,6 +7,7 @@ import { DownloadGrantEntity, DownloadEntity, type Download } from '../db/entiti
 import { NotFoundError, PayloadTooLargeError, PlatformError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { sql } from '../db/sql.js';
+import { onProcessReset } from '../process-state.js';
 
 /**
  * Short-lived, single-use signed download URLs for files agents produce (spec, Hosted gateway).
@@ -22,6 +23,9 @@ export const MAX_DOWNLOAD_TTL_SECONDS = 86_400;
 export const DOWNLOAD_RETENTION_DAYS = 7;
 
 let processKey: Uint8Array | undefined;
+onProcessReset('shared/downloads/signed-urls.ts#processKey', () => {
+  processKey = undefined;
+});
 
 /** PLATFORM_SIGNING_KEY, else one random key per process: links then only work on the process that signed them. */
 function signingKey(config: AppConfig, log?: Logger): Uint8Array {

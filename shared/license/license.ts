@@ -7,6 +7,7 @@ import { deleteSettingRow, readSettingRow, writeSettingRow } from '../deployment
 import { BadRequestError, ConflictError, PlatformError } from '../errors.js';
 import { sql } from '../db/sql.js';
 import { SettingsCodes } from '../settings/error-codes.js';
+import { onProcessReset } from '../process-state.js';
 
 /**
  * Offline licenses (spec, Configuration: `/api/license/*`). A license is a compact JWS (JWT) signed
@@ -54,6 +55,9 @@ interface StoredLicense {
 }
 
 let cachedKey: { source: string; key: KeyObject; alg: LicenseAlgorithm } | undefined;
+onProcessReset('shared/license/license.ts#cachedKey', () => {
+  cachedKey = undefined;
+});
 
 /** The configured public key and its algorithm; a key that is not Ed25519 or P-256 answers 503 naming the variable. */
 function publicKey(config: AppConfig) {

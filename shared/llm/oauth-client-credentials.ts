@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EgressPolicy } from '../http/egress.js';
 import { answerJson, llmFailure, providerCall } from './client.js';
+import { onProcessReset } from '../process-state.js';
 
 /** RFC 6749 §2.3.1: how the client authenticates at the token endpoint. */
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post';
@@ -28,8 +29,14 @@ const RENEW_BEFORE_S = 60;
 
 /** Access tokens per endpoint, client, method, scope and secret (hashed), kept until shortly before they expire. */
 const tokens = new Map<string, { token: string; renewAt: number }>();
+onProcessReset('shared/llm/oauth-client-credentials.ts#tokens', () => {
+  tokens.clear();
+});
 /** Token requests under way, so concurrent calls share one grant. */
 const pending = new Map<string, Promise<string>>();
+onProcessReset('shared/llm/oauth-client-credentials.ts#pending', () => {
+  pending.clear();
+});
 
 const cacheKey = (g: ClientCredentialsGrant) =>
   [g.tokenUrl, g.clientId, g.authMethod, g.scope ?? '', createHash('sha256').update(g.clientSecret).digest('hex')].join(

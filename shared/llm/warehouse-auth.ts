@@ -3,6 +3,7 @@
  * bearer token, or a key-pair JWT (RS256) whose issuer names the public key's fingerprint.
  */
 import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { onProcessReset } from '../process-state.js';
 
 export const TOKEN_TYPE_HEADER = 'X-Snowflake-Authorization-Token-Type';
 
@@ -50,6 +51,9 @@ export function publicKeyFingerprint(key: KeyObject): string {
 const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url');
 
 const jwtCache = new Map<string, { token: string; exp: number }>();
+onProcessReset('shared/llm/warehouse-auth.ts#jwtCache', () => {
+  jwtCache.clear();
+});
 
 /**
  * A key-pair JWT: `iss` `<ACCOUNT>.<USER>.SHA256:<fingerprint>`, `sub` `<ACCOUNT>.<USER>`, `iat`,

