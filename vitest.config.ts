@@ -21,6 +21,8 @@ const common = {
   testTimeout: 60_000,
   hookTimeout: 180_000,
   teardownTimeout: 60_000,
+  // expect.poll waits on an event; its 1 s default is a timed assertion on a shared, loaded machine.
+  expect: { poll: { timeout: 15_000 } },
 } as const;
 
 export default defineConfig({
