@@ -1,3 +1,4 @@
+import { capturedOutputColumns, processGroupColumns, runTimeColumns } from './run-columns.js';
 import { column, table, type Row } from './table.js';
 import type { CodeAgentRunStatus, CodeAgentStep } from '../../code-agent/runs.js';
 
@@ -23,16 +24,9 @@ export const CodeAgentRunEntity = table('CodeAgentRunRow', 'code_agent_runs', {
   exitCode: column.integer().nullable(),
   error: column.text().nullable(),
   steps: column.json<CodeAgentStep[]>(),
-  output: column.text(),
-  outputBytes: column.bigNumber(),
-  outputTruncated: column.boolean(),
-  workerHost: column.string().nullable(),
-  processId: column.integer().nullable(),
-  requestedBy: column.string(),
-  createdAt: column.date(),
-  startedAt: column.date().nullable(),
-  finishedAt: column.date().nullable(),
-  updatedAt: column.date(),
+  ...capturedOutputColumns(),
+  ...processGroupColumns(),
+  ...runTimeColumns(),
   /** agent_cli: the per-run worktree (`<worktree_root>/<run_id>`), removed when the run ends. */
   worktreePath: column.text().nullable(),
   /** agent_cli: the `api_key` connection whose token clones, pushes and opens the pull request. */

@@ -1,3 +1,4 @@
+import { capturedOutputColumns, processGroupColumns, runTimeColumns } from './run-columns.js';
 import { column, table, type Row } from './table.js';
 import type { EtlRunStatus } from '../../etl/runs.js';
 
@@ -15,17 +16,9 @@ export const EtlRunEntity = table('EtlRunRow', 'etl_runs', {
   timeoutSeconds: column.integer(),
   exitCode: column.integer().nullable(),
   error: column.text().nullable(),
-  output: column.text(),
-  outputBytes: column.bigNumber(),
-  outputTruncated: column.boolean(),
+  ...capturedOutputColumns(),
   remoteRunId: column.string().nullable(),
-  /** Where the job's process group runs, so the worker that marks a run interrupted can end it. */
-  workerHost: column.string().nullable(),
-  processId: column.integer().nullable(),
-  requestedBy: column.string(),
-  createdAt: column.date(),
-  startedAt: column.date().nullable(),
-  finishedAt: column.date().nullable(),
-  updatedAt: column.date(),
+  ...processGroupColumns(),
+  ...runTimeColumns(),
 });
 export type EtlRunRow = Row<typeof EtlRunEntity>;
