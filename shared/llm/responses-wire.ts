@@ -1,5 +1,6 @@
 import {
   answerJson,
+  contentRefused,
   llmFailure,
   type ChatMessage,
   type ChatResult,
@@ -88,13 +89,7 @@ export function responsesResultOf(answer: ProviderAnswer, model: string): ChatRe
   }
   const reason = body.incomplete_details?.reason;
   if ((refusal || reason === 'content_filter') && !texts.length && !toolCalls.length)
-    throw llmFailure(
-      'content_refused',
-      'The language-model provider refused the request under its content policy.',
-      'Rephrase the request.',
-      false,
-      answer.text.slice(0, 500),
-    );
+    throw contentRefused(answer.text.slice(0, 500));
   if (!texts.length && !toolCalls.length)
     throw llmFailure(
       'bad_response',
