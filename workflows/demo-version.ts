@@ -16,14 +16,10 @@ const steps = proxyActivities<DemoActivities>(ActivityProfiles.checkedStep);
 
 /** Validation of a demo version: `draft` → `validating` → `ready`, or `failed` with its `error_code`. */
 export async function demoVersionWorkflow(input: DemoVersionInput): Promise<DemoVersionStatus> {
-  return trackOutcome(
-    'demoVersionWorkflow',
-    async () => {
-      await db.demoVersionMarkValidating(input);
-      return db.demoVersionValidate(input);
-    },
-    (status) => status,
-  );
+  return trackOutcome('demoVersionWorkflow', async () => {
+    await db.demoVersionMarkValidating(input);
+    return db.demoVersionValidate(input);
+  });
 }
 
 /**
@@ -33,11 +29,7 @@ export async function demoVersionWorkflow(input: DemoVersionInput): Promise<Demo
  * end, `failed` when a step's check failed (after its retries) or the version was no longer ready.
  */
 export async function demoRunWorkflow(input: DemoRunInput): Promise<DemoRunStatus> {
-  return trackOutcome(
-    'demoRunWorkflow',
-    () => runDemo(input),
-    (status) => status,
-  );
+  return trackOutcome('demoRunWorkflow', () => runDemo(input));
 }
 
 async function runDemo(input: DemoRunInput): Promise<DemoRunStatus> {

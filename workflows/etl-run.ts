@@ -18,11 +18,7 @@ const SLACK_SECONDS = 120;
  */
 export async function etlRunWorkflow(input: EtlRunInput): Promise<EtlRunStatus> {
   // A failed job is the run's outcome, not a workflow failure: the status is where operators find it.
-  return trackOutcome(
-    'etlRunWorkflow',
-    () => runOnce(input),
-    (status) => status,
-  );
+  return trackOutcome('etlRunWorkflow', () => runOnce(input));
 }
 
 async function runOnce(input: EtlRunInput): Promise<EtlRunStatus> {

@@ -34,12 +34,22 @@ export function childSearchAttributes<N extends LifecycleName>(
  */
 /**
  * A lifecycle whose result names its end status: {@link trackFailure} around the body, then the status
- * `statusOf` reads from the result (an outcome such as a failed job included: the workflow completes).
+ * `statusOf` reads from the result, or the result itself when it is the status (an outcome such as a
+ * failed job included: the workflow completes).
  */
+export function trackOutcome<N extends LifecycleName, S extends LifecycleStatus<N>>(
+  name: N,
+  body: () => Promise<S>,
+): Promise<S>;
 export function trackOutcome<N extends LifecycleName, T>(
   name: N,
   body: () => Promise<T>,
   statusOf: (result: T) => LifecycleStatus<N>,
+): Promise<T>;
+export function trackOutcome<N extends LifecycleName, T>(
+  name: N,
+  body: () => Promise<T>,
+  statusOf: (result: T) => LifecycleStatus<N> = (result) => result as LifecycleStatus<N>,
 ): Promise<T> {
   return trackFailure(name, async () => {
     const result = await body();
