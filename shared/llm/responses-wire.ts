@@ -1,12 +1,5 @@
-import {
-  answerJson,
-  contentRefused,
-  llmFailure,
-  type ChatMessage,
-  type ChatResult,
-  type ProviderAnswer,
-  type ToolSpec,
-} from './client.js';
+import { answerJson, contentRefused, llmFailure } from './client.js';
+import type { ChatMessage, ChatResult, ProviderAnswer, ToolSpec } from './client.js';
 
 /**
  * The OpenAI Responses format (`POST /responses`), which the proxy kind speaks with
