@@ -540,15 +540,19 @@ function operatorEndpoint(name: string, raw: string | undefined): string | undef
   return operatorUrl(name, raw)?.replace(/\/+$/, '');
 }
 
+/** Parses an operator-set URL; `problem` says what a value that is no URL at all fails to be. */
+function parsedUrl(name: string, raw: string, problem: string): URL {
+  try {
+    return new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} ${problem} (got "${raw}")`);
+  }
+}
+
 /** An operator endpoint kept exactly as written (a JWKS URL's path is the provider's). */
 function operatorUrl(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be an http(s) URL (got "${raw}")`);
-  }
+  const url = parsedUrl(name, raw, 'must be an http(s) URL');
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigError(`${name} must be an http(s) URL (got "${raw}")`);
   const refusal = operatorEndpointRefusal(raw);
@@ -614,12 +618,7 @@ function unavailablePolicy(value: string | undefined): AppConfig['gateway']['def
  */
 function publicOriginOf(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} is not a URL (got "${raw}")`);
-  }
+  const url = parsedUrl(name, raw, 'is not a URL');
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
     throw new ConfigError(`${name} must be an https:// URL (plain http only for loopback), got "${raw}"`);

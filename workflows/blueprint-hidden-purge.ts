@@ -2,7 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { BlueprintPurgeActivities } from '../activities/blueprint-purge.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { BlueprintHiddenPurgeResult } from './blueprint-hidden-purge-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { trackOutcome } from './visibility.js';
 
 const db = proxyActivities<BlueprintPurgeActivities>(ActivityProfiles.database);
 
@@ -12,9 +12,9 @@ const db = proxyActivities<BlueprintPurgeActivities>(ActivityProfiles.database);
  * activity is idempotent (each purge re-checks under the blueprint's lock).
  */
 export async function blueprintHiddenPurgeWorkflow(): Promise<BlueprintHiddenPurgeResult> {
-  return trackFailure('blueprintHiddenPurgeWorkflow', async () => {
-    const result = await db.purgeHiddenBlueprints();
-    setLifecycleStatus('blueprintHiddenPurgeWorkflow', 'completed');
-    return result;
-  });
+  return trackOutcome(
+    'blueprintHiddenPurgeWorkflow',
+    () => db.purgeHiddenBlueprints(),
+    () => 'completed',
+  );
 }

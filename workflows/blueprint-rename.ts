@@ -14,7 +14,7 @@ import {
   type BlueprintRenameInput,
   type BlueprintRenameResult,
 } from './blueprint-rename-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { trackOutcome } from './visibility.js';
 
 const db = proxyActivities<BlueprintRenameActivities>(ActivityProfiles.database);
 export const blueprintRenameSyncedSignal = defineSignal(BLUEPRINT_RENAME_SYNCED_SIGNAL);
@@ -27,11 +27,11 @@ export const blueprintRenameSyncedSignal = defineSignal(BLUEPRINT_RENAME_SYNCED_
  * After the deadline (30 days) the pending rename is dropped (`expired`).
  */
 export async function blueprintRenameWorkflow(input: BlueprintRenameInput): Promise<BlueprintRenameResult> {
-  return trackFailure('blueprintRenameWorkflow', async () => {
-    const result = await awaitRename(input);
-    setLifecycleStatus('blueprintRenameWorkflow', result.status);
-    return result;
-  });
+  return trackOutcome(
+    'blueprintRenameWorkflow',
+    () => awaitRename(input),
+    ({ status }) => status,
+  );
 }
 
 async function awaitRename(input: BlueprintRenameInput): Promise<BlueprintRenameResult> {

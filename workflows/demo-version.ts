@@ -8,7 +8,7 @@ import type {
   DemoVersionInput,
   DemoVersionStatus,
 } from './demo-version-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { trackOutcome } from './visibility.js';
 
 const db = proxyActivities<DemoActivities>(ActivityProfiles.database);
 /** A step may fail for real (its check throws): a few attempts, then the run ends `failed`. */
@@ -16,11 +16,9 @@ const steps = proxyActivities<DemoActivities>(ActivityProfiles.checkedStep);
 
 /** Validation of a demo version: `draft` → `validating` → `ready`, or `failed` with its `error_code`. */
 export async function demoVersionWorkflow(input: DemoVersionInput): Promise<DemoVersionStatus> {
-  return trackFailure('demoVersionWorkflow', async () => {
+  return trackOutcome('demoVersionWorkflow', async () => {
     await db.demoVersionMarkValidating(input);
-    const status = await db.demoVersionValidate(input);
-    setLifecycleStatus('demoVersionWorkflow', status);
-    return status;
+    return db.demoVersionValidate(input);
   });
 }
 
@@ -31,11 +29,7 @@ export async function demoVersionWorkflow(input: DemoVersionInput): Promise<Demo
  * end, `failed` when a step's check failed (after its retries) or the version was no longer ready.
  */
 export async function demoRunWorkflow(input: DemoRunInput): Promise<DemoRunStatus> {
-  return trackFailure('demoRunWorkflow', async () => {
-    const status = await runDemo(input);
-    setLifecycleStatus('demoRunWorkflow', status);
-    return status;
-  });
+  return trackOutcome('demoRunWorkflow', () => runDemo(input));
 }
 
 async function runDemo(input: DemoRunInput): Promise<DemoRunStatus> {

@@ -2,7 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { DesktopActivities } from '../activities/desktop.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { AutoDiagnosticsOutcome } from './desktop-diagnostics-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { trackOutcome } from './visibility.js';
 
 // One attempt: an upload is not repeated blindly (the activity records the attempt before sending).
 const desktop = proxyActivities<DesktopActivities>(ActivityProfiles.irreversible);
@@ -12,9 +12,9 @@ const desktop = proxyActivities<DesktopActivities>(ActivityProfiles.irreversible
  * (ensured at worker start when desktop mode is on). The activity decides whether anything is sent.
  */
 export async function desktopDiagnosticsWorkflow(): Promise<AutoDiagnosticsOutcome> {
-  return trackFailure('desktopDiagnosticsWorkflow', async () => {
-    const outcome = await desktop.desktopDiagnosticsAutoAttempt();
-    setLifecycleStatus('desktopDiagnosticsWorkflow', outcome.outcome);
-    return outcome;
-  });
+  return trackOutcome(
+    'desktopDiagnosticsWorkflow',
+    () => desktop.desktopDiagnosticsAutoAttempt(),
+    ({ outcome }) => outcome,
+  );
 }

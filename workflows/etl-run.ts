@@ -3,7 +3,7 @@ import type { EtlActivities } from '../activities/etl.js';
 import type { EtlRunStatus } from '../shared/etl/runs.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { ETL_RUN_ALREADY_STARTED, type EtlRunInput } from './etl-run-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { trackOutcome } from './visibility.js';
 
 const db = proxyActivities<EtlActivities>(ActivityProfiles.database);
 
@@ -17,12 +17,8 @@ const SLACK_SECONDS = 120;
  * silently running it again. The activity also refuses a run it finds already started.
  */
 export async function etlRunWorkflow(input: EtlRunInput): Promise<EtlRunStatus> {
-  return trackFailure('etlRunWorkflow', async () => {
-    const status = await runOnce(input);
-    // A failed job is the run's outcome, not a workflow failure: the status is where operators find it.
-    setLifecycleStatus('etlRunWorkflow', status);
-    return status;
-  });
+  // A failed job is the run's outcome, not a workflow failure: the status is where operators find it.
+  return trackOutcome('etlRunWorkflow', () => runOnce(input));
 }
 
 async function runOnce(input: EtlRunInput): Promise<EtlRunStatus> {

@@ -11,7 +11,7 @@ import type { ManagedSourceActivities } from '../activities/managed-sources.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { IngestInput, IngestResult } from './ingest-definitions.js';
 import type { DocumentFeedSummary, SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
-import { childSearchAttributes, setLifecycleStatus, trackFailure } from './visibility.js';
+import { childSearchAttributes, trackOutcome } from './visibility.js';
 import { ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
@@ -25,12 +25,12 @@ const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetw
  * failure ends the job `error` with a classified code (never a stuck `running` job).
  */
 export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<SourceSyncResult> {
-  return trackFailure('sourceSyncWorkflow', async () => {
-    const result = await syncOnce(input);
-    // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
-    setLifecycleStatus('sourceSyncWorkflow', result.outcome);
-    return result;
-  });
+  // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
+  return trackOutcome(
+    'sourceSyncWorkflow',
+    () => syncOnce(input),
+    ({ outcome }) => outcome,
+  );
 }
 
 async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {

@@ -32,6 +32,32 @@ export function childSearchAttributes<N extends LifecycleName>(
  * the lifecycle has that status; Temporal's own status says `Canceled` anyway) before the workflow
  * fails. Continue-as-new passes through untouched.
  */
+/**
+ * A lifecycle whose result names its end status: {@link trackFailure} around the body, then the status
+ * `statusOf` reads from the result, or the result itself when it is the status (an outcome such as a
+ * failed job included: the workflow completes).
+ */
+export function trackOutcome<N extends LifecycleName, S extends LifecycleStatus<N>>(
+  name: N,
+  body: () => Promise<S>,
+): Promise<S>;
+export function trackOutcome<N extends LifecycleName, T>(
+  name: N,
+  body: () => Promise<T>,
+  statusOf: (result: T) => LifecycleStatus<N>,
+): Promise<T>;
+export function trackOutcome<N extends LifecycleName, T>(
+  name: N,
+  body: () => Promise<T>,
+  statusOf: (result: T) => LifecycleStatus<N> = (result) => result as LifecycleStatus<N>,
+): Promise<T> {
+  return trackFailure(name, async () => {
+    const result = await body();
+    setLifecycleStatus(name, statusOf(result));
+    return result;
+  });
+}
+
 export async function trackFailure<N extends LifecycleName, T>(name: N, body: () => Promise<T>): Promise<T> {
   try {
     return await body();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, EntitySchema, FilterQuery } from '@mikro-orm/postgresql';
 import {
   PersonalAccessTokenEntity,
   SandboxTokenEntity,
@@ -59,16 +59,27 @@ export interface PatLookup {
   owner: User;
 }
 
-/** Finds a PAT by its token; answers why it cannot be used instead of returning it. */
-export async function findPat(
+/** Why a stored token cannot be used, in the order they are checked. */
+type TokenRefusal = 'unknown' | 'revoked' | 'expired';
+
+/** A token's record (PAT or sandbox token), or why it cannot be used. */
+async function findUsableToken<T extends PersonalAccessToken | SandboxToken>(
   em: EntityManager,
+  entity: EntitySchema<T>,
   token: string,
-  now = new Date(),
-): Promise<PatLookup | 'unknown' | 'revoked' | 'expired'> {
-  const pat = await em.findOne(PersonalAccessTokenEntity, { tokenHash: hashToken(token) });
-  if (!pat) return 'unknown';
-  if (pat.revokedAt) return 'revoked';
-  if (pat.expiresAt && pat.expiresAt <= now) return 'expired';
+  now: Date,
+): Promise<T | TokenRefusal> {
+  const record = await em.findOne(entity, { tokenHash: hashToken(token) } as FilterQuery<T>);
+  if (!record) return 'unknown';
+  if (record.revokedAt) return 'revoked';
+  if (record.expiresAt && record.expiresAt <= now) return 'expired';
+  return record as T;
+}
+
+/** Finds a PAT by its token; answers why it cannot be used instead of returning it. */
+export async function findPat(em: EntityManager, token: string, now = new Date()): Promise<PatLookup | TokenRefusal> {
+  const pat = await findUsableToken(em, PersonalAccessTokenEntity, token, now);
+  if (typeof pat === 'string') return pat;
   const owner = await em.findOne(UserEntity, { id: pat.ownerId });
   if (!owner) return 'unknown';
   if (dueForTouch(`pat:${pat.id}`, now.getTime())) {
@@ -163,10 +174,6 @@ export async function findSandboxToken(
   em: EntityManager,
   token: string,
   now = new Date(),
-): Promise<SandboxToken | 'unknown' | 'revoked' | 'expired'> {
-  const record = await em.findOne(SandboxTokenEntity, { tokenHash: hashToken(token) });
-  if (!record) return 'unknown';
-  if (record.revokedAt) return 'revoked';
-  if (record.expiresAt <= now) return 'expired';
-  return record;
+): Promise<SandboxToken | TokenRefusal> {
+  return findUsableToken(em, SandboxTokenEntity, token, now);
 }

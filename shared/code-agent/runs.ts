@@ -13,14 +13,11 @@ export const CODE_AGENT_RUN_STATUSES = [
   'interrupted',
 ] as const;
 export type CodeAgentRunStatus = (typeof CODE_AGENT_RUN_STATUSES)[number];
-export const CODE_AGENT_TERMINAL: readonly CodeAgentRunStatus[] = [
-  'finished',
-  'failed',
-  'expired',
-  'cancelled',
-  'timed_out',
-  'interrupted',
-];
+/** A run still in progress; every other status is terminal (same order as the list above). */
+const CODE_AGENT_ACTIVE: readonly CodeAgentRunStatus[] = ['queued', 'creating', 'running'];
+export const CODE_AGENT_TERMINAL: readonly CodeAgentRunStatus[] = CODE_AGENT_RUN_STATUSES.filter(
+  (status) => !CODE_AGENT_ACTIVE.includes(status),
+);
 
 /** One step of a run, in order: what happened and when (ISO time). */
 export interface CodeAgentStep {

@@ -265,6 +265,14 @@ const zeroed = <K extends string>(keys: readonly K[], rows: Row[], key = 'k') =>
 };
 const SYNC_STATES = ['never_synced', 'running', 'complete', 'error'] as const;
 
+/** The tenant's rows of a table counted per value of one column: rows `{k: value, n: count}`. */
+const countsBy = (
+  em: EntityManager,
+  table: 'projects' | 'action_review_proposals',
+  column: 'status' | 'waiting_state',
+  tenant: string,
+) => exec(em, `select ${column} as k, count(*)::int as n from ${table} where tenant = ? group by ${column}`, [tenant]);
+
 /** The AUM vignette: what the platform manages for the tenant, counted from its records. */
 export async function agentsUnderManagement(em: EntityManager, tenant: string) {
   const [agents] = await exec(
@@ -291,21 +299,9 @@ export async function agentsUnderManagement(em: EntityManager, tenant: string) {
      where t.tenant = ? and m.created_at > now() - interval '1 day'`,
     [tenant],
   );
-  const missionStatus = await exec(
-    em,
-    `select status as k, count(*)::int as n from projects where tenant = ? group by status`,
-    [tenant],
-  );
-  const missionWaiting = await exec(
-    em,
-    `select waiting_state as k, count(*)::int as n from projects where tenant = ? group by waiting_state`,
-    [tenant],
-  );
-  const proposals = await exec(
-    em,
-    `select status as k, count(*)::int as n from action_review_proposals where tenant = ? group by status`,
-    [tenant],
-  );
+  const missionStatus = await countsBy(em, 'projects', 'status', tenant);
+  const missionWaiting = await countsBy(em, 'projects', 'waiting_state', tenant);
+  const proposals = await countsBy(em, 'action_review_proposals', 'status', tenant);
   const sources = await exec(
     em,
     `select coalesce(j.status, 'never_synced') as k, count(*)::int as n

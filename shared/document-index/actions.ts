@@ -213,6 +213,11 @@ export async function listDocumentsAction(
   };
 }
 
+/** The paging fields every read mode answers: asked for, returned, whether more follow, and the total. */
+function page(start: number, count: number, returned: number, total: number) {
+  return { count, actual_count: returned, has_more: start + returned < total, total };
+}
+
 export async function getDocumentAction(
   c: Ctx,
   a: {
@@ -239,26 +244,12 @@ export async function getDocumentAction(
     const count = a.count ?? 100;
     const lines = content.split('\n');
     const slice = lines.slice(a.start, a.start + count);
-    return {
-      ...base,
-      count,
-      actual_count: slice.length,
-      has_more: a.start + slice.length < lines.length,
-      total: lines.length,
-      content: slice.join('\n'),
-    };
+    return { ...base, ...page(a.start, count, slice.length, lines.length), content: slice.join('\n') };
   }
   if (a.pagination_mode === 'chars') {
     const count = a.count ?? 10000;
     const slice = content.slice(a.start, a.start + count);
-    return {
-      ...base,
-      count,
-      actual_count: slice.length,
-      has_more: a.start + slice.length < content.length,
-      total: content.length,
-      content: slice,
-    };
+    return { ...base, ...page(a.start, count, slice.length, content.length), content: slice };
   }
   const count = a.count ?? 20;
   const chunks = await sql(
@@ -269,10 +260,7 @@ export async function getDocumentAction(
   const total = Number(doc.chunk_count);
   return {
     ...base,
-    count,
-    actual_count: chunks.length,
-    has_more: a.start + chunks.length < total,
-    total,
+    ...page(a.start, count, chunks.length, total),
     chunks: chunks.map((r) => ({ chunk_index: Number(r.seq), text: r.text })),
   };
 }

@@ -76,6 +76,16 @@ export const llmFailure = (
     detail,
   );
 
+/** The provider refused under its content policy (any wire format); `detail` (raw provider text) goes to logs only. */
+export const contentRefused = (detail: string) =>
+  llmFailure(
+    'content_refused',
+    'The language-model provider refused the request under its content policy.',
+    'Rephrase the request.',
+    false,
+    detail,
+  );
+
 /** What one provider exchange answered: status, raw text (logs only) and headers. */
 export interface ProviderAnswer {
   status: number;
@@ -204,14 +214,7 @@ export function failOnStatus(answer: ProviderAnswer): void {
       false,
       text,
     );
-  if (CONTENT_REFUSED.test(text))
-    throw llmFailure(
-      'content_refused',
-      'The language-model provider refused the request under its content policy.',
-      'Rephrase the request.',
-      false,
-      text,
-    );
+  if (CONTENT_REFUSED.test(text)) throw contentRefused(text);
   if (status === 404 || MODEL_NOT_FOUND.test(text))
     throw llmFailure(
       'model_not_found',
@@ -263,14 +266,7 @@ export function chatResultOf(answer: ProviderAnswer, model: string): ChatResult 
   const choice = body.choices?.[0];
   const message = choice?.message;
   if (!message) {
-    if (choice?.finish_reason === 'content_filter')
-      throw llmFailure(
-        'content_refused',
-        'The language-model provider refused the request under its content policy.',
-        'Rephrase the request.',
-        false,
-        answer.text.slice(0, 500),
-      );
+    if (choice?.finish_reason === 'content_filter') throw contentRefused(answer.text.slice(0, 500));
     throw llmFailure(
       'bad_response',
       'The language-model provider answered without a message.',

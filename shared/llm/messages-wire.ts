@@ -1,5 +1,6 @@
 import {
   answerJson,
+  contentRefused,
   llmFailure,
   type ChatMessage,
   type ChatResult,
@@ -63,14 +64,7 @@ export const toAnthropicTools = (tools: ToolSpec[]) =>
     input_schema: t.function.parameters,
   }));
 
-const refused = (answer: ProviderAnswer) =>
-  llmFailure(
-    'content_refused',
-    'The language-model provider refused the request under its content policy.',
-    'Rephrase the request.',
-    false,
-    answer.text.slice(0, 500),
-  );
+const refused = (answer: ProviderAnswer) => contentRefused(answer.text.slice(0, 500));
 
 /** Reads an Anthropic messages answer. */
 export function anthropicResultOf(answer: ProviderAnswer, model: string): ChatResult {

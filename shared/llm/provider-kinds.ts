@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { notConfigured, type ChatFn } from './client.js';
 import { accountOf, privateKeyProblem } from './warehouse-auth.js';
 
 /**
@@ -73,6 +74,8 @@ const ModelName = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$/)
   .describe('Model or deployment name');
 const Secret = z.string().min(1).max(8000).regex(/^\S+$/).describe(`Secret; \`${MASK}\` keeps the stored value`);
+/** An OAuth client id: one token without white space. */
+const OAuthClientId = z.string().min(1).max(500).regex(/^\S+$/);
 const Price = z.number().min(0).max(100000).describe('USD per million tokens, for the spend each call records');
 
 const common = {
@@ -121,13 +124,7 @@ export const PROVIDER_BODIES = {
         .describe(
           "Whether non-interactive calls (workflows, scheduled jobs) may fall back to a signed-in user's own OAuth token for the proxy. Stored and kept on PUT only: the platform has no per-user proxy sign-in yet, so every call uses the provider's own credential and this setting has no effect until per-user OAuth exists",
         ),
-      oauth_client_id: z
-        .string()
-        .min(1)
-        .max(500)
-        .regex(/^\S+$/)
-        .optional()
-        .describe('OAuth client id (required with `oauth_client_credentials`)'),
+      oauth_client_id: OAuthClientId.optional().describe('OAuth client id (required with `oauth_client_credentials`)'),
       oauth_client_secret: Secret.optional().describe('OAuth client secret (required with `oauth_client_credentials`)'),
     })
     .strict(),
@@ -188,13 +185,7 @@ export const PROVIDER_BODIES = {
         .regex(/^\S+$/)
         .optional()
         .describe('Name of the OAuth machine-to-machine credential (service principal) the provider uses'),
-      oauth_client_id: z
-        .string()
-        .min(1)
-        .max(500)
-        .regex(/^\S+$/)
-        .optional()
-        .describe('OAuth mode: service principal client id'),
+      oauth_client_id: OAuthClientId.optional().describe('OAuth mode: service principal client id'),
       oauth_client_secret: Secret.optional().describe('OAuth mode: service principal secret'),
       workspace_url: HttpUrl.optional().describe(
         'OAuth mode: workspace whose /oidc/v1/token issues tokens; default: the origin of llm_endpoint',
@@ -318,6 +309,18 @@ export function embeddingModelOf(kind: ProviderKind, f: ProviderFields): string 
   return kind === 'azure_openai'
     ? (str(f.embedding_deployment) ?? str(f.embedding_model_name))
     : str(f.embedding_model_name);
+}
+
+/** The models a configuration names: all that a provider without a model listing offers. */
+export function configuredModels(kind: ProviderKind, f: ProviderFields): Promise<string[]> {
+  return Promise.resolve([chatModelOf(kind, f), embeddingModelOf(kind, f)].filter((m): m is string => !!m));
+}
+
+/** The connection test of a provider without a cheaper probe: one `ping` turn with the configured chat model. */
+export async function pingChatModel(chat: ChatFn, kind: ProviderKind, f: ProviderFields, label: string): Promise<void> {
+  const model = chatModelOf(kind, f);
+  if (!model) throw notConfigured(`Name a model_name to test the ${label} provider.`);
+  await chat([{ role: 'user', content: 'ping' }], [], model);
 }
 
 /** `other` rows are keyed by their vendor; every other kind has one row (sub_provider ''). */

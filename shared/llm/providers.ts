@@ -16,7 +16,14 @@ import {
 import { responsesResultOf, toResponsesBody } from './responses-wire.js';
 import { warehouseAi } from './warehouse-ai.js';
 import type { EmbeddingResult, LlmProvider, ProviderTarget } from './provider-types.js';
-import { chatModelOf, DEFAULT_AZURE_API_VERSION, DEFAULT_BASE_URLS, embeddingModelOf } from './provider-kinds.js';
+import {
+  chatModelOf,
+  configuredModels,
+  DEFAULT_AZURE_API_VERSION,
+  DEFAULT_BASE_URLS,
+  embeddingModelOf,
+  pingChatModel,
+} from './provider-kinds.js';
 
 export type { EmbeddingResult, LlmProvider, ProviderTarget } from './provider-types.js';
 
@@ -307,12 +314,9 @@ function bedrock(t: ProviderTarget): LlmProvider {
       return { vectors, promptTokens, model: m };
     },
     // The runtime endpoint has no listing: the configured models are what this provider offers.
-    listModels: () =>
-      Promise.resolve([chatModelOf(t.kind, f), embeddingModelOf(t.kind, f)].filter((m): m is string => !!m)),
+    listModels: () => configuredModels(t.kind, f),
     async test(chat) {
-      const model = chatModelOf(t.kind, f);
-      if (!model) throw notConfigured('Name a model_name to test the Bedrock-type provider.');
-      await chat([{ role: 'user', content: 'ping' }], [], model);
+      await pingChatModel(chat, t.kind, f, 'Bedrock-type');
       return `Connection test passed (${f.bedrock_chat_route_mode} route answered).`;
     },
   };

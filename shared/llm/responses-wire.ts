@@ -1,11 +1,5 @@
-import {
-  answerJson,
-  llmFailure,
-  type ChatMessage,
-  type ChatResult,
-  type ProviderAnswer,
-  type ToolSpec,
-} from './client.js';
+import { answerJson, contentRefused, llmFailure } from './client.js';
+import type { ChatMessage, ChatResult, ProviderAnswer, ToolSpec } from './client.js';
 
 /**
  * The OpenAI Responses format (`POST /responses`), which the proxy kind speaks with
@@ -88,13 +82,7 @@ export function responsesResultOf(answer: ProviderAnswer, model: string): ChatRe
   }
   const reason = body.incomplete_details?.reason;
   if ((refusal || reason === 'content_filter') && !texts.length && !toolCalls.length)
-    throw llmFailure(
-      'content_refused',
-      'The language-model provider refused the request under its content policy.',
-      'Rephrase the request.',
-      false,
-      answer.text.slice(0, 500),
-    );
+    throw contentRefused(answer.text.slice(0, 500));
   if (!texts.length && !toolCalls.length)
     throw llmFailure(
       'bad_response',

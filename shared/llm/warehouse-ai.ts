@@ -4,7 +4,7 @@
  * and `POST /api/v2/cortex/inference:embed`, authenticated by `warehouse-auth.ts`.
  */
 import { answerJson, llmFailure, notConfigured, providerCall, type ChatMessage, type ChatResult } from './client.js';
-import { chatModelOf, embeddingModelOf } from './provider-kinds.js';
+import { chatModelOf, configuredModels, embeddingModelOf, pingChatModel } from './provider-kinds.js';
 import type { LlmProvider, ProviderTarget } from './provider-types.js';
 import { warehouseAuthHeaders } from './warehouse-auth.js';
 
@@ -172,12 +172,9 @@ export function warehouseAi(t: ProviderTarget): LlmProvider {
       return { vectors: vectors as number[][], promptTokens: body.usage?.total_tokens ?? 0, model: m };
     },
     // The configured models are what this provider offers (the service lists no more than the account allows).
-    listModels: () =>
-      Promise.resolve([chatModelOf(t.kind, f), embeddingModelOf(t.kind, f)].filter((m): m is string => !!m)),
+    listModels: () => configuredModels(t.kind, f),
     async test(chat) {
-      const model = chatModelOf(t.kind, f);
-      if (!model) throw notConfigured('Name a model_name to test the warehouse-AI provider.');
-      await chat([{ role: 'user', content: 'ping' }], [], model);
+      await pingChatModel(chat, t.kind, f, 'warehouse-AI');
       return `Connection test passed (${f.auth_method === 'keypair' ? 'key-pair JWT' : 'access token'} accepted).`;
     },
   };

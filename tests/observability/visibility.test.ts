@@ -72,7 +72,7 @@ describe('every lifecycle declares and sets tenant, resource id and status (stat
     const key = LIFECYCLE_VISIBILITY[name as LifecycleName].statusKey;
     const areaKey = key === 'ProposalStatus' ? 'proposalStatus' : key === 'MissionStatus' ? 'missionStatus' : null;
     if (areaKey) expect(source).toContain(`SearchAttributes.${areaKey}`);
-    else expect(source).toMatch(new RegExp(`(setLifecycleStatus|trackFailure)\\('${name}'`));
+    else expect(source).toMatch(new RegExp(`(setLifecycleStatus|trackFailure|trackOutcome)\\(\\s*'${name}'`));
   });
 
   /** `workflowRef('X')` calls that start a workflow, with their options object. */

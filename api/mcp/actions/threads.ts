@@ -32,33 +32,48 @@ export const MCP_ORIGIN = 'mcp_origin';
 const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'a platform_thread_id returned by thread_create');
 const Text = (max: number) => z.string().trim().min(1).max(max);
 
+/** What thread_create and start_thread take to choose the agent and frame the thread. */
+const openParams = {
+  caller_persona: Text(2_000).optional(),
+  caller_goal: Text(2_000).optional(),
+  agent_id: z.string().min(1).max(200).optional(),
+};
+
+function openOptions(params: { caller_persona?: string; caller_goal?: string; agent_id?: string }) {
+  return {
+    agentId: params.agent_id,
+    callerPersona: params.caller_persona,
+    callerGoal: params.caller_goal,
+    origin: MCP_ORIGIN,
+  };
+}
+
+/** What a turn answers: the agent's reply, its tool calls and links to the files it wrote. */
+async function turnAnswer(
+  ctx: McpActionContext<unknown>,
+  threadId: string,
+  turn: Pick<Awaited<ReturnType<typeof postMessage>>, 'reply' | 'toolCalls' | 'turnId'>,
+) {
+  return { reply: turn.reply, tool_calls: turn.toolCalls, files: await fileLinks(ctx, threadId, turn.turnId) };
+}
+
 export const threadCreateAction = defineMcpAction({
   name: 'thread_create',
   versions: ['v1', 'v2'],
   description:
     'Open a thread with an agent (yours by default) and get its answer to initial_prompt. Keep platform_thread_id to continue.',
-  params: z.object({
-    initial_prompt: Text(20_000),
-    caller_persona: Text(2_000).optional(),
-    caller_goal: Text(2_000).optional(),
-    agent_id: z.string().min(1).max(200).optional(),
-  }),
+  params: z.object({ initial_prompt: Text(20_000), ...openParams }),
   handler: async (ctx) => {
     const { deps, em, principal, params } = ctx;
     const { thread, agent, turn } = await startThread(deps, em, principal, {
-      agentId: params.agent_id,
-      callerPersona: params.caller_persona,
-      callerGoal: params.caller_goal,
+      ...openOptions(params),
       initialPrompt: params.initial_prompt,
-      origin: MCP_ORIGIN,
     });
     return {
       platform_thread_id: thread.id,
       origin: MCP_ORIGIN,
       agent: { agent_id: agent.id, name: agent.name },
-      reply: turn.reply,
-      tool_calls: turn.toolCalls,
-      files: await fileLinks(ctx, thread.id, turn.turnId),
+      ...(await turnAnswer(ctx, thread.id, turn)),
     };
   },
 });
@@ -68,18 +83,9 @@ export const startThreadAction = defineMcpAction({
   versions: ['v1', 'v2'],
   description:
     'Open an empty thread with an agent (yours by default) without sending a message yet; continue it with thread_continue.',
-  params: z.object({
-    caller_persona: Text(2_000).optional(),
-    caller_goal: Text(2_000).optional(),
-    agent_id: z.string().min(1).max(200).optional(),
-  }),
+  params: z.object(openParams),
   handler: async ({ deps, em, principal, params }) => {
-    const { thread, agent } = await openThread(deps, em, principal, {
-      agentId: params.agent_id,
-      callerPersona: params.caller_persona,
-      callerGoal: params.caller_goal,
-      origin: MCP_ORIGIN,
-    });
+    const { thread, agent } = await openThread(deps, em, principal, openOptions(params));
     return { platform_thread_id: thread.id, origin: MCP_ORIGIN, agent: { agent_id: agent.id, name: agent.name } };
   },
 });
@@ -93,12 +99,7 @@ export const threadContinueAction = defineMcpAction({
     const { deps, em, principal, params } = ctx;
     const thread = await getOwnThread(em, principal, params.platform_thread_id);
     const turn = await postMessage(deps, principal, thread, params.message);
-    return {
-      platform_thread_id: thread.id,
-      reply: turn.reply,
-      tool_calls: turn.toolCalls,
-      files: await fileLinks(ctx, thread.id, turn.turnId),
-    };
+    return { platform_thread_id: thread.id, ...(await turnAnswer(ctx, thread.id, turn)) };
   },
 });
 

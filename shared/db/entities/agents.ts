@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** Who may use an agent: everyone in the tenant when both lists are empty. */
 export interface AgentAccess {
@@ -7,42 +7,22 @@ export interface AgentAccess {
 }
 
 /** An agent callers can hold threads with: built-in (Eve, Adam), created over the API, or managed (from a source). */
-export interface AgentRow {
-  id: string;
-  tenant: string;
-  name: string;
-  description: string | null;
-  instructions: string;
-  toolGroups: string[];
-  access: AgentAccess;
-  source: 'builtin' | 'api' | 'managed';
-  isEditable: boolean;
+export const AgentRowEntity = table('AgentRow', 'agents', {
+  id: column.string().primary(),
+  tenant: column.string(),
+  name: column.string(),
+  description: column.text().nullable(),
+  instructions: column.text(),
+  toolGroups: column.json<string[]>(),
+  access: column.json<AgentAccess>(),
+  source: column.string<'builtin' | 'api' | 'managed'>(),
+  isEditable: column.boolean(),
   /** The LLM provider the agent asks (a managed manifest's `llm_provider`); null: the tenant's default. */
-  llmProvider: string | null;
+  llmProvider: column.string().nullable(),
   /** Default skill groups (a managed manifest's `default_skill_groups`). */
-  skillGroups: string[];
-  createdBy: string;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export const AgentRowEntity = new EntitySchema<AgentRow>({
-  name: 'AgentRow',
-  tableName: 'agents',
-  properties: {
-    id: { type: 'string', primary: true },
-    tenant: { type: 'string' },
-    name: { type: 'string' },
-    description: { type: 'text', nullable: true },
-    instructions: { type: 'text' },
-    toolGroups: { type: 'json' },
-    access: { type: 'json' },
-    source: { type: 'string' },
-    isEditable: { type: 'boolean' },
-    llmProvider: { type: 'string', nullable: true },
-    skillGroups: { type: 'json', default: '[]' },
-    createdBy: { type: 'string' },
-    createdAt: { type: 'Date' },
-    updatedAt: { type: 'Date' },
-  },
+  skillGroups: column.json<string[]>().with({ default: '[]' }),
+  createdBy: column.string(),
+  createdAt: column.date(),
+  updatedAt: column.date(),
 });
+export type AgentRow = Row<typeof AgentRowEntity>;

@@ -1,45 +1,22 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** One uploaded branding logo; `version` grows with every upload of its type (the URL's `v`). */
-export interface BrandingLogo {
-  logoType: string;
-  mediaType: string;
-  content: Buffer;
-  sha256: string;
-  version: number;
-  uploadedAt: Date;
-  uploadedBy: string;
-}
-
-export const BrandingLogoEntity = new EntitySchema<BrandingLogo>({
-  name: 'BrandingLogo',
-  tableName: 'branding_logos',
-  properties: {
-    logoType: { type: 'string', primary: true },
-    mediaType: { type: 'string' },
-    content: { type: 'blob' },
-    sha256: { type: 'string' },
-    version: { type: 'integer' },
-    uploadedAt: { type: 'Date' },
-    uploadedBy: { type: 'string' },
-  },
+export const BrandingLogoEntity = table('BrandingLogo', 'branding_logos', {
+  logoType: column.string().primary(),
+  mediaType: column.string(),
+  content: column.blob(),
+  sha256: column.string(),
+  version: column.integer(),
+  uploadedAt: column.date(),
+  uploadedBy: column.string(),
 });
+export type BrandingLogo = Row<typeof BrandingLogoEntity>;
 
 /** An external access integration recorded for a reference name (nothing to apply on PostgreSQL). */
-export interface EaiAssignment {
-  referenceName: string;
-  integrationType: string;
-  assignedAt: Date;
-  assignedBy: string;
-}
-
-export const EaiAssignmentEntity = new EntitySchema<EaiAssignment>({
-  name: 'EaiAssignment',
-  tableName: 'eai_assignments',
-  properties: {
-    referenceName: { type: 'string', primary: true },
-    integrationType: { type: 'string' },
-    assignedAt: { type: 'Date' },
-    assignedBy: { type: 'string' },
-  },
+export const EaiAssignmentEntity = table('EaiAssignment', 'eai_assignments', {
+  referenceName: column.string().primary(),
+  integrationType: column.string(),
+  assignedAt: column.date(),
+  assignedBy: column.string(),
 });
+export type EaiAssignment = Row<typeof EaiAssignmentEntity>;

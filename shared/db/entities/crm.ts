@@ -1,90 +1,45 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** A saved CRM connection. Secrets and cached tokens are sealed (AES-256-GCM); `settings` holds no secret. */
-export interface CrmConnectionRow {
-  id: string;
-  tenant: string;
-  name: string;
-  type: string;
-  authMode: string;
-  settings: Record<string, unknown>;
-  secretsSealed: string;
-  mergeEnabled: boolean;
-  policy: Record<string, unknown> | null;
-  egressHosts: string[];
-  testResult: Record<string, unknown> | null;
-  tokensSealed: string | null;
-  oauthPendingSealed: string | null;
-  createdBy: string;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export const CrmConnectionEntity = new EntitySchema<CrmConnectionRow>({
-  name: 'CrmConnectionRow',
-  tableName: 'crm_connections',
-  properties: {
-    id: { type: 'string', primary: true },
-    tenant: { type: 'string' },
-    name: { type: 'string' },
-    type: { type: 'string' },
-    authMode: { type: 'string' },
-    settings: { type: 'json' },
-    secretsSealed: { type: 'text' },
-    mergeEnabled: { type: 'boolean' },
-    policy: { type: 'json', nullable: true },
-    egressHosts: { type: 'json' },
-    testResult: { type: 'json', nullable: true },
-    tokensSealed: { type: 'text', nullable: true },
-    oauthPendingSealed: { type: 'text', nullable: true },
-    createdBy: { type: 'string' },
-    createdAt: { type: 'Date' },
-    updatedAt: { type: 'Date' },
-  },
+export const CrmConnectionEntity = table('CrmConnectionRow', 'crm_connections', {
+  id: column.string().primary(),
+  tenant: column.string(),
+  name: column.string(),
+  type: column.string(),
+  authMode: column.string(),
+  settings: column.json<Record<string, unknown>>(),
+  secretsSealed: column.text(),
+  mergeEnabled: column.boolean(),
+  policy: column.json<Record<string, unknown>>().nullable(),
+  egressHosts: column.json<string[]>(),
+  testResult: column.json<Record<string, unknown>>().nullable(),
+  tokensSealed: column.text().nullable(),
+  oauthPendingSealed: column.text().nullable(),
+  createdBy: column.string(),
+  createdAt: column.date(),
+  updatedAt: column.date(),
 });
+export type CrmConnectionRow = Row<typeof CrmConnectionEntity>;
 
 /** A merge approval: the bound selection, digest and lifetime. Decision and execution live on its Action Review proposal (same id). */
-export interface CrmMergeApprovalRow {
-  approvalId: string;
-  tenant: string;
-  connectionName: string;
-  recordKind: string;
-  survivorId: string;
-  loserIds: string[];
-  digest: string;
-  policyVersion: string;
-  projection: Record<string, unknown>;
-  ttlSeconds: number;
-  expiresAt: Date;
+export const CrmMergeApprovalEntity = table('CrmMergeApprovalRow', 'crm_merge_approvals', {
+  approvalId: column.string().primary(),
+  tenant: column.string(),
+  connectionName: column.string(),
+  recordKind: column.string(),
+  survivorId: column.string(),
+  loserIds: column.json<string[]>(),
+  digest: column.string(),
+  policyVersion: column.string(),
+  projection: column.json<Record<string, unknown>>(),
+  ttlSeconds: column.integer(),
+  expiresAt: column.date(),
   /** `open` or `expired`; expiry is recorded, never a deleted row. */
-  status: string;
-  expiredAt: Date | null;
-  executionStartedAt: Date | null;
-  requestedBy: Record<string, unknown>;
-  approvedBy: Record<string, unknown> | null;
-  createdAt: Date;
-}
-
-export const CrmMergeApprovalEntity = new EntitySchema<CrmMergeApprovalRow>({
-  name: 'CrmMergeApprovalRow',
-  tableName: 'crm_merge_approvals',
-  properties: {
-    approvalId: { type: 'string', primary: true },
-    tenant: { type: 'string' },
-    connectionName: { type: 'string' },
-    recordKind: { type: 'string' },
-    survivorId: { type: 'string' },
-    loserIds: { type: 'json' },
-    digest: { type: 'string' },
-    policyVersion: { type: 'string' },
-    projection: { type: 'json' },
-    ttlSeconds: { type: 'integer' },
-    expiresAt: { type: 'Date' },
-    status: { type: 'string' },
-    expiredAt: { type: 'Date', nullable: true },
-    executionStartedAt: { type: 'Date', nullable: true },
-    requestedBy: { type: 'json' },
-    approvedBy: { type: 'json', nullable: true },
-    createdAt: { type: 'Date' },
-  },
+  status: column.string(),
+  expiredAt: column.date().nullable(),
+  executionStartedAt: column.date().nullable(),
+  requestedBy: column.json<Record<string, unknown>>(),
+  approvedBy: column.json<Record<string, unknown>>().nullable(),
+  createdAt: column.date(),
 });
+export type CrmMergeApprovalRow = Row<typeof CrmMergeApprovalEntity>;

@@ -1,24 +1,12 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** The row the echo workflow's activity writes: proof that API → Temporal → worker → PostgreSQL works. */
-export interface EchoJob {
-  jobId: string;
-  tenant: string;
-  message: string;
-  requestedBy: string;
-  workflowId: string;
-  recordedAt: Date;
-}
-
-export const EchoJobEntity = new EntitySchema<EchoJob>({
-  name: 'EchoJob',
-  tableName: 'echo_jobs',
-  properties: {
-    jobId: { type: 'string', primary: true },
-    tenant: { type: 'string' },
-    message: { type: 'text' },
-    requestedBy: { type: 'string' },
-    workflowId: { type: 'string' },
-    recordedAt: { type: 'Date' },
-  },
+export const EchoJobEntity = table('EchoJob', 'echo_jobs', {
+  jobId: column.string().primary(),
+  tenant: column.string(),
+  message: column.text(),
+  requestedBy: column.string(),
+  workflowId: column.string(),
+  recordedAt: column.date(),
 });
+export type EchoJob = Row<typeof EchoJobEntity>;

@@ -1,86 +1,42 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** A person (or app) seen through the identity provider; PATs resolve their roles from here. */
-export interface User {
-  id: string;
-  tenant: string;
-  kind: 'person' | 'app';
-  displayName: string | null;
-  email: string | null;
-  roles: string[];
-  firstSeenAt: Date;
-  lastSignInAt: Date;
-}
-
-export const UserEntity = new EntitySchema<User>({
-  name: 'User',
-  tableName: 'users',
-  properties: {
-    id: { type: 'string', primary: true },
-    tenant: { type: 'string' },
-    kind: { type: 'string' },
-    displayName: { type: 'string', nullable: true },
-    email: { type: 'string', nullable: true },
-    roles: { type: 'json' },
-    firstSeenAt: { type: 'Date' },
-    lastSignInAt: { type: 'Date' },
-  },
+export const UserEntity = table('User', 'users', {
+  id: column.string().primary(),
+  tenant: column.string(),
+  kind: column.string<'person' | 'app'>(),
+  displayName: column.string().nullable(),
+  email: column.string().nullable(),
+  roles: column.json<string[]>(),
+  firstSeenAt: column.date(),
+  lastSignInAt: column.date(),
 });
+export type User = Row<typeof UserEntity>;
 
 /** A personal access token (`gp_…`): only its SHA-256 is stored; the token is shown once. */
-export interface PersonalAccessToken {
-  id: string;
-  ownerId: string;
-  tenant: string;
-  name: string;
-  tokenHash: string;
-  tokenPrefix: string;
-  createdAt: Date;
-  expiresAt: Date | null;
-  lastUsedAt: Date | null;
-  revokedAt: Date | null;
-}
-
-export const PersonalAccessTokenEntity = new EntitySchema<PersonalAccessToken>({
-  name: 'PersonalAccessToken',
-  tableName: 'personal_access_tokens',
-  properties: {
-    id: { type: 'uuid', primary: true },
-    ownerId: { type: 'string' },
-    tenant: { type: 'string' },
-    name: { type: 'string' },
-    tokenHash: { type: 'string', unique: true },
-    tokenPrefix: { type: 'string' },
-    createdAt: { type: 'Date' },
-    expiresAt: { type: 'Date', nullable: true },
-    lastUsedAt: { type: 'Date', nullable: true },
-    revokedAt: { type: 'Date', nullable: true },
-  },
+export const PersonalAccessTokenEntity = table('PersonalAccessToken', 'personal_access_tokens', {
+  id: column.uuid().primary(),
+  ownerId: column.string(),
+  tenant: column.string(),
+  name: column.string(),
+  tokenHash: column.string().unique(),
+  tokenPrefix: column.string(),
+  createdAt: column.date(),
+  expiresAt: column.date().nullable(),
+  lastUsedAt: column.date().nullable(),
+  revokedAt: column.date().nullable(),
 });
+export type PersonalAccessToken = Row<typeof PersonalAccessTokenEntity>;
 
 /** A sandbox thread token (`gsk_…`) bound to one agent, one thread and an expiry. */
-export interface SandboxToken {
-  id: string;
-  tokenHash: string;
-  botId: string;
-  threadId: string;
-  tenant: string;
-  createdAt: Date;
-  expiresAt: Date;
-  revokedAt: Date | null;
-}
-
-export const SandboxTokenEntity = new EntitySchema<SandboxToken>({
-  name: 'SandboxToken',
-  tableName: 'sandbox_tokens',
-  properties: {
-    id: { type: 'uuid', primary: true },
-    tokenHash: { type: 'string', unique: true },
-    botId: { type: 'string' },
-    threadId: { type: 'string' },
-    tenant: { type: 'string' },
-    createdAt: { type: 'Date' },
-    expiresAt: { type: 'Date' },
-    revokedAt: { type: 'Date', nullable: true },
-  },
+export const SandboxTokenEntity = table('SandboxToken', 'sandbox_tokens', {
+  id: column.uuid().primary(),
+  tokenHash: column.string().unique(),
+  botId: column.string(),
+  threadId: column.string(),
+  tenant: column.string(),
+  createdAt: column.date(),
+  expiresAt: column.date(),
+  revokedAt: column.date().nullable(),
 });
+export type SandboxToken = Row<typeof SandboxTokenEntity>;

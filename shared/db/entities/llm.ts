@@ -1,62 +1,31 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /** A saved language-model provider of a tenant. `secretsSealed` holds every secret field as one sealed JSON object (`secretFields` names them); `settings` holds no secret. */
-export interface LlmProviderRow {
-  tenant: string;
-  providerKind: string;
+export const LlmProviderEntity = table('LlmProviderRow', 'llm_providers', {
+  tenant: column.string().primary(),
+  providerKind: column.string().primary(),
   /** The vendor behind the multi-vendor `other` kind; '' for every other kind. */
-  subProvider: string;
-  settings: Record<string, unknown>;
-  secretsSealed: string | null;
-  secretFields: string[];
-  admission: 'auto' | 'deny';
-  configured: boolean;
-  createdAt: Date;
-  updatedAt: Date;
-  updatedBy: string;
-}
-
-export const LlmProviderEntity = new EntitySchema<LlmProviderRow>({
-  name: 'LlmProviderRow',
-  tableName: 'llm_providers',
-  properties: {
-    tenant: { type: 'string', primary: true },
-    providerKind: { type: 'string', primary: true },
-    subProvider: { type: 'string', primary: true },
-    settings: { type: 'json' },
-    secretsSealed: { type: 'text', nullable: true },
-    secretFields: { type: 'json' },
-    admission: { type: 'string' },
-    configured: { type: 'boolean' },
-    createdAt: { type: 'Date' },
-    updatedAt: { type: 'Date' },
-    updatedBy: { type: 'string' },
-  },
+  subProvider: column.string().primary(),
+  settings: column.json<Record<string, unknown>>(),
+  secretsSealed: column.text().nullable(),
+  secretFields: column.json<string[]>(),
+  admission: column.string<'auto' | 'deny'>(),
+  configured: column.boolean(),
+  createdAt: column.date(),
+  updatedAt: column.date(),
+  updatedBy: column.string(),
 });
+export type LlmProviderRow = Row<typeof LlmProviderEntity>;
 
 /** Per tenant: the active chat provider, `main` assignments per provider, the embedding identity, and the cache version. */
-export interface LlmSettingsRow {
-  tenant: string;
-  activeKind: string | null;
-  activeSubProvider: string;
-  assignments: Record<string, Record<string, string>>;
-  embeddings: Record<string, unknown> | null;
-  reindex: Record<string, unknown> | null;
-  version: string;
-  updatedAt: Date;
-}
-
-export const LlmSettingsEntity = new EntitySchema<LlmSettingsRow>({
-  name: 'LlmSettingsRow',
-  tableName: 'llm_settings',
-  properties: {
-    tenant: { type: 'string', primary: true },
-    activeKind: { type: 'string', nullable: true },
-    activeSubProvider: { type: 'string' },
-    assignments: { type: 'json' },
-    embeddings: { type: 'json', nullable: true },
-    reindex: { type: 'json', nullable: true },
-    version: { type: 'bigint' },
-    updatedAt: { type: 'Date' },
-  },
+export const LlmSettingsEntity = table('LlmSettingsRow', 'llm_settings', {
+  tenant: column.string().primary(),
+  activeKind: column.string().nullable(),
+  activeSubProvider: column.string(),
+  assignments: column.json<Record<string, Record<string, string>>>(),
+  embeddings: column.json<Record<string, unknown>>().nullable(),
+  reindex: column.json<Record<string, unknown>>().nullable(),
+  version: column.of<string>({ type: 'bigint' }),
+  updatedAt: column.date(),
 });
+export type LlmSettingsRow = Row<typeof LlmSettingsEntity>;

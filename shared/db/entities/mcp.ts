@@ -1,89 +1,46 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { column, table, type Row } from './table.js';
 
 /**
  * One sign-in through the gateway's OAuth proxy, from /authorize to /oauth/token. Its id is the
  * `state` sent upstream (single use at /oauth/callback); after the callback it holds the upstream
  * code and the hash of the platform code handed to the client (single use at /oauth/token).
  */
-export interface McpOAuthAuthorization {
-  id: string;
-  clientId: string;
-  redirectUri: string;
-  clientState: string | null;
-  codeChallenge: string;
-  scope: string | null;
+export const McpOAuthAuthorizationEntity = table('McpOAuthAuthorization', 'mcp_oauth_authorizations', {
+  id: column.string().primary(),
+  clientId: column.string(),
+  redirectUri: column.string(),
+  clientState: column.string().nullable(),
+  codeChallenge: column.string(),
+  scope: column.string().nullable(),
   /** The platform callback sent upstream (the token exchange must repeat it exactly). */
-  callbackUri: string;
-  createdAt: Date;
-  expiresAt: Date;
-  callbackAt: Date | null;
-  upstreamCode: string | null;
-  codeHash: string | null;
-  codeExpiresAt: Date | null;
-  redeemedAt: Date | null;
-}
-
-export const McpOAuthAuthorizationEntity = new EntitySchema<McpOAuthAuthorization>({
-  name: 'McpOAuthAuthorization',
-  tableName: 'mcp_oauth_authorizations',
-  properties: {
-    id: { type: 'string', primary: true },
-    clientId: { type: 'string' },
-    redirectUri: { type: 'string' },
-    clientState: { type: 'string', nullable: true },
-    codeChallenge: { type: 'string' },
-    scope: { type: 'string', nullable: true },
-    callbackUri: { type: 'string' },
-    createdAt: { type: 'Date' },
-    expiresAt: { type: 'Date' },
-    callbackAt: { type: 'Date', nullable: true },
-    upstreamCode: { type: 'string', nullable: true },
-    codeHash: { type: 'string', nullable: true, unique: true },
-    codeExpiresAt: { type: 'Date', nullable: true },
-    redeemedAt: { type: 'Date', nullable: true },
-  },
+  callbackUri: column.string(),
+  createdAt: column.date(),
+  expiresAt: column.date(),
+  callbackAt: column.date().nullable(),
+  upstreamCode: column.string().nullable(),
+  codeHash: column.string().nullable().unique(),
+  codeExpiresAt: column.date().nullable(),
+  redeemedAt: column.date().nullable(),
 });
+export type McpOAuthAuthorization = Row<typeof McpOAuthAuthorizationEntity>;
 
 /** A file an agent produced, served once per signed download URL. */
-export interface Download {
-  id: string;
-  tenant: string;
-  fileName: string;
-  contentType: string;
-  content: Buffer;
-  byteSize: number;
-  createdAt: Date;
-}
-
-export const DownloadEntity = new EntitySchema<Download>({
-  name: 'Download',
-  tableName: 'downloads',
-  properties: {
-    id: { type: 'uuid', primary: true },
-    tenant: { type: 'string' },
-    fileName: { type: 'string' },
-    contentType: { type: 'string' },
-    content: { type: 'blob', lazy: true },
-    byteSize: { type: 'integer' },
-    createdAt: { type: 'Date' },
-  },
+export const DownloadEntity = table('Download', 'downloads', {
+  id: column.uuid().primary(),
+  tenant: column.string(),
+  fileName: column.string(),
+  contentType: column.string(),
+  content: column.blob().with({ lazy: true }),
+  byteSize: column.integer(),
+  createdAt: column.date(),
 });
+export type Download = Row<typeof DownloadEntity>;
 
 /** A signed download URL that has been used: its `jti`, so a second use is refused. */
-export interface DownloadGrant {
-  jti: string;
-  downloadId: string;
-  tenant: string;
-  usedAt: Date;
-}
-
-export const DownloadGrantEntity = new EntitySchema<DownloadGrant>({
-  name: 'DownloadGrant',
-  tableName: 'download_grants',
-  properties: {
-    jti: { type: 'uuid', primary: true },
-    downloadId: { type: 'uuid' },
-    tenant: { type: 'string' },
-    usedAt: { type: 'Date' },
-  },
+export const DownloadGrantEntity = table('DownloadGrant', 'download_grants', {
+  jti: column.uuid().primary(),
+  downloadId: column.uuid(),
+  tenant: column.string(),
+  usedAt: column.date(),
 });
+export type DownloadGrant = Row<typeof DownloadGrantEntity>;
