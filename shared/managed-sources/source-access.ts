@@ -25,3 +25,24 @@ export async function openCredentials(
   };
   return { kind: row.credentialKind, username: row.credentialUsername, secret, expiresAt: expires_at ?? null };
 }
+
+/** Credentials as a caller gives them (the API's field names); null removes them. */
+export type CredentialsInput =
+  | { kind: 'token'; token: string; username?: string }
+  | { kind: 'basic'; username: string; password: string }
+  | { kind: 'oauth'; access_token: string; expires_at?: string; username?: string }
+  | null;
+
+/** The source's credential columns for `creds`: kind, user name and expiry in the clear, the secret sealed. */
+export function sealCredentials(config: AppConfig, creds: CredentialsInput) {
+  if (!creds)
+    return { credentialKind: null, credentialUsername: null, credentialExpiresAt: null, credentialsSealed: null };
+  const secret = creds.kind === 'token' ? creds.token : creds.kind === 'oauth' ? creds.access_token : creds.password;
+  const expires_at = creds.kind === 'oauth' && creds.expires_at ? new Date(creds.expires_at).toISOString() : null;
+  return {
+    credentialKind: creds.kind,
+    credentialUsername: creds.username ?? null,
+    credentialExpiresAt: expires_at ? new Date(expires_at) : null,
+    credentialsSealed: secretBox(config).seal(JSON.stringify({ secret, expires_at })),
+  };
+}
