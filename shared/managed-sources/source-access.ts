@@ -3,7 +3,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import type { ManagedSourceRow } from '../db/entities/index.js';
 import { refreshKeyring, secretBox } from '../secrets/secret-box.js';
-import type { GitCredentials } from './git.js';
+import {
+  authHeaders,
+  egressGitHttp,
+  oauthLapsed,
+  type GitCredentials,
+  type GitSyncError,
+  type RemoteAccess,
+} from './git.js';
 
 /** Where a source's object store and working tree live. */
 export function sourcePaths(config: AppConfig, sourceId: string) {
@@ -24,6 +31,21 @@ export async function openCredentials(
     expires_at?: string | null;
   };
   return { kind: row.credentialKind, username: row.credentialUsername, secret, expiresAt: expires_at ?? null };
+}
+
+/**
+ * The source's remote as Git calls take it (egress-checked HTTP with `http` limits, the credentials'
+ * headers), its credentials, and the lapse of a saved OAuth grant (null while valid).
+ */
+export async function openRemote(
+  em: EntityManager,
+  config: AppConfig,
+  row: ManagedSourceRow,
+  http: Parameters<typeof egressGitHttp>[1] = {},
+): Promise<{ remote: RemoteAccess; creds: GitCredentials | null; lapsed: GitSyncError | null }> {
+  const creds = await openCredentials(em, config, row);
+  const remote = { http: egressGitHttp(config.egress, http), url: row.repoUrl, headers: authHeaders(creds) };
+  return { remote, creds, lapsed: oauthLapsed(creds, new Date()) };
 }
 
 /** Credentials as a caller gives them (the API's field names); null removes them. */

@@ -203,3 +203,8 @@ async function checkReleaseChange(em: EntityManager, row: ManagedSourceRow, patc
       { code: 'MANAGED_SOURCE_SYNC_IN_PROGRESS' },
     );
 }
+
+/** The sources a scheduled check looks at: every tenant's, or one tenant's, oldest first. */
+export function scheduledSources(em: EntityManager, tenant?: string): Promise<ManagedSourceRow[]> {
+  return em.find(ManagedSourceEntity, tenant ? { tenant } : {}, { orderBy: { createdAt: 'asc' } });
+}

@@ -11,8 +11,8 @@ import {
   type SourceSyncResult,
   type SyncApplyRequest,
 } from '../../workflows/source-sync-definitions.js';
-import { authHeaders, classifyGitError, egressGitHttp, oauthLapsed, resolveRemoteRef } from './git.js';
-import { openCredentials } from './source-access.js';
+import { classifyGitError, gitHostOf, resolveRemoteRef, type GitCredentials } from './git.js';
+import { openRemote } from './source-access.js';
 import { insertSyncJob, markSyncNotStarted, runningJobs } from './sync-job-store.js';
 import { sourceView } from './views.js';
 
@@ -138,22 +138,15 @@ async function remoteReleaseCommit(
   deps: AppDeps,
   row: ManagedSourceRow,
 ): Promise<{ commit: string } | { code: string; message: string }> {
-  let creds: Awaited<ReturnType<typeof openCredentials>> = null;
-  let host = 'the Git server';
+  let creds: GitCredentials | null = null;
   try {
-    host = new URL(row.repoUrl).host;
-    creds = await openCredentials(em, deps.config, row);
-    const lapsed = oauthLapsed(creds, new Date());
-    if (lapsed) return { code: lapsed.code, message: lapsed.message };
-    const ref = await resolveRemoteRef({
-      http: egressGitHttp(deps.config.egress, { timeoutMs: 10_000, maxResponseBytes: 16 * 1024 * 1024 }),
-      url: row.repoUrl,
-      headers: authHeaders(creds),
-      releaseRef: row.releaseRef,
-    });
+    const opened = await openRemote(em, deps.config, row, { timeoutMs: 10_000, maxResponseBytes: 16 * 1024 * 1024 });
+    creds = opened.creds;
+    if (opened.lapsed) return { code: opened.lapsed.code, message: opened.lapsed.message };
+    const ref = await resolveRemoteRef({ ...opened.remote, releaseRef: row.releaseRef });
     return { commit: ref.commitSha };
   } catch (err) {
-    const g = classifyGitError(err, host, creds?.kind);
+    const g = classifyGitError(err, gitHostOf(row.repoUrl), creds?.kind);
     return { code: g.code, message: g.message };
   }
 }
