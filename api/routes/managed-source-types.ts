@@ -50,113 +50,122 @@ const PERMISSION_403 = (permission: Permission | null) =>
 
 type Perm = Permission | null;
 const typeBase = { tags: ['managed-sources'], access: { kind: 'authenticated' as const } };
-const prefix = (type: string) => `/api/${type}/repositories`;
 const forbidden = (permission: Perm) => ({ 403: { description: PERMISSION_403(permission) } });
 const notImporting = (type: string) => ({ 404: { description: `No such source importing ${type}` } });
 
-function listTypeRoute(type: string, permission: Perm): AnyRoute {
-  const list = managedRoute('listManagedSources');
+/** What a per-type view sets on top of the managed-source route it delegates to. */
+interface TypeView {
+  /** After `/api/<type>/repositories`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  spec?: Partial<AnyRoute>;
+  responses?: AnyRoute['responses'];
+  /** Runs once the caller holds the type's permission; `managed` is the managed-source route. */
+  handle: (ctx: Ctx, managed: AnyRoute) => Promise<unknown>;
+}
+
+function typeView(type: string, permission: Perm, from: string, view: TypeView): AnyRoute {
+  const managed = managedRoute(from);
   return defineRoute({
     ...typeBase,
-    method: 'get',
-    path: prefix(type),
-    operationId: `list${cap(type)}Repositories`,
-    summary: `Managed sources that import ${type}`,
-    responses: { ...list.responses, ...forbidden(permission) },
+    method: managed.method,
+    ...view.spec,
+    path: `/api/${type}/repositories${view.path}`,
+    operationId: view.operationId,
+    summary: view.summary,
+    responses: { ...managed.responses, ...forbidden(permission), ...view.responses },
     handler: async (ctx) => {
       allowed(ctx.principal, permission);
-      const answer = (await list.handler(ctx)) as {
-        success: true;
-        data: { sources: Array<{ scan_types_enabled: string[] }> };
-      };
-      const sources = answer.data.sources.filter((s) => s.scan_types_enabled.includes(type));
-      return { ...answer, data: { ...answer.data, sources } };
+      return view.handle(ctx as Ctx, managed);
     },
   });
 }
 
-function createTypeRoute(type: string, permission: Perm): AnyRoute {
-  const create = managedRoute('createManagedSource');
-  return defineRoute({
-    ...typeBase,
-    method: 'post',
-    path: prefix(type),
-    operationId: `create${cap(type)}Repository`,
-    summary: `Register a repository of ${type} (legacy; answers \`Deprecation: true\`): a managed source scanning ${type}`,
+/** The source named in the path, if it imports `type` (404 otherwise). */
+const typedSource = (ctx: Ctx, type: string) =>
+  loadTypedSource(ctx.em, ctx.principal.tenant, (ctx.params as { source_id: string }).source_id, type);
+
+const listView = (type: string): TypeView => ({
+  path: '',
+  operationId: `list${cap(type)}Repositories`,
+  summary: `Managed sources that import ${type}`,
+  handle: async (ctx, list) => {
+    const answer = (await list.handler(ctx)) as {
+      success: true;
+      data: { sources: Array<{ scan_types_enabled: string[] }> };
+    };
+    const sources = answer.data.sources.filter((s) => s.scan_types_enabled.includes(type));
+    return { ...answer, data: { ...answer.data, sources } };
+  },
+});
+
+const createView = (type: string, create: AnyRoute): TypeView => ({
+  path: '',
+  operationId: `create${cap(type)}Repository`,
+  summary: `Register a repository of ${type} (legacy; answers \`Deprecation: true\`): a managed source scanning ${type}`,
+  spec: {
     description: `Deprecated: use POST /api/managed-sources with scan_types_enabled ["${type}"]. Same body without scan_types_enabled, same answer.`,
     body: (create.body as z.ZodObject).omit({ scan_types_enabled: true }),
     bodyKind: 'config',
     ownShape: create.ownShape,
     successStatus: create.successStatus,
-    responses: { ...create.responses, ...forbidden(permission) },
-    handler: async (ctx) => {
-      allowed(ctx.principal, permission);
-      deprecated(ctx as Ctx);
-      return create.handler({ ...ctx, body: { ...ctx.body, scan_types_enabled: [type] } });
-    },
-  });
-}
+  },
+  handle: async (ctx, managed) => {
+    deprecated(ctx);
+    return managed.handler({ ...ctx, body: { ...ctx.body, scan_types_enabled: [type] } });
+  },
+});
 
-function getTypeRoute(type: string, permission: Perm): AnyRoute {
-  const get = managedRoute('getManagedSource');
-  return defineRoute({
-    ...typeBase,
-    method: 'get',
-    path: `${prefix(type)}/:source_id`,
-    operationId: `get${cap(type)}Repository`,
-    summary: `One managed source that imports ${type}`,
-    params: idParams,
-    responses: { ...get.responses, ...forbidden(permission), ...notImporting(type) },
-    handler: async (ctx) => {
-      allowed(ctx.principal, permission);
-      await loadTypedSource(ctx.em, ctx.principal.tenant, ctx.params.source_id, type);
-      return get.handler(ctx);
-    },
-  });
-}
+const getView = (type: string): TypeView => ({
+  path: '/:source_id',
+  operationId: `get${cap(type)}Repository`,
+  summary: `One managed source that imports ${type}`,
+  spec: { params: idParams },
+  responses: notImporting(type),
+  handle: async (ctx, get) => {
+    await typedSource(ctx, type);
+    return get.handler(ctx);
+  },
+});
 
-function syncTypeRoute(type: string, permission: Perm): AnyRoute {
-  const sync = managedRoute('syncManagedSource');
-  return defineRoute({
-    ...typeBase,
-    method: 'post',
-    path: `${prefix(type)}/:source_id/sync`,
-    operationId: `sync${cap(type)}Repository`,
-    summary: `Sync a managed source that imports ${type} (legacy; answers \`Deprecation: true\`)`,
-    params: idParams,
-    responses: { ...sync.responses, ...forbidden(permission), ...notImporting(type) },
-    handler: async (ctx) => {
-      allowed(ctx.principal, permission);
-      await loadTypedSource(ctx.em, ctx.principal.tenant, ctx.params.source_id, type);
-      deprecated(ctx as Ctx);
-      return sync.handler({ ...ctx, body: {} });
-    },
-  });
-}
+const syncView = (type: string): TypeView => ({
+  path: '/:source_id/sync',
+  operationId: `sync${cap(type)}Repository`,
+  summary: `Sync a managed source that imports ${type} (legacy; answers \`Deprecation: true\`)`,
+  spec: { params: idParams },
+  responses: notImporting(type),
+  handle: async (ctx, sync) => {
+    await typedSource(ctx, type);
+    deprecated(ctx);
+    return sync.handler({ ...ctx, body: {} });
+  },
+});
 
-function deleteTypeRoute(type: string, permission: Perm): AnyRoute {
-  const del = managedRoute('deleteManagedSource');
-  const conflict = `\`SOURCE_HAS_MULTIPLE_TYPES\`: the source imports other types too (delete it with DELETE /api/managed-sources/{source_id}); or ${del.responses[409]?.description ?? 'a sync is running'}`;
-  return defineRoute({
-    ...typeBase,
-    method: 'delete',
-    path: `${prefix(type)}/:source_id`,
-    operationId: `delete${cap(type)}Repository`,
-    summary: `Delete a managed source that imports only ${type}`,
-    params: idParams,
-    responses: { ...del.responses, ...forbidden(permission), ...notImporting(type), 409: { description: conflict } },
-    handler: async (ctx) => {
-      allowed(ctx.principal, permission);
-      checkSingleType(await loadTypedSource(ctx.em, ctx.principal.tenant, ctx.params.source_id, type), type);
-      return del.handler(ctx);
+const deleteView = (type: string, del: AnyRoute): TypeView => ({
+  path: '/:source_id',
+  operationId: `delete${cap(type)}Repository`,
+  summary: `Delete a managed source that imports only ${type}`,
+  spec: { params: idParams },
+  responses: {
+    ...notImporting(type),
+    409: {
+      description: `\`SOURCE_HAS_MULTIPLE_TYPES\`: the source imports other types too (delete it with DELETE /api/managed-sources/{source_id}); or ${del.responses[409]?.description ?? 'a sync is running'}`,
     },
-  });
-}
+  },
+  handle: async (ctx, managed) => {
+    checkSingleType(await typedSource(ctx, type), type);
+    return managed.handler(ctx);
+  },
+});
 
-const typeRoutes = (type: string, permission: Perm): AnyRoute[] =>
-  [listTypeRoute, createTypeRoute, getTypeRoute, syncTypeRoute, deleteTypeRoute].map((build) =>
-    build(type, permission),
-  );
+const typeRoutes = (type: string, permission: Perm): AnyRoute[] => [
+  typeView(type, permission, 'listManagedSources', listView(type)),
+  typeView(type, permission, 'createManagedSource', createView(type, managedRoute('createManagedSource'))),
+  typeView(type, permission, 'getManagedSource', getView(type)),
+  typeView(type, permission, 'syncManagedSource', syncView(type)),
+  typeView(type, permission, 'deleteManagedSource', deleteView(type, managedRoute('deleteManagedSource'))),
+];
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 

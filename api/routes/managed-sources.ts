@@ -19,6 +19,7 @@ import { loadSyncJob } from '../../shared/managed-sources/sync-job-store.js';
 import {
   JobView,
   SourceView,
+  SyncJobRef,
   SyncResultView,
   sourceView,
   sourceViews,
@@ -334,13 +335,7 @@ export const managedSourceRoutes = [
     responses: {
       202: {
         description: 'Started',
-        schema: successEnvelope(
-          z.object({
-            job_id: z.string(),
-            status: z.literal('running'),
-            expected_release_commit: z.string().nullable(),
-          }),
-        ),
+        schema: successEnvelope(SyncJobRef),
       },
       404: { description: 'Unknown source' },
       409: { description: IN_PROGRESS },

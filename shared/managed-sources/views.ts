@@ -54,6 +54,7 @@ const DocumentFeedView = z.object({
   waiting: z.number(),
 });
 
+/** A sync's result (`last_sync`, sync-status `result`, the synchronous sync's answer). */
 export const SyncResultView = z
   .object({
     outcome: z.enum([
@@ -108,6 +109,30 @@ export const SyncResultView = z
   })
   .meta({ id: 'ManagedSourceSyncResult' });
 
+/** A sync job started in the background (`sync_job` of an upsert, the sync-async answer). */
+export const SyncJobRef = z.object({
+  job_id: z.string(),
+  status: z.literal('running'),
+  expected_release_commit: z.string().nullable(),
+});
+
+/** A sync job as sync-status answers it. */
+export const JobView = z
+  .object({
+    job_id: z.string(),
+    source_id: z.string(),
+    status: z.enum(['running', 'complete', 'error']),
+    phase: z.string(),
+    files_scanned: z.number(),
+    expected_release_commit: z.string().nullable(),
+    result: SyncResultView.nullable(),
+    error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'ManagedSourceSyncJob' });
+
+/** A managed source as answered (credentials masked). */
 export const SourceView = z
   .object({
     source_id: z.string(),
@@ -153,12 +178,7 @@ export const SourceView = z
   })
   .meta({ id: 'ManagedSource' });
 
-export const SyncJobRef = z.object({
-  job_id: z.string(),
-  status: z.literal('running'),
-  expected_release_commit: z.string().nullable(),
-});
-
+/** The answer to a create or change of a source, with the sync `sync_now` asked for. */
 export const UpsertEnvelope = z.object({
   success: z.literal(true),
   source: SourceView,
@@ -168,21 +188,6 @@ export const UpsertEnvelope = z.object({
   warning_code: z.string().optional(),
   warning_action: z.string().optional(),
 });
-
-export const JobView = z
-  .object({
-    job_id: z.string(),
-    source_id: z.string(),
-    status: z.enum(['running', 'complete', 'error']),
-    phase: z.string(),
-    files_scanned: z.number(),
-    expected_release_commit: z.string().nullable(),
-    result: SyncResultView.nullable(),
-    error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
-    started_at: z.string(),
-    finished_at: z.string().nullable(),
-  })
-  .meta({ id: 'ManagedSourceSyncJob' });
 
 export type SyncResultWire = z.output<typeof SyncResultView>;
 
