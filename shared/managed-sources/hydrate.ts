@@ -91,6 +91,41 @@ export function zodReason(err: z.ZodError): string {
   return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
 }
 
+/** One manifest file read: the artifact it declares, or why it is degraded; null skips the file. */
+export type ManifestRead<T> = { desired: T } | { degraded: DegradedArtifact } | null;
+
+/** A degraded artifact: `artifactId` with the reason it was not imported. */
+export const degradedRead = (artifactId: string, reason: string) => ({
+  degraded: { artifact_id: artifactId, reason },
+});
+
+/** Reads manifest files in path order into the readable artifacts and the degraded ones. */
+export async function readManifests<T>(
+  files: readonly string[],
+  readOne: (file: string) => Promise<ManifestRead<T>>,
+): Promise<{ desired: T[]; degraded: DegradedArtifact[] }> {
+  const desired: T[] = [];
+  const degraded: DegradedArtifact[] = [];
+  for (const file of [...files].sort()) {
+    const read = await readOne(file);
+    if (read && 'desired' in read) desired.push(read.desired);
+    else if (read) degraded.push(read.degraded);
+  }
+  return { desired, degraded };
+}
+
+/** A YAML manifest validated by `schema`, or why not (unreadable, not YAML, invalid). */
+export async function readYamlManifest<S extends z.ZodType>(
+  workdir: string,
+  file: string,
+  schema: S,
+): Promise<{ ok: true; value: z.output<S> } | { ok: false; reason: string }> {
+  const parsed = await readYaml(workdir, file);
+  if (!parsed.ok) return parsed;
+  const m = schema.safeParse(parsed.value);
+  return m.success ? { ok: true, value: m.data } : { ok: false, reason: zodReason(m.error) };
+}
+
 export async function readYaml(
   workdir: string,
   rel: string,
@@ -110,36 +145,21 @@ export async function readAgentManifests(
   workdir: string,
   files: readonly string[],
 ): Promise<{ desired: DesiredAgent[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredAgent[] = [];
-  const degraded: DegradedArtifact[] = [];
   const seen = new Map<string, string>();
-  for (const file of [...files].sort()) {
-    const parsed = await readYaml(workdir, file);
-    if (!parsed.ok) {
-      degraded.push({ artifact_id: file, reason: parsed.reason });
-      continue;
-    }
-    const m = AgentManifest.safeParse(parsed.value);
-    if (!m.success) {
-      degraded.push({ artifact_id: file, reason: zodReason(m.error) });
-      continue;
-    }
-    const a = m.data;
+  return readManifests(files, async (file): Promise<ManifestRead<DesiredAgent>> => {
+    const m = await readYamlManifest(workdir, file, AgentManifest);
+    if (!m.ok) return degradedRead(file, m.reason);
+    const a = m.value;
     const groups = a.default_tool_groups ?? a.tool_groups ?? [];
     const unknown = groups.filter((g) => !isToolGroup(g));
-    if (unknown.length) {
-      degraded.push({
-        artifact_id: a.agent_id,
-        reason: `unknown tool group(s) ${unknown.join(', ')}; known groups: ${TOOL_GROUP_NAMES.join(', ')}`,
-      });
-      continue;
-    }
-    if (seen.has(a.agent_id)) {
-      degraded.push({ artifact_id: a.agent_id, reason: `agent_id also declared by ${seen.get(a.agent_id)}` });
-      continue;
-    }
+    if (unknown.length)
+      return degradedRead(
+        a.agent_id,
+        `unknown tool group(s) ${unknown.join(', ')}; known groups: ${TOOL_GROUP_NAMES.join(', ')}`,
+      );
+    if (seen.has(a.agent_id)) return degradedRead(a.agent_id, `agent_id also declared by ${seen.get(a.agent_id)}`);
     seen.set(a.agent_id, file);
-    desired.push({
+    const desired = {
       agent_id: a.agent_id,
       name: a.name,
       description: a.description ?? null,
@@ -148,9 +168,9 @@ export async function readAgentManifests(
       access: { roles: a.access?.roles ?? [], users: a.access?.users ?? [] },
       llm_provider: a.llm_provider ?? null,
       skill_groups: [...new Set(a.default_skill_groups ?? a.skill_groups ?? [])],
-    });
-  }
-  return { desired, degraded };
+    };
+    return { desired };
+  });
 }
 
 /** Reads `roles/<role_name>/role.yaml`; a role granting admin-level access is refused (degraded). */
@@ -158,59 +178,40 @@ export async function readRoleManifests(
   workdir: string,
   files: readonly string[],
 ): Promise<{ desired: DesiredRole[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredRole[] = [];
-  const degraded: DegradedArtifact[] = [];
   const seen = new Set<string>();
-  for (const file of [...files].sort()) {
+  return readManifests(files, async (file): Promise<ManifestRead<DesiredRole>> => {
     const roleName = file.split('/')[1]!;
-    const refuse = (reason: string) => degraded.push({ artifact_id: roleName, reason });
-    if (!ArtifactId.safeParse(roleName).success) {
-      refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
-      continue;
-    }
-    if (seen.has(roleName)) {
-      refuse(`role declared twice (${file})`);
-      continue;
-    }
-    const parsed = await readYaml(workdir, file);
-    if (!parsed.ok) {
-      refuse(parsed.reason);
-      continue;
-    }
-    const m = RoleManifest.safeParse(parsed.value);
-    if (!m.success) {
-      refuse(zodReason(m.error));
-      continue;
-    }
-    const r = m.data;
-    if (r.name !== undefined && r.name !== roleName) {
-      refuse(`name ${r.name} differs from its folder ${roleName}`);
-      continue;
-    }
-    if (isBuiltInRole(roleName)) {
-      refuse(`admin_access_refused: ${roleName} is a built-in role; a role file cannot define or change it`);
-      continue;
-    }
-    const adminLevel = r.permissions.filter((p) => (ADMIN_LEVEL_PERMISSIONS as readonly string[]).includes(p));
-    if (r.admin === true || adminLevel.length) {
-      refuse(
-        `admin_access_refused: a role file cannot grant admin-level access (${r.admin === true ? 'admin: true' : adminLevel.join(', ')})`,
-      );
-      continue;
-    }
-    const unknown = r.permissions.filter((p) => !isPermission(p));
-    if (unknown.length) {
-      refuse(`unknown permission(s) ${unknown.join(', ')}`);
-      continue;
-    }
+    const refuse = (reason: string) => degradedRead(roleName, reason);
+    if (!ArtifactId.safeParse(roleName).success)
+      return refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
+    if (seen.has(roleName)) return refuse(`role declared twice (${file})`);
+    const m = await readYamlManifest(workdir, file, RoleManifest);
+    if (!m.ok) return refuse(m.reason);
+    const refusal = roleRefusal(roleName, m.value);
+    if (refusal) return refuse(refusal);
     seen.add(roleName);
-    desired.push({
-      role_name: roleName,
-      description: r.description ?? null,
-      permissions: [...new Set(r.permissions)].sort(),
-    });
-  }
-  return { desired, degraded };
+    const r = m.value;
+    return {
+      desired: {
+        role_name: roleName,
+        description: r.description ?? null,
+        permissions: [...new Set(r.permissions)].sort(),
+      },
+    };
+  });
+}
+
+/** Why a valid role manifest is refused: a name other than its folder, a built-in role, admin-level or unknown permissions. */
+function roleRefusal(roleName: string, r: z.output<typeof RoleManifest>): string | null {
+  if (r.name !== undefined && r.name !== roleName) return `name ${r.name} differs from its folder ${roleName}`;
+  if (isBuiltInRole(roleName))
+    return `admin_access_refused: ${roleName} is a built-in role; a role file cannot define or change it`;
+  const adminLevel = r.permissions.filter((p) => (ADMIN_LEVEL_PERMISSIONS as readonly string[]).includes(p));
+  if (r.admin === true || adminLevel.length)
+    return `admin_access_refused: a role file cannot grant admin-level access (${r.admin === true ? 'admin: true' : adminLevel.join(', ')})`;
+  const unknown = r.permissions.filter((p) => !isPermission(p));
+  if (unknown.length) return `unknown permission(s) ${unknown.join(', ')}`;
+  return null;
 }
 
 function hashPlan(kind: string, changes: PlannedChange[], content: unknown): string {
