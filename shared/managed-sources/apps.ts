@@ -5,11 +5,12 @@ import { z } from 'zod';
 import { sql } from '../db/sql.js';
 import {
   ArtifactId,
-  degradedRead,
+  byFolder,
   readManifests,
   readYamlManifest,
   type DegradedArtifact,
-  type ManifestRead,
+  type Manifests,
+  type SourceRef,
 } from './hydrate.js';
 
 /**
@@ -53,14 +54,8 @@ export interface DesiredApp {
 }
 
 /** Reads `apps/<app_name>/app.yaml` manifests (paths relative to the working tree); bad ones are degraded. */
-export async function readAppManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredApp[]; degraded: DegradedArtifact[] }> {
-  return readManifests(files, async (file): Promise<ManifestRead<DesiredApp>> => {
-    const appName = APP_FILE.exec(file)?.[1];
-    if (!appName) return null;
-    const refuse = (reason: string) => degradedRead(appName, reason);
+export async function readAppManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredApp>> {
+  const read = byFolder<DesiredApp>(APP_FILE, async (file, appName, refuse) => {
     if (!ArtifactId.safeParse(appName).success)
       return refuse('app folder name must be lowercase letters, digits, "_" and "-" (max 64)');
     const m = await readYamlManifest(workdir, file, AppManifest);
@@ -73,14 +68,15 @@ export async function readAppManifests(
       desired: { name: appName, manifest: { name, description: description ?? null, entry, version: version ?? null } },
     };
   });
+  return readManifests(files, read);
 }
 
 /** Records the source's apps: new and changed manifests are written, apps no longer declared removed. */
 export async function applyApps(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredApp[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredApp>,
   now = new Date(),
 ): Promise<{ applied: number; degraded: DegradedArtifact[] }> {
   const rows = await sql<{ name: string; manifest: DesiredApp['manifest'] }>(

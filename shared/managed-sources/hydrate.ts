@@ -17,6 +17,12 @@ import { sql } from '../db/sql.js';
  * artifact (`artifact_id`, `reason`) and never fails the sync; what it imported before stays.
  */
 
+/** The source whose artifacts are read, planned and written. */
+export type SourceRef = { id: string; tenant: string };
+
+/** The manifests read for a type: the readable ones and the degraded ones. */
+export type Manifests<D> = { desired: D[]; degraded: DegradedArtifact[] };
+
 export interface DegradedArtifact {
   artifact_id: string;
   reason: string;
@@ -103,7 +109,7 @@ export const degradedRead = (artifactId: string, reason: string) => ({
 export async function readManifests<T>(
   files: readonly string[],
   readOne: (file: string) => Promise<ManifestRead<T>>,
-): Promise<{ desired: T[]; degraded: DegradedArtifact[] }> {
+): Promise<Manifests<T>> {
   const desired: T[] = [];
   const degraded: DegradedArtifact[] = [];
   for (const file of [...files].sort()) {
@@ -112,6 +118,20 @@ export async function readManifests<T>(
     else if (read) degraded.push(read.degraded);
   }
   return { desired, degraded };
+}
+
+/**
+ * A reader of manifests named by their folder: `pattern`'s first group is the artifact's name (a file
+ * it does not match is skipped) and every refusal is a degraded artifact of that name.
+ */
+export function byFolder<T>(
+  pattern: RegExp,
+  readOne: (file: string, name: string, refuse: (reason: string) => ManifestRead<T>) => Promise<ManifestRead<T>>,
+): (file: string) => Promise<ManifestRead<T>> {
+  return async (file) => {
+    const name = pattern.exec(file)?.[1];
+    return name ? readOne(file, name, (reason) => degradedRead(name, reason)) : null;
+  };
 }
 
 /** A YAML manifest validated by `schema`, or why not (unreadable, not YAML, invalid). */
@@ -141,10 +161,7 @@ export async function readYaml(
 }
 
 /** Reads the agent manifests (paths relative to the working tree); bad ones are degraded artifacts. */
-export async function readAgentManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredAgent[]; degraded: DegradedArtifact[] }> {
+export async function readAgentManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredAgent>> {
   const seen = new Map<string, string>();
   return readManifests(files, async (file): Promise<ManifestRead<DesiredAgent>> => {
     const m = await readYamlManifest(workdir, file, AgentManifest);
@@ -174,14 +191,9 @@ export async function readAgentManifests(
 }
 
 /** Reads `roles/<role_name>/role.yaml`; a role granting admin-level access is refused (degraded). */
-export async function readRoleManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredRole[]; degraded: DegradedArtifact[] }> {
+export async function readRoleManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredRole>> {
   const seen = new Set<string>();
-  return readManifests(files, async (file): Promise<ManifestRead<DesiredRole>> => {
-    const roleName = file.split('/')[1]!;
-    const refuse = (reason: string) => degradedRead(roleName, reason);
+  const read = byFolder<DesiredRole>(/^roles\/([^/]+)\//, async (file, roleName, refuse) => {
     if (!ArtifactId.safeParse(roleName).success)
       return refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
     if (seen.has(roleName)) return refuse(`role declared twice (${file})`);
@@ -199,6 +211,7 @@ export async function readRoleManifests(
       },
     };
   });
+  return readManifests(files, read);
 }
 
 /** Why a valid role manifest is refused: a name other than its folder, a built-in role, admin-level or unknown permissions. */
@@ -224,20 +237,12 @@ function summarize(kind: string, changes: PlannedChange[]): string {
   return `${kind}: ${n('create')} to create, ${n('update')} to update, ${n('delete')} to remove.`;
 }
 
-interface CurrentAgent {
-  id: string;
-  name: string;
-  description: string | null;
-  instructions: string;
-  tool_groups: string[];
-  access: { roles: string[]; users: string[] };
-  llm_provider: string | null;
-  skill_groups: string[];
-}
+/** A managed agent the source imported before: its row id and the fields a manifest sets. */
+type CurrentAgent = Omit<DesiredAgent, 'agent_id'> & { id: string };
 
 /** Splits the readable manifests: those `clash` refuses become degraded artifacts, next to the unreadable ones. */
 function withoutClashes<D>(
-  read: { desired: D[]; degraded: DegradedArtifact[] },
+  read: Manifests<D>,
   clash: (d: D) => DegradedArtifact | null,
 ): { desired: D[]; degraded: DegradedArtifact[] } {
   const degraded = [...read.degraded];
@@ -274,20 +279,23 @@ function previewedPlan<D>(
   };
 }
 
-export interface AgentPlan {
+/** A previewed type's plan: the preview, what to write, what to remove (ids or names), the degraded manifests. */
+export interface Plan<D> {
   preview: Preview;
-  desired: DesiredAgent[];
-  /** Managed agents of this source to remove. */
+  desired: D[];
+  /** This source's artifacts of the type to remove. */
   remove: string[];
   degraded: DegradedArtifact[];
 }
 
+export type AgentPlan = Plan<DesiredAgent>;
+
 /** Compares the manifests with the source's imported agents; name clashes with other agents are degraded. */
 export async function planAgents(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredAgent[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredAgent>,
 ): Promise<AgentPlan> {
   const current = await sql<CurrentAgent>(
     em,
@@ -336,15 +344,21 @@ export async function planAgents(
   return previewedPlan('agents', commitSha, changes, desired, (d) => d.agent_id, remove, degraded);
 }
 
-/** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
-export async function applyAgents(
-  em: EntityManager,
-  source: { id: string; tenant: string },
-  plan: AgentPlan,
-  now = new Date(),
+/** Writes a plan: every desired artifact upserted in order, then the removed ones; answers the changes applied. */
+async function writePlan<D>(
+  plan: Plan<D>,
+  upsert: (d: D) => Promise<unknown>,
+  remove: (ids: string[]) => Promise<unknown>,
 ): Promise<number> {
-  for (const d of plan.desired) {
-    await sql(
+  for (const d of plan.desired) await upsert(d);
+  if (plan.remove.length) await remove(plan.remove);
+  return plan.preview.changes.length;
+}
+
+/** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
+export function applyAgents(em: EntityManager, source: SourceRef, plan: AgentPlan, now = new Date()) {
+  const upsert = (d: DesiredAgent) =>
+    sql(
       em,
       `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id, llm_provider, skill_groups)
        values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?, ?, ?::jsonb)
@@ -368,28 +382,21 @@ export async function applyAgents(
         JSON.stringify(d.skill_groups),
       ],
     );
-  }
-  if (plan.remove.length)
-    await sql(
-      em,
-      `delete from agents where managed_source_id = ? and id in (${plan.remove.map(() => '?').join(', ')})`,
-      [source.id, ...plan.remove],
-    );
-  return plan.preview.changes.length;
+  const remove = (ids: string[]) =>
+    sql(em, `delete from agents where managed_source_id = ? and id in (${ids.map(() => '?').join(', ')})`, [
+      source.id,
+      ...ids,
+    ]);
+  return writePlan(plan, upsert, remove);
 }
 
-export interface RolePlan {
-  preview: Preview;
-  desired: DesiredRole[];
-  remove: string[];
-  degraded: DegradedArtifact[];
-}
+export type RolePlan = Plan<DesiredRole>;
 
 export async function planRoles(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredRole[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredRole>,
 ): Promise<RolePlan> {
   const rows = await sql<{
     name: string;
@@ -424,14 +431,10 @@ export async function planRoles(
   return previewedPlan('roles', commitSha, changes, desired, (d) => d.role_name, remove, degraded);
 }
 
-export async function applyRoles(
-  em: EntityManager,
-  source: { id: string; tenant: string },
-  plan: RolePlan,
-  now = new Date(),
-): Promise<number> {
-  for (const d of plan.desired) {
-    await sql(
+/** Writes the role plan: roles of the source's tenant, owned by the source (another's role of that name stays). */
+export function applyRoles(em: EntityManager, source: SourceRef, plan: RolePlan, now = new Date()) {
+  const upsert = (d: DesiredRole) =>
+    sql(
       em,
       `insert into custom_roles (tenant, name, description, permissions, managed_source_id, created_at, updated_at)
        values (?, ?, ?, ?::jsonb, ?, ?, ?)
@@ -439,20 +442,19 @@ export async function applyRoles(
          updated_at = excluded.updated_at where custom_roles.managed_source_id = excluded.managed_source_id`,
       [source.tenant, d.role_name, d.description, JSON.stringify(d.permissions), source.id, now, now],
     );
-  }
-  if (plan.remove.length)
-    await sql(
+  const remove = (names: string[]) =>
+    sql(
       em,
-      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${plan.remove.map(() => '?').join(', ')})`,
-      [source.tenant, source.id, ...plan.remove],
+      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${names.map(() => '?').join(', ')})`,
+      [source.tenant, source.id, ...names],
     );
-  return plan.preview.changes.length;
+  return writePlan(plan, upsert, remove);
 }
 
 /** Removes everything a source imported (deletion cleanup); idempotent. */
 export async function removeSourceArtifacts(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
 ): Promise<{ agents: number; roles: number }> {
   return em.transactional(async (tx) => {
     const agents = await sql<{ id: string }>(

@@ -4,7 +4,13 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import YAML from 'yaml';
 import { listFiles } from '../managed-sources/git.js';
-import { degradedRead, readManifests, type DegradedArtifact, type ManifestRead } from '../managed-sources/hydrate.js';
+import {
+  byFolder,
+  readManifests,
+  type DegradedArtifact,
+  type Manifests,
+  type SourceRef,
+} from '../managed-sources/hydrate.js';
 import { SKILL_NAME } from './read.js';
 import { sql } from '../db/sql.js';
 
@@ -66,14 +72,8 @@ async function folderHash(workdir: string, folder: string): Promise<string> {
 }
 
 /** Reads the skill packages (SKILL.md paths relative to the working tree); bad ones are degraded. */
-export async function readSkillPackages(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredSkill[]; degraded: DegradedArtifact[] }> {
-  return readManifests(files, async (file): Promise<ManifestRead<DesiredSkill>> => {
-    const name = SKILL_FILE.exec(file)?.[1];
-    if (!name) return null;
-    const refuse = (reason: string) => degradedRead(name, reason);
+export async function readSkillPackages(workdir: string, files: readonly string[]): Promise<Manifests<DesiredSkill>> {
+  const read = byFolder<DesiredSkill>(SKILL_FILE, async (file, name, refuse) => {
     if (!SKILL_NAME.test(name))
       return refuse(
         'skill folder name must be letters, digits, ".", "_" and "-" (max 128), starting with a letter or digit',
@@ -93,6 +93,7 @@ export async function readSkillPackages(
       desired: { name, path: folder, description: description.value, content_hash: await folderHash(workdir, folder) },
     };
   });
+  return readManifests(files, read);
 }
 
 /** The description SKILL.md declares (front matter, else its first line), or why it is refused. */
@@ -124,9 +125,9 @@ interface PackageRow {
  */
 export async function applySkillPackages(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredSkill[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredSkill>,
   now = new Date(),
 ): Promise<{ applied: number; degraded: DegradedArtifact[] }> {
   const rows = await sql<PackageRow>(
