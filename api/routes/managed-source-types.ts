@@ -1,22 +1,15 @@
 import { z } from 'zod';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
-import { ManagedFlowEntity, ManagedSourceEntity } from '../../shared/db/entities/index.js';
+import { ForbiddenError } from '../../shared/errors.js';
 import {
-  AuthenticationError,
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
-  NotFoundError,
-} from '../../shared/errors.js';
-import {
-  pendingFlowChanges,
-  tenantSources,
-  type PendingFlowChange,
+  checkActingUser,
+  listPendingFlowChanges,
+  promotePendingFlowChange,
 } from '../../shared/managed-sources/flow-promotions.js';
+import { checkSingleType, loadTypedSource } from '../../shared/managed-sources/sources.js';
 import { defineRoute, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
 import { managedSourceRoutes } from './managed-sources.js';
-import { ManagedSourceCodes } from '../../shared/managed-sources/error-codes.js';
 
 /**
  * Per-type repository routes (issue 12): `/api/skills`, `/api/apps` and `/api/flows` repositories are
@@ -51,133 +44,128 @@ function allowed(principal: Principal, permission: Permission | null): void {
   );
 }
 
-async function typedSource(ctx: Ctx, type: string) {
-  const row = await ctx.em.findOne(ManagedSourceEntity, {
-    id: (ctx.params as { source_id: string }).source_id,
-    tenant: ctx.principal.tenant,
-  });
-  if (!row || !row.settings.scan_types_enabled.includes(type))
-    throw new NotFoundError(`No ${type} repository ${(ctx.params as { source_id: string }).source_id}.`);
-  return row;
-}
-
 const deprecated = (ctx: Ctx) => ctx.koa.set('Deprecation', 'true');
 const PERMISSION_403 = (permission: Permission | null) =>
   `Needs \`manage_repos\`${permission ? ` or \`${permission}\`` : ''} (\`forbidden\`)`;
 
-function typeRoutes(type: string, permission: Permission | null): AnyRoute[] {
-  const create = managedRoute('createManagedSource');
-  const list = managedRoute('listManagedSources');
-  const get = managedRoute('getManagedSource');
-  const del = managedRoute('deleteManagedSource');
-  const sync = managedRoute('syncManagedSource');
-  const base = {
-    tags: ['managed-sources'],
-    access: { kind: 'authenticated' as const },
-  };
-  const prefix = `/api/${type}/repositories`;
-  const forbidden = { 403: { description: PERMISSION_403(permission) } };
-  const createBody = (create.body as z.ZodObject).omit({ scan_types_enabled: true });
-  return [
-    defineRoute({
-      ...base,
-      method: 'get',
-      path: prefix,
-      operationId: `list${cap(type)}Repositories`,
-      summary: `Managed sources that import ${type}`,
-      responses: { ...list.responses, ...forbidden },
-      handler: async (ctx) => {
-        allowed(ctx.principal, permission);
-        const answer = (await list.handler(ctx)) as {
-          success: true;
-          data: { sources: Array<{ scan_types_enabled: string[] }> };
-        };
-        return {
-          ...answer,
-          data: { ...answer.data, sources: answer.data.sources.filter((s) => s.scan_types_enabled.includes(type)) },
-        };
-      },
-    }),
-    defineRoute({
-      ...base,
-      method: 'post',
-      path: prefix,
-      operationId: `create${cap(type)}Repository`,
-      summary: `Register a repository of ${type} (legacy; answers \`Deprecation: true\`): a managed source scanning ${type}`,
-      description: `Deprecated: use POST /api/managed-sources with scan_types_enabled ["${type}"]. Same body without scan_types_enabled, same answer.`,
-      body: createBody,
-      bodyKind: 'config',
-      ownShape: create.ownShape,
-      successStatus: create.successStatus,
-      responses: { ...create.responses, ...forbidden },
-      handler: async (ctx) => {
-        allowed(ctx.principal, permission);
-        deprecated(ctx as Ctx);
-        return create.handler({ ...ctx, body: { ...ctx.body, scan_types_enabled: [type] } });
-      },
-    }),
-    defineRoute({
-      ...base,
-      method: 'get',
-      path: `${prefix}/:source_id`,
-      operationId: `get${cap(type)}Repository`,
-      summary: `One managed source that imports ${type}`,
-      params: idParams,
-      responses: { ...get.responses, ...forbidden, 404: { description: `No such source importing ${type}` } },
-      handler: async (ctx) => {
-        allowed(ctx.principal, permission);
-        await typedSource(ctx as Ctx, type);
-        return get.handler(ctx);
-      },
-    }),
-    defineRoute({
-      ...base,
-      method: 'post',
-      path: `${prefix}/:source_id/sync`,
-      operationId: `sync${cap(type)}Repository`,
-      summary: `Sync a managed source that imports ${type} (legacy; answers \`Deprecation: true\`)`,
-      params: idParams,
-      responses: { ...sync.responses, ...forbidden, 404: { description: `No such source importing ${type}` } },
-      handler: async (ctx) => {
-        allowed(ctx.principal, permission);
-        await typedSource(ctx as Ctx, type);
-        deprecated(ctx as Ctx);
-        return sync.handler({ ...ctx, body: {} });
-      },
-    }),
-    defineRoute({
-      ...base,
-      method: 'delete',
-      path: `${prefix}/:source_id`,
-      operationId: `delete${cap(type)}Repository`,
-      summary: `Delete a managed source that imports only ${type}`,
-      params: idParams,
-      responses: {
-        ...del.responses,
-        ...forbidden,
-        404: { description: `No such source importing ${type}` },
-        409: {
-          description: `\`SOURCE_HAS_MULTIPLE_TYPES\`: the source imports other types too (delete it with DELETE /api/managed-sources/{source_id}); or ${del.responses[409]?.description ?? 'a sync is running'}`,
-        },
-      },
-      handler: async (ctx) => {
-        allowed(ctx.principal, permission);
-        const row = await typedSource(ctx as Ctx, type);
-        if (row.settings.scan_types_enabled.length > 1)
-          throw new ConflictError(
-            `Managed source ${row.id} imports ${row.settings.scan_types_enabled.join(', ')}; deleting it here would remove more than ${type}. Use DELETE /api/managed-sources/${row.id}.`,
-            {
-              code: ManagedSourceCodes.SOURCE_HAS_MULTIPLE_TYPES,
-              source_id: row.id,
-              scan_types_enabled: row.settings.scan_types_enabled,
-              use: `DELETE /api/managed-sources/${row.id}`,
-            },
-          );
-        return del.handler(ctx);
-      },
-    }),
-  ];
+type Perm = Permission | null;
+const typeBase = { tags: ['managed-sources'], access: { kind: 'authenticated' as const } };
+const forbidden = (permission: Perm) => ({ 403: { description: PERMISSION_403(permission) } });
+const notImporting = (type: string) => ({ 404: { description: `No such source importing ${type}` } });
+
+/** What a per-type view sets on top of the managed-source route it delegates to. */
+interface TypeView {
+  /** After `/api/<type>/repositories`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  spec?: Partial<AnyRoute>;
+  responses?: AnyRoute['responses'];
+  /** Runs once the caller holds the type's permission; `managed` is the managed-source route. */
+  handle: (ctx: Ctx, managed: AnyRoute) => Promise<unknown>;
 }
+
+function typeView(type: string, permission: Perm, from: string, view: TypeView): AnyRoute {
+  const managed = managedRoute(from);
+  return defineRoute({
+    ...typeBase,
+    method: managed.method,
+    ...view.spec,
+    path: `/api/${type}/repositories${view.path}`,
+    operationId: view.operationId,
+    summary: view.summary,
+    responses: { ...managed.responses, ...forbidden(permission), ...view.responses },
+    handler: async (ctx) => {
+      allowed(ctx.principal, permission);
+      return view.handle(ctx as Ctx, managed);
+    },
+  });
+}
+
+/** The source named in the path, if it imports `type` (404 otherwise). */
+const typedSource = (ctx: Ctx, type: string) =>
+  loadTypedSource(ctx.em, ctx.principal.tenant, (ctx.params as { source_id: string }).source_id, type);
+
+const listView = (type: string): TypeView => ({
+  path: '',
+  operationId: `list${cap(type)}Repositories`,
+  summary: `Managed sources that import ${type}`,
+  handle: async (ctx, list) => {
+    const answer = (await list.handler(ctx)) as {
+      success: true;
+      data: { sources: Array<{ scan_types_enabled: string[] }> };
+    };
+    const sources = answer.data.sources.filter((s) => s.scan_types_enabled.includes(type));
+    return { ...answer, data: { ...answer.data, sources } };
+  },
+});
+
+const createView = (type: string, create: AnyRoute): TypeView => ({
+  path: '',
+  operationId: `create${cap(type)}Repository`,
+  summary: `Register a repository of ${type} (legacy; answers \`Deprecation: true\`): a managed source scanning ${type}`,
+  spec: {
+    description: `Deprecated: use POST /api/managed-sources with scan_types_enabled ["${type}"]. Same body without scan_types_enabled, same answer.`,
+    body: (create.body as z.ZodObject).omit({ scan_types_enabled: true }),
+    bodyKind: 'config',
+    ownShape: create.ownShape,
+    successStatus: create.successStatus,
+  },
+  handle: async (ctx, managed) => {
+    deprecated(ctx);
+    return managed.handler({ ...ctx, body: { ...ctx.body, scan_types_enabled: [type] } });
+  },
+});
+
+const getView = (type: string): TypeView => ({
+  path: '/:source_id',
+  operationId: `get${cap(type)}Repository`,
+  summary: `One managed source that imports ${type}`,
+  spec: { params: idParams },
+  responses: notImporting(type),
+  handle: async (ctx, get) => {
+    await typedSource(ctx, type);
+    return get.handler(ctx);
+  },
+});
+
+const syncView = (type: string): TypeView => ({
+  path: '/:source_id/sync',
+  operationId: `sync${cap(type)}Repository`,
+  summary: `Sync a managed source that imports ${type} (legacy; answers \`Deprecation: true\`)`,
+  spec: { params: idParams },
+  responses: notImporting(type),
+  handle: async (ctx, sync) => {
+    await typedSource(ctx, type);
+    deprecated(ctx);
+    return sync.handler({ ...ctx, body: {} });
+  },
+});
+
+const deleteView = (type: string, del: AnyRoute): TypeView => ({
+  path: '/:source_id',
+  operationId: `delete${cap(type)}Repository`,
+  summary: `Delete a managed source that imports only ${type}`,
+  spec: { params: idParams },
+  responses: {
+    ...notImporting(type),
+    409: {
+      description: `\`SOURCE_HAS_MULTIPLE_TYPES\`: the source imports other types too (delete it with DELETE /api/managed-sources/{source_id}); or ${del.responses[409]?.description ?? 'a sync is running'}`,
+    },
+  },
+  handle: async (ctx, managed) => {
+    checkSingleType(await typedSource(ctx, type), type);
+    return managed.handler(ctx);
+  },
+});
+
+const typeRoutes = (type: string, permission: Perm): AnyRoute[] => [
+  typeView(type, permission, 'listManagedSources', listView(type)),
+  typeView(type, permission, 'createManagedSource', createView(type, managedRoute('createManagedSource'))),
+  typeView(type, permission, 'getManagedSource', getView(type)),
+  typeView(type, permission, 'syncManagedSource', syncView(type)),
+  typeView(type, permission, 'deleteManagedSource', deleteView(type, managedRoute('deleteManagedSource'))),
+];
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
@@ -196,15 +184,6 @@ const FlowChange = z
     invalid_reason: z.string().nullable(),
   })
   .meta({ id: 'FlowPendingChange' });
-
-/** Flow promotion needs an acting user: a person, not the system identity or an agent (401 otherwise). */
-function actingUser(principal: Principal): void {
-  if (principal.kind !== 'person')
-    throw new AuthenticationError(
-      'Promoting flows needs an acting user: sign in as a person (identity-provider login or your own personal access token).',
-      { principal_kind: principal.kind },
-    );
-}
 
 const flowBase = {
   tags: ['managed-sources'],
@@ -228,11 +207,8 @@ export const flowPromotionRoutes = [
       404: { description: 'No such source' },
     },
     handler: async ({ query, principal, deps, em }) => {
-      actingUser(principal);
-      const sources = await tenantSources(em, principal.tenant, query.source_id);
-      if (query.source_id && !sources.length) throw new NotFoundError(`No managed source ${query.source_id}.`);
-      const changes: PendingFlowChange[] = [];
-      for (const row of sources) changes.push(...(await pendingFlowChanges(em, deps.config, row)).changes);
+      checkActingUser(principal);
+      const changes = await listPendingFlowChanges(em, deps.config, principal.tenant, query.source_id);
       return { success: true, data: { changes } };
     },
   }),
@@ -265,44 +241,12 @@ export const flowPromotionRoutes = [
       404: { description: 'The change or the source is gone (a later sync superseded it, or it was promoted)' },
     },
     handler: async ({ params, body, principal, deps, em }) => {
-      actingUser(principal);
-      const [row] = await tenantSources(em, principal.tenant, params.source_id);
-      if (!row) throw new NotFoundError(`No managed source ${params.source_id}.`);
-      const { changes, flows } = await pendingFlowChanges(em, deps.config, row);
-      const change = changes.find((c) => c.change_id === params.change_id);
-      if (!change) throw new NotFoundError(`No pending flow change ${params.change_id} of managed source ${row.id}.`);
-      if (body.expected_commit_sha && body.expected_commit_sha !== row.syncedCommitSha)
-        throw new BadRequestError(
-          `Managed source ${row.id} is synced at ${row.syncedCommitSha}, not ${body.expected_commit_sha}; list the pending changes again.`,
-          { code: ManagedSourceCodes.FLOW_CHANGE_STALE, commit_sha: row.syncedCommitSha },
-        );
-      if (!change.valid)
-        throw new BadRequestError(`Flow ${change.flow_name} cannot be promoted: ${change.invalid_reason}.`, {
-          code: ManagedSourceCodes.FLOW_INVALID,
-          flow_name: change.flow_name,
-          reason: change.invalid_reason,
-        });
-      const existing = await em.findOne(ManagedFlowEntity, { sourceId: row.id, flowName: change.flow_name });
-      if (change.change === 'removed') {
-        if (existing) em.remove(existing);
-      } else {
-        const flow = flows.get(change.flow_name)!;
-        const fields = {
-          tenant: row.tenant,
-          contentHash: flow.contentHash,
-          commitSha: row.syncedCommitSha!,
-          manifestPath: flow.manifest,
-          promotedAt: new Date(),
-          promotedBy: principal.id,
-        };
-        if (existing) Object.assign(existing, fields);
-        else em.create(ManagedFlowEntity, { sourceId: row.id, flowName: change.flow_name, ...fields });
-      }
-      await em.flush();
-      return {
-        success: true,
-        data: { change, promoted: true as const, pending_count: changes.length - 1 },
+      const target = {
+        sourceId: params.source_id,
+        changeId: params.change_id,
+        expectedCommit: body.expected_commit_sha,
       };
+      return { success: true, data: await promotePendingFlowChange(em, deps.config, principal, target) };
     },
   }),
 ];

@@ -3,7 +3,15 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { sql } from '../db/sql.js';
-import { ArtifactId, readYaml, zodReason, type DegradedArtifact } from './hydrate.js';
+import {
+  ArtifactId,
+  byFolder,
+  readManifests,
+  readYamlManifest,
+  type DegradedArtifact,
+  type Manifests,
+  type SourceRef,
+} from './hydrate.js';
 
 /**
  * Managed apps (issue 15). A managed source with scan type `apps` records every `apps/<app_name>/app.yaml`
@@ -46,55 +54,29 @@ export interface DesiredApp {
 }
 
 /** Reads `apps/<app_name>/app.yaml` manifests (paths relative to the working tree); bad ones are degraded. */
-export async function readAppManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredApp[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredApp[] = [];
-  const degraded: DegradedArtifact[] = [];
-  for (const file of [...files].sort()) {
-    const appName = APP_FILE.exec(file)?.[1];
-    if (!appName) continue;
-    const refuse = (reason: string) => degraded.push({ artifact_id: appName, reason });
-    if (!ArtifactId.safeParse(appName).success) {
-      refuse('app folder name must be lowercase letters, digits, "_" and "-" (max 64)');
-      continue;
-    }
-    const parsed = await readYaml(workdir, file);
-    if (!parsed.ok) {
-      refuse(parsed.reason);
-      continue;
-    }
-    const m = AppManifest.safeParse(parsed.value);
-    if (!m.success) {
-      refuse(zodReason(m.error));
-      continue;
-    }
-    const entry = m.data.entry;
+export async function readAppManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredApp>> {
+  const read = byFolder<DesiredApp>(APP_FILE, async (file, appName, refuse) => {
+    if (!ArtifactId.safeParse(appName).success)
+      return refuse('app folder name must be lowercase letters, digits, "_" and "-" (max 64)');
+    const m = await readYamlManifest(workdir, file, AppManifest);
+    if (!m.ok) return refuse(m.reason);
+    const entry = m.value.entry;
     const stat = await lstat(path.join(workdir, 'apps', appName, ...entry.split('/'))).catch(() => null);
-    if (!stat?.isFile()) {
-      refuse(`entry ${entry} is not a file of apps/${appName}/`);
-      continue;
-    }
-    desired.push({
-      name: appName,
-      manifest: {
-        name: m.data.name,
-        description: m.data.description ?? null,
-        entry,
-        version: m.data.version ?? null,
-      },
-    });
-  }
-  return { desired, degraded };
+    if (!stat?.isFile()) return refuse(`entry ${entry} is not a file of apps/${appName}/`);
+    const { name, description, version } = m.value;
+    return {
+      desired: { name: appName, manifest: { name, description: description ?? null, entry, version: version ?? null } },
+    };
+  });
+  return readManifests(files, read);
 }
 
 /** Records the source's apps: new and changed manifests are written, apps no longer declared removed. */
 export async function applyApps(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredApp[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredApp>,
   now = new Date(),
 ): Promise<{ applied: number; degraded: DegradedArtifact[] }> {
   const rows = await sql<{ name: string; manifest: DesiredApp['manifest'] }>(

@@ -5,8 +5,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { parse as parseYaml } from 'yaml';
 import { sourcePaths } from './source-access.js';
 import type { AppConfig } from '../config.js';
+import type { Principal } from '../auth/principal.js';
 import { ManagedFlowEntity, ManagedSourceEntity, type ManagedSourceRow } from '../db/entities/index.js';
+import { AuthenticationError, BadRequestError, NotFoundError } from '../errors.js';
 import { listFiles } from './git.js';
+import { ManagedSourceCodes } from './error-codes.js';
 
 /**
  * Flows of managed sources wait for promotion: a flow is a folder `<flows_root>/<flow_name>/` (default
@@ -143,10 +146,101 @@ export async function pendingFlowChanges(
   return { changes, flows };
 }
 
+/** The tenant's sources (one with `sourceId`), oldest first. */
 export async function tenantSources(em: EntityManager, tenant: string, sourceId?: string) {
   return em.find(
     ManagedSourceEntity,
     { tenant, ...(sourceId ? { id: sourceId } : {}) },
     { orderBy: { createdAt: 'asc', id: 'asc' } },
   );
+}
+
+/** Flow promotion needs an acting user: a person, not the system identity or an agent (401 otherwise). */
+export function checkActingUser(principal: Principal): void {
+  if (principal.kind !== 'person')
+    throw new AuthenticationError(
+      'Promoting flows needs an acting user: sign in as a person (identity-provider login or your own personal access token).',
+      { principal_kind: principal.kind },
+    );
+}
+
+/** The pending flow changes of the tenant's sources (of one with `sourceId`: 404 when it is not the tenant's). */
+export async function listPendingFlowChanges(
+  em: EntityManager,
+  config: AppConfig,
+  tenant: string,
+  sourceId?: string,
+): Promise<PendingFlowChange[]> {
+  const sources = await tenantSources(em, tenant, sourceId);
+  if (sourceId && !sources.length) throw new NotFoundError(`No managed source ${sourceId}.`);
+  const changes: PendingFlowChange[] = [];
+  for (const row of sources) changes.push(...(await pendingFlowChanges(em, config, row)).changes);
+  return changes;
+}
+
+/**
+ * Records one change as promoted (not flushed): a removal forgets the flow, else `managed_flows`
+ * holds the flow's content hash and commit, promoted by `promotedBy`.
+ */
+export async function recordFlowPromotion(
+  em: EntityManager,
+  row: ManagedSourceRow,
+  change: PendingFlowChange,
+  flow: CheckedOutFlow | undefined,
+  promotion: { commitSha: string; promotedBy: string },
+): Promise<void> {
+  const existing = await em.findOne(ManagedFlowEntity, { sourceId: row.id, flowName: change.flow_name });
+  if (change.change === 'removed') {
+    if (existing) em.remove(existing);
+    return;
+  }
+  const fields = {
+    tenant: row.tenant,
+    contentHash: flow!.contentHash,
+    commitSha: promotion.commitSha,
+    manifestPath: flow!.manifest,
+    promotedAt: new Date(),
+    promotedBy: promotion.promotedBy,
+  };
+  if (existing) Object.assign(existing, fields);
+  else em.create(ManagedFlowEntity, { sourceId: row.id, flowName: change.flow_name, ...fields });
+}
+
+/**
+ * Promotes one pending change of one of the tenant's sources for an acting user: 404 when it is gone,
+ * 400 `FLOW_CHANGE_STALE` when the source moved past `expectedCommit`, 400 `FLOW_INVALID` when invalid.
+ */
+export async function promotePendingFlowChange(
+  em: EntityManager,
+  config: AppConfig,
+  principal: Principal,
+  target: { sourceId: string; changeId: string; expectedCommit?: string },
+) {
+  checkActingUser(principal);
+  const [row] = await tenantSources(em, principal.tenant, target.sourceId);
+  if (!row) throw new NotFoundError(`No managed source ${target.sourceId}.`);
+  const { changes, flows } = await pendingFlowChanges(em, config, row);
+  const change = changes.find((c) => c.change_id === target.changeId);
+  if (!change) throw new NotFoundError(`No pending flow change ${target.changeId} of managed source ${row.id}.`);
+  checkPromotable(row, change, target.expectedCommit);
+  await recordFlowPromotion(em, row, change, flows.get(change.flow_name), {
+    commitSha: row.syncedCommitSha!,
+    promotedBy: principal.id,
+  });
+  await em.flush();
+  return { change, promoted: true as const, pending_count: changes.length - 1 };
+}
+
+function checkPromotable(row: ManagedSourceRow, change: PendingFlowChange, expectedCommit?: string): void {
+  if (expectedCommit && expectedCommit !== row.syncedCommitSha)
+    throw new BadRequestError(
+      `Managed source ${row.id} is synced at ${row.syncedCommitSha}, not ${expectedCommit}; list the pending changes again.`,
+      { code: ManagedSourceCodes.FLOW_CHANGE_STALE, commit_sha: row.syncedCommitSha },
+    );
+  if (!change.valid)
+    throw new BadRequestError(`Flow ${change.flow_name} cannot be promoted: ${change.invalid_reason}.`, {
+      code: ManagedSourceCodes.FLOW_INVALID,
+      flow_name: change.flow_name,
+      reason: change.invalid_reason,
+    });
 }

@@ -138,6 +138,34 @@ export function classifyGitError(err: unknown, host: string, credKind?: GitCrede
   return new GitSyncError(GitSyncCodes.GIT_FAILED, `Git failed against ${host}.`, true);
 }
 
+/** How Git calls reach a source's remote: the egress-checked HTTP client, the URL, the credentials' headers. */
+export interface RemoteAccess {
+  http: HttpClient;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** The remote's refs, listed once (annotated tags peeled, HEAD's target named). */
+export function listRemoteRefs(remote: RemoteAccess) {
+  return git.listServerRefs({
+    http: remote.http,
+    url: remote.url,
+    headers: remote.headers,
+    protocolVersion: 1,
+    peelTags: true,
+    symrefs: true,
+  });
+}
+
+/** The host named in failures about `url` ("the Git server" when it does not parse). */
+export function gitHostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'the Git server';
+  }
+}
+
 export interface ResolvedRef {
   /** Full remote ref name (`refs/tags/v1`, `refs/heads/main`). */
   ref: string;
@@ -153,14 +181,7 @@ export async function resolveRemoteRef(input: {
   headers: Record<string, string>;
   releaseRef: string | null;
 }): Promise<ResolvedRef> {
-  const refs = await git.listServerRefs({
-    http: input.http,
-    url: input.url,
-    headers: input.headers,
-    protocolVersion: 1,
-    peelTags: true,
-    symrefs: true,
-  });
+  const refs = await listRemoteRefs(input);
   const find = (name: string) => refs.find((r) => r.ref === name);
   if (input.releaseRef) {
     const tag = find(`refs/tags/${input.releaseRef}`);

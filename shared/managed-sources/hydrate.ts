@@ -17,6 +17,12 @@ import { sql } from '../db/sql.js';
  * artifact (`artifact_id`, `reason`) and never fails the sync; what it imported before stays.
  */
 
+/** The source whose artifacts are read, planned and written. */
+export type SourceRef = { id: string; tenant: string };
+
+/** The manifests read for a type: the readable ones and the degraded ones. */
+export type Manifests<D> = { desired: D[]; degraded: DegradedArtifact[] };
+
 export interface DegradedArtifact {
   artifact_id: string;
   reason: string;
@@ -91,6 +97,55 @@ export function zodReason(err: z.ZodError): string {
   return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
 }
 
+/** One manifest file read: the artifact it declares, or why it is degraded; null skips the file. */
+export type ManifestRead<T> = { desired: T } | { degraded: DegradedArtifact } | null;
+
+/** A degraded artifact: `artifactId` with the reason it was not imported. */
+export const degradedRead = (artifactId: string, reason: string) => ({
+  degraded: { artifact_id: artifactId, reason },
+});
+
+/** Reads manifest files in path order into the readable artifacts and the degraded ones. */
+export async function readManifests<T>(
+  files: readonly string[],
+  readOne: (file: string) => Promise<ManifestRead<T>>,
+): Promise<Manifests<T>> {
+  const desired: T[] = [];
+  const degraded: DegradedArtifact[] = [];
+  for (const file of [...files].sort()) {
+    const read = await readOne(file);
+    if (read && 'desired' in read) desired.push(read.desired);
+    else if (read) degraded.push(read.degraded);
+  }
+  return { desired, degraded };
+}
+
+/**
+ * A reader of manifests named by their folder: `pattern`'s first group is the artifact's name (a file
+ * it does not match is skipped) and every refusal is a degraded artifact of that name.
+ */
+export function byFolder<T>(
+  pattern: RegExp,
+  readOne: (file: string, name: string, refuse: (reason: string) => ManifestRead<T>) => Promise<ManifestRead<T>>,
+): (file: string) => Promise<ManifestRead<T>> {
+  return async (file) => {
+    const name = pattern.exec(file)?.[1];
+    return name ? readOne(file, name, (reason) => degradedRead(name, reason)) : null;
+  };
+}
+
+/** A YAML manifest validated by `schema`, or why not (unreadable, not YAML, invalid). */
+export async function readYamlManifest<S extends z.ZodType>(
+  workdir: string,
+  file: string,
+  schema: S,
+): Promise<{ ok: true; value: z.output<S> } | { ok: false; reason: string }> {
+  const parsed = await readYaml(workdir, file);
+  if (!parsed.ok) return parsed;
+  const m = schema.safeParse(parsed.value);
+  return m.success ? { ok: true, value: m.data } : { ok: false, reason: zodReason(m.error) };
+}
+
 export async function readYaml(
   workdir: string,
   rel: string,
@@ -106,40 +161,22 @@ export async function readYaml(
 }
 
 /** Reads the agent manifests (paths relative to the working tree); bad ones are degraded artifacts. */
-export async function readAgentManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredAgent[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredAgent[] = [];
-  const degraded: DegradedArtifact[] = [];
+export async function readAgentManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredAgent>> {
   const seen = new Map<string, string>();
-  for (const file of [...files].sort()) {
-    const parsed = await readYaml(workdir, file);
-    if (!parsed.ok) {
-      degraded.push({ artifact_id: file, reason: parsed.reason });
-      continue;
-    }
-    const m = AgentManifest.safeParse(parsed.value);
-    if (!m.success) {
-      degraded.push({ artifact_id: file, reason: zodReason(m.error) });
-      continue;
-    }
-    const a = m.data;
+  return readManifests(files, async (file): Promise<ManifestRead<DesiredAgent>> => {
+    const m = await readYamlManifest(workdir, file, AgentManifest);
+    if (!m.ok) return degradedRead(file, m.reason);
+    const a = m.value;
     const groups = a.default_tool_groups ?? a.tool_groups ?? [];
     const unknown = groups.filter((g) => !isToolGroup(g));
-    if (unknown.length) {
-      degraded.push({
-        artifact_id: a.agent_id,
-        reason: `unknown tool group(s) ${unknown.join(', ')}; known groups: ${TOOL_GROUP_NAMES.join(', ')}`,
-      });
-      continue;
-    }
-    if (seen.has(a.agent_id)) {
-      degraded.push({ artifact_id: a.agent_id, reason: `agent_id also declared by ${seen.get(a.agent_id)}` });
-      continue;
-    }
+    if (unknown.length)
+      return degradedRead(
+        a.agent_id,
+        `unknown tool group(s) ${unknown.join(', ')}; known groups: ${TOOL_GROUP_NAMES.join(', ')}`,
+      );
+    if (seen.has(a.agent_id)) return degradedRead(a.agent_id, `agent_id also declared by ${seen.get(a.agent_id)}`);
     seen.set(a.agent_id, file);
-    desired.push({
+    const desired = {
       agent_id: a.agent_id,
       name: a.name,
       description: a.description ?? null,
@@ -148,69 +185,46 @@ export async function readAgentManifests(
       access: { roles: a.access?.roles ?? [], users: a.access?.users ?? [] },
       llm_provider: a.llm_provider ?? null,
       skill_groups: [...new Set(a.default_skill_groups ?? a.skill_groups ?? [])],
-    });
-  }
-  return { desired, degraded };
+    };
+    return { desired };
+  });
 }
 
 /** Reads `roles/<role_name>/role.yaml`; a role granting admin-level access is refused (degraded). */
-export async function readRoleManifests(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredRole[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredRole[] = [];
-  const degraded: DegradedArtifact[] = [];
+export async function readRoleManifests(workdir: string, files: readonly string[]): Promise<Manifests<DesiredRole>> {
   const seen = new Set<string>();
-  for (const file of [...files].sort()) {
-    const roleName = file.split('/')[1]!;
-    const refuse = (reason: string) => degraded.push({ artifact_id: roleName, reason });
-    if (!ArtifactId.safeParse(roleName).success) {
-      refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
-      continue;
-    }
-    if (seen.has(roleName)) {
-      refuse(`role declared twice (${file})`);
-      continue;
-    }
-    const parsed = await readYaml(workdir, file);
-    if (!parsed.ok) {
-      refuse(parsed.reason);
-      continue;
-    }
-    const m = RoleManifest.safeParse(parsed.value);
-    if (!m.success) {
-      refuse(zodReason(m.error));
-      continue;
-    }
-    const r = m.data;
-    if (r.name !== undefined && r.name !== roleName) {
-      refuse(`name ${r.name} differs from its folder ${roleName}`);
-      continue;
-    }
-    if (isBuiltInRole(roleName)) {
-      refuse(`admin_access_refused: ${roleName} is a built-in role; a role file cannot define or change it`);
-      continue;
-    }
-    const adminLevel = r.permissions.filter((p) => (ADMIN_LEVEL_PERMISSIONS as readonly string[]).includes(p));
-    if (r.admin === true || adminLevel.length) {
-      refuse(
-        `admin_access_refused: a role file cannot grant admin-level access (${r.admin === true ? 'admin: true' : adminLevel.join(', ')})`,
-      );
-      continue;
-    }
-    const unknown = r.permissions.filter((p) => !isPermission(p));
-    if (unknown.length) {
-      refuse(`unknown permission(s) ${unknown.join(', ')}`);
-      continue;
-    }
+  const read = byFolder<DesiredRole>(/^roles\/([^/]+)\//, async (file, roleName, refuse) => {
+    if (!ArtifactId.safeParse(roleName).success)
+      return refuse('role folder name must be lowercase letters, digits, "_" and "-" (max 64)');
+    if (seen.has(roleName)) return refuse(`role declared twice (${file})`);
+    const m = await readYamlManifest(workdir, file, RoleManifest);
+    if (!m.ok) return refuse(m.reason);
+    const refusal = roleRefusal(roleName, m.value);
+    if (refusal) return refuse(refusal);
     seen.add(roleName);
-    desired.push({
-      role_name: roleName,
-      description: r.description ?? null,
-      permissions: [...new Set(r.permissions)].sort(),
-    });
-  }
-  return { desired, degraded };
+    const r = m.value;
+    return {
+      desired: {
+        role_name: roleName,
+        description: r.description ?? null,
+        permissions: [...new Set(r.permissions)].sort(),
+      },
+    };
+  });
+  return readManifests(files, read);
+}
+
+/** Why a valid role manifest is refused: a name other than its folder, a built-in role, admin-level or unknown permissions. */
+function roleRefusal(roleName: string, r: z.output<typeof RoleManifest>): string | null {
+  if (r.name !== undefined && r.name !== roleName) return `name ${r.name} differs from its folder ${roleName}`;
+  if (isBuiltInRole(roleName))
+    return `admin_access_refused: ${roleName} is a built-in role; a role file cannot define or change it`;
+  const adminLevel = r.permissions.filter((p) => (ADMIN_LEVEL_PERMISSIONS as readonly string[]).includes(p));
+  if (r.admin === true || adminLevel.length)
+    return `admin_access_refused: a role file cannot grant admin-level access (${r.admin === true ? 'admin: true' : adminLevel.join(', ')})`;
+  const unknown = r.permissions.filter((p) => !isPermission(p));
+  if (unknown.length) return `unknown permission(s) ${unknown.join(', ')}`;
+  return null;
 }
 
 function hashPlan(kind: string, changes: PlannedChange[], content: unknown): string {
@@ -223,20 +237,12 @@ function summarize(kind: string, changes: PlannedChange[]): string {
   return `${kind}: ${n('create')} to create, ${n('update')} to update, ${n('delete')} to remove.`;
 }
 
-interface CurrentAgent {
-  id: string;
-  name: string;
-  description: string | null;
-  instructions: string;
-  tool_groups: string[];
-  access: { roles: string[]; users: string[] };
-  llm_provider: string | null;
-  skill_groups: string[];
-}
+/** A managed agent the source imported before: its row id and the fields a manifest sets. */
+type CurrentAgent = Omit<DesiredAgent, 'agent_id'> & { id: string };
 
 /** Splits the readable manifests: those `clash` refuses become degraded artifacts, next to the unreadable ones. */
 function withoutClashes<D>(
-  read: { desired: D[]; degraded: DegradedArtifact[] },
+  read: Manifests<D>,
   clash: (d: D) => DegradedArtifact | null,
 ): { desired: D[]; degraded: DegradedArtifact[] } {
   const degraded = [...read.degraded];
@@ -273,20 +279,23 @@ function previewedPlan<D>(
   };
 }
 
-export interface AgentPlan {
+/** A previewed type's plan: the preview, what to write, what to remove (ids or names), the degraded manifests. */
+export interface Plan<D> {
   preview: Preview;
-  desired: DesiredAgent[];
-  /** Managed agents of this source to remove. */
+  desired: D[];
+  /** This source's artifacts of the type to remove. */
   remove: string[];
   degraded: DegradedArtifact[];
 }
 
+export type AgentPlan = Plan<DesiredAgent>;
+
 /** Compares the manifests with the source's imported agents; name clashes with other agents are degraded. */
 export async function planAgents(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredAgent[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredAgent>,
 ): Promise<AgentPlan> {
   const current = await sql<CurrentAgent>(
     em,
@@ -335,15 +344,21 @@ export async function planAgents(
   return previewedPlan('agents', commitSha, changes, desired, (d) => d.agent_id, remove, degraded);
 }
 
-/** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
-export async function applyAgents(
-  em: EntityManager,
-  source: { id: string; tenant: string },
-  plan: AgentPlan,
-  now = new Date(),
+/** Writes a plan: every desired artifact upserted in order, then the removed ones; answers the changes applied. */
+async function writePlan<D>(
+  plan: Plan<D>,
+  upsert: (d: D) => Promise<unknown>,
+  remove: (ids: string[]) => Promise<unknown>,
 ): Promise<number> {
-  for (const d of plan.desired) {
-    await sql(
+  for (const d of plan.desired) await upsert(d);
+  if (plan.remove.length) await remove(plan.remove);
+  return plan.preview.changes.length;
+}
+
+/** Writes the agent plan: imported agents are managed, not editable, and carry their tool groups. */
+export function applyAgents(em: EntityManager, source: SourceRef, plan: AgentPlan, now = new Date()) {
+  const upsert = (d: DesiredAgent) =>
+    sql(
       em,
       `insert into agents (id, tenant, name, description, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at, managed_source_id, llm_provider, skill_groups)
        values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, 'managed', false, ?, ?, ?, ?, ?, ?::jsonb)
@@ -367,28 +382,21 @@ export async function applyAgents(
         JSON.stringify(d.skill_groups),
       ],
     );
-  }
-  if (plan.remove.length)
-    await sql(
-      em,
-      `delete from agents where managed_source_id = ? and id in (${plan.remove.map(() => '?').join(', ')})`,
-      [source.id, ...plan.remove],
-    );
-  return plan.preview.changes.length;
+  const remove = (ids: string[]) =>
+    sql(em, `delete from agents where managed_source_id = ? and id in (${ids.map(() => '?').join(', ')})`, [
+      source.id,
+      ...ids,
+    ]);
+  return writePlan(plan, upsert, remove);
 }
 
-export interface RolePlan {
-  preview: Preview;
-  desired: DesiredRole[];
-  remove: string[];
-  degraded: DegradedArtifact[];
-}
+export type RolePlan = Plan<DesiredRole>;
 
 export async function planRoles(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredRole[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredRole>,
 ): Promise<RolePlan> {
   const rows = await sql<{
     name: string;
@@ -423,14 +431,10 @@ export async function planRoles(
   return previewedPlan('roles', commitSha, changes, desired, (d) => d.role_name, remove, degraded);
 }
 
-export async function applyRoles(
-  em: EntityManager,
-  source: { id: string; tenant: string },
-  plan: RolePlan,
-  now = new Date(),
-): Promise<number> {
-  for (const d of plan.desired) {
-    await sql(
+/** Writes the role plan: roles of the source's tenant, owned by the source (another's role of that name stays). */
+export function applyRoles(em: EntityManager, source: SourceRef, plan: RolePlan, now = new Date()) {
+  const upsert = (d: DesiredRole) =>
+    sql(
       em,
       `insert into custom_roles (tenant, name, description, permissions, managed_source_id, created_at, updated_at)
        values (?, ?, ?, ?::jsonb, ?, ?, ?)
@@ -438,20 +442,19 @@ export async function applyRoles(
          updated_at = excluded.updated_at where custom_roles.managed_source_id = excluded.managed_source_id`,
       [source.tenant, d.role_name, d.description, JSON.stringify(d.permissions), source.id, now, now],
     );
-  }
-  if (plan.remove.length)
-    await sql(
+  const remove = (names: string[]) =>
+    sql(
       em,
-      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${plan.remove.map(() => '?').join(', ')})`,
-      [source.tenant, source.id, ...plan.remove],
+      `delete from custom_roles where tenant = ? and managed_source_id = ? and name in (${names.map(() => '?').join(', ')})`,
+      [source.tenant, source.id, ...names],
     );
-  return plan.preview.changes.length;
+  return writePlan(plan, upsert, remove);
 }
 
 /** Removes everything a source imported (deletion cleanup); idempotent. */
 export async function removeSourceArtifacts(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
 ): Promise<{ agents: number; roles: number }> {
   return em.transactional(async (tx) => {
     const agents = await sql<{ id: string }>(

@@ -4,7 +4,13 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import YAML from 'yaml';
 import { listFiles } from '../managed-sources/git.js';
-import type { DegradedArtifact } from '../managed-sources/hydrate.js';
+import {
+  byFolder,
+  readManifests,
+  type DegradedArtifact,
+  type Manifests,
+  type SourceRef,
+} from '../managed-sources/hydrate.js';
 import { SKILL_NAME } from './read.js';
 import { sql } from '../db/sql.js';
 
@@ -66,59 +72,44 @@ async function folderHash(workdir: string, folder: string): Promise<string> {
 }
 
 /** Reads the skill packages (SKILL.md paths relative to the working tree); bad ones are degraded. */
-export async function readSkillPackages(
-  workdir: string,
-  files: readonly string[],
-): Promise<{ desired: DesiredSkill[]; degraded: DegradedArtifact[] }> {
-  const desired: DesiredSkill[] = [];
-  const degraded: DegradedArtifact[] = [];
-  for (const file of [...files].sort()) {
-    const name = SKILL_FILE.exec(file)?.[1];
-    if (!name) continue;
-    const refuse = (reason: string) => degraded.push({ artifact_id: name, reason });
-    if (!SKILL_NAME.test(name)) {
-      refuse('skill folder name must be letters, digits, ".", "_" and "-" (max 128), starting with a letter or digit');
-      continue;
-    }
+export async function readSkillPackages(workdir: string, files: readonly string[]): Promise<Manifests<DesiredSkill>> {
+  const read = byFolder<DesiredSkill>(SKILL_FILE, async (file, name, refuse) => {
+    if (!SKILL_NAME.test(name))
+      return refuse(
+        'skill folder name must be letters, digits, ".", "_" and "-" (max 128), starting with a letter or digit',
+      );
     const folder = `skills/${name}`;
     const info = await lstat(path.join(workdir, 'skills', name)).catch(() => null);
-    if (!info?.isDirectory()) {
-      refuse('the skill must be a plain folder');
-      continue;
-    }
+    if (!info?.isDirectory()) return refuse('the skill must be a plain folder');
     let text: string;
     try {
       text = await readFile(path.join(workdir, ...file.split('/')), 'utf8');
     } catch (err) {
-      refuse(`unreadable: ${(err as Error).message}`);
-      continue;
+      return refuse(`unreadable: ${(err as Error).message}`);
     }
-    const fm = frontMatter(text);
-    if (!fm.ok) {
-      refuse(fm.reason);
-      continue;
-    }
-    if (!text.trim()) {
-      refuse('SKILL.md is empty');
-      continue;
-    }
-    const { name: declared, description } = fm.value ?? { description: firstLine(text) };
-    if (declared !== undefined && declared !== name) {
-      refuse(`name ${String(declared)} differs from its folder ${name}`);
-      continue;
-    }
-    if (typeof description !== 'string' || !description.trim() || description.length > MAX_DESCRIPTION) {
-      refuse(`front matter needs a description (a string of 1 to ${MAX_DESCRIPTION} characters)`);
-      continue;
-    }
-    desired.push({
-      name,
-      path: folder,
-      description: description.trim(),
-      content_hash: await folderHash(workdir, folder),
-    });
-  }
-  return { desired, degraded };
+    const description = skillDescription(name, text);
+    if (!description.ok) return refuse(description.reason);
+    return {
+      desired: { name, path: folder, description: description.value, content_hash: await folderHash(workdir, folder) },
+    };
+  });
+  return readManifests(files, read);
+}
+
+/** The description SKILL.md declares (front matter, else its first line), or why it is refused. */
+function skillDescription(name: string, text: string): { ok: true; value: string } | { ok: false; reason: string } {
+  const fm = frontMatter(text);
+  if (!fm.ok) return fm;
+  if (!text.trim()) return { ok: false, reason: 'SKILL.md is empty' };
+  const { name: declared, description } = fm.value ?? { description: firstLine(text) };
+  if (declared !== undefined && declared !== name)
+    return { ok: false, reason: `name ${String(declared)} differs from its folder ${name}` };
+  if (typeof description !== 'string' || !description.trim() || description.length > MAX_DESCRIPTION)
+    return {
+      ok: false,
+      reason: `front matter needs a description (a string of 1 to ${MAX_DESCRIPTION} characters)`,
+    };
+  return { ok: true, value: description.trim() };
 }
 
 interface PackageRow {
@@ -134,9 +125,9 @@ interface PackageRow {
  */
 export async function applySkillPackages(
   em: EntityManager,
-  source: { id: string; tenant: string },
+  source: SourceRef,
   commitSha: string,
-  read: { desired: DesiredSkill[]; degraded: DegradedArtifact[] },
+  read: Manifests<DesiredSkill>,
   now = new Date(),
 ): Promise<{ applied: number; degraded: DegradedArtifact[] }> {
   const rows = await sql<PackageRow>(

@@ -1,0 +1,226 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ManagedSourceEntity, type ManagedSourceRow } from '../../shared/db/entities/index.js';
+import { documentFeedSummary, planDocumentFeed } from '../../shared/document-index/kb-feed.js';
+import {
+  classifyGitError,
+  fetchRef,
+  gitHostOf,
+  materializeCheckout,
+  resolveRemoteRef,
+  rulesHash,
+  unsupportedCheckoutRules,
+  workingTreeExists,
+  type GitCredentials,
+  type ResolvedRef,
+} from '../../shared/managed-sources/git.js';
+import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
+import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
+import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
+import { emptySyncResult, finishSync, syncOutcome } from '../../shared/managed-sources/sync-result.js';
+import { scanWorkingTree, type ScanSummary } from '../../shared/managed-sources/sync-scan.js';
+import type {
+  DocumentFeedPlan,
+  DocumentFeedSummary,
+  SourceSyncInput,
+  SourceSyncResult,
+} from '../../workflows/source-sync-definitions.js';
+import { withHeartbeat } from '../heartbeat.js';
+import type { ManagedSourceDeps } from './deps.js';
+import { ManagedSourceCodes } from '../../shared/managed-sources/error-codes.js';
+
+/**
+ * The `source-sync` workflow's activities, one function each: resolve the release ref, fetch and check
+ * out, scan, feed documents, record (hydration) or end the job. Each writes the job's phase first, so
+ * progress is readable; Git failures become ApplicationFailures typed by their code.
+ */
+export interface CheckoutSummary {
+  changed: boolean;
+  files_checked_out: number;
+  paths_excluded: number;
+}
+
+/** Git failures become ApplicationFailures typed by their code; only transient ones are retried. */
+function toFailure(err: unknown, url: string, credKind?: GitCredentials['kind'] | null): never {
+  const g = classifyGitError(err, gitHostOf(url), credKind);
+  throw g.retryable
+    ? ApplicationFailure.retryable(g.message, g.code)
+    : ApplicationFailure.nonRetryable(g.message, g.code);
+}
+
+async function loadSyncing(em: EntityManager, input: SourceSyncInput): Promise<ManagedSourceRow> {
+  const row = await em.findOne(ManagedSourceEntity, { id: input.sourceId, tenant: input.tenant });
+  if (!row) throw ApplicationFailure.nonRetryable('The managed source was deleted during the sync.', 'SOURCE_GONE');
+  return row;
+}
+
+export type ResolveAnswer = { ref: ResolvedRef; refusal: null } | { ref: null; refusal: SourceSyncResult };
+
+/** Lists the remote's refs and resolves `release_ref`; a moved release tag is a refusal (nothing applied). */
+export async function managedSyncResolve(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<ResolveAnswer> {
+  const em = deps.orm.em.fork();
+  await setSyncPhase(em, input.jobId, 'resolving');
+  const row = await loadSyncing(em, input);
+  const { remote, creds, lapsed } = await openRemote(em, deps.config, row);
+  if (lapsed) toFailure(lapsed, row.repoUrl);
+  let ref: ResolvedRef;
+  try {
+    ref = await resolveRemoteRef({ ...remote, releaseRef: row.releaseRef });
+  } catch (err) {
+    toFailure(err, row.repoUrl, creds?.kind);
+  }
+  const anchor = row.tagAnchor;
+  if (ref.kind !== 'tag' || !anchor || anchor.tag !== row.releaseRef || anchor.commit_sha === ref.commitSha)
+    return { ref, refusal: null };
+  return {
+    ref: null,
+    refusal: {
+      ...emptySyncResult(input, row),
+      ref_kind: 'tag',
+      commit_sha: anchor.commit_sha,
+      error_code: ManagedSourceCodes.RELEASE_TAG_CHANGED_ON_REMOTE,
+      error: `Release tag ${anchor.tag} now names commit ${ref.commitSha} on the remote, not the synced ${anchor.commit_sha}. Nothing was applied; acknowledge with PATCH acknowledge_moved_tag: true to sync the new commit.`,
+      moved_tag: { tag: anchor.tag, anchored_commit_sha: anchor.commit_sha, remote_commit_sha: ref.commitSha },
+    },
+  };
+}
+
+function checkCheckoutRules(rules: readonly string[]): void {
+  const unsupported = unsupportedCheckoutRules(rules);
+  if (unsupported.length)
+    throw ApplicationFailure.nonRetryable(
+      `checkout_exclude cannot re-include a path below an excluded directory (${unsupported.join(', ')}): Git sparse rules never re-include a file whose parent directory is excluded. Exclude the directory's contents (\`dir/*\`) instead of the directory (\`dir/\`), then re-include.`,
+      ManagedSourceCodes.SPARSE_CHECKOUT_UNSUPPORTED,
+    );
+}
+
+/** Shallow fetch of the release commit, then a fresh working tree with `checkout_exclude` applied (skipped when nothing changed). */
+export async function managedSyncFetch(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput & { resolved: ResolvedRef },
+): Promise<CheckoutSummary> {
+  const em = deps.orm.em.fork();
+  const row = await loadSyncing(em, input);
+  const paths = sourcePaths(deps.config, row.id);
+  const hash = rulesHash(row.settings.checkout_exclude);
+  const same = row.syncedCommitSha === input.resolved.commitSha && row.checkoutRulesHash === hash;
+  if (same && (await workingTreeExists(paths.workdir)))
+    return { changed: false, files_checked_out: 0, paths_excluded: 0 };
+  checkCheckoutRules(row.settings.checkout_exclude);
+  await setSyncPhase(em, input.jobId, 'fetching');
+  const { remote, creds } = await openRemote(em, deps.config, row);
+  await withHeartbeat(10_000, () => fetchRef({ ...remote, gitdir: paths.gitdir, resolved: input.resolved })).catch(
+    (err: unknown) => toFailure(err, row.repoUrl, creds?.kind),
+  );
+  await setSyncPhase(em, input.jobId, 'checking_out');
+  const counts = await withHeartbeat(10_000, () =>
+    materializeCheckout({
+      gitdir: paths.gitdir,
+      commitSha: input.resolved.commitSha,
+      workdir: paths.workdir,
+      checkoutExclude: row.settings.checkout_exclude,
+      tag: input.jobId,
+    }),
+  ).catch((err: unknown) => toFailure(err, row.repoUrl));
+  return { changed: !same, files_checked_out: counts.files, paths_excluded: counts.excluded };
+}
+
+/** Walks the working tree under `include`/`exclude`, counting files (progress on the job row) and artifact candidates. */
+export async function managedSyncScan(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<ScanSummary> {
+  const em = deps.orm.em.fork();
+  await setSyncPhase(em, input.jobId, 'scanning', 0);
+  const row = await loadSyncing(em, input);
+  const ctx = Context.current();
+  const scan = await scanWorkingTree(sourcePaths(deps.config, row.id).workdir, row.settings, async (files) => {
+    ctx.heartbeat();
+    await setSyncPhase(em, input.jobId, 'scanning', files);
+  });
+  await setSyncPhase(em, input.jobId, 'recording', scan.files_scanned);
+  return scan;
+}
+
+/**
+ * The document feed's plan (shared/document-index/kb-feed.ts): per first-level folder of
+ * `documents_root` the index (found or created linked to the source), removed documents, and the
+ * changed files for an ingestion child workflow.
+ */
+export async function managedDocumentFeedPlan(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput,
+): Promise<DocumentFeedPlan> {
+  const em = deps.orm.em.fork();
+  await setSyncPhase(em, input.jobId, 'feeding_documents');
+  const row = await loadSyncing(em, input);
+  const { workdir } = sourcePaths(deps.config, row.id);
+  return withHeartbeat(2_000, () =>
+    planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir, overwriteIndexes: input.overwriteIndexes }),
+  );
+}
+
+/** The feed summary per index after the ingestion child workflows (`ingested`: documents per index). */
+export async function managedDocumentFeedSummary(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput & { plan: DocumentFeedPlan; ingested: Record<string, number> },
+): Promise<DocumentFeedSummary> {
+  const em = deps.orm.em.fork();
+  const row = await loadSyncing(em, input);
+  return documentFeedSummary(em, row, input.plan, input.ingested);
+}
+
+export type SyncRecordInput = SourceSyncInput & {
+  resolved: ResolvedRef;
+  checkout: CheckoutSummary;
+  scan: ScanSummary;
+  /** The document feed's summary, or the error that stopped it (recorded as a hydrate error). */
+  documentFeed?: DocumentFeedSummary;
+  documentFeedError?: { code: string; message: string };
+};
+
+/** Records a successful sync: hydration, the source's commit, tag anchor and checkout rules; the job `complete`. */
+export async function managedSyncRecord(deps: ManagedSourceDeps, input: SyncRecordInput): Promise<SourceSyncResult> {
+  const em = deps.orm.em.fork();
+  const row = await loadSyncing(em, input);
+  const { resolved, checkout, scan } = input;
+  const hydration = await hydrateSync(em, deps, row, { apply: input.apply, commitSha: resolved.commitSha, scan });
+  if (input.documentFeedError) {
+    hydration.hydrate_errors.push({ type: 'document_indexes', ...input.documentFeedError });
+    hydration.partial_success = true;
+  }
+  const result: SourceSyncResult = {
+    ...emptySyncResult(input, row),
+    ...hydration,
+    outcome: syncOutcome(checkout.changed, hydration),
+    ref_kind: resolved.kind,
+    commit_sha: resolved.commitSha,
+    files_checked_out: checkout.files_checked_out,
+    paths_excluded: checkout.paths_excluded,
+    files_scanned: scan.files_scanned,
+    candidates: scan.candidates,
+    ...(input.documentFeed ? { document_feed: input.documentFeed } : {}),
+  };
+  return finishSync(deps.orm.em.fork(), input, result, {
+    syncedCommitSha: resolved.commitSha,
+    checkoutRulesHash: rulesHash(row.settings.checkout_exclude),
+    tagAnchor:
+      resolved.kind === 'tag' && row.releaseRef ? { tag: row.releaseRef, commit_sha: resolved.commitSha } : null,
+  });
+}
+
+/** Ends a refused sync (moved tag): the job `error` with the result; nothing applied to the source. */
+export function managedSyncFinish(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput & { result: SourceSyncResult },
+): Promise<SourceSyncResult> {
+  return finishSync(deps.orm.em.fork(), input, input.result);
+}
+
+/** Ends a failed sync with its classified code. */
+export async function managedSyncFail(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput & { errorCode: string; message: string },
+): Promise<SourceSyncResult> {
+  const em = deps.orm.em.fork();
+  const row = await em.findOne(ManagedSourceEntity, { id: input.sourceId, tenant: input.tenant });
+  const result = { ...emptySyncResult(input, row), error_code: input.errorCode, error: input.message };
+  return finishSync(deps.orm.em.fork(), input, result);
+}

@@ -1,0 +1,80 @@
+import type { ManagedSourceSettings } from '../db/entities/index.js';
+import { isBlueprintManifest } from '../blueprints/remote.js';
+import { SKILL_FILE } from '../skills/packages.js';
+import { APP_FILE } from './apps.js';
+import { gitignoreMatcher, listFiles } from './git.js';
+
+/**
+ * The scan of a synced working tree: the files under `include`/`exclude`, counted, and per enabled
+ * scan type its artifact candidates (the manifests hydration reads).
+ */
+export interface ScanSummary {
+  files_scanned: number;
+  candidates: Record<string, number>;
+  /** Manifest paths for hydration (enabled types only; absent in histories recorded before hydration). */
+  agent_files?: string[];
+  role_files?: string[];
+  /** `skills/<name>/SKILL.md` paths (scan type `skills`). */
+  skill_files?: string[];
+  /** `blueprints/<name>/blueprint_manifest.yaml` paths (scan type `blueprints`). */
+  blueprint_files?: string[];
+  /** `apps/<name>/app.yaml` paths (scan type `apps`). */
+  app_files?: string[];
+}
+
+/** The scan types whose candidates are counted (the others count none). */
+const COUNTED = ['agents', 'roles', 'skills', 'document_indexes', 'blueprints', 'apps'];
+
+/** Files under `root` (default `fallback`; `''` or `/`: every file). */
+function under(root: string | null, fallback: string) {
+  const r = (root ?? fallback).replace(/^\/+|\/+$/g, '');
+  return (file: string) => r === '' || file.startsWith(`${r}/`);
+}
+
+/** Per scan type, whether a (scanned) file is one of its manifests and where its path is listed. */
+function manifestKinds(s: ManagedSourceSettings) {
+  const inAgents = under(s.agents_root, 'agents');
+  const inDocs = under(s.documents_root, 'docs');
+  const base = (file: string) => file.slice(file.lastIndexOf('/') + 1);
+  return [
+    { type: 'agents', list: 'agent_files', test: (f: string) => inAgents(f) && /^agent\.ya?ml$/.test(base(f)) },
+    { type: 'roles', list: 'role_files', test: (f: string) => /^roles\/[^/]+\/role\.ya?ml$/.test(f) },
+    { type: 'skills', list: 'skill_files', test: (f: string) => SKILL_FILE.test(f) },
+    { type: 'blueprints', list: 'blueprint_files', test: (f: string) => isBlueprintManifest(f) },
+    { type: 'apps', list: 'app_files', test: (f: string) => APP_FILE.test(f) },
+    { type: 'document_indexes', list: null, test: (f: string) => inDocs(f) && /\.(md|markdown)$/i.test(base(f)) },
+  ] as const;
+}
+
+/**
+ * Walks the working tree; `progress(files)` is awaited every 200 scanned files (heartbeat and the
+ * job's phase).
+ */
+export async function scanWorkingTree(
+  workdir: string,
+  s: ManagedSourceSettings,
+  progress: (files: number) => Promise<void>,
+): Promise<ScanSummary> {
+  const included = s.include.length ? gitignoreMatcher(s.include) : () => true;
+  const excluded = gitignoreMatcher(s.exclude);
+  const types = new Set(s.scan_types_enabled);
+  const kinds = manifestKinds(s).filter((k) => types.has(k.type));
+  const candidates: Record<string, number> = {};
+  for (const t of types) if (COUNTED.includes(t)) candidates[t] = 0;
+  const lists = { agent_files: [], role_files: [], skill_files: [], blueprint_files: [], app_files: [] } as Record<
+    'agent_files' | 'role_files' | 'skill_files' | 'blueprint_files' | 'app_files',
+    string[]
+  >;
+  let files = 0;
+  for await (const file of listFiles(workdir)) {
+    if (!included(file) || excluded(file)) continue;
+    files++;
+    for (const k of kinds) {
+      if (!k.test(file)) continue;
+      candidates[k.type] = (candidates[k.type] ?? 0) + 1;
+      if (k.list) lists[k.list].push(file);
+    }
+    if (files % 200 === 0) await progress(files);
+  }
+  return { files_scanned: files, candidates, ...lists };
+}
