@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import type { OidcStack } from '../helpers/oidc-stack.js';
+import { PEOPLE, type OidcStack } from '../helpers/oidc-stack.js';
 import { http, type Stack } from '../helpers/stack.js';
 import { startAgentsStack } from './support.js';
 
@@ -14,16 +14,10 @@ beforeAll(async () => {
   s = await startAgentsStack({
     worker: false,
     env: { PLATFORM_MCP_DEFAULT_AGENT_ID: 'adam' },
-    tokens: {
-      admin: { sub: 'root', roles: ['admin'] },
-      analyst: { sub: 'ann', roles: ['member'] },
-      finance: { sub: 'fin', roles: ['finance'] },
-    },
+    tokens: { admin: PEOPLE.admin, analyst: PEOPLE.member, finance: { sub: 'fin', roles: ['finance'] } },
   });
-  ({
-    stack,
-    tokens: { admin, analyst, finance },
-  } = s);
+  stack = s.stack;
+  ({ admin, analyst, finance } = s.tokens);
 });
 afterAll(() => s?.close());
 

@@ -44,10 +44,8 @@ const logoRows = () =>
 
 beforeAll(async () => {
   s = await startMiscStack();
-  ({
-    stack,
-    tokens: { admin, member },
-  } = s);
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
 afterAll(() => s?.close());
 

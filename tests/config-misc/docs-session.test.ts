@@ -30,10 +30,8 @@ beforeAll(async () => {
     },
   });
   b = await startMiscStack({ idp: s.idp, tokens: {}, env: { ...tokens, PLATFORM_SIGNING_KEY: SIGNING_KEY } });
-  ({
-    stack,
-    tokens: { person, app },
-  } = s);
+  stack = s.stack;
+  ({ person, app } = s.tokens);
   bare = b.stack;
 });
 afterAll(async () => {

@@ -58,10 +58,8 @@ beforeAll(async () => {
       PLATFORM_SECRETS_RESEAL_BATCH_SIZE: '7',
     },
   });
-  ({
-    stack,
-    tokens: { admin },
-  } = s);
+  stack = s.stack;
+  ({ admin } = s.tokens);
 });
 afterAll(() => s?.close());
 

@@ -1,5 +1,5 @@
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { startOidcStack, type OidcStack, type OidcStackOptions, type People } from '../helpers/oidc-stack.js';
+import { beside, startOidcStack, type OidcStack, type OidcStackOptions, type People } from '../helpers/oidc-stack.js';
 
 /**
  * The configuration suites' stack: OIDC sign-in with an administrator (`admin`: root) and a member
@@ -19,22 +19,5 @@ export async function startLlmConfigStack(
   env: (llm: FakeLlm) => Record<string, string> = () => ({}),
 ): Promise<LlmConfigStack> {
   const llm = await startFakeLlm();
-  let oidc: OidcStack;
-  try {
-    oidc = await startConfigStack({ env: env(llm) });
-  } catch (err) {
-    await llm.close();
-    throw err;
-  }
-  return {
-    ...oidc,
-    llm,
-    async close() {
-      try {
-        await oidc.close();
-      } finally {
-        await llm.close();
-      }
-    },
-  };
+  return { ...(await beside(llm, () => startConfigStack({ env: env(llm) }))), llm };
 }

@@ -32,10 +32,8 @@ beforeAll(async () => {
     },
   });
   p = await startDemoStack({ idp: s.idp, env: { PLATFORM_INTERNAL_TOKEN: INTERNAL } });
-  ({
-    stack,
-    tokens: { owner, stranger, admin, staff },
-  } = s);
+  stack = s.stack;
+  ({ owner, stranger, admin, staff } = s.tokens);
   plain = p.stack;
 });
 afterAll(async () => {

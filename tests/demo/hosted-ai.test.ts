@@ -53,10 +53,8 @@ beforeAll(async () => {
   });
   l = await startDemoStack({ idp: demo.idp, env: envFor(prov) });
   u = await startDemoStack({ idp: demo.idp, env: envFor(null) });
-  ({
-    stack,
-    tokens: { owner, nameless, stranger, lena },
-  } = demo);
+  stack = demo.stack;
+  ({ owner, nameless, stranger, lena } = demo.tokens);
   limited = l.stack;
   unprovisioned = u.stack;
   for (const s of [stack, unprovisioned]) expect((await setOwner(s, 'olive@example.com', 'olive')).status).toBe(200);

@@ -47,10 +47,8 @@ beforeAll(async () => {
     },
   });
   off = await startStack({ worker: false });
-  ({
-    stack,
-    tokens: { admin, member },
-  } = s);
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
 
 afterAll(async () => {

@@ -100,3 +100,30 @@ export async function startOidcStack<K extends string = People>(
     },
   };
 }
+
+/**
+ * An OIDC stack beside a fake service already started (a model, a Git server…): if `start` fails the
+ * fake is closed; `close` stops the stack, then the fake.
+ */
+export async function beside<K extends string>(
+  fake: { close(): Promise<void> },
+  start: () => Promise<OidcStack<K>>,
+): Promise<OidcStack<K>> {
+  let oidc: OidcStack<K>;
+  try {
+    oidc = await start();
+  } catch (err) {
+    await fake.close();
+    throw err;
+  }
+  return {
+    ...oidc,
+    async close() {
+      try {
+        await oidc.close();
+      } finally {
+        await fake.close();
+      }
+    },
+  };
+}

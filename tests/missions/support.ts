@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
+import { beside, startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
 import { http, type HttpResult } from '../helpers/stack.js';
 
 /** The people of the mission suites: root (admin), olivia and sam (members). */
@@ -55,13 +55,14 @@ export async function insertAgents(dbUrl: string, agents: Array<[string, string,
 export async function startMissionStack(dirPrefix: string, env: Record<string, string> = {}): Promise<MissionStack> {
   const root = await mkdtemp(path.join(os.tmpdir(), dirPrefix));
   const llm = await startFakeLlm(() => ({ content: 'phase work done' }));
-  const release = async () => {
-    await llm.close();
-    await rm(root, { recursive: true, force: true });
+  const companions = {
+    async close() {
+      await llm.close();
+      await rm(root, { recursive: true, force: true });
+    },
   };
-  let oidc: OidcStack<MissionPeople>;
-  try {
-    oidc = await startOidcStack<MissionPeople>({
+  const oidc = await beside(companions, () =>
+    startOidcStack<MissionPeople>({
       env: {
         PLATFORM_BLUEPRINTS_DIR: root,
         PLATFORM_LLM_BASE_URL: llm.baseUrl,
@@ -69,11 +70,8 @@ export async function startMissionStack(dirPrefix: string, env: Record<string, s
         ...env,
       },
       tokens: { root: person('root', ['admin']), olivia: person('olivia', ['member']), sam: person('sam', ['member']) },
-    });
-  } catch (err) {
-    await release();
-    throw err;
-  }
+    }),
+  );
   const s: MissionStack = {
     ...oidc,
     llm,
@@ -83,13 +81,6 @@ export async function startMissionStack(dirPrefix: string, env: Record<string, s
         token: (oidc.tokens as Record<string, string>)[who],
         ...(body !== undefined ? { body } : {}),
       }),
-    async close() {
-      try {
-        await oidc.close();
-      } finally {
-        await release();
-      }
-    },
   };
   try {
     await insertAgents(oidc.stack.db.url, [

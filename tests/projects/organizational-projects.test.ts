@@ -23,10 +23,8 @@ beforeAll(async () => {
       outsider: { sub: 'olga', roles: ['admin'], tenant: 'globex' },
     },
   });
-  ({
-    stack,
-    tokens: { admin, ann, bob, dev, outsider },
-  } = s);
+  stack = s.stack;
+  ({ admin, ann, bob, dev, outsider } = s.tokens);
 });
 afterAll(() => s?.close());
 

@@ -31,10 +31,8 @@ beforeAll(async () => {
     env: { PLATFORM_SECRETS_KEY: 'refusals-secrets-key-of-at-least-32-bytes' },
     tokens: { admin: { sub: 'ada', roles: ['admin'] }, member: { sub: 'mo', roles: ['member'] } },
   });
-  ({
-    stack,
-    tokens: { admin, member },
-  } = s);
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
 afterAll(() => s?.close());
 

@@ -37,10 +37,8 @@ beforeAll(async () => {
     env: { PLATFORM_DATA_DIR: dataDir },
     tokens: { admin: { sub: 'root', roles: ['admin'] }, member: { sub: 'mem', roles: ['member'] } },
   });
-  ({
-    stack,
-    tokens: { admin, member },
-  } = s);
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
   const pat = await http(stack.url, 'POST', '/api/auth/pats', { token: admin, body: { name: 'mcp' } });
   mcp = await connectMcp(stack.url, '/mcp/v2/', { authorization: `Bearer ${pat.body.data.token as string}` });
 }, 60_000);

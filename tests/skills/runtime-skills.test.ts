@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OidcStack } from '../helpers/oidc-stack.js';
+import { PEOPLE, type OidcStack } from '../helpers/oidc-stack.js';
 import { http, type Stack } from '../helpers/stack.js';
 import { startSkillsStack } from './support.js';
 
@@ -23,15 +23,13 @@ beforeAll(async () => {
   writeFileSync(path.join(skillsDir, 'loose-file'), 'not a skill');
   s = await startSkillsStack(skillsDir, {
     tokens: {
-      admin: { sub: 'root', roles: ['admin'] },
+      admin: PEOPLE.admin,
       developer: { sub: 'dev', roles: ['developer'] },
       reviewer: { sub: 'rev', roles: ['reviewer'] },
     },
   });
-  ({
-    stack,
-    tokens: { admin, developer, reviewer },
-  } = s);
+  stack = s.stack;
+  ({ admin, developer, reviewer } = s.tokens);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
