@@ -4,8 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { Client } from '@temporalio/client';
 import { expect } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import { startOidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 
 export const INTERNAL_TOKEN = 'internal-secret';
 export const SERVICE_TOKEN = 'service-secret';
@@ -21,32 +22,20 @@ export interface ReviewStack {
 
 /** A stack with OIDC auth against a local IdP, internal and service tokens, and test identities. */
 export async function startReviewStack(env: Record<string, string> = {}, logLines?: string[]): Promise<ReviewStack> {
-  const idp = await startFakeIdp();
-  const stack = await startStack({
+  const oidc = await startOidcStack({
     logLines,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_INTERNAL_TOKEN: INTERNAL_TOKEN,
-      PLATFORM_SERVICE_TOKEN: SERVICE_TOKEN,
-      ...env,
+    dataDirPrefix: 'review-test-',
+    env: { PLATFORM_INTERNAL_TOKEN: INTERNAL_TOKEN, PLATFORM_SERVICE_TOKEN: SERVICE_TOKEN, ...env },
+    tokenExpiresIn: '1h',
+    tokens: {
+      rita: { sub: 'rita', name: 'Rita Reviewer', roles: ['reviewer'] },
+      ravi: { sub: 'ravi', name: 'Ravi Reviewer', roles: ['reviewer'] },
+      member: { sub: 'mo', name: 'Mo Member', roles: ['member'] },
+      app: { sub: 'ci-bot', azp: 'ci-bot', gty: 'client-credentials', roles: ['admin'] },
+      foreign: { sub: 'fay', name: 'Fay Foreign', tenant: 'other-tenant', roles: ['reviewer'] },
     },
   });
-  const tokens = {
-    rita: await idp.sign({ sub: 'rita', name: 'Rita Reviewer', roles: ['reviewer'] }, { expiresIn: '1h' }),
-    ravi: await idp.sign({ sub: 'ravi', name: 'Ravi Reviewer', roles: ['reviewer'] }, { expiresIn: '1h' }),
-    member: await idp.sign({ sub: 'mo', name: 'Mo Member', roles: ['member'] }, { expiresIn: '1h' }),
-    app: await idp.sign(
-      { sub: 'ci-bot', azp: 'ci-bot', gty: 'client-credentials', roles: ['admin'] },
-      { expiresIn: '1h' },
-    ),
-    foreign: await idp.sign(
-      { sub: 'fay', name: 'Fay Foreign', tenant: 'other-tenant', roles: ['reviewer'] },
-      { expiresIn: '1h' },
-    ),
-  };
+  const { stack, idp, tokens } = oidc;
   return {
     stack,
     idp,
@@ -59,10 +48,7 @@ export async function startReviewStack(env: Record<string, string> = {}, logLine
       expect(res.status).toBe(201);
       return res.body.data.token as string;
     },
-    async close() {
-      await stack.close();
-      await idp.close();
-    },
+    close: () => oidc.close(),
   };
 }
 

@@ -1,34 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { PEOPLE, type OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startAgentsStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack<'admin' | 'analyst' | 'finance'>;
 let stack: Stack;
 let admin: string;
 let analyst: string;
 let finance: string;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
+  s = await startAgentsStack({
     worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_MCP_DEFAULT_AGENT_ID: 'adam',
-    },
+    env: { PLATFORM_MCP_DEFAULT_AGENT_ID: 'adam' },
+    tokens: { admin: PEOPLE.admin, analyst: PEOPLE.member, finance: { sub: 'fin', roles: ['finance'] } },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  analyst = await idp.sign({ sub: 'ann', roles: ['member'] });
-  finance = await idp.sign({ sub: 'fin', roles: ['finance'] });
+  stack = s.stack;
+  ({ admin, analyst, finance } = s.tokens);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('agent registry', () => {
   it('has the built-in Eve and Adam for everyone', async () => {

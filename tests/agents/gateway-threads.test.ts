@@ -10,10 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callPlatform, connectMcp } from '../mcp/support.js';
 import { query } from '../helpers/db.js';
 import { insertImportedAgent } from '../helpers/managed-agents.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { startAgentsStack } from './support.js';
 
+let s: OidcStack<never>;
 let idp: FakeIdp;
 let llm: FakeLlm;
 let stack: Stack;
@@ -48,28 +51,20 @@ beforeAll(async () => {
   await writeFile(path.join(skillsDir, 'secret.txt'), 'outside any skill\n');
   await symlink(path.join(skillsDir, 'secret.txt'), path.join(skillsDir, 'sql-review', 'link.md'));
 
-  idp = await startFakeIdp();
   llm = await startFakeLlm((req) => ({ content: `re: ${lastOf(req, 'user')}` }));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_LLM_BASE_URL: llm.baseUrl,
-      PLATFORM_LLM_MODEL: 'fake-model',
-      PLATFORM_SKILLS_DIR: skillsDir,
-    },
+  s = await startAgentsStack<never>({
+    tokens: {},
+    env: { PLATFORM_LLM_BASE_URL: llm.baseUrl, PLATFORM_LLM_MODEL: 'fake-model', PLATFORM_SKILLS_DIR: skillsDir },
   });
+  ({ stack, idp } = s);
   aliceToken = await patFor('alice', ['admin']);
   alice = await client(aliceToken);
   bob = await client(await patFor('bob', ['member']));
 });
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
-  await stack?.close();
+  await s?.close();
   await llm?.close();
-  await idp?.close();
   await rm(skillsDir, { recursive: true, force: true });
 });
 

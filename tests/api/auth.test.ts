@@ -1,30 +1,23 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startApiSuiteStack } from './support.js';
 
+let s: OidcStack<never>;
 let idp: FakeIdp;
 let stack: Stack;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_SERVICE_TOKEN: 'service-secret',
-      PLATFORM_INTERNAL_TOKEN: 'internal-secret',
-    },
+  s = await startApiSuiteStack<never>({
+    tokens: {},
+    env: { PLATFORM_SERVICE_TOKEN: 'service-secret', PLATFORM_INTERNAL_TOKEN: 'internal-secret' },
   });
+  ({ stack, idp } = s);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 const me = (token?: string, headers?: Record<string, string>) =>
   http(stack.url, 'GET', '/api/auth/me', { token, headers });

@@ -5,10 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startMiscStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack;
 let stack: Stack;
 let admin: string;
 let member: string;
@@ -42,18 +43,11 @@ const logoRows = () =>
   query(stack.db.url, 'select logo_type, version, media_type from branding_logos order by logo_type');
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  s = await startMiscStack();
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('branding fields', () => {
   it('are readable without a credential (the sign-in page shows them)', async () => {

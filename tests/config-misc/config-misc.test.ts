@@ -5,9 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startMiscStack } from './support.js';
 
+let s: OidcStack<'admin' | 'reviewer' | 'member'>;
 let idp: FakeIdp;
 let stack: Stack;
 let admin: string;
@@ -16,26 +19,21 @@ let member: string;
 const internal = { 'x-platform-internal-token': 'internal-secret' };
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_INTERNAL_TOKEN: 'internal-secret',
-      PLATFORM_PUBLIC_BASE_URL: 'https://agents.acme.example',
+  s = await startMiscStack({
+    env: { PLATFORM_INTERNAL_TOKEN: 'internal-secret', PLATFORM_PUBLIC_BASE_URL: 'https://agents.acme.example' },
+    tokens: {
+      admin: { sub: 'root', roles: ['admin'] },
+      reviewer: { sub: 'rita', roles: ['reviewer'] },
+      member: { sub: 'ann', roles: ['member'] },
     },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  reviewer = await idp.sign({ sub: 'rita', roles: ['reviewer'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  ({
+    stack,
+    idp,
+    tokens: { admin, reviewer, member },
+  } = s);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('PUT /api/internal/demo-access/owner', () => {
   const put = (body: unknown, headers: Record<string, string> = internal) =>

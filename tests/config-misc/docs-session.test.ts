@@ -4,12 +4,14 @@
  */
 import { decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startMiscStack } from './support.js';
 
 const SIGNING_KEY = 'docs-signing-key-for-tests-0123456789abcdef';
 const BASE = 'https://docs.example.com/platform';
-let idp: FakeIdp;
+let s: OidcStack<'person' | 'app'>;
+let b: OidcStack<never>;
 let stack: Stack;
 let bare: Stack;
 let person: string;
@@ -19,27 +21,22 @@ const session = (s: Stack, path: string, headers: Record<string, string> = {}, t
   http(s.url, 'POST', '/api/docs/session', { token, headers, body: { path } });
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  const auth = {
-    AUTH_PROVIDER: 'oidc',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
-    PLATFORM_SERVICE_TOKEN: 'service-secret',
-    PLATFORM_INTERNAL_TOKEN: 'internal-secret',
-  };
-  stack = await startStack({
-    worker: false,
-    env: { ...auth, PLATFORM_DOCS_BASE_URL: `${BASE}/`, PLATFORM_SIGNING_KEY: SIGNING_KEY },
+  const tokens = { PLATFORM_SERVICE_TOKEN: 'service-secret', PLATFORM_INTERNAL_TOKEN: 'internal-secret' };
+  s = await startMiscStack({
+    env: { ...tokens, PLATFORM_DOCS_BASE_URL: `${BASE}/`, PLATFORM_SIGNING_KEY: SIGNING_KEY },
+    tokens: {
+      person: { sub: 'ann', name: 'Ann Analyst', email: 'ann@example.com', roles: ['member'] },
+      app: { sub: 'svc-client', azp: 'svc-client', roles: ['admin'] },
+    },
   });
-  bare = await startStack({ worker: false, env: { ...auth, PLATFORM_SIGNING_KEY: SIGNING_KEY } });
-  person = await idp.sign({ sub: 'ann', name: 'Ann Analyst', email: 'ann@example.com', roles: ['member'] });
-  app = await idp.sign({ sub: 'svc-client', azp: 'svc-client', roles: ['admin'] });
+  b = await startMiscStack({ idp: s.idp, tokens: {}, env: { ...tokens, PLATFORM_SIGNING_KEY: SIGNING_KEY } });
+  stack = s.stack;
+  ({ person, app } = s.tokens);
+  bare = b.stack;
 });
 afterAll(async () => {
-  await stack?.close();
-  await bare?.close();
-  await idp?.close();
+  await b?.close();
+  await s?.close();
 });
 
 describe('docs session', () => {

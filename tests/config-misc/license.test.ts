@@ -8,12 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
 import { verifyLicense } from '../../shared/license/license.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startMiscStack } from './support.js';
 
 type Key = Awaited<ReturnType<typeof generateKeyPair>>;
 let vendor: Key;
 let other: Key;
+let s: OidcStack;
 let idp: FakeIdp;
 let stack: Stack;
 let admin: string;
@@ -46,19 +49,18 @@ const stored = () => query(stack.db.url, `select value from deployment_settings 
 beforeAll(async () => {
   vendor = await generateKeyPair('EdDSA', { extractable: true });
   other = await generateKeyPair('EdDSA', { extractable: true });
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
+  s = await startMiscStack({
     env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
       PLATFORM_LICENSE_PUBLIC_KEY: await exportSPKI(vendor.publicKey),
       PLATFORM_CONTAINER_SERVICE_MODE: 'true',
       PLATFORM_SERVICE_TOKEN: 'license-service-token',
     },
   });
+  ({
+    stack,
+    idp,
+    tokens: { admin, member },
+  } = s);
   // In container-service mode outbound requests reach only the mesh egress list: the identity provider joins it.
   const jwks = new URL(idp.jwksUrl);
   const egress = await http(stack.url, 'PUT', '/api/secrets/mesh-auth-key/egress', {
@@ -66,16 +68,11 @@ beforeAll(async () => {
     body: { entries: [`${jwks.hostname}:${jwks.port}`] },
   });
   expect(egress.status, egress.text).toBe(200);
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
   // Both sign in: two people hold seats.
   await http(stack.url, 'GET', '/api/auth/me', { token: admin });
   await http(stack.url, 'GET', '/api/auth/me', { token: member });
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('license status and check before activation', () => {
   it('reports not activated, container-service mode, enforcement on', async () => {

@@ -6,9 +6,9 @@ import { providerClient } from '../../shared/llm/providers.js';
 import { query } from '../helpers/db.js';
 import { startFakeSts, type FakeAwsIdentity, type FakeSts } from '../helpers/fake-aws.js';
 import { startFakeCortex, type FakeCortex } from '../helpers/fake-cortex.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeLlm } from '../helpers/fake-llm.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startLlmConfigStack, type LlmConfigStack } from './support.js';
 
 const IDENTITY: FakeAwsIdentity = {
   accessKeyId: 'AKIDPLATFORMTEST1234',
@@ -18,7 +18,7 @@ const IDENTITY: FakeAwsIdentity = {
   arn: 'arn:aws:sts::123456789012:assumed-role/platform/test',
 };
 
-let idp: FakeIdp;
+let s: LlmConfigStack;
 let llm: FakeLlm;
 let sts: FakeSts;
 let cortex: FakeCortex;
@@ -27,33 +27,25 @@ let admin: string;
 let member: string;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  llm = await startFakeLlm();
   sts = await startFakeSts({ ...IDENTITY });
   cortex = await startFakeCortex({ account: 'myorg-acct', user: 'svc_user', pat: 'pat-good' });
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      AWS_ACCESS_KEY_ID: IDENTITY.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: IDENTITY.secretAccessKey,
-      AWS_SESSION_TOKEN: IDENTITY.sessionToken!,
-      AWS_ENDPOINT_URL_BEDROCK_RUNTIME: llm.origin,
-      AWS_ENDPOINT_URL_STS: sts.url,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  s = await startLlmConfigStack((model) => ({
+    AWS_ACCESS_KEY_ID: IDENTITY.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: IDENTITY.secretAccessKey,
+    AWS_SESSION_TOKEN: IDENTITY.sessionToken!,
+    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: model.origin,
+    AWS_ENDPOINT_URL_STS: sts.url,
+  }));
+  ({
+    stack,
+    llm,
+    tokens: { admin, member },
+  } = s);
 });
 afterAll(async () => {
-  await stack?.close();
+  await s?.close();
   await sts?.close();
   await cortex?.close();
-  await llm?.close();
-  await idp?.close();
 });
 beforeEach(() => {
   llm.aws = { identity: { ...IDENTITY }, region: 'eu-west-1' };

@@ -1,31 +1,25 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeLlm } from '../helpers/fake-llm.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startLlmConfigStack, type LlmConfigStack } from './support.js';
 
-let idp: FakeIdp;
+let s: LlmConfigStack;
 let llm: FakeLlm;
 let stack: Stack;
 let admin: string;
 let member: string;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  llm = await startFakeLlm();
-  stack = await startStack({
-    worker: false,
-    env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  s = await startLlmConfigStack();
+  ({
+    stack,
+    llm,
+    tokens: { admin, member },
+  } = s);
 });
-afterAll(async () => {
-  await stack?.close();
-  await llm?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 beforeEach(() => {
   llm.apiKey = undefined;
   llm.redirects = {};

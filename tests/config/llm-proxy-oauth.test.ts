@@ -2,12 +2,12 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { LlmError } from '../../shared/llm/client.js';
 import { providerClient } from '../../shared/llm/providers.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import type { FakeLlm } from '../helpers/fake-llm.js';
 import { startFakeOauthToken, type FakeOauthToken } from '../helpers/fake-oauth-token.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startLlmConfigStack, type LlmConfigStack } from './support.js';
 
-let idp: FakeIdp;
+let s: LlmConfigStack;
 let llm: FakeLlm;
 let oauth: FakeOauthToken;
 let stack: Stack;
@@ -15,20 +15,17 @@ let admin: string;
 let clientNo = 0;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  llm = await startFakeLlm();
   oauth = await startFakeOauthToken('proxy-client', 'proxy-secret');
-  stack = await startStack({
-    worker: false,
-    env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
+  s = await startLlmConfigStack();
+  ({
+    stack,
+    llm,
+    tokens: { admin },
+  } = s);
 });
 afterAll(async () => {
-  await stack?.close();
+  await s?.close();
   await oauth?.close();
-  await llm?.close();
-  await idp?.close();
 });
 beforeEach(() => {
   // A client of its own per test, so no test sees another's cached token.

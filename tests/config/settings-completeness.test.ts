@@ -10,10 +10,11 @@ import { applyConfiguration } from '../../shared/settings/apply.js';
 import { SETTING_PATHS, settingDef } from '../../shared/settings/definitions.js';
 import { SECRET_MASK } from '../../shared/settings/store.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startConfigStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack<'admin'>;
 let stack: Stack;
 let admin: string;
 
@@ -47,14 +48,9 @@ const written = async () => {
 };
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
+  s = await startConfigStack({
+    tokens: { admin: { sub: 'root', name: 'Root Admin', email: 'root@example.com', roles: ['admin'] } },
     env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
       PLATFORM_INTERNAL_TOKEN: 'internal-token-value',
       PLATFORM_SECRETS_KEY: 'completeness-secrets-key-of-at-least-32-bytes',
       PLATFORM_SIGNING_KEY: 'completeness-signing-key-of-at-least-32-bytes',
@@ -62,12 +58,10 @@ beforeAll(async () => {
       PLATFORM_SECRETS_RESEAL_BATCH_SIZE: '7',
     },
   });
-  admin = await idp.sign({ sub: 'root', name: 'Root Admin', email: 'root@example.com', roles: ['admin'] });
+  stack = s.stack;
+  ({ admin } = s.tokens);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('GET /api/config/setup/sources without path or section', () => {
   it('resolves every field of the schema, each with its layers, secrets masked', async () => {

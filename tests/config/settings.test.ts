@@ -7,9 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
 import { Settings } from '../../shared/settings/store.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startConfigStack } from './support.js';
 
+let s: OidcStack;
 let idp: FakeIdp;
 let stack: Stack;
 let admin: string;
@@ -30,29 +33,28 @@ const full = (content: string, extra: Record<string, unknown> = {}) =>
 const source = (path: string) => http(stack.url, 'GET', `${SOURCES}?path=${path}`, { token: admin });
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
+  s = await startConfigStack({
+    worker: true,
+    tokens: { admin: { sub: 'root', name: 'Root Admin', roles: ['admin'] }, member: { sub: 'ann', roles: ['member'] } },
     env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
       PLATFORM_SERVICE_TOKEN: 'service-token-value',
       PLATFORM_SECRETS_KEY: 'test-secrets-key-of-at-least-32-bytes',
       CRM_MAX_APPROVAL_TTL_SECONDS: '7200',
       ETL_PROJECT_PATH: '/srv/etl-from-env',
     },
   });
-  admin = await idp.sign({ sub: 'root', name: 'Root Admin', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  ({
+    stack,
+    idp,
+    tokens: { admin, member },
+  } = s);
 });
 afterAll(async () => {
   await stack?.api.deps.temporal.schedule
     .getHandle(HANDBACK_SWEEP_SCHEDULE_ID)
     .delete()
     .catch(() => undefined);
-  await stack?.close();
-  await idp?.close();
+  await s?.close();
 });
 
 describe('precedence: saved, then env, then default', () => {

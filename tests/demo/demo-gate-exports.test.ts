@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startDemoStack } from './support.js';
 
 const INTERNAL = 'demo-internal-token';
-let idp: FakeIdp;
+let s: OidcStack<'owner' | 'stranger' | 'admin' | 'staff'>;
+let p: OidcStack;
 let stack: Stack;
 let plain: Stack;
 let owner: string;
@@ -20,25 +22,23 @@ const internal = { 'x-platform-internal-token': INTERNAL };
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  const env = {
-    AUTH_PROVIDER: 'oidc',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
-    PLATFORM_INTERNAL_TOKEN: INTERNAL,
-  };
-  stack = await startStack({ worker: false, env: { ...env, PLATFORM_DEMO_MODE: 'true' } });
-  plain = await startStack({ worker: false, env });
-  owner = await idp.sign({ sub: 'olive', email: 'olive@example.com', name: 'Olive', roles: ['member'] });
-  stranger = await idp.sign({ sub: 'sam', email: 'sam@example.com', roles: ['member'] });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  staff = await idp.sign({ sub: 'stu', roles: ['staff'] });
+  s = await startDemoStack({
+    env: { PLATFORM_INTERNAL_TOKEN: INTERNAL, PLATFORM_DEMO_MODE: 'true' },
+    tokens: {
+      owner: { sub: 'olive', email: 'olive@example.com', name: 'Olive', roles: ['member'] },
+      stranger: { sub: 'sam', email: 'sam@example.com', roles: ['member'] },
+      admin: { sub: 'root', roles: ['admin'] },
+      staff: { sub: 'stu', roles: ['staff'] },
+    },
+  });
+  p = await startDemoStack({ idp: s.idp, env: { PLATFORM_INTERNAL_TOKEN: INTERNAL } });
+  stack = s.stack;
+  ({ owner, stranger, admin, staff } = s.tokens);
+  plain = p.stack;
 });
 afterAll(async () => {
-  await stack?.close();
-  await plain?.close();
-  await idp?.close();
+  await p?.close();
+  await s?.close();
 });
 
 const setOwner = (body: Record<string, unknown>, s = stack) =>

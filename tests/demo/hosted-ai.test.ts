@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDesktopClock } from '../../shared/desktop/clock.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeProvisioner, type FakeProvisioner } from '../helpers/fake-provisioner.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startDemoStack } from './support.js';
 
 const INTERNAL = 'hosted-ai-internal';
-let idp: FakeIdp;
+let demo: OidcStack<'owner' | 'nameless' | 'stranger' | 'lena'>;
+let l: OidcStack;
+let u: OidcStack;
 let prov: FakeProvisioner;
 let stack: Stack;
 let limited: Stack;
@@ -19,10 +22,6 @@ let lena: string;
 let now = Date.parse('2026-11-25T10:00:00Z');
 
 const envFor = (p: FakeProvisioner | null) => ({
-  AUTH_PROVIDER: 'oidc',
-  AUTH_JWKS_URL: idp.jwksUrl,
-  AUTH_ISSUER: idp.issuer,
-  AUTH_AUDIENCE: idp.audience,
   PLATFORM_INTERNAL_TOKEN: INTERNAL,
   PLATFORM_DEMO_MODE: 'true',
   ...(p
@@ -42,25 +41,31 @@ const setOwner = (s: Stack, email: string, sub = '') =>
 
 beforeAll(async () => {
   setDesktopClock(() => now);
-  idp = await startFakeIdp();
   prov = await startFakeProvisioner();
-  stack = await startStack({ worker: false, env: envFor(prov) });
-  limited = await startStack({ worker: false, env: envFor(prov) });
-  unprovisioned = await startStack({ worker: false, env: envFor(null) });
-  owner = await idp.sign({ sub: 'olive', email: 'olive@example.com', name: 'Olive Owner' });
-  nameless = await idp.sign({ sub: 'nora', email: 'nora@example.com' });
-  stranger = await idp.sign({ sub: 'root', email: 'root@example.com', name: 'Root', roles: ['admin'] });
-  lena = await idp.sign({ sub: 'lena', email: 'lena@example.com', name: 'Lena' });
+  demo = await startDemoStack({
+    env: envFor(prov),
+    tokens: {
+      owner: { sub: 'olive', email: 'olive@example.com', name: 'Olive Owner' },
+      nameless: { sub: 'nora', email: 'nora@example.com' },
+      stranger: { sub: 'root', email: 'root@example.com', name: 'Root', roles: ['admin'] },
+      lena: { sub: 'lena', email: 'lena@example.com', name: 'Lena' },
+    },
+  });
+  l = await startDemoStack({ idp: demo.idp, env: envFor(prov) });
+  u = await startDemoStack({ idp: demo.idp, env: envFor(null) });
+  stack = demo.stack;
+  ({ owner, nameless, stranger, lena } = demo.tokens);
+  limited = l.stack;
+  unprovisioned = u.stack;
   for (const s of [stack, unprovisioned]) expect((await setOwner(s, 'olive@example.com', 'olive')).status).toBe(200);
   expect((await setOwner(limited, 'lena@example.com', 'lena')).status).toBe(200);
 });
 afterAll(async () => {
   setDesktopClock(undefined);
-  await stack?.close();
-  await limited?.close();
-  await unprovisioned?.close();
+  await u?.close();
+  await l?.close();
+  await demo?.close();
   await prov?.close();
-  await idp?.close();
 });
 
 describe('hosted AI status and activation', () => {

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRunWorkflowId, demoVersionWorkflowId } from '../../workflows/demo-version-definitions.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { recordHistory } from '../helpers/histories.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { presenters, startPresenterStack, type PresenterStack } from './support.js';
 
 const INTERNAL = 'demo-versions-internal-token';
 const internal = { 'x-platform-internal-token': INTERNAL };
-let idp: FakeIdp;
+let s: PresenterStack;
 let stack: Stack;
 let admin: string;
 let presenter: string;
@@ -19,41 +19,22 @@ let agentId: string;
 const blueprintId = 'bp-demo-1';
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_INTERNAL_TOKEN: INTERNAL,
-    },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
   // `present_demos` reaches a staff member through a custom role.
-  presenter = await idp.sign({ sub: 'pat', email: 'pat@example.com', roles: ['staff', 'demo-presenter'] });
-  staffOnly = await idp.sign({ sub: 'stu', roles: ['staff'] });
-  grantedNotStaff = await idp.sign({ sub: 'gus', roles: ['member', 'demo-presenter'] });
-  member = await idp.sign({ sub: 'mia', email: 'mia@example.com', roles: ['member'] });
-  await query(
-    stack.db.url,
-    `insert into custom_roles (tenant, name, permissions, created_at, updated_at)
-     values ('default', 'demo-presenter', '["present_demos"]'::jsonb, now(), now())`,
+  s = await startPresenterStack(
+    { PLATFORM_INTERNAL_TOKEN: INTERNAL },
+    { name: 'Demo guide', instructions: 'Guide the demo.' },
+    presenters({ sub: 'mia', email: 'mia@example.com', roles: ['member'] }),
   );
-  const agent = await http(stack.url, 'POST', '/api/agents', {
-    token: admin,
-    body: { name: 'Demo guide', instructions: 'Guide the demo.' },
-  });
-  expect(agent.status).toBe(201);
-  agentId = agent.body.data.agent_id;
+  ({
+    stack,
+    agentId,
+    tokens: { admin, presenter, staffOnly, grantedNotStaff, member },
+  } = s);
   await query(stack.db.url, `insert into blueprints (blueprint_id, tenant, name) values ($1, 'default', 'Demo bp')`, [
     blueprintId,
   ]);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 const versionResult = (id: string) => stack.api.deps.temporal.workflow.getHandle(demoVersionWorkflowId(id)).result();
 const runResult = (id: string) => stack.api.deps.temporal.workflow.getHandle(demoRunWorkflowId(id)).result();

@@ -9,13 +9,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoVersionWorkflowId } from '../../workflows/demo-version-definitions.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startPresenterStack, type PresenterStack } from './support.js';
 
 const INTERNAL = 'vignettes-internal-token';
 const internal = { 'x-platform-internal-token': INTERNAL };
-let idp: FakeIdp;
+let s: PresenterStack;
 let llm: FakeLlm;
 let stack: Stack;
 let root: string;
@@ -32,40 +32,24 @@ const lastUser = (req: { messages: Array<{ role: string; content: string | null 
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vignettes-test-'));
-  idp = await startFakeIdp();
   llm = await startFakeLlm((req) => ({ content: `plan for: ${lastUser(req).slice(0, 40)}` }));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
+  s = await startPresenterStack(
+    {
       PLATFORM_INTERNAL_TOKEN: INTERNAL,
       PLATFORM_BLUEPRINTS_DIR: root,
       PLATFORM_LLM_BASE_URL: llm.baseUrl,
       PLATFORM_LLM_MODEL: 'fake-model',
     },
-  });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  presenter = await idp.sign({ sub: 'pat', email: 'pat@example.com', roles: ['staff', 'demo-presenter'] });
-  staffOnly = await idp.sign({ sub: 'stu', roles: ['staff'] });
-  grantedNotStaff = await idp.sign({ sub: 'gus', roles: ['member', 'demo-presenter'] });
-  member = await idp.sign({ sub: 'mia', roles: ['member'] });
-  await query(
-    stack.db.url,
-    `insert into custom_roles (tenant, name, permissions, created_at, updated_at)
-     values ('default', 'demo-presenter', '["present_demos"]'::jsonb, now(), now())`,
+    { name: 'RCA guide', instructions: 'Find root causes.' },
   );
-  const agent = await http(stack.url, 'POST', '/api/agents', {
-    token: admin,
-    body: { name: 'RCA guide', instructions: 'Find root causes.' },
-  });
-  expect(agent.status).toBe(201);
-  agentId = agent.body.data.agent_id;
+  ({
+    stack,
+    agentId,
+    tokens: { admin, presenter, staffOnly, grantedNotStaff, member },
+  } = s);
 });
 afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
+  await s?.close();
   await llm?.close();
   if (root) await rm(root, { recursive: true, force: true });
 });

@@ -5,10 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { candidateId } from '../../shared/desktop/local-cli.js';
 import { MCP_CLIENTS, SERVER_NAME } from '../../shared/desktop/mcp-clients.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { startDesktopStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack;
 let stack: Stack;
 let off: Stack;
 let tmp: string;
@@ -38,28 +39,21 @@ beforeAll(async () => {
   await script(bin2, 'codex', 'echo "shadowed 9.9"');
   await script(bin, 'gemini', 'exit 3');
   await script(bin, 'aider', 'echo "aider 0.80"', 0o644); // not executable: not a candidate
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
+  s = await startDesktopStack({
     env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
       PLATFORM_DESKTOP_MODE: 'true',
       PLATFORM_DESKTOP_HOME: home,
       PLATFORM_DESKTOP_CLI_PATH: [bin, bin2].join(path.delimiter),
     },
   });
   off = await startStack({ worker: false });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'ann', roles: ['member'] });
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
 
 afterAll(async () => {
-  await stack?.close();
+  await s?.close();
   await off?.close();
-  await idp?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 

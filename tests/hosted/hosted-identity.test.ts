@@ -4,21 +4,16 @@
  * bootstrap (once, even under concurrency), invitations, revoke (idempotent by operation_id).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { claims, INSTALLATION, startHostedStack, startOidcTwin, TENANT } from './support.js';
 
-const TENANT = 'acme';
-const INSTALLATION = 'inst-1';
+let s: OidcStack<never>;
+let twin: OidcStack<never>;
 let idp: FakeIdp;
 let stack: Stack;
 let oidc: Stack;
-
-const claims = (sub: string, extra: Record<string, unknown> = {}) => ({
-  sub,
-  tenant: TENANT,
-  installation: INSTALLATION,
-  ...extra,
-});
 const management = (scope: string) => idp.sign(claims('control-plane', { scope }));
 const user = (sub: string, extra: Record<string, unknown> = {}) => idp.sign(claims(sub, extra));
 const me = (token: string) => http(stack.url, 'GET', '/api/auth/me', { token });
@@ -41,18 +36,14 @@ function expectAuthRefusal(res: { status: number; body: Record<string, any> }, r
 }
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  const auth = { AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience };
-  stack = await startStack({
-    worker: false,
-    env: { ...auth, AUTH_PROVIDER: 'hosted', AUTH_INSTALLATION: INSTALLATION, PLATFORM_TENANT: TENANT },
-  });
-  oidc = await startStack({ worker: false, env: { ...auth, AUTH_PROVIDER: 'oidc' } });
+  s = await startHostedStack();
+  twin = await startOidcTwin(s.idp);
+  ({ stack, idp } = s);
+  oidc = twin.stack;
 });
 afterAll(async () => {
-  await stack?.close();
-  await oidc?.close();
-  await idp?.close();
+  await twin?.close();
+  await s?.close();
 });
 
 describe('hosted identity', () => {

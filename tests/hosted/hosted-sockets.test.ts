@@ -4,25 +4,20 @@
  * answer not_available_here; a revoke closes open sockets.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { connectWs, isOpen, type WsOpen } from '../helpers/ws-client.js';
+import { aliceAndBob, claims, startHostedStack, startOidcTwin } from './support.js';
 
-const TENANT = 'acme';
-const INSTALLATION = 'inst-1';
+let s: OidcStack<never>;
+let twin: OidcStack<never>;
 let idp: FakeIdp;
 let stack: Stack;
 let oidc: Stack;
 let alice: string;
 let bob: string;
 let bobBinding: string;
-
-const claims = (sub: string, extra: Record<string, unknown> = {}) => ({
-  sub,
-  tenant: TENANT,
-  installation: INSTALLATION,
-  ...extra,
-});
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function open(path: string, token: string): Promise<WsOpen> {
@@ -32,31 +27,15 @@ async function open(path: string, token: string): Promise<WsOpen> {
 }
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  const auth = { AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience };
-  stack = await startStack({
-    logLines: [],
-    env: { ...auth, AUTH_PROVIDER: 'hosted', AUTH_INSTALLATION: INSTALLATION, PLATFORM_TENANT: TENANT },
-  });
-  oidc = await startStack({ worker: false, env: { ...auth, AUTH_PROVIDER: 'oidc' } });
-  const boot = await http(stack.url, 'POST', '/api/hosted-identities/initial-admin', {
-    token: await idp.sign(claims('control-plane', { scope: 'hosted.identity.bootstrap' })),
-    body: { subject: 'alice' },
-  });
-  expect(boot.status).toBe(201);
-  alice = await idp.sign(claims('alice'));
-  const inv = await http(stack.url, 'POST', '/api/hosted-identities/invitations', {
-    token: alice,
-    body: { subject: 'bob' },
-  });
-  expect(inv.status).toBe(201);
-  bobBinding = inv.body.data.binding_id;
-  bob = await idp.sign(claims('bob'));
+  s = await startHostedStack({ logLines: [], worker: true });
+  twin = await startOidcTwin(s.idp);
+  ({ stack, idp } = s);
+  oidc = twin.stack;
+  ({ alice, bob, bobBinding } = await aliceAndBob(s));
 });
 afterAll(async () => {
-  await stack?.close();
-  await oidc?.close();
-  await idp?.close();
+  await twin?.close();
+  await s?.close();
 });
 
 describe('hosted WebSockets', () => {

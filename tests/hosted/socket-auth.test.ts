@@ -3,24 +3,18 @@
  * in Sec-WebSocket-Protocol (an accepted protocol is echoed) or the `access_token` query parameter.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { connectWs, isOpen, type WsOpen } from '../helpers/ws-client.js';
+import { aliceAndBob, claims, startHostedStack } from './support.js';
 
-const TENANT = 'acme';
-const INSTALLATION = 'inst-1';
+let s: OidcStack<never>;
 let idp: FakeIdp;
 let stack: Stack;
 let alice: string;
 let bob: string;
 let bobBinding: string;
-
-const claims = (sub: string, extra: Record<string, unknown> = {}) => ({
-  sub,
-  tenant: TENANT,
-  installation: INSTALLATION,
-  ...extra,
-});
 
 async function opened(path: string, headers: Record<string, string> = {}): Promise<WsOpen> {
   const r = await connectWs(stack.url, path, headers);
@@ -30,36 +24,11 @@ async function opened(path: string, headers: Record<string, string> = {}): Promi
 }
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      AUTH_PROVIDER: 'hosted',
-      AUTH_INSTALLATION: INSTALLATION,
-      PLATFORM_TENANT: TENANT,
-    },
-  });
-  const boot = await http(stack.url, 'POST', '/api/hosted-identities/initial-admin', {
-    token: await idp.sign(claims('control-plane', { scope: 'hosted.identity.bootstrap' })),
-    body: { subject: 'alice' },
-  });
-  expect(boot.status).toBe(201);
-  alice = await idp.sign(claims('alice'));
-  const inv = await http(stack.url, 'POST', '/api/hosted-identities/invitations', {
-    token: alice,
-    body: { subject: 'bob' },
-  });
-  expect(inv.status).toBe(201);
-  bobBinding = inv.body.data.binding_id;
-  bob = await idp.sign(claims('bob'));
+  s = await startHostedStack();
+  ({ stack, idp } = s);
+  ({ alice, bob, bobBinding } = await aliceAndBob(s));
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('WebSocket credentials a browser can send', () => {
   it('accepts the token as the subprotocol bearer.<token> and echoes the accepted protocol', async () => {

@@ -10,26 +10,18 @@ import {
   startLogRelayPublisher,
   type LogRelayPublisher,
 } from '../../shared/log-relay.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { connectWs, isOpen, type WsOpen } from '../helpers/ws-client.js';
+import { aliceAndBob, startHostedStack, TENANT } from './support.js';
 
-const TENANT = 'acme';
-const INSTALLATION = 'inst-1';
-let idp: FakeIdp;
+let s: OidcStack<never>;
 let stack: Stack;
 let alice: string;
 let bob: string;
 let bobId: string;
 let aliceId: string;
 const publishers: LogRelayPublisher[] = [];
-
-const claims = (sub: string, extra: Record<string, unknown> = {}) => ({
-  sub,
-  tenant: TENANT,
-  installation: INSTALLATION,
-  ...extra,
-});
 
 /** A relay publisher for `tenant` and the function that "logs" one worker line through it. */
 function fakeWorker(tenant: string) {
@@ -48,30 +40,9 @@ function fakeWorker(tenant: string) {
 }
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      AUTH_PROVIDER: 'hosted',
-      AUTH_INSTALLATION: INSTALLATION,
-      PLATFORM_TENANT: TENANT,
-    },
-  });
-  const boot = await http(stack.url, 'POST', '/api/hosted-identities/initial-admin', {
-    token: await idp.sign(claims('control-plane', { scope: 'hosted.identity.bootstrap' })),
-    body: { subject: 'alice' },
-  });
-  expect(boot.status).toBe(201);
-  alice = await idp.sign(claims('alice'));
-  const inv = await http(stack.url, 'POST', '/api/hosted-identities/invitations', {
-    token: alice,
-    body: { subject: 'bob' },
-  });
-  expect(inv.status).toBe(201);
-  bob = await idp.sign(claims('bob'));
+  s = await startHostedStack();
+  stack = s.stack;
+  ({ alice, bob } = await aliceAndBob(s));
   bobId = (await http(stack.url, 'GET', '/api/auth/me', { token: bob })).body.data.id;
   aliceId = (await http(stack.url, 'GET', '/api/auth/me', { token: alice })).body.data.id;
   expect(bobId).toBeTruthy();
@@ -79,8 +50,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const p of publishers) await p.close();
-  await stack?.close();
-  await idp?.close();
+  await s?.close();
 });
 
 describe('worker log lines on the log WebSocket', () => {

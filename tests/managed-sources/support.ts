@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { expect } from 'vitest';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
+import { beside, startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
 import { http, type StackOptions } from '../helpers/stack.js';
 
 /** Credentials the test Git server accepts, as a token connection and as basic auth. */
@@ -19,25 +19,8 @@ export async function startGitStack(
   options: StackOptions & { dataDirPrefix: string; gitAuth?: { username: string; password: string } },
 ): Promise<GitStack> {
   const gitServer = await startGitServer(options.gitAuth ?? GIT_AUTH);
-  let oidc: OidcStack;
-  try {
-    oidc = await startOidcStack(options);
-  } catch (err) {
-    await gitServer.close();
-    throw err;
-  }
-  return {
-    ...oidc,
-    gitServer,
-    admin: await oidc.idp.sign({ sub: 'root', roles: ['admin'] }),
-    async close() {
-      try {
-        await oidc.close();
-      } finally {
-        await gitServer.close();
-      }
-    },
-  };
+  const oidc = await beside(gitServer, () => startOidcStack(options));
+  return { ...oidc, gitServer, admin: await oidc.idp.sign({ sub: 'root', roles: ['admin'] }) };
 }
 
 /** The managed-source routes as a test calls them (as the admin unless a token is given). */

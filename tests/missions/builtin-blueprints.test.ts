@@ -13,6 +13,7 @@ import { DEFAULT_BLUEPRINTS } from '../../shared/blueprints/defaults.js';
 import { LlmFailureError } from '../../shared/errors.js';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { until } from './support.js';
 
 let stack: Stack;
 // Relative, as the default `.data` is: resolved against the working directory of the process.
@@ -28,14 +29,6 @@ afterAll(async () => {
 
 const api = (method: string, p: string, body?: unknown) =>
   http(stack.url, method, p, body !== undefined ? { body } : {});
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Starts a mission and waits for it to end; answers the ended mission's records detail. */
 async function runToEnd(blueprint: string) {

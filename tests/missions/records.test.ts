@@ -4,63 +4,22 @@
  * blueprint chain with and without a root thread, and the system-test-lite report escaping hostile
  * mission content.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startMissionStack, until, type MissionStack } from './support.js';
 
-let idp: FakeIdp;
-let llm: FakeLlm;
+let s: MissionStack;
 let stack: Stack;
-let root: string;
-const t: Record<string, string> = {};
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'records-test-'));
-  idp = await startFakeIdp();
-  llm = await startFakeLlm(() => ({ content: 'phase work done' }));
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_BLUEPRINTS_DIR: root,
-      PLATFORM_LLM_BASE_URL: llm.baseUrl,
-      PLATFORM_LLM_MODEL: 'fake-model',
-    },
-  });
-  for (const [sub, roles] of Object.entries({ root: ['admin'], olivia: ['member'], sam: ['member'] }))
-    t[sub] = await idp.sign({ sub, name: sub.toUpperCase(), email: `${sub}@example.test`, roles });
-  await query(
-    stack.db.url,
-    `insert into agents (id, tenant, name, instructions, tool_groups, access, source, is_editable, created_by, created_at, updated_at)
-     values ('analyst', 'default', 'Analyst', 'You analyse.', '[]', '{"roles": [], "users": []}', 'api', true, 'root', now(), now()),
-            ('writer', 'default', 'Writer', 'You write.', '[]', '{"roles": [], "users": []}', 'api', true, 'root', now(), now())`,
-  );
+  s = await startMissionStack('records-test-');
+  stack = s.stack;
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-  await llm?.close();
-  if (root) await rm(root, { recursive: true, force: true });
-});
+afterAll(() => s?.close());
 
-const api = (method: string, p: string, who: string, body?: unknown) =>
-  http(stack.url, method, p, { token: t[who], ...(body !== undefined ? { body } : {}) });
+const api: MissionStack['api'] = (...args) => s.api(...args);
 const tool = (who: string, args: unknown) => api('POST', '/api/tool_call', who, { tool: 'mission', arguments: args });
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const HOSTILE = `<script>alert("x")</script> 'quoted' | [link](javascript:alert(1))`;
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startProjectsStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack<'admin' | 'ann' | 'bob' | 'dev' | 'outsider'>;
 let stack: Stack;
 let admin: string;
 let ann: string;
@@ -13,21 +14,19 @@ let dev: string;
 let outsider: string;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: { AUTH_PROVIDER: 'oidc', AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: idp.audience },
+  s = await startProjectsStack({
+    tokens: {
+      admin: { sub: 'root', roles: ['admin'] },
+      ann: { sub: 'ann', roles: ['member'] },
+      bob: { sub: 'bob', roles: ['member'] },
+      dev: { sub: 'dev', roles: ['developer'] },
+      outsider: { sub: 'olga', roles: ['admin'], tenant: 'globex' },
+    },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  ann = await idp.sign({ sub: 'ann', roles: ['member'] });
-  bob = await idp.sign({ sub: 'bob', roles: ['member'] });
-  dev = await idp.sign({ sub: 'dev', roles: ['developer'] });
-  outsider = await idp.sign({ sub: 'olga', roles: ['admin'], tenant: 'globex' });
+  stack = s.stack;
+  ({ admin, ann, bob, dev, outsider } = s.tokens);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 const call = (token: string, method: string, path: string, body?: unknown) =>
   http(stack.url, method, path, { token, ...(body === undefined ? {} : { body }) });

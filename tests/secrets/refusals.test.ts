@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
 import { query } from '../helpers/db.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startSecretsStack } from './support.js';
 
 /** Outside container-service mode: who may call the secrets routes, and what answers 400 there. */
-let idp: FakeIdp;
+let s: OidcStack;
 let stack: Stack;
 let admin: string;
 let member: string;
@@ -26,24 +27,14 @@ const ROUTES: Array<[string, string, unknown?]> = [
 ];
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
-  stack = await startStack({
-    worker: false,
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_SECRETS_KEY: 'refusals-secrets-key-of-at-least-32-bytes',
-    },
+  s = await startSecretsStack({
+    env: { PLATFORM_SECRETS_KEY: 'refusals-secrets-key-of-at-least-32-bytes' },
+    tokens: { admin: { sub: 'ada', roles: ['admin'] }, member: { sub: 'mo', roles: ['member'] } },
   });
-  admin = await idp.sign({ sub: 'ada', roles: ['admin'] });
-  member = await idp.sign({ sub: 'mo', roles: ['member'] });
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
 });
-afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
-});
+afterAll(() => s?.close());
 
 describe('secrets routes outside container-service mode', () => {
   it('answer 401 without a credential and 403 without manage_secrets, on every route', async () => {

@@ -5,13 +5,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../shared/project-root.js';
 import { query } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import type { OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
 import { callPlatform, connectMcp } from '../mcp/support.js';
+import { startSkillsStack } from './support.js';
 
-let idp: FakeIdp;
+let s: OidcStack<'admin' | 'member'>;
 let llm: FakeLlm;
 let stack: Stack;
 let gitServer: GitServer;
@@ -28,32 +29,24 @@ const skillMd = (name: string, description: string, body: string) =>
   `---\nname: ${name}\ndescription: ${description}\n---\n# ${name}\n${body}\n`;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
   gitServer = await startGitServer(AUTH);
   llm = await startFakeLlm(() => ({ content: 'skill answer' }));
   mkdirSync(path.join(projectRoot, skillsDir, 'shadowed'), { recursive: true });
   writeFileSync(path.join(projectRoot, skillsDir, 'shadowed', 'SKILL.md'), '# runtime copy\n');
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_DATA_DIR: dataDir,
-      PLATFORM_SKILLS_DIR: skillsDir,
-    },
+  s = await startSkillsStack(skillsDir, {
+    env: { PLATFORM_DATA_DIR: dataDir },
+    tokens: { admin: { sub: 'root', roles: ['admin'] }, member: { sub: 'mem', roles: ['member'] } },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  member = await idp.sign({ sub: 'mem', roles: ['member'] });
+  stack = s.stack;
+  ({ admin, member } = s.tokens);
   const pat = await http(stack.url, 'POST', '/api/auth/pats', { token: admin, body: { name: 'mcp' } });
   mcp = await connectMcp(stack.url, '/mcp/v2/', { authorization: `Bearer ${pat.body.data.token as string}` });
 }, 60_000);
 afterAll(async () => {
   await mcp?.close().catch(() => undefined);
-  await stack?.close();
+  await s?.close();
   await gitServer?.close();
   await llm?.close();
-  await idp?.close();
   rmSync(path.join(projectRoot, dataDir), { recursive: true, force: true });
 });
 

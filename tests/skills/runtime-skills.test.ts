@@ -2,11 +2,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { http, startStack, type Stack } from '../helpers/stack.js';
+import { PEOPLE, type OidcStack } from '../helpers/oidc-stack.js';
+import { http, type Stack } from '../helpers/stack.js';
+import { startSkillsStack } from './support.js';
 
 /** `DELETE /api/skills/{skill_name}`: a skill leaves the runtime registry (the skills folder). */
-let idp: FakeIdp;
+let s: OidcStack<'admin' | 'developer' | 'reviewer'>;
 let stack: Stack;
 let skillsDir: string;
 let admin: string;
@@ -14,29 +15,24 @@ let developer: string;
 let reviewer: string;
 
 beforeAll(async () => {
-  idp = await startFakeIdp();
   skillsDir = mkdtempSync(path.join(tmpdir(), 'skills-'));
   for (const name of ['charts', 'sql-helper']) {
     mkdirSync(path.join(skillsDir, name));
     writeFileSync(path.join(skillsDir, name, 'SKILL.md'), `# ${name}\n`);
   }
   writeFileSync(path.join(skillsDir, 'loose-file'), 'not a skill');
-  stack = await startStack({
-    env: {
-      AUTH_PROVIDER: 'oidc',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
-      PLATFORM_SKILLS_DIR: skillsDir,
+  s = await startSkillsStack(skillsDir, {
+    tokens: {
+      admin: PEOPLE.admin,
+      developer: { sub: 'dev', roles: ['developer'] },
+      reviewer: { sub: 'rev', roles: ['reviewer'] },
     },
   });
-  admin = await idp.sign({ sub: 'root', roles: ['admin'] });
-  developer = await idp.sign({ sub: 'dev', roles: ['developer'] });
-  reviewer = await idp.sign({ sub: 'rev', roles: ['reviewer'] });
+  stack = s.stack;
+  ({ admin, developer, reviewer } = s.tokens);
 }, 60_000);
 afterAll(async () => {
-  await stack?.close();
-  await idp?.close();
+  await s?.close();
   if (skillsDir) rmSync(skillsDir, { recursive: true, force: true });
 });
 
