@@ -19,10 +19,8 @@ import {
   inventory,
   InvalidArchiveError,
   open,
-  preview,
   readArchive,
   remove,
-  rename,
   runImport,
   update,
   type Ctx,
@@ -38,11 +36,10 @@ import {
 } from '../../shared/blueprints/versioning.js';
 import { ACTIONS } from '../../shared/blueprints/access.js';
 import { findRow } from '../../shared/blueprints/store.js';
-import { isRemote } from '../../shared/blueprints/remote.js';
-import { requestRemoteRename } from '../../shared/blueprints/remote-rename.js';
 import { BlueprintName, DefaultMode, PhaseList, RelativeFilePath } from '../../shared/blueprints/manifest.js';
 import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
-import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
+import { BadRequestError } from '../../shared/errors.js';
+import { previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
 import type { UploadedFile } from '../http/multipart.js';
 import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
@@ -277,39 +274,10 @@ export const blueprintRoutes = [
       },
       413: err('Upload over 64 MiB'),
     },
-    handler: async (c) => {
-      const file = c.files.find((f) => f.field === 'file');
-      try {
-        if (!file)
-          throw new InvalidArchiveError(
-            'INVALID_BLUEPRINT_ARCHIVE',
-            'file_required',
-            'Send the archive as the multipart file field `file`.',
-          );
-        const a = await readArchive(file.path);
-        try {
-          return { success: true, data: await preview(ctxOf(c), a) };
-        } finally {
-          await rm(a.dir, { recursive: true, force: true });
-        }
-      } catch (e) {
-        if (!(e instanceof InvalidArchiveError)) throw e;
-        return {
-          success: true,
-          data: {
-            valid: false,
-            message: e.message,
-            reason: e.reason,
-            blueprint_name: null,
-            manifest_version: null,
-            legacy_export: false,
-            matching_local_target: null,
-            allowed_collision_strategies: [],
-            recommended_strategy: null,
-          },
-        };
-      }
-    },
+    handler: async (c) => ({
+      success: true,
+      data: await previewUpload(ctxOf(c), c.files.find((f) => f.field === 'file')?.path),
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -566,41 +534,15 @@ export const blueprintRoutes = [
       503: err('Remote-backed: pushing the branch or opening the pull request failed'),
     },
     handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      if (!c.principal.permissions.has('manage_git'))
-        throw new ForbiddenError(
-          'Renaming a blueprint needs the manage_git permission; ask an administrator for a role that has it.',
-          {
-            required_permission: 'manage_git',
-          },
-        );
-      if (isRemote(b) && c.body.new_name !== b.manifest.name) {
-        const pending = await requestRemoteRename(c.deps, ctx, b, c.body.new_name);
-        c.koa.status = 202;
-        return {
-          success: true,
-          data: {
-            blueprint_id: b.row.blueprint_id,
-            old_name: c.params.blueprint_name,
-            blueprint_name: c.params.blueprint_name,
-            status: 'pending' as const,
-            pull_request: pending.pull_request,
-            pending_rename: pending,
-          },
-        };
-      }
-      const commit = await rename(ctx, b, c.body.new_name);
-      return {
-        success: true,
-        data: {
-          blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : '',
-          old_name: c.params.blueprint_name,
-          blueprint_name: c.body.new_name,
-          status: commit ? ('renamed' as const) : ('unchanged' as const),
-          commit_id: commit,
-        },
-      };
+      const { pending, data } = await renameBlueprint(
+        c.deps,
+        ctxOf(c),
+        c.params.blueprint_name,
+        c.body.new_name,
+        c.query.blueprint_id,
+      );
+      if (pending) c.koa.status = 202;
+      return { success: true, data };
     },
   }),
   defineRoute({
