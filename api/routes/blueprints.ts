@@ -41,12 +41,10 @@ import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { BadRequestError } from '../../shared/errors.js';
 import { previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
 import type { UploadedFile } from '../http/multipart.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
 
-const tags = ['blueprints'];
-const authed = { kind: 'authenticated' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, authed, err } = routeArea('blueprints');
 
 const NameParams = z.object({ blueprint_name: BlueprintName });
 const IdQuery = z.object({

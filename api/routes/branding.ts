@@ -6,7 +6,7 @@ import { saveSettingValues } from '../../shared/settings/save-settings.js';
 import { LOGO_MEDIA_TYPES } from '../../shared/branding/image-type.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { uploadLogo } from '../../shared/branding/logo-upload.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 const tags = ['config'];
 const LogoType = z.enum(LOGO_TYPES);
@@ -91,7 +91,7 @@ export const brandingRoutes = [
           media_type: z.enum(LOGO_MEDIA_TYPES),
         }),
       },
-      415: { description: 'Not an accepted image, judged from its bytes', schema: ErrorEnvelopeSchema },
+      415: errorResponse('Not an accepted image, judged from its bytes'),
     },
     handler: async ({ em, params, files, principal }) => ({
       success: true,
@@ -122,7 +122,7 @@ export const brandingRoutes = [
     responses: {
       200: { description: 'The image (image/png, image/jpeg, image/webp or image/gif)' },
       304: { description: 'Not modified (If-None-Match matched the ETag)' },
-      404: { description: 'No logo of this type was uploaded', schema: ErrorEnvelopeSchema },
+      404: errorResponse('No logo of this type was uploaded'),
     },
     handler: async ({ em, params, query, koa }) => {
       const logo = await findLogo(em, params.logo_type);

@@ -11,7 +11,7 @@ import {
 } from '../../shared/deployment/email-setting.js';
 import { ForbiddenError } from '../../shared/errors.js';
 import { publicOrigin } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 /**
  * The remaining configuration routes as a PostgreSQL deployment answers them (spec, Configuration,
@@ -277,7 +277,7 @@ export const configMiscRoutes = [
     access: { kind: 'authenticated' },
     responses: {
       200: { description: 'Connections', schema: successEnvelope(z.object({ connections: z.array(DbConnection) })) },
-      403: { description: 'None of the three permissions', schema: ErrorEnvelopeSchema },
+      403: errorResponse('None of the three permissions'),
     },
     handler: async ({ em, principal }) => {
       requireAnyPermission(principal, CONNECTION_PERMISSIONS);

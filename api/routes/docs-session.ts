@@ -5,7 +5,7 @@ import {
   MAX_DOCS_PATH_LENGTH,
   startDocsSession,
 } from '../../shared/docs/docs-session.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 export const docsSessionRoutes = [
   defineRoute({
@@ -39,7 +39,7 @@ export const docsSessionRoutes = [
           }),
         ),
       },
-      503: { description: 'Hosted documentation is not configured', schema: ErrorEnvelopeSchema },
+      503: errorResponse('Hosted documentation is not configured'),
     },
     handler: async ({ em, deps, body, principal }) => ({
       success: true,

@@ -11,7 +11,7 @@ import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
 import { hostedScope, managementAssertion, notHostedMode } from '../auth/hosted.js';
 import type { AppDeps } from '../../shared/app-deps.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope, type RouteContext } from '../http/route.js';
 
 /**
  * Hosted identity (spec, Hosted identity; Authentication 4): explicit identity links of hosted mode.
@@ -32,12 +32,9 @@ const OperationId = z
   .describe('Idempotency key: repeating a request with the same operation_id answers the same binding');
 
 const errors = {
-  401: {
-    description: 'Missing or invalid credential (assertion not verified, or no active identity link)',
-    schema: ErrorEnvelopeSchema,
-  },
-  404: { description: 'Not hosted mode (`payload.reason` `not_hosted_mode`)', schema: ErrorEnvelopeSchema },
-  409: { description: 'Conflict (`payload.code` names it)', schema: ErrorEnvelopeSchema },
+  401: errorResponse('Missing or invalid credential (assertion not verified, or no active identity link)'),
+  404: errorResponse('Not hosted mode (`payload.reason` `not_hosted_mode`)'),
+  409: errorResponse('Conflict (`payload.code` names it)'),
 };
 
 type Ctx = RouteContext<unknown, unknown, unknown>;
@@ -84,7 +81,7 @@ export const hostedIdentityRoutes = [
       200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
       201: { description: 'Created', schema: successEnvelope(BindingView) },
       ...errors,
-      403: { description: 'The assertion lacks scope hosted.identity.bootstrap', schema: ErrorEnvelopeSchema },
+      403: errorResponse('The assertion lacks scope hosted.identity.bootstrap'),
     },
     handler: async (ctx) => {
       const { deps, em, body, koa } = ctx;
@@ -123,7 +120,7 @@ export const hostedIdentityRoutes = [
       200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
       201: { description: 'Created', schema: successEnvelope(BindingView) },
       ...errors,
-      403: { description: 'The caller lacks manage_users', schema: ErrorEnvelopeSchema },
+      403: errorResponse('The caller lacks manage_users'),
     },
     handler: async (ctx) => {
       const { deps, em, body, koa } = ctx;
@@ -160,8 +157,8 @@ export const hostedIdentityRoutes = [
     responses: {
       200: { description: 'Revoked', schema: successEnvelope(BindingView) },
       ...errors,
-      403: { description: 'The caller lacks manage_users', schema: ErrorEnvelopeSchema },
-      404: { description: 'No such binding, or not hosted mode', schema: ErrorEnvelopeSchema },
+      403: errorResponse('The caller lacks manage_users'),
+      404: errorResponse('No such binding, or not hosted mode'),
     },
     handler: async (ctx) => {
       const { deps, em, body, params } = ctx;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { handleGatewayPost, refuseGatewayMethod } from '../mcp/gateway.js';
 import { MCP_MOUNTS } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';
+import { defineRoute, errorResponse, type AnyRoute } from '../http/route.js';
 
 const JsonRpcBody = z
   .unknown()
@@ -26,14 +26,8 @@ const slug = (path: string) =>
 const POST_RESPONSES = {
   200: { description: 'JSON-RPC response (application/json)' },
   202: { description: 'Notification or response accepted' },
-  401: {
-    description: 'Missing or invalid credential, with the MCP WWW-Authenticate challenge',
-    schema: ErrorEnvelopeSchema,
-  },
-  403: {
-    description: 'Origin not allowed (`forbidden`, payload.reason origin_not_allowed)',
-    schema: ErrorEnvelopeSchema,
-  },
+  401: errorResponse('Missing or invalid credential, with the MCP WWW-Authenticate challenge'),
+  403: errorResponse('Origin not allowed (`forbidden`, payload.reason origin_not_allowed)'),
   406: {
     description: 'Accept lacks application/json and text/event-stream (JSON-RPC error from the transport)',
   },
@@ -66,7 +60,7 @@ const refusedMethodRoute = (mount: Mount, path: string, id: string, method: 'get
       'The gateway is stateless: no standalone SSE stream (GET) and no session to end (DELETE). Answers 405 with `Allow: POST`.',
     tags: ['mcp'],
     access: { kind: 'public' },
-    responses: { 405: { description: 'Method not allowed', schema: ErrorEnvelopeSchema } },
+    responses: { 405: errorResponse('Method not allowed') },
     handler: async ({ koa, deps }) => refuseGatewayMethod(koa, deps),
   });
 
