@@ -41,7 +41,7 @@ import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { BadRequestError } from '../../shared/errors.js';
 import { previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
 import type { UploadedFile } from '../http/multipart.js';
-import { defineRoute, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, type ResponseSpec, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
 
 const { tags, authed, err } = routeArea('blueprints');
@@ -187,6 +187,47 @@ function zipFile(files: UploadedFile[]): UploadedFile {
     });
   return file;
 }
+
+const ACCESS_CHANGES: Record<
+  'grant' | 'revoke',
+  { operationId: string; summary: string; refusals: Record<number, ResponseSpec> }
+> = {
+  grant: {
+    operationId: 'grantBlueprintAccess',
+    summary: 'Grant a configured role view, edit or manage on this blueprint; needs manage access',
+    refusals: { 400: err('role_name missing, blank or not a configured role') },
+  },
+  revoke: {
+    operationId: 'revokeBlueprintAccess',
+    summary: "Revoke a role's grant for one action; needs manage access (revoking an absent grant changes nothing)",
+    refusals: {},
+  },
+};
+
+/** Grant or revoke a role's access to one action (the answer: the access list). */
+const accessChangeRoute = (change: 'grant' | 'revoke') =>
+  defineRoute({
+    method: 'post',
+    path: `/api/blueprints/:blueprint_name/access/${change}`,
+    operationId: ACCESS_CHANGES[change].operationId,
+    summary: ACCESS_CHANGES[change].summary,
+    tags,
+    access: authed,
+    params: NameParams,
+    query: IdQuery,
+    body: GrantBody,
+    responses: {
+      200: { description: 'Access list', schema: successEnvelope(AccessView) },
+      ...ACCESS_CHANGES[change].refusals,
+      403: err('No manage access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, change === 'grant') };
+    },
+  });
 
 export const blueprintRoutes = [
   defineRoute({
@@ -562,49 +603,8 @@ export const blueprintRoutes = [
       return { success: true, data: await accessList(ctx, b) };
     },
   }),
-  defineRoute({
-    method: 'post',
-    path: '/api/blueprints/:blueprint_name/access/grant',
-    operationId: 'grantBlueprintAccess',
-    summary: 'Grant a configured role view, edit or manage on this blueprint; needs manage access',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
-    body: GrantBody,
-    responses: {
-      200: { description: 'Access list', schema: successEnvelope(AccessView) },
-      400: err('role_name missing, blank or not a configured role'),
-      403: err('No manage access'),
-      409: err('Built-in default, or blueprint_id mismatch'),
-    },
-    handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, true) };
-    },
-  }),
-  defineRoute({
-    method: 'post',
-    path: '/api/blueprints/:blueprint_name/access/revoke',
-    operationId: 'revokeBlueprintAccess',
-    summary: "Revoke a role's grant for one action; needs manage access (revoking an absent grant changes nothing)",
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
-    body: GrantBody,
-    responses: {
-      200: { description: 'Access list', schema: successEnvelope(AccessView) },
-      403: err('No manage access'),
-      409: err('Built-in default, or blueprint_id mismatch'),
-    },
-    handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, false) };
-    },
-  }),
+  accessChangeRoute('grant'),
+  accessChangeRoute('revoke'),
   defineRoute({
     method: 'get',
     path: '/api/blueprints/:blueprint_name/export',
