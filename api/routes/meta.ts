@@ -24,14 +24,17 @@ export function platformOpenApi(routes: AnyRoute[]): Record<string, unknown> {
   });
 }
 
+/** Every meta route: public, tagged `operations`. */
+const OPERATIONS = { tags: ['operations'], access: { kind: 'public' as const } };
+const PROBE_SHAPE = 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect';
+
 const healthRoute = defineRoute({
   method: 'get',
   path: '/healthz',
   operationId: 'getHealth',
-  ownShape: 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect',
+  ownShape: PROBE_SHAPE,
   summary: 'Liveness: the process is up',
-  tags: ['operations'],
-  access: { kind: 'public' },
+  ...OPERATIONS,
   responses: { 200: { description: 'Alive', schema: HealthSchema } },
   handler: async () => ({ status: 'ok', uptime_seconds: Math.round(process.uptime()) }),
 });
@@ -40,11 +43,10 @@ const readinessRoute = defineRoute({
   method: 'get',
   path: '/readyz',
   operationId: 'getReadiness',
-  ownShape: 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect',
+  ownShape: PROBE_SHAPE,
   summary: 'Readiness: PostgreSQL and Temporal both answer',
   description: '503 `service_unavailable` names the failing dependencies in `payload.failed`.',
-  tags: ['operations'],
-  access: { kind: 'public' },
+  ...OPERATIONS,
   responses: { 200: { description: 'Ready', schema: ReadySchema } },
   handler: async ({ deps }) => {
     const checks = await checkDependencies(deps);
@@ -66,8 +68,7 @@ const openApiRoute = (openApi: () => Record<string, unknown>) =>
     path: '/openapi.json',
     operationId: 'getOpenApi',
     summary: 'This OpenAPI 3.1 document',
-    tags: ['operations'],
-    access: { kind: 'public' },
+    ...OPERATIONS,
     responses: { 200: { description: 'OpenAPI document' } },
     handler: async () => openApi(),
   });
@@ -78,8 +79,7 @@ const referencePageRoute = (openApi: () => Record<string, unknown>) =>
     path: '/docs',
     operationId: 'getApiReference',
     summary: 'Browsable API reference (HTML)',
-    tags: ['operations'],
-    access: { kind: 'public' },
+    ...OPERATIONS,
     responses: { 200: { description: 'HTML page' } },
     handler: async ({ koa }) => {
       koa.type = 'text/html; charset=utf-8';

@@ -7,7 +7,7 @@ import type { AppDeps } from '../app-deps.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppConfig } from '../config.js';
 import { secretBox } from '../secrets/secret-box.js';
-import { iamStatus } from './iam-status.js';
+import { iamStatus, NO_CREDENTIALS } from './iam-status.js';
 import { withDefaults, type ProviderKind } from './provider-kinds.js';
 import { testFields } from './provider-service.js';
 import { findProvider, openFields, splitFields, writeProvider } from './provider-store.js';
@@ -61,12 +61,7 @@ export async function providerIamStatus(config: AppConfig, provider: string, reg
       provider,
       region,
       applicable: false,
-      credentials_available: false,
-      source: null,
-      access_key_id: null,
-      session_token: false,
-      verified: null,
-      identity: null,
+      ...NO_CREDENTIALS,
       message: 'IAM credentials apply to the Bedrock-type provider only.',
       checked_at: null,
       cached: false,
