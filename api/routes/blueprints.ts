@@ -188,6 +188,9 @@ function zipFile(files: UploadedFile[]): UploadedFile {
   return file;
 }
 
+/** What most blueprint routes share: the area's tag, signed-in access, the blueprint named in the path (and optionally by id). */
+const ON_BLUEPRINT = { tags, access: authed, params: NameParams, query: IdQuery };
+
 const ACCESS_CHANGES: Record<
   'grant' | 'revoke',
   { operationId: string; summary: string; refusals: Record<number, ResponseSpec> }
@@ -211,10 +214,7 @@ const accessChangeRoute = (change: 'grant' | 'revoke') =>
     path: `/api/blueprints/:blueprint_name/access/${change}`,
     operationId: ACCESS_CHANGES[change].operationId,
     summary: ACCESS_CHANGES[change].summary,
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: GrantBody,
     responses: {
       200: { description: 'Access list', schema: successEnvelope(AccessView) },
@@ -388,10 +388,7 @@ export const blueprintRoutes = [
     operationId: 'getBlueprint',
     summary:
       'Blueprint detail: resolved manifest, phases, source selection, caller access flags, origin and source view',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Blueprint', schema: successEnvelope(Detail) },
       409: err('blueprint_id names another identity (BLUEPRINT_IDENTITY_MISMATCH)'),
@@ -407,10 +404,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/:blueprint_name',
     operationId: 'updateBlueprint',
     summary: 'Update short_description and/or phases (one commit; needs edit access)',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({ short_description: Description.optional(), phases: Phases.optional() }),
     responses: {
       200: { description: 'Updated', schema: successEnvelope(Detail) },
@@ -433,10 +427,7 @@ export const blueprintRoutes = [
       'Delete a custom blueprint permanently (working copy, history and grants); one that missions reference is hidden instead; needs manage access',
     description:
       'Without missions the blueprint is deleted (outcome "deleted"). When any mission (any status) references it, it is hidden instead (outcome "hidden", deleted false): left out of the inventory and the wizard, answered as 404 by the blueprint routes (except a file read naming one of its missions with mission_id), its name stays taken, and its missions keep resolving it. Once none of its missions is running or paused, the hourly purge (Schedule blueprint-hidden-purge) deletes it for good; the mission records are kept.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description: 'Deleted',
@@ -535,10 +526,7 @@ export const blueprintRoutes = [
       'Rename a blueprint; needs manage access and manage_git. Local: at once (200). Remote-backed: a pull request, applied after merge and sync (202)',
     description:
       'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN), blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block) and blueprints with an active work-in-progress session (open and not expired, see POST /api/blueprints/{blueprint_name}/wip-sessions: 409 BLUEPRINT_WIP_SESSION_ACTIVE with payload.wip_session_ids; commit or discard them first). A local blueprint is renamed at once (200); grants, history and versioning state are keyed by blueprint_id and follow. A remote-backed blueprint (imported by a managed source) is renamed in its repository: branch blueprint-rename/<blueprint_id> moves blueprints/<old> to blueprints/<new> (manifest name and the identity sidecar blueprint_export_manifest.yaml updated), a pull request is opened with the source credentials, and the answer is 202 with the pull request and the pending rename; workflow blueprint-rename/<blueprint_id> applies the rename after the merge once a source sync sees the new directory with the same blueprint_id (dropped after 30 days). A second rename while one is pending is 409 BLUEPRINT_RENAME_PENDING; a source without usable credentials 409 SOURCE_CREDENTIALS_MISSING; a push or pull request failure 503.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({ new_name: BlueprintName }),
     responses: {
       200: {
@@ -589,10 +577,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/:blueprint_name/access',
     operationId: 'getBlueprintAccess',
     summary: 'Owner and explicit role grants (blueprint:<name>) of a blueprint',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Access list', schema: successEnvelope(AccessView) },
       409: err('blueprint_id mismatch'),
@@ -610,10 +595,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/:blueprint_name/export',
     operationId: 'exportBlueprint',
     summary: 'A ZIP of a custom blueprint working copy plus blueprint_export_manifest.yaml (manifest_version 2)',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description:
@@ -638,10 +620,7 @@ export const blueprintRoutes = [
     summary: 'Versioning summary: mode, saved versions, production assignment, working copy, promotion history',
     description:
       'View access. A standard blueprint answers mode standard with empty lists; a built-in default also has working_copy null.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Summary', schema: successEnvelope(VersioningSummary) },
       409: err('blueprint_id mismatch'),
@@ -659,10 +638,7 @@ export const blueprintRoutes = [
     summary: 'Turn on versioned mode (manage access; idempotent: changed false when already versioned)',
     description:
       'No request body fields. Records a commit "Enable versioned mode for <name>". Built-in defaults answer 409 DEFAULT_BLUEPRINT.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description: 'Versioned',
@@ -685,10 +661,7 @@ export const blueprintRoutes = [
     summary: 'Save the working copy as the next immutable version n (a commit tagged version/<n>); edit access',
     description:
       'Versions are numbered 1, 2, … per blueprint and stored in PostgreSQL too. A working copy identical to the latest saved version answers no_change true with that version and writes nothing.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({
       label: z.string().max(200).optional().describe('Short name shown with the version'),
       note: z.string().max(4000).optional().describe('Free text kept with the version'),
@@ -714,10 +687,7 @@ export const blueprintRoutes = [
     summary: 'Make a saved version the one production assignment (manage access; kept in promotion_history)',
     description:
       'Promoting the version that is already production answers no_change true and records nothing. Otherwise a commit "Promote version n of <name> to production" is recorded.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: VersionNumberBody,
     responses: {
       200: {
@@ -747,10 +717,7 @@ export const blueprintRoutes = [
     summary: "Copy a saved version's files into the working copy as a new commit (edit access)",
     description:
       'Always one commit "Restore version n of <name> into the working copy" (changed_files false when the content was already identical); the manifest keeps the current name. Saved versions and production are unchanged.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: VersionNumberBody,
     responses: {
       200: {

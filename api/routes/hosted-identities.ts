@@ -64,6 +64,18 @@ function requireHosted(deps: AppDeps): void {
   if (deps.config.auth.provider !== 'hosted') throw notHostedMode(deps.config);
 }
 
+/** Both routes that create a binding: the subject, an idempotency key, and 201 (200 when the operation already created it). */
+const CREATE_BINDING = {
+  body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
+  bodyKind: 'config' as const,
+  successStatus: 201,
+};
+const CREATED_BINDING = {
+  200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
+  201: { description: 'Created', schema: successEnvelope(BindingView) },
+  ...errors,
+};
+
 export const hostedIdentityRoutes = [
   defineRoute({
     method: 'post',
@@ -74,13 +86,9 @@ export const hostedIdentityRoutes = [
       'Needs a verified management assertion (issuer, audience, JWKS, tenant, installation) with scope `hosted.identity.bootstrap`. Creates the initial admin binding once: 201; the same `subject` and `operation_id` again answers 200 with that binding; any other call afterwards is 409 `HOSTED_INITIAL_ADMIN_EXISTS`.',
     tags: ['auth'],
     access: { kind: 'public' },
-    body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
-    bodyKind: 'config',
-    successStatus: 201,
+    ...CREATE_BINDING,
     responses: {
-      200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
-      201: { description: 'Created', schema: successEnvelope(BindingView) },
-      ...errors,
+      ...CREATED_BINDING,
       403: errorResponse('The assertion lacks scope hosted.identity.bootstrap'),
     },
     handler: async (ctx) => {
@@ -113,13 +121,9 @@ export const hostedIdentityRoutes = [
       'Creates a member binding for `subject`: 201; the same `operation_id` again answers 200 with that binding. 409 `HOSTED_IDENTITY_ALREADY_BOUND` when the subject already has an active link, `HOSTED_IDENTITY_OPERATION_REUSED` when the operation_id named another request.',
     tags: ['auth'],
     access: { kind: 'public' },
-    body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
-    bodyKind: 'config',
-    successStatus: 201,
+    ...CREATE_BINDING,
     responses: {
-      200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
-      201: { description: 'Created', schema: successEnvelope(BindingView) },
-      ...errors,
+      ...CREATED_BINDING,
       403: errorResponse('The caller lacks manage_users'),
     },
     handler: async (ctx) => {
