@@ -134,3 +134,14 @@ export const ErrorEnvelopeSchema = z
     payload: z.record(z.string(), z.unknown()).optional().describe('Details, e.g. failing fields or a named code'),
   })
   .meta({ id: 'ErrorEnvelope' });
+
+/** A refusal response as the OpenAPI document shows it: its description and the error envelope. */
+export const errorResponse = (description: string): ResponseSpec => ({ description, schema: ErrorEnvelopeSchema });
+
+/**
+ * The preamble a route area repeats: its OpenAPI tag, the signed-in access most of its routes take,
+ * and `err` for its refusal responses (`const { tags, authed, err } = routeArea('projects')`).
+ */
+export function routeArea(tag: string) {
+  return { tags: [tag], authed: { kind: 'authenticated' as const }, err: errorResponse };
+}

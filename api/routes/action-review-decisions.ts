@@ -1,21 +1,14 @@
 import { z } from 'zod';
 import { FINAL_STATUSES, RECONCILED_STATUSES } from '../../shared/action-review/types.js';
-import { principalRef } from '../../shared/auth/principal.js';
 import {
-  approveAndExecuteUpdate,
-  approveUpdate,
-  rejectUpdate,
-  type ExecutionOutcome,
-} from '../../workflows/action-review-definitions.js';
-import { FULL_DETAIL, proposalDetail } from '../../shared/action-review/detail.js';
+  approveAndExecuteProposal,
+  decideProposal,
+  reconcileVisibleProposal,
+} from '../../shared/action-review/decide.js';
 import { executeProposal } from '../../shared/action-review/execute.js';
-import { reconcileProposal } from '../../shared/action-review/reconcile.js';
-import { refusalError, sendUpdate } from '../../shared/action-review/updates.js';
 import { ProposalDetailSchema, ProposalIdParams } from '../../shared/action-review/views.js';
-import { findVisibleProposal } from '../../shared/action-review/subject-probes.js';
 import { defineRoute } from '../http/route.js';
 import { ExecuteResponse } from '../../shared/action-review/views.js';
-import { ActionReviewCodes } from '../../shared/action-review/refusals.js';
 
 const DecideBody = z.object({
   reason: z.string().trim().max(4_000).optional(),
@@ -76,21 +69,15 @@ const ReconcileResponse = z.object({
   proposal: ProposalDetailSchema,
 });
 
-const executionFields = (e: ExecutionOutcome | null) =>
-  e
-    ? {
-        claimed: e.claimed,
-        final_status: e.finalStatus,
-        execution_refusal_reason: e.refusalReason,
-        execution_refusal_detail: e.refusalDetail,
-        execution_error_detail: e.errorDetail,
-        execution_result: e.result,
-      }
-    : {};
-
-const alreadyDecided = { code: ActionReviewCodes.already_decided, message: 'The proposal was already decided.' };
 const personAccess = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
 const tags = ['action-review'];
+
+const DECIDE_RESPONSES = {
+  200: { description: 'Decided', schema: DecisionResponse },
+  403: { description: 'Not a person (agent, system identity, app-only token) or missing APPROVE_AGENT_ACTION' },
+  404: { description: 'Unknown, hidden or another tenant’s proposal' },
+  409: { description: '`payload.code`: already_decided or decision_context_mismatch' },
+};
 
 function decideRoute(kind: 'approve' | 'reject') {
   return defineRoute({
@@ -107,26 +94,9 @@ function decideRoute(kind: 'approve' | 'reject') {
     access: personAccess,
     params: ProposalIdParams,
     body: DecideBody,
-    responses: {
-      200: { description: 'Decided', schema: DecisionResponse },
-      403: { description: 'Not a person (agent, system identity, app-only token) or missing APPROVE_AGENT_ACTION' },
-      404: { description: 'Unknown, hidden or another tenant’s proposal' },
-      409: { description: '`payload.code`: already_decided or decision_context_mismatch' },
-    },
-    handler: async ({ params, body, principal, deps, em }) => {
-      const row = await findVisibleProposal(em, principal, params.proposal_id);
-      const args = {
-        caller: principalRef(principal),
-        reason: body.reason || null,
-        expectedVersion: body.expected_version ?? null,
-        expectedPayloadDigest: body.expected_payload_digest ?? null,
-      };
-      const answer = await sendUpdate(deps, row.proposalId, kind === 'approve' ? approveUpdate : rejectUpdate, args);
-      if (!answer.ok) throw refusalError('refusal' in answer ? answer.refusal : alreadyDecided);
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
-      const execution = answer.value.execution;
-      return { success: true, decided: true, refusal_reason: null, proposal, ...executionFields(execution) };
-    },
+    responses: DECIDE_RESPONSES,
+    handler: async ({ params, body, principal, deps, em }) =>
+      decideProposal(deps, em, principal, params.proposal_id, kind, body),
   });
 }
 
@@ -151,41 +121,8 @@ export const actionReviewDecisionRoutes = [
       403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
-    handler: async ({ params, body, principal, deps, em }) => {
-      const row = await findVisibleProposal(em, principal, params.proposal_id);
-      const answer = await sendUpdate(deps, row.proposalId, approveAndExecuteUpdate, {
-        caller: principalRef(principal),
-        reason: body.reason || null,
-        expectedVersion: body.expected_version ?? null,
-        expectedPayloadDigest: body.expected_payload_digest ?? null,
-        origin: { surface: 'api', threadId: null },
-      });
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
-      if (!answer.ok) {
-        const refusal = 'refusal' in answer ? answer.refusal : alreadyDecided;
-        return {
-          success: false,
-          decided: false,
-          refusal_reason: refusal.code,
-          claimed: false,
-          final_status: null,
-          // The spec names this route's refusal fields execution_refusal_reason / _detail.
-          execution_refusal_reason: refusal.code,
-          execution_refusal_detail: refusal.message,
-          execution_error_detail: null,
-          execution_result: null,
-          proposal,
-        };
-      }
-      const e = answer.value.execution!;
-      return {
-        success: e.finalStatus === 'executed',
-        decided: true,
-        refusal_reason: null,
-        ...executionFields(e),
-        proposal,
-      };
-    },
+    handler: async ({ params, body, principal, deps, em }) =>
+      approveAndExecuteProposal(deps, em, principal, params.proposal_id, body),
   }),
   defineRoute({
     method: 'post',
@@ -225,14 +162,7 @@ export const actionReviewDecisionRoutes = [
       403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
-    handler: async ({ params, body, principal, deps, em }) => {
-      const row = await findVisibleProposal(em, principal, params.proposal_id);
-      const answer = await reconcileProposal(deps, em, principal, row.proposalId, body.final_status, body.note || null);
-      if (!answer.resolved && answer.refusal.code === ActionReviewCodes.person_only) throw refusalError(answer.refusal);
-      const proposal = await proposalDetail(em, principal, row, FULL_DETAIL, deps.config);
-      if (!answer.resolved)
-        return { resolved: false, final_status: proposal.final_status, refusal_reason: answer.refusal.code, proposal };
-      return { resolved: true, final_status: answer.finalStatus, refusal_reason: null, proposal };
-    },
+    handler: async ({ params, body, principal, deps, em }) =>
+      reconcileVisibleProposal(deps, em, principal, params.proposal_id, body),
   }),
 ];

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { AgentRow } from '../../shared/db/entities/agents.js';
 import {
   createAgent,
   deleteAgent,
@@ -9,7 +8,7 @@ import {
 } from '../../shared/agents/registry.js';
 import { TOOL_GROUP_NAMES } from '../../shared/agents/tool-groups.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
-import { toIso } from '../../shared/dates.js';
+import { AgentView, agentView } from '../../shared/agents/views.js';
 
 const AccessSchema = z
   .object({
@@ -17,43 +16,6 @@ const AccessSchema = z
     users: z.array(z.string().min(1).max(200)).max(1000).optional(),
   })
   .describe('Who may use the agent; both lists empty means everyone in the tenant');
-
-const AgentView = z
-  .object({
-    agent_id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    instructions: z.string(),
-    tool_groups: z.array(z.string()),
-    access: z.object({ roles: z.array(z.string()), users: z.array(z.string()) }),
-    source: z.enum(['builtin', 'api', 'managed']),
-    is_editable: z.boolean(),
-    llm_provider: z
-      .string()
-      .nullable()
-      .describe("The LLM provider the agent asks (managed agents: the manifest's llm_provider); null: the default"),
-    skill_groups: z.array(z.string()).describe("Default skill groups (managed agents: the manifest's)"),
-    created_by: z.string(),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
-  .meta({ id: 'Agent' });
-
-export const agentView = (a: AgentRow) => ({
-  agent_id: a.id,
-  name: a.name,
-  description: a.description,
-  instructions: a.instructions,
-  tool_groups: a.toolGroups,
-  access: a.access,
-  source: a.source,
-  is_editable: a.isEditable,
-  llm_provider: a.llmProvider ?? null,
-  skill_groups: a.skillGroups ?? [],
-  created_by: a.createdBy,
-  created_at: toIso(a.createdAt),
-  updated_at: toIso(a.updatedAt),
-});
 
 const Name = z
   .string()

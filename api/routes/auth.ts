@@ -1,32 +1,10 @@
 import { z } from 'zod';
-import type { PersonalAccessToken } from '../../shared/db/entities/index.js';
 import { listPats, mintPat, patOwner, mintSandboxToken, revokePat } from '../../shared/auth/store.js';
 import { BUILT_IN_ROLES, PERMISSIONS } from '../../shared/auth/rbac.js';
 import { ForbiddenError, NotFoundError } from '../../shared/errors.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { PatSchema, patView } from '../../shared/auth/views.js';
 import { toIso } from '../../shared/dates.js';
-
-const PatSchema = z
-  .object({
-    id: z.string().uuid(),
-    name: z.string(),
-    token_prefix: z.string().describe('First characters of the token, to recognise it'),
-    created_at: z.string(),
-    expires_at: z.string().nullable(),
-    last_used_at: z.string().nullable(),
-    revoked_at: z.string().nullable(),
-  })
-  .meta({ id: 'PersonalAccessToken' });
-
-const patView = (p: PersonalAccessToken) => ({
-  id: p.id,
-  name: p.name,
-  token_prefix: p.tokenPrefix,
-  created_at: toIso(p.createdAt),
-  expires_at: toIso(p.expiresAt),
-  last_used_at: toIso(p.lastUsedAt),
-  revoked_at: toIso(p.revokedAt),
-});
 
 const CreatePatBody = z.object({
   name: z.string().trim().min(1).max(100),

@@ -15,12 +15,10 @@ import {
   WIP_TTL,
 } from '../../shared/blueprints/wip-service.js';
 import { BlueprintName, RelativeFilePath } from '../../shared/blueprints/manifest.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
 import { WipCommitView, WipSessionView } from '../../shared/blueprints/views.js';
 
-const tags = ['blueprints'];
-const authed = { kind: 'authenticated' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, authed, err } = routeArea('blueprints');
 
 const NameParams = z.object({ blueprint_name: BlueprintName });
 const SessionParams = NameParams.extend({

@@ -19,10 +19,8 @@ import {
   inventory,
   InvalidArchiveError,
   open,
-  preview,
   readArchive,
   remove,
-  rename,
   runImport,
   update,
   type Ctx,
@@ -38,20 +36,16 @@ import {
 } from '../../shared/blueprints/versioning.js';
 import { ACTIONS } from '../../shared/blueprints/access.js';
 import { findRow } from '../../shared/blueprints/store.js';
-import { isRemote } from '../../shared/blueprints/remote.js';
-import { requestRemoteRename } from '../../shared/blueprints/remote-rename.js';
 import { BlueprintName, DefaultMode, PhaseList, RelativeFilePath } from '../../shared/blueprints/manifest.js';
 import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
-import { BadRequestError, ForbiddenError } from '../../shared/errors.js';
+import { BadRequestError } from '../../shared/errors.js';
+import { previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
 import type { UploadedFile } from '../http/multipart.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, type ResponseSpec, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
 import { RequestCodes } from '../../shared/http/error-codes.js';
-import { BlueprintCodes } from '../../shared/blueprints/error-codes.js';
 
-const tags = ['blueprints'];
-const authed = { kind: 'authenticated' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, authed, err } = routeArea('blueprints');
 
 const NameParams = z.object({ blueprint_name: BlueprintName });
 const IdQuery = z.object({
@@ -195,6 +189,47 @@ function zipFile(files: UploadedFile[]): UploadedFile {
   return file;
 }
 
+/** What most blueprint routes share: the area's tag, signed-in access, the blueprint named in the path (and optionally by id). */
+const ON_BLUEPRINT = { tags, access: authed, params: NameParams, query: IdQuery };
+
+const ACCESS_CHANGES: Record<
+  'grant' | 'revoke',
+  { operationId: string; summary: string; refusals: Record<number, ResponseSpec> }
+> = {
+  grant: {
+    operationId: 'grantBlueprintAccess',
+    summary: 'Grant a configured role view, edit or manage on this blueprint; needs manage access',
+    refusals: { 400: err('role_name missing, blank or not a configured role') },
+  },
+  revoke: {
+    operationId: 'revokeBlueprintAccess',
+    summary: "Revoke a role's grant for one action; needs manage access (revoking an absent grant changes nothing)",
+    refusals: {},
+  },
+};
+
+/** Grant or revoke a role's access to one action (the answer: the access list). */
+const accessChangeRoute = (change: 'grant' | 'revoke') =>
+  defineRoute({
+    method: 'post',
+    path: `/api/blueprints/:blueprint_name/access/${change}`,
+    operationId: ACCESS_CHANGES[change].operationId,
+    summary: ACCESS_CHANGES[change].summary,
+    ...ON_BLUEPRINT,
+    body: GrantBody,
+    responses: {
+      200: { description: 'Access list', schema: successEnvelope(AccessView) },
+      ...ACCESS_CHANGES[change].refusals,
+      403: err('No manage access'),
+      409: err('Built-in default, or blueprint_id mismatch'),
+    },
+    handler: async (c) => {
+      const ctx = ctxOf(c);
+      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
+      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, change === 'grant') };
+    },
+  });
+
 export const blueprintRoutes = [
   defineRoute({
     method: 'get',
@@ -279,39 +314,10 @@ export const blueprintRoutes = [
       },
       413: err('Upload over 64 MiB'),
     },
-    handler: async (c) => {
-      const file = c.files.find((f) => f.field === 'file');
-      try {
-        if (!file)
-          throw new InvalidArchiveError(
-            BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
-            'file_required',
-            'Send the archive as the multipart file field `file`.',
-          );
-        const a = await readArchive(file.path);
-        try {
-          return { success: true, data: await preview(ctxOf(c), a) };
-        } finally {
-          await rm(a.dir, { recursive: true, force: true });
-        }
-      } catch (e) {
-        if (!(e instanceof InvalidArchiveError)) throw e;
-        return {
-          success: true,
-          data: {
-            valid: false,
-            message: e.message,
-            reason: e.reason,
-            blueprint_name: null,
-            manifest_version: null,
-            legacy_export: false,
-            matching_local_target: null,
-            allowed_collision_strategies: [],
-            recommended_strategy: null,
-          },
-        };
-      }
-    },
+    handler: async (c) => ({
+      success: true,
+      data: await previewUpload(ctxOf(c), c.files.find((f) => f.field === 'file')?.path),
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -383,10 +389,7 @@ export const blueprintRoutes = [
     operationId: 'getBlueprint',
     summary:
       'Blueprint detail: resolved manifest, phases, source selection, caller access flags, origin and source view',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Blueprint', schema: successEnvelope(Detail) },
       409: err('blueprint_id names another identity (BLUEPRINT_IDENTITY_MISMATCH)'),
@@ -402,10 +405,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/:blueprint_name',
     operationId: 'updateBlueprint',
     summary: 'Update short_description and/or phases (one commit; needs edit access)',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({ short_description: Description.optional(), phases: Phases.optional() }),
     responses: {
       200: { description: 'Updated', schema: successEnvelope(Detail) },
@@ -428,10 +428,7 @@ export const blueprintRoutes = [
       'Delete a custom blueprint permanently (working copy, history and grants); one that missions reference is hidden instead; needs manage access',
     description:
       'Without missions the blueprint is deleted (outcome "deleted"). When any mission (any status) references it, it is hidden instead (outcome "hidden", deleted false): left out of the inventory and the wizard, answered as 404 by the blueprint routes (except a file read naming one of its missions with mission_id), its name stays taken, and its missions keep resolving it. Once none of its missions is running or paused, the hourly purge (Schedule blueprint-hidden-purge) deletes it for good; the mission records are kept.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description: 'Deleted',
@@ -530,10 +527,7 @@ export const blueprintRoutes = [
       'Rename a blueprint; needs manage access and manage_git. Local: at once (200). Remote-backed: a pull request, applied after merge and sync (202)',
     description:
       'Refuses built-in defaults (409 DEFAULT_BLUEPRINT), taken names (409 BLUEPRINT_NAME_TAKEN), blueprints with in-flight missions (running or paused: 409 BLUEPRINT_HAS_ACTIVE_MISSIONS; finished, cancelled and closed missions do not block) and blueprints with an active work-in-progress session (open and not expired, see POST /api/blueprints/{blueprint_name}/wip-sessions: 409 BLUEPRINT_WIP_SESSION_ACTIVE with payload.wip_session_ids; commit or discard them first). A local blueprint is renamed at once (200); grants, history and versioning state are keyed by blueprint_id and follow. A remote-backed blueprint (imported by a managed source) is renamed in its repository: branch blueprint-rename/<blueprint_id> moves blueprints/<old> to blueprints/<new> (manifest name and the identity sidecar blueprint_export_manifest.yaml updated), a pull request is opened with the source credentials, and the answer is 202 with the pull request and the pending rename; workflow blueprint-rename/<blueprint_id> applies the rename after the merge once a source sync sees the new directory with the same blueprint_id (dropped after 30 days). A second rename while one is pending is 409 BLUEPRINT_RENAME_PENDING; a source without usable credentials 409 SOURCE_CREDENTIALS_MISSING; a push or pull request failure 503.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({ new_name: BlueprintName }),
     responses: {
       200: {
@@ -568,41 +562,15 @@ export const blueprintRoutes = [
       503: err('Remote-backed: pushing the branch or opening the pull request failed'),
     },
     handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      if (!c.principal.permissions.has('manage_git'))
-        throw new ForbiddenError(
-          'Renaming a blueprint needs the manage_git permission; ask an administrator for a role that has it.',
-          {
-            required_permission: 'manage_git',
-          },
-        );
-      if (isRemote(b) && c.body.new_name !== b.manifest.name) {
-        const pending = await requestRemoteRename(c.deps, ctx, b, c.body.new_name);
-        c.koa.status = 202;
-        return {
-          success: true,
-          data: {
-            blueprint_id: b.row.blueprint_id,
-            old_name: c.params.blueprint_name,
-            blueprint_name: c.params.blueprint_name,
-            status: 'pending' as const,
-            pull_request: pending.pull_request,
-            pending_rename: pending,
-          },
-        };
-      }
-      const commit = await rename(ctx, b, c.body.new_name);
-      return {
-        success: true,
-        data: {
-          blueprint_id: b.kind === 'custom' ? b.row.blueprint_id : '',
-          old_name: c.params.blueprint_name,
-          blueprint_name: c.body.new_name,
-          status: commit ? ('renamed' as const) : ('unchanged' as const),
-          commit_id: commit,
-        },
-      };
+      const { pending, data } = await renameBlueprint(
+        c.deps,
+        ctxOf(c),
+        c.params.blueprint_name,
+        c.body.new_name,
+        c.query.blueprint_id,
+      );
+      if (pending) c.koa.status = 202;
+      return { success: true, data };
     },
   }),
   defineRoute({
@@ -610,10 +578,7 @@ export const blueprintRoutes = [
     path: '/api/blueprints/:blueprint_name/access',
     operationId: 'getBlueprintAccess',
     summary: 'Owner and explicit role grants (blueprint:<name>) of a blueprint',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Access list', schema: successEnvelope(AccessView) },
       409: err('blueprint_id mismatch'),
@@ -624,58 +589,14 @@ export const blueprintRoutes = [
       return { success: true, data: await accessList(ctx, b) };
     },
   }),
-  defineRoute({
-    method: 'post',
-    path: '/api/blueprints/:blueprint_name/access/grant',
-    operationId: 'grantBlueprintAccess',
-    summary: 'Grant a configured role view, edit or manage on this blueprint; needs manage access',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
-    body: GrantBody,
-    responses: {
-      200: { description: 'Access list', schema: successEnvelope(AccessView) },
-      400: err('role_name missing, blank or not a configured role'),
-      403: err('No manage access'),
-      409: err('Built-in default, or blueprint_id mismatch'),
-    },
-    handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, true) };
-    },
-  }),
-  defineRoute({
-    method: 'post',
-    path: '/api/blueprints/:blueprint_name/access/revoke',
-    operationId: 'revokeBlueprintAccess',
-    summary: "Revoke a role's grant for one action; needs manage access (revoking an absent grant changes nothing)",
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
-    body: GrantBody,
-    responses: {
-      200: { description: 'Access list', schema: successEnvelope(AccessView) },
-      403: err('No manage access'),
-      409: err('Built-in default, or blueprint_id mismatch'),
-    },
-    handler: async (c) => {
-      const ctx = ctxOf(c);
-      const { b } = await open(ctx, c.params.blueprint_name, 'manage', c.query.blueprint_id);
-      return { success: true, data: await grant(ctx, b, c.body.role_name, c.body.action, false) };
-    },
-  }),
+  accessChangeRoute('grant'),
+  accessChangeRoute('revoke'),
   defineRoute({
     method: 'get',
     path: '/api/blueprints/:blueprint_name/export',
     operationId: 'exportBlueprint',
     summary: 'A ZIP of a custom blueprint working copy plus blueprint_export_manifest.yaml (manifest_version 2)',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description:
@@ -700,10 +621,7 @@ export const blueprintRoutes = [
     summary: 'Versioning summary: mode, saved versions, production assignment, working copy, promotion history',
     description:
       'View access. A standard blueprint answers mode standard with empty lists; a built-in default also has working_copy null.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: { description: 'Summary', schema: successEnvelope(VersioningSummary) },
       409: err('blueprint_id mismatch'),
@@ -721,10 +639,7 @@ export const blueprintRoutes = [
     summary: 'Turn on versioned mode (manage access; idempotent: changed false when already versioned)',
     description:
       'No request body fields. Records a commit "Enable versioned mode for <name>". Built-in defaults answer 409 DEFAULT_BLUEPRINT.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     responses: {
       200: {
         description: 'Versioned',
@@ -747,10 +662,7 @@ export const blueprintRoutes = [
     summary: 'Save the working copy as the next immutable version n (a commit tagged version/<n>); edit access',
     description:
       'Versions are numbered 1, 2, … per blueprint and stored in PostgreSQL too. A working copy identical to the latest saved version answers no_change true with that version and writes nothing.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: z.object({
       label: z.string().max(200).optional().describe('Short name shown with the version'),
       note: z.string().max(4000).optional().describe('Free text kept with the version'),
@@ -776,10 +688,7 @@ export const blueprintRoutes = [
     summary: 'Make a saved version the one production assignment (manage access; kept in promotion_history)',
     description:
       'Promoting the version that is already production answers no_change true and records nothing. Otherwise a commit "Promote version n of <name> to production" is recorded.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: VersionNumberBody,
     responses: {
       200: {
@@ -809,10 +718,7 @@ export const blueprintRoutes = [
     summary: "Copy a saved version's files into the working copy as a new commit (edit access)",
     description:
       'Always one commit "Restore version n of <name> into the working copy" (changed_files false when the content was already identical); the manifest keeps the current name. Saved versions and production are unchanged.',
-    tags,
-    access: authed,
-    params: NameParams,
-    query: IdQuery,
+    ...ON_BLUEPRINT,
     body: VersionNumberBody,
     responses: {
       200: {

@@ -1,21 +1,12 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import {
-  findLogo,
-  LOGO_TYPES,
-  logoUrl,
-  MAX_LOGO_BYTES,
-  readBranding,
-  storeLogo,
-  brandingPath,
-} from '../../shared/branding/branding.js';
+import { findLogo, LOGO_TYPES, MAX_LOGO_BYTES, readBranding, brandingPath } from '../../shared/branding/branding.js';
 import { BRANDING_FIELD_NAMES, BRANDING_FIELD_SCHEMAS as F } from '../../shared/branding/fields.js';
 import type { SettingPath } from '../../shared/settings/definitions.js';
 import { saveSettingValues } from '../../shared/settings/save-settings.js';
-import { LOGO_MEDIA_TYPES, sniffImage } from '../../shared/branding/image-type.js';
-import { BadRequestError, NotFoundError, PlatformError } from '../../shared/errors.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
-import { RequestCodes } from '../../shared/http/error-codes.js';
+import { LOGO_MEDIA_TYPES } from '../../shared/branding/image-type.js';
+import { NotFoundError } from '../../shared/errors.js';
+import { uploadLogo } from '../../shared/branding/logo-upload.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 const tags = ['config'];
 const LogoType = z.enum(LOGO_TYPES);
@@ -35,18 +26,6 @@ const BrandingSchema = z.object({
 });
 
 const LOGO_DOC = `Logo types: ${LOGO_TYPES.join(', ')}. The file (multipart field \`file\`, at most ${MAX_LOGO_BYTES} bytes) must be ${LOGO_MEDIA_TYPES.join(', ')}, judged from its bytes; SVG is refused (it can carry script). A declared part content type that contradicts the bytes is refused too. Refusals: 400 no file or an empty one, 413 too large, 415 not an accepted image (payload.reason \`not_an_image\`, \`svg_not_accepted\`, \`content_type_mismatch\`).`;
-
-/** Declared part types that say nothing about the format. */
-const UNINFORMATIVE_TYPES = new Set(['application/octet-stream', 'binary/octet-stream']);
-const TYPE_ALIASES: Record<string, string> = { 'image/jpg': 'image/jpeg', 'image/pjpeg': 'image/jpeg' };
-
-function unsupported(message: string, reason: string, extra: Record<string, unknown> = {}) {
-  return new PlatformError('unsupported_media_type', message, {
-    reason,
-    accepted_media_types: LOGO_MEDIA_TYPES,
-    ...extra,
-  });
-}
 
 export const brandingRoutes = [
   defineRoute({
@@ -112,49 +91,17 @@ export const brandingRoutes = [
           media_type: z.enum(LOGO_MEDIA_TYPES),
         }),
       },
-      415: { description: 'Not an accepted image, judged from its bytes', schema: ErrorEnvelopeSchema },
+      415: errorResponse('Not an accepted image, judged from its bytes'),
     },
-    handler: async ({ em, params, files, principal }) => {
-      const file = files.find((f) => f.field === 'file');
-      if (!file) {
-        throw new BadRequestError('Send the logo as the multipart file field `file`.', {
-          fields: [{ field: 'body.file', message: 'required', code: RequestCodes.file_required }],
-        });
-      }
-      if (file.size === 0) {
-        throw new BadRequestError('The uploaded file is empty.', {
-          fields: [{ field: 'body.file', message: 'empty file', code: RequestCodes.file_empty }],
-        });
-      }
-      const bytes = await readFile(file.path);
-      const sniffed = sniffImage(bytes);
-      if (sniffed.kind === 'svg') {
-        throw unsupported(
-          'SVG logos are not accepted (an SVG can carry script); upload a PNG, JPEG, WebP or GIF.',
-          'svg_not_accepted',
-        );
-      }
-      if (sniffed.kind === 'unknown') {
-        throw unsupported('The file is not a PNG, JPEG, WebP or GIF image.', 'not_an_image');
-      }
-      const declared = file.mediaType?.toLowerCase().split(';')[0]!.trim();
-      const normalised = declared ? (TYPE_ALIASES[declared] ?? declared) : undefined;
-      if (normalised && !UNINFORMATIVE_TYPES.has(normalised) && normalised !== sniffed.mediaType) {
-        throw unsupported(
-          `The file is declared as ${declared} but its bytes are ${sniffed.mediaType}.`,
-          'content_type_mismatch',
-          { declared_media_type: declared, detected_media_type: sniffed.mediaType },
-        );
-      }
-      const version = await storeLogo(em, params.logo_type, sniffed.mediaType, bytes, principal.id);
-      return {
-        success: true,
-        logo_url: logoUrl(params.logo_type, version),
-        logo_type: params.logo_type,
-        version,
-        media_type: sniffed.mediaType,
-      };
-    },
+    handler: async ({ em, params, files, principal }) => ({
+      success: true,
+      ...(await uploadLogo(
+        em,
+        params.logo_type,
+        files.find((f) => f.field === 'file'),
+        principal.id,
+      )),
+    }),
   }),
   defineRoute({
     method: 'get',
@@ -175,7 +122,7 @@ export const brandingRoutes = [
     responses: {
       200: { description: 'The image (image/png, image/jpeg, image/webp or image/gif)' },
       304: { description: 'Not modified (If-None-Match matched the ETag)' },
-      404: { description: 'No logo of this type was uploaded', schema: ErrorEnvelopeSchema },
+      404: errorResponse('No logo of this type was uploaded'),
     },
     handler: async ({ em, params, query, koa }) => {
       const logo = await findLogo(em, params.logo_type);

@@ -1,14 +1,17 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
-import { toIso } from '../../shared/dates.js';
-import { CrmConnectionEntity, EaiAssignmentEntity } from '../../shared/db/entities/index.js';
-import { deleteSettingRow, readSettingRow, writeSettingRow } from '../../shared/deployment/settings-rows.js';
+import { connectionInventory, tenantEgressHosts } from '../../shared/crm/connection-inventory.js';
+import { assignEai, EAI_NAME_PATTERN, eaiAssignment } from '../../shared/deployment/eai-assignments.js';
+import {
+  deleteEmailSetting,
+  emailSetting,
+  emailStatus,
+  saveEmailSetting,
+} from '../../shared/deployment/email-setting.js';
 import { ForbiddenError } from '../../shared/errors.js';
 import { publicOrigin } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
-import { sql } from '../../shared/db/sql.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 /**
  * The remaining configuration routes as a PostgreSQL deployment answers them (spec, Configuration,
@@ -20,13 +23,10 @@ const configPanel = { kind: 'authenticated', permission: 'access_config_panel' }
 const METADATA_BACKEND = 'postgresql';
 
 // ---- e-mail ---------------------------------------------------------------------------------
-const EMAIL_KEY = 'email.default_address';
 const Email = z
   .string()
   .max(254)
   .regex(/^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+$/, 'an e-mail address');
-const EMAIL_UNAVAILABLE =
-  'Sending e-mail is not available on this deployment (PostgreSQL metadata, no mail transport); the default address is kept but cannot be validated.';
 
 const EmailView = z.object({
   default_address: z.string().nullable(),
@@ -37,18 +37,6 @@ const EmailView = z.object({
   updated_by: z.string().nullable(),
 });
 const EmailStatusView = EmailView.extend({ configured: z.boolean().describe('A default address is saved') });
-
-async function emailView(em: EntityManager) {
-  const row = await readSettingRow<{ address: string }>(em, EMAIL_KEY);
-  return {
-    default_address: row?.value.address ?? null,
-    is_validated: false as const,
-    sending_available: false as const,
-    message: EMAIL_UNAVAILABLE,
-    updated_at: toIso(row?.updatedAt),
-    updated_by: row?.updatedBy ?? null,
-  };
-}
 
 // ---- connections ----------------------------------------------------------------------------
 const CONNECTION_PERMISSIONS: readonly Permission[] = [
@@ -89,9 +77,8 @@ const DbConnection = z.object({
 });
 
 // ---- external access integrations -----------------------------------------------------------
-const NAME_PATTERN = /^[A-Za-z0-9_]+$/;
 const EaiParams = z.object({
-  reference_name: z.string().min(1).max(255).regex(NAME_PATTERN, 'letters, digits and underscore only'),
+  reference_name: z.string().min(1).max(255).regex(EAI_NAME_PATTERN, 'letters, digits and underscore only'),
 });
 const EaiBody = z
   .object({
@@ -113,39 +100,6 @@ const EaiAssignResponse = z.object({
   recorded: z.boolean(),
   verification: Verification,
 });
-
-async function assignEai(em: EntityManager, body: z.output<typeof EaiBody>, principal: Principal) {
-  const bad = [
-    ['reference_name', body.reference_name],
-    ['integration_type', body.integration_type],
-  ].filter(([, v]) => !NAME_PATTERN.test(v!));
-  if (bad.length > 0) {
-    return {
-      success: false,
-      message: `${bad.map(([f]) => f).join(' and ')} may contain only letters, digits and underscore; nothing was recorded.`,
-      reference_name: body.reference_name,
-      integration_type: body.integration_type,
-      recorded: false,
-      verification: { checked: false, applied: false },
-    };
-  }
-  await sql(
-    em,
-    `insert into eai_assignments (reference_name, integration_type, assigned_at, assigned_by) values (?, ?, ?, ?)
-     on conflict (reference_name) do update set integration_type = excluded.integration_type,
-       assigned_at = excluded.assigned_at, assigned_by = excluded.assigned_by`,
-    [body.reference_name, body.integration_type, new Date(), principal.id],
-  );
-  return {
-    success: true,
-    message:
-      'Recorded. This deployment stores metadata in PostgreSQL: there is no warehouse to apply it to or verify it in.',
-    reference_name: body.reference_name,
-    integration_type: body.integration_type,
-    recorded: true,
-    verification: { checked: false, applied: false },
-  };
-}
 
 function eaiAssignRoute(path: string, operationId: string) {
   return defineRoute({
@@ -206,7 +160,7 @@ export const configMiscRoutes = [
     tags,
     access: configPanel,
     responses: { 200: { description: 'E-mail settings', schema: successEnvelope(EmailView) } },
-    handler: async ({ em }) => ({ success: true, data: await emailView(em) }),
+    handler: async ({ em }) => ({ success: true, data: await emailSetting(em) }),
   }),
   defineRoute({
     method: 'put',
@@ -218,10 +172,10 @@ export const configMiscRoutes = [
     body: z.object({ default_address: Email }).strict(),
     bodyKind: 'config',
     responses: { 200: { description: 'Saved', schema: successEnvelope(EmailView) } },
-    handler: async ({ em, body, principal }) => {
-      await writeSettingRow(em, EMAIL_KEY, { address: body.default_address }, principal.id);
-      return { success: true, data: await emailView(em) };
-    },
+    handler: async ({ em, body, principal }) => ({
+      success: true,
+      data: await saveEmailSetting(em, body.default_address, principal.id),
+    }),
   }),
   defineRoute({
     method: 'delete',
@@ -236,10 +190,7 @@ export const configMiscRoutes = [
         schema: successEnvelope(EmailView.extend({ deleted: z.boolean() })),
       },
     },
-    handler: async ({ em }) => {
-      const deleted = await deleteSettingRow(em, EMAIL_KEY);
-      return { success: true, data: { ...(await emailView(em)), deleted } };
-    },
+    handler: async ({ em }) => ({ success: true, data: await deleteEmailSetting(em) }),
   }),
   defineRoute({
     method: 'get',
@@ -249,10 +200,7 @@ export const configMiscRoutes = [
     tags,
     access: configPanel,
     responses: { 200: { description: 'Status', schema: successEnvelope(EmailStatusView) } },
-    handler: async ({ em }) => {
-      const view = await emailView(em);
-      return { success: true, data: { ...view, configured: view.default_address !== null } };
-    },
+    handler: async ({ em }) => ({ success: true, data: await emailStatus(em) }),
   }),
   defineRoute({
     method: 'delete',
@@ -268,8 +216,7 @@ export const configMiscRoutes = [
       },
     },
     handler: async ({ em }) => {
-      const deleted = await deleteSettingRow(em, EMAIL_KEY);
-      const view = await emailView(em);
+      const { deleted, ...view } = await deleteEmailSetting(em);
       return { success: true, data: { ...view, configured: false, deleted } };
     },
   }),
@@ -302,7 +249,7 @@ export const configMiscRoutes = [
     },
     handler: async ({ em, deps, koa, principal }) => {
       const origin = publicOrigin(koa, deps.config);
-      const rows = await em.find(CrmConnectionEntity, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
+      const egressHosts = await tenantEgressHosts(em, principal.tenant);
       return {
         success: true,
         data: {
@@ -314,7 +261,7 @@ export const configMiscRoutes = [
           is_snowflake: false,
           metadata_backend: METADATA_BACKEND,
           container_service_mode: deps.config.containerServiceMode,
-          egress_hosts: rows.flatMap((r) => r.egressHosts.map((host) => ({ connection: r.name, host }))),
+          egress_hosts: egressHosts,
         },
       };
     },
@@ -330,29 +277,11 @@ export const configMiscRoutes = [
     access: { kind: 'authenticated' },
     responses: {
       200: { description: 'Connections', schema: successEnvelope(z.object({ connections: z.array(DbConnection) })) },
-      403: { description: 'None of the three permissions', schema: ErrorEnvelopeSchema },
+      403: errorResponse('None of the three permissions'),
     },
     handler: async ({ em, principal }) => {
       requireAnyPermission(principal, CONNECTION_PERMISSIONS);
-      const manager = principal.permissions.has('manage_all_connections');
-      const rows = await em.find(CrmConnectionEntity, { tenant: principal.tenant }, { orderBy: { name: 'asc' } });
-      const connections = rows.map((row) => {
-        const settings = row.settings as Record<string, unknown>;
-        const sensitive = manager || row.createdBy === principal.id;
-        const endpoint = [settings.instance_url, settings.login_host].find((v): v is string => typeof v === 'string');
-        return {
-          name: row.name,
-          connection_kind: 'crm' as const,
-          type: row.type,
-          auth_mode: row.authMode,
-          owner: row.createdBy,
-          authorized: row.tokensSealed !== null,
-          created_at: toIso(row.createdAt),
-          updated_at: toIso(row.updatedAt),
-          sensitive_fields_included: sensitive,
-          ...(sensitive ? { allowed_bot_ids: null, allowed_user_ids: null, connection_string: endpoint ?? null } : {}),
-        };
-      });
+      const connections = await connectionInventory(em, principal);
       return { success: true, data: { connections } };
     },
   }),
@@ -380,20 +309,7 @@ export const configMiscRoutes = [
         ),
       },
     },
-    handler: async ({ em, params }) => {
-      const row = await em.findOne(EaiAssignmentEntity, { referenceName: params.reference_name });
-      return {
-        success: true,
-        data: {
-          reference_name: params.reference_name,
-          assigned: row !== null,
-          integration_type: row?.integrationType ?? null,
-          assigned_at: toIso(row?.assignedAt),
-          assigned_by: row?.assignedBy ?? null,
-          verification: { checked: false, applied: false },
-        },
-      };
-    },
+    handler: async ({ em, params }) => ({ success: true, data: await eaiAssignment(em, params.reference_name) }),
   }),
   eaiAssignRoute('/api/config/eai/assign', 'assignEai'),
   eaiAssignRoute('/api/enhancements/eai/assign', 'assignEaiEnhancements'),

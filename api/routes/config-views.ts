@@ -1,10 +1,6 @@
 import { z } from 'zod';
-import { toIso } from '../../shared/dates.js';
-import { PayloadTooLargeError } from '../../shared/errors.js';
+import { MAX_USER_CONFIG_BYTES, readUserConfig, saveUserConfig } from '../../shared/settings/user-config.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
-import { sql } from '../../shared/db/sql.js';
-
-const MAX_USER_CONFIG_BYTES = 64 * 1024;
 
 const AuthView = z.object({
   provider: z.enum(['oidc', 'proxy', 'hosted', 'none']),
@@ -66,14 +62,7 @@ export const configViewRoutes = [
         schema: successEnvelope(z.object({ config: UserConfig, updated_at: z.string().nullable() })),
       },
     },
-    handler: async ({ em, principal }) => {
-      const [row] = await sql<{ config: Record<string, unknown>; updated_at: Date }>(
-        em,
-        'select config, updated_at from user_configs where tenant = ? and user_id = ?',
-        [principal.tenant, principal.id],
-      );
-      return { success: true, data: { config: row?.config ?? {}, updated_at: row ? toIso(row.updated_at) : null } };
-    },
+    handler: async ({ em, principal }) => ({ success: true, data: await readUserConfig(em, principal) }),
   }),
   defineRoute({
     method: 'post',
@@ -91,18 +80,7 @@ export const configViewRoutes = [
       413: { description: `The preferences exceed ${MAX_USER_CONFIG_BYTES} bytes` },
     },
     handler: async ({ em, principal, body }) => {
-      const json = JSON.stringify(body.config);
-      if (Buffer.byteLength(json) > MAX_USER_CONFIG_BYTES) {
-        throw new PayloadTooLargeError(`Preferences are limited to ${MAX_USER_CONFIG_BYTES} bytes.`, {
-          limit_bytes: MAX_USER_CONFIG_BYTES,
-        });
-      }
-      await sql(
-        em,
-        `insert into user_configs (tenant, user_id, config, updated_at) values (?, ?, ?::jsonb, ?)
-         on conflict (tenant, user_id) do update set config = excluded.config, updated_at = excluded.updated_at`,
-        [principal.tenant, principal.id, json, new Date()],
-      );
+      await saveUserConfig(em, principal, body.config);
       return { success: true, message: 'Preferences saved.' };
     },
   }),

@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import { API_KEY_CONNECTION, API_KEY_CONNECTION_TYPE } from '../../shared/code-agent/connection.js';
 import { CRM_CONNECTION_TYPE } from '../../shared/crm/connection-types.js';
-import { findConnectionRow } from '../../shared/crm/store.js';
-import { CrmConnectionEntity, type CrmConnectionRow } from '../../shared/db/entities/index.js';
 import {
-  apiKeyConnectionView,
-  createApiKeyConnection,
-  updateApiKeyConnection,
-} from '../../shared/code-agent/connections.js';
-import { connectionView, createConnection, deleteConnection, updateConnection } from '../../shared/crm/connections.js';
+  createAnyConnection,
+  getConnectionView,
+  listConnectionViews,
+  updateAnyConnection,
+} from '../../shared/crm/connection-inventory.js';
+import { connectionView, deleteConnection } from '../../shared/crm/connections.js';
 import { completeAuthorization, startAuthorization } from '../../shared/crm/oauth-flow.js';
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { defineRoute, successEnvelope, type RouteContext } from '../http/route.js';
@@ -49,9 +48,6 @@ const ConnectionSchema = z
 // Koa 3 `origin` is the Origin header; the callback needs our own scheme and host.
 const baseUrl = (ctx: RouteContext<unknown, unknown, unknown>) =>
   ctx.deps.config.publicBaseUrl ?? `${ctx.koa.protocol}://${ctx.koa.host}`;
-/** `api_key` (code-agent) connections share the table and routes; their view has no CRM fields. */
-const viewOf = (row: CrmConnectionRow, base: string) =>
-  row.type === API_KEY_CONNECTION ? apiKeyConnectionView(row) : connectionView(row, base);
 const HOST_REFUSED = savedEndpointRefusalDoc(
   'a CRM host (`login_host`, `instance_url`, `authorization_url`, `token_url`; loopback also with CRM_ALLOW_INSECURE_LOOPBACK) or an `api_base_url`',
 );
@@ -89,14 +85,10 @@ export const connectionRoutes = [
         schema: successEnvelope(z.object({ connections: z.array(ConnectionSchema) })),
       },
     },
-    handler: async (ctx) => {
-      const rows = await ctx.em.find(
-        CrmConnectionEntity,
-        { tenant: ctx.principal.tenant },
-        { orderBy: { name: 'asc' }, refresh: true },
-      );
-      return { success: true, data: { connections: rows.map((r) => viewOf(r, baseUrl(ctx))) } };
-    },
+    handler: async (ctx) => ({
+      success: true,
+      data: { connections: await listConnectionViews(ctx.em, ctx.principal.tenant, baseUrl(ctx)) },
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -123,10 +115,7 @@ export const connectionRoutes = [
     },
     handler: async (ctx) => ({
       success: true,
-      data:
-        ctx.body.type === API_KEY_CONNECTION
-          ? apiKeyConnectionView(await createApiKeyConnection(ctx.deps, ctx.em, ctx.principal, ctx.body))
-          : connectionView(await createConnection(ctx.deps, ctx.em, ctx.principal, ctx.body), baseUrl(ctx)),
+      data: await createAnyConnection(ctx.deps, ctx.em, ctx.principal, ctx.body, baseUrl(ctx)),
     }),
   }),
   defineRoute({
@@ -143,7 +132,7 @@ export const connectionRoutes = [
     },
     handler: async (ctx) => ({
       success: true,
-      data: viewOf(await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any'), baseUrl(ctx)),
+      data: await getConnectionView(ctx.em, ctx.principal.tenant, ctx.params.name, baseUrl(ctx)),
     }),
   }),
   defineRoute({
@@ -161,21 +150,10 @@ export const connectionRoutes = [
       400: { description: `Invalid field; or ${HOST_REFUSED}` },
       404: { description: 'Unknown connection' },
     },
-    handler: async (ctx) => {
-      const row = await findConnectionRow(ctx.em, ctx.principal.tenant, ctx.params.name, 'any');
-      if (row.type === API_KEY_CONNECTION)
-        return {
-          success: true,
-          data: apiKeyConnectionView(await updateApiKeyConnection(ctx.deps, ctx.em, row, ctx.body)),
-        };
-      return {
-        success: true,
-        data: connectionView(
-          await updateConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body),
-          baseUrl(ctx),
-        ),
-      };
-    },
+    handler: async (ctx) => ({
+      success: true,
+      data: await updateAnyConnection(ctx.deps, ctx.em, ctx.principal, ctx.params.name, ctx.body, baseUrl(ctx)),
+    }),
   }),
   defineRoute({
     method: 'delete',

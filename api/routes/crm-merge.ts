@@ -41,23 +41,33 @@ const rules =
 const personOnly = { kind: 'authenticated', permission: 'APPROVE_AGENT_ACTION', principalKinds: ['person'] } as const;
 
 /** Approve and reject: the same person-only guard, body and refusals; both decide the crm.merge.v1 proposal. */
-function decisionRoute(kind: 'approve' | 'reject') {
-  const approve = kind === 'approve';
+/** The refusals of a decision: only approving is bound to the lifetime (a rejection stays possible after it). */
+function decisionRefusals(approve: boolean): Record<number, { description: string }> {
   const refusals: Record<number, { description: string }> = {
     403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
     404: { description: 'Unknown, hidden or another tenant’s approval' },
     409: { description: 'already_decided' },
   };
-  // Only approving is bound to the lifetime: a rejection stays possible after it.
   if (approve) refusals[410] = { description: 'approval_expired' };
+  return refusals;
+}
+
+const DECISION_DESCRIPTIONS = {
+  approve: 'Needs APPROVE_AGENT_ACTION. Also approves the crm.merge.v1 proposal.',
+  reject:
+    'Needs APPROVE_AGENT_ACTION. Also rejects the crm.merge.v1 proposal (the decision and reason are handed back to a requesting agent); executing afterwards is refused. Allowed at any point of the lifetime.',
+};
+
+const DECIDE = { approve: approveApproval, reject: rejectApproval };
+
+function decisionRoute(kind: 'approve' | 'reject') {
+  const approve = kind === 'approve';
   return defineRoute({
     method: 'post',
     path: `/api/crm/merge/approvals/:approval_id/${kind}`,
     operationId: approve ? 'approveCrmMerge' : 'rejectCrmMerge',
     summary: `${approve ? 'Approve' : 'Reject'} (genuinely authenticated people only; agents, the system identity and app-only tokens are refused)`,
-    description: approve
-      ? 'Needs APPROVE_AGENT_ACTION. Also approves the crm.merge.v1 proposal.'
-      : 'Needs APPROVE_AGENT_ACTION. Also rejects the crm.merge.v1 proposal (the decision and reason are handed back to a requesting agent); executing afterwards is refused. Allowed at any point of the lifetime.',
+    description: DECISION_DESCRIPTIONS[kind],
     tags,
     access: personOnly,
     params: IdParams,
@@ -67,19 +77,11 @@ function decisionRoute(kind: 'approve' | 'reject') {
         description: approve ? 'Approved' : 'Rejected',
         schema: successEnvelope(z.object({ approval: ApprovalViewSchema })),
       },
-      ...refusals,
+      ...decisionRefusals(approve),
     },
     handler: async ({ params, body, deps, em, principal }) => ({
       success: true as const,
-      data: {
-        approval: await (approve ? approveApproval : rejectApproval)(
-          deps,
-          em,
-          principal,
-          params.approval_id,
-          body.reason || null,
-        ),
-      },
+      data: { approval: await DECIDE[kind](deps, em, principal, params.approval_id, body.reason || null) },
     }),
   });
 }

@@ -10,7 +10,7 @@ import {
   submitUserInfo,
   userInfoStatus,
 } from '../../shared/demo/versions.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type AnyRoute } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope, type AnyRoute } from '../http/route.js';
 import {
   DEMO_PROFILES,
   DEMO_RUN_STATUSES,
@@ -156,11 +156,10 @@ export const demoVersionRoutes: AnyRoute[] = [
     successStatus: 201,
     responses: {
       201: { description: 'Created (`prepared`)', schema: successEnvelope(Run) },
-      404: { description: 'No such version', schema: ErrorEnvelopeSchema },
-      409: {
-        description: 'The version is not ready (`conflict`, `payload.code` `DEMO_VERSION_NOT_READY`, `payload.status`)',
-        schema: ErrorEnvelopeSchema,
-      },
+      404: errorResponse('No such version'),
+      409: errorResponse(
+        'The version is not ready (`conflict`, `payload.code` `DEMO_VERSION_NOT_READY`, `payload.status`)',
+      ),
     },
     handler: async ({ body, principal, deps, em }) => ({
       success: true,
@@ -177,7 +176,7 @@ export const demoVersionRoutes: AnyRoute[] = [
     params: z.object({ run_id: Id }),
     responses: {
       200: { description: 'Run', schema: successEnvelope(Run) },
-      404: { description: 'No such run', schema: ErrorEnvelopeSchema },
+      404: errorResponse('No such run'),
     },
     handler: async ({ params, principal, deps, em }) => ({
       success: true,
@@ -194,7 +193,7 @@ export const demoVersionRoutes: AnyRoute[] = [
     params: z.object({ version_id: Id }),
     responses: {
       200: { description: 'Version', schema: successEnvelope(Version) },
-      404: { description: 'No such version', schema: ErrorEnvelopeSchema },
+      404: errorResponse('No such version'),
     },
     handler: async ({ params, principal, deps, em }) => ({
       success: true,

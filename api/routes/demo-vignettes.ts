@@ -17,7 +17,7 @@ import {
   startPresenterMission,
   THREAD_STATES,
 } from '../../shared/demo/vignettes.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type AnyRoute } from '../http/route.js';
+import { defineRoute, routeArea, successEnvelope, type AnyRoute } from '../http/route.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import { MISSION_STATUSES, WAITING_STATES } from '../../workflows/mission-definitions.js';
 import { ProjectView } from '../../shared/missions/views.js';
@@ -28,9 +28,8 @@ import { StartBody } from './projects.js';
  * agents under management, optimization recommendations and presenter missions. Access `presenter`
  * (the internal token, or a person with `present_demos` and the role `staff` or `admin`).
  */
-const tags = ['demo'];
 const access = { kind: 'presenter' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, err } = routeArea('demo');
 
 const SessionId = z
   .string()

@@ -1,16 +1,7 @@
 import { z } from 'zod';
-import { listPats, mintPat, patOwner, revokePat } from '../../shared/auth/store.js';
-import { ForbiddenError } from '../../shared/errors.js';
-import { detectLocalClis, setCandidateState } from '../../shared/desktop/local-cli.js';
-import {
-  assertConnectable,
-  desktopHome,
-  listMcpClients,
-  MCP_CLIENT_IDS,
-  mcpClient,
-  SERVER_NAME,
-  writeGatewayEntry,
-} from '../../shared/desktop/mcp-clients.js';
+import { detectLocalClis } from '../../shared/desktop/local-cli.js';
+import { connectMcpClient, decideCandidates } from '../../shared/desktop/mcp-connect.js';
+import { desktopHome, listMcpClients, MCP_CLIENT_IDS, SERVER_NAME } from '../../shared/desktop/mcp-clients.js';
 import { desktopSetup } from '../../shared/desktop/setup.js';
 import { publicOrigin } from '../mcp/public-url.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
@@ -55,15 +46,17 @@ const CandidateIds = z
 
 const gatewayUrl = (origin: string) => `${origin}/mcp`;
 
+const CANDIDATE_SUMMARIES = {
+  import: 'Import detected CLIs as local agent-CLI code-agent backends',
+  decline: 'Decline detected CLIs: detect stops offering them',
+};
+
 function candidateRoute(action: 'import' | 'decline') {
   return defineRoute({
     method: 'post',
     path: `/api/desktop/local-cli/${action}`,
     operationId: action === 'import' ? 'desktopLocalCliImport' : 'desktopLocalCliDecline',
-    summary:
-      action === 'import'
-        ? 'Import detected CLIs as local agent-CLI code-agent backends'
-        : 'Decline detected CLIs: detect stops offering them',
+    summary: CANDIDATE_SUMMARIES[action],
     description: 'All or nothing: an unknown id answers 404 and changes no candidate.',
     tags: ['desktop'],
     access: config,
@@ -76,14 +69,10 @@ function candidateRoute(action: 'import' | 'decline') {
       },
       404: { description: `${OFF}; or an unknown candidate id (\`payload.candidate_ids\`)` },
     },
-    handler: async ({ deps, em, body, principal }) => {
-      await desktopSetup(deps);
-      const state = action === 'import' ? 'imported' : 'declined';
-      return {
-        success: true,
-        data: { candidates: await setCandidateState(em, body.candidate_ids, state, principal.id) },
-      };
-    },
+    handler: async ({ deps, em, body, principal }) => ({
+      success: true,
+      data: { candidates: await decideCandidates(deps, em, body.candidate_ids, action, principal.id) },
+    }),
   });
 }
 
@@ -145,44 +134,17 @@ export const desktopLaptopRoutes = [
           'The client is not installed (`mcp_client_not_installed`) or its file is not a JSON object (`mcp_client_config_unreadable`)',
       },
     },
-    handler: async ({ deps, em, params, body, principal, koa }) => {
-      await desktopSetup(deps);
-      const def = mcpClient(params.client_id);
-      const home = await desktopHome(deps);
-      await assertConnectable(def, home);
-      const url = gatewayUrl(publicOrigin(koa, deps.config));
-      if (body.auth === 'url_only') {
-        const written = await writeGatewayEntry(def, home, { url, authorization: null });
-        return {
-          success: true,
-          data: { ...written, gateway_url: url, auth: body.auth, pat_id: null, token_prefix: null },
-        };
-      }
-      if (principal.kind !== 'person' || principal.credential === 'pat' || principal.credential === 'sandbox_token')
-        throw new ForbiddenError(
-          'Minting a token for an MCP client needs a person signed in through the identity provider; connect with `auth` `url_only` instead.',
-          { reason: 'cannot_mint_token' },
-        );
-      const name = `MCP client: ${def.name}`;
-      const earlier = (await listPats(em, principal.id)).filter((p) => p.name === name && !p.revokedAt);
-      const { pat, token } = await mintPat(em, {
-        owner: patOwner(principal),
-        name,
-        expiresAt: null,
-      });
-      let written;
-      try {
-        written = await writeGatewayEntry(def, home, { url, authorization: `Bearer ${token}` });
-      } catch (err) {
-        await revokePat(em, principal.id, pat.id);
-        throw err;
-      }
-      for (const old of earlier) await revokePat(em, principal.id, old.id);
-      return {
-        success: true,
-        data: { ...written, gateway_url: url, auth: body.auth, pat_id: pat.id, token_prefix: pat.tokenPrefix },
-      };
-    },
+    handler: async ({ deps, em, params, body, principal, koa }) => ({
+      success: true,
+      data: await connectMcpClient(
+        deps,
+        em,
+        principal,
+        params.client_id,
+        body.auth,
+        gatewayUrl(publicOrigin(koa, deps.config)),
+      ),
+    }),
   }),
   defineRoute({
     method: 'post',

@@ -105,6 +105,13 @@ const Manifest = z.object({
 const config = { kind: 'authenticated', permission: 'access_config_panel' } as const;
 const anyone = { kind: 'authenticated' } as const;
 
+const ACTIVATION_CONFLICTS = {
+  activate:
+    'Not signed in (`not_signed_in`), or the provisioner refused the device credential (`device_credential_refused`)',
+  'check-in':
+    'Not signed in (`not_signed_in`), not activated (`not_activated`), or the device credential was refused (`device_credential_refused`)',
+};
+
 function activationRoute(path: string, operationId: string, kind: 'activate' | 'check-in', summary: string) {
   return defineRoute({
     method: 'post',
@@ -117,12 +124,7 @@ function activationRoute(path: string, operationId: string, kind: 'activate' | '
     responses: {
       200: { description: 'Activation', schema: successEnvelope(Activation) },
       404: { description: OFF },
-      409: {
-        description:
-          kind === 'activate'
-            ? 'Not signed in (`not_signed_in`), or the provisioner refused the device credential (`device_credential_refused`)'
-            : 'Not signed in (`not_signed_in`), not activated (`not_activated`), or the device credential was refused (`device_credential_refused`)',
-      },
+      409: { description: ACTIVATION_CONFLICTS[kind] },
       503: { description: PROVISIONER_DOWN },
     },
     handler: async ({ deps, em, body }) => ({

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { UserEntity } from '../../shared/db/entities/index.js';
 import {
-  createDocsSession,
   DOCS_LOGIN_TTL_SECONDS,
   DOCS_PATH_PATTERN,
   MAX_DOCS_PATH_LENGTH,
+  startDocsSession,
 } from '../../shared/docs/docs-session.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 export const docsSessionRoutes = [
   defineRoute({
@@ -40,17 +39,11 @@ export const docsSessionRoutes = [
           }),
         ),
       },
-      503: { description: 'Hosted documentation is not configured', schema: ErrorEnvelopeSchema },
+      503: errorResponse('Hosted documentation is not configured'),
     },
-    handler: async ({ em, deps, body, principal }) => {
-      const user = await em.findOne(UserEntity, { id: principal.id });
-      const data = await createDocsSession(
-        deps.config,
-        await deps.settings.get('docs.base_url'),
-        { id: principal.id, tenant: principal.tenant, displayName: principal.displayName, email: user?.email ?? null },
-        body.path,
-      );
-      return { success: true, data };
-    },
+    handler: async ({ em, deps, body, principal }) => ({
+      success: true,
+      data: await startDocsSession(deps, em, principal, body.path),
+    }),
   }),
 ];

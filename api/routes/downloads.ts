@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { redeemDownload } from '../../shared/downloads/signed-urls.js';
-import { defineRoute, ErrorEnvelopeSchema } from '../http/route.js';
+import { defineRoute, errorResponse } from '../http/route.js';
 
 /** `attachment; filename="<ascii>"; filename*=UTF-8''<utf-8>` so any browser saves it under its name. */
 function contentDisposition(name: string): string {
@@ -21,8 +21,8 @@ export const downloadRoutes = [
     params: z.object({ token: z.string().min(1).max(4096) }),
     responses: {
       200: { description: 'The file (its own content type), as an attachment' },
-      404: { description: 'Forged, malformed, or the file is gone', schema: ErrorEnvelopeSchema },
-      410: { description: 'Expired or already used', schema: ErrorEnvelopeSchema },
+      404: errorResponse('Forged, malformed, or the file is gone'),
+      410: errorResponse('Expired or already used'),
     },
     handler: async ({ params, em, deps, koa }) => {
       const file = await redeemDownload(em, deps.config, params.token);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { activateHostedAi, hostedAiCredit, hostedAiStatus } from '../../shared/demo/hosted-ai.js';
-import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, queryBoolean, successEnvelope } from '../http/route.js';
 import { CreditReadingSchema } from './credit-schema.js';
 
 /**
@@ -43,17 +43,12 @@ export const hostedAiRoutes = [
     access: { kind: 'authenticated' },
     responses: {
       200: { description: 'Status after activation', schema: successEnvelope(Status) },
-      403: {
-        description:
-          'Not the demo owner (`payload.code` `not_demo_owner`), profile incomplete (`profile_incomplete`, `payload.missing`), or the demo gate (`demo_access_denied`)',
-        schema: ErrorEnvelopeSchema,
-      },
-      404: { description: NOT_PROVISIONED, schema: ErrorEnvelopeSchema },
-      429: {
-        description: 'Key issuance rate reached (`too_many_requests`); `Retry-After` gives the seconds to wait',
-        schema: ErrorEnvelopeSchema,
-      },
-      503: { description: PROVISIONER_DOWN, schema: ErrorEnvelopeSchema },
+      403: errorResponse(
+        'Not the demo owner (`payload.code` `not_demo_owner`), profile incomplete (`profile_incomplete`, `payload.missing`), or the demo gate (`demo_access_denied`)',
+      ),
+      404: errorResponse(NOT_PROVISIONED),
+      429: errorResponse('Key issuance rate reached (`too_many_requests`); `Retry-After` gives the seconds to wait'),
+      503: errorResponse(PROVISIONER_DOWN),
     },
     handler: async ({ deps, em, principal }) => ({
       success: true,
@@ -70,8 +65,8 @@ export const hostedAiRoutes = [
     query: z.object({ fresh: queryBoolean(false) }),
     responses: {
       200: { description: 'Credit (`available` false until activated)', schema: successEnvelope(CreditReadingSchema) },
-      404: { description: NOT_PROVISIONED, schema: ErrorEnvelopeSchema },
-      503: { description: PROVISIONER_DOWN, schema: ErrorEnvelopeSchema },
+      404: errorResponse(NOT_PROVISIONED),
+      503: errorResponse(PROVISIONER_DOWN),
     },
     handler: async ({ deps, em, query }) => ({ success: true, data: await hostedAiCredit(deps, em, query.fresh) }),
   }),

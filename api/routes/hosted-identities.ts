@@ -11,7 +11,7 @@ import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
 import { hostedScope, managementAssertion, notHostedMode } from '../auth/hosted.js';
 import type { AppDeps } from '../../shared/app-deps.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope, type RouteContext } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope, type RouteContext } from '../http/route.js';
 
 /**
  * Hosted identity (spec, Hosted identity; Authentication 4): explicit identity links of hosted mode.
@@ -32,12 +32,9 @@ const OperationId = z
   .describe('Idempotency key: repeating a request with the same operation_id answers the same binding');
 
 const errors = {
-  401: {
-    description: 'Missing or invalid credential (assertion not verified, or no active identity link)',
-    schema: ErrorEnvelopeSchema,
-  },
-  404: { description: 'Not hosted mode (`payload.reason` `not_hosted_mode`)', schema: ErrorEnvelopeSchema },
-  409: { description: 'Conflict (`payload.code` names it)', schema: ErrorEnvelopeSchema },
+  401: errorResponse('Missing or invalid credential (assertion not verified, or no active identity link)'),
+  404: errorResponse('Not hosted mode (`payload.reason` `not_hosted_mode`)'),
+  409: errorResponse('Conflict (`payload.code` names it)'),
 };
 
 type Ctx = RouteContext<unknown, unknown, unknown>;
@@ -67,6 +64,18 @@ function requireHosted(deps: AppDeps): void {
   if (deps.config.auth.provider !== 'hosted') throw notHostedMode(deps.config);
 }
 
+/** Both routes that create a binding: the subject, an idempotency key, and 201 (200 when the operation already created it). */
+const CREATE_BINDING = {
+  body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
+  bodyKind: 'config' as const,
+  successStatus: 201,
+};
+const CREATED_BINDING = {
+  200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
+  201: { description: 'Created', schema: successEnvelope(BindingView) },
+  ...errors,
+};
+
 export const hostedIdentityRoutes = [
   defineRoute({
     method: 'post',
@@ -77,14 +86,10 @@ export const hostedIdentityRoutes = [
       'Needs a verified management assertion (issuer, audience, JWKS, tenant, installation) with scope `hosted.identity.bootstrap`. Creates the initial admin binding once: 201; the same `subject` and `operation_id` again answers 200 with that binding; any other call afterwards is 409 `HOSTED_INITIAL_ADMIN_EXISTS`.',
     tags: ['auth'],
     access: { kind: 'public' },
-    body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
-    bodyKind: 'config',
-    successStatus: 201,
+    ...CREATE_BINDING,
     responses: {
-      200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
-      201: { description: 'Created', schema: successEnvelope(BindingView) },
-      ...errors,
-      403: { description: 'The assertion lacks scope hosted.identity.bootstrap', schema: ErrorEnvelopeSchema },
+      ...CREATED_BINDING,
+      403: errorResponse('The assertion lacks scope hosted.identity.bootstrap'),
     },
     handler: async (ctx) => {
       const { deps, em, body, koa } = ctx;
@@ -116,14 +121,10 @@ export const hostedIdentityRoutes = [
       'Creates a member binding for `subject`: 201; the same `operation_id` again answers 200 with that binding. 409 `HOSTED_IDENTITY_ALREADY_BOUND` when the subject already has an active link, `HOSTED_IDENTITY_OPERATION_REUSED` when the operation_id named another request.',
     tags: ['auth'],
     access: { kind: 'public' },
-    body: z.object({ subject: Subject, operation_id: OperationId.optional() }).strict(),
-    bodyKind: 'config',
-    successStatus: 201,
+    ...CREATE_BINDING,
     responses: {
-      200: { description: 'The binding this operation already created', schema: successEnvelope(BindingView) },
-      201: { description: 'Created', schema: successEnvelope(BindingView) },
-      ...errors,
-      403: { description: 'The caller lacks manage_users', schema: ErrorEnvelopeSchema },
+      ...CREATED_BINDING,
+      403: errorResponse('The caller lacks manage_users'),
     },
     handler: async (ctx) => {
       const { deps, em, body, koa } = ctx;
@@ -160,8 +161,8 @@ export const hostedIdentityRoutes = [
     responses: {
       200: { description: 'Revoked', schema: successEnvelope(BindingView) },
       ...errors,
-      403: { description: 'The caller lacks manage_users', schema: ErrorEnvelopeSchema },
-      404: { description: 'No such binding, or not hosted mode', schema: ErrorEnvelopeSchema },
+      403: errorResponse('The caller lacks manage_users'),
+      404: errorResponse('No such binding, or not hosted mode'),
     },
     handler: async (ctx) => {
       const { deps, em, body, params } = ctx;

@@ -44,37 +44,57 @@ import { desktopLaptopRoutes } from './desktop-laptop.js';
 import { demoTicketRcaRoutes } from './demo-ticket-rca.js';
 import { blueprintWipRoutes } from './blueprint-wip.js';
 
+/** The route lists of the areas, in the order the router mounts them (after the meta routes). */
+const AREA_ROUTES: readonly AnyRoute[][] = [
+  metricsRoutes,
+  authRoutes,
+  internalDemoRoutes,
+  jobRoutes,
+  actionReviewRoutes,
+  toolCallRoutes,
+  agentRoutes,
+  gatewaySettingsRoutes,
+  configSetupRoutes,
+  configViewRoutes,
+  mcpRoutes,
+  wellKnownRoutes,
+  downloadRoutes,
+  oauthProxyRoutes,
+  connectionRoutes,
+  crmMergeRoutes,
+  llmProviderRoutes,
+  aiModelRoutes,
+  secretsRoutes,
+  managedSourceRoutes,
+  wikiRoutes,
+  managedSourceTypeRoutes,
+  indexRoutes,
+  brandingRoutes,
+  licenseRoutes,
+  docsSessionRoutes,
+  configMiscRoutes,
+  hostedIdentityRoutes,
+  skillRoutes,
+  desktopRoutes,
+  blueprintRoutes,
+  organizationalProjectRoutes,
+  blueprintWizardRoutes,
+  projectRoutes,
+  trackerAutomationRoutes,
+  demoStateRoutes,
+  hostedAiRoutes,
+  projectRecordRoutes,
+  demoVersionRoutes,
+  demoVignetteRoutes,
+  desktopLaptopRoutes,
+  demoTicketRcaRoutes,
+  blueprintWipRoutes,
+];
+
 /** Every route of the API, in one list: the router mounts it and the OpenAPI document describes it. */
 export function allRoutes(): AnyRoute[] {
   const routes: AnyRoute[] = [];
-  routes.push(...metaRoutes(() => routes), ...metricsRoutes, ...authRoutes, ...internalDemoRoutes, ...jobRoutes);
-  routes.push(...actionReviewRoutes, ...toolCallRoutes);
-  routes.push(...agentRoutes, ...gatewaySettingsRoutes);
-  routes.push(...configSetupRoutes, ...configViewRoutes);
-  routes.push(...mcpRoutes, ...wellKnownRoutes, ...downloadRoutes, ...oauthProxyRoutes);
-  routes.push(...connectionRoutes, ...crmMergeRoutes);
-  routes.push(...llmProviderRoutes, ...aiModelRoutes);
-  routes.push(...secretsRoutes);
-  routes.push(...managedSourceRoutes);
-  routes.push(...wikiRoutes);
-  routes.push(...managedSourceTypeRoutes);
-  routes.push(...indexRoutes);
-  routes.push(...brandingRoutes, ...licenseRoutes, ...docsSessionRoutes, ...configMiscRoutes);
-  routes.push(...hostedIdentityRoutes);
-  routes.push(...skillRoutes);
-  routes.push(...desktopRoutes);
-  routes.push(...blueprintRoutes);
-  routes.push(...organizationalProjectRoutes);
-  routes.push(...blueprintWizardRoutes);
-  routes.push(...projectRoutes);
-  routes.push(...trackerAutomationRoutes);
-  routes.push(...demoStateRoutes);
-  routes.push(...hostedAiRoutes);
-  routes.push(...projectRecordRoutes);
-  routes.push(...demoVersionRoutes);
-  routes.push(...demoVignetteRoutes);
-  routes.push(...desktopLaptopRoutes);
-  routes.push(...demoTicketRcaRoutes);
-  routes.push(...blueprintWipRoutes);
+  routes.push(...metaRoutes(() => routes));
+  for (const area of AREA_ROUTES) routes.push(...area);
   return routes;
 }

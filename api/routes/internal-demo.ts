@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { demoBudgetAggregate, setDemoBudgetCap } from '../../shared/deployment/demo-budget.js';
 import { setDemoOwner } from '../../shared/deployment/demo-owner.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 const AggregateSchema = z.object({
   spend_usd: z.number(),
@@ -78,7 +78,7 @@ export const internalDemoRoutes = [
           }),
         ),
       },
-      409: { description: 'A different owner exists (send `force: true`)', schema: ErrorEnvelopeSchema },
+      409: errorResponse('A different owner exists (send `force: true`)'),
     },
     handler: async ({ body, em }) => ({
       success: true,

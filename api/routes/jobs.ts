@@ -1,16 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
-import { EchoJobEntity, type EchoJob } from '../../shared/db/entities/index.js';
-import type { AppConfig } from '../../shared/config.js';
-import { ConflictError, NotFoundError } from '../../shared/errors.js';
-import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
-import type { EchoResult } from '../../workflows/echo-definitions.js';
+import { readEchoJob, runEchoJob } from '../../shared/jobs/echo.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
-import { workflowRef } from '../../shared/temporal/workflow-refs.js';
-import { toIso } from '../../shared/dates.js';
-import { workflowUrl } from '../../shared/temporal/workflow-url.js';
-import { RequestCodes } from '../../shared/http/error-codes.js';
 
 const WorkflowUrl = z
   .string()
@@ -33,37 +23,6 @@ const JobId = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-" only, at most 64')
   .describe('Idempotency key: retrying with the same job_id never starts a second workflow');
-
-/** How long the POST waits for the workflow before answering 202 with the job to poll. */
-const RESULT_WAIT_MS = 20_000;
-
-async function waitForResult<T>(result: Promise<T>, ms: number): Promise<T | 'pending'> {
-  let timer: NodeJS.Timeout | undefined;
-  result.catch(() => undefined); // an abandoned wait must not surface later as an unhandled rejection
-  try {
-    return await Promise.race([
-      result,
-      new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A recorded echo job as both routes answer it (`EchoJobView`). */
-function echoJobView(config: AppConfig, row: EchoJob) {
-  return {
-    job_id: row.jobId,
-    workflow_id: row.workflowId,
-    workflow_url: workflowUrl(config, row.workflowId),
-    message: row.message,
-    recorded_at: toIso(row.recordedAt),
-    tenant: row.tenant,
-    requested_by: row.requestedBy,
-  };
-}
-
-export const echoWorkflowId = (jobId: string) => `echo/${jobId}`;
 
 export const jobRoutes = [
   defineRoute({
@@ -93,51 +52,9 @@ export const jobRoutes = [
       409: { description: '`JOB_ID_TAKEN`: the job_id belongs to another tenant' },
     },
     handler: async ({ body, principal, deps, em, koa }) => {
-      const jobId = body.job_id ?? randomUUID();
-      const workflowId = echoWorkflowId(jobId);
-      try {
-        await deps.temporal.workflow.start(workflowRef('echoWorkflow'), {
-          taskQueue: deps.config.temporal.taskQueue,
-          workflowId,
-          args: [{ jobId, tenant: principal.tenant, message: body.message, requestedBy: principal.id }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: [
-            { key: SearchAttributes.tenant, value: principal.tenant },
-            { key: SearchAttributes.resourceId, value: jobId },
-            { key: SearchAttributes.status, value: 'running' },
-          ],
-          memo: { requested_by: principal.id, kind: 'echo' },
-        });
-      } catch (err) {
-        // A completed run with this id exists: its result is the answer to this retry.
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      }
-      const result = await waitForResult(
-        deps.temporal.workflow.getHandle(workflowId).result() as Promise<EchoResult>,
-        RESULT_WAIT_MS,
-      );
-      if (result === 'pending') {
-        koa.status = 202;
-        return {
-          success: true,
-          data: {
-            job_id: jobId,
-            workflow_id: workflowId,
-            workflow_url: workflowUrl(deps.config, workflowId),
-            status: 'running',
-          },
-        };
-      }
-      const row = await em.findOneOrFail(EchoJobEntity, { jobId: result.jobId });
-      if (row.tenant !== principal.tenant)
-        throw new ConflictError(`job_id ${jobId} is already taken; choose another.`, {
-          code: RequestCodes.JOB_ID_TAKEN,
-        });
-      return {
-        success: true,
-        data: echoJobView(deps.config, row),
-      };
+      const { state, data } = await runEchoJob(deps, em, principal, body);
+      if (state === 'running') koa.status = 202;
+      return { success: true, data };
     },
   }),
   defineRoute({
@@ -152,23 +69,9 @@ export const jobRoutes = [
       200: { description: 'The job', schema: successEnvelope(EchoJobView.extend({ workflow_status: z.string() })) },
       404: { description: 'Unknown job, or one of another tenant' },
     },
-    handler: async ({ params, principal, deps, em }) => {
-      const row = await em.findOne(EchoJobEntity, { jobId: params.job_id, tenant: principal.tenant });
-      if (!row) throw new NotFoundError(`No echo job ${params.job_id}.`);
-      let workflowStatus: string;
-      try {
-        workflowStatus = (await deps.temporal.workflow.getHandle(row.workflowId).describe()).status.name;
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-        workflowStatus = 'retention_expired';
-      }
-      return {
-        success: true,
-        data: {
-          ...echoJobView(deps.config, row),
-          workflow_status: workflowStatus,
-        },
-      };
-    },
+    handler: async ({ params, principal, deps, em }) => ({
+      success: true,
+      data: await readEchoJob(deps, em, principal, params.job_id),
+    }),
   }),
 ];

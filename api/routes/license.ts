@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { activateLicense, deactivateLicense, licenseCheck, licenseStatus } from '../../shared/license/license.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
 const tags = ['license'];
 const access = { kind: 'authenticated', permission: 'access_config_panel' } as const;
@@ -109,8 +109,8 @@ export const licenseRoutes = [
         description: 'Activated',
         schema: successEnvelope(z.object({ activated: z.literal(true), replaced: z.boolean(), license: Details })),
       },
-      409: { description: 'More people than the license has seats', schema: ErrorEnvelopeSchema },
-      501: { description: 'Licensing is not configured (no public key)', schema: ErrorEnvelopeSchema },
+      409: errorResponse('More people than the license has seats'),
+      501: errorResponse('Licensing is not configured (no public key)'),
     },
     handler: async ({ em, deps, body, principal }) => {
       const result = await activateLicense(em, deps.config, body.license, principal.id);

@@ -17,7 +17,6 @@ import {
   listProviders,
   openFields,
   readLlmSettings,
-  splitFields,
   writeLlmSettings,
   writeProvider,
 } from '../../shared/llm/provider-store.js';
@@ -25,7 +24,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../shared/erro
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
-import { iamStatus } from '../../shared/llm/iam-status.js';
+import { providerIamStatus, setSecretField } from '../../shared/llm/secret-field.js';
 import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../../shared/llm/provider-service.js';
 import { activeSummary, providerView } from '../../shared/llm/provider-views.js';
 import { SettingsCodes } from '../../shared/settings/error-codes.js';
@@ -90,61 +89,74 @@ const noConfiguration = (label: string, hint = '') =>
   new NotFoundError(`No configuration for the provider ${label} exists${hint}.`, { reason: 'provider_not_saved' });
 
 /** Create, update and delete, one route each per kind, so each kind publishes its own strict body. */
-function kindRoutes(kind: ProviderKind): AnyRoute[] {
-  const body = PROVIDER_BODIES[kind];
-  const path = `/api/config/llm-providers/${kind}`;
-  const deleteBody = z
+/** The delete body: the provider's base fields, all optional, plus `sub_provider` for an `other` vendor. */
+const deleteBodyOf = (kind: ProviderKind) =>
+  z
     .object({
-      ...Object.fromEntries(Object.entries(body.shape).map(([k, v]) => [k, (v as z.ZodType).optional()])),
+      ...Object.fromEntries(
+        Object.entries(PROVIDER_BODIES[kind].shape).map(([k, v]) => [k, (v as z.ZodType).optional()]),
+      ),
       sub_provider: SubProvider.optional(),
     })
     .strict();
-  // Create and update differ only in the duplicate check (rule 1) and in what omitted fields mean.
-  const save = (method: 'post' | 'put', mode: 'create' | 'update', summary: string) =>
-    defineRoute({
-      method,
-      path,
-      operationId: `${mode}LlmProvider_${kind}`,
-      summary,
-      tags,
-      access: panel,
-      body,
-      bodyKind: 'config',
-      ownShape: OWN_SHAPE,
-      successFalseAt2xx: SUCCESS_FALSE,
-      responses: {
-        ...tested,
-        400: {
-          description: `A provider rule is broken (\`bad_request\`, \`payload.rule\`), an invalid field; or ${savedEndpointRefusalDoc(`an address field (${URL_FIELDS})`)}`,
-        },
+
+// Create and update differ only in the duplicate check (rule 1) and in what omitted fields mean.
+const saveRoute = (kind: ProviderKind, method: 'post' | 'put', mode: 'create' | 'update', summary: string) =>
+  defineRoute({
+    method,
+    path: `/api/config/llm-providers/${kind}`,
+    operationId: `${mode}LlmProvider_${kind}`,
+    summary,
+    tags,
+    access: panel,
+    body: PROVIDER_BODIES[kind],
+    bodyKind: 'config',
+    ownShape: OWN_SHAPE,
+    successFalseAt2xx: SUCCESS_FALSE,
+    responses: {
+      ...tested,
+      400: {
+        description: `A provider rule is broken (\`bad_request\`, \`payload.rule\`), an invalid field; or ${savedEndpointRefusalDoc(`an address field (${URL_FIELDS})`)}`,
       },
-      handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
-    });
+    },
+    handler: async (c) => saveProvider(svc(c), kind, c.body as Record<string, unknown>, mode),
+  });
+
+const deleteRoute = (kind: ProviderKind) =>
+  defineRoute({
+    method: 'delete',
+    path: `/api/config/llm-providers/${kind}`,
+    operationId: `deleteLlmProvider_${kind}`,
+    summary: `Delete the ${kind} provider (body: base fields plus sub_provider for an \`other\` vendor)`,
+    tags,
+    access: panel,
+    body: deleteBodyOf(kind),
+    bodyKind: 'config',
+    ownShape: OWN_SHAPE,
+    responses: operation,
+    handler: async (c): Promise<LlmOperationResult> => {
+      const s = subOf(kind, (c.body as { sub_provider?: string }).sub_provider);
+      const gone = await deleteProvider(c.em, c.principal.tenant, kind, s.sub);
+      if (!gone) throw noConfiguration(labelOf(kind, s.sub));
+      return { success: true, message: `Deleted the ${labelOf(kind, s.sub)} provider.` };
+    },
+  });
+
+function kindRoutes(kind: ProviderKind): AnyRoute[] {
   return [
-    save('post', 'create', `Save the ${kind} provider (duplicate check first; rollback guard with test_connection)`),
-    save(
+    saveRoute(
+      kind,
+      'post',
+      'create',
+      `Save the ${kind} provider (duplicate check first; rollback guard with test_connection)`,
+    ),
+    saveRoute(
+      kind,
       'put',
       'update',
       `Update the ${kind} provider; omitted fields (and masked secrets sent back) keep their stored values`,
     ),
-    defineRoute({
-      method: 'delete',
-      path,
-      operationId: `deleteLlmProvider_${kind}`,
-      summary: `Delete the ${kind} provider (body: base fields plus sub_provider for an \`other\` vendor)`,
-      tags,
-      access: panel,
-      body: deleteBody,
-      bodyKind: 'config',
-      ownShape: OWN_SHAPE,
-      responses: operation,
-      handler: async (c): Promise<LlmOperationResult> => {
-        const s = subOf(kind, (c.body as { sub_provider?: string }).sub_provider);
-        const gone = await deleteProvider(c.em, c.principal.tenant, kind, s.sub);
-        if (!gone) throw noConfiguration(labelOf(kind, s.sub));
-        return { success: true, message: `Deleted the ${labelOf(kind, s.sub)} provider.` };
-      },
-    }),
+    deleteRoute(kind),
   ];
 }
 
@@ -379,36 +391,10 @@ export const llmProviderRoutes: AnyRoute[] = [
         ),
       },
     },
-    handler: async (c) => {
-      const region = c.query.region ?? 'us-east-1';
-      if (c.params.provider !== 'bedrock')
-        return {
-          success: true,
-          data: {
-            provider: c.params.provider,
-            region,
-            applicable: false,
-            credentials_available: false,
-            source: null,
-            access_key_id: null,
-            session_token: false,
-            verified: null,
-            identity: null,
-            message: 'IAM credentials apply to the Bedrock-type provider only.',
-            checked_at: null,
-            cached: false,
-          },
-        };
-      return {
-        success: true,
-        data: {
-          provider: 'bedrock',
-          region,
-          applicable: true,
-          ...(await iamStatus(c.deps.config, region, c.query.refresh)),
-        },
-      };
-    },
+    handler: async (c) => ({
+      success: true,
+      data: await providerIamStatus(c.deps.config, c.params.provider, c.query.region ?? 'us-east-1', c.query.refresh),
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -431,43 +417,6 @@ export const llmProviderRoutes: AnyRoute[] = [
           .meta({ id: 'SetSecretValueResponse' }),
       },
     },
-    handler: async (c) => {
-      const parts = c.params.field_path.split('.');
-      const kind = parts[1] as ProviderKind;
-      const sub = kind === 'other' ? parts[2]! : '';
-      const field = parts.at(-1)!;
-      const field_path = c.params.field_path;
-      const box = secretBox(c.deps.config);
-      const stored = await findProvider(c.em, c.principal.tenant, kind, sub);
-      const fields = { ...(stored ? openFields(stored, box) : {}), [field]: c.body.value };
-      // A configured provider's credential: the save-time test runs before anything is written.
-      if (stored?.configured) {
-        const test = await testFields(
-          { em: c.em, config: c.deps.config, tenant: c.principal.tenant },
-          kind,
-          sub,
-          withDefaults(kind, fields),
-        );
-        if (!test.ok)
-          return {
-            success: false,
-            message: `Connection test failed: ${test.message} The secret was not changed.`,
-            field_path,
-          };
-      }
-      await writeProvider(
-        c.em,
-        {
-          tenant: c.principal.tenant,
-          kind,
-          subProvider: sub,
-          ...splitFields(kind, fields, box),
-          admission: stored?.admission ?? 'auto',
-          configured: stored?.configured ?? false,
-        },
-        c.principal.id,
-      );
-      return { success: true, message: `Secret ${field_path} is set.`, field_path };
-    },
+    handler: async (c) => setSecretField(c.deps, c.em, c.principal, c.params.field_path, c.body.value),
   }),
 ];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { handleGatewayPost, refuseGatewayMethod } from '../mcp/gateway.js';
 import { MCP_MOUNTS } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';
+import { defineRoute, errorResponse, type AnyRoute } from '../http/route.js';
 
 const JsonRpcBody = z
   .unknown()
@@ -23,53 +23,52 @@ const slug = (path: string) =>
     .map((p) => p[0]!.toUpperCase() + p.slice(1))
     .join('');
 
+const POST_RESPONSES = {
+  200: { description: 'JSON-RPC response (application/json)' },
+  202: { description: 'Notification or response accepted' },
+  401: errorResponse('Missing or invalid credential, with the MCP WWW-Authenticate challenge'),
+  403: errorResponse('Origin not allowed (`forbidden`, payload.reason origin_not_allowed)'),
+  406: {
+    description: 'Accept lacks application/json and text/event-stream (JSON-RPC error from the transport)',
+  },
+};
+
+type Mount = (typeof MCP_MOUNTS)[number];
+
+const postRoute = (mount: Mount, path: string, id: string) =>
+  defineRoute({
+    method: 'post',
+    path,
+    operationId: `post${id}`,
+    summary: `MCP gateway, ${mount.label}`,
+    description: POST_DESCRIPTION,
+    tags: ['mcp'],
+    access: { kind: 'public' },
+    body: JsonRpcBody,
+    bodyKind: 'jsonrpc',
+    responses: POST_RESPONSES,
+    handler: async ({ koa, deps, em, requestId, log }) => handleGatewayPost({ koa, deps, em, requestId, log }, mount),
+  });
+
+const refusedMethodRoute = (mount: Mount, path: string, id: string, method: 'get' | 'delete') =>
+  defineRoute({
+    method,
+    path,
+    operationId: `${method}${id}`,
+    summary: `MCP gateway, ${mount.label}: ${method.toUpperCase()} is not supported`,
+    description:
+      'The gateway is stateless: no standalone SSE stream (GET) and no session to end (DELETE). Answers 405 with `Allow: POST`.',
+    tags: ['mcp'],
+    access: { kind: 'public' },
+    responses: { 405: errorResponse('Method not allowed') },
+    handler: async ({ koa, deps }) => refuseGatewayMethod(koa, deps),
+  });
+
 /** The gateway at /mcp, /mcp/v2 and /mcp/v1, each with and without the trailing slash (POST; GET and DELETE answer 405). */
 export const mcpRoutes: AnyRoute[] = MCP_MOUNTS.flatMap((mount) =>
   [mount.path, `${mount.path}/`].flatMap((path) => {
     const id = `${slug(mount.path)}${path.endsWith('/') ? 'Slash' : ''}`;
-    return [
-      defineRoute({
-        method: 'post',
-        path,
-        operationId: `post${id}`,
-        summary: `MCP gateway, ${mount.label}`,
-        description: POST_DESCRIPTION,
-        tags: ['mcp'],
-        access: { kind: 'public' },
-        body: JsonRpcBody,
-        bodyKind: 'jsonrpc',
-        responses: {
-          200: { description: 'JSON-RPC response (application/json)' },
-          202: { description: 'Notification or response accepted' },
-          401: {
-            description: 'Missing or invalid credential, with the MCP WWW-Authenticate challenge',
-            schema: ErrorEnvelopeSchema,
-          },
-          403: {
-            description: 'Origin not allowed (`forbidden`, payload.reason origin_not_allowed)',
-            schema: ErrorEnvelopeSchema,
-          },
-          406: {
-            description: 'Accept lacks application/json and text/event-stream (JSON-RPC error from the transport)',
-          },
-        },
-        handler: async ({ koa, deps, em, requestId, log }) =>
-          handleGatewayPost({ koa, deps, em, requestId, log }, mount),
-      }),
-      ...(['get', 'delete'] as const).map((method) =>
-        defineRoute({
-          method,
-          path,
-          operationId: `${method}${id}`,
-          summary: `MCP gateway, ${mount.label}: ${method.toUpperCase()} is not supported`,
-          description:
-            'The gateway is stateless: no standalone SSE stream (GET) and no session to end (DELETE). Answers 405 with `Allow: POST`.',
-          tags: ['mcp'],
-          access: { kind: 'public' },
-          responses: { 405: { description: 'Method not allowed', schema: ErrorEnvelopeSchema } },
-          handler: async ({ koa, deps }) => refuseGatewayMethod(koa, deps),
-        }),
-      ),
-    ];
+    const refused = (['get', 'delete'] as const).map((method) => refusedMethodRoute(mount, path, id, method));
+    return [postRoute(mount, path, id), ...refused];
   }),
 );

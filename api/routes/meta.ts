@@ -24,70 +24,72 @@ export function platformOpenApi(routes: AnyRoute[]): Record<string, unknown> {
   });
 }
 
+/** Every meta route: public, tagged `operations`. */
+const OPERATIONS = { tags: ['operations'], access: { kind: 'public' as const } };
+const PROBE_SHAPE = 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect';
+
+const healthRoute = defineRoute({
+  method: 'get',
+  path: '/healthz',
+  operationId: 'getHealth',
+  ownShape: PROBE_SHAPE,
+  summary: 'Liveness: the process is up',
+  ...OPERATIONS,
+  responses: { 200: { description: 'Alive', schema: HealthSchema } },
+  handler: async () => ({ status: 'ok', uptime_seconds: Math.round(process.uptime()) }),
+});
+
+const readinessRoute = defineRoute({
+  method: 'get',
+  path: '/readyz',
+  operationId: 'getReadiness',
+  ownShape: PROBE_SHAPE,
+  summary: 'Readiness: PostgreSQL and Temporal both answer',
+  description: '503 `service_unavailable` names the failing dependencies in `payload.failed`.',
+  ...OPERATIONS,
+  responses: { 200: { description: 'Ready', schema: ReadySchema } },
+  handler: async ({ deps }) => {
+    const checks = await checkDependencies(deps);
+    const failed = Object.entries(checks)
+      .filter(([, v]) => v !== 'ok')
+      .map(([k]) => k);
+    if (failed.length > 0) {
+      const error = new ServiceUnavailableError(failed.join(','), `Not ready: ${failed.join(' and ')} unavailable.`);
+      Object.assign(error.payload!, { checks, failed });
+      throw error;
+    }
+    return { status: 'ready', checks };
+  },
+});
+
+const openApiRoute = (openApi: () => Record<string, unknown>) =>
+  defineRoute({
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This OpenAPI 3.1 document',
+    ...OPERATIONS,
+    responses: { 200: { description: 'OpenAPI document' } },
+    handler: async () => openApi(),
+  });
+
+const referencePageRoute = (openApi: () => Record<string, unknown>) =>
+  defineRoute({
+    method: 'get',
+    path: '/docs',
+    operationId: 'getApiReference',
+    summary: 'Browsable API reference (HTML)',
+    ...OPERATIONS,
+    responses: { 200: { description: 'HTML page' } },
+    handler: async ({ koa }) => {
+      koa.type = 'text/html; charset=utf-8';
+      koa.body = renderReferencePage(openApi());
+    },
+  });
+
 /** Liveness, readiness and the API's own description. `allRoutes` is read lazily so the document covers every route. */
 export function metaRoutes(allRoutes: () => AnyRoute[]): AnyRoute[] {
   let cachedDoc: Record<string, unknown> | undefined;
   const openApi = () => (cachedDoc ??= platformOpenApi(allRoutes()));
-  return [
-    defineRoute({
-      method: 'get',
-      path: '/healthz',
-      operationId: 'getHealth',
-      ownShape: 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect',
-      summary: 'Liveness: the process is up',
-      tags: ['operations'],
-      access: { kind: 'public' },
-      responses: { 200: { description: 'Alive', schema: HealthSchema } },
-      handler: async () => ({ status: 'ok', uptime_seconds: Math.round(process.uptime()) }),
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/readyz',
-      operationId: 'getReadiness',
-      ownShape: 'Operator probe, not a spec resource: `{status, checks}` as liveness and readiness probes expect',
-      summary: 'Readiness: PostgreSQL and Temporal both answer',
-      description: '503 `service_unavailable` names the failing dependencies in `payload.failed`.',
-      tags: ['operations'],
-      access: { kind: 'public' },
-      responses: { 200: { description: 'Ready', schema: ReadySchema } },
-      handler: async ({ deps }) => {
-        const checks = await checkDependencies(deps);
-        const failed = Object.entries(checks)
-          .filter(([, v]) => v !== 'ok')
-          .map(([k]) => k);
-        if (failed.length > 0) {
-          const error = new ServiceUnavailableError(
-            failed.join(','),
-            `Not ready: ${failed.join(' and ')} unavailable.`,
-          );
-          Object.assign(error.payload!, { checks, failed });
-          throw error;
-        }
-        return { status: 'ready', checks };
-      },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/openapi.json',
-      operationId: 'getOpenApi',
-      summary: 'This OpenAPI 3.1 document',
-      tags: ['operations'],
-      access: { kind: 'public' },
-      responses: { 200: { description: 'OpenAPI document' } },
-      handler: async () => openApi(),
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/docs',
-      operationId: 'getApiReference',
-      summary: 'Browsable API reference (HTML)',
-      tags: ['operations'],
-      access: { kind: 'public' },
-      responses: { 200: { description: 'HTML page' } },
-      handler: async ({ koa }) => {
-        koa.type = 'text/html; charset=utf-8';
-        koa.body = renderReferencePage(openApi());
-      },
-    }),
-  ];
+  return [healthRoute, readinessRoute, openApiRoute(openApi), referencePageRoute(openApi)];
 }

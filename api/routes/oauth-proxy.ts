@@ -8,7 +8,7 @@ import {
   startAuthorization,
 } from '../mcp/oauth/proxy.js';
 import { publicOrigin } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';
+import { defineRoute, errorResponse, type AnyRoute } from '../http/route.js';
 
 const DISABLED =
   'Only with PLATFORM_OAUTH_PROXY_ENABLED; otherwise 404 `not_found` (payload.reason oauth_proxy_disabled).';
@@ -53,8 +53,8 @@ export const oauthProxyRoutes: AnyRoute[] = [
     query: AuthorizeQuery.partial(),
     responses: {
       302: { description: 'Redirect to the identity provider' },
-      400: { description: 'Refused request (not redirected)', schema: ErrorEnvelopeSchema },
-      404: { description: 'OAuth proxy disabled', schema: ErrorEnvelopeSchema },
+      400: errorResponse('Refused request (not redirected)'),
+      404: errorResponse('OAuth proxy disabled'),
     },
     handler: async ({ koa, deps, em, query }) => {
       requireProxyEnabled(deps.config);
@@ -89,9 +89,9 @@ export const oauthProxyRoutes: AnyRoute[] = [
     }),
     responses: {
       302: { description: "Redirect to the client's callback" },
-      400: { description: 'Missing or unknown state', schema: ErrorEnvelopeSchema },
-      404: { description: 'OAuth proxy disabled', schema: ErrorEnvelopeSchema },
-      410: { description: 'State already used or expired', schema: ErrorEnvelopeSchema },
+      400: errorResponse('Missing or unknown state'),
+      404: errorResponse('OAuth proxy disabled'),
+      410: errorResponse('State already used or expired'),
     },
     handler: async ({ koa, deps, em, query }) => {
       requireProxyEnabled(deps.config);
@@ -121,7 +121,7 @@ export const oauthProxyRoutes: AnyRoute[] = [
     responses: {
       200: { description: "The provider's tokens", schema: TokenResponse },
       400: { description: 'OAuth refusal (RFC 6749 section 5.2)', schema: OAuthError },
-      404: { description: 'OAuth proxy disabled', schema: ErrorEnvelopeSchema },
+      404: errorResponse('OAuth proxy disabled'),
     },
     handler: async ({ koa, deps, em, body, requestId }) => {
       requireProxyEnabled(deps.config);

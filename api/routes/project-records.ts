@@ -8,14 +8,12 @@ import {
 } from '../../shared/missions/records.js';
 
 import { MISSION_STATUSES, PHASE_FAILURE_CODES } from '../../workflows/mission-definitions.js';
-import { defineRoute, ErrorEnvelopeSchema, queryBoolean, successEnvelope } from '../http/route.js';
+import { defineRoute, routeArea, queryBoolean, successEnvelope } from '../http/route.js';
 
 import { Goal, Note, ProjectRecordItem, recordFields } from '../../shared/missions/record-views.js';
 import { ProjectId } from '../../shared/missions/views.js';
 
-const tags = ['projects'];
-const authed = { kind: 'authenticated' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, authed, err } = routeArea('projects');
 
 const ProjectRecordDetail = z
   .strictObject({

@@ -11,12 +11,10 @@ import {
 } from '../../shared/missions/service.js';
 import { BlueprintName } from '../../shared/blueprints/manifest.js';
 import { STATUS_ACTIONS } from '../../workflows/mission-definitions.js';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, routeArea, successEnvelope } from '../http/route.js';
 import { AnswersResult, ProjectId, ProjectView, QuestionSetId, StatusResult } from '../../shared/missions/views.js';
 
-const tags = ['projects'];
-const authed = { kind: 'authenticated' as const };
-const err = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
+const { tags, authed, err } = routeArea('projects');
 
 const ProjectListResponse = successEnvelope(
   z

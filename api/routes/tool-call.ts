@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, ErrorEnvelopeSchema, successEnvelope } from '../http/route.js';
+import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 import { invokeTool } from '../../shared/tools/invoke.js';
 import { publishedToolCall } from '../../shared/tools/published.js';
 
@@ -32,11 +32,9 @@ export const toolCallRoutes = [
           'The tool’s result (shared/tools/result-contract.ts): a JSON object with snake_case keys (the document-index tool keeps the spec’s `Success`, `TotalCount`, …); a refusal is never a result but an error envelope',
         schema: successEnvelope(published.answer),
       },
-      400: {
-        description:
-          'Invalid arguments (`bad_request`): `payload.fields` names each failing one; an unknown argument has `code` `unrecognized_keys` and `known` (the arguments its tool or action takes)',
-        schema: ErrorEnvelopeSchema,
-      },
+      400: errorResponse(
+        'Invalid arguments (`bad_request`): `payload.fields` names each failing one; an unknown argument has `code` `unrecognized_keys` and `known` (the arguments its tool or action takes)',
+      ),
       403: { description: 'The tool does not accept this kind of caller, or a permission is missing' },
       404: { description: 'Unknown tool, or a subject the caller may not see' },
       409: {

@@ -1,17 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AuthenticationError } from '../../shared/errors.js';
-import { lifecycleSearchAttributes } from '../../shared/temporal/lifecycle-visibility.js';
-import { workflowRef } from '../../shared/temporal/workflow-refs.js';
 import { codeAgentDispatcher, ledgerRules, trackerTenant, type TrackerDeps } from '../../shared/tracker/automation.js';
 import { ticketFromIssue } from '../../shared/tracker/client.js';
-import { observeTicket, readPollState, recentLedgerEvents } from '../../shared/tracker/ledger.js';
-import { pollNowDecision, TRACKER_POLLERS } from '../../shared/tracker/policy.js';
-import {
-  TRACKER_POLL_SCHEDULE_IDS,
-  trackerPollNowWorkflowId,
-  trackerPollScheduleId,
-} from '../../workflows/tracker-poll-definitions.js';
+import { observeTicket } from '../../shared/tracker/ledger.js';
+import { trackerAutomationStatus, trackerPollNow } from '../../shared/tracker/automation-panel.js';
+import { TRACKER_POLLERS } from '../../shared/tracker/policy.js';
 import type { AppDeps } from '../../shared/app-deps.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
 
@@ -107,35 +101,10 @@ export const trackerAutomationRoutes = [
     tags: ['config'],
     access: { kind: 'authenticated', permission: 'access_config_panel' },
     responses: { 200: { description: 'Status', schema: successEnvelope(StatusView) } },
-    handler: async ({ deps, em }) => {
-      const s = deps.settings;
-      const tenant = trackerTenant(deps.config);
-      const rules = await ledgerRules(s);
-      const data: z.infer<typeof StatusView> = {
-        settings: {
-          enabled: !!(await s.get('enhancements.tracker_automation.enabled')),
-          poll_interval_seconds: (await s.get('enhancements.tracker_automation.poll_interval_seconds')) ?? 300,
-          poll_lookback_minutes: (await s.get('enhancements.tracker_automation.poll_lookback_minutes')) ?? 60,
-          connection_name: (await s.get('enhancements.tracker_automation.connection_name')) ?? '',
-          eligible_labels: [...rules.eligibleLabels],
-          eligible_issue_types: [...rules.eligibleIssueTypes],
-          status_map: {
-            done: [...rules.statusMap.done],
-            needs_info: [...rules.statusMap.needs_info],
-            working: [...rules.statusMap.working],
-          },
-          webhook_secret_configured: !!(await s.get('enhancements.tracker_automation.service_desk_webhook_secret')),
-        },
-        pollers: await Promise.all(
-          TRACKER_POLLERS.map(async (p) => ({
-            ...(await readPollState(em, tenant, p)),
-            schedule_id: trackerPollScheduleId(p, deps.config.temporal.taskQueue),
-          })),
-        ),
-        recent_events: await recentLedgerEvents(em, tenant, 50),
-      };
-      return { success: true, data };
-    },
+    handler: async ({ deps, em }) => ({
+      success: true,
+      data: (await trackerAutomationStatus(deps, em)) satisfies z.infer<typeof StatusView>,
+    }),
   }),
   defineRoute({
     method: 'post',
@@ -168,38 +137,10 @@ export const trackerAutomationRoutes = [
         ),
       },
     },
-    handler: async ({ deps, em, body, requestId }) => {
-      const tenant = trackerTenant(deps.config);
-      if (body.lookback_minutes === undefined) {
-        const [state, interval] = await Promise.all([
-          readPollState(em, tenant, body.poller),
-          deps.settings.get('enhancements.tracker_automation.poll_interval_seconds'),
-        ]);
-        const decision = pollNowDecision({
-          now: new Date(),
-          lastPollStartedAt: state.last_poll_started_at ? new Date(state.last_poll_started_at) : null,
-          intervalSeconds: interval ?? 300,
-        });
-        if (!decision.run)
-          return {
-            success: true,
-            data: { skipped: true, next_poll_seconds: decision.next_poll_seconds, result: null },
-          };
-      }
-      const result = await deps.temporal.workflow.execute(workflowRef('trackerPollWorkflow'), {
-        taskQueue: deps.config.temporal.taskQueue,
-        workflowId: trackerPollNowWorkflowId(body.poller, requestId),
-        // A repeated X-Request-Id while that poll runs waits for the same poll.
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        args: [{ poller: body.poller, trigger: 'poll_now', lookbackMinutes: body.lookback_minutes }],
-        typedSearchAttributes: lifecycleSearchAttributes('trackerPollWorkflow', {
-          tenant: tenant,
-          resourceId: TRACKER_POLL_SCHEDULE_IDS[body.poller],
-          status: 'running',
-        }),
-      });
-      return { success: true, data: { skipped: false, next_poll_seconds: null, result } };
-    },
+    handler: async ({ deps, em, body, requestId }) => ({
+      success: true,
+      data: await trackerPollNow(deps, em, body, requestId),
+    }),
   }),
   defineRoute({
     method: 'post',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { authorizationServerMetadata, protectedResourceMetadata } from '../mcp/metadata.js';
 import { AUTHORIZATION_SERVER_PATH, MCP_MOUNTS, PROTECTED_RESOURCE_PATH, publicOrigin } from '../mcp/public-url.js';
-import { defineRoute, ErrorEnvelopeSchema, type AnyRoute } from '../http/route.js';
+import { defineRoute, errorResponse, type AnyRoute } from '../http/route.js';
 
 const ProtectedResourceSchema = z
   .object({
@@ -55,7 +55,7 @@ export const wellKnownRoutes: AnyRoute[] = [
     access: { kind: 'public' },
     responses: {
       200: { description: 'Metadata' },
-      404: { description: 'No authorization server (header/proxy auth or sign-in off)', schema: ErrorEnvelopeSchema },
+      404: errorResponse('No authorization server (header/proxy auth or sign-in off)'),
     },
     handler: async ({ koa, deps }) => authorizationServerMetadata(deps.config, publicOrigin(koa, deps.config)),
   }),

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppDeps } from '../app-deps.js';
+import type { Principal } from '../auth/principal.js';
 import type { AppConfig } from '../config.js';
+import { UserEntity } from '../db/entities/index.js';
 import { BadRequestError, ServiceUnavailableError } from '../errors.js';
 import { RequestCodes } from '../http/error-codes.js';
 
@@ -97,4 +101,15 @@ export async function createDocsSession(
     expires_in: DOCS_LOGIN_TTL_SECONDS,
     redirect,
   };
+}
+
+/** A sign-in link for the calling person (their saved e-mail address, if any, goes into the JWT). */
+export async function startDocsSession(deps: AppDeps, em: EntityManager, principal: Principal, rawPath: string) {
+  const user = await em.findOne(UserEntity, { id: principal.id });
+  return createDocsSession(
+    deps.config,
+    await deps.settings.get('docs.base_url'),
+    { id: principal.id, tenant: principal.tenant, displayName: principal.displayName, email: user?.email ?? null },
+    rawPath,
+  );
 }

@@ -36,17 +36,22 @@ export async function iamStatus(
   return { ...reading, cached: false };
 }
 
+/** The fields of a status without credentials to read. */
+export const NO_CREDENTIALS = {
+  credentials_available: false,
+  source: null,
+  access_key_id: null,
+  session_token: false,
+  verified: null,
+  identity: null,
+} as const;
+
 async function readStatus(config: AppConfig, region: string, verify: boolean): Promise<IamStatus> {
   const credentials = awsCredentialsOf(config.aws);
   const checked_at = new Date().toISOString();
   if (!credentials)
     return {
-      credentials_available: false,
-      source: null,
-      access_key_id: null,
-      session_token: false,
-      verified: null,
-      identity: null,
+      ...NO_CREDENTIALS,
       message:
         'No AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials).',
       checked_at,
