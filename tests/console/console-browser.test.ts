@@ -11,7 +11,15 @@ import { query } from '../helpers/db.js';
 import { http } from '../helpers/stack.js';
 import { startConsoleStack, type ConsoleStack } from './support.js';
 
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+// The README's screenshots are refreshed on purpose (`UPDATE_SCREENSHOTS=1 npx vitest run
+// tests/console/console-browser.test.ts`); an ordinary run writes them to the git-ignored .data/ so
+// `npm test` leaves the checkout clean.
+const SCREENSHOTS = fileURLToPath(
+  new URL(
+    process.env.UPDATE_SCREENSHOTS === '1' ? '../../docs/screenshots/' : '../../.data/screenshots/',
+    import.meta.url,
+  ),
+);
 
 let c: ConsoleStack;
 let crm: FakeCrm;
