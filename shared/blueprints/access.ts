@@ -10,7 +10,7 @@ import type { Principal } from '../auth/principal.js';
 import { isBuiltInRole } from '../auth/custom-roles.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
 import { resolveOwner } from './manifest.js';
-import type { Resolved } from './store.js';
+import { readManifestAt, repoDir, type BlueprintRow, type Resolved } from './store.js';
 import { sql } from '../db/sql.js';
 
 export const ACTIONS = ['view', 'edit', 'manage'] as const;
@@ -79,4 +79,35 @@ export async function isConfiguredRole(em: EntityManager, tenant: string, role: 
     role,
   ]);
   return rows.length > 0;
+}
+
+/**
+ * The tenant's custom blueprints with the caller's flags on each (the inventory and the wizard list
+ * them alike). A working copy that cannot be read (being written, or lost) is left out: its detail
+ * answers the reason.
+ */
+export async function customWithFlags(
+  ctx: { em: EntityManager; principal: Principal; root: string },
+  rows: BlueprintRow[],
+): Promise<{ b: Extract<Resolved, { kind: 'custom' }>; flags: AccessFlags }[]> {
+  const grants = await grantsOf(
+    ctx.em,
+    rows.map((r) => r.blueprint_id),
+  );
+  const out: { b: Extract<Resolved, { kind: 'custom' }>; flags: AccessFlags }[] = [];
+  for (const row of rows) {
+    const dir = repoDir(ctx.root, ctx.principal.tenant, row.blueprint_id);
+    const manifest = await readManifestAt(dir).catch(() => null);
+    if (!manifest) continue;
+    const b = { kind: 'custom' as const, row, dir, manifest };
+    out.push({
+      b,
+      flags: flagsFor(
+        ctx.principal,
+        b,
+        grants.filter((g) => g.blueprint_id === row.blueprint_id),
+      ),
+    });
+  }
+  return out;
 }

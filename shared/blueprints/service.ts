@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../auth/principal.js';
 import {
+  customWithFlags,
   flagsFor,
   grantsOf,
   isConfiguredRole,
@@ -173,10 +174,6 @@ export function summaryOf(b: Resolved, flags: AccessFlags, versioned = false) {
 
 export async function inventory(ctx: Ctx) {
   const rows = await listRows(ctx.em, ctx.principal.tenant);
-  const grants = await grantsOf(
-    ctx.em,
-    rows.map((r) => r.blueprint_id),
-  );
   const versioned = await versionedIds(
     ctx.em,
     rows.map((r) => r.blueprint_id),
@@ -187,22 +184,8 @@ export async function inventory(ctx: Ctx) {
     const b: Resolved = { kind: 'default', def: d, manifest: d.manifest };
     out.push(summaryOf(b, flagsFor(ctx.principal, b, [])));
   }
-  for (const row of rows) {
-    const dir = repoDir(ctx.root, ctx.principal.tenant, row.blueprint_id);
-    let manifest: BlueprintManifest;
-    try {
-      manifest = await readManifestAt(dir);
-    } catch {
-      continue; // a working copy being written or lost: not listed (its detail answers the reason)
-    }
-    const b: Resolved = { kind: 'custom', row, dir, manifest };
-    const flags = flagsFor(
-      ctx.principal,
-      b,
-      grants.filter((g) => g.blueprint_id === row.blueprint_id),
-    );
-    if (flags.can_view && !manifest.hidden) out.push(summaryOf(b, flags, versioned.has(row.blueprint_id)));
-  }
+  for (const { b, flags } of await customWithFlags(ctx, rows))
+    if (flags.can_view && !b.manifest.hidden) out.push(summaryOf(b, flags, versioned.has(b.row.blueprint_id)));
   return out.sort((a, b) => a.blueprint_name.localeCompare(b.blueprint_name));
 }
 

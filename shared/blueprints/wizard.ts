@@ -18,10 +18,10 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { flagsFor, grantsOf } from './access.js';
+import { customWithFlags } from './access.js';
 import { DEFAULT_BLUEPRINTS } from './defaults.js';
 import type { BlueprintManifest } from './manifest.js';
-import { listRows, readManifestAt, repoDir, type Resolved } from './store.js';
+import { listRows } from './store.js';
 import type { AppConfig } from '../config.js';
 import { activeProviders } from '../llm/active-provider.js';
 import { LlmError } from '../llm/client.js';
@@ -102,29 +102,10 @@ function candidateOf(m: BlueprintManifest): Candidate {
 /** The blueprints the caller can execute (see the module comment), custom ones shadowing defaults of the same name. */
 export async function executableCandidates(ctx: Ctx): Promise<Candidate[]> {
   const rows = await listRows(ctx.em, ctx.principal.tenant);
-  const grants = await grantsOf(
-    ctx.em,
-    rows.map((r) => r.blueprint_id),
-  );
   const out: Candidate[] = [];
   for (const d of DEFAULT_BLUEPRINTS)
     if (!rows.some((r) => r.name === d.manifest.name)) out.push(candidateOf(d.manifest));
-  for (const row of rows) {
-    const dir = repoDir(ctx.root, ctx.principal.tenant, row.blueprint_id);
-    let manifest: BlueprintManifest;
-    try {
-      manifest = await readManifestAt(dir);
-    } catch {
-      continue; // unreadable working copy: not offered
-    }
-    const b: Resolved = { kind: 'custom', row, dir, manifest };
-    const flags = flagsFor(
-      ctx.principal,
-      b,
-      grants.filter((g) => g.blueprint_id === row.blueprint_id),
-    );
-    if (flags.can_view) out.push(candidateOf(manifest));
-  }
+  for (const { b, flags } of await customWithFlags(ctx, rows)) if (flags.can_view) out.push(candidateOf(b.manifest));
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 
