@@ -199,6 +199,9 @@ describe('the vignette', () => {
     const running = await waitState('ps-hold', ['running', 'failed', 'completed']);
     expect(running).toMatchObject({ state: 'running', ticket_key: 'APP-101', run_id: expect.stringMatching(/^car_/) });
     holdRunId = running.run_id;
+    // `running` means the code-agent run is started; its launch at the provider is that run's own first
+    // activity, so wait for it before counting what the refused session below must not add.
+    await expect.poll(() => provider.runs.length).toBe(1);
     expect(tracker.created).toHaveLength(1);
     expect(tracker.created[0]).toMatchObject({
       project: { key: 'APP' },
