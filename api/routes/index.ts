@@ -27,6 +27,7 @@ import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
+import { knowledgeBaseRoutes } from './knowledge-bases.js';
 import { wellKnownRoutes } from './well-known.js';
 import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
@@ -69,6 +70,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   wikiRoutes,
   managedSourceTypeRoutes,
   indexRoutes,
+  knowledgeBaseRoutes,
   brandingRoutes,
   licenseRoutes,
   docsSessionRoutes,
