@@ -28,6 +28,7 @@ import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { knowledgeBaseRoutes } from './knowledge-bases.js';
+import { proverRoutes } from './prover.js';
 import { wellKnownRoutes } from './well-known.js';
 import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
@@ -53,6 +54,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   jobRoutes,
   actionReviewRoutes,
   toolCallRoutes,
+  proverRoutes,
   agentRoutes,
   gatewaySettingsRoutes,
   configSetupRoutes,

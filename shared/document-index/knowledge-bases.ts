@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../auth/principal.js';
 import { ensureBuiltInAgents } from '../agents/registry.js';
 import { AgentRowEntity } from '../db/entities/index.js';
-import { sql, sqlOne } from '../db/sql.js';
+import { sql, sqlOne, textArray } from '../db/sql.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { DocumentIndexCodes } from './error-codes.js';
 import type { KnowledgeBaseView } from './views.js';
@@ -28,10 +28,6 @@ interface KbRow {
   created_at: Date | string;
   updated_at: Date | string;
 }
-
-/** A PostgreSQL text[] literal, each element quoted (names may hold commas, quotes or braces). */
-export const textArray = (values: readonly string[]) =>
-  `{${values.map((v) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;
 
 const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
 
