@@ -6,11 +6,10 @@
  * of the agents it was adopted for on their next model call.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { permissionsFor } from '../../shared/auth/rbac.js';
 import { startThread } from '../../shared/threads/service.js';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { personPrincipal } from '../helpers/principals.js';
 import { http } from '../helpers/stack.js';
 import { path, propose, startReviewStack, tool, type ReviewStack } from './support.js';
 
@@ -223,19 +222,10 @@ describe('Prover decisions', () => {
 });
 
 describe('adopted learnings', () => {
-  const person = (id: string): Principal => ({
-    kind: 'person',
-    id,
-    tenant: 'default',
-    displayName: id,
-    roles: ['admin'],
-    permissions: permissionsFor(['admin']),
-    credential: 'idp_jwt',
-  });
   /** Runs one thread turn with the agent and answers the system message the model was sent. */
   const systemMessageOf = async (agentId: string) => {
     llm.respond = () => ({ content: 'noted' });
-    const { turn } = await startThread(r.stack.api.deps, r.stack.api.deps.orm.em.fork(), person('rita'), {
+    const { turn } = await startThread(r.stack.api.deps, r.stack.api.deps.orm.em.fork(), personPrincipal('rita'), {
       agentId,
       initialPrompt: 'What date format do we use?',
       origin: 'mcp_origin',
