@@ -27,6 +27,8 @@ import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
 import { secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
+import { knowledgeBaseRoutes } from './knowledge-bases.js';
+import { proverRoutes } from './prover.js';
 import { wellKnownRoutes } from './well-known.js';
 import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
@@ -52,6 +54,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   jobRoutes,
   actionReviewRoutes,
   toolCallRoutes,
+  proverRoutes,
   agentRoutes,
   gatewaySettingsRoutes,
   configSetupRoutes,
@@ -69,6 +72,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   wikiRoutes,
   managedSourceTypeRoutes,
   indexRoutes,
+  knowledgeBaseRoutes,
   brandingRoutes,
   licenseRoutes,
   docsSessionRoutes,

@@ -226,3 +226,36 @@ export const ExecuteResponse = z.object({
   error_detail: z.string().nullable(),
   execution_result: z.record(z.string(), z.unknown()).nullable(),
 });
+
+/** A Prover subject's state: the decisions Action Review executed on it (spec: Prover action types). */
+export const ProverSubjectViewSchema = z
+  .object({
+    kind: z.enum(['finding', 'view', 'disposition_package', 'composite_bundle', 'docket_entry']),
+    subject_id: z.string(),
+    owner_id: z
+      .string()
+      .nullable()
+      .describe('The person who owns it: its first requester, or the agent’s thread owner'),
+    bot_id: z.string().nullable().describe('The requesting agent (bot) that may read it'),
+    created_at: z.string(),
+    status: z
+      .string()
+      .describe(
+        'open (nothing executed yet); evidence_requested, test_cases_approved, disposition_approved, bundle_approved, or the docket decision (accepted, declined, deferred)',
+      ),
+    state: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'By kind: evidence_requests; approved_test_case_ids (union); disposition; member_ids; decision and note (the latest decision wins)',
+      ),
+    decisions: z.array(
+      z.object({
+        proposal_id: z.string(),
+        action_type: z.enum(ACTION_TYPES),
+        decision: z.record(z.string(), z.unknown()).describe('The executed payload'),
+        decided_by: z.string().describe('Who executed it (the approver, where approving is the action)'),
+        decided_at: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: 'ProverSubject' });

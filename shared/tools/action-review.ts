@@ -5,6 +5,7 @@ import { createProposal } from '../action-review/create.js';
 import { executeProposal } from '../action-review/execute.js';
 import { rowView } from '../action-review/views.js';
 import { findVisibleProposal } from '../action-review/subject-probes.js';
+import { PROVER_KINDS, readProverSubject } from '../action-review/prover-subjects.js';
 import { defineTool } from './registry.js';
 import { ActionReviewResult } from './results.js';
 import { uuidFromKey } from '../ids.js';
@@ -23,6 +24,11 @@ const ActionReviewToolInput = z.discriminatedUnion('action', [
   }),
   z.strictObject({ action: z.literal('GET_REQUEST_STATUS'), proposal_id: ProposalId }),
   z.strictObject({ action: z.literal('EXECUTE_PROPOSAL'), proposal_id: ProposalId }),
+  z.strictObject({
+    action: z.literal('GET_PROVER_SUBJECT'),
+    kind: z.enum(PROVER_KINDS),
+    subject_id: z.string().min(1).max(200),
+  }),
 ]);
 
 /**
@@ -33,7 +39,7 @@ const ActionReviewToolInput = z.discriminatedUnion('action', [
 export const actionReviewTool = defineTool({
   name: 'action_review',
   description:
-    'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL).',
+    'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL); read the state of a Prover subject you requested on (GET_PROVER_SUBJECT).',
   input: ActionReviewToolInput,
   result: ActionReviewResult,
   principalKinds: ['agent', 'person'],
@@ -64,6 +70,8 @@ export const actionReviewTool = defineTool({
         const row = await findVisibleProposal(em, principal, input.proposal_id);
         return { proposal: rowView(row, { scope: 'full', includeStatement: true }) };
       }
+      case 'GET_PROVER_SUBJECT':
+        return { subject: await readProverSubject(em, principal, { kind: input.kind, id: input.subject_id }) };
       case 'EXECUTE_PROPOSAL':
         return executeProposal(deps, em, principal, input.proposal_id, {
           surface: 'tool_call',
