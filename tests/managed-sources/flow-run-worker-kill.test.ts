@@ -5,15 +5,15 @@
  * earlier question once, the index holds its one document, and CREATE_INDEX (which refuses a second
  * time) did not fail. Only the step cut off by the kill ran twice.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { flowRunWorkflowId } from '../../workflows/flow-run-definitions.js';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type ChatRequest, type FakeLlm } from '../helpers/fake-llm.js';
 import { recordHistory } from '../helpers/histories.js';
 import { http, type Stack } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
-import { managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
+import { managedSources, spawnStackWorker, startGitStack, tokenCredentials, until, type GitStack } from './support.js';
 
 let env: GitStack;
 let stack: Stack;
@@ -39,25 +39,9 @@ const FLOW = {
 };
 
 function worker(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    PLATFORM_DATA_DIR: env.dataDir,
-  });
+  const w = spawnStackWorker(env);
   workers.push(w);
   return w;
-}
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 beforeAll(async () => {

@@ -15,7 +15,7 @@ import { startFakeLlm } from '../helpers/fake-llm.js';
 import { recordHistory } from '../helpers/histories.js';
 import { query } from '../helpers/db.js';
 import { http, type Stack } from '../helpers/stack.js';
-import { managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
+import { managedSources, startGitStack, tokenCredentials, until, type GitStack } from './support.js';
 
 let env: GitStack;
 let stack: Stack;
@@ -69,15 +69,6 @@ const read = (runId: string, token = developer) => http(stack.url, 'GET', `/api/
 const cancel = (runId: string, token = developer) =>
   http(stack.url, 'POST', `/api/flows/runs/${runId}/cancel`, { token });
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const ended = (runId: string) =>
   until(`run ${runId} to end`, async () => {
     const r = await read(runId);
