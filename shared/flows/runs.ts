@@ -99,7 +99,7 @@ export async function startFlowRun(
   principal: Principal,
   target: { sourceId: string; flowName: string },
 ) {
-  checkActingUser(principal);
+  checkActingUser(principal, 'Running a flow');
   const [source] = await tenantSources(em, principal.tenant, target.sourceId);
   if (!source) throw notFound(`No managed source ${target.sourceId}.`, target.flowName);
   const { flow, text } = await promotedFlow(em, deps, source, target.flowName);

@@ -158,11 +158,11 @@ export async function tenantSources(em: EntityManager, tenant: string, sourceId?
   );
 }
 
-/** Flow promotion needs an acting user: a person, not the system identity or an agent (401 otherwise). */
-export function checkActingUser(principal: Principal): void {
+/** Flow promotion (and a flow run) needs an acting user: a person, not the system identity or an agent (401 otherwise). */
+export function checkActingUser(principal: Principal, what = 'Promoting flows'): void {
   if (principal.kind !== 'person')
     throw new AuthenticationError(
-      'Promoting flows needs an acting user: sign in as a person (identity-provider login or your own personal access token).',
+      `${what} needs an acting user: sign in as a person (identity-provider login or your own personal access token).`,
       { principal_kind: principal.kind },
     );
 }
