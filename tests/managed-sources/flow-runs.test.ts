@@ -14,6 +14,7 @@ import type { ChatRequest, FakeLlm } from '../helpers/fake-llm.js';
 import { startFakeLlm } from '../helpers/fake-llm.js';
 import { recordHistory } from '../helpers/histories.js';
 import { query } from '../helpers/db.js';
+import type { GitRepo } from '../helpers/git-server.js';
 import { http, type Stack } from '../helpers/stack.js';
 import { managedSources, startGitStack, tokenCredentials, until, type GitStack } from './support.js';
 
@@ -24,6 +25,8 @@ let developer: string;
 let member: string;
 let outsider: string;
 let src: string;
+let promotedCommit: string;
+let repo: GitRepo;
 
 /** Chat requests the fake holds now, and the most it held at once. */
 const fake = { holding: 0, maxHolding: 0 };
@@ -99,8 +102,10 @@ beforeAll(async () => {
   });
   expect(active.status, active.text).toBe(200);
 
-  const repo = env.gitServer.repo('flows');
-  repo.write(Object.fromEntries(Object.entries(FLOWS).map(([n, f]) => [`flows/${n}/flow.yaml`, stringify(f)])));
+  repo = env.gitServer.repo('flows');
+  promotedCommit = repo.write(
+    Object.fromEntries(Object.entries(FLOWS).map(([n, f]) => [`flows/${n}/flow.yaml`, stringify(f)])),
+  );
   const { create } = managedSources(() => env, {
     name: 'flows',
     scan_types_enabled: ['flows'],
@@ -279,5 +284,18 @@ describe('a flow run', () => {
     const runId = mine.body.data.runs[0].run_id as string;
     expect((await read(runId, outsider)).status).toBe(404);
     expect((await read(`frun_${'0'.repeat(32)}`)).status).toBe(404);
+  });
+
+  it('runs the manifest that was promoted, not a later sync of it', async () => {
+    const next = repo.write({ 'flows/agentic/flow.yaml': stringify({ steps: [listIndices('now-a-tool')] }) });
+    const { sync } = managedSources(() => env, {});
+    const synced = await sync(src);
+    expect(synced.status, synced.text).toBe(200);
+    expect(synced.body.data).toMatchObject({ commit_sha: next, outcome: 'updated_awaiting_promotion' });
+    const started = await start('agentic');
+    expect(started.status, started.text).toBe(201);
+    expect(started.body.data).toMatchObject({ commit_sha: promotedCommit });
+    expect(started.body.data.steps.map((s: Step) => s.name)).toEqual(['think', 'extract']);
+    expect((await ended(started.body.data.run_id)).status).toBe('failed');
   });
 });
