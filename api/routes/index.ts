@@ -18,6 +18,7 @@ import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
+import { flowRunRoutes } from './flow-runs.js';
 import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
 import { skillRoutes } from './skills.js';
@@ -71,6 +72,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   managedSourceRoutes,
   wikiRoutes,
   managedSourceTypeRoutes,
+  flowRunRoutes,
   indexRoutes,
   knowledgeBaseRoutes,
   brandingRoutes,

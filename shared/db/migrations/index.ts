@@ -46,6 +46,7 @@ import { Migration20261126002800LlmUsagePurpose } from './Migration2026112600280
 import { Migration20261128120000MissionFailed } from './Migration20261128120000MissionFailed.js';
 import { Migration20261129220000KnowledgeBases } from './Migration20261129220000KnowledgeBases.js';
 import { Migration20261129220100ProverSubjects } from './Migration20261129220100ProverSubjects.js';
+import { Migration20261129330000FlowRuns } from './Migration20261129330000FlowRuns.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -99,4 +100,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
   { name: 'Migration20261129220000KnowledgeBases', class: Migration20261129220000KnowledgeBases },
   { name: 'Migration20261129220100ProverSubjects', class: Migration20261129220100ProverSubjects },
+  { name: 'Migration20261129330000FlowRuns', class: Migration20261129330000FlowRuns },
 ];
