@@ -358,10 +358,12 @@ export const managedSourceRoutes = [
     path: '/api/managed-sources/:source_id/sync-status/:job_id',
     operationId: 'getManagedSourceSyncStatus',
     summary: 'A sync job: running (phase, files scanned so far), then complete or error with its result',
+    description:
+      'A source keeps its newest 200 terminal jobs (spec, Limits): starting or ending a job prunes older complete or error jobs (never a running one), whose status then answers 404.',
     params: z.object({ source_id: SourceId, job_id: JobId }),
     responses: {
       200: { description: 'The job', schema: successEnvelope(JobView) },
-      404: { description: 'Unknown source or job' },
+      404: { description: 'Unknown source or job (or a terminal job pruned beyond the newest 200)' },
     },
     handler: async ({ params, principal, em }) => ({
       success: true,
