@@ -7,40 +7,29 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
-import type { FakeLlm } from '../helpers/fake-llm.js';
-import { http, type Stack } from '../helpers/stack.js';
+import { http } from '../helpers/stack.js';
 import { startLlmConfigStack, type LlmConfigStack } from './support.js';
 
 let s: LlmConfigStack;
-let llm: FakeLlm;
-let stack: Stack;
-let admin: string;
-let member: string;
-
 beforeAll(async () => {
   s = await startLlmConfigStack();
-  ({
-    stack,
-    llm,
-    tokens: { admin, member },
-  } = s);
 });
 afterAll(() => s?.close());
 
-const call = (method: string, path: string, body?: unknown, token = admin) =>
-  http(stack.url, method, path, { token, ...(body === undefined ? {} : { body }) });
+const call = (method: string, path: string, body?: unknown, token = s.tokens.admin) =>
+  http(s.stack.url, method, path, { token, ...(body === undefined ? {} : { body }) });
 const P = '/api/config/llm-providers';
 const providerRows = async () =>
   (
     await query<{ provider_kind: string; sub_provider: string }>(
-      stack.db.url,
+      s.stack.db.url,
       'select provider_kind, sub_provider from llm_providers order by provider_kind, sub_provider',
     )
   ).map((r) => `${r.provider_kind}:${r.sub_provider}`);
 const savedSetting = async (path: string) =>
   (
     await query<{ value: unknown; sealed: string | null }>(
-      stack.db.url,
+      s.stack.db.url,
       'select value, sealed from platform_settings where path = $1',
       [path],
     )
@@ -50,7 +39,7 @@ describe('LlmOperationResponse: embedding_adoption and warning_message', () => {
   it('adopts the first provider naming an embedding model as the embedding identity, and says so once', async () => {
     const first = await call('POST', `${P}/other`, {
       sub_provider: 'acme',
-      base_url: llm.baseUrl,
+      base_url: s.llm.baseUrl,
       api_key: 'k1',
       model_name: 'fake-model',
       embedding_model_name: 'fake-embed',
@@ -70,7 +59,7 @@ describe('LlmOperationResponse: embedding_adoption and warning_message', () => {
     // An embedding identity is saved now: a second provider naming one is not adopted.
     const second = await call('POST', `${P}/other`, {
       sub_provider: 'zeta',
-      base_url: llm.baseUrl,
+      base_url: s.llm.baseUrl,
       api_key: 'k2',
       model_name: 'fake-model',
       embedding_model_name: 'other-embed',
@@ -124,7 +113,7 @@ describe('DELETE /api/config/llm-providers/{kind}', () => {
     expect((await call('DELETE', `${P}/anthropic`, {})).status).toBe(404);
     const undeclared = await call('DELETE', `${P}/openai`, { nonsense: 1 });
     expect(undeclared.status).toBe(422);
-    expect((await call('DELETE', `${P}/openai`, {}, member)).status).toBe(403);
+    expect((await call('DELETE', `${P}/openai`, {}, s.tokens.member)).status).toBe(403);
     expect(await providerRows()).toEqual(before);
   });
 
@@ -138,7 +127,7 @@ describe('DELETE /api/config/llm-providers/{kind}', () => {
 });
 
 describe('secret-fields set-value for secret settings', () => {
-  const setValue = (path: string, value: string, token = admin) =>
+  const setValue = (path: string, value: string, token = s.tokens.admin) =>
     call('POST', `/api/config/secret-fields/${path}/set-value`, { value }, token);
 
   it('sets a secret setting sealed at rest and masked on read', async () => {
@@ -152,7 +141,7 @@ describe('secret-fields set-value for secret settings', () => {
     expect(String(row!.sealed)).not.toContain('runner-tok-123');
     const read = await call('GET', '/api/config/setup/sources?path=etl.runner_token');
     expect(read.body.data).toMatchObject({ effective_value: '********', source: 'saved' });
-    expect(await stack.api.deps.settings.get('etl.runner_token')).toBe('runner-tok-123');
+    expect(await s.stack.api.deps.settings.get('etl.runner_token')).toBe('runner-tok-123');
   });
 
   it('the service-desk webhook secret set here is the one the webhook checks', async () => {
@@ -162,7 +151,7 @@ describe('secret-fields set-value for secret settings', () => {
     });
     const sign = (secret: string) => `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
     const send = (signature: string) =>
-      http(stack.url, 'POST', '/api/config/tracker-automation/service-desk/webhook', {
+      http(s.stack.url, 'POST', '/api/config/tracker-automation/service-desk/webhook', {
         raw,
         headers: { 'content-type': 'application/json', 'x-webhook-signature': signature },
       });
@@ -189,7 +178,7 @@ describe('secret-fields set-value for secret settings', () => {
     const notSecret = await setValue('etl.runner_url', 'https://runner.example.test');
     expect(notSecret.status).toBe(400);
     expect(await savedSetting('etl.runner_url')).toBeUndefined();
-    const byMember = await setValue('etl.cloud_token', 'member-tok', member);
+    const byMember = await setValue('etl.cloud_token', 'member-tok', s.tokens.member);
     expect(byMember.status).toBe(403);
     expect(await savedSetting('etl.cloud_token')).toBeUndefined();
   });
