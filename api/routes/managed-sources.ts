@@ -83,7 +83,13 @@ const settingsFields = {
   name: z.string().min(1).max(200),
   repo_url: RepoUrl,
   release_ref: RefName.nullable(),
-  scan_types_enabled: z.array(z.enum(SCAN_TYPES)).min(1).max(SCAN_TYPES.length),
+  scan_types_enabled: z
+    .array(z.enum(SCAN_TYPES))
+    .min(1)
+    .max(SCAN_TYPES.length)
+    .describe(
+      'What a sync imports. `missions`: each missions/<mission_key>/mission.yaml (blueprint, optional name and parameters) starts one mission per key, once ever, of a built-in blueprint or one this source imports; refusals are degraded artifacts tried again next sync',
+    ),
   include: Patterns.describe('gitignore-style patterns a scanned file must match (empty: all)'),
   exclude: Patterns.describe('gitignore-style patterns left out of scanning'),
   checkout_exclude: Patterns.describe(

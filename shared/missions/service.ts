@@ -218,7 +218,12 @@ export interface StartMissionInput {
 }
 
 /** Starts a mission: the caller must be allowed to execute (= view) the blueprint; hidden built-ins start by name. */
-export async function startMission(deps: AppDeps, em: EntityManager, principal: Principal, input: StartMissionInput) {
+export async function startMission(
+  deps: Pick<AppDeps, 'config' | 'temporal'>,
+  em: EntityManager,
+  principal: Principal,
+  input: StartMissionInput,
+) {
   const b = await resolveBlueprint(em, deps.config.blueprints.dir, principal.tenant, input.blueprint_name);
   // A deleted blueprint that missions still reference is only hidden: its missions read it, new ones cannot start.
   if (b.kind === 'custom' && b.row.hidden)

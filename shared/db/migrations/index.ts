@@ -46,6 +46,7 @@ import { Migration20261126002800LlmUsagePurpose } from './Migration2026112600280
 import { Migration20261128120000MissionFailed } from './Migration20261128120000MissionFailed.js';
 import { Migration20261129110000MissionBlueprintVersion } from './Migration20261129110000MissionBlueprintVersion.js';
 import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
+import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -99,4 +100,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
   { name: 'Migration20261129110000MissionBlueprintVersion', class: Migration20261129110000MissionBlueprintVersion },
   { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
+  { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
 ];
