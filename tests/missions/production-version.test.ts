@@ -48,6 +48,11 @@ async function run() {
   const prompts = s.llm.requests
     .slice(calls)
     .flatMap((q) => q.messages.filter((m) => m.role === 'user').map((m) => m.content ?? ''));
+  // The records detail names the same version in its scope.
+  expect(detail.scope).toMatchObject({
+    blueprint_version: r.body.data.blueprint_version,
+    blueprint_commit: r.body.data.blueprint_commit,
+  });
   return {
     started: r.body.data,
     done: done!,
