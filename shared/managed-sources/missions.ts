@@ -102,19 +102,27 @@ export async function importMissions(
       [source.id, d.key, source.tenant, commitSha],
     );
     if (!claimed.length) continue; // started by an earlier sync
-    const refused = temporal
-      ? await refusal(em, deps.config.blueprints.dir, source, d.blueprint)
-      : 'no Temporal client here to start the mission';
-    const started = refused ? null : await start(em, { config: deps.config, temporal: temporal! }, source, d);
-    const reason = refused ?? (typeof started === 'string' ? started : null);
-    if (reason !== null) {
+    const unclaim = () =>
+      sql(em, 'delete from managed_source_missions where source_id = ? and mission_key = ?', [source.id, d.key]);
+    let started: { id: string } | string;
+    try {
+      const refused = temporal
+        ? await refusal(em, deps.config.blueprints.dir, source, d.blueprint)
+        : 'no Temporal client here to start the mission';
+      started = refused ?? (await start(em, { config: deps.config, temporal: temporal! }, source, d));
+    } catch (err) {
+      // An outage (not a refusal): the claim goes and the activity's retry tries again.
+      await unclaim();
+      throw err;
+    }
+    if (typeof started === 'string') {
       // Not started: the claim goes, so the next sync tries again.
-      await sql(em, 'delete from managed_source_missions where source_id = ? and mission_key = ?', [source.id, d.key]);
-      degraded.push({ artifact_id: d.key, reason });
+      await unclaim();
+      degraded.push({ artifact_id: d.key, reason: started });
       continue;
     }
     await sql(em, 'update managed_source_missions set project_id = ? where source_id = ? and mission_key = ?', [
-      (started as { id: string }).id,
+      started.id,
       source.id,
       d.key,
     ]);
