@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvingIsTheAction, ACTION_TYPES, isActionType } from './action-types.js';
+import { approvingIsTheAction, ACTION_TYPES, ACTION_TYPE_DESCRIPTION, isActionType } from './action-types.js';
 import { PROPOSAL_STATUSES } from './types.js';
 import type { HandbackRow, ProposalEventRow, ProposalRow } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
@@ -42,7 +42,7 @@ export const EventSchema = z
 export const ProposalRowViewSchema = z
   .object({
     proposal_id: z.string(),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     approving_is_the_action: z.boolean(),
     effective_status: z
       .enum(PROPOSAL_STATUSES)
@@ -70,7 +70,7 @@ export const ProposalRowViewSchema = z
 export const ProposalDetailSchema = z
   .object({
     proposal_id: z.string(),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     approving_is_the_action: z.boolean(),
     status: z.enum(PROPOSAL_STATUSES),
     version: z.number().int(),

@@ -2,6 +2,7 @@ import type { ManagedSourceSettings } from '../db/entities/index.js';
 import { isBlueprintManifest } from '../blueprints/remote.js';
 import { SKILL_FILE } from '../skills/packages.js';
 import { APP_FILE } from './apps.js';
+import { MISSION_FILE } from './missions.js';
 import { gitignoreMatcher, listFiles } from './git.js';
 
 /**
@@ -20,10 +21,12 @@ export interface ScanSummary {
   blueprint_files?: string[];
   /** `apps/<name>/app.yaml` paths (scan type `apps`). */
   app_files?: string[];
+  /** `missions/<key>/mission.yaml` paths (scan type `missions`). */
+  mission_files?: string[];
 }
 
 /** The scan types whose candidates are counted (the others count none). */
-const COUNTED = ['agents', 'roles', 'skills', 'document_indexes', 'blueprints', 'apps'];
+const COUNTED = ['agents', 'roles', 'skills', 'document_indexes', 'blueprints', 'apps', 'missions'];
 
 /** Files under `root` (default `fallback`; `''` or `/`: every file). */
 function under(root: string | null, fallback: string) {
@@ -42,6 +45,7 @@ function manifestKinds(s: ManagedSourceSettings) {
     { type: 'skills', list: 'skill_files', test: (f: string) => SKILL_FILE.test(f) },
     { type: 'blueprints', list: 'blueprint_files', test: (f: string) => isBlueprintManifest(f) },
     { type: 'apps', list: 'app_files', test: (f: string) => APP_FILE.test(f) },
+    { type: 'missions', list: 'mission_files', test: (f: string) => MISSION_FILE.test(f) },
     { type: 'document_indexes', list: null, test: (f: string) => inDocs(f) && /\.(md|markdown)$/i.test(base(f)) },
   ] as const;
 }
@@ -61,8 +65,15 @@ export async function scanWorkingTree(
   const kinds = manifestKinds(s).filter((k) => types.has(k.type));
   const candidates: Record<string, number> = {};
   for (const t of types) if (COUNTED.includes(t)) candidates[t] = 0;
-  const lists = { agent_files: [], role_files: [], skill_files: [], blueprint_files: [], app_files: [] } as Record<
-    'agent_files' | 'role_files' | 'skill_files' | 'blueprint_files' | 'app_files',
+  const lists = {
+    agent_files: [],
+    role_files: [],
+    skill_files: [],
+    blueprint_files: [],
+    app_files: [],
+    mission_files: [],
+  } as Record<
+    'agent_files' | 'role_files' | 'skill_files' | 'blueprint_files' | 'app_files' | 'mission_files',
     string[]
   >;
   let files = 0;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTION_TYPES } from '../action-review/action-types.js';
+import { ACTION_TYPES, ACTION_TYPE_DESCRIPTION } from '../action-review/action-types.js';
 import { ForbiddenError } from '../errors.js';
 import { createProposal } from '../action-review/create.js';
 import { executeProposal } from '../action-review/execute.js';
@@ -15,7 +15,7 @@ const ProposalId = z.string().min(1).max(100);
 const ActionReviewToolInput = z.discriminatedUnion('action', [
   z.strictObject({
     action: z.literal('CREATE_PROPOSAL'),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     payload: z.record(z.string(), z.unknown()),
     expected_effect: z.string().trim().min(1).max(20_000),
     requested_statement: z.string().max(100_000).optional(),

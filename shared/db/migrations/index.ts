@@ -47,6 +47,9 @@ import { Migration20261128120000MissionFailed } from './Migration20261128120000M
 import { Migration20261129220000KnowledgeBases } from './Migration20261129220000KnowledgeBases.js';
 import { Migration20261129220100ProverSubjects } from './Migration20261129220100ProverSubjects.js';
 import { Migration20261129330000FlowRuns } from './Migration20261129330000FlowRuns.js';
+import { Migration20261129110000MissionBlueprintVersion } from './Migration20261129110000MissionBlueprintVersion.js';
+import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
+import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -101,4 +104,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129220000KnowledgeBases', class: Migration20261129220000KnowledgeBases },
   { name: 'Migration20261129220100ProverSubjects', class: Migration20261129220100ProverSubjects },
   { name: 'Migration20261129330000FlowRuns', class: Migration20261129330000FlowRuns },
+  { name: 'Migration20261129110000MissionBlueprintVersion', class: Migration20261129110000MissionBlueprintVersion },
+  { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
+  { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
 ];
