@@ -18,21 +18,11 @@ import { spawnWorkerProcess, type WorkerProcess } from '../tests/helpers/worker-
 import { workflowsPath } from '../worker/index.js';
 import { proposalWorkflowId } from '../workflows/action-review-definitions.js';
 import { startBenchStack, type BenchStack } from './lib/stack.js';
+import { post } from './lib/post.js';
 
 const PROPOSALS = Number(process.env.STICKY_PROPOSALS ?? 12);
 const ACTION_TYPE = 'prover.request_finding_evidence.v1';
 type Exit = 'SIGTERM' | 'SIGKILL';
-
-async function post(url: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status !== 200 && res.status !== 201) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

@@ -28,6 +28,8 @@ let processKey: Uint8Array | undefined;
 let derivedKeys = new WeakMap<AppConfig, Uint8Array>();
 onProcessReset('shared/downloads/signed-urls.ts#processKey', () => {
   processKey = undefined;
+});
+onProcessReset('shared/downloads/signed-urls.ts#derivedKeys', () => {
   derivedKeys = new WeakMap();
 });
 

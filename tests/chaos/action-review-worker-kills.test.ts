@@ -11,10 +11,11 @@
  * The API runs in this process without a worker; workers are processes of their own
  * (tests/helpers/worker-process.ts). Every wait is on state, bounded; nothing asserts on time.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 import { path, startFakeTracker, ticket, waitFor, type FakeTracker } from '../action-review/support.js';
 
 const PROPOSALS = 32;
@@ -29,18 +30,11 @@ let tracker: FakeTracker;
 const workers: WorkerProcess[] = [];
 
 function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  return spawnStackWorker(stack, workers, {
     TICKET_TRACKER_URL: tracker.url,
     ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
     ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
   });
-  workers.push(w);
-  return w;
 }
 
 beforeAll(async () => {

@@ -6,10 +6,11 @@
  * call: the fake counts them), and the approval shows it. After the kills, a merge with a well-behaved CRM on the
  * last worker executes once and records its receipt (the merged record ids).
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../action-review/support.js';
 import { http } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 import {
   APPROVALS,
   createJwtConnection,
@@ -29,19 +30,7 @@ const EFFECT_ENV = { ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2', ACTION_REVIEW_
 let s: CrmStack;
 const workers: WorkerProcess[] = [];
 
-function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: s.r.stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: s.r.stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: s.r.stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    PLATFORM_SECRETS_KEY: SECRETS_KEY,
-    ...EFFECT_ENV,
-  });
-  workers.push(w);
-  return w;
-}
+const workerProcess = () => spawnStackWorker(s.r.stack, workers, { PLATFORM_SECRETS_KEY: SECRETS_KEY, ...EFFECT_ENV });
 
 beforeAll(async () => {
   s = await startCrmStack({ PLATFORM_SECRETS_KEY: SECRETS_KEY, ...EFFECT_ENV });
@@ -66,7 +55,7 @@ const execute = (id: string) =>
 describe('CRM merges while the worker is SIGKILLed mid-call', () => {
   it(
     'each killed merge ends reconciliation_required with one merge call; a later merge executes once',
-    { timeout: 60_000 + KILLS * 45_000 },
+    { timeout: 60_000 + KILLS * 60_000 },
     async () => {
       let worker = workerProcess();
       await worker.ready;

@@ -15,12 +15,14 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../action-review/support.js';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
+import { useFakeEmbeddings } from '../document-index/support.js';
 
 const KILLS = Number(process.env.CHAOS_KILLS ?? 1);
 const FILES = 12;
@@ -33,18 +35,7 @@ let stack: Stack;
 let root: string;
 const workers: WorkerProcess[] = [];
 
-function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    PLATFORM_DOCUMENT_INDEX_ROOTS: root,
-  });
-  workers.push(w);
-  return w;
-}
+const workerProcess = () => spawnStackWorker(stack, workers, { PLATFORM_DOCUMENT_INDEX_ROOTS: root });
 
 const tool = (args: Record<string, unknown>) =>
   http(stack.url, 'POST', '/api/tool_call', { body: { tool: '_document_index', arguments: args } });
@@ -60,14 +51,7 @@ beforeAll(async () => {
     );
   llm = await startFakeLlm();
   stack = await startStack({ worker: false, env: { PLATFORM_DOCUMENT_INDEX_ROOTS: root } });
-  const saved = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
-    body: { sub_provider: 'acme', base_url: llm.baseUrl, api_key: 'k1', model_name: 'fake-model' },
-  });
-  expect(saved.body.success, saved.text).toBe(true);
-  const set = await http(stack.url, 'PUT', '/api/config/models/embeddings/config', {
-    body: { provider_kind: 'other', sub_provider: 'acme', model_name: 'embed-a' },
-  });
-  expect(set.body.success, set.text).toBe(true);
+  await useFakeEmbeddings(stack.url, llm);
   const created = await tool({ action: 'CREATE_INDEX', index_name: 'chaos', chunk_strategy: 'one_chunk_per_doc' });
   expect(created.status, created.text).toBe(200);
 }, 120_000);

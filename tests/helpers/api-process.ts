@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../scripts/lib/net.js';
+import { stopChild } from './worker-process.js';
 
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 const serverPath = fileURLToPath(new URL('../../api/server.ts', import.meta.url));
@@ -73,13 +74,7 @@ export async function spawnApiProcess(env: Record<string, string>, readyTimeoutM
     url,
     ready,
     output: () => out,
-    async stop(graceMs = 10_000) {
-      if (!running()) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (graceMs = 10_000) => stopChild(child, exited, graceMs),
     async kill() {
       if (running()) child.kill('SIGKILL');
       await exited;

@@ -148,24 +148,28 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
     });
   });
   ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
-  const running = () => child.exitCode === null && child.signalCode === null;
   return {
     child,
     ready,
     exited,
     stderr: () => stderr,
     async kill() {
-      if (running()) child.kill('SIGKILL');
+      if (isRunning(child)) child.kill('SIGKILL');
       return exited;
     },
-    async stop(graceMs = 10_000) {
-      if (!running()) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (graceMs = 10_000) => stopChild(child, exited, graceMs),
   };
+}
+
+const isRunning = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
+/** SIGTERM, then SIGKILL if the child has not exited within `graceMs`; resolves once it has exited. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  if (!isRunning(child)) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => isRunning(child) && child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
 
 if (isMain(import.meta.url)) {

@@ -42,7 +42,7 @@ beforeAll(async () => {
   const inv = await http(b, 'POST', '/api/hosted-identities/invitations', { token: alice, body: { subject: 'bob' } });
   expect(inv.status, inv.text).toBe(201);
   bob = await r.idp.sign(claims('bob'));
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   for (const ws of sockets) ws.close();

@@ -21,6 +21,8 @@ import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-proces
 import { REPLICAS_NAMESPACE } from '../setup/global-setup.js';
 import { INSTALLATION, TENANT } from '../hosted/support.js';
 
+const READY_MS = 180_000;
+
 export interface Replicas {
   db: TestDatabase;
   idp: FakeIdp;
@@ -50,8 +52,9 @@ export async function startReplicas(extraEnv: Record<string, string> = {}): Prom
     ...extraEnv,
   };
   const workerEnv = { ...env, WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'), WORKER_SCHEDULES: '1' };
-  const apis = await Promise.all([spawnApiProcess(env), spawnApiProcess(env)]);
-  const workers = [spawnWorkerProcess(workerEnv), spawnWorkerProcess(workerEnv)];
+  // Four processes starting at once on a shared, loaded machine: a generous readiness bound.
+  const apis = await Promise.all([spawnApiProcess(env, READY_MS), spawnApiProcess(env, READY_MS)]);
+  const workers = [spawnWorkerProcess(workerEnv, READY_MS), spawnWorkerProcess(workerEnv, READY_MS)];
   const close = async () => {
     await Promise.all([...apis.map((a) => a.stop(5_000)), ...workers.map((w) => w.stop(5_000))]);
     await idp.close();
