@@ -62,11 +62,13 @@ export interface LogRelayPublisher {
   close(): Promise<void>;
   /** Lines dropped because the queue was full or a send failed. */
   dropped(): number;
+  /** Whether a notification from this PostgreSQL backend was sent by this publisher (its own lines). */
+  sentBy(backendPid: number): boolean;
 }
 
 /**
- * The worker's side: relays this process's log lines (from `subscribe`, by default every logger's
- * lines) on the tenant's channel.
+ * The worker's side (and, with replicas, each API's): relays this process's log lines (from `subscribe`,
+ * by default every logger's lines) on the tenant's channel.
  */
 export function startLogRelayPublisher(options: {
   databaseUrl: string;
@@ -79,6 +81,8 @@ export function startLogRelayPublisher(options: {
   let client: pg.Client | null = null;
   let sending: Promise<void> | null = null;
   let closed = false;
+  /** The backends this publisher's connections had (a lost connection is replaced by a new one). */
+  const backends = new Set<number>();
 
   async function connection(): Promise<pg.Client> {
     if (client) return client;
@@ -87,6 +91,8 @@ export function startLogRelayPublisher(options: {
       if (client === c) client = null;
     });
     await c.connect();
+    const [row] = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows;
+    if (row) backends.add(row.pid);
     client = c;
     return c;
   }
@@ -134,19 +140,24 @@ export function startLogRelayPublisher(options: {
       client = null;
     },
     dropped: () => dropped,
+    sentBy: (backendPid) => backends.has(backendPid),
   };
 }
 
 /**
  * The API's side: one LISTEN connection, opened on the first subscription; a tenant's channel is
  * listened to while at least one of its sockets is subscribed. A lost connection is re-opened (and
- * every channel listened to again) on the next subscription.
+ * every channel listened to again) on the next subscription. `ownLine` names the notifications this
+ * process sent itself (its own publisher: its sockets have those lines already).
  */
 export class LogRelaySubscriber {
   private client: Promise<pg.Client> | null = null;
   private readonly listeners = new Map<string, Set<(line: string) => void>>();
 
-  constructor(private readonly databaseUrl: string) {}
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly ownLine: (backendPid: number) => boolean = () => false,
+  ) {}
 
   private connection(): Promise<pg.Client> {
     if (this.client) return this.client;
@@ -163,7 +174,7 @@ export class LogRelaySubscriber {
     c.on('error', drop);
     c.on('end', drop);
     c.on('notification', (n) => {
-      if (n.payload === undefined) return;
+      if (n.payload === undefined || this.ownLine(n.processId)) return;
       for (const listener of this.listeners.get(n.channel) ?? []) listener(n.payload);
     });
     opened.catch(drop);
