@@ -20,7 +20,10 @@ import { BUILT_IN_ROLES, type Permission } from '../../shared/auth/rbac.js';
 import { signDownload, storeDownload } from '../../shared/downloads/signed-urls.js';
 import { toolRegistry } from '../../shared/tools/index.js';
 import type { AnyTool } from '../../shared/tools/registry.js';
+import { HOSTED_SOCKET_PATHS } from '../../api/ws/hosted-sockets.js';
 import { query } from '../helpers/db.js';
+import { connectWs, isOpen } from '../helpers/ws-client.js';
+import { aliceAndBob, claims, startHostedStack } from '../hosted/support.js';
 import type { OidcStack } from '../helpers/oidc-stack.js';
 import { http, type HttpResult } from '../helpers/stack.js';
 import { startApiSuiteStack } from './support.js';
@@ -415,5 +418,43 @@ describe('the MCP gateway (its routes are public: the gateway authenticates each
     });
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+  });
+});
+
+describe('the WebSockets (hosted mode only: a second, hosted stack)', () => {
+  let hosted: OidcStack<never>;
+  let alice: string;
+  beforeAll(async () => {
+    hosted = await startHostedStack();
+    ({ alice } = await aliceAndBob(hosted));
+  });
+  afterAll(() => hosted?.close());
+
+  const TERMINALS: string[] = [HOSTED_SOCKET_PATHS.sandboxTerminal, HOSTED_SOCKET_PATHS.cliTerminal];
+
+  it.each(Object.values(HOSTED_SOCKET_PATHS))('%s', async (path) => {
+    const ws = (headers: Record<string, string> = {}) => connectWs(hosted.stack.url, path, headers);
+    const [h, p, sig] = alice.split('.');
+    const payload = JSON.parse(Buffer.from(p!, 'base64url').toString());
+    const tampered = `${h}.${Buffer.from(JSON.stringify({ ...payload, sub: 'mallory' })).toString('base64url')}.${sig}`;
+    const refused = await Promise.all([
+      ws(),
+      ws(bearer(await hosted.idp.sign(claims('alice', { tenant: 'globex' })))),
+      ws(bearer(tampered)),
+      ws(bearer(agentToken)),
+    ]);
+    expect(refused.map((r) => r.status)).toEqual([401, 401, 401, 401]);
+    for (const r of refused) expect(isOpen(r) ? null : r.body.error_type).toBe('authentication');
+    const allowed = await ws(bearer(alice));
+    if (TERMINALS.includes(path)) {
+      expect(allowed.status).toBe(501);
+    } else {
+      expect(allowed.status).toBe(101);
+      if (isOpen(allowed)) {
+        await allowed.waitFor((m) => m.type === 'ready');
+        allowed.close();
+        await allowed.closed;
+      }
+    }
   });
 });
