@@ -315,7 +315,11 @@ describe('the matrix over real HTTP', () => {
 
   it('lets the allowed principal past the guard on every route', async () => {
     const calls = routes.map(allowed).filter((c): c is Call => c !== null);
-    const outcomes = await runAll(calls);
+    // Deletions last: a read racing the deletion of the same blueprint answers 500 (see the report of issue 33.3).
+    const outcomes = [
+      ...(await runAll(calls.filter((c) => c.route.method !== 'delete'))),
+      ...(await runAll(calls.filter((c) => c.route.method === 'delete'))),
+    ];
     const wrong = outcomes
       .filter((o) => o.res.status === 401 || o.res.status === 403 || o.res.status === 500)
       .map((o) => `${key(o.route)} as ${o.who}: ${o.res.status} ${o.res.text.slice(0, 200)}`);
