@@ -25,7 +25,7 @@ import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
-import { secretsRoutes } from './secrets.js';
+import { egressRegistrationRoutes, secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { wellKnownRoutes } from './well-known.js';
 import { projectRoutes } from './projects.js';
@@ -65,6 +65,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   llmProviderRoutes,
   aiModelRoutes,
   secretsRoutes,
+  egressRegistrationRoutes,
   managedSourceRoutes,
   wikiRoutes,
   managedSourceTypeRoutes,
