@@ -10,12 +10,12 @@ export class Migration2026112977EgressRegistrations extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create table egress_registrations (
       id text primary key,
+      registered_at timestamptz not null,
       tenant text not null,
       connection_name text not null,
       entry text not null,
       origin text not null check (origin in ('declared', 'discovered')),
       status text not null check (status in ('pending', 'approved', 'rejected')),
-      registered_at timestamptz not null,
       decided_by text null,
       decided_at timestamptz null,
       unique (tenant, connection_name, entry)
