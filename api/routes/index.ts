@@ -26,7 +26,7 @@ import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
-import { secretsRoutes } from './secrets.js';
+import { egressRegistrationRoutes, secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
 import { knowledgeBaseRoutes } from './knowledge-bases.js';
 import { proverRoutes } from './prover.js';
@@ -69,6 +69,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   llmProviderRoutes,
   aiModelRoutes,
   secretsRoutes,
+  egressRegistrationRoutes,
   managedSourceRoutes,
   wikiRoutes,
   managedSourceTypeRoutes,

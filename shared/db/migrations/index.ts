@@ -50,6 +50,7 @@ import { Migration20261129330000FlowRuns } from './Migration20261129330000FlowRu
 import { Migration20261129110000MissionBlueprintVersion } from './Migration20261129110000MissionBlueprintVersion.js';
 import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
+import { Migration2026112977EgressRegistrations } from './Migration2026112977EgressRegistrations.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -107,4 +108,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129110000MissionBlueprintVersion', class: Migration20261129110000MissionBlueprintVersion },
   { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
   { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
+  { name: 'Migration2026112977EgressRegistrations', class: Migration2026112977EgressRegistrations },
 ];
