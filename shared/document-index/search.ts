@@ -69,8 +69,11 @@ export async function hybridSearch(
   if (!indexes.length || !query.trim()) return [];
   const ids = indexes.map((i) => i.id);
   const [qv] = (await embedder.embed([query])).vectors;
-  const lexical = await lexicalRanking(em, tenant, ids, query);
-  const vector = await vectorRanking(em, backend, tenant, ids, embedder.collection, qv!);
+  // The two halves on two connections at once.
+  const [lexical, vector] = await Promise.all([
+    lexicalRanking(em, tenant, ids, query),
+    vectorRanking(em, backend, tenant, ids, embedder.collection, qv!),
+  ]);
   const fused = new Map<string, { score: number; lexical: number | null; vector: number | null }>();
   lexical.forEach((r, n) => fused.set(r.id, { score: 1 / (RRF_K + n + 1), lexical: n + 1, vector: null }));
   vector.forEach((r, n) => {
