@@ -28,16 +28,27 @@ export function orQuery(query: string): string | null {
   return words.length ? [...new Set(words)].join(' | ') : null;
 }
 
-/** Lexical ranking: PostgreSQL full text (`ts_rank_cd` over the chunk's stored tsvector, GIN-indexed), any query word matching. */
+/**
+ * Matching chunks the lexical ranking scores at most: a query of very common words ranks this many of
+ * its matches (in storage order), so its cost stays bounded at any index size.
+ */
+export const LEXICAL_CANDIDATE_CAP = 5000;
+
+/**
+ * Lexical ranking: PostgreSQL full text (`ts_rank_cd` over the chunk's stored tsvector, GIN-indexed),
+ * any query word matching; at most `LEXICAL_CANDIDATE_CAP` matches are scored, the best 50 kept.
+ */
 export async function lexicalRanking(em: EntityManager, tenant: string, indexIds: string[], query: string) {
   const q = orQuery(query);
   if (!q) return [];
   return sql<{ id: string }>(
     em,
-    `select c.id from doc_chunks c, to_tsquery('english', ?) q
-       where c.tenant = ? and c.index_id = any(?::uuid[]) and c.tsv @@ q
-       order by ts_rank_cd(c.tsv, q) desc, c.id limit ?`,
-    [q, tenant, pgArray(indexIds), CANDIDATES],
+    `select m.id from (
+         select c.id, c.tsv from doc_chunks c
+           where c.tsv @@ to_tsquery('english', ?) and c.tenant = ? and c.index_id = any(?::uuid[]) limit ?
+       ) m, to_tsquery('english', ?) q
+       order by ts_rank_cd(m.tsv, q) desc, m.id limit ?`,
+    [q, tenant, pgArray(indexIds), LEXICAL_CANDIDATE_CAP, q, CANDIDATES],
   );
 }
 

@@ -115,6 +115,38 @@ export class VectorSet {
     public dim: number,
   ) {}
 
+  /** A set built at once from stored vectors: rows normalised, then written to the columns in blocks of 64 rows. */
+  static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
+    const set = new VectorSet(
+      generation,
+      raw.reduce((m, b) => Math.max(m, b.length >> 2), 0),
+    );
+    const { dim } = set;
+    const cap = Math.max(1024, ids.length);
+    set.data = new Float32Array(cap * dim);
+    set.cap = cap;
+    const block = new Float32Array(64 * dim);
+    for (let start = 0; start < ids.length; start += 64) {
+      const end = Math.min(ids.length, start + 64);
+      block.fill(0);
+      for (let r = start; r < end; r++) {
+        const v = decodeVector(raw[r]!);
+        let n = 0;
+        for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+        const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+        const base = (r - start) * dim;
+        for (let i = 0; i < v.length; i++) block[base + i] = v[i]! * s;
+      }
+      for (let d = 0; d < dim; d++) {
+        const off = d * cap;
+        for (let r = start; r < end; r++) set.data[off + r] = block[(r - start) * dim + d]!;
+      }
+    }
+    ids.forEach((id, r) => set.rowOf.set(id, r));
+    set.ids = ids;
+    return set;
+  }
+
   get size(): number {
     return this.ids.length;
   }
@@ -190,7 +222,8 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
         indexId,
       ]);
       if (!gen[0]) return null;
-      const set = new VectorSet(BigInt(gen[0].g), 0);
+      const ids: string[] = [];
+      const raw: Buffer[] = [];
       let after = '00000000-0000-0000-0000-000000000000';
       for (;;) {
         const page = await sql<{ chunk_id: string; vec: Buffer }>(
@@ -199,11 +232,14 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
              order by chunk_id limit ?`,
           [collection, indexId, after, CHUNK_PAGE],
         );
-        for (const r of page) set.upsert(r.chunk_id, r.vec);
+        for (const r of page) {
+          ids.push(r.chunk_id);
+          raw.push(r.vec);
+        }
         if (page.length < CHUNK_PAGE) break;
         after = page[page.length - 1]!.chunk_id;
       }
-      return set;
+      return VectorSet.of(BigInt(gen[0].g), ids, raw);
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ },
   );

@@ -153,6 +153,12 @@ describe('VectorSet', () => {
       set.upsert(id, encodeVector(v));
     }
     expect(set.size).toBe(rows.size);
+    // The same rows loaded at once (a whole load) rank the same.
+    const loaded = VectorSet.of(
+      0n,
+      [...rows.keys()],
+      [...rows.values()].map((v) => encodeVector(v)),
+    );
     const dense = Array.from({ length: dim }, rnd);
     const sparse = Array.from({ length: dim }, (_, d) => (d % 6 === 0 ? rnd() : 0));
     for (const q of [dense, sparse]) {
@@ -163,6 +169,7 @@ describe('VectorSet', () => {
         20,
       );
       expect(got.map((h) => h.id)).toEqual(want.map((h) => h.id));
+      expect(nearest(loaded, q, 20)).toEqual(got);
       got.forEach((h, i) => expect(h.sim).toBeCloseTo(want[i]!.sim, 5));
     }
   });
