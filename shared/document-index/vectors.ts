@@ -96,18 +96,21 @@ export class TopK {
   }
 }
 
+/** Rows per block of a `VectorSet`: growing adds a block, never copies the set. */
+const BLOCK = 4096;
+
 /**
- * One (index, collection) vector set in memory, column-major (the value of row `r` in dimension `d` at
- * `data[d * cap + r]`), rows unit-normalised. A search multiplies only the query's non-zero dimensions
- * (a local hashing query of a few words touches a few of its 384), each a sequential pass over one
- * column; the sums are the same doubles, in the same order, as a full row-by-row dot product. Writes
- * are applied in place (a changed chunk is overwritten, a deleted one swapped with the last row).
+ * One (index, collection) vector set in memory, rows unit-normalised, in blocks of `BLOCK` rows, each
+ * block column-major (row `r`'s value in dimension `d` at `blocks[r / BLOCK][d * BLOCK + r % BLOCK]`).
+ * A search multiplies only the query's non-zero dimensions (a local hashing query of a few words touches
+ * a few of its 384), each a sequential pass over one column; the sums are the same doubles, in the same
+ * order, as a full row-by-row dot product. Writes are applied in place (a changed chunk is overwritten,
+ * a deleted one swapped with the last row, a new one appended).
  */
 export class VectorSet {
   ids: string[] = [];
   private readonly rowOf = new Map<string, number>();
-  private data = new Float32Array(0);
-  private cap = 0;
+  private readonly blocks: Float32Array[] = [];
   private scratch = new Float64Array(0);
 
   constructor(
@@ -115,32 +118,23 @@ export class VectorSet {
     public dim: number,
   ) {}
 
-  /** A set built at once from stored vectors: rows normalised, then written to the columns in blocks of 64 rows. */
+  /** A set built at once from stored vectors: rows normalised, then written to the columns 64 rows at a time. */
   static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
     const set = new VectorSet(
       generation,
       raw.reduce((m, b) => Math.max(m, b.length >> 2), 0),
     );
     const { dim } = set;
-    const cap = Math.max(1024, ids.length);
-    set.data = new Float32Array(cap * dim);
-    set.cap = cap;
-    const block = new Float32Array(64 * dim);
+    while (set.blocks.length * BLOCK < ids.length) set.blocks.push(new Float32Array(BLOCK * dim));
+    const tile = new Float32Array(64 * dim);
     for (let start = 0; start < ids.length; start += 64) {
       const end = Math.min(ids.length, start + 64);
-      block.fill(0);
-      for (let r = start; r < end; r++) {
-        const v = decodeVector(raw[r]!);
-        let n = 0;
-        for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-        const s = n > 0 ? 1 / Math.sqrt(n) : 0;
-        const base = (r - start) * dim;
-        for (let i = 0; i < v.length; i++) block[base + i] = v[i]! * s;
-      }
-      for (let d = 0; d < dim; d++) {
-        const off = d * cap;
-        for (let r = start; r < end; r++) set.data[off + r] = block[(r - start) * dim + d]!;
-      }
+      tile.fill(0);
+      for (let r = start; r < end; r++) unitInto(decodeVector(raw[r]!), tile, (r - start) * dim);
+      const block = set.blocks[Math.floor(start / BLOCK)]!;
+      const at = start % BLOCK;
+      for (let d = 0; d < dim; d++)
+        for (let r = start; r < end; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
     }
     ids.forEach((id, r) => set.rowOf.set(id, r));
     set.ids = ids;
@@ -152,24 +146,25 @@ export class VectorSet {
   }
 
   get bytes(): number {
-    return this.data.byteLength + this.cap * 8 + this.ids.length * 80;
+    return this.blocks.length * BLOCK * (this.dim * 4 + 8) + this.ids.length * 80;
   }
 
   /** Sets a chunk's vector (stored float4 bytes), adding the chunk when new. */
   upsert(id: string, raw: Uint8Array): void {
     const v = decodeVector(raw);
-    if (!this.ids.length && !this.dim) this.dim = v.length;
+    if (!this.ids.length && !this.blocks.length) this.dim = v.length;
     let row = this.rowOf.get(id);
     if (row === undefined) {
-      if (this.ids.length >= this.cap) this.grow(Math.max(1024, this.cap * 2));
       row = this.ids.length;
+      if (row >= this.blocks.length * BLOCK) this.blocks.push(new Float32Array(BLOCK * this.dim));
       this.ids.push(id);
       this.rowOf.set(id, row);
     }
-    let n = 0;
-    for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-    const s = n > 0 ? 1 / Math.sqrt(n) : 0;
-    for (let d = 0; d < this.dim; d++) this.data[d * this.cap + row] = d < v.length ? v[d]! * s : 0;
+    const unitV = new Float32Array(this.dim);
+    unitInto(v.subarray(0, this.dim), unitV, 0);
+    const block = this.blocks[Math.floor(row / BLOCK)]!;
+    const at = row % BLOCK;
+    for (let d = 0; d < this.dim; d++) block[d * BLOCK + at] = unitV[d]!;
   }
 
   remove(id: string): void {
@@ -177,7 +172,9 @@ export class VectorSet {
     if (row === undefined) return;
     const last = this.ids.length - 1;
     if (row !== last) {
-      for (let d = 0, off = 0; d < this.dim; d++, off += this.cap) this.data[off + row] = this.data[off + last]!;
+      const to = this.blocks[Math.floor(row / BLOCK)]!;
+      const from = this.blocks[Math.floor(last / BLOCK)]!;
+      for (let d = 0; d < this.dim; d++) to[d * BLOCK + (row % BLOCK)] = from[d * BLOCK + (last % BLOCK)]!;
       this.ids[row] = this.ids[last]!;
       this.rowOf.set(this.ids[row]!, row);
     }
@@ -190,28 +187,33 @@ export class VectorSet {
     const n = this.ids.length;
     if (!n || !this.dim) return;
     const q = unit(query, this.dim);
-    if (this.scratch.length < n) this.scratch = new Float64Array(this.cap);
+    if (this.scratch.length < n) this.scratch = new Float64Array(this.blocks.length * BLOCK);
     const scores = this.scratch;
     scores.fill(0, 0, n);
-    for (let d = 0; d < this.dim; d++) {
-      const qd = q[d]!;
-      if (qd === 0) continue;
-      const off = d * this.cap;
-      for (let r = 0; r < n; r++) scores[r]! += qd * this.data[off + r]!;
+    for (let b = 0; b * BLOCK < n; b++) {
+      const block = this.blocks[b]!;
+      const base = b * BLOCK;
+      const rows = Math.min(BLOCK, n - base);
+      for (let d = 0; d < this.dim; d++) {
+        const qd = q[d]!;
+        if (qd === 0) continue;
+        const off = d * BLOCK;
+        for (let r = 0; r < rows; r++) scores[base + r]! += qd * block[off + r]!;
+      }
     }
     for (let r = 0; r < n; r++) {
       const s = scores[r]!;
       if (s > 0 && s >= top.floor) top.offer(this.ids[r]!, s);
     }
   }
+}
 
-  private grow(cap: number): void {
-    const data = new Float32Array(cap * this.dim);
-    const n = this.ids.length;
-    for (let d = 0; d < this.dim; d++) data.set(this.data.subarray(d * this.cap, d * this.cap + n), d * cap);
-    this.data = data;
-    this.cap = cap;
-  }
+/** `v` scaled to unit length into `out` at `at` (zeros stay zeros). */
+function unitInto(v: Float32Array, out: Float32Array, at: number): void {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
 }
 
 /** Vectors of one (index, collection) with the generation they were read at, in one snapshot. */

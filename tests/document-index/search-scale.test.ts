@@ -134,18 +134,18 @@ describe('VectorSet', () => {
     const dim = 24;
     const rows = new Map<string, number[]>();
     const set = new VectorSet(0n, 0);
-    for (let i = 0; i < 3000; i++) {
+    for (let i = 0; i < 9000; i++) {
       const id = `c${String(i).padStart(5, '0')}`;
       const v = Array.from({ length: dim }, rnd);
       rows.set(id, v);
       set.upsert(id, encodeVector(v));
     }
-    for (let i = 0; i < 3000; i += 7) {
+    for (let i = 0; i < 9000; i += 7) {
       const id = `c${String(i).padStart(5, '0')}`;
       rows.delete(id);
       set.remove(id);
     }
-    for (let i = 1; i < 3000; i += 11) {
+    for (let i = 1; i < 9000; i += 11) {
       const id = `c${String(i).padStart(5, '0')}`;
       if (!rows.has(id)) continue;
       const v = Array.from({ length: dim }, rnd);
