@@ -8,7 +8,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../shared/db/orm.js';
 import { cosine, currentEmbedder, type Embedder } from '../../shared/document-index/embedder.js';
-import { createIndex, ingestDocument, ingestDocuments, sql } from '../../shared/document-index/store.js';
+import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import {
   encodeVector,
   ExactVectorBackend,
@@ -40,6 +40,8 @@ afterAll(async () => {
   await stack?.close();
 });
 
+const add = (m: EntityManager, index: IndexRow, path: string, content: string) =>
+  ingestDocument(m, index, { path, kind: 'text', content }, NO_CHUNKING, embedder);
 const qv = async (text: string) => (await embedder.embed([text])).vectors[0]!;
 const chunkOf = async (documentId: string) =>
   (await sql<{ id: string }>(em(), 'select id from doc_chunks where document_id = ? order by seq', [documentId]))[0]!
@@ -53,25 +55,13 @@ describe('two API processes over one database', () => {
     const search = async (backend: ExactVectorBackend, m: EntityManager, text: string) =>
       (await backend.nearest(m, tenant, [index.id], embedder.collection, await qv(text), 10)).map((h) => h.id).sort();
 
-    const first = await ingestDocument(
-      em(),
-      index,
-      { path: 'kiwi', kind: 'text', content: 'Kiwis are flightless birds.' },
-      NO_CHUNKING,
-      embedder,
-    );
+    const first = await add(em(), index, 'kiwi', 'Kiwis are flightless birds.');
     const kiwi = await chunkOf(first.file_id);
     expect(await search(a, em(), 'flightless birds')).toEqual([kiwi]);
     expect(await search(b, otherEm(), 'flightless birds')).toEqual([kiwi]);
 
     // A write through process B is seen by process A's next search, and the reverse.
-    const second = await ingestDocument(
-      otherEm(),
-      index,
-      { path: 'emu', kind: 'text', content: 'Emus are flightless birds too.' },
-      NO_CHUNKING,
-      embedder,
-    );
+    const second = await add(otherEm(), index, 'emu', 'Emus are flightless birds too.');
     const emu = await chunkOf(second.file_id);
     expect(await search(a, em(), 'flightless birds')).toEqual([kiwi, emu].sort());
     await sql(em(), 'delete from doc_documents where id = ?', [first.file_id]);
@@ -90,21 +80,9 @@ describe('two API processes over one database', () => {
     const backend = new ExactVectorBackend(64 * MB);
     const search = async (text: string) =>
       (await backend.nearest(em(), tenant, [index.id], embedder.collection, await qv(text), 10)).map((h) => h.id);
-    await ingestDocument(
-      em(),
-      index,
-      { path: 'a', kind: 'text', content: 'Owls hunt at night.' },
-      NO_CHUNKING,
-      embedder,
-    );
+    await add(em(), index, 'a', 'Owls hunt at night.');
     expect(await search('owls night')).toHaveLength(1);
-    const added = await ingestDocument(
-      otherEm(),
-      index,
-      { path: 'b', kind: 'text', content: 'Bats hunt at night.' },
-      NO_CHUNKING,
-      embedder,
-    );
+    const added = await add(otherEm(), index, 'b', 'Bats hunt at night.');
     await pruneVectorLog(em(), 0);
     const log = await sql<{ n: string }>(em(), 'select count(*) as n from doc_vector_log where index_id = ?', [
       index.id,
