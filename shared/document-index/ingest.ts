@@ -182,14 +182,15 @@ export async function ingestFiles(
 
 /**
  * The compaction checkpoint (spec Limits: every 50 documents, 0.5 s, up to 3 retries): PostgreSQL has
- * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk table (ANALYZE),
+ * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk and vector tables (ANALYZE),
  * merges the full-text index's pending list (`gin_clean_pending_list`), retried up to the limit, and prunes the vector change log (`pruneVectorLog`); the pause itself is the
  * caller's (a durable timer in the ingest workflow).
  */
 export async function compactionCheckpoint(em: EntityManager, config: AppConfig): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await sql(em, 'analyze doc_chunks');
+      // The vectors' statistics too: without them pgvector's planner may rank by a scan instead of the HNSW index.
+      await sql(em, 'analyze doc_chunks, doc_embeddings');
       // New tsvectors wait in the GIN index's pending list, which every full-text query scans linearly.
       await sql(em, `select gin_clean_pending_list('doc_chunks_tsv'::regclass)`);
       await pruneVectorLog(em);

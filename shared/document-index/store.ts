@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import { VECTOR_BATCH, type Embedder } from './embedder.js';
-import { encodeVector } from './vectors.js';
+import { encodeVector, pruneVectorLog } from './vectors.js';
 import { sql } from '../db/sql.js';
 
 export type Row = Record<string, unknown>;
@@ -190,6 +190,9 @@ export async function ingestDocuments(
         embedder.collection,
       );
     });
+  // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
+  // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.
+  if (writes.length) await pruneVectorLog(em);
   return planned.map((p) =>
     p.unchanged
       ? { file_id: p.before.id, filepath: p.doc.path, status: 'unchanged', chunks: p.before.chunk_count, warnings: [] }
