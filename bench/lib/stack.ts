@@ -9,6 +9,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing, temporalWorkerPlugins } from '../../shared/observability/tracing.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../scripts/lib/embedded-postgres.js';
+import { startPgvectorPostgres } from '../../scripts/lib/pgvector-postgres.js';
 import { freePort } from '../../scripts/lib/net.js';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-binaries.js';
 import { startTemporalDevServer, type DevServer } from '../../scripts/lib/temporal-dev-server.js';
@@ -52,10 +53,14 @@ export async function startBenchStack(
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-bench-'));
   await chmod(dir, 0o755);
-  const [pg, temporal]: [RunningPostgres, DevServer] = await Promise.all([
-    freePort().then((port) =>
-      startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
-    ),
+  // BENCH_PGVECTOR=1: a throwaway PostgreSQL 16 with pgvector (the pgvector suite's cluster) instead of the
+  // embedded one, so the document-index benchmark measures the pgvector/HNSW path.
+  const [pg, temporal]: [Pick<RunningPostgres, 'url' | 'stop'>, DevServer] = await Promise.all([
+    process.env.BENCH_PGVECTOR === '1'
+      ? startPgvectorPostgres().then((c) => ({ url: c.adminUrl, stop: () => c.stop() }))
+      : freePort().then((port) =>
+          startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
+        ),
     Promise.all([resolveTemporalCli(), freePort()]).then(([cli, port]) =>
       startTemporalDevServer({ cliPath: cli, port, uiPort: null }),
     ),

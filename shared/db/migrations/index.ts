@@ -51,6 +51,7 @@ import { Migration20261129110000MissionBlueprintVersion } from './Migration20261
 import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration2026112977EgressRegistrations } from './Migration2026112977EgressRegistrations.js';
+import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -109,4 +110,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
   { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
   { name: 'Migration2026112977EgressRegistrations', class: Migration2026112977EgressRegistrations },
+  { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
 ];
