@@ -32,7 +32,7 @@ const IndexNames = z
 const kbParams = z.object({ knowledge_base_id: KbId });
 const agentParams = z.object({ agent_id: z.string().min(1).max(200) });
 
-const read = { tags: ['knowledge-bases'], access: { kind: 'authenticated' as const } };
+const read = { tags: ['knowledge-bases'], access: { kind: 'authenticated' as const, permission: null } };
 const write = {
   tags: ['knowledge-bases'],
   access: { kind: 'authenticated' as const, permission: 'manage_agents' as const },

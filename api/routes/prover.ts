@@ -16,7 +16,7 @@ export const proverRoutes = [
     description:
       'A Prover subject is registered by the first prover.* proposal naming it (finding_id, view_id, package_id, bundle_id or entry_id), owned by its requester (a person) or, for an agent, by the owner of the thread it asked in, and tied to the requesting agent. Only they may see it: anyone else’s proposal naming it, and this read, answer 404 as for an unknown subject.',
     tags: ['action-review'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     params: z.object({ kind: z.enum(PROVER_KINDS), subject_id: z.string().min(1).max(200) }),
     responses: {
       200: { description: 'The subject and its state', schema: successEnvelope(ProverSubjectViewSchema) },
