@@ -1,7 +1,11 @@
+import { createHash } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { ManagedSourceSettings } from '../db/entities/index.js';
 import { isBlueprintManifest } from '../blueprints/remote.js';
 import { SKILL_FILE } from '../skills/packages.js';
 import { APP_FILE } from './apps.js';
+import { checkoutState } from './checkout.js';
 import { gitignoreMatcher, listFiles } from './git.js';
 
 /**
@@ -77,4 +81,39 @@ export async function scanWorkingTree(
     if (files % 200 === 0) await progress(files);
   }
   return { files_scanned: files, candidates, ...lists };
+}
+
+/** Bumped when what a scan records changes, so saved scans of older code are not reused. */
+const SCAN_FORMAT = 1;
+
+/** What a scan's result depends on: the working tree's commit and rules, and the settings the scan reads. */
+function scanKey(state: string, s: ManagedSourceSettings): string {
+  const read = [SCAN_FORMAT, s.include, s.exclude, s.scan_types_enabled, s.agents_root, s.documents_root];
+  return createHash('sha256')
+    .update(JSON.stringify([state, read]))
+    .digest('hex');
+}
+
+/**
+ * `scanWorkingTree`, remembered beside the working tree (`scan.json`) for the commit and settings it
+ * was made with: a resync that finds the same commit answers the saved scan without walking the tree.
+ */
+export async function scanCheckout(
+  workdir: string,
+  s: ManagedSourceSettings,
+  progress: (files: number) => Promise<void>,
+): Promise<ScanSummary> {
+  const file = path.join(path.dirname(workdir), 'scan.json');
+  const state = await checkoutState(workdir);
+  const key = state ? scanKey(state, s) : null;
+  if (key) {
+    const saved = await readFile(file, 'utf8').then(
+      (text) => JSON.parse(text) as { key: string; scan: ScanSummary },
+      () => null,
+    );
+    if (saved?.key === key) return saved.scan;
+  }
+  const scan = await scanWorkingTree(workdir, s, progress);
+  if (key) await writeFile(file, JSON.stringify({ key, scan }));
+  return scan;
 }
