@@ -6,7 +6,7 @@
  * inflates through pako, which made a 10,000-file checkout about 1 ms of CPU per blob. Objects are
  * trusted as isomorphic-git indexed them (it hashed each one when it built the pack index).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 
@@ -21,10 +21,16 @@ const TYPES: Record<number, GitObjectType> = { 1: 'commit', 2: 'tree', 3: 'blob'
 const OFS_DELTA = 6;
 const REF_DELTA = 7;
 
+/** Packs up to this size are read whole on first use; larger ones object by object (memory stays near one object). */
+const WHOLE_PACK_BYTES = 8 * 1024 * 1024;
+
 interface Pack {
   file: string;
-  /** Read on first use (an older pack may hold nothing a checkout needs). */
+  size: number;
+  /** The whole pack (small packs), read on first use: an older pack may hold nothing a checkout needs. */
   bytes: Buffer | null;
+  /** The open pack file (large packs), opened on first use. */
+  fd: number | null;
   /** oid → offset of the object in `data`. */
   offsets: Map<string, number>;
   /** offset → offset where the next object starts (the end of this one's compressed bytes). */
@@ -106,8 +112,15 @@ export class ObjectReader {
     }
     for (const name of names) {
       const file = path.join(dir, name.replace(/\.idx$/, '.pack'));
-      this.packs.push({ file, bytes: null, ...readIndex(readFileSync(path.join(dir, name)), statSync(file).size) });
+      const size = statSync(file).size;
+      this.packs.push({ file, size, bytes: null, fd: null, ...readIndex(readFileSync(path.join(dir, name)), size) });
     }
+  }
+
+  /** Closes the pack files read object by object. */
+  close(): void {
+    for (const pack of this.packs) if (pack.fd !== null) closeSync(pack.fd);
+    for (const pack of this.packs) pack.fd = null;
   }
 
   read(oid: string): GitObject | null {
@@ -133,8 +146,9 @@ export class ObjectReader {
   }
 
   private readPacked(pack: Pack, offset: number): GitObject {
-    const data = (pack.bytes ??= readFileSync(pack.file));
-    let pos = offset;
+    const end = pack.ends.get(offset)!;
+    const data = this.slice(pack, offset, end);
+    let pos = 0;
     let byte = data[pos++]!;
     const kind = (byte >> 4) & 7;
     while (byte & 0x80) byte = data[pos++]!; // the inflated size: inflate tells it anyway
@@ -156,10 +170,19 @@ export class ObjectReader {
     } else {
       const type = TYPES[kind];
       if (!type) throw new Error(`unknown pack object type ${kind}`);
-      return { type, object: inflateSync(data.subarray(pos, pack.ends.get(offset))) };
+      return { type, object: inflateSync(data.subarray(pos)) };
     }
-    const delta = inflateSync(data.subarray(pos, pack.ends.get(offset)));
+    const delta = inflateSync(data.subarray(pos));
     return { type: base.type, object: applyDelta(delta, base.object) };
+  }
+
+  /** The bytes of `pack` from `start` to `end`. */
+  private slice(pack: Pack, start: number, end: number): Buffer {
+    if (pack.size <= WHOLE_PACK_BYTES) return (pack.bytes ??= readFileSync(pack.file)).subarray(start, end);
+    pack.fd ??= openSync(pack.file, 'r');
+    const out = Buffer.allocUnsafe(end - start);
+    readSync(pack.fd, out, 0, out.length, start);
+    return out;
   }
 
   private baseAt(pack: Pack, offset: number): GitObject {
