@@ -131,7 +131,7 @@ export async function managedSyncScan(deps: ManagedSourceDeps, input: SourceSync
   await setSyncPhase(em, input.jobId, 'scanning', 0);
   const row = await loadSyncing(em, input);
   const ctx = Context.current();
-  const scan = await scanCheckout(sourcePaths(deps.config, row.id).workdir, row.settings, async (files) => {
+  const scan = await scanCheckout(sourcePaths(deps.config, row.id), row.settings, async (files) => {
     ctx.heartbeat();
     await setSyncPhase(em, input.jobId, 'scanning', files);
   });

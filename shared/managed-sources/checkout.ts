@@ -75,6 +75,35 @@ export async function checkoutState(workdir: string): Promise<string | null> {
   return marker ? `${marker.commit}:${marker.rules}` : null;
 }
 
+const collator = new Intl.Collator();
+
+/** Paths in the order `listFiles` walks them (each folder's names sorted with `localeCompare`, depth first). */
+function walkOrder(a: string, b: string): number {
+  const x = a.split('/');
+  const y = b.split('/');
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return collator.compare(x[i]!, y[i]!);
+  return x.length - y.length;
+}
+
+/**
+ * The working tree's files as the checkout wrote them, read from the commit's trees instead of walking
+ * the folder, in `listFiles` order; null when the tree's commit is unknown or other rules wrote it.
+ */
+export async function checkoutFiles(
+  workdir: string,
+  gitdir: string,
+  checkoutExclude: readonly string[],
+): Promise<string[] | null> {
+  const marker = await readMarker(workdir);
+  if (!marker || marker.rules !== rulesHash(checkoutExclude)) return null;
+  const reader = new ObjectReader(gitdir);
+  try {
+    return [...commitFiles(reader, marker.commit, gitignoreMatcher(checkoutExclude)).files.keys()].sort(walkOrder);
+  } finally {
+    reader.close();
+  }
+}
+
 async function exists(p: string): Promise<boolean> {
   return stat(p).then(
     () => true,
@@ -180,9 +209,11 @@ export async function materializeCheckout(input: {
     if (!previous || !(await applyDifference(reader, input.workdir, previous, plan, input.tag)))
       await writeFresh(reader, input.workdir, plan, input.tag);
     const written: Marker = { commit: input.commitSha, rules };
+    reader.close();
     await writeFile(markerPath(input.workdir), JSON.stringify(written));
     return { files: plan.files.size, excluded: plan.excluded };
   } catch (err) {
+    reader.close();
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     const sparse = effectiveRules(input.checkoutExclude).length > 0;
     if (hadPrevious)

@@ -209,7 +209,10 @@ export async function fetchRef(input: {
 }): Promise<void> {
   await mkdir(input.gitdir, { recursive: true });
   if (!fs.existsSync(path.join(input.gitdir, 'HEAD'))) await git.init({ fs, gitdir: input.gitdir, bare: true });
-  if (!(await hasCommit(input.gitdir, input.resolved.commitSha))) await fetchMissing(input);
+  // One isomorphic-git cache for the calls of this fetch: without it each lookup re-reads and
+  // re-verifies (SHA-1 of the whole pack) every pack already fetched.
+  const cache = {};
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache))) await fetchMissing(input, cache);
   await git.writeRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF, value: input.resolved.commitSha, force: true });
 }
 
@@ -227,12 +230,13 @@ const FETCHED_REF = 'refs/platform/fetched';
  * makes `git upload-pack` send the whole tree again even with the `have` acknowledged (measured: the
  * second pack as large as the first), so depth is only asked for when nothing was fetched before.
  */
-async function fetchMissing(input: Parameters<typeof fetchRef>[0]): Promise<void> {
+async function fetchMissing(input: Parameters<typeof fetchRef>[0], cache: object): Promise<void> {
   // The remote `origin` (URL may have changed) with the default refspec isomorphic-git needs to record refs.
   await git.addRemote({ fs, gitdir: input.gitdir, remote: 'origin', url: input.url, force: true });
   const previous = await git.resolveRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF }).catch(() => null);
   await git.fetch({
     fs,
+    cache,
     http: input.http,
     gitdir: input.gitdir,
     remote: 'origin',
@@ -244,7 +248,7 @@ async function fetchMissing(input: Parameters<typeof fetchRef>[0]): Promise<void
     ...(previous ? {} : { depth: 1 }),
     tags: false,
   });
-  if (!(await hasCommit(input.gitdir, input.resolved.commitSha)))
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache)))
     throw new GitSyncError(
       GitSyncCodes.GIT_FETCH_INCOMPLETE,
       'The fetched pack does not contain the release commit.',
@@ -252,9 +256,9 @@ async function fetchMissing(input: Parameters<typeof fetchRef>[0]): Promise<void
     );
 }
 
-async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
+async function hasCommit(gitdir: string, oid: string, cache: object): Promise<boolean> {
   try {
-    await git.readCommit({ fs, gitdir, oid });
+    await git.readCommit({ fs, gitdir, oid, cache });
     return true;
   } catch {
     return false;

@@ -5,7 +5,7 @@ import type { ManagedSourceSettings } from '../db/entities/index.js';
 import { isBlueprintManifest } from '../blueprints/remote.js';
 import { SKILL_FILE } from '../skills/packages.js';
 import { APP_FILE } from './apps.js';
-import { checkoutState } from './checkout.js';
+import { checkoutFiles, checkoutState } from './checkout.js';
 import { gitignoreMatcher, listFiles } from './git.js';
 
 /**
@@ -59,6 +59,15 @@ export async function scanWorkingTree(
   s: ManagedSourceSettings,
   progress: (files: number) => Promise<void>,
 ): Promise<ScanSummary> {
+  return scanFiles(listFiles(workdir), s, progress);
+}
+
+/** The scan of a list of working-tree files (`/`-separated, in `listFiles` order). */
+async function scanFiles(
+  paths: AsyncIterable<string> | Iterable<string>,
+  s: ManagedSourceSettings,
+  progress: (files: number) => Promise<void>,
+): Promise<ScanSummary> {
   const included = s.include.length ? gitignoreMatcher(s.include) : () => true;
   const excluded = gitignoreMatcher(s.exclude);
   const types = new Set(s.scan_types_enabled);
@@ -70,7 +79,7 @@ export async function scanWorkingTree(
     string[]
   >;
   let files = 0;
-  for await (const file of listFiles(workdir)) {
+  for await (const file of paths) {
     if (!included(file) || excluded(file)) continue;
     files++;
     for (const k of kinds) {
@@ -95,14 +104,16 @@ function scanKey(state: string, s: ManagedSourceSettings): string {
 }
 
 /**
- * `scanWorkingTree`, remembered beside the working tree (`scan.json`) for the commit and settings it
- * was made with: a resync that finds the same commit answers the saved scan without walking the tree.
+ * The scan of a synced working tree, remembered beside it (`scan.json`) for the commit and settings it
+ * was made with: a resync that finds the same commit answers the saved scan; another lists the files
+ * from the commit's trees. Neither walks the folder.
  */
 export async function scanCheckout(
-  workdir: string,
+  paths: { workdir: string; gitdir: string },
   s: ManagedSourceSettings,
   progress: (files: number) => Promise<void>,
 ): Promise<ScanSummary> {
+  const { workdir, gitdir } = paths;
   const file = path.join(path.dirname(workdir), 'scan.json');
   const state = await checkoutState(workdir);
   const key = state ? scanKey(state, s) : null;
@@ -113,7 +124,9 @@ export async function scanCheckout(
     );
     if (saved?.key === key) return saved.scan;
   }
-  const scan = await scanWorkingTree(workdir, s, progress);
+  // The files the checkout wrote come from the commit's trees (no walk of the folder) when it is known.
+  const files = await checkoutFiles(workdir, gitdir, s.checkout_exclude);
+  const scan = await scanFiles(files ?? listFiles(workdir), s, progress);
   if (key) await writeFile(file, JSON.stringify({ key, scan }));
   return scan;
 }
