@@ -43,6 +43,7 @@ import { demoVignetteRoutes } from './demo-vignettes.js';
 import { desktopLaptopRoutes } from './desktop-laptop.js';
 import { demoTicketRcaRoutes } from './demo-ticket-rca.js';
 import { blueprintWipRoutes } from './blueprint-wip.js';
+import { threadRoutes } from './threads.js';
 
 /** The route lists of the areas, in the order the router mounts them (after the meta routes). */
 const AREA_ROUTES: readonly AnyRoute[][] = [
@@ -53,6 +54,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   actionReviewRoutes,
   toolCallRoutes,
   agentRoutes,
+  threadRoutes,
   gatewaySettingsRoutes,
   configSetupRoutes,
   configViewRoutes,

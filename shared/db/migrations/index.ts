@@ -44,6 +44,7 @@ import { Migration20261126001100ManagedApps } from './Migration20261126001100Man
 import { Migration20261126001200DocIndexAdopted } from './Migration20261126001200DocIndexAdopted.js';
 import { Migration20261126002800LlmUsagePurpose } from './Migration20261126002800LlmUsagePurpose.js';
 import { Migration20261128120000MissionFailed } from './Migration20261128120000MissionFailed.js';
+import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -95,4 +96,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126001200DocIndexAdopted', class: Migration20261126001200DocIndexAdopted },
   { name: 'Migration20261126002800LlmUsagePurpose', class: Migration20261126002800LlmUsagePurpose },
   { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
+  { name: 'Migration20261129440000ThreadEvents', class: Migration20261129440000ThreadEvents },
 ];
