@@ -10,7 +10,7 @@ import { agentCliCommand, runnerArgv } from '../shared/code-agent/launcher.js';
 import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '../shared/code-agent/runs.js';
 import { findConnectionRow } from '../shared/crm/store.js';
 import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
-import { openPullRequest, repoCoordinates } from '../shared/git/forge.js';
+import { findPullRequestByHead, openPullRequest, repoCoordinates } from '../shared/git/forge.js';
 import {
   checkoutNewBranch,
   cloneBranch,
@@ -121,6 +121,41 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           [pid, runId],
         ).catch(() => undefined),
     });
+  }
+
+  /** The pull request an interrupted run left (see codeAgentMarkInterrupted), recorded once found. */
+  async function recoverPullRequest(em: EntityManager, row: CodeAgentRunRow): Promise<void> {
+    const record = (prUrl: string, how: string) =>
+      sql<Record<string, unknown>>(
+        em,
+        `update code_agent_runs set pr_url = ?, outcome = 'pull_request', steps = steps || ?::jsonb, updated_at = now()
+          where run_id = ? and pr_url is null`,
+        [prUrl, step('pull_request_recovered', `${prUrl} (${how})`), row.runId],
+      );
+    const reported = [...(row.output ?? '').matchAll(PR_LINE)].pop()?.[1];
+    if (reported) return void (await record(reported, "the runner's output"));
+    if (!row.targetRepoUrl || !row.branch) return;
+    try {
+      const token = row.gitConnectionName
+        ? openApiKeyConnection(config, await findConnectionRow(em, row.tenant, row.gitConnectionName, 'api_key')).apiKey
+        : null;
+      const pr = await findPullRequestByHead({
+        policy: config.egress,
+        coordinates: repoCoordinates(
+          row.targetRepoUrl,
+          await deps.settings.get('enhancements.coding_agent.agent_cli.forge_api_url'),
+        ),
+        token,
+        branch: row.branch,
+      });
+      if (pr) await record(pr.html_url, `found on the Git host by head branch ${row.branch}`);
+    } catch (err) {
+      await sql<Record<string, unknown>>(
+        em,
+        `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`,
+        [step('pull_request_lookup_failed', (err as Error).message.slice(0, 300)), row.runId],
+      );
+    }
   }
 
   function classify(err: unknown, what: string): never {
@@ -247,9 +282,9 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const claimed = await sql<Record<string, unknown>>(
         orm.em.fork(),
         `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
-            steps = steps || ?::jsonb
+            branch = ?, steps = steps || ?::jsonb
           where run_id = ? and status = 'queued' returning run_id`,
-        [hostname(), step('runner_started'), input.runId],
+        [hostname(), codeAgentBranch(input.runId), step('runner_started'), input.runId],
       );
       if (!claimed.length)
         throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
@@ -294,6 +329,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: workdir,
         CODE_AGENT_RUN_ID: row.runId,
+        // The head branch to push: if this worker is lost, the platform finds the pull request by it.
+        CODE_AGENT_BRANCH: codeAgentBranch(row.runId),
         CODE_AGENT_TARGET_REPO_URL: row.targetRepoUrl ?? '',
         CODE_AGENT_TARGET_BASE_REF: row.targetBaseRef,
         CODE_AGENT_AUTO_CREATE_PR: String(row.autoCreatePr),
@@ -583,7 +620,12 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       return existed;
     },
 
-    /** Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
+    /**
+     * Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on
+     * this host. Then what the run left is looked for, so nothing it did is lost: its pull request, from
+     * the runner's `CODE_AGENT_PR_URL=` line in the output flushed so far, else from the Git host by the
+     * run's head branch (`code-agent/<run_id>`), recorded as `pr_url` with outcome `pull_request`.
+     */
     async codeAgentMarkInterrupted(input: { runId: string; reason: string }): Promise<CodeAgentRunStatus> {
       const em = orm.em.fork();
       const rows = await sql<Record<string, unknown>>(
@@ -596,6 +638,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const stranded = rows[0];
       if (stranded?.process_id && stranded.worker_host === hostname())
         killGroup(Number(stranded.process_id), 'SIGKILL');
+      const { row } = await load(input.runId);
+      if (row.status === 'interrupted' && !row.prUrl && row.branch) await recoverPullRequest(em, row);
       return (await load(input.runId)).row.status;
     },
   };
