@@ -45,6 +45,7 @@ import { Migration20261126001200DocIndexAdopted } from './Migration2026112600120
 import { Migration20261126002800LlmUsagePurpose } from './Migration20261126002800LlmUsagePurpose.js';
 import { Migration20261128120000MissionFailed } from './Migration20261128120000MissionFailed.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
+import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -97,4 +98,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126002800LlmUsagePurpose', class: Migration20261126002800LlmUsagePurpose },
   { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
   { name: 'Migration20261129440000ThreadEvents', class: Migration20261129440000ThreadEvents },
+  { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
 ];
