@@ -123,18 +123,17 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
     });
   }
 
-  /** The pull request an interrupted run left (see codeAgentMarkInterrupted), recorded once found. */
-  async function recoverPullRequest(em: EntityManager, row: CodeAgentRunRow): Promise<void> {
-    const record = (prUrl: string, how: string) =>
-      sql<Record<string, unknown>>(
-        em,
-        `update code_agent_runs set pr_url = ?, outcome = 'pull_request', steps = steps || ?::jsonb, updated_at = now()
-          where run_id = ? and pr_url is null`,
-        [prUrl, step('pull_request_recovered', `${prUrl} (${how})`), row.runId],
-      );
+  /**
+   * The pull request a run whose worker was lost left (see codeAgentMarkInterrupted): the URL and how it
+   * was found, or the step saying why the Git host could not be asked; null when there is none.
+   */
+  async function leftPullRequest(
+    em: EntityManager,
+    row: CodeAgentRunRow,
+  ): Promise<{ prUrl: string | null; step: string } | null> {
     const reported = [...(row.output ?? '').matchAll(PR_LINE)].pop()?.[1];
-    if (reported) return void (await record(reported, "the runner's output"));
-    if (!row.targetRepoUrl || !row.branch) return;
+    if (reported) return { prUrl: reported, step: step('pull_request_recovered', `${reported} (the runner's output)`) };
+    if (!row.targetRepoUrl || !row.branch) return null;
     try {
       const token = row.gitConnectionName
         ? openApiKeyConnection(config, await findConnectionRow(em, row.tenant, row.gitConnectionName, 'api_key')).apiKey
@@ -148,13 +147,11 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         token,
         branch: row.branch,
       });
-      if (pr) await record(pr.html_url, `found on the Git host by head branch ${row.branch}`);
+      if (!pr) return null;
+      const how = `found on the Git host by head branch ${row.branch}`;
+      return { prUrl: pr.html_url, step: step('pull_request_recovered', `${pr.html_url} (${how})`) };
     } catch (err) {
-      await sql<Record<string, unknown>>(
-        em,
-        `update code_agent_runs set steps = steps || ?::jsonb, updated_at = now() where run_id = ?`,
-        [step('pull_request_lookup_failed', (err as Error).message.slice(0, 300)), row.runId],
-      );
+      return { prUrl: null, step: step('pull_request_lookup_failed', (err as Error).message.slice(0, 300)) };
     }
   }
 
@@ -621,25 +618,34 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on
-     * this host. Then what the run left is looked for, so nothing it did is lost: its pull request, from
-     * the runner's `CODE_AGENT_PR_URL=` line in the output flushed so far, else from the Git host by the
-     * run's head branch (`code-agent/<run_id>`), recorded as `pr_url` with outcome `pull_request`.
+     * Ends a local run whose worker vanished: its process group killed when it ran on this host, then
+     * what the run left looked for, so nothing it did is lost: its pull request, from the runner's
+     * `CODE_AGENT_PR_URL=` line in the output flushed so far, else from the Git host by the run's head
+     * branch (`code-agent/<run_id>`); the run is written `interrupted` with it (`pr_url`, outcome
+     * `pull_request`) in one update.
      */
     async codeAgentMarkInterrupted(input: { runId: string; reason: string }): Promise<CodeAgentRunStatus> {
-      const em = orm.em.fork();
-      const rows = await sql<Record<string, unknown>>(
+      const { em, row } = await load(input.runId);
+      if (row.status !== 'queued' && row.status !== 'running') return row.status;
+      // The stranded runner goes first, so it opens nothing after the look below.
+      if (row.processId && row.workerHost === hostname()) killGroup(row.processId, 'SIGKILL');
+      const left = row.prUrl || !row.branch ? null : await leftPullRequest(em, row);
+      // One write: the run never reads as ended without what it left.
+      await sql<Record<string, unknown>>(
         em,
-        `update code_agent_runs set status = 'interrupted', error = ?, steps = steps || ?::jsonb, finished_at = now(),
-            updated_at = now()
-          where run_id = ? and status in ('queued', 'running') returning worker_host, process_id`,
-        [input.reason, step('interrupted', input.reason), input.runId],
+        `update code_agent_runs set status = 'interrupted', error = ?, finished_at = now(), updated_at = now(),
+            pr_url = coalesce(?, pr_url), outcome = case when ?::text is null then outcome else 'pull_request' end,
+            steps = steps || ?::jsonb || ?::jsonb
+          where run_id = ? and status in ('queued', 'running')`,
+        [
+          input.reason,
+          left?.prUrl ?? null,
+          left?.prUrl ?? null,
+          step('interrupted', input.reason),
+          left?.step ?? '[]',
+          input.runId,
+        ],
       );
-      const stranded = rows[0];
-      if (stranded?.process_id && stranded.worker_host === hostname())
-        killGroup(Number(stranded.process_id), 'SIGKILL');
-      const { row } = await load(input.runId);
-      if (row.status === 'interrupted' && !row.prUrl && row.branch) await recoverPullRequest(em, row);
       return (await load(input.runId)).row.status;
     },
   };

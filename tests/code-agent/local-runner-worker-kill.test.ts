@@ -9,9 +9,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
+import { stackWorkerEnv, waitFor } from '../helpers/worker-env.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 /** The runner: opens a pull request for its head branch on the Git host, says so, then keeps working. */
@@ -66,26 +67,10 @@ async function startForge() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, pulls, searches };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tries = 600): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
 const runnerCommand = () => `${process.execPath} ${path.join(dir, 'runner.cjs')} ${forge.url}`;
 
 function workerProcess(runner: string): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    CODE_AGENT_RUNNER_COMMAND: runner,
-  });
+  const w = spawnWorkerProcess({ ...stackWorkerEnv(stack), CODE_AGENT_RUNNER_COMMAND: runner });
   workers.push(w);
   return w;
 }
