@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { tapLogLines } from './log.js';
+import { ListenConnection } from './db/listen.js';
 
 /**
  * Worker log lines to the API's log WebSockets (hosted mode): the worker relays its lines that name a
@@ -143,31 +144,17 @@ export function startLogRelayPublisher(options: {
  * every channel listened to again) on the next subscription.
  */
 export class LogRelaySubscriber {
-  private client: Promise<pg.Client> | null = null;
   private readonly listeners = new Map<string, Set<(line: string) => void>>();
+  private readonly listen: ListenConnection;
 
-  constructor(private readonly databaseUrl: string) {}
-
-  private connection(): Promise<pg.Client> {
-    if (this.client) return this.client;
-    const c = new pg.Client({ connectionString: this.databaseUrl });
-    const opened = (async () => {
-      await c.connect();
-      for (const channel of this.listeners.keys()) await c.query(`LISTEN ${channel}`);
-      return c;
-    })();
-    this.client = opened;
-    const drop = () => {
-      if (this.client === opened) this.client = null;
-    };
-    c.on('error', drop);
-    c.on('end', drop);
-    c.on('notification', (n) => {
-      if (n.payload === undefined) return;
-      for (const listener of this.listeners.get(n.channel) ?? []) listener(n.payload);
-    });
-    opened.catch(drop);
-    return opened;
+  constructor(databaseUrl: string) {
+    this.listen = new ListenConnection(
+      databaseUrl,
+      () => this.listeners.keys(),
+      (channel, payload) => {
+        for (const listener of this.listeners.get(channel) ?? []) listener(payload);
+      },
+    );
   }
 
   /** Hands the tenant's relayed lines (JSON text) to `listener` until the answered function is called. */
@@ -178,7 +165,7 @@ export class LogRelaySubscriber {
     if (!set) this.listeners.set(channel, (set = new Set()));
     set.add(listener);
     try {
-      const c = await this.connection();
+      const c = await this.listen.connection();
       if (first) await c.query(`LISTEN ${channel}`);
     } catch (err) {
       this.remove(channel, listener);
@@ -193,13 +180,14 @@ export class LogRelaySubscriber {
     set.delete(listener);
     if (set.size) return;
     this.listeners.delete(channel);
-    void this.client?.then((c) => c.query(`UNLISTEN ${channel}`)).catch(() => undefined);
+    void this.listen
+      .current()
+      ?.then((c) => c.query(`UNLISTEN ${channel}`))
+      .catch(() => undefined);
   }
 
   async close(): Promise<void> {
     this.listeners.clear();
-    const c = this.client;
-    this.client = null;
-    await c?.then((client) => client.end()).catch(() => undefined);
+    await this.listen.close();
   }
 }

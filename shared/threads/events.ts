@@ -8,7 +8,7 @@
  * re-read on a short poll, so a lost notification delays an event and never loses it.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import pg from 'pg';
+import { ListenConnection } from '../db/listen.js';
 import { sql, sqlOne } from '../db/sql.js';
 import type { LlmFailure } from '../llm/client.js';
 
@@ -121,33 +121,21 @@ export async function threadEventsAfter(
  * is woken when a worker writes one of its events. A lost connection is re-opened on the next follow.
  */
 export class ThreadEventHub {
-  private client: Promise<pg.Client> | null = null;
   private readonly followers = new Map<string, Set<() => void>>();
+  private readonly listen: ListenConnection;
 
-  constructor(private readonly databaseUrl: string) {}
-
-  private connection(): Promise<pg.Client> {
-    if (this.client) return this.client;
-    const c = new pg.Client({ connectionString: this.databaseUrl });
-    const opened = (async () => {
-      await c.connect();
-      await c.query(`LISTEN ${THREAD_EVENTS_CHANNEL}`);
-      return c;
-    })();
-    this.client = opened;
-    const drop = () => {
-      if (this.client === opened) this.client = null;
+  constructor(databaseUrl: string) {
+    this.listen = new ListenConnection(
+      databaseUrl,
+      () => [THREAD_EVENTS_CHANNEL],
+      (_channel, threadId) => {
+        for (const wake of this.followers.get(threadId) ?? []) wake();
+      },
       // Followers re-read at once, then keep polling until a new connection wakes them.
-      for (const set of this.followers.values()) for (const wake of set) wake();
-    };
-    c.on('error', drop);
-    c.on('end', drop);
-    c.on('notification', (n) => {
-      if (n.channel !== THREAD_EVENTS_CHANNEL || !n.payload) return;
-      for (const wake of this.followers.get(n.payload) ?? []) wake();
-    });
-    opened.catch(drop);
-    return opened;
+      () => {
+        for (const set of this.followers.values()) for (const wake of set) wake();
+      },
+    );
   }
 
   /** Calls `wake` whenever an event of the thread may have been written, until the answered function is called. */
@@ -156,7 +144,7 @@ export class ThreadEventHub {
     if (!set) this.followers.set(threadId, (set = new Set()));
     set.add(wake);
     try {
-      await this.connection();
+      await this.listen.connection();
     } catch (err) {
       this.unfollow(threadId, wake);
       throw err;
@@ -172,9 +160,7 @@ export class ThreadEventHub {
 
   async close(): Promise<void> {
     this.followers.clear();
-    const c = this.client;
-    this.client = null;
-    await c?.then((client) => client.end()).catch(() => undefined);
+    await this.listen.close();
   }
 }
 

@@ -5,10 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
-import type { Principal } from '../../shared/auth/principal.js';
-import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError } from '../../shared/errors.js';
 import { openThread, postMessage } from '../../shared/threads/service.js';
+import { person } from './support.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { openSse, type SseClient, type SseMessage } from '../helpers/sse.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
@@ -19,15 +18,6 @@ let stack: Stack;
 let second: RunningApi;
 const clients: SseClient[] = [];
 
-const person = (id: string): Principal => ({
-  kind: 'person',
-  id,
-  tenant: 'default',
-  displayName: id,
-  roles: ['admin'],
-  permissions: permissionsFor(['admin']),
-  credential: 'idp_jwt',
-});
 const owner = person('local-admin');
 const em = () => stack.api.deps.orm.em.fork();
 
@@ -51,11 +41,12 @@ async function follow(threadId: string, base = stack.url, headers: Record<string
   return client;
 }
 
-/** A promise and the function that settles it. */
-function gate() {
+/** The model answers in `chunks`, holding the rest after the first until the answered `open()` is called. */
+function answerHeldAfterFirst(chunks: string[]) {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
-  return { open, opened };
+  llm.respond = () => ({ chunks, before: (i) => (i === 1 ? opened : Promise.resolve()) });
+  return { open };
 }
 
 const isEnd = (turnId: string) => (e: SseMessage) =>
@@ -64,11 +55,7 @@ const isEnd = (turnId: string) => (e: SseMessage) =>
 describe('streaming turns over Server-Sent Events', () => {
   it('carries the model output as it arrives, in order, then the turn’s end', async () => {
     const { thread } = await openThread(stack.api.deps, em(), owner, { origin: 'test' });
-    const secondPiece = gate();
-    llm.respond = () => ({
-      chunks: ['Hel', 'lo, ', 'world'],
-      before: (i) => (i === 1 ? secondPiece.opened : Promise.resolve()),
-    });
+    const secondPiece = answerHeldAfterFirst(['Hel', 'lo, ', 'world']);
     const sse = await follow(thread.id);
     expect(sse.status).toBe(200);
     expect(sse.contentType).toMatch(/^text\/event-stream/);
@@ -158,11 +145,7 @@ describe('streaming turns over Server-Sent Events', () => {
 
   it('resumes after Last-Event-ID on another API process without losing or repeating an event', async () => {
     const { thread } = await openThread(stack.api.deps, em(), owner, { origin: 'test' });
-    const rest = gate();
-    llm.respond = () => ({
-      chunks: ['one ', 'two ', 'three'],
-      before: (i) => (i === 1 ? rest.opened : Promise.resolve()),
-    });
+    const rest = answerHeldAfterFirst(['one ', 'two ', 'three']);
     const before = await follow(thread.id);
     const turn = postMessage(stack.api.deps, owner, thread, 'count');
     const seen = await before.waitFor((e) => e.event === 'delta');

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readThread, postMessage, startThread } from '../../shared/threads/service.js';
-import type { Principal } from '../../shared/auth/principal.js';
-import { permissionsFor } from '../../shared/auth/rbac.js';
 import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { findThread } from '../../shared/threads/store.js';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
+import { person } from './support.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { startWorker } from '../helpers/temporal.js';
@@ -13,15 +12,6 @@ import { startWorker } from '../helpers/temporal.js';
 let llm: FakeLlm;
 let stack: Stack;
 
-const person = (id: string): Principal => ({
-  kind: 'person',
-  id,
-  tenant: 'default',
-  displayName: id,
-  roles: ['admin'],
-  permissions: permissionsFor(['admin']),
-  credential: 'idp_jwt',
-});
 const owner = person('local-admin');
 const lastUser = (req: { messages: Array<{ role: string; content: string | null }> }) =>
   [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
