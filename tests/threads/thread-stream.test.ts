@@ -49,6 +49,9 @@ function answerHeldAfterFirst(chunks: string[]) {
   return { open };
 }
 
+/** The events of a turn whose answer came in three pieces, without tool calls. */
+const THREE_PIECE_TURN = ['user_message', 'delta', 'delta', 'delta', 'assistant_message', 'turn_completed'];
+
 const isEnd = (turnId: string) => (e: SseMessage) =>
   e.data.turn_id === turnId && (e.event === 'turn_completed' || e.event === 'llm_failure');
 
@@ -74,14 +77,7 @@ describe('streaming turns over Server-Sent Events', () => {
     expect(end.data).toMatchObject({ turn_id: reply.turnId, reply: 'Hello, world', message_id: reply.messageId });
     expect(reply.reply).toBe('Hello, world');
     const turnEvents = sse.events.filter((e) => e.data.turn_id === reply.turnId);
-    expect(turnEvents.map((e) => e.event)).toEqual([
-      'user_message',
-      'delta',
-      'delta',
-      'delta',
-      'assistant_message',
-      'turn_completed',
-    ]);
+    expect(turnEvents.map((e) => e.event)).toEqual(THREE_PIECE_TURN);
     expect(turnEvents[0]!.data.content).toBe('greet me');
     expect(turnEvents.filter((e) => e.event === 'delta').map((e) => e.data.text)).toEqual(['Hel', 'lo, ', 'world']);
     expect(turnEvents[4]!.data).toMatchObject({ content: 'Hello, world', tool_calls: [] });
@@ -158,14 +154,7 @@ describe('streaming turns over Server-Sent Events', () => {
     const reply = await turn;
     await after.waitFor(isEnd(reply.turnId));
     const joined = [...kept, ...after.events];
-    expect(joined.map((e) => e.event)).toEqual([
-      'user_message',
-      'delta',
-      'delta',
-      'delta',
-      'assistant_message',
-      'turn_completed',
-    ]);
+    expect(joined.map((e) => e.event)).toEqual(THREE_PIECE_TURN);
     expect(joined.filter((e) => e.event === 'delta').map((e) => e.data.text)).toEqual(['one ', 'two ', 'three']);
     expect(after.events.every((e) => e.id! > seen.id!)).toBe(true);
 
