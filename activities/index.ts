@@ -8,6 +8,7 @@ import { createDocumentIndexActivities } from './document-index.js';
 import { createEchoActivities } from './echo.js';
 import { createEmbeddingActivities } from './embeddings.js';
 import { createEtlActivities } from './etl.js';
+import { createFlowActivities } from './flows.js';
 import { createDemoActivities } from './demo.js';
 import { platformEmbeddingConsumers } from '../shared/embeddings/platform.js';
 import { createHandbackActivities } from './handback.js';
@@ -36,6 +37,7 @@ export function createActivities(input: Omit<ActivityDeps, 'settings'> & { setti
     ...createSecretActivities(deps),
     ...createManagedSourceActivities(deps),
     ...createEtlActivities(deps),
+    ...createFlowActivities(deps),
     ...createDocumentIndexActivities(deps),
     ...createCodeAgentActivities(deps),
     ...createEmbeddingActivities({

@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Principal } from '../shared/auth/principal.js';
+import { adoptedLearningsFor, learningsBlock } from '../shared/action-review/learnings.js';
 import { AgentRowEntity } from '../shared/db/entities/index.js';
 import { activeProviders } from '../shared/llm/active-provider.js';
 import { LlmError, type ChatMessage, type ToolCall } from '../shared/llm/client.js';
@@ -118,6 +119,7 @@ export function createThreadActivities(deps: ActivityDeps) {
       const messages = await listMessages(em, input.threadId);
       const system = [
         agent.instructions,
+        learningsBlock(await adoptedLearningsFor(em, input.tenant, agent.id)),
         thread.callerPersona ? `The caller describes themselves as: ${thread.callerPersona}` : '',
         thread.callerGoal ? `The caller's goal: ${thread.callerGoal}` : '',
       ]

@@ -32,6 +32,7 @@ import {
 import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
+import { post } from './lib/post.js';
 
 const ACTION_TYPE = 'prover.request_finding_evidence.v1' as const;
 const EXPECTED_EFFECT = 'The finding gets an evidence request.';
@@ -108,17 +109,6 @@ async function bareLifecycle(client: Client, config: AppConfig, tag: string): Pr
   });
   if (outcome.finalStatus !== 'executed')
     throw new Error(`bare lifecycle ended ${outcome.finalStatus}: ${outcome.refusalDetail ?? outcome.errorDetail}`);
-}
-
-async function post(url: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status !== 200 && res.status !== 201) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as Record<string, any>;
 }
 
 /** create → approve → execute over HTTP, as a client of the API would. */

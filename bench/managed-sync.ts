@@ -3,7 +3,8 @@
  * smart HTTP by `git http-backend` (the test suite's Git server, basic auth on), against the system
  * `git` on the same repository in the same run: first sync (`POST …/sync` of a new source: resolve,
  * shallow fetch, checkout, scan, record, through the API and the workflow) against `git clone`
- * (shallow, as the sync fetches, and full), and a no-change resync against `git fetch` in that clone.
+ * (shallow, as the sync fetches, and full), a no-change resync against `git fetch` in that clone, and a
+ * resync after a commit that changes one file against `git fetch` + `git checkout` of it in the clone.
  * Rounds alternate which side goes first; medians are reported.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -40,6 +41,18 @@ function buildRepository(bare: string, files: number, commits: number): void {
   execFileSync('git', ['--git-dir', bare, 'update-server-info']);
 }
 
+/** Commits a change of one file on `main` (the round's own content), answering nothing. */
+function commitOneChange(bare: string, round: number): void {
+  const parent = execFileSync('git', ['--git-dir', bare, 'rev-parse', 'refs/heads/main']).toString().trim();
+  const msg = `change ${round}`;
+  const body = `file 1 changed in round ${round}\n`;
+  const lines = ['commit refs/heads/main', `committer Bench <bench@example.com> ${1_800_000_000 + round} +0000`];
+  lines.push(`data ${Buffer.byteLength(msg)}`, msg, `from ${parent}`);
+  lines.push('M 100644 inline src/mod1/f1.txt', `data ${Buffer.byteLength(body)}`, body, '');
+  execFileSync('git', ['--git-dir', bare, 'fast-import', '--quiet'], { input: lines.join('\n') });
+  execFileSync('git', ['--git-dir', bare, 'update-server-info']);
+}
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
@@ -64,7 +77,8 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
   const server: GitServer = await startGitServer(AUTH);
   const clones = await mkdtemp(path.join(os.tmpdir(), 'bench-clones-'));
   try {
-    const built = await timed(async () => buildRepository(path.join(server.root, 'big.git'), files, commits));
+    const bare = path.join(server.root, 'big.git');
+    const built = await timed(async () => buildRepository(bare, files, commits));
     const repoUrl = `${server.url}/big.git`;
     const authedUrl = repoUrl.replace('http://', `http://${AUTH.username}:${AUTH.password}@`);
     const api = async (method: string, p: string, body?: unknown) => {
@@ -94,8 +108,15 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
     const shallowClone: number[] = [];
     const fullClone: number[] = [];
     const fetchNoChange: number[] = [];
+    const resyncOneFile: number[] = [];
+    const fetchCheckout: number[] = [];
     let checkedOut = 0;
+    // Each round: first sync and no-change resync beside a shallow clone and `git fetch`, then one
+    // commit changing one file, synced beside `git fetch` + `git checkout` in that clone.
     for (let r = 0; r < rounds; r++) {
+      const shallow = path.join(clones, `shallow-${r}`);
+      const full = path.join(clones, `full-${r}`);
+      let id = '';
       const platform = async () => {
         const created = await api('POST', '/api/managed-sources', {
           name: `bench ${r}`,
@@ -104,16 +125,13 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
           scan_types_enabled: ['document_indexes'],
           credentials: { kind: 'basic', username: AUTH.username, password: AUTH.password },
         });
-        const id = created.source.source_id as string;
+        id = created.source.source_id as string;
         let result: { files_checked_out: number } | undefined;
         firstSync.push(await timed(async () => (result = await sync(id, 'updated'))));
         checkedOut = result!.files_checked_out;
         resync.push(await timed(() => sync(id, 'up_to_date')));
-        await api('DELETE', `/api/managed-sources/${id}`);
       };
       const system = async () => {
-        const shallow = path.join(clones, `shallow-${r}`);
-        const full = path.join(clones, `full-${r}`);
         shallowClone.push(
           await timed(() =>
             git(['clone', '-q', '--depth', '1', '--single-branch', '--branch', 'main', authedUrl, shallow]),
@@ -121,22 +139,40 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
         );
         fetchNoChange.push(await timed(() => git(['fetch', '-q', 'origin'], shallow)));
         fullClone.push(await timed(() => git(['clone', '-q', authedUrl, full])));
-        await rm(shallow, { recursive: true, force: true });
-        await rm(full, { recursive: true, force: true });
       };
-      if (r % 2 === 0) {
-        await platform();
-        await system();
-      } else {
-        await system();
-        await platform();
+      const platformChange = async () => resyncOneFile.push(await timed(() => sync(id, 'updated')));
+      const systemChange = async () =>
+        fetchCheckout.push(
+          await timed(async () => {
+            await git(['fetch', '-q', '--depth', '1', 'origin', 'main'], shallow);
+            await git(['checkout', '-q', '--detach', 'FETCH_HEAD'], shallow);
+          }),
+        );
+      const pairs: Array<[() => Promise<unknown>, () => Promise<unknown>]> = [
+        [platform, system],
+        [platformChange, systemChange],
+      ];
+      for (const [i, [a, b]] of pairs.entries()) {
+        if (i === 1) commitOneChange(bare, r);
+        if (r % 2 === 0) {
+          await a();
+          await b();
+        } else {
+          await b();
+          await a();
+        }
       }
+      await api('DELETE', `/api/managed-sources/${id}`);
+      await rm(shallow, { recursive: true, force: true });
+      await rm(full, { recursive: true, force: true });
     }
     const fs = median(firstSync);
     const rs = median(resync);
     const sc = median(shallowClone);
     const fc = median(fullClone);
     const fe = median(fetchNoChange);
+    const ro = median(resyncOneFile);
+    const fco = median(fetchCheckout);
     return [
       `## Managed-source sync: ${files} files, ${commits} commits (git http-backend on loopback; built in ${fmt(built)}), median of ${rounds} rounds`,
       '',
@@ -145,6 +181,7 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
       `| first sync (${checkedOut} files checked out) vs \`git clone --depth 1\` | ${fmt(fs)} | ${fmt(sc)} | ${(fs / sc).toFixed(2)}x |`,
       `| first sync vs full \`git clone\` | ${fmt(fs)} | ${fmt(fc)} | ${(fs / fc).toFixed(2)}x |`,
       `| no-change resync vs \`git fetch\` | ${fmt(rs)} | ${fmt(fe)} | ${(rs / fe).toFixed(2)}x |`,
+      `| 1-file change resync vs \`git fetch\` + \`git checkout\` | ${fmt(ro)} | ${fmt(fco)} | ${(ro / fco).toFixed(2)}x |`,
       '',
     ].join('\n');
   } finally {

@@ -43,6 +43,8 @@ const EnvSchema = z.object({
   TEMPORAL_UI_URL: optionalString,
   TEMPORAL_WORKER_MAX_CACHED_WORKFLOWS: optionalString,
   TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalString,
+  TEMPORAL_WORKER_STICKY_TIMEOUT_MS: optionalString,
+  TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS: optionalString,
   CONSOLE_SESSION_TTL_SECONDS: optionalString,
   TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -127,6 +129,17 @@ export interface AppConfig {
      */
     workerMaxCachedWorkflows: number;
     workerMaxConcurrentWorkflowTasks: number;
+    /**
+     * `TEMPORAL_WORKER_STICKY_TIMEOUT_MS` (default 1000): how long a workflow task waits on the sticky
+     * queue of the worker that cached the workflow before any worker may take it. The SDK's 10 s made a
+     * workflow cached on a SIGKILLed worker wait 10 s; a second costs a replay now and then on a busy worker.
+     */
+    workerStickyTimeoutMs: number;
+    /**
+     * `TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS` (default 10): on SIGTERM the worker stops polling, lets
+     * running activities finish for this long, then cancels them (the SDK's default is 0: cancel at once).
+     */
+    workerShutdownGraceSeconds: number;
   };
   /** The review console (`/console`): `CONSOLE_SESSION_TTL_SECONDS`, how long a sign-in lasts (default 8 h). */
   console: { sessionTtlSeconds: number };
@@ -154,7 +167,7 @@ export interface AppConfig {
     /** `PLATFORM_OAUTH_PROXY_ENABLED`: serve /authorize, /oauth/callback and /oauth/token. */
     oauthProxyEnabled: boolean;
   };
-  /** HS256 key for signed download URLs; unset: a random key per process (logged warning). */
+  /** HS256 key for signed download URLs; unset: derived from the secrets root key (else a random key per process, logged warning). */
   signingKey: string | undefined;
   gateway: {
     defaultAgentId: string | undefined;
@@ -377,6 +390,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
         e.TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
         20,
+      ),
+      workerStickyTimeoutMs: positiveInt(
+        'TEMPORAL_WORKER_STICKY_TIMEOUT_MS',
+        e.TEMPORAL_WORKER_STICKY_TIMEOUT_MS,
+        1000,
+      ),
+      workerShutdownGraceSeconds: positiveInt(
+        'TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS',
+        e.TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS,
+        10,
       ),
     },
     console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { tapLogLines } from './log.js';
-import { ListenConnection } from './db/listen.js';
 
 /**
  * Worker log lines to the API's log WebSockets (hosted mode): the worker relays its lines that name a
@@ -63,11 +62,13 @@ export interface LogRelayPublisher {
   close(): Promise<void>;
   /** Lines dropped because the queue was full or a send failed. */
   dropped(): number;
+  /** Whether a notification from this PostgreSQL backend was sent by this publisher (its own lines). */
+  sentBy(backendPid: number): boolean;
 }
 
 /**
- * The worker's side: relays this process's log lines (from `subscribe`, by default every logger's
- * lines) on the tenant's channel.
+ * The worker's side (and, with replicas, each API's): relays this process's log lines (from `subscribe`,
+ * by default every logger's lines) on the tenant's channel.
  */
 export function startLogRelayPublisher(options: {
   databaseUrl: string;
@@ -80,6 +81,8 @@ export function startLogRelayPublisher(options: {
   let client: pg.Client | null = null;
   let sending: Promise<void> | null = null;
   let closed = false;
+  /** The backends this publisher's connections had (a lost connection is replaced by a new one). */
+  const backends = new Set<number>();
 
   async function connection(): Promise<pg.Client> {
     if (client) return client;
@@ -88,6 +91,8 @@ export function startLogRelayPublisher(options: {
       if (client === c) client = null;
     });
     await c.connect();
+    const [row] = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows;
+    if (row) backends.add(row.pid);
     client = c;
     return c;
   }
@@ -135,26 +140,45 @@ export function startLogRelayPublisher(options: {
       client = null;
     },
     dropped: () => dropped,
+    sentBy: (backendPid) => backends.has(backendPid),
   };
 }
 
 /**
  * The API's side: one LISTEN connection, opened on the first subscription; a tenant's channel is
  * listened to while at least one of its sockets is subscribed. A lost connection is re-opened (and
- * every channel listened to again) on the next subscription.
+ * every channel listened to again) on the next subscription. `ownLine` names the notifications this
+ * process sent itself (its own publisher: its sockets have those lines already).
  */
 export class LogRelaySubscriber {
+  private client: Promise<pg.Client> | null = null;
   private readonly listeners = new Map<string, Set<(line: string) => void>>();
-  private readonly listen: ListenConnection;
 
-  constructor(databaseUrl: string) {
-    this.listen = new ListenConnection(
-      databaseUrl,
-      () => this.listeners.keys(),
-      (channel, payload) => {
-        for (const listener of this.listeners.get(channel) ?? []) listener(payload);
-      },
-    );
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly ownLine: (backendPid: number) => boolean = () => false,
+  ) {}
+
+  private connection(): Promise<pg.Client> {
+    if (this.client) return this.client;
+    const c = new pg.Client({ connectionString: this.databaseUrl });
+    const opened = (async () => {
+      await c.connect();
+      for (const channel of this.listeners.keys()) await c.query(`LISTEN ${channel}`);
+      return c;
+    })();
+    this.client = opened;
+    const drop = () => {
+      if (this.client === opened) this.client = null;
+    };
+    c.on('error', drop);
+    c.on('end', drop);
+    c.on('notification', (n) => {
+      if (n.payload === undefined || this.ownLine(n.processId)) return;
+      for (const listener of this.listeners.get(n.channel) ?? []) listener(n.payload);
+    });
+    opened.catch(drop);
+    return opened;
   }
 
   /** Hands the tenant's relayed lines (JSON text) to `listener` until the answered function is called. */
@@ -165,7 +189,7 @@ export class LogRelaySubscriber {
     if (!set) this.listeners.set(channel, (set = new Set()));
     set.add(listener);
     try {
-      const c = await this.listen.connection();
+      const c = await this.connection();
       if (first) await c.query(`LISTEN ${channel}`);
     } catch (err) {
       this.remove(channel, listener);
@@ -180,14 +204,13 @@ export class LogRelaySubscriber {
     set.delete(listener);
     if (set.size) return;
     this.listeners.delete(channel);
-    void this.listen
-      .current()
-      ?.then((c) => c.query(`UNLISTEN ${channel}`))
-      .catch(() => undefined);
+    void this.client?.then((c) => c.query(`UNLISTEN ${channel}`)).catch(() => undefined);
   }
 
   async close(): Promise<void> {
     this.listeners.clear();
-    await this.listen.close();
+    const c = this.client;
+    this.client = null;
+    await c?.then((client) => client.end()).catch(() => undefined);
   }
 }

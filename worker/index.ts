@@ -8,7 +8,7 @@ import { desktopDiagnosticsSchedule } from '../shared/desktop/diagnostics-schedu
 import { loadConfig, type AppConfig } from '../shared/config.js';
 import { initOrm } from '../shared/db/orm.js';
 import { isMain } from '../shared/is-main.js';
-import { createLogger, describeError } from '../shared/log.js';
+import { createLogger, describeError, type Logger } from '../shared/log.js';
 import { startLogRelayPublisher } from '../shared/log-relay.js';
 import { installWorkerRuntime } from '../shared/observability/temporal-runtime.js';
 import { startTracing, temporalWorkerPlugins } from '../shared/observability/tracing.js';
@@ -30,13 +30,50 @@ export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = 
  * (a mission waiting days for an answer) are evicted and replayed from history on their next task:
  * memory follows the cache size, not the number of open workflows. The SDK wants a cache of at least 2
  * and no more concurrent workflow tasks than cached workflows.
+ *
+ * Replicas: a workflow's next task first goes to the sticky queue of the worker that cached it; when
+ * that worker died (SIGKILL, OOM), the task waits there `TEMPORAL_WORKER_STICKY_TIMEOUT_MS` (1 s; the
+ * SDK's default 10 s) before another worker takes it from the shared queue. On SIGTERM (the SDK's
+ * runtime turns it into `worker.shutdown()`) the worker stops polling, releases its sticky queue and
+ * gives running activities `TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS` (10 s) to finish before cancelling them.
  */
 export function workerTuning(
   config: Pick<AppConfig, 'temporal'>,
-): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+): Pick<
+  WorkerOptions,
+  | 'maxCachedWorkflows'
+  | 'maxConcurrentWorkflowTaskExecutions'
+  | 'stickyQueueScheduleToStartTimeout'
+  | 'shutdownGraceTime'
+> {
   const maxCachedWorkflows = Math.max(2, config.temporal.workerMaxCachedWorkflows);
   const tasks = Math.max(2, config.temporal.workerMaxConcurrentWorkflowTasks);
-  return { maxCachedWorkflows, maxConcurrentWorkflowTaskExecutions: Math.min(tasks, maxCachedWorkflows) };
+  return {
+    maxCachedWorkflows,
+    maxConcurrentWorkflowTaskExecutions: Math.min(tasks, maxCachedWorkflows),
+    stickyQueueScheduleToStartTimeout: config.temporal.workerStickyTimeoutMs,
+    shutdownGraceTime: config.temporal.workerShutdownGraceSeconds * 1000,
+  };
+}
+
+/**
+ * The Schedules every worker ensures at start (idempotent: create, or bring an existing one in line), so
+ * N workers on one Temporal namespace leave each Schedule once, and each of its runs starts once.
+ */
+export async function ensureWorkerSchedules(config: AppConfig, log: Logger, settings: Settings): Promise<void> {
+  const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {
+    log.warn('could not read the saved sweep interval; using env or default', describeError(err));
+    return config.actionReview.sweepIntervalSeconds;
+  });
+  await ensureIntervalScheduleAtStart(config, log, handbackSweepSchedule(sweepEvery));
+  await ensureIntervalScheduleAtStart(config, log, autoSyncSchedule());
+  // Desktop mode only: the hourly automatic diagnostics attempt.
+  if (await settings.get('desktop.enabled').catch(() => false))
+    await ensureIntervalScheduleAtStart(config, log, desktopDiagnosticsSchedule());
+  // Tracker automation: both pollers' Schedules, paused unless enabled.
+  await syncTrackerSchedulesAtStart(config, log, settings);
+  // Hidden blueprints whose missions have all ended are purged hourly.
+  await ensureIntervalScheduleAtStart(config, log, blueprintPurgeSchedule());
 }
 
 async function main(): Promise<void> {
@@ -67,19 +104,7 @@ async function main(): Promise<void> {
     ...workerTuning(config),
     plugins: temporalWorkerPlugins(tracing),
   });
-  const sweepEvery = await settings.get('action_review.sweep_interval_seconds').catch((err: unknown) => {
-    log.warn('could not read the saved sweep interval; using env or default', describeError(err));
-    return config.actionReview.sweepIntervalSeconds;
-  });
-  await ensureIntervalScheduleAtStart(config, log, handbackSweepSchedule(sweepEvery));
-  await ensureIntervalScheduleAtStart(config, log, autoSyncSchedule());
-  // Desktop mode only: the hourly automatic diagnostics attempt.
-  if (await settings.get('desktop.enabled').catch(() => false))
-    await ensureIntervalScheduleAtStart(config, log, desktopDiagnosticsSchedule());
-  // Tracker automation: both pollers' Schedules, paused unless enabled.
-  await syncTrackerSchedulesAtStart(config, log, settings);
-  // Hidden blueprints whose missions have all ended are purged hourly.
-  await ensureIntervalScheduleAtStart(config, log, blueprintPurgeSchedule());
+  await ensureWorkerSchedules(config, log, settings);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });
   // SIGINT and SIGTERM are handled by the SDK's runtime (graceful shutdown). Started by `npm start`
   // with an IPC channel: when the parent goes, so do we (no orphans).

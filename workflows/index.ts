@@ -8,6 +8,7 @@ export { secretResealWorkflow } from './secret-reseal.js';
 export { embeddingReindexWorkflow } from './embedding-reindex.js';
 export { sourceSyncWorkflow } from './source-sync.js';
 export { etlRunWorkflow } from './etl-run.js';
+export { flowRunWorkflow } from './flow-run.js';
 export { sourceDeleteWorkflow } from './source-delete.js';
 export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
 export { rechunkWorkflow } from './rechunk.js';

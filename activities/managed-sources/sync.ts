@@ -6,7 +6,6 @@ import {
   classifyGitError,
   fetchRef,
   gitHostOf,
-  materializeCheckout,
   resolveRemoteRef,
   rulesHash,
   unsupportedCheckoutRules,
@@ -14,11 +13,12 @@ import {
   type GitCredentials,
   type ResolvedRef,
 } from '../../shared/managed-sources/git.js';
+import { materializeCheckout } from '../../shared/managed-sources/checkout.js';
 import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
 import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
 import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
 import { emptySyncResult, finishSync, syncOutcome } from '../../shared/managed-sources/sync-result.js';
-import { scanWorkingTree, type ScanSummary } from '../../shared/managed-sources/sync-scan.js';
+import { scanCheckout, type ScanSummary } from '../../shared/managed-sources/sync-scan.js';
 import type {
   DocumentFeedPlan,
   DocumentFeedSummary,
@@ -131,7 +131,7 @@ export async function managedSyncScan(deps: ManagedSourceDeps, input: SourceSync
   await setSyncPhase(em, input.jobId, 'scanning', 0);
   const row = await loadSyncing(em, input);
   const ctx = Context.current();
-  const scan = await scanWorkingTree(sourcePaths(deps.config, row.id).workdir, row.settings, async (files) => {
+  const scan = await scanCheckout(sourcePaths(deps.config, row.id), row.settings, async (files) => {
     ctx.heartbeat();
     await setSyncPhase(em, input.jobId, 'scanning', files);
   });

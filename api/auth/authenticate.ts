@@ -28,6 +28,15 @@ function rolesFromClaims(claims: JWTPayload, claimName: string): string[] {
 }
 
 /**
+ * The person's name as the token carries it: `name`, else `preferred_username`, trimmed; null when both
+ * are absent or blank. Whatever it says (even the login id) it is a name.
+ */
+function claimedName(c: { name?: unknown; preferred_username?: unknown }): string | null {
+  for (const v of [c.name, c.preferred_username]) if (typeof v === 'string' && v.trim()) return v.trim();
+  return null;
+}
+
+/**
  * App-only tokens: client-credentials grants (`gty`), a subject equal to the client (azp /
  * client_id), an Entra ID app token (`idtyp: app`), or a Keycloak service account
  * (`preferred_username: service-account-…`).
@@ -143,12 +152,17 @@ export async function authenticate(
     }
     const appOnly = isAppOnlyToken(claims);
     const email = typeof c.email === 'string' ? c.email : null;
-    const displayName =
-      (typeof c.name === 'string' && c.name) ||
-      (typeof c.preferred_username === 'string' && c.preferred_username) ||
-      email ||
-      claims.sub!;
-    await recordSignIn(em, { id: claims.sub!, tenant, kind: appOnly ? 'app' : 'person', displayName, email, roles });
+    const nameClaim = claimedName(c);
+    const displayName = nameClaim ?? (email || claims.sub!);
+    await recordSignIn(em, {
+      id: claims.sub!,
+      tenant,
+      kind: appOnly ? 'app' : 'person',
+      displayName,
+      nameClaim,
+      email,
+      roles,
+    });
     return {
       kind: appOnly ? 'app' : 'person',
       id: claims.sub!,

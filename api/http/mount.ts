@@ -62,7 +62,13 @@ function authorize(route: AnyRoute, principal: Principal | null, deps: AppDeps):
       { required_principal_kinds: principalKinds, principal_kind: principal.kind },
     );
   }
-  if (permission && !principal.permissions.has(permission)) {
+  if (Array.isArray(permission) && !permission.some((p) => principal.permissions.has(p))) {
+    throw new ForbiddenError(
+      `Permission denied: this action needs one of the permissions ${permission.map((p) => `"${p}"`).join(', ')}. ${PERMISSION_GUIDANCE}`,
+      { required_permissions_any: permission, roles: principal.roles },
+    );
+  }
+  if (typeof permission === 'string' && !principal.permissions.has(permission)) {
     throw new ForbiddenError(
       `Permission denied: this action needs the "${permission}" permission. ${PERMISSION_GUIDANCE}`,
       {
@@ -93,6 +99,10 @@ function authorizePresenter(principal: Principal | null, deps: AppDeps): Princip
 /** Registers every route on the router: validation, authentication and permission guard, then the handler. */
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
   for (const route of routes) {
+    if (route.access.kind === 'authenticated' && !('permission' in route.access))
+      throw new Error(
+        `${route.path}: an authenticated route declares its permission (null when the handler scopes it)`,
+      );
     const needsBody = bodyRequired(route);
     if (route.bodyKind === 'multipart' && !route.multipart)
       throw new Error(`${route.path}: a multipart route declares its limits`);

@@ -57,7 +57,10 @@ export function renderReferencePage(doc: Json): string {
           const security = (op.security as Json[]) ?? [];
           const auth = security.length === 0 ? 'public' : security.map((s) => Object.keys(s)[0]).join(' or ');
           const permission = op['x-permission']
-            ? ` · needs <code>${escapeHtml(String(op['x-permission']))}</code>`
+            ? ` · needs ${[op['x-permission']]
+                .flat()
+                .map((p) => `<code>${escapeHtml(String(p))}</code>`)
+                .join(' or ')}`
             : '';
           const kinds = op['x-principal-kinds']
             ? ` · callers: ${escapeHtml((op['x-principal-kinds'] as string[]).join(', '))}`

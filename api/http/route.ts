@@ -10,8 +10,11 @@ import type { MultipartLimits, UploadedFile } from './multipart.js';
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /**
- * Who may call a route. `authenticated` routes may name one permission and the principal kinds
- * they accept; `internal` routes take only `X-Platform-Internal-Token` (with `bearer`, also that token
+ * Who may call a route. `authenticated` routes name the permission the guard checks before the handler
+ * runs (a list: any one of them), or `null` when any signed-in principal may call it and the handler
+ * scopes the answer to the caller (their tenant, what they own or were granted, a permission that
+ * depends on the input): the key is required, so every route states its rule, and
+ * tests/api/authorization-matrix.test.ts derives its cases from it. They may also name the principal kinds they accept; `internal` routes take only `X-Platform-Internal-Token` (with `bearer`, also that token
  * as `Authorization: Bearer`, for scrapers that can send only that); `presenter` routes (the
  * hosted demo's presenter routes) take either that header or a person holding the `present_demos`
  * permission and the role `staff` or `admin` (the handler's `principal` is absent for the token).
@@ -20,7 +23,11 @@ export type Access =
   | { kind: 'public' }
   | { kind: 'internal'; bearer?: true }
   | { kind: 'presenter' }
-  | { kind: 'authenticated'; permission?: Permission; principalKinds?: readonly PrincipalKind[] };
+  | {
+      kind: 'authenticated';
+      permission: Permission | readonly Permission[] | null;
+      principalKinds?: readonly PrincipalKind[];
+    };
 
 export interface ResponseSpec {
   description: string;
@@ -145,5 +152,5 @@ export const errorResponse = (description: string): ResponseSpec => ({ descripti
  * and `err` for its refusal responses (`const { tags, authed, err } = routeArea('projects')`).
  */
 export function routeArea(tag: string) {
-  return { tags: [tag], authed: { kind: 'authenticated' as const }, err: errorResponse };
+  return { tags: [tag], authed: { kind: 'authenticated' as const, permission: null }, err: errorResponse };
 }

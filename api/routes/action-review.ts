@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACTION_TYPES, type ActionType } from '../../shared/action-review/action-types.js';
+import { ACTION_TYPES, ACTION_TYPE_DESCRIPTION, type ActionType } from '../../shared/action-review/action-types.js';
 import { PayloadSchemas } from '../../shared/action-review/payloads.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
 import { createProposal } from '../../shared/action-review/create.js';
@@ -35,7 +35,7 @@ const ProposalFields = z.object({
 
 const proposalVariant = <T extends ActionType>(actionType: T) =>
   ProposalFields.extend({
-    action_type: z.literal(actionType),
+    action_type: z.literal(actionType).describe(ACTION_TYPE_DESCRIPTION),
     payload: PayloadSchemas[actionType] as (typeof PayloadSchemas)[T],
   });
 
@@ -70,7 +70,7 @@ const csv = <T extends readonly [string, ...string[]]>(values: T) =>
 
 const ListQuery = z.object({
   status: csv(PROPOSAL_STATUSES).describe('Comma-separated statuses'),
-  action_type: csv(ACTION_TYPES).describe('Comma-separated action types'),
+  action_type: csv(ACTION_TYPES).describe(`Comma-separated action types. ${ACTION_TYPE_DESCRIPTION}`),
   offset: z.coerce.number().int().min(0).default(0),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   dossier_scope: z.enum(['headline', 'full']).default('headline'),
@@ -110,6 +110,7 @@ export const actionReviewRoutes = [
     path: '/api/action-review/proposals',
     operationId: 'createActionReviewProposal',
     summary: 'Create a proposal (starts workflow action-review/<proposal_id>)',
+    description: `The body is one variant per action type, each with its payload schema. ${ACTION_TYPE_DESCRIPTION}`,
     tags,
     access,
     body: CreateProposalBody,

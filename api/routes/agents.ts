@@ -43,7 +43,7 @@ export const agentRoutes = [
     operationId: 'listAgents',
     summary: 'Agents the caller may use (agent managers see every agent of the tenant)',
     tags: ['agents'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: { description: 'Agents by name', schema: successEnvelope(z.object({ agents: z.array(AgentView) })) },
     },
@@ -76,7 +76,7 @@ export const agentRoutes = [
     operationId: 'getAgent',
     summary: 'One agent (404 when the caller may not see it)',
     tags: ['agents'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     params: AgentId,
     responses: {
       200: { description: 'The agent', schema: successEnvelope(AgentView) },

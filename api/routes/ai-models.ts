@@ -32,7 +32,7 @@ export const aiModelRoutes: AnyRoute[] = [
     operationId: 'getAiProvidersOverview',
     summary: 'Read-only overview of the providers for any signed-in user (masked subtitles, no secrets)',
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: {
         description: 'Overview',

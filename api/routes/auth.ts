@@ -54,7 +54,7 @@ export const authRoutes = [
     operationId: 'getCurrentPrincipal',
     summary: 'Who the credential on this request resolves to',
     tags: ['auth'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: { 200: { description: 'The caller', schema: successEnvelope(MeSchema) } },
     handler: async ({ principal }) => ({
       success: true,
@@ -77,7 +77,7 @@ export const authRoutes = [
     description:
       'Only a person signed in through the identity provider (or the local admin with auth off) may mint; a PAT cannot mint further PATs. The token is returned once and stored hashed.',
     tags: ['auth'],
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     body: CreatePatBody,
     successStatus: 201,
     responses: {
@@ -107,7 +107,7 @@ export const authRoutes = [
     operationId: 'listPersonalAccessTokens',
     summary: "List the caller's personal access tokens (never the token values)",
     tags: ['auth'],
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     responses: {
       200: { description: 'Tokens, newest first', schema: successEnvelope(z.object({ tokens: z.array(PatSchema) })) },
     },
@@ -122,7 +122,7 @@ export const authRoutes = [
     operationId: 'revokePersonalAccessToken',
     summary: 'Revoke one of the caller’s personal access tokens',
     tags: ['auth'],
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     params: z.object({ pat_id: z.string().uuid() }),
     responses: {
       200: { description: 'Revoked (idempotent)', schema: successEnvelope(PatSchema) },

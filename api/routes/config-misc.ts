@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
 import { connectionInventory, tenantEgressHosts } from '../../shared/crm/connection-inventory.js';
 import { assignEai, EAI_NAME_PATTERN, eaiAssignment } from '../../shared/deployment/eai-assignments.js';
@@ -9,7 +8,6 @@ import {
   emailStatus,
   saveEmailSetting,
 } from '../../shared/deployment/email-setting.js';
-import { ForbiddenError } from '../../shared/errors.js';
 import { publicOrigin } from '../mcp/public-url.js';
 import { defineRoute, errorResponse, successEnvelope } from '../http/route.js';
 
@@ -44,14 +42,6 @@ const CONNECTION_PERMISSIONS: readonly Permission[] = [
   'manage_all_connections',
   'view_connections',
 ];
-
-function requireAnyPermission(principal: Principal, permissions: readonly Permission[]): void {
-  if (permissions.some((p) => principal.permissions.has(p))) return;
-  throw new ForbiddenError(
-    `Permission denied: this action needs one of the permissions ${permissions.map((p) => `"${p}"`).join(', ')}. Ask an administrator to grant you a role that includes one (the built-in "admin" role holds every permission).`,
-    { required_permissions_any: permissions, roles: principal.roles },
-  );
-}
 
 const DbConnection = z.object({
   name: z.string(),
@@ -128,7 +118,7 @@ export const configMiscRoutes = [
     operationId: 'getWarehouseStatus',
     summary: 'Warehouse status: on this PostgreSQL deployment, not a warehouse and no warehouses to choose',
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: {
         description: 'Status',
@@ -274,13 +264,12 @@ export const configMiscRoutes = [
     description:
       "Needs any of `access_config_panel`, `manage_all_connections`, `view_connections` (403 otherwise). `allowed_bot_ids`, `allowed_user_ids` and `connection_string` appear only to callers with `manage_all_connections` and to the connection's owner (its creator); `sensitive_fields_included` says which. CRM connections restrict neither agents nor people (null).",
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: CONNECTION_PERMISSIONS },
     responses: {
       200: { description: 'Connections', schema: successEnvelope(z.object({ connections: z.array(DbConnection) })) },
       403: errorResponse('None of the three permissions'),
     },
     handler: async ({ em, principal }) => {
-      requireAnyPermission(principal, CONNECTION_PERMISSIONS);
       const connections = await connectionInventory(em, principal);
       return { success: true, data: { connections } };
     },

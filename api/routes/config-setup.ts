@@ -125,6 +125,8 @@ export const configSetupRoutes = [
       404: { description: 'No such setting path, or no setting in that section' },
     },
     handler: async ({ deps, query }) => {
+      // What any replica saved last, not this process's cache.
+      await deps.settings.catchUp();
       if (query.path !== undefined) {
         if (!isSettingPath(query.path)) throw new NotFoundError(`No setting ${query.path}.`, { path: query.path });
         const [view] = await deps.settings.sources([query.path]);

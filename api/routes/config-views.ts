@@ -55,7 +55,7 @@ export const configViewRoutes = [
     operationId: 'getUserConfig',
     summary: "The caller's own preferences (empty until saved)",
     tags: ['config'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: {
         description: 'Preferences',
@@ -71,7 +71,7 @@ export const configViewRoutes = [
     summary: "Replace the caller's own preferences",
     description: `Per user; at most ${MAX_USER_CONFIG_BYTES} bytes of JSON.`,
     tags: ['config'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     body: z.object({ config: UserConfig }).strict(),
     bodyKind: 'config',
     ownShape: 'Configuration, secrets and providers: POST /api/config/user-config answers `success`, `message`',
@@ -90,7 +90,7 @@ export const configViewRoutes = [
     operationId: 'getFrontendConfig',
     summary: 'Flags the web app needs (any signed-in caller)',
     tags: ['config'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: {
         description: 'Frontend flags',

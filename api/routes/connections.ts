@@ -188,7 +188,10 @@ export const connectionRoutes = [
         ),
       },
       404: { description: 'Unknown connection, or not a CRM connection' },
-      409: { description: 'Not a user_oauth connection' },
+      409: {
+        description:
+          'Not a user_oauth connection; or, in container-service mode, `EGRESS_APPROVAL_REQUIRED`: its hosts are registered but not yet approved into the egress list (`payload.pending_entries`)',
+      },
     },
     handler: async (ctx) => ({
       success: true,
@@ -219,6 +222,10 @@ export const connectionRoutes = [
       },
       400: {
         description: 'CRM error (payload.code e.g. redirect_uri_mismatch, with payload.fix) or unknown/expired state',
+      },
+      409: {
+        description:
+          'Container-service mode: the instance host the CRM named is not on the egress list; it is registered for approval (`EGRESS_APPROVAL_REQUIRED`, `payload.pending_entries`) and no tokens are kept',
       },
     },
     handler: async (ctx) => ({

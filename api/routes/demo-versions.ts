@@ -206,7 +206,7 @@ export const demoVersionRoutes: AnyRoute[] = [
     operationId: 'submitDemoUserInfo',
     summary: "Submit the demo user's profile form (a new submission replaces the previous one)",
     tags,
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     body: z.object({
       name: z.string().min(1).max(200),
       email: z
@@ -225,7 +225,7 @@ export const demoVersionRoutes: AnyRoute[] = [
     operationId: 'getDemoUserInfoStatus',
     summary: 'Whether the calling person has submitted the demo profile form (`has_submitted`)',
     tags,
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     responses: { 200: { description: 'Status', schema: successEnvelope(UserInfoStatus) } },
     handler: async ({ principal, em }) => ({ success: true, data: await userInfoStatus(em, principal) }),
   }),

@@ -103,7 +103,7 @@ const Manifest = z.object({
 });
 
 const config = { kind: 'authenticated', permission: 'access_config_panel' } as const;
-const anyone = { kind: 'authenticated' } as const;
+const anyone = { kind: 'authenticated', permission: null } as const;
 
 const ACTIVATION_CONFLICTS = {
   activate:

@@ -16,7 +16,7 @@ export const docsSessionRoutes = [
     description:
       'People only (identity-provider sign-in or their own personal access token); agents, apps and the service identity answer 403. `path` is a page relative to the docs tree (letters, digits, `._~-` segments not starting with a dot, optional leading `/` and `#fragment`); absolute URLs, schemes, `//host`, `..`, backslashes, queries and %-encoding answer 400 (invalid redirect). 503 when the setting `docs.base_url` (env PLATFORM_DOCS_BASE_URL; changeable at run time through the configuration apply) or PLATFORM_SIGNING_KEY is unset. The JWT (HS256, PLATFORM_SIGNING_KEY, `aud` `platform-docs`) names the person, the page (`redirect`) and `session_max_seconds` 3600.',
     tags: ['docs'],
-    access: { kind: 'authenticated', principalKinds: ['person'] },
+    access: { kind: 'authenticated', permission: null, principalKinds: ['person'] },
     body: z
       .object({
         path: z

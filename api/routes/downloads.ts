@@ -15,7 +15,7 @@ export const downloadRoutes = [
     operationId: 'getSignedDownload',
     summary: 'Download a file an agent produced, through a short-lived single-use signed link',
     description:
-      'The link itself is the credential (HS256 JWT signed with PLATFORM_SIGNING_KEY, else a per-process key). It works once: a second use or an expired link answers 410 `gone` (payload.reason `used` or `expired`); a forged or malformed link, or one for a missing file, answers 404 `not_found` (payload.reason `invalid_link`) so nothing about it is confirmed.',
+      'The link itself is the credential (HS256 JWT signed with PLATFORM_SIGNING_KEY, else a key derived from the secrets root key). It works once: a second use or an expired link answers 410 `gone` (payload.reason `used` or `expired`); a forged or malformed link, or one for a missing file, answers 404 `not_found` (payload.reason `invalid_link`) so nothing about it is confirmed.',
     tags: ['downloads'],
     access: { kind: 'public' },
     params: z.object({ token: z.string().min(1).max(4096) }),

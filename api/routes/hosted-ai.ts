@@ -28,7 +28,7 @@ export const hostedAiRoutes = [
     operationId: 'getHostedAiStatus',
     summary: "The hosted demo AI's status: available, configured, active and the AI-only flag",
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: { 200: { description: 'Status', schema: successEnvelope(Status) } },
     handler: async ({ deps, em }) => ({ success: true, data: await hostedAiStatus(deps, em) }),
   }),
@@ -40,7 +40,7 @@ export const hostedAiRoutes = [
     description:
       'Needs the demo owner (set by `PUT /api/internal/demo-access/owner`) signed in, whose token carried an e-mail address and a name. Already configured: answers the same status and issues no second key. Key issuance: at most 10 provisioner requests per minute (429 with `Retry-After`).',
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: { description: 'Status after activation', schema: successEnvelope(Status) },
       403: errorResponse(
@@ -61,7 +61,7 @@ export const hostedAiRoutes = [
     operationId: 'getHostedAiCredit',
     summary: "The hosted AI key's credit reading (cached up to 180 s; `fresh` refreshes one older than 15 s)",
     tags,
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     query: z.object({ fresh: queryBoolean(false) }),
     responses: {
       200: { description: 'Credit (`available` false until activated)', schema: successEnvelope(CreditReadingSchema) },

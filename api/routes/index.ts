@@ -18,6 +18,7 @@ import { internalDemoRoutes } from './internal-demo.js';
 import { jobRoutes } from './jobs.js';
 import { llmProviderRoutes } from './llm-providers.js';
 import { licenseRoutes } from './license.js';
+import { flowRunRoutes } from './flow-runs.js';
 import { managedSourceTypeRoutes } from './managed-source-types.js';
 import { managedSourceRoutes } from './managed-sources.js';
 import { skillRoutes } from './skills.js';
@@ -25,8 +26,10 @@ import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { metricsRoutes } from './metrics.js';
 import { oauthProxyRoutes } from './oauth-proxy.js';
-import { secretsRoutes } from './secrets.js';
+import { egressRegistrationRoutes, secretsRoutes } from './secrets.js';
 import { toolCallRoutes } from './tool-call.js';
+import { knowledgeBaseRoutes } from './knowledge-bases.js';
+import { proverRoutes } from './prover.js';
 import { wellKnownRoutes } from './well-known.js';
 import { projectRoutes } from './projects.js';
 import { wikiRoutes } from './wiki.js';
@@ -53,6 +56,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   jobRoutes,
   actionReviewRoutes,
   toolCallRoutes,
+  proverRoutes,
   agentRoutes,
   threadRoutes,
   gatewaySettingsRoutes,
@@ -67,10 +71,13 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   llmProviderRoutes,
   aiModelRoutes,
   secretsRoutes,
+  egressRegistrationRoutes,
   managedSourceRoutes,
   wikiRoutes,
   managedSourceTypeRoutes,
+  flowRunRoutes,
   indexRoutes,
+  knowledgeBaseRoutes,
   brandingRoutes,
   licenseRoutes,
   docsSessionRoutes,

@@ -11,7 +11,7 @@ export const indexRoutes = [
     operationId: 'listDocumentIndexes',
     summary: 'Document index inventory (the same data as the _document_index action GET_INDICES_STATS)',
     tags: ['document-indexes'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     responses: {
       200: {
         description: 'Index statistics; system indexes twin and harvester excluded',

@@ -33,7 +33,7 @@ export const jobRoutes = [
     description:
       'Starts workflow `echo/<job_id>`, whose activity writes a row through MikroORM, and answers its result. Proves API → Temporal → worker → PostgreSQL.',
     tags: ['jobs'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     body: z.object({ message: z.string().min(1).max(4_000), job_id: JobId.optional() }),
     responses: {
       200: { description: 'The workflow result, read back from PostgreSQL', schema: successEnvelope(EchoJobView) },
@@ -63,7 +63,7 @@ export const jobRoutes = [
     operationId: 'getEchoJob',
     summary: 'Read an echo job and its workflow status',
     tags: ['jobs'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     params: z.object({ job_id: JobId }),
     responses: {
       200: { description: 'The job', schema: successEnvelope(EchoJobView.extend({ workflow_status: z.string() })) },

@@ -24,7 +24,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../shared/erro
 import { savedEndpointRefusalDoc } from '../../shared/http/trust.js';
 import { secretBox } from '../../shared/secrets/secret-box.js';
 import { defineRoute, queryBoolean, successEnvelope, type AnyRoute, type RouteContext } from '../http/route.js';
-import { providerIamStatus, setSecretField } from '../../shared/llm/secret-field.js';
+import { providerIamStatus, SECRET_SETTING_PATHS, setSecretField } from '../../shared/llm/secret-field.js';
 import { labelOf, saveProvider, testFields, type LlmOperationResult } from '../../shared/llm/provider-service.js';
 import { activeSummary, providerView } from '../../shared/llm/provider-views.js';
 import { SettingsCodes } from '../../shared/settings/error-codes.js';
@@ -183,11 +183,14 @@ const TestBody = z
   })
   .describe('Overrides on top of the saved configuration (secrets sent as the mask keep the stored value)');
 
-/** `{provider}` regex of the secret fields `set-value` accepts: `llm_providers.<kind>[.<vendor>].<secret>`. */
+/**
+ * The secret fields `set-value` accepts: a provider credential `llm_providers.<kind>[.<vendor>].<secret>`,
+ * or a secret setting's path.
+ */
 const SECRET_PATH = new RegExp(
-  `^llm_providers\\.(?:${PROVIDER_KINDS.map(
+  `^(?:llm_providers\\.(?:${PROVIDER_KINDS.map(
     (k) => `${k}${k === 'other' ? '\\.[a-z0-9][a-z0-9_-]{0,63}' : ''}\\.(?:${SECRET_FIELDS[k].join('|')})`,
-  ).join('|')})$`,
+  ).join('|')})|${SECRET_SETTING_PATHS.map((p) => p.replace(/\./g, '\\.')).join('|')})$`,
 );
 
 export const llmProviderRoutes: AnyRoute[] = [
@@ -400,7 +403,9 @@ export const llmProviderRoutes: AnyRoute[] = [
     method: 'post',
     path: '/api/config/secret-fields/:field_path/set-value',
     operationId: 'setSecretFieldValue',
-    summary: 'Set one secret field (`llm_providers.<kind>[.<vendor>].<secret>`); a configured provider is tested first',
+    summary:
+      'Set one secret field: a provider credential (`llm_providers.<kind>[.<vendor>].<secret>`, a configured provider tested first) or a secret setting',
+    description: `Secret settings: ${SECRET_SETTING_PATHS.map((p) => `\`${p}\``).join(', ')}. A setting is saved through the configuration apply (sealed at rest, masked on read, recorded); a process-level one (environment only) answers 400 with \`payload.refused\` reason \`process_level\` and nothing is saved; a path of neither kind is 400.`,
     tags,
     access: panel,
     params: z.object({ field_path: z.string().regex(SECRET_PATH) }),
@@ -416,6 +421,8 @@ export const llmProviderRoutes: AnyRoute[] = [
           .object({ success: z.boolean(), message: z.string(), field_path: z.string() })
           .meta({ id: 'SetSecretValueResponse' }),
       },
+      400: { description: 'Not a secret field, or a process-level setting (`payload.refused`); nothing saved' },
+      403: { description: 'The setting needs a further permission (`permission_required`)' },
     },
     handler: async (c) => setSecretField(c.deps, c.em, c.principal, c.params.field_path, c.body.value),
   }),

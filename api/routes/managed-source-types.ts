@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import type { Principal } from '../../shared/auth/principal.js';
 import type { Permission } from '../../shared/auth/rbac.js';
-import { ForbiddenError } from '../../shared/errors.js';
 import {
   checkActingUser,
   listPendingFlowChanges,
@@ -35,21 +33,18 @@ const SourceId = z.string().regex(/^src_[0-9a-f]{16}$/, 'a managed source id');
 const idParams = z.object({ source_id: SourceId });
 type Ctx = RouteContext<Record<string, unknown>, Record<string, unknown>, Record<string, unknown>>;
 
-function allowed(principal: Principal, permission: Permission | null): void {
-  if (principal.permissions.has('manage_repos')) return;
-  if (permission && principal.permissions.has(permission)) return;
-  throw new ForbiddenError(
-    `Permission denied: this action needs "manage_repos"${permission ? ` or "${permission}"` : ''}. Ask an administrator to grant you a role that includes it.`,
-    { required_permission: permission ? ['manage_repos', permission] : ['manage_repos'], roles: principal.roles },
-  );
-}
-
 const deprecated = (ctx: Ctx) => ctx.koa.set('Deprecation', 'true');
 const PERMISSION_403 = (permission: Permission | null) =>
   `Needs \`manage_repos\`${permission ? ` or \`${permission}\`` : ''} (\`forbidden\`)`;
 
 type Perm = Permission | null;
-const typeBase = { tags: ['managed-sources'], access: { kind: 'authenticated' as const } };
+const typeBase = { tags: ['managed-sources'] };
+/** `manage_repos`, or the type's own permission: the guard checks it before any input is read. */
+const typeAccess = (permission: Perm) =>
+  ({
+    kind: 'authenticated',
+    permission: permission ? (['manage_repos', permission] as const) : 'manage_repos',
+  }) as const;
 const forbidden = (permission: Perm) => ({ 403: { description: PERMISSION_403(permission) } });
 const notImporting = (type: string) => ({ 404: { description: `No such source importing ${type}` } });
 
@@ -69,16 +64,14 @@ function typeView(type: string, permission: Perm, from: string, view: TypeView):
   const managed = managedRoute(from);
   return defineRoute({
     ...typeBase,
+    access: typeAccess(permission),
     method: managed.method,
     ...view.spec,
     path: `/api/${type}/repositories${view.path}`,
     operationId: view.operationId,
     summary: view.summary,
     responses: { ...managed.responses, ...forbidden(permission), ...view.responses },
-    handler: async (ctx) => {
-      allowed(ctx.principal, permission);
-      return view.handle(ctx as Ctx, managed);
-    },
+    handler: async (ctx) => view.handle(ctx as Ctx, managed),
   });
 }
 

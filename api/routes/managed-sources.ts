@@ -83,7 +83,13 @@ const settingsFields = {
   name: z.string().min(1).max(200),
   repo_url: RepoUrl,
   release_ref: RefName.nullable(),
-  scan_types_enabled: z.array(z.enum(SCAN_TYPES)).min(1).max(SCAN_TYPES.length),
+  scan_types_enabled: z
+    .array(z.enum(SCAN_TYPES))
+    .min(1)
+    .max(SCAN_TYPES.length)
+    .describe(
+      'What a sync imports. `missions`: each missions/<mission_key>/mission.yaml (blueprint, optional name and parameters) starts one mission per key, once ever, of a built-in blueprint or one this source imports; refusals are degraded artifacts tried again next sync',
+    ),
   include: Patterns.describe('gitignore-style patterns a scanned file must match (empty: all)'),
   exclude: Patterns.describe('gitignore-style patterns left out of scanning'),
   checkout_exclude: Patterns.describe(
@@ -358,10 +364,12 @@ export const managedSourceRoutes = [
     path: '/api/managed-sources/:source_id/sync-status/:job_id',
     operationId: 'getManagedSourceSyncStatus',
     summary: 'A sync job: running (phase, files scanned so far), then complete or error with its result',
+    description:
+      'A source keeps its newest 200 terminal jobs (spec, Limits): starting or ending a job prunes older complete or error jobs (never a running one), whose status then answers 404.',
     params: z.object({ source_id: SourceId, job_id: JobId }),
     responses: {
       200: { description: 'The job', schema: successEnvelope(JobView) },
-      404: { description: 'Unknown source or job' },
+      404: { description: 'Unknown source or job (or a terminal job pruned beyond the newest 200)' },
     },
     handler: async ({ params, principal, em }) => ({
       success: true,

@@ -57,7 +57,7 @@ const RefId = z
   );
 
 const MANAGE_403 = 'Not the creator and without `manage_users` (`forbidden`)';
-const base = { tags: ['organizational-projects'], access: { kind: 'authenticated' as const } };
+const base = { tags: ['organizational-projects'], access: { kind: 'authenticated' as const, permission: null } };
 
 export const organizationalProjectRoutes = [
   defineRoute({

@@ -24,7 +24,16 @@ const ProjectRecordDetail = z
     notes: z.array(Note),
     assets: z.array(z.string()),
     parameter_words: z.array(z.string()),
-    scope: z.strictObject({ blueprint_name: z.string(), blueprint_commit: z.string(), phases: z.array(z.string()) }),
+    scope: z.strictObject({
+      blueprint_name: z.string(),
+      blueprint_commit: z.string(),
+      blueprint_version: z
+        .number()
+        .int()
+        .nullable()
+        .describe("The saved version run (a versioned blueprint's production version at start); null otherwise"),
+      phases: z.array(z.string()),
+    }),
     phase_outcomes: z
       .array(
         z.strictObject({

@@ -81,7 +81,7 @@ export const projectRoutes = [
     operationId: 'startMission',
     summary: 'Start a mission from a blueprint (workflow mission/<project_id>)',
     description:
-      'The caller must be allowed to execute the blueprint (view access: owner, grant, view_all_blueprints, administrator; built-ins, hidden ones included, for everyone). The blueprint is snapshotted at its current commit. Every agent its phases name must exist (409 unknown_agents); a prompt file missing from the commit is 409 blueprint_prompt_missing.',
+      'The caller must be allowed to execute the blueprint (view access: owner, grant, view_all_blueprints, administrator; built-ins, hidden ones included, for everyone). The blueprint is snapshotted at start: a versioned blueprint runs its production version (its saved files; blueprint_version and blueprint_commit name it), and with no production version assigned the start is 404 BLUEPRINT_PRODUCTION_NOT_ASSIGNED and nothing is written; a standard blueprint runs its working copy at its current commit (blueprint_version null). Every agent its phases name must exist (409 unknown_agents); a prompt file missing from the commit is 409 blueprint_prompt_missing.',
     tags,
     access: authed,
     body: StartBody,
@@ -89,7 +89,9 @@ export const projectRoutes = [
     successStatus: 201,
     responses: {
       201: { description: 'Mission started', schema: successEnvelope(ProjectView) },
-      404: err('No blueprint of that name you may view'),
+      404: err(
+        'No blueprint of that name you may view, or a versioned blueprint with no production version (payload.code BLUEPRINT_PRODUCTION_NOT_ASSIGNED)',
+      ),
       409: err('A named agent does not exist, or a prompt file is missing (payload.code)'),
     },
     handler: async ({ deps, em, principal, body }) => ({

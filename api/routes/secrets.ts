@@ -14,6 +14,7 @@ import {
   verifyMeshSetup,
 } from '../../shared/secrets/mesh-setup.js';
 import { defineRoute, successEnvelope } from '../http/route.js';
+import { decideEgressRegistrations, listEgressRegistrations } from '../../shared/crm/egress-registrations.js';
 
 const access = { kind: 'authenticated', permission: 'manage_secrets' } as const;
 const tags = ['secrets'];
@@ -238,4 +239,72 @@ export const secretsRoutes = [
       data: await saveMeshAdvertiseTags(deps, em, principal, Array.isArray(body) ? body : body.tags),
     }),
   }),
+];
+
+const EgressRegistration = z
+  .object({
+    registration_id: z.string(),
+    connection_name: z.string(),
+    entry: z.string().describe('`host:port`'),
+    origin: z.enum(['declared', 'discovered']).describe('Declared by the connection, or discovered at authorization'),
+    status: z.enum(['pending', 'approved', 'rejected']),
+    admitted: z.boolean().describe('Whether the egress list admits the entry now'),
+    registered_at: z.string().nullable(),
+    decided_by: z.string().nullable(),
+    decided_at: z.string().nullable(),
+  })
+  .meta({ id: 'EgressRegistration' });
+const Registrations = successEnvelope(z.object({ registrations: z.array(EgressRegistration) }));
+const DecideBody = z.object({ registration_ids: z.array(z.string().min(1).max(100)).min(1).max(256) }).strict();
+
+const DECIDE_SUMMARY = {
+  approved: 'The approval step: add pending CRM egress registrations to the mesh egress list (`mesh.egress`)',
+  rejected: 'Reject pending CRM egress registrations (the egress list is left as it is)',
+};
+
+function decideRoute(decision: 'approved' | 'rejected') {
+  const verb = decision === 'approved' ? 'approve' : 'reject';
+  return defineRoute({
+    method: 'post',
+    path: `/api/secrets/mesh-auth-key/egress/registrations/${verb}`,
+    operationId: `${verb}EgressRegistrations`,
+    summary: DECIDE_SUMMARY[decision],
+    tags,
+    access: { ...access, principalKinds: ['person'] },
+    body: DecideBody,
+    bodyKind: 'config',
+    responses: {
+      200: { description: 'The registrations as decided', schema: Registrations },
+      400: OUTSIDE,
+      404: { description: 'An id names no registration of this tenant' },
+      409: { description: 'A registration is already decided (`egress_registration_not_pending`)' },
+    },
+    handler: async ({ em, deps, body, principal }) => ({
+      success: true,
+      data: {
+        registrations: await decideEgressRegistrations(deps, em, principal, body.registration_ids, decision),
+      },
+    }),
+  });
+}
+
+/** CRM egress registrations (container-service mode): hosts connections need, and the approval step into `mesh.egress`. */
+export const egressRegistrationRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/secrets/mesh-auth-key/egress/registrations',
+    operationId: 'listEgressRegistrations',
+    summary: "CRM hosts registered for the egress list (declared or discovered at authorization) and each one's state",
+    description:
+      'In container-service mode, creating or changing a CRM connection registers its login, token and instance hosts the egress list does not admit, and the instance host discovered at authorization is registered too; the browser authorization of a user_oauth connection answers 409 `EGRESS_APPROVAL_REQUIRED` while any is pending. Approve them with the approve route (a person with `manage_secrets`).',
+    tags,
+    access,
+    responses: { 200: { description: 'Registrations, newest first', schema: Registrations } },
+    handler: async ({ em, deps, principal }) => ({
+      success: true,
+      data: { registrations: await listEgressRegistrations(deps, em, principal) },
+    }),
+  }),
+  decideRoute('approved'),
+  decideRoute('rejected'),
 ];

@@ -21,7 +21,7 @@ export const toolCallRoutes = [
     operationId: 'callTool',
     summary: 'Call a platform tool (agents with their gsk_ token; people where the tool allows)',
     tags: ['tools'],
-    access: { kind: 'authenticated' },
+    access: { kind: 'authenticated', permission: null },
     // The route takes any tool name and arguments object; invokeTool checks the caller's access, then the
     // arguments against the tool's strict schema (an unknown argument is a 400 naming the known ones).
     body: ToolCallBody,

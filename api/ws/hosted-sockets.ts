@@ -5,7 +5,7 @@ import { onBindingRevoked } from '../../shared/auth/hosted-identities.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { PlatformError } from '../../shared/errors.js';
 import { describeError, tapLogLines } from '../../shared/log.js';
-import { LogRelaySubscriber } from '../../shared/log-relay.js';
+import { LogRelaySubscriber, startLogRelayPublisher } from '../../shared/log-relay.js';
 import { SearchAttributes } from '../../shared/temporal/search-attributes.js';
 import { authenticate } from '../auth/authenticate.js';
 import { authenticationRequired } from '../auth/refusals.js';
@@ -128,11 +128,14 @@ export function socketCredentials(req: IncomingMessage):
 export function attachHostedSockets(server: Server, deps: AppDeps, options: HostedSocketOptions = {}): () => void {
   const recheckMs = options.recheckMs ?? 2_000;
   const open = new Set<() => void>();
-  // Worker log lines arrive through PostgreSQL LISTEN/NOTIFY (shared/log-relay.ts), hosted mode only.
-  const relay =
-    deps.config.auth.provider === 'hosted' && deps.config.databaseUrl
-      ? new LogRelaySubscriber(deps.config.databaseUrl)
-      : null;
+  // Worker log lines, and those of the other API replicas, arrive through PostgreSQL LISTEN/NOTIFY
+  // (shared/log-relay.ts), hosted mode only; this API relays its own lines the same way, and skips
+  // them when they come back (its sockets have them from this process already).
+  const databaseUrl = deps.config.auth.provider === 'hosted' ? deps.config.databaseUrl : undefined;
+  const publisher = databaseUrl
+    ? startLogRelayPublisher({ databaseUrl, tenant: deps.config.auth.deploymentTenant })
+    : null;
+  const relay = databaseUrl ? new LogRelaySubscriber(databaseUrl, (pid) => publisher!.sentBy(pid)) : null;
   const listener = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void handleUpgrade(req, socket, head).catch((err: unknown) => {
       deps.log.error('websocket upgrade failed', describeError(err));
@@ -346,6 +349,7 @@ export function attachHostedSockets(server: Server, deps: AppDeps, options: Host
     server.off('upgrade', listener);
     for (const shutdown of [...open]) shutdown();
     void relay?.close();
+    void publisher?.close();
   };
 }
 

@@ -9,6 +9,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing, temporalWorkerPlugins } from '../../shared/observability/tracing.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../scripts/lib/embedded-postgres.js';
+import { startPgvectorPostgres } from '../../scripts/lib/pgvector-postgres.js';
 import { freePort } from '../../scripts/lib/net.js';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-binaries.js';
 import { startTemporalDevServer, type DevServer } from '../../scripts/lib/temporal-dev-server.js';
@@ -39,15 +40,27 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
+export interface BenchStackOptions {
+  /** Run a worker in this process (default true); false: the benchmark starts worker processes of its own. */
+  worker?: boolean;
+}
+
 /** Embedded PostgreSQL, a Temporal dev server, a worker and the API, all in this process or its children. */
-export async function startBenchStack(env: Record<string, string> = {}): Promise<BenchStack> {
+export async function startBenchStack(
+  env: Record<string, string> = {},
+  options: BenchStackOptions = {},
+): Promise<BenchStack> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-bench-'));
   await chmod(dir, 0o755);
-  const [pg, temporal]: [RunningPostgres, DevServer] = await Promise.all([
-    freePort().then((port) =>
-      startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
-    ),
+  // BENCH_PGVECTOR=1: a throwaway PostgreSQL 16 with pgvector (the pgvector suite's cluster) instead of the
+  // embedded one, so the document-index benchmark measures the pgvector/HNSW path.
+  const [pg, temporal]: [Pick<RunningPostgres, 'url' | 'stop'>, DevServer] = await Promise.all([
+    process.env.BENCH_PGVECTOR === '1'
+      ? startPgvectorPostgres().then((c) => ({ url: c.adminUrl, stop: () => c.stop() }))
+      : freePort().then((port) =>
+          startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
+        ),
     Promise.all([resolveTemporalCli(), freePort()]).then(([cli, port]) =>
       startTemporalDevServer({ cliPath: cli, port, uiPort: null }),
     ),
@@ -72,7 +85,39 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
   const exporter = process.env.BENCH_TRACING === '1' ? new CountingExporter() : undefined;
   const tracing = exporter ? startTracing({ serviceName: 'bench', exporter }) : undefined;
   const api = await startApi(config, log, tracing ? await buildDeps(config, log, { tracing }) : undefined);
-  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const inProcess =
+    options.worker === false ? undefined : await startInProcessWorker(config, temporal.address, api, log, tracing);
+  const bareConnection = await Connection.connect({ address: temporal.address });
+  return {
+    config,
+    api,
+    bareClient: new Client({ connection: bareConnection }),
+    tracedSpans: () => exporter?.spans,
+    async close() {
+      await inProcess?.stop();
+      await bareConnection.close();
+      await api.close();
+      if (tracing) {
+        await api.deps.orm.close();
+        await api.deps.temporalConnection.close();
+        await tracing.shutdown();
+      }
+      await temporal.stop();
+      await pg.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The benchmarks' worker, in this process: the configured cache, 50 workflow tasks and 50 activities at once. */
+async function startInProcessWorker(
+  config: AppConfig,
+  address: string,
+  api: RunningApi,
+  log: ReturnType<typeof createLogger>,
+  tracing: ReturnType<typeof startTracing>,
+): Promise<{ stop(): Promise<void> }> {
+  const nativeConnection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
     connection: nativeConnection,
     taskQueue: config.temporal.taskQueue,
@@ -85,26 +130,11 @@ export async function startBenchStack(env: Record<string, string> = {}): Promise
     plugins: temporalWorkerPlugins(tracing),
   });
   const running = worker.run();
-  const bareConnection = await Connection.connect({ address: temporal.address });
   return {
-    config,
-    api,
-    bareClient: new Client({ connection: bareConnection }),
-    tracedSpans: () => exporter?.spans,
-    async close() {
+    async stop() {
       worker.shutdown();
       await running;
       await nativeConnection.close();
-      await bareConnection.close();
-      await api.close();
-      if (tracing) {
-        await api.deps.orm.close();
-        await api.deps.temporalConnection.close();
-        await tracing.shutdown();
-      }
-      await temporal.stop();
-      await pg.stop();
-      await rm(dir, { recursive: true, force: true });
     },
   };
 }

@@ -4,7 +4,8 @@ import { placeStatement } from './statements.js';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { ActionType } from './action-types.js';
 import { proposalDigest } from './digest.js';
-import { PayloadSchemas } from './payloads.js';
+import { PayloadSchemas, type Payload } from './payloads.js';
+import { checkProverSubject, proverSubjectOf, registerProverSubject } from './prover-subjects.js';
 import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from './types.js';
 import { principalRef, type Principal } from '../auth/principal.js';
 import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../db/entities/index.js';
@@ -59,6 +60,16 @@ function checkRunnable(config: AppConfig, actionType: ActionType, payload: unkno
 }
 
 /**
+ * A learning raised for an agent's bot (by the agent itself, or by a person naming the bot) is adopted
+ * for that agent unless the payload names the agents; the approver sees the list in the payload.
+ */
+function withDefaults(input: CreateProposalInput, payload: unknown): unknown {
+  if (input.actionType !== 'learning.adopt.v1' || !input.botId) return payload;
+  const learning = payload as Payload<'learning.adopt.v1'>;
+  return learning.agent_ids ? learning : { ...learning, agent_ids: [input.botId] };
+}
+
+/**
  * The conversation a proposal is raised in must be one the requester can see. An agent's own
  * thread (from its token) is registered on first use, shared in its tenant; a person's new
  * thread is registered as theirs.
@@ -107,9 +118,11 @@ export async function createProposal(
   principal: Principal,
   input: CreateProposalInput,
 ): Promise<ProposalRow> {
-  const payload = parsePayload(input.actionType, input.payload);
+  const payload = withDefaults(input, parsePayload(input.actionType, input.payload));
   checkRunnable(deps.config, input.actionType, payload);
   if (input.subject) await checkSubject(em, principal, input.subject);
+  const prover = proverSubjectOf(input.actionType, payload);
+  if (prover) await checkProverSubject(em, principal, prover);
   const proposalId = input.proposalId ?? randomUUID();
   if (input.proposalId) {
     const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
@@ -144,6 +157,7 @@ export async function createProposal(
       size_bytes: bytes,
     });
   if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
+  if (prover) await registerProverSubject(em, principal, prover, { ...input, proposalId });
   // A long statement is stored once by reference; the record (and the workflow's history) names it.
   Object.assign(record, await placeStatement(em, record.requestedStatement));
 

@@ -18,6 +18,14 @@ export const PayloadSchemas = {
     learning_id: id,
     title: z.string().min(1).max(500),
     content: z.string().min(1).max(100_000),
+    agent_ids: z
+      .array(id)
+      .min(1)
+      .max(100)
+      .optional()
+      .describe(
+        'The agents the learning is adopted for (it joins their instructions); omitted: the requesting agent when an agent raised it, else every agent of the tenant',
+      ),
   }),
   'local_cli.run.v1': z.object({
     command: z.string().min(1).max(500).describe('Must be on the deployment allow-list (LOCAL_CLI_ALLOWED_COMMANDS)'),

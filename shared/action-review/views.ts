@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvingIsTheAction, ACTION_TYPES, isActionType } from './action-types.js';
+import { approvingIsTheAction, ACTION_TYPES, ACTION_TYPE_DESCRIPTION, isActionType } from './action-types.js';
 import { PROPOSAL_STATUSES } from './types.js';
 import type { HandbackRow, ProposalEventRow, ProposalRow } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
@@ -43,7 +43,7 @@ export const EventSchema = z
 export const ProposalRowViewSchema = z
   .object({
     proposal_id: z.string(),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     approving_is_the_action: z.boolean(),
     effective_status: z
       .enum(PROPOSAL_STATUSES)
@@ -71,7 +71,7 @@ export const ProposalRowViewSchema = z
 export const ProposalDetailSchema = z
   .object({
     proposal_id: z.string(),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     approving_is_the_action: z.boolean(),
     status: z.enum(PROPOSAL_STATUSES),
     version: z.number().int(),
@@ -253,3 +253,36 @@ export const ExecuteResponse = z.object({
   error_detail: z.string().nullable(),
   execution_result: z.record(z.string(), z.unknown()).nullable(),
 });
+
+/** A Prover subject's state: the decisions Action Review executed on it (spec: Prover action types). */
+export const ProverSubjectViewSchema = z
+  .object({
+    kind: z.enum(['finding', 'view', 'disposition_package', 'composite_bundle', 'docket_entry']),
+    subject_id: z.string(),
+    owner_id: z
+      .string()
+      .nullable()
+      .describe('The person who owns it: its first requester, or the agent’s thread owner'),
+    bot_id: z.string().nullable().describe('The requesting agent (bot) that may read it'),
+    created_at: z.string(),
+    status: z
+      .string()
+      .describe(
+        'open (nothing executed yet); evidence_requested, test_cases_approved, disposition_approved, bundle_approved, or the docket decision (accepted, declined, deferred)',
+      ),
+    state: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'By kind: evidence_requests; approved_test_case_ids (union); disposition; member_ids; decision and note (the latest decision wins)',
+      ),
+    decisions: z.array(
+      z.object({
+        proposal_id: z.string(),
+        action_type: z.enum(ACTION_TYPES),
+        decision: z.record(z.string(), z.unknown()).describe('The executed payload'),
+        decided_by: z.string().describe('Who executed it (the approver, where approving is the action)'),
+        decided_at: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: 'ProverSubject' });

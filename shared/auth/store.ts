@@ -32,6 +32,12 @@ export interface SeenUser {
   tenant: string;
   kind: 'person' | 'app';
   displayName: string | null;
+  /**
+   * The name the identity provider's token carried (`name`, else `preferred_username`; null when it carried
+   * none), kept apart from `displayName`, which falls back to the e-mail or the id. Omitted by callers that
+   * saw no token (a PAT minted for its owner): the recorded one stays.
+   */
+  nameClaim?: string | null;
   email: string | null;
   roles: string[];
 }
@@ -41,16 +47,28 @@ export interface SeenUser {
  * write a minute per identity and process, so authentication stays off the write path.
  */
 export async function recordSignIn(em: EntityManager, user: SeenUser, now = new Date()): Promise<void> {
-  const key = `${user.id}|${user.roles.join(',')}|${user.displayName ?? ''}`;
+  const key = `${user.id}|${user.roles.join(',')}|${user.displayName ?? ''}|${user.nameClaim ?? ''}`;
   if (!dueForTouch(key, now.getTime())) return;
   await sql(
     em,
-    `insert into users (id, tenant, kind, display_name, email, roles, first_seen_at, last_sign_in_at)
-     values (?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+    `insert into users (id, tenant, kind, display_name, name_claim, email, roles, first_seen_at, last_sign_in_at)
+     values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
      on conflict (id) do update set tenant = excluded.tenant, kind = excluded.kind,
        display_name = excluded.display_name, email = excluded.email, roles = excluded.roles,
+       name_claim = case when ?::boolean then excluded.name_claim else users.name_claim end,
        last_sign_in_at = excluded.last_sign_in_at`,
-    [user.id, user.tenant, user.kind, user.displayName, user.email, JSON.stringify(user.roles), now, now],
+    [
+      user.id,
+      user.tenant,
+      user.kind,
+      user.displayName,
+      user.nameClaim ?? null,
+      user.email,
+      JSON.stringify(user.roles),
+      now,
+      now,
+      user.nameClaim !== undefined,
+    ],
   );
 }
 

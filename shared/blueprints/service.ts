@@ -41,13 +41,12 @@ import {
   initRepository,
   initRepositoryFrom,
   insertRow,
-  listCommitFiles,
+  commitBlobs,
   listRows,
   listWorkingFiles,
   lockBlueprint,
   missionCount,
   newBlueprintId,
-  readCommitFile,
   readManifestAt,
   readWorkingFile,
   repoDir,
@@ -446,23 +445,27 @@ export async function exportZip(ctx: Ctx, b: Resolved) {
     await lockBlueprint(tx, b.row.blueprint_id);
     return { commit: await headCommit(b.dir), versioning: await versioningBlock(tx, b) };
   });
-  const files = await listCommitFiles(b.dir, commit);
+  const blobs = commitBlobs(b.dir, commit);
   // The fingerprint (same definition as `workingCopyFingerprint`) is summed as the files stream, in
   // order; the sidecar is the last member, read once every file has passed.
   const fingerprint = createHash('sha256');
-  const entries = files.map((f) => ({
+  const entries = blobs.files.map((f) => ({
     path: f,
-    read: async () => {
-      const data = await readCommitFile(b.dir, commit, f);
+    read: () => {
+      const data = blobs.read(f);
       fingerprint.update(`${f}\0${createHash('sha256').update(data).digest('hex')}\n`);
-      return data;
+      return Promise.resolve(data);
     },
   }));
   entries.push({
     path: EXPORT_MANIFEST_FILE,
-    read: async () => Buffer.from(serializeYaml({ ...exportSidecar(b, fingerprint.digest('hex')), ...versioning })),
+    read: () =>
+      Promise.resolve(Buffer.from(serializeYaml({ ...exportSidecar(b, fingerprint.digest('hex')), ...versioning }))),
   });
-  return { stream: buildLazyZip(entries), filename: `${b.manifest.name}.zip`, commit };
+  const stream = buildLazyZip(entries);
+  // The pack files stay open while the archive streams; a client that leaves early closes them too.
+  stream.once('close', () => blobs.close());
+  return { stream, filename: `${b.manifest.name}.zip`, commit };
 }
 
 /** The sidecar `blueprint_export_manifest.yaml` of an export (one place builds it; `versioningBlock` adds to it). */

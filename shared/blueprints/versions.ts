@@ -91,6 +91,26 @@ export async function versioningOf(em: EntityManager, blueprintId: string): Prom
   return (await sql<VersioningRow>(em, `select * from blueprint_versioning where blueprint_id = ?`, [blueprintId]))[0];
 }
 
+/**
+ * The saved version a versioned blueprint runs (its production assignment): `undefined` for a standard
+ * blueprint, null for a versioned one with no production version assigned.
+ */
+export async function productionVersionOf(
+  em: EntityManager,
+  blueprintId: string,
+): Promise<VersionRow | null | undefined> {
+  const [row] = await sql<{ production_version_number: number | null } & Partial<VersionRow>>(
+    em,
+    `select v.production_version_number, bv.*
+       from blueprint_versioning v
+       left join blueprint_versions bv on bv.blueprint_id = v.blueprint_id and bv.number = v.production_version_number
+      where v.blueprint_id = ?`,
+    [blueprintId],
+  );
+  if (!row) return undefined;
+  return row.version_id ? (row as VersionRow) : null;
+}
+
 /** Ids of every versioned blueprint among `ids` (all of them when `ids` is omitted). */
 export async function versionedIds(em: EntityManager, ids?: string[]): Promise<Set<string>> {
   if (ids && !ids.length) return new Set();

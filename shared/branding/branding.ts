@@ -45,6 +45,7 @@ export interface BrandingView extends BrandingFields {
  */
 export async function readBranding(em: EntityManager, settings: Settings): Promise<BrandingView> {
   const fields = {} as BrandingFields;
+  await settings.catchUp();
   for (const name of BRANDING_FIELD_NAMES) fields[name] = await settings.get(brandingPath(name));
   const logos = await sql<{ logo_type: LogoType; version: number }>(
     em,

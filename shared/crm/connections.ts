@@ -9,6 +9,10 @@ import { secretBox } from '../secrets/secret-box.js';
 import type { AppDeps } from '../app-deps.js';
 import { testConnection } from './connection-test.js';
 import { toIso } from '../dates.js';
+import { registerEgress } from './egress-registrations.js';
+
+/** The hosts this process reaches for a connection: container-service mode registers those its egress list lacks. */
+const declaredUrls = (v: ValidatedConnection) => [v.settings.login_host, v.settings.instance_url, v.settings.token_url];
 
 /** The hosts a deployment's outbound allowlist must admit (spec, rule 3). */
 const egressHosts = (v: ValidatedConnection) => [
@@ -76,6 +80,12 @@ export async function createConnection(
     policy: crmEgress(deps.config),
   });
   const row = await insertConnectionRow(em, principal, body.name, 'crm', () => columns(deps, v));
+  await registerEgress(
+    em,
+    deps.config,
+    { tenant: principal.tenant, connection: body.name, origin: 'declared' },
+    declaredUrls(v),
+  );
   return runTest(deps, em, row);
 }
 
@@ -110,6 +120,12 @@ export async function updateConnection(
     authMode !== row.authMode;
   em.assign(row, { ...columns(deps, v), ...(authChanged ? { tokensSealed: null } : {}), updatedAt: new Date() });
   await em.flush();
+  await registerEgress(
+    em,
+    deps.config,
+    { tenant: principal.tenant, connection: name, origin: 'declared' },
+    declaredUrls(v),
+  );
   return runTest(deps, em, row);
 }
 

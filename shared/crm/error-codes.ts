@@ -14,5 +14,7 @@ export const CrmCodes = {
   stale_digest: 'stale_digest',
   connection_mismatch: 'connection_mismatch',
   authorization_required: 'authorization_required',
+  EGRESS_APPROVAL_REQUIRED: 'EGRESS_APPROVAL_REQUIRED',
+  egress_registration_not_pending: 'egress_registration_not_pending',
 } as const;
 export type CrmCode = (typeof CrmCodes)[keyof typeof CrmCodes];

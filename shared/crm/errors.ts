@@ -122,6 +122,8 @@ export class CrmEgressError extends PlatformError {
   constructor(
     readonly egress: EgressError,
     what = 'The CRM',
+    /** The discovered URL refused (the instance a token response names), for registering its host. */
+    readonly discoveredUrl?: string,
   ) {
     const refused = egress.code === EgressCodes.egress_refused;
     super(

@@ -1,8 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { requireEgressAdmitted } from './egress-registrations.js';
 import { crmEgress } from '../http/trust.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../auth/principal.js';
-import { CrmAuthError } from './errors.js';
+import { CrmAuthError, CrmEgressError } from './errors.js';
 import { authorizationCodeGrant } from './oauth.js';
 import { findConnectionRow, openConnection, saveTokens } from './store.js';
 import { CrmConnectionEntity } from '../db/entities/index.js';
@@ -40,6 +41,12 @@ export async function startAuthorization(
       { code: CrmCodes.not_user_oauth },
     );
   const conn = openConnection(deps.config, row);
+  // The hosts the callback's token exchange reaches must be on the egress list before the user is sent to approve.
+  await requireEgressAdmitted(em, deps.config, { tenant: principal.tenant, connection: name }, [
+    conn.settings.login_host,
+    conn.settings.token_url,
+    conn.settings.instance_url,
+  ]);
   const pending: Pending = {
     state: b64url(randomBytes(24)),
     verifier: b64url(randomBytes(48)),
@@ -106,7 +113,18 @@ export async function completeAuthorization(
     pending.redirectUri,
     pending.verifier,
     crmEgress(deps.config),
-  );
+  ).catch(async (err: unknown) => {
+    // Container-service mode: an instance host the egress list lacks is registered for approval (409 names it).
+    if (err instanceof CrmEgressError && err.discoveredUrl)
+      await requireEgressAdmitted(
+        em,
+        deps.config,
+        { tenant: row.tenant, connection: row.name },
+        [err.discoveredUrl],
+        'discovered',
+      );
+    throw err;
+  });
   await saveTokens(em, deps.config, conn, tokens);
   // The save-time test could only reach the hosts; with tokens it can prove both, so its stored
   // result stops saying authorization_required.

@@ -49,7 +49,7 @@ async function checkInstanceUrl(instanceUrl: string, egress: EgressPolicy): Prom
     await assertEgressAllowed(origin, egress);
   } catch (err) {
     if (err instanceof EgressError)
-      throw new CrmEgressError(err, 'The CRM instance (instance_url from the token response)');
+      throw new CrmEgressError(err, 'The CRM instance (instance_url from the token response)', instanceUrl);
     throw err;
   }
 }

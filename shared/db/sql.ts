@@ -40,3 +40,10 @@ export async function sqlOne<T extends object = Rows>(
 export function execSql(em: EntityManager, text: string, params: readonly unknown[] = []): Promise<StatementResult> {
   return em.getConnection().execute<StatementResult>(text, [...params], 'run', em.getTransactionContext());
 }
+
+/**
+ * A PostgreSQL text[] literal for a `?::text[]` parameter (a JS array would be expanded into a list):
+ * each element quoted, so values may hold commas, quotes or braces.
+ */
+export const textArray = (values: readonly string[]) =>
+  `{${values.map((v) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;

@@ -109,12 +109,16 @@ export async function hostedAiStatus(deps: AppDeps, em: EntityManager): Promise<
   };
 }
 
-/** The owner check: the caller is the demo owner and their recorded sign-in carries an e-mail address and a name. */
+/**
+ * The owner check: the caller is the demo owner and their recorded sign-in carries an e-mail address and a
+ * name (`users.name_claim`: the token's `name` or `preferred_username`). Any name counts, one equal to the
+ * login id or the e-mail included; only a missing (absent or blank) one is refused.
+ */
 async function requireOwner(em: EntityManager, principal: Principal) {
   const owner = await readDemoOwner(em);
-  const rows = await sql<{ email: string | null; display_name: string | null }>(
+  const rows = await sql<{ email: string | null; name_claim: string | null }>(
     em,
-    'select email, display_name from users where id = ?',
+    'select email, name_claim from users where id = ?',
     [principal.id],
   );
   const user = rows[0];
@@ -128,14 +132,13 @@ async function requireOwner(em: EntityManager, principal: Principal) {
     throw new ForbiddenError("Only the demo's owner may activate the hosted AI (sign in as the owner).", {
       code: DemoCodes.not_demo_owner,
     });
-  const name = user?.display_name && user.display_name !== principal.id && user.display_name !== user.email;
-  const missing = [...(user?.email ? [] : ['email']), ...(name ? [] : ['name'])];
+  const missing = [...(user?.email ? [] : ['email']), ...(user?.name_claim?.trim() ? [] : ['name'])];
   if (missing.length > 0)
     throw new ForbiddenError(
       `Complete your profile first: the identity provider's token must carry your ${missing.join(' and ')}.`,
       { code: DemoCodes.profile_incomplete, missing },
     );
-  return { sub: principal.id, email: user!.email!, name: user!.display_name! };
+  return { sub: principal.id, email: user!.email!, name: user!.name_claim! };
 }
 
 export async function activateHostedAi(deps: AppDeps, em: EntityManager, principal: Principal) {

@@ -26,6 +26,11 @@ export interface Ctx {
   em: EntityManager;
   config: AppConfig;
   tenant: string;
+  /**
+   * The index names SEARCH and ASK may read (an agent's knowledge bases, read per call); undefined: every
+   * index of the tenant (a person's view). A name outside it answers as an unknown index.
+   */
+  indexScope?: ReadonlySet<string>;
 }
 
 export const chunkConfigOrRefuse = (defaults: ChunkConfig | null, call: ChunkParams): ChunkConfig => {
@@ -63,11 +68,17 @@ export async function renameIndexAction(c: Ctx, name: string, next: string) {
   if (index.managed_source_id) managedRepoGuard('RENAME_INDEX', name);
   if (await findIndex(c.em, c.tenant, next))
     throw new ConflictError(`A document index named "${next}" already exists.`, { index_name: next });
+  // Knowledge bases bundle indexes by name: they follow the rename in the same statement.
   const rows = await sql(
     c.em,
-    `update doc_indexes set name = ? where id = ? and not exists (select 1 from doc_indexes where tenant = ? and name = ?)
-       returning id`,
-    [next, index.id, c.tenant, next],
+    `with renamed as (
+       update doc_indexes set name = ? where id = ? and not exists (select 1 from doc_indexes where tenant = ? and name = ?)
+       returning id),
+     bundles as (
+       update knowledge_bases set index_names = array_replace(index_names, ?, ?), updated_at = now()
+        where tenant = ? and ? = any(index_names) and exists (select 1 from renamed))
+     select id from renamed`,
+    [next, index.id, c.tenant, next, name, next, c.tenant, name],
   );
   if (!rows.length) throw new ConflictError(`A document index named "${next}" already exists.`, { index_name: next });
   return { Success: true, index_name: next, previous_name: name };
@@ -84,6 +95,12 @@ export async function deleteIndexAction(c: Ctx, name: string) {
     await lockIndex(tx, index.id);
     await sql(tx, 'delete from doc_embeddings where index_id = ?', [index.id]);
     await sql(tx, 'delete from doc_indexes where id = ?', [index.id]);
+    // A later index of the same name is not silently in the old bundles.
+    await sql(
+      tx,
+      'update knowledge_bases set index_names = array_remove(index_names, ?), updated_at = now() where tenant = ? and ? = any(index_names)',
+      [name, c.tenant, name],
+    );
   });
   const surviving = await sql<{ collection: string }>(
     c.em,
@@ -301,11 +318,18 @@ export async function renameDocumentAction(c: Ctx, a: { index_name: string; file
 }
 
 async function searchIndexes(c: Ctx, indexName: string | undefined, query: string, topN: number): Promise<SearchHit[]> {
-  const indexes: IndexRow[] = indexName
+  const scope = c.indexScope;
+  if (indexName && scope && !scope.has(indexName))
+    throw new NotFoundError(
+      `No document index named "${indexName}" in this agent's knowledge bases (${scope.size ? [...scope].sort().join(', ') : 'none assigned'}).`,
+      { index_name: indexName, knowledge_base_index_names: [...scope].sort() },
+    );
+  const all: IndexRow[] = indexName
     ? [await requireIndex(c.em, c.tenant, indexName)]
     : await sql<IndexRow>(c.em, `select * from doc_indexes where tenant = ? and state = 'active' order by name`, [
         c.tenant,
       ]);
+  const indexes = scope ? all.filter((i) => scope.has(i.name)) : all;
   const embedder = await currentEmbedder(c.em, c.config, c.tenant);
   return hybridSearch(c.em, c.tenant, indexes, query, topN, embedder, await vectorBackend(c.em, c.config));
 }

@@ -6,5 +6,8 @@
 export const DocumentIndexCodes = {
   rechunk_in_progress: 'rechunk_in_progress',
   managed_repo_guard: 'managed_repo_guard',
+  knowledge_base_name_taken: 'knowledge_base_name_taken',
+  unknown_index_names: 'unknown_index_names',
+  unknown_knowledge_bases: 'unknown_knowledge_bases',
 } as const;
 export type DocumentIndexCode = (typeof DocumentIndexCodes)[keyof typeof DocumentIndexCodes];

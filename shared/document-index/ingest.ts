@@ -5,7 +5,8 @@ import type { AppConfig } from '../config.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { ChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
-import { findIndex, ingestDocument, sql, type IngestOutcome } from './store.js';
+import { findIndex, ingestDocuments, sql, type IngestInput, type IngestOutcome } from './store.js';
+import { pruneVectorLog } from './vectors.js';
 
 const EXCLUDED_SEGMENTS = new Set(['__pycache__', 'node_modules', '.git', 'target', 'build', 'dist', '.venv', '.tox']);
 const EXCLUDED_FILES: Array<[RegExp, string]> = [
@@ -125,21 +126,25 @@ export async function ingestFiles(
     return report;
   }
   const embedder = await currentEmbedder(em, config, input.tenant);
+  // Each file's skip reason, or its document; the documents are ingested together (one transaction).
+  const results: Array<{ path: string; skip?: string; doc?: number }> = [];
+  const docs: IngestInput[] = [];
   for (const path of input.files) {
+    const skip = (reason: string) => results.push({ path, skip: reason });
     let bytes: Buffer;
     try {
       bytes = await readFile(join(input.root, path));
     } catch {
-      report.skipped.push({ filepath: path, reason: 'unreadable or removed' });
+      skip('unreadable or removed');
       continue;
     }
     if (bytes.includes(0)) {
-      report.skipped.push({ filepath: path, reason: 'binary file' });
+      skip('binary file');
       continue;
     }
     const content = bytes.toString('utf8');
     if (!content.trim()) {
-      report.skipped.push({ filepath: path, reason: 'empty file' });
+      skip('empty file');
       continue;
     }
     const managed = input.managedSourceId
@@ -149,22 +154,25 @@ export async function ingestFiles(
           path,
         ]);
     if (managed.length) {
-      report.skipped.push({ filepath: path, reason: 'managed_repo_guard (Git-backed knowledge-base document)' });
+      skip('managed_repo_guard (Git-backed knowledge-base document)');
       continue;
     }
-    const r = await ingestDocument(
-      em,
-      index,
-      {
-        path,
-        kind: 'file',
-        content,
-        metadata: { filename: basename(path) },
-        ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
-      },
-      input.chunkConfig,
-      embedder,
-    );
+    results.push({ path, doc: docs.length });
+    docs.push({
+      path,
+      kind: 'file',
+      content,
+      metadata: { filename: basename(path) },
+      ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
+    });
+  }
+  const outcomes = await ingestDocuments(em, index, docs, input.chunkConfig, embedder);
+  for (const { path, skip, doc } of results) {
+    if (skip) {
+      report.skipped.push({ filepath: path, reason: skip });
+      continue;
+    }
+    const r = outcomes[doc!]!;
     report.warnings.push(...r.warnings.map((w) => `${path}: ${w}`));
     if (r.status === 'unchanged') report.skipped.push({ filepath: path, reason: 'unchanged (same content hash)' });
     else report.added.push({ file_id: r.file_id, filepath: r.filepath, status: r.status, chunks: r.chunks });
@@ -174,13 +182,18 @@ export async function ingestFiles(
 
 /**
  * The compaction checkpoint (spec Limits: every 50 documents, 0.5 s, up to 3 retries): PostgreSQL has
- * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk table (ANALYZE),
- * retried up to the limit; the pause itself is the caller's (a durable timer in the ingest workflow).
+ * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk and vector tables (ANALYZE),
+ * merges the full-text index's pending list (`gin_clean_pending_list`), retried up to the limit, and prunes the vector change log (`pruneVectorLog`); the pause itself is the
+ * caller's (a durable timer in the ingest workflow).
  */
 export async function compactionCheckpoint(em: EntityManager, config: AppConfig): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await sql(em, 'analyze doc_chunks');
+      // The vectors' statistics too: without them pgvector's planner may rank by a scan instead of the HNSW index.
+      await sql(em, 'analyze doc_chunks, doc_embeddings');
+      // New tsvectors wait in the GIN index's pending list, which every full-text query scans linearly.
+      await sql(em, `select gin_clean_pending_list('doc_chunks_tsv'::regclass)`);
+      await pruneVectorLog(em);
       return;
     } catch (err) {
       if (attempt >= config.documentIndex.compactionMaxRetries) throw err;

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import type { ChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
-import { ingestDocument, lockIndex, sql, type IndexRow } from './store.js';
+import { ingestDocuments, lockIndex, sql, type IndexRow } from './store.js';
 
 /**
  * RECHUNK's steps (workflow `rechunk/<tenant>/<index_name>`): every document of the index is rebuilt into a
@@ -75,17 +75,14 @@ export async function rechunkCopyBatch(
     [input.sourceId, input.afterId, input.afterId, input.limit],
   );
   const embedder = await currentEmbedder(em, config, input.tenant);
-  const warnings: string[] = [];
-  for (const d of docs) {
-    const r = await ingestDocument(
-      em,
-      temp,
-      { path: d.path, kind: d.kind, content: d.content, metadata: d.metadata },
-      input.chunkConfig,
-      embedder,
-    );
-    warnings.push(...r.warnings.map((w) => `${d.path}: ${w}`));
-  }
+  const outcomes = await ingestDocuments(
+    em,
+    temp,
+    docs.map((d) => ({ path: d.path, kind: d.kind, content: d.content, metadata: d.metadata })),
+    input.chunkConfig,
+    embedder,
+  );
+  const warnings = outcomes.flatMap((r) => r.warnings.map((w) => `${r.filepath}: ${w}`));
   return { docs: docs.length, lastId: docs.length ? docs[docs.length - 1]!.id : input.afterId, warnings };
 }
 
@@ -126,6 +123,9 @@ export async function swapRechunk(
     if (Number(diff[0]!.n) > 0) return { swapped: false, docs: 0, chunksAfter: 0, reason: 'documents_changed' };
     await sql(tx, 'delete from doc_embeddings where index_id = ?', [input.sourceId]);
     await sql(tx, 'delete from doc_indexes where id = ?', [input.sourceId]);
+    // No process has cached the building index (it was invisible): its build log is not needed.
+    await sql(tx, 'delete from doc_vector_log where index_id in (?, ?)', [input.sourceId, input.tempId]);
+    await sql(tx, 'update doc_indexes set vector_log_floor = vector_generation where id = ?', [input.tempId]);
     await sql(
       tx,
       `update doc_indexes set name = ?, state = 'active', managed_source_id = ?, adopted_at = ? where id = ?`,

@@ -28,16 +28,27 @@ export function orQuery(query: string): string | null {
   return words.length ? [...new Set(words)].join(' | ') : null;
 }
 
-/** Lexical ranking: PostgreSQL full text (`ts_rank_cd` over the chunk's stored tsvector, GIN-indexed), any query word matching. */
+/**
+ * Matching chunks the lexical ranking scores at most: a query of very common words ranks this many of
+ * its matches (in storage order), so its cost stays bounded at any index size.
+ */
+export const LEXICAL_CANDIDATE_CAP = 5000;
+
+/**
+ * Lexical ranking: PostgreSQL full text (`ts_rank_cd` over the chunk's stored tsvector, GIN-indexed),
+ * any query word matching; at most `LEXICAL_CANDIDATE_CAP` matches are scored, the best 50 kept.
+ */
 export async function lexicalRanking(em: EntityManager, tenant: string, indexIds: string[], query: string) {
   const q = orQuery(query);
   if (!q) return [];
   return sql<{ id: string }>(
     em,
-    `select c.id from doc_chunks c, to_tsquery('english', ?) q
-       where c.tenant = ? and c.index_id = any(?::uuid[]) and c.tsv @@ q
-       order by ts_rank_cd(c.tsv, q) desc, c.id limit ?`,
-    [q, tenant, pgArray(indexIds), CANDIDATES],
+    `select m.id from (
+         select c.id, c.tsv from doc_chunks c
+           where c.tsv @@ to_tsquery('english', ?) and c.tenant = ? and c.index_id = any(?::uuid[]) limit ?
+       ) m, to_tsquery('english', ?) q
+       order by ts_rank_cd(m.tsv, q) desc, m.id limit ?`,
+    [q, tenant, pgArray(indexIds), LEXICAL_CANDIDATE_CAP, q, CANDIDATES],
   );
 }
 
@@ -69,8 +80,11 @@ export async function hybridSearch(
   if (!indexes.length || !query.trim()) return [];
   const ids = indexes.map((i) => i.id);
   const [qv] = (await embedder.embed([query])).vectors;
-  const lexical = await lexicalRanking(em, tenant, ids, query);
-  const vector = await vectorRanking(em, backend, tenant, ids, embedder.collection, qv!);
+  // The two halves on two connections at once.
+  const [lexical, vector] = await Promise.all([
+    lexicalRanking(em, tenant, ids, query),
+    vectorRanking(em, backend, tenant, ids, embedder.collection, qv!),
+  ]);
   const fused = new Map<string, { score: number; lexical: number | null; vector: number | null }>();
   lexical.forEach((r, n) => fused.set(r.id, { score: 1 / (RRF_K + n + 1), lexical: n + 1, vector: null }));
   vector.forEach((r, n) => {

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import { VECTOR_BATCH, type Embedder } from './embedder.js';
-import { encodeVector } from './vectors.js';
+import { encodeVector, pruneVectorLog } from './vectors.js';
 import { sql } from '../db/sql.js';
 
 export type Row = Record<string, unknown>;
@@ -95,10 +95,7 @@ export interface IngestOutcome {
 }
 
 /**
- * Adds (or replaces) one document: chunks it, embeds the chunks (before any write, so a provider
- * failure writes nothing), then in one transaction replaces the document of the same path and inserts
- * its chunks and their vectors in batches of 64. Idempotent per content hash: the same text at the same
- * path is `unchanged` and writes nothing, so a retried ingestion never duplicates chunks.
+ * Adds (or replaces) one document: `ingestDocuments` with a batch of one.
  */
 export async function ingestDocument(
   em: EntityManager,
@@ -107,80 +104,132 @@ export async function ingestDocument(
   config: ChunkConfig,
   embedder: Embedder,
 ): Promise<IngestOutcome> {
-  const hash = contentHash(doc.content);
-  const existing = await sql<{ id: string; content_hash: string; chunk_count: number }>(
-    em,
-    'select id, content_hash, chunk_count from doc_documents where index_id = ? and path = ?',
-    [index.id, doc.path],
-  );
-  if (existing[0]?.content_hash === hash)
-    return {
-      file_id: existing[0].id,
-      filepath: doc.path,
-      status: 'unchanged',
-      chunks: existing[0].chunk_count,
-      warnings: [],
-    };
-  const chunks = chunkText(doc.content, config);
-  const { vectors, warnings } = await embedder.embed(chunks);
-  const id = doc.id ?? randomUUID();
-  await em.fork().transactional(async (tx) => {
-    await lockIndex(tx, index.id);
-    await sql(tx, 'delete from doc_documents where index_id = ? and path = ?', [index.id, doc.path]);
-    await sql(
-      tx,
-      `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
-           managed_source_id)
-         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)`,
-      [
-        id,
-        index.tenant,
-        index.id,
-        doc.path,
-        doc.kind,
-        doc.content,
-        hash,
-        JSON.stringify(doc.metadata ?? {}),
-        chunks.length,
-        doc.managedSourceId ?? null,
-      ],
-    );
-    await insertChunks(tx, index, id, chunks, vectors, embedder.collection);
-  });
-  return {
-    file_id: id,
-    filepath: doc.path,
-    status: existing[0] ? 'updated' : 'added',
-    chunks: chunks.length,
-    warnings,
-  };
+  return (await ingestDocuments(em, index, [doc], config, embedder))[0]!;
 }
 
-/** Inserts chunks and their vectors, 64 rows per statement. */
+/**
+ * Adds (or replaces) documents: chunks each and embeds its chunks (before any write, so a provider
+ * failure writes nothing), then in one transaction replaces the documents of the same paths and
+ * inserts the documents, their chunks (one statement) and their vectors (64 per statement). Idempotent
+ * per content hash: the same text at the same path is `unchanged` and writes nothing, so a retried
+ * ingestion never duplicates chunks. Outcomes are in the order of `docs`.
+ */
+export async function ingestDocuments(
+  em: EntityManager,
+  index: IndexRow,
+  docs: IngestInput[],
+  config: ChunkConfig,
+  embedder: Embedder,
+): Promise<IngestOutcome[]> {
+  if (new Set(docs.map((d) => d.path)).size < docs.length) {
+    // The same path twice: one after the other, so the later text replaces the earlier one.
+    const out: IngestOutcome[] = [];
+    for (const d of docs) out.push(...(await ingestDocuments(em, index, [d], config, embedder)));
+    return out;
+  }
+  const existing = await sql<{ id: string; path: string; content_hash: string; chunk_count: number }>(
+    em,
+    `select id, path, content_hash, chunk_count from doc_documents
+       where index_id = ? and path in (select jsonb_array_elements_text(?::jsonb))`,
+    [index.id, JSON.stringify(docs.map((d) => d.path))],
+  );
+  const byPath = new Map(existing.map((r) => [r.path, r]));
+  const planned = [];
+  for (const doc of docs) {
+    const hash = contentHash(doc.content);
+    const before = byPath.get(doc.path);
+    if (before?.content_hash === hash) {
+      planned.push({ doc, hash, before, unchanged: true as const });
+      continue;
+    }
+    const chunks = chunkText(doc.content, config);
+    const { vectors, warnings } = await embedder.embed(chunks);
+    planned.push({
+      doc,
+      hash,
+      before,
+      unchanged: false as const,
+      id: doc.id ?? randomUUID(),
+      chunks,
+      vectors,
+      warnings,
+    });
+  }
+  const writes = planned.filter((p) => !p.unchanged);
+  if (writes.length)
+    await em.fork().transactional(async (tx) => {
+      await lockIndex(tx, index.id);
+      await sql(
+        tx,
+        'delete from doc_documents where index_id = ? and path in (select jsonb_array_elements_text(?::jsonb))',
+        [index.id, JSON.stringify(writes.map((w) => w.doc.path))],
+      );
+      const rows = writes.map((w) => ({
+        id: w.id,
+        path: w.doc.path,
+        kind: w.doc.kind,
+        content: w.doc.content,
+        content_hash: w.hash,
+        metadata: w.doc.metadata ?? {},
+        chunk_count: w.chunks.length,
+        managed_source_id: w.doc.managedSourceId ?? null,
+      }));
+      await sql(
+        tx,
+        `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
+             managed_source_id)
+           select r.id, ?, ?, r.path, r.kind, r.content, r.content_hash, r.metadata, r.chunk_count, r.managed_source_id
+             from jsonb_to_recordset(?::jsonb) as r(id uuid, path text, kind text, content text, content_hash text,
+               metadata jsonb, chunk_count integer, managed_source_id text)`,
+        [index.tenant, index.id, JSON.stringify(rows)],
+      );
+      await insertChunks(
+        tx,
+        index,
+        writes.map((w) => ({ documentId: w.id, chunks: w.chunks, vectors: w.vectors })),
+        embedder.collection,
+      );
+    });
+  // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
+  // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.
+  if (writes.length) await pruneVectorLog(em);
+  return planned.map((p) =>
+    p.unchanged
+      ? { file_id: p.before.id, filepath: p.doc.path, status: 'unchanged', chunks: p.before.chunk_count, warnings: [] }
+      : {
+          file_id: p.id,
+          filepath: p.doc.path,
+          status: p.before ? 'updated' : 'added',
+          chunks: p.chunks.length,
+          warnings: p.warnings,
+        },
+  );
+}
+
+/** Inserts documents' chunks (one statement) and their vectors (64 rows per statement, spec Limits). */
 export async function insertChunks(
   tx: EntityManager,
   index: IndexRow,
-  documentId: string,
-  chunks: string[],
-  vectors: number[][],
+  docs: Array<{ documentId: string; chunks: string[]; vectors: number[][] }>,
   collection: string,
 ): Promise<void> {
-  for (let i = 0; i < chunks.length; i += VECTOR_BATCH) {
-    const ids = chunks.slice(i, i + VECTOR_BATCH).map(() => randomUUID());
-    const params: unknown[] = [];
-    ids.forEach((cid, k) => params.push(cid, index.tenant, index.id, documentId, i + k, chunks[i + k]));
-    await sql(
-      tx,
-      `insert into doc_chunks (id, tenant, index_id, document_id, seq, text) values ${ids.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
-      params,
-    );
-    const vparams: unknown[] = [];
-    ids.forEach((cid, k) => vparams.push(collection, cid, index.tenant, index.id, encodeVector(vectors[i + k]!)));
+  const rows = docs.flatMap((d) =>
+    d.chunks.map((text, seq) => ({ id: randomUUID(), d: d.documentId, s: seq, t: text, v: d.vectors[seq]! })),
+  );
+  if (!rows.length) return;
+  await sql(
+    tx,
+    `insert into doc_chunks (id, tenant, index_id, document_id, seq, text)
+       select r.id, ?, ?, r.d, r.s, r.t from jsonb_to_recordset(?::jsonb) as r(id uuid, d uuid, s integer, t text)`,
+    [index.tenant, index.id, JSON.stringify(rows.map(({ id, d, s, t }) => ({ id, d, s, t })))],
+  );
+  for (let i = 0; i < rows.length; i += VECTOR_BATCH) {
+    const batch = rows.slice(i, i + VECTOR_BATCH);
     await sql(
       tx,
       `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
-         values ${ids.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
-      vparams,
+         select ?, v.id::uuid, ?, ?, v.vec from (values ${batch.map(() => '(?, ?::bytea)').join(', ')}) v(id, vec)`,
+      [collection, index.tenant, index.id, ...batch.flatMap((r) => [r.id, encodeVector(r.v)])],
     );
   }
 }

@@ -12,12 +12,14 @@ import { onProcessReset } from '../process-state.js';
  *   docker-compose): an HNSW index per collection over the expression `doc_vec_floats(vec)::vector(n)`
  *   (cosine distance), created on first use; PostgreSQL answers the nearest chunks.
  * - `exact` (the embedded PostgreSQL, which has no pgvector): an exact cosine scan in the API process
- *   over an in-memory `Float32Array` of the index's unit vectors, cached per (index, collection) and
- *   keyed by the index's `vector_generation`, which triggers on `doc_embeddings` bump in the writing
- *   transaction on every insert, update and delete (ingestion, document deletion, the rechunk swap,
- *   re-embedding). A search reads the current generation first and reloads when it differs, and a
- *   load reads the generation and the vectors in one repeatable-read snapshot, so a search never sees
- *   vectors older than a write committed before it started.
+ *   over an in-memory column-major `Float32Array` of the index's unit vectors (`VectorSet`), cached per
+ *   (index, collection) at the index's `vector_generation`, which triggers on `doc_embeddings` bump in
+ *   the writing transaction on every insert, update and delete (ingestion, document deletion, the
+ *   rechunk swap, re-embedding), logging the changed chunks in `doc_vector_log`. A search reads the
+ *   current generations first (one query); a set behind it is brought up to date from the log (the
+ *   changed chunks only, one query), so a write by any process is seen at the next search without
+ *   reloading the index. A set is loaded whole only when first searched or when the log was pruned
+ *   past it; a load reads the generation and the vectors in one repeatable-read snapshot.
  *
  * Which one serves is decided once per process (`vectorBackend`): `CREATE EXTENSION IF NOT EXISTS
  * vector` succeeding selects pgvector, anything else the exact path.
@@ -39,8 +41,14 @@ export interface VectorBackend {
   ): Promise<VectorHit[]>;
 }
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /** A vector as stored in `doc_embeddings.vec`: little-endian float4 bytes. */
 export function encodeVector(v: readonly number[]): Buffer {
+  if (LITTLE_ENDIAN) {
+    const f = Float32Array.from(v);
+    return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
+  }
   const b = Buffer.allocUnsafe(v.length * 4);
   v.forEach((x, i) => b.writeFloatLE(x, i * 4));
   return b;
@@ -52,8 +60,6 @@ export function decodeVector(b: Uint8Array): Float32Array {
   if (!LITTLE_ENDIAN) for (let i = 0; i < out.length; i++) out[i] = Buffer.from(b).readFloatLE(i * 4);
   return out;
 }
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 function unit(q: readonly number[], dim: number): Float32Array {
   const out = new Float32Array(dim);
@@ -70,7 +76,7 @@ function unit(q: readonly number[], dim: number): Float32Array {
 }
 
 /** Keeps the best `k` hits, ordered by similarity (higher first), then chunk id. */
-class TopK {
+export class TopK {
   readonly hits: VectorHit[] = [];
   constructor(private readonly k: number) {}
   get floor(): number {
@@ -90,16 +96,128 @@ class TopK {
   }
 }
 
-interface CacheEntry {
-  generation: string;
-  ids: string[];
-  /** Unit vectors, `dim` floats per chunk. */
-  data: Float32Array;
-  dim: number;
+/** Rows per block of a `VectorSet`: growing adds a block, never copies the set. */
+const BLOCK = 4096;
+
+/**
+ * One (index, collection) vector set in memory, rows unit-normalised, in blocks of `BLOCK` rows, each
+ * block column-major (row `r`'s value in dimension `d` at `blocks[r / BLOCK][d * BLOCK + r % BLOCK]`).
+ * A search multiplies only the query's non-zero dimensions (a local hashing query of a few words touches
+ * a few of its 384), each a sequential pass over one column; the sums are the same doubles, in the same
+ * order, as a full row-by-row dot product. Writes are applied in place (a changed chunk is overwritten,
+ * a deleted one swapped with the last row, a new one appended).
+ */
+export class VectorSet {
+  ids: string[] = [];
+  private readonly rowOf = new Map<string, number>();
+  private readonly blocks: Float32Array[] = [];
+  private scratch = new Float64Array(0);
+
+  constructor(
+    public generation: bigint,
+    public dim: number,
+  ) {}
+
+  /** A set built at once from stored vectors: rows normalised, then written to the columns 64 rows at a time. */
+  static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
+    const set = new VectorSet(
+      generation,
+      raw.reduce((m, b) => Math.max(m, b.length >> 2), 0),
+    );
+    const { dim } = set;
+    while (set.blocks.length * BLOCK < ids.length) set.blocks.push(new Float32Array(BLOCK * dim));
+    const tile = new Float32Array(64 * dim);
+    for (let start = 0; start < ids.length; start += 64) {
+      const end = Math.min(ids.length, start + 64);
+      tile.fill(0);
+      for (let r = start; r < end; r++) unitInto(decodeVector(raw[r]!), tile, (r - start) * dim);
+      const block = set.blocks[Math.floor(start / BLOCK)]!;
+      const at = start % BLOCK;
+      for (let d = 0; d < dim; d++)
+        for (let r = start; r < end; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
+    }
+    ids.forEach((id, r) => set.rowOf.set(id, r));
+    set.ids = ids;
+    return set;
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  get bytes(): number {
+    return this.blocks.length * BLOCK * (this.dim * 4 + 8) + this.ids.length * 80;
+  }
+
+  /** Sets a chunk's vector (stored float4 bytes), adding the chunk when new. */
+  upsert(id: string, raw: Uint8Array): void {
+    const v = decodeVector(raw);
+    if (!this.ids.length && !this.blocks.length) this.dim = v.length;
+    let row = this.rowOf.get(id);
+    if (row === undefined) {
+      row = this.ids.length;
+      if (row >= this.blocks.length * BLOCK) this.blocks.push(new Float32Array(BLOCK * this.dim));
+      this.ids.push(id);
+      this.rowOf.set(id, row);
+    }
+    const unitV = new Float32Array(this.dim);
+    unitInto(v.subarray(0, this.dim), unitV, 0);
+    const block = this.blocks[Math.floor(row / BLOCK)]!;
+    const at = row % BLOCK;
+    for (let d = 0; d < this.dim; d++) block[d * BLOCK + at] = unitV[d]!;
+  }
+
+  remove(id: string): void {
+    const row = this.rowOf.get(id);
+    if (row === undefined) return;
+    const last = this.ids.length - 1;
+    if (row !== last) {
+      const to = this.blocks[Math.floor(row / BLOCK)]!;
+      const from = this.blocks[Math.floor(last / BLOCK)]!;
+      for (let d = 0; d < this.dim; d++) to[d * BLOCK + (row % BLOCK)] = from[d * BLOCK + (last % BLOCK)]!;
+      this.ids[row] = this.ids[last]!;
+      this.rowOf.set(this.ids[row]!, row);
+    }
+    this.ids.pop();
+    this.rowOf.delete(id);
+  }
+
+  /** Offers every row with a positive cosine to `top`. */
+  scan(query: readonly number[], top: TopK): void {
+    const n = this.ids.length;
+    if (!n || !this.dim) return;
+    const q = unit(query, this.dim);
+    if (this.scratch.length < n) this.scratch = new Float64Array(this.blocks.length * BLOCK);
+    const scores = this.scratch;
+    scores.fill(0, 0, n);
+    for (let b = 0; b * BLOCK < n; b++) {
+      const block = this.blocks[b]!;
+      const base = b * BLOCK;
+      const rows = Math.min(BLOCK, n - base);
+      for (let d = 0; d < this.dim; d++) {
+        const qd = q[d]!;
+        if (qd === 0) continue;
+        const off = d * BLOCK;
+        for (let r = 0; r < rows; r++) scores[base + r]! += qd * block[off + r]!;
+      }
+    }
+    for (let r = 0; r < n; r++) {
+      const s = scores[r]!;
+      if (s > 0 && s >= top.floor) top.offer(this.ids[r]!, s);
+    }
+  }
+}
+
+/** `v` scaled to unit length into `out` at `at` (zeros stay zeros). */
+function unitInto(v: Float32Array, out: Float32Array, at: number): void {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
 }
 
 /** Vectors of one (index, collection) with the generation they were read at, in one snapshot. */
-async function loadVectors(em: EntityManager, indexId: string, collection: string): Promise<CacheEntry | null> {
+async function loadVectors(em: EntityManager, indexId: string, collection: string): Promise<VectorSet | null> {
   return em.fork().transactional(
     async (tx) => {
       const gen = await sql<{ g: string }>(tx, 'select vector_generation::text as g from doc_indexes where id = ?', [
@@ -123,34 +241,69 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
         if (page.length < CHUNK_PAGE) break;
         after = page[page.length - 1]!.chunk_id;
       }
-      const dim = raw.reduce((m, b) => Math.max(m, b.length >> 2), 0);
-      const data = new Float32Array(ids.length * dim);
-      raw.forEach((b, row) => {
-        const v = decodeVector(b);
-        let n = 0;
-        for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-        const s = n > 0 ? 1 / Math.sqrt(n) : 0;
-        const base = row * dim;
-        for (let i = 0; i < v.length; i++) data[base + i] = v[i]! * s;
-      });
-      return { generation: gen[0].g, ids, data, dim };
+      return VectorSet.of(BigInt(gen[0].g), ids, raw);
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ },
   );
 }
 
 /**
+ * Brings a cached set up to the index's current generation from `doc_vector_log`: the chunks changed
+ * since the set's generation with their current vectors (none when deleted), read with the generation
+ * and the log's pruning floor in one statement (one snapshot). Answers false when the log no longer
+ * reaches back to the set's generation (pruned), true when applied; null when the index is gone.
+ */
+async function catchUp(em: EntityManager, indexId: string, collection: string, set: VectorSet) {
+  const rows = await sql<{ g: string; floor: string; chunk_id: string | null; vec: Buffer | null }>(
+    em,
+    `select i.vector_generation::text as g, i.vector_log_floor::text as floor, l.chunk_id, e.vec
+       from doc_indexes i
+       left join lateral (select distinct chunk_id from doc_vector_log
+           where index_id = i.id and collection = ? and gen > ?::bigint) l on i.vector_log_floor <= ?::bigint
+       left join doc_embeddings e on e.collection = ? and e.chunk_id = l.chunk_id
+       where i.id = ?`,
+    [collection, set.generation.toString(), set.generation.toString(), collection, indexId],
+  );
+  if (!rows[0]) return null;
+  if (BigInt(rows[0].floor) > set.generation) return false;
+  for (const r of rows) {
+    if (!r.chunk_id) continue;
+    if (r.vec) set.upsert(r.chunk_id, r.vec);
+    else set.remove(r.chunk_id);
+  }
+  set.generation = BigInt(rows[0].g);
+  return true;
+}
+
+/**
+ * Deletes log rows older than `seconds` (and those of deleted indexes with them) and raises each
+ * index's `vector_log_floor` to the newest generation deleted, so a cache older than that reloads.
+ */
+export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<void> {
+  await sql(
+    em,
+    `with d as (delete from doc_vector_log where logged_at < now() - make_interval(secs => ?) returning index_id, gen),
+       m as (select index_id, max(gen) as gen from d group by index_id)
+     update doc_indexes i set vector_log_floor = greatest(i.vector_log_floor, m.gen) from m where i.id = m.index_id`,
+    [seconds],
+  );
+}
+
+/**
  * The exact path: an LRU of (index, collection) vector sets within a byte budget
- * (`PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`, default 512). A set larger than the budget is scanned without being
- * kept. Concurrent searches needing the same missing set share one load.
+ * (`PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`, default 512). A set is loaded whole once, then kept
+ * current from `doc_vector_log` (each search reads the generations, one query; a changed index costs
+ * one more query for the changed chunks only), so writes by any process are seen at the next search
+ * without a reload. A set larger than the budget is scanned without being kept. Concurrent searches
+ * needing the same set share one load or catch-up.
  */
 export class ExactVectorBackend implements VectorBackend {
   readonly kind = 'exact' as const;
-  private readonly entries = new Map<string, CacheEntry>();
-  private readonly loading = new Map<string, Promise<CacheEntry | null>>();
+  private readonly entries = new Map<string, VectorSet>();
+  private readonly refreshing = new Map<string, Promise<VectorSet | null>>();
   private bytes = 0;
-  /** Loads from PostgreSQL and searches served from memory (for tests and the benchmark). */
-  readonly stats = { loads: 0, hits: 0 };
+  /** Whole loads from PostgreSQL, searches served from memory as cached, and incremental catch-ups (tests, benchmark). */
+  readonly stats = { loads: 0, hits: 0, catchUps: 0 };
 
   constructor(private readonly budgetBytes: number) {}
 
@@ -169,58 +322,66 @@ export class ExactVectorBackend implements VectorBackend {
       [tenant, pgArray(indexIds)],
     );
     const top = new TopK(k);
-    for (const { id, g } of gens) {
-      const entry = await this.entry(em, id, collection, g);
-      if (!entry || !entry.ids.length) continue;
-      const q = unit(query, entry.dim);
-      const { data, dim, ids } = entry;
-      for (let row = 0, base = 0; row < ids.length; row++, base += dim) {
-        let dot = 0;
-        for (let i = 0; i < dim; i++) dot += q[i]! * data[base + i]!;
-        if (dot > 0 && dot >= top.floor) top.offer(ids[row]!, dot);
-      }
-    }
+    for (const { id, g } of gens) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
     return top.hits;
   }
 
-  private async entry(em: EntityManager, indexId: string, collection: string, generation: string) {
+  /** The set at `generation` or newer (a write committed meanwhile is fine), or null when the index is gone. */
+  private async entry(em: EntityManager, indexId: string, collection: string, generation: bigint) {
     const key = `${indexId}|${collection}`;
     const cached = this.entries.get(key);
-    if (cached && cached.generation === generation) {
+    if (cached && cached.generation >= generation) {
       this.stats.hits++;
       this.entries.delete(key);
       this.entries.set(key, cached);
       return cached;
     }
-    const flightKey = `${key}|${generation}`;
-    let flight = this.loading.get(flightKey);
-    if (!flight) {
-      flight = loadVectors(em, indexId, collection).finally(() => this.loading.delete(flightKey));
-      this.loading.set(flightKey, flight);
-      this.stats.loads++;
+    for (;;) {
+      let flight = this.refreshing.get(key);
+      if (!flight) {
+        flight = this.refresh(em, key, indexId, collection).finally(() => this.refreshing.delete(key));
+        this.refreshing.set(key, flight);
+      }
+      const set = await flight;
+      // A refresh that started before this search read its generation may be older: refresh again.
+      if (!set || set.generation >= generation) return set;
     }
-    const loaded = await flight;
+  }
+
+  private async refresh(em: EntityManager, key: string, indexId: string, collection: string) {
+    const cached = this.entries.get(key);
+    if (cached) {
+      this.forget(key);
+      const applied = await catchUp(em, indexId, collection, cached);
+      if (applied === null) return null;
+      if (applied) {
+        this.stats.catchUps++;
+        this.keep(key, cached);
+        return cached;
+      }
+    }
+    this.stats.loads++;
+    const loaded = await loadVectors(em, indexId, collection);
     if (loaded) this.keep(key, loaded);
-    // A load may read a newer generation than the one asked for (a write committed in between): newer is fine.
     return loaded;
   }
 
-  private keep(key: string, entry: CacheEntry): void {
-    const size = entry.data.byteLength + entry.ids.length * 80;
+  private forget(key: string): void {
     const old = this.entries.get(key);
-    if (old) {
-      if (BigInt(old.generation) > BigInt(entry.generation)) return;
-      this.entries.delete(key);
-      this.bytes -= old.data.byteLength + old.ids.length * 80;
+    if (!old) return;
+    this.entries.delete(key);
+    this.bytes -= old.bytes;
+  }
+
+  private keep(key: string, set: VectorSet): void {
+    this.forget(key);
+    if (set.bytes > this.budgetBytes) return;
+    while (this.bytes + set.bytes > this.budgetBytes && this.entries.size) {
+      const k0 = this.entries.keys().next().value as string;
+      this.forget(k0);
     }
-    if (size > this.budgetBytes) return;
-    while (this.bytes + size > this.budgetBytes && this.entries.size) {
-      const [k0, e0] = this.entries.entries().next().value as [string, CacheEntry];
-      this.entries.delete(k0);
-      this.bytes -= e0.data.byteLength + e0.ids.length * 80;
-    }
-    this.entries.set(key, entry);
-    this.bytes += size;
+    this.entries.set(key, set);
+    this.bytes += set.bytes;
   }
 }
 

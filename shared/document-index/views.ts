@@ -19,3 +19,25 @@ export const IndexStats = z.object({
   collections: z.array(z.string()).describe('collections holding vectors of this index'),
   managed: z.boolean(),
 });
+
+/** A knowledge base: a named bundle of document-index names, and the agents it is assigned to. */
+export const KnowledgeBaseView = z
+  .object({
+    id: z.string().describe('"kb_" and 32 lowercase hex characters'),
+    name: z.string(),
+    description: z.string(),
+    index_names: z.array(z.string()).describe('the bundled document-index names, sorted'),
+    agent_ids: z.array(z.string()).describe('the agents it is assigned to, sorted'),
+    created_by: z.string(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'KnowledgeBase' });
+export type KnowledgeBaseView = z.infer<typeof KnowledgeBaseView>;
+
+/** An agent's knowledge bases, and the index names its SEARCH and ASK see (their union). */
+export const AgentKnowledgeView = z.object({
+  agent_id: z.string(),
+  knowledge_bases: z.array(KnowledgeBaseView),
+  index_names: z.array(z.string()).describe('the union of its knowledge bases’ index names, sorted'),
+});

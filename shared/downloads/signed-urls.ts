@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors, jwtVerify, SignJWT } from 'jose';
@@ -8,6 +8,7 @@ import { NotFoundError, PayloadTooLargeError, PlatformError } from '../errors.js
 import { createLogger, type Logger } from '../log.js';
 import { sql } from '../db/sql.js';
 import { onProcessReset } from '../process-state.js';
+import { keyMaterial } from '../secrets/secret-box.js';
 
 /**
  * Short-lived, single-use signed download URLs for files agents produce (spec, Hosted gateway).
@@ -23,20 +24,38 @@ export const MAX_DOWNLOAD_TTL_SECONDS = 86_400;
 export const DOWNLOAD_RETENTION_DAYS = 7;
 
 let processKey: Uint8Array | undefined;
+/** The derived key of each deployment configuration this process serves (tests run several). */
+let derivedKeys = new WeakMap<AppConfig, Uint8Array>();
 onProcessReset('shared/downloads/signed-urls.ts#processKey', () => {
   processKey = undefined;
 });
+onProcessReset('shared/downloads/signed-urls.ts#derivedKeys', () => {
+  derivedKeys = new WeakMap();
+});
 
-/** PLATFORM_SIGNING_KEY, else one random key per process: links then only work on the process that signed them. */
+/**
+ * PLATFORM_SIGNING_KEY; else a key derived (HKDF-SHA256) from the secrets root key, which every replica
+ * of a deployment shares (PLATFORM_SECRETS_KEY, or the key file in the shared data folder), so a link
+ * signed by one API process verifies on another and after a restart; else (no secrets key can be had)
+ * one random key per process: links then only work on the process that signed them.
+ */
 function signingKey(config: AppConfig, log?: Logger): Uint8Array {
   if (config.signingKey) return new TextEncoder().encode(config.signingKey);
-  if (!processKey) {
-    processKey = randomBytes(32);
-    (log ?? createLogger({ base: { component: 'downloads' } })).warn(
-      'PLATFORM_SIGNING_KEY is not set: download links are signed with a random per-process key and stop working on restart or on another process',
-    );
+  const derived = derivedKeys.get(config);
+  if (derived) return derived;
+  try {
+    const key = new Uint8Array(hkdfSync('sha256', keyMaterial(config), '', 'platform-download-links', 32));
+    derivedKeys.set(config, key);
+    return key;
+  } catch {
+    if (!processKey) {
+      processKey = randomBytes(32);
+      (log ?? createLogger({ base: { component: 'downloads' } })).warn(
+        'Neither PLATFORM_SIGNING_KEY nor a secrets key is available: download links are signed with a random per-process key and stop working on restart or on another process',
+      );
+    }
+    return processKey;
   }
-  return processKey;
 }
 
 export interface SignDownloadInput {

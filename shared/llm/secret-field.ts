@@ -1,6 +1,8 @@
 /**
- * Setting one secret field of a saved provider (`PUT /api/config/secrets/{field_path}`) and the IAM
- * status of a provider (`GET /api/config/{provider}/iam-status`, meaningful for Bedrock only).
+ * Setting one secret field (`POST /api/config/secret-fields/{field_path}/set-value`): a saved provider's
+ * credential (`llm_providers.…`) or any secret setting (`etl.runner_token`, the service-desk webhook
+ * secret, …); and the IAM status of a provider (`GET /api/config/{provider}/iam-status`, meaningful for
+ * Bedrock only).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppDeps } from '../app-deps.js';
@@ -11,12 +13,34 @@ import { iamStatus, NO_CREDENTIALS } from './iam-status.js';
 import { withDefaults, type ProviderKind } from './provider-kinds.js';
 import { testFields } from './provider-service.js';
 import { findProvider, openFields, splitFields, writeProvider } from './provider-store.js';
+import { SETTINGS, type SettingPath } from '../settings/definitions.js';
+import { saveSettingValues } from '../settings/save-settings.js';
+
+/** Every secret setting's path (sealed at rest, masked on read): what `set-value` takes besides provider credentials. */
+export const SECRET_SETTING_PATHS = (Object.keys(SETTINGS) as SettingPath[]).filter((p) => SETTINGS[p].secret);
 
 /**
- * Sets the secret at `llm.<kind>[.<sub>].<field>`. For a configured provider the save-time connection
- * test runs first; a failed test answers `success` false and changes nothing.
+ * Sets a provider credential (`llm_providers.<kind>[.<vendor>].<secret>`, `setProviderSecret`) or a secret
+ * setting; a setting goes through the configuration apply like any saved setting (sealed, versioned,
+ * recorded), so a process-level one (environment only) is refused there (400 `process_level`), nothing saved.
  */
 export async function setSecretField(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  fieldPath: string,
+  value: string,
+) {
+  if (fieldPath.startsWith('llm_providers.')) return setProviderSecret(deps, em, principal, fieldPath, value);
+  await saveSettingValues(deps, em, principal, { [fieldPath as SettingPath]: value });
+  return { success: true, message: `Secret ${fieldPath} is set.`, field_path: fieldPath };
+}
+
+/**
+ * Sets the secret at `llm_providers.<kind>[.<sub>].<field>`. For a configured provider the save-time
+ * connection test runs first; a failed test answers `success` false and changes nothing.
+ */
+async function setProviderSecret(
   deps: AppDeps,
   em: EntityManager,
   principal: Principal,

@@ -26,6 +26,8 @@ export interface CheckedOutFlow {
   flowName: string;
   manifest: string;
   contentHash: string;
+  /** The manifest's text (what a run of the flow executes once promoted). */
+  text: string;
   /** Null when the manifest is a YAML mapping; else why it cannot be promoted. */
   invalidReason: string | null;
 }
@@ -76,6 +78,7 @@ export async function checkedOutFlows(config: AppConfig, row: ManagedSourceRow):
       flowName: e.name,
       manifest: `${root}/${e.name}/${chosen}`,
       contentHash: hash.digest('hex'),
+      text,
       invalidReason:
         total > MAX_FLOW_BYTES ? `the flow folder is larger than ${MAX_FLOW_BYTES} bytes` : yamlProblem(text),
     });
@@ -155,11 +158,11 @@ export async function tenantSources(em: EntityManager, tenant: string, sourceId?
   );
 }
 
-/** Flow promotion needs an acting user: a person, not the system identity or an agent (401 otherwise). */
-export function checkActingUser(principal: Principal): void {
+/** Flow promotion (and a flow run) needs an acting user: a person, not the system identity or an agent (401 otherwise). */
+export function checkActingUser(principal: Principal, what = 'Promoting flows'): void {
   if (principal.kind !== 'person')
     throw new AuthenticationError(
-      'Promoting flows needs an acting user: sign in as a person (identity-provider login or your own personal access token).',
+      `${what} needs an acting user: sign in as a person (identity-provider login or your own personal access token).`,
       { principal_kind: principal.kind },
     );
 }
@@ -199,6 +202,7 @@ export async function recordFlowPromotion(
     contentHash: flow!.contentHash,
     commitSha: promotion.commitSha,
     manifestPath: flow!.manifest,
+    definition: flow!.text,
     promotedAt: new Date(),
     promotedBy: promotion.promotedBy,
   };

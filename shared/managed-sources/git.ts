@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import ignoreModule from 'ignore';
@@ -209,23 +209,46 @@ export async function fetchRef(input: {
 }): Promise<void> {
   await mkdir(input.gitdir, { recursive: true });
   if (!fs.existsSync(path.join(input.gitdir, 'HEAD'))) await git.init({ fs, gitdir: input.gitdir, bare: true });
-  if (await hasCommit(input.gitdir, input.resolved.commitSha)) return;
+  // One isomorphic-git cache for the calls of this fetch: without it each lookup re-reads and
+  // re-verifies (SHA-1 of the whole pack) every pack already fetched.
+  const cache = {};
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache))) await fetchMissing(input, cache);
+  await git.writeRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF, value: input.resolved.commitSha, force: true });
+}
+
+/**
+ * The local ref naming the commit fetched last: isomorphic-git offers the commit `ref` names as a
+ * `have`, so the next fetch receives only what changed since (without it, every fetch of a new
+ * commit received the whole tree again).
+ */
+const FETCHED_REF = 'refs/platform/fetched';
+
+/**
+ * Fetches the release commit. The first fetch is shallow (depth 1). Later ones offer the commit
+ * fetched last as a `have` and ask for no depth: the server then sends only the commits since it and
+ * what they changed (one changed file: a pack of a few objects). A depth-1 request over smart HTTP v1
+ * makes `git upload-pack` send the whole tree again even with the `have` acknowledged (measured: the
+ * second pack as large as the first), so depth is only asked for when nothing was fetched before.
+ */
+async function fetchMissing(input: Parameters<typeof fetchRef>[0], cache: object): Promise<void> {
   // The remote `origin` (URL may have changed) with the default refspec isomorphic-git needs to record refs.
   await git.addRemote({ fs, gitdir: input.gitdir, remote: 'origin', url: input.url, force: true });
+  const previous = await git.resolveRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF }).catch(() => null);
   await git.fetch({
     fs,
+    cache,
     http: input.http,
     gitdir: input.gitdir,
     remote: 'origin',
     url: input.url,
     headers: input.headers,
     remoteRef: input.resolved.ref,
-    ref: input.resolved.ref,
+    ref: FETCHED_REF,
     singleBranch: true,
-    depth: 1,
+    ...(previous ? {} : { depth: 1 }),
     tags: false,
   });
-  if (!(await hasCommit(input.gitdir, input.resolved.commitSha)))
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache)))
     throw new GitSyncError(
       GitSyncCodes.GIT_FETCH_INCOMPLETE,
       'The fetched pack does not contain the release commit.',
@@ -233,9 +256,9 @@ export async function fetchRef(input: {
     );
 }
 
-async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
+async function hasCommit(gitdir: string, oid: string, cache: object): Promise<boolean> {
   try {
-    await git.readCommit({ fs, gitdir, oid });
+    await git.readCommit({ fs, gitdir, oid, cache });
     return true;
   } catch {
     return false;
@@ -287,84 +310,6 @@ export function unsupportedCheckoutRules(rules: readonly string[]): string[] {
     }
   });
   return bad;
-}
-
-const UNSAFE_NAME = /[\\/\0]/;
-
-/**
- * Writes the commit's tree into a fresh directory, leaving out paths the `checkout_exclude` rules
- * match, then swaps it in place of `workdir` (a failure leaves the previous working tree). Symbolic
- * links and submodules are not materialised. Answers the number of files written.
- */
-export async function materializeCheckout(input: {
-  gitdir: string;
-  commitSha: string;
-  workdir: string;
-  checkoutExclude: readonly string[];
-  tag: string;
-}): Promise<{ files: number; excluded: number }> {
-  const excluded = gitignoreMatcher(input.checkoutExclude);
-  const temp = `${input.workdir}.tmp-${input.tag}`;
-  await rm(temp, { recursive: true, force: true });
-  await mkdir(temp, { recursive: true });
-  const counts = { files: 0, excluded: 0 };
-  // One isomorphic-git cache for the whole walk: without it every read re-parses the packfile's index
-  // (a 10,000-file checkout took minutes instead of seconds).
-  const cache = {};
-  const made = new Set<string>();
-  const commit = await git.readCommit({ fs, gitdir: input.gitdir, oid: input.commitSha, cache });
-  const walkTree = async (treeOid: string, prefix: string): Promise<void> => {
-    const { tree } = await git.readTree({ fs, gitdir: input.gitdir, oid: treeOid, cache });
-    for (const entry of tree) {
-      if (entry.path === '.' || entry.path === '..' || entry.path === '.git' || UNSAFE_NAME.test(entry.path)) continue;
-      const rel = prefix ? `${prefix}/${entry.path}` : entry.path;
-      if (entry.type === 'tree') {
-        if (excluded(`${rel}/`)) {
-          counts.excluded++;
-          continue;
-        }
-        await walkTree(entry.oid, rel);
-        continue;
-      }
-      if (entry.type !== 'blob' || entry.mode === '120000') continue;
-      if (excluded(rel)) {
-        counts.excluded++;
-        continue;
-      }
-      const { blob } = await git.readBlob({ fs, gitdir: input.gitdir, oid: entry.oid, cache });
-      const target = path.join(temp, ...rel.split('/'));
-      const dir = path.dirname(target);
-      if (!made.has(dir)) {
-        await mkdir(dir, { recursive: true });
-        made.add(dir);
-      }
-      await writeFile(target, blob);
-      if (entry.mode === '100755') await chmod(target, 0o755);
-      counts.files++;
-    }
-  };
-  const hadPrevious = await exists(input.workdir);
-  try {
-    await walkTree(commit.commit.tree, '');
-  } catch (err) {
-    await rm(temp, { recursive: true, force: true }).catch(() => undefined);
-    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    const sparse = effectiveRules(input.checkoutExclude).length > 0;
-    if (hadPrevious)
-      throw new GitSyncError(
-        GitSyncCodes.MANAGED_CHECKOUT_DEGRADED,
-        `The working tree of commit ${input.commitSha} could not be written (${why}); the previous working tree stays in place, so reads show the previously synced commit until a sync succeeds${sparse ? ' (add a checkout_exclude rule for the offending path)' : ''}.`,
-      );
-    throw new GitSyncError(
-      sparse ? GitSyncCodes.SPARSE_CHECKOUT_APPLY_FAILED : GitSyncCodes.CHECKOUT_FAILED,
-      `The working tree of commit ${input.commitSha} could not be written (${why}); nothing was checked out${sparse ? ' (the checkout_exclude rules were not enough to leave the offending path out)' : ''}.`,
-    );
-  }
-  const old = `${input.workdir}.old-${input.tag}`;
-  if (hadPrevious) await rename(input.workdir, old);
-  await rename(temp, input.workdir);
-  if (hadPrevious) await rm(old, { recursive: true, force: true });
-  return counts;
 }
 
 async function exists(p: string): Promise<boolean> {

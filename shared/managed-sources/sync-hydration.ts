@@ -18,6 +18,7 @@ import type {
   SyncApplyRequest,
 } from '../../workflows/source-sync-definitions.js';
 import { applyApps, readAppManifests } from './apps.js';
+import { importMissions, readMissionManifests } from './missions.js';
 import { pendingFlowChanges, recordFlowPromotion } from './flow-promotions.js';
 import { applyAgents, applyRoles, planAgents, planRoles, readAgentManifests, readRoleManifests } from './hydrate.js';
 import { sourcePaths } from './source-access.js';
@@ -28,7 +29,8 @@ import { emptyHydration } from './sync-result.js';
  * Hydration, the last step of a sync: per enabled scan type the manifests the scan found are read
  * (`hydrate.ts`, `apps.ts`, shared/skills, shared/blueprints) and imported. Agents and roles are
  * previewed and applied only when auto-promoted or confirmed against the pinned preview; flows wait
- * as pending promotions unless auto-promoted; skills, apps and blueprints are imported at once.
+ * as pending promotions unless auto-promoted; skills, apps and blueprints are imported at once; declared
+ * missions start once each.
  */
 export interface HydrationDeps {
   config: AppConfig;
@@ -193,6 +195,13 @@ async function hydrateBlueprints(s: Step): Promise<void> {
   s.h.hydrate.blueprints = importedAtOnce(r.found, r);
 }
 
+/** Declared missions start once each (no preview), after the blueprints they may name: see missions.ts. */
+async function hydrateMissions(s: Step): Promise<void> {
+  const read = await readMissionManifests(s.workdir, s.scan.mission_files ?? []);
+  const r = await importMissions(s.em, s.deps, s.src, s.commitSha, read);
+  s.h.hydrate.missions = importedAtOnce(foundIn(read), r);
+}
+
 /** The hydration steps, in the order they run. */
 const STEPS: ReadonlyArray<[string, (s: Step) => Promise<void>]> = [
   ['agents', hydrateAgents],
@@ -201,6 +210,7 @@ const STEPS: ReadonlyArray<[string, (s: Step) => Promise<void>]> = [
   ['flows', hydrateFlows],
   ['apps', hydrateApps],
   ['blueprints', hydrateBlueprints],
+  ['missions', hydrateMissions],
 ];
 
 /** Reads the manifests, plans agents and roles, and applies what is confirmed or auto-promoted. */

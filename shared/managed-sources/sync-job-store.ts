@@ -7,9 +7,26 @@ import { ManagedSourceCodes } from './error-codes.js';
 
 /**
  * The sync job rows (`managed_source_sync_jobs`): one `running` row per source at most (a partial
- * unique index), its phase and files scanned written as the sync goes, its result when it ends.
+ * unique index), its phase and files scanned written as the sync goes, its result when it ends. A
+ * source keeps its newest `SYNC_JOBS_KEPT` terminal jobs (spec, Limits: 200 terminal job records);
+ * older terminal ones are pruned when a job starts or ends, a running one never.
  */
 export type SyncJobRow = ManagedSourceSyncJobRow;
+
+/** Terminal (`complete` or `error`) jobs kept per source (spec, Limits). */
+export const SYNC_JOBS_KEPT = 200;
+
+/** Deletes the source's terminal jobs beyond the newest `SYNC_JOBS_KEPT` (by end time); running jobs stay. */
+export async function pruneSyncJobs(em: EntityManager, sourceId: string): Promise<void> {
+  await sql(
+    em,
+    `delete from managed_source_sync_jobs where job_id in (
+       select job_id from managed_source_sync_jobs where source_id = ? and status <> 'running'
+        order by coalesce(finished_at, updated_at) desc, started_at desc, job_id desc
+       offset ?)`,
+    [sourceId, SYNC_JOBS_KEPT],
+  );
+}
 
 /** How many syncs of the source are running (0 or 1). */
 export const runningJobs = (em: EntityManager, sourceId: string) =>
@@ -27,6 +44,7 @@ export async function insertSyncJob(
          values (?, ?, ?, 'running', 'queued', ?, ?, now(), now())`,
       [job.jobId, job.sourceId, job.tenant, job.expected, job.requestedBy],
     );
+    await pruneSyncJobs(em, job.sourceId);
   } catch (err) {
     if (err instanceof UniqueConstraintViolationException || (err as { code?: string }).code === '23505')
       throw new ConflictError(`A sync of managed source ${job.sourceId} is already running; wait for it to finish.`, {
@@ -53,7 +71,10 @@ export async function insertAutoSyncJob(
        on conflict do nothing returning job_id`,
     [jobId, sourceId],
   );
-  if (rows.length) return { inserted: true };
+  if (rows.length) {
+    await pruneSyncJobs(em, sourceId);
+    return { inserted: true };
+  }
   const mine = await sql<{ job_id: string }>(em, 'select job_id from managed_source_sync_jobs where job_id = ?', [
     jobId,
   ]);
@@ -62,14 +83,16 @@ export async function insertAutoSyncJob(
 
 /** Ends a job whose workflow could not be started (`SYNC_NOT_STARTED`). */
 export async function markSyncNotStarted(em: EntityManager, jobId: string): Promise<void> {
-  await sql(
+  const ended = await sql<{ source_id: string }>(
     em,
-    `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now() where job_id = ?`,
+    `update managed_source_sync_jobs set status = 'error', phase = 'done', error = ?, finished_at = now(), updated_at = now()
+      where job_id = ? returning source_id`,
     [
       JSON.stringify({ code: ManagedSourceCodes.SYNC_NOT_STARTED, message: 'The sync workflow could not be started.' }),
       jobId,
     ],
   );
+  for (const r of ended) await pruneSyncJobs(em, r.source_id);
 }
 
 /** Records the running job's phase (and files scanned so far), readable through sync-status. */

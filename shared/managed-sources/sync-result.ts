@@ -13,6 +13,7 @@ import type {
 } from '../../workflows/source-sync-definitions.js';
 import { parseVersion } from './release-poll.js';
 import { ManagedSourceCodes } from './error-codes.js';
+import { pruneSyncJobs } from './sync-job-store.js';
 
 /**
  * The end of a sync: its result (outcome, Git fields, hydration), recorded on the job and on the
@@ -116,7 +117,11 @@ export async function finishSync(
     }
     const release = job ? releaseCheck(job.expectedReleaseCommit, result, source?.syncedCommitSha ?? null) : null;
     if (source?.releaseRef && !result.moved_tag) recordUpgrade(source, result, release, anchoredBefore?.tag, now);
-    if (job) closeJob(job, result, release, now);
+    if (job) {
+      closeJob(job, result, release, now);
+      await tx.flush();
+      await pruneSyncJobs(tx, input.sourceId);
+    }
     return result;
   });
 }

@@ -279,7 +279,12 @@ export async function recordDetail(deps: AppDeps, em: EntityManager, principal: 
     notes: notes.map(noteView),
     assets: [...assets].sort(),
     parameter_words: parameterWords(p.parameters),
-    scope: { blueprint_name: p.blueprint_name, blueprint_commit: p.blueprint_commit, phases },
+    scope: {
+      blueprint_name: p.blueprint_name,
+      blueprint_commit: p.blueprint_commit,
+      blueprint_version: p.blueprint_version_number,
+      phases,
+    },
     phase_outcomes,
     plan_banner: pending > 0 ? `${total - pending} of ${total} planned server records done` : null,
     closed_reason: p.closed_reason,

@@ -49,6 +49,8 @@ import type { AppDeps } from '../app-deps.js';
 import { refusalToHttp, sendRefusableUpdate, type RefusalTable } from '../temporal/refusable-update.js';
 import { sql } from '../db/sql.js';
 import { MissionCodes } from './error-codes.js';
+import { BlueprintCodes } from '../blueprints/error-codes.js';
+import { productionVersionOf, versionFiles, type VersionRow } from '../blueprints/versions.js';
 
 /** No progress for this long while running → `STUCK` (seconds). */
 export const STUCK_AFTER_SECONDS = 86_400;
@@ -67,10 +69,21 @@ const refusals: RefusalTable<MissionRefusalCode> = {
 // ---------------------------------------------------------------------------------------------
 // Start
 
-/** Reads the blueprint at one commit: manifest and prompt files, so later edits never change a running mission. */
-async function snapshotOf(
-  b: Resolved,
-): Promise<{ commit: string; manifest: BlueprintManifest; read: (p: string) => Promise<string | null> }> {
+interface Snapshot {
+  commit: string;
+  /** The saved version run (a versioned blueprint's production version); null for the working copy or a built-in. */
+  version: number | null;
+  manifest: BlueprintManifest;
+  read: (p: string) => Promise<string | null>;
+}
+
+/**
+ * Reads what a mission runs, fixed at start so later edits never change a running mission: a versioned
+ * blueprint's production version (its files from PostgreSQL, the durable copy; 404
+ * `BLUEPRINT_PRODUCTION_NOT_ASSIGNED` while none is assigned), otherwise the working copy's HEAD commit
+ * (a built-in: its bundled files).
+ */
+async function snapshotOf(em: EntityManager, b: Resolved, name: string): Promise<Snapshot> {
   if (b.kind === 'default') {
     const files = b.def.files;
     const commit = `builtin-${createHash('sha256')
@@ -78,8 +91,15 @@ async function snapshotOf(
       .update(JSON.stringify(files))
       .digest('hex')
       .slice(0, 40)}`;
-    return { commit, manifest: b.manifest, read: async (p) => files[p] ?? null };
+    return { commit, version: null, manifest: b.manifest, read: async (p) => files[p] ?? null };
   }
+  const production = await productionVersionOf(em, b.row.blueprint_id);
+  if (production === null)
+    throw new NotFoundError(
+      `Blueprint "${name}" is versioned and has no production version assigned; promote a saved version to run it.`,
+      { code: BlueprintCodes.BLUEPRINT_PRODUCTION_NOT_ASSIGNED, blueprint_name: name },
+    );
+  if (production) return versionSnapshot(em, production);
   const dir = b.dir;
   const commit = await git.resolveRef({ fs, dir, ref: 'HEAD' });
   const read = async (filepath: string) => {
@@ -91,9 +111,19 @@ async function snapshotOf(
     }
   };
   const text = await read(MANIFEST_FILE);
-  if (text === null)
-    throw new ServiceUnavailableError('blueprint_storage', 'The blueprint storage does not hold this blueprint.');
-  return { commit, manifest: parseManifest(text), read };
+  if (text === null) throw storageLacks();
+  return { commit, version: null, manifest: parseManifest(text), read };
+}
+
+const storageLacks = () =>
+  new ServiceUnavailableError('blueprint_storage', 'The blueprint storage does not hold this blueprint.');
+
+async function versionSnapshot(em: EntityManager, v: VersionRow): Promise<Snapshot> {
+  const files = await versionFiles(em, v.version_id);
+  const read = async (p: string) => files.get(p)?.toString('utf8') ?? null;
+  const text = await read(MANIFEST_FILE);
+  if (text === null) throw storageLacks();
+  return { commit: v.commit_sha, version: v.number, manifest: parseManifest(text), read };
 }
 
 async function phasesOf(
@@ -188,14 +218,19 @@ export interface StartMissionInput {
 }
 
 /** Starts a mission: the caller must be allowed to execute (= view) the blueprint; hidden built-ins start by name. */
-export async function startMission(deps: AppDeps, em: EntityManager, principal: Principal, input: StartMissionInput) {
+export async function startMission(
+  deps: Pick<AppDeps, 'config' | 'temporal'>,
+  em: EntityManager,
+  principal: Principal,
+  input: StartMissionInput,
+) {
   const b = await resolveBlueprint(em, deps.config.blueprints.dir, principal.tenant, input.blueprint_name);
   // A deleted blueprint that missions still reference is only hidden: its missions read it, new ones cannot start.
   if (b.kind === 'custom' && b.row.hidden)
     throw new NotFoundError(`No blueprint named "${input.blueprint_name}".`, { blueprint_name: input.blueprint_name });
   const grants = b.kind === 'custom' ? await grantsOf(em, [b.row.blueprint_id]) : [];
   requireAccess(flagsFor(principal, b, grants), 'view', input.blueprint_name);
-  const snap = await snapshotOf(b);
+  const snap = await snapshotOf(em, b, input.blueprint_name);
   const phases = await resolvePhaseAgents(
     em,
     principal.tenant,
@@ -210,6 +245,7 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
     blueprintName: input.blueprint_name,
     blueprintId: identityOf(b),
     blueprintCommit: snap.commit,
+    blueprintVersion: snap.version,
     parameters: input.parameters ?? {},
     requestedBy: principal.id,
     phases,
@@ -236,7 +272,12 @@ export async function startMission(deps: AppDeps, em: EntityManager, principal: 
         { key: SearchAttributes.missionStatus, value: 'running' },
         { key: SearchAttributes.missionWaitingState, value: 'NONE' },
       ],
-      memo: { blueprint_name: input.blueprint_name, blueprint_commit: snap.commit, requested_by: principal.id },
+      memo: {
+        blueprint_name: input.blueprint_name,
+        blueprint_commit: snap.commit,
+        blueprint_version: snap.version,
+        requested_by: principal.id,
+      },
     });
   } catch (err) {
     // No workflow, no mission: the row goes again (bad outcomes write nothing).
@@ -306,6 +347,7 @@ function viewsOf(
       blueprint_name: r.blueprint_name,
       blueprint_id: r.blueprint_id,
       blueprint_commit: r.blueprint_commit,
+      blueprint_version: r.blueprint_version_number,
       status: r.status,
       waiting_state: r.waiting_state,
       closed_reason: r.closed_reason,

@@ -26,6 +26,8 @@ export interface ProjectRow {
   blueprint_name: string;
   blueprint_id: string;
   blueprint_commit: string;
+  /** The saved version run (a versioned blueprint's production version); null for the working copy or a built-in. */
+  blueprint_version_number: number | null;
   parameters: Record<string, unknown>;
   status: MissionStatus;
   waiting_state: WaitingState;
@@ -74,6 +76,7 @@ export async function insertProject(
     blueprintName: string;
     blueprintId: string;
     blueprintCommit: string;
+    blueprintVersion: number | null;
     parameters: Record<string, unknown>;
     requestedBy: string;
     phases: MissionPhase[];
@@ -82,9 +85,9 @@ export async function insertProject(
   return em.transactional(async (tx) => {
     const [row] = await sql<ProjectRow>(
       tx,
-      `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, parameters, status,
-         requested_by, phases_total, blueprint_phase)
-       values (?, ?, ?, ?, ?, ?, ?::jsonb, 'running', ?, ?, ?) returning *`,
+      `insert into projects (id, tenant, name, blueprint_name, blueprint_id, blueprint_commit, blueprint_version_number,
+         parameters, status, requested_by, phases_total, blueprint_phase)
+       values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'running', ?, ?, ?) returning *`,
       [
         p.id,
         p.tenant,
@@ -92,6 +95,7 @@ export async function insertProject(
         p.blueprintName,
         p.blueprintId,
         p.blueprintCommit,
+        p.blueprintVersion,
         JSON.stringify(p.parameters),
         p.requestedBy,
         p.phases.length,
@@ -110,6 +114,7 @@ export async function insertProject(
     await appendEvent(tx, p.id, 'created', {
       blueprint_name: p.blueprintName,
       blueprint_commit: p.blueprintCommit,
+      blueprint_version: p.blueprintVersion,
       requested_by: p.requestedBy,
     });
     return row!;

@@ -25,7 +25,18 @@ export const ProjectView = z
     name: z.string(),
     blueprint_name: z.string(),
     blueprint_id: z.string(),
-    blueprint_commit: z.string().describe('The blueprint commit snapshotted at start (`builtin-…` for built-ins)'),
+    blueprint_commit: z
+      .string()
+      .describe(
+        "The blueprint commit snapshotted at start: the production version's commit for a versioned blueprint, the working-copy HEAD otherwise (`builtin-…` for built-ins)",
+      ),
+    blueprint_version: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "The saved version the mission runs: a versioned blueprint's production version at start; null for a standard or built-in blueprint",
+      ),
     status: z.enum(MISSION_STATUSES),
     waiting_state: z.enum(WAITING_STATES),
     closed_reason: z.string().nullable(),

@@ -39,7 +39,8 @@ export interface SettingsOptions {
  * The one accessor API and worker read settings through. Effective value: saved configuration
  * (`platform_settings`), then the environment, then the default. Saved values are cached per process
  * and re-read when `platform_settings_version` moved; the version is checked at most every
- * `maxStalenessMs`, and at once after `invalidate()` (this process's own apply).
+ * `maxStalenessMs`, and at once after `invalidate()` (this process's own apply) or `catchUp()` (a
+ * route showing settings: a save through another replica is seen by the next read through this one).
  */
 export class Settings {
   private cache: { version: number; rows: Map<string, SavedRow> } | undefined;
@@ -101,6 +102,15 @@ export class Settings {
   /** Makes the next read check the version row (after this process saved something). */
   invalidate(): void {
     this.checkedAt = 0;
+  }
+
+  /**
+   * Checks the version row now (one small read), so the reads that follow see what any process saved,
+   * another API replica included. Routes that show settings call it; other reads accept `maxStalenessMs`.
+   */
+  async catchUp(): Promise<void> {
+    this.checkedAt = 0;
+    await this.savedRows();
   }
 
   private async savedRows(): Promise<Map<string, SavedRow>> {

@@ -72,6 +72,16 @@ export const ActivityProfiles = {
   gitNetwork: { ...externalIdempotent, startToCloseTimeout: '15 minutes', heartbeatTimeout: '1 minute' },
   /** A model call: heartbeats, so a worker that dies mid-call is detected within the heartbeat timeout. */
   modelCall: { ...externalIdempotent, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' },
+  /**
+   * One flow step (a tool call): heartbeats, so a worker that dies mid-step is noticed within 10 s and
+   * the step is attempted again on another; the activity answers an outcome it finds recorded instead
+   * of running the step again.
+   */
+  flowStep: {
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+  },
   /** A tool call: three attempts, with the server's default backoff. */
   toolCall: { ...externalIdempotent, retry: { maximumAttempts: 3 } },
   /** The sweep's redelivery of a pending hand-back: three quick attempts, the next sweep tries again. */

@@ -118,6 +118,13 @@ export const LIFECYCLE_VISIBILITY = {
     statuses: ['queued', 'running', 'succeeded', 'timed_out', 'interrupted', FAILED],
     failures: ['timed_out', 'interrupted', FAILED],
   },
+  flowRunWorkflow: {
+    tenant: 'caller',
+    resourceId: 'flow run id',
+    statusKey: 'PlatformStatus',
+    statuses: ['running', 'succeeded', 'failed', 'cancelled'],
+    failures: [FAILED],
+  },
   sourceDeleteWorkflow: {
     tenant: 'caller',
     resourceId: 'managed source id',

@@ -14,6 +14,7 @@ import type { AutoDiagnosticsOutcome } from '../../workflows/desktop-diagnostics
 import type { EchoInput, EchoResult } from '../../workflows/echo-definitions.js';
 import type { EmbeddingReindexInput, EmbeddingReindexResult } from '../../workflows/embedding-reindex-definitions.js';
 import type { EtlRunInput } from '../../workflows/etl-run-definitions.js';
+import type { FlowRunInput } from '../../workflows/flow-run-definitions.js';
 import type {
   HandbackInput,
   HandbackResult,
@@ -37,6 +38,7 @@ import type { TrackerPollInput, TrackerPollResult } from '../../workflows/tracke
 import type { ProposalWorkflowInput } from '../action-review/types.js';
 import type { CodeAgentRunStatus } from '../code-agent/runs.js';
 import type { EtlRunStatus } from '../etl/runs.js';
+import type { FlowRunStatus } from '../flows/definition.js';
 
 /**
  * Every workflow type the worker's entry point (`workflows/index.ts`) exports, with its signature,
@@ -55,6 +57,7 @@ export interface Workflows {
   embeddingReindexWorkflow: (input: EmbeddingReindexInput) => Promise<EmbeddingReindexResult>;
   sourceSyncWorkflow: (input: SourceSyncInput) => Promise<SourceSyncResult>;
   etlRunWorkflow: (input: EtlRunInput) => Promise<EtlRunStatus>;
+  flowRunWorkflow: (input: FlowRunInput) => Promise<FlowRunStatus>;
   sourceDeleteWorkflow: (input: SourceDeleteInput) => Promise<SourceDeleteResult>;
   managedSourceAutoSyncWorkflow: (input?: AutoSyncInput) => Promise<AutoSyncSummary>;
   rechunkWorkflow: (input: RechunkInput) => Promise<RechunkResult>;

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { ACTION_TYPES } from '../action-review/action-types.js';
+import { ACTION_TYPES, ACTION_TYPE_DESCRIPTION } from '../action-review/action-types.js';
 import { ForbiddenError } from '../errors.js';
 import { createProposal } from '../action-review/create.js';
 import { executeProposal } from '../action-review/execute.js';
 import { rowView } from '../action-review/views.js';
 import { withStatements } from '../action-review/statements.js';
 import { findVisibleProposal } from '../action-review/subject-probes.js';
+import { PROVER_KINDS, readProverSubject } from '../action-review/prover-subjects.js';
 import { defineTool } from './registry.js';
 import { ActionReviewResult } from './results.js';
 import { uuidFromKey } from '../ids.js';
@@ -15,7 +16,7 @@ const ProposalId = z.string().min(1).max(100);
 const ActionReviewToolInput = z.discriminatedUnion('action', [
   z.strictObject({
     action: z.literal('CREATE_PROPOSAL'),
-    action_type: z.enum(ACTION_TYPES),
+    action_type: z.enum(ACTION_TYPES).describe(ACTION_TYPE_DESCRIPTION),
     payload: z.record(z.string(), z.unknown()),
     expected_effect: z.string().trim().min(1).max(20_000),
     requested_statement: z.string().max(100_000).optional(),
@@ -24,6 +25,11 @@ const ActionReviewToolInput = z.discriminatedUnion('action', [
   }),
   z.strictObject({ action: z.literal('GET_REQUEST_STATUS'), proposal_id: ProposalId }),
   z.strictObject({ action: z.literal('EXECUTE_PROPOSAL'), proposal_id: ProposalId }),
+  z.strictObject({
+    action: z.literal('GET_PROVER_SUBJECT'),
+    kind: z.enum(PROVER_KINDS),
+    subject_id: z.string().min(1).max(200),
+  }),
 ]);
 
 /**
@@ -34,7 +40,7 @@ const ActionReviewToolInput = z.discriminatedUnion('action', [
 export const actionReviewTool = defineTool({
   name: 'action_review',
   description:
-    'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL).',
+    'Propose a governed action for a person to decide (CREATE_PROPOSAL), poll it (GET_REQUEST_STATUS), execute it once approved (EXECUTE_PROPOSAL); read the state of a Prover subject you requested on (GET_PROVER_SUBJECT).',
   input: ActionReviewToolInput,
   result: ActionReviewResult,
   principalKinds: ['agent', 'person'],
@@ -66,6 +72,8 @@ export const actionReviewTool = defineTool({
         const [row] = await withStatements(em, [await findVisibleProposal(em, principal, input.proposal_id)]);
         return { proposal: rowView(row!, { scope: 'full', includeStatement: true }) };
       }
+      case 'GET_PROVER_SUBJECT':
+        return { subject: await readProverSubject(em, principal, { kind: input.kind, id: input.subject_id }) };
       case 'EXECUTE_PROPOSAL':
         return executeProposal(deps, em, principal, input.proposal_id, {
           surface: 'tool_call',

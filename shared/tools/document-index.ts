@@ -17,6 +17,7 @@ import {
 import { addDocumentsAction } from '../document-index/add-documents.js';
 import { rechunkAction } from '../document-index/rechunk-service.js';
 import { openKbPullRequestAction, proposeKbEditAction } from '../document-index/kb-edit.js';
+import { agentIndexScope } from '../document-index/knowledge-bases.js';
 import { ForbiddenError } from '../errors.js';
 import { defineTool } from './registry.js';
 import { DocumentIndexResult } from './results.js';
@@ -158,7 +159,8 @@ const chunkParams = (i: {
 /**
  * `_document_index` (tool group `document_index_tools`): document indexes, one `action` per call
  * (spec, "Document-index tool"). Reads need no permission; writes need `manage_agents` of non-agent
- * callers (indexes feed the knowledge bases assigned to agents).
+ * callers (indexes feed the knowledge bases assigned to agents). An agent's SEARCH and ASK see only the
+ * indexes of its knowledge bases (none assigned: none); a person, the system and apps see every index.
  */
 export const documentIndexTool = defineTool({
   name: '_document_index',
@@ -174,6 +176,9 @@ export const documentIndexTool = defineTool({
         { required_permission: 'manage_agents' },
       );
     const c: Ctx = { em, config: deps.config, tenant: principal.tenant };
+    // An agent reads only its knowledge bases' indexes, looked up on every call (no cache to outlive a change).
+    if ((input.action === 'SEARCH' || input.action === 'ASK') && principal.kind === 'agent')
+      c.indexScope = await agentIndexScope(em, principal.tenant, principal.botId ?? principal.id);
     switch (input.action) {
       case 'CREATE_INDEX':
         return createIndexAction(c, input.index_name, chunkParams(input));

@@ -4,7 +4,7 @@
  * to a result's shape changes its schema here. Views that a REST route answers too are that route's schema.
  */
 import { z } from 'zod';
-import { ProposalRowViewSchema } from '../action-review/views.js';
+import { ProposalRowViewSchema, ProverSubjectViewSchema } from '../action-review/views.js';
 import { WizardResult } from '../blueprints/wizard.js';
 import { ExecuteResponse as ProposalExecuteResponse } from '../action-review/views.js';
 import {
@@ -42,6 +42,7 @@ export const ActionReviewResult = z.union([
   ),
   answer('GET_REQUEST_STATUS', z.object({ proposal: ProposalRowViewSchema })),
   answer('EXECUTE_PROPOSAL', ProposalExecuteResponse),
+  answer('GET_PROVER_SUBJECT', z.object({ subject: ProverSubjectViewSchema })),
 ]);
 
 export const AgentFilesResult = answer(

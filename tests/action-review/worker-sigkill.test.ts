@@ -8,10 +8,11 @@
  * process (tests/helpers/worker-process.ts) and the API runs in this process with no worker of its own.
  */
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 import { path, startFakeTracker, ticket, waitFor, type FakeTracker } from './support.js';
 
 let stack: Stack;
@@ -20,18 +21,11 @@ const workers: WorkerProcess[] = [];
 
 /** A worker process on the stack's task queue, against its database, with the effect settings the test sets. */
 function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  return spawnStackWorker(stack, workers, {
     TICKET_TRACKER_URL: tracker.url,
     ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
     ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '120',
   });
-  workers.push(w);
-  return w;
 }
 
 beforeAll(async () => {

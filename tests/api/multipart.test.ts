@@ -29,7 +29,7 @@ const uploadRoute = defineRoute({
   operationId: 'testUpload',
   summary: 'Test-only upload',
   tags: ['test'],
-  access: { kind: 'authenticated' },
+  access: { kind: 'authenticated', permission: null },
   params: z.object({ kind: z.string() }),
   bodyKind: 'multipart',
   multipart: { maxFileBytes: 1024, maxFiles: 2, maxFields: 3, fileFields: ['file'] },

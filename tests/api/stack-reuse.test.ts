@@ -3,7 +3,8 @@
  * database. Two apps started one after another in this process, with `resetProcessState()` between
  * them as `tests/setup/fresh-process.ts` runs it between files, answer as two fresh processes would:
  * the second seeds its own database's built-in agents (the registry remembers seeded tenants), and
- * does not accept a download link the first signed with its random per-process key.
+ * does not accept a download link the first signed (each is a deployment with its own secrets key, from
+ * which the link key is derived; the derived keys are remembered per configuration, and forgotten).
  * `tests/unit/process-state.test.ts` checks that every piece of module state can be forgotten.
  */
 import { describe, expect, it } from 'vitest';
@@ -22,8 +23,8 @@ interface Session {
 
 const tokenOf = (url: string) => url.slice(url.lastIndexOf('/') + 1);
 
-async function session(previousLink?: string): Promise<Session> {
-  const stack = await startStack({ worker: false });
+async function session(secretsKey: string, previousLink?: string): Promise<Session> {
+  const stack = await startStack({ worker: false, env: { PLATFORM_SECRETS_KEY: secretsKey } });
   try {
     const res = await http(stack.url, 'GET', '/api/agents');
     expect(res.status).toBe(200);
@@ -51,9 +52,9 @@ async function session(previousLink?: string): Promise<Session> {
 
 describe('two apps one after another in one process', () => {
   it('answer alike once the process state is reset between them, as between test files', async () => {
-    const first = await session();
+    const first = await session('first-deployment-secrets-key-0123456789');
     resetProcessState();
-    const second = await session(first.link);
+    const second = await session('second-deployment-secrets-key-0123456789', first.link);
     expect(first.agents).toEqual(['Adam:builtin', 'Eve:builtin']);
     expect(second.agents).toEqual(first.agents);
     expect(first.ownLink).toBe('valid:file_reuse');

@@ -3,12 +3,13 @@
  * answer never arrived. The worker that takes over retries the create with the same idempotency
  * key, gets the same run back, and follows it to the end: exactly one remote run exists.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeAgentWorkflowId } from '../../workflows/code-agent-definitions.js';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 import { startFakeProvider, type FakeProvider } from './fake-provider.js';
 
 const SECRETS_KEY = 'test-secrets-key-of-at-least-32-bytes';
@@ -17,18 +18,11 @@ let fake: FakeProvider;
 const workers: WorkerProcess[] = [];
 
 function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  return spawnStackWorker(stack, workers, {
     PLATFORM_SECRETS_KEY: SECRETS_KEY,
     PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
     CRM_ALLOW_INSECURE_LOOPBACK: 'true',
   });
-  workers.push(w);
-  return w;
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tries = 480): Promise<T> {

@@ -7,7 +7,7 @@ import { http, type Stack } from '../helpers/stack.js';
 import { startDemoStack } from './support.js';
 
 const INTERNAL = 'hosted-ai-internal';
-let demo: OidcStack<'owner' | 'nameless' | 'stranger' | 'lena'>;
+let demo: OidcStack<'owner' | 'nameless' | 'stranger' | 'lena' | 'plain' | 'blank'>;
 let l: OidcStack;
 let u: OidcStack;
 let prov: FakeProvisioner;
@@ -49,6 +49,9 @@ beforeAll(async () => {
       nameless: { sub: 'nora', email: 'nora@example.com' },
       stranger: { sub: 'root', email: 'root@example.com', name: 'Root', roles: ['admin'] },
       lena: { sub: 'lena', email: 'lena@example.com', name: 'Lena' },
+      // A name equal to the login id is a name; a blank one is none.
+      plain: { sub: 'pia', email: 'pia@example.com', name: 'pia' },
+      blank: { sub: 'bea', email: 'bea@example.com', name: '   ' },
     },
   });
   l = await startDemoStack({ idp: demo.idp, env: envFor(prov) });
@@ -110,6 +113,37 @@ describe('hosted AI status and activation', () => {
       headers: { 'x-platform-internal-token': INTERNAL },
     });
     expect(back.status).toBe(200);
+  });
+
+  it('takes any name, one equal to the login id included; refuses only a missing (blank) one', async () => {
+    const forceOwner = (email: string, sub: string) =>
+      http(stack.url, 'PUT', '/api/internal/demo-access/owner', {
+        body: { email, email_verified: true, sub, force: true },
+        headers: { 'x-platform-internal-token': INTERNAL },
+      });
+    try {
+      expect((await forceOwner('bea@example.com', 'bea')).status).toBe(200);
+      const blank = await http(stack.url, 'POST', '/api/hosted-ai/activate', { token: demo.tokens.blank });
+      expect(blank.status).toBe(403);
+      expect(blank.body.payload).toMatchObject({ code: 'profile_incomplete', missing: ['name'] });
+      expect(prov.hostedKeyRequests).toHaveLength(0);
+
+      // pia's name is her login id: the profile is complete, so the provisioner is asked (and fails here,
+      // leaving the one key of this deployment to the owner's test below).
+      expect((await forceOwner('pia@example.com', 'pia')).status).toBe(200);
+      prov.hostedKeyFails = true;
+      const plain = await http(stack.url, 'POST', '/api/hosted-ai/activate', { token: demo.tokens.plain });
+      expect(plain.status).toBe(503);
+      expect(plain.body.payload).not.toMatchObject({ code: 'profile_incomplete' });
+      expect(prov.hostedKeyRequests).toEqual([
+        { owner_sub: 'pia', owner_email: 'pia@example.com', owner_display_name: 'pia' },
+      ]);
+    } finally {
+      prov.hostedKeyFails = false;
+      prov.hostedKeyRequests.length = 0;
+      expect((await forceOwner('olive@example.com', 'olive')).status).toBe(200);
+    }
+    expect(await query(stack.db.url, `select key from deployment_settings where key like 'hosted_ai.%'`)).toEqual([]);
   });
 
   it('answers 503 when the provisioner fails, storing nothing', async () => {

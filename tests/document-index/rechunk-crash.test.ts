@@ -8,6 +8,7 @@ import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { useFakeEmbeddings } from './support.js';
 
 let llm: FakeLlm;
 let stack: Stack;
@@ -45,14 +46,7 @@ async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => b
 beforeAll(async () => {
   llm = await startFakeLlm();
   stack = await startStack({ worker: false });
-  const saved = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
-    body: { sub_provider: 'acme', base_url: llm.baseUrl, api_key: 'k1', model_name: 'fake-model' },
-  });
-  expect(saved.body.success, saved.text).toBe(true);
-  const set = await http(stack.url, 'PUT', '/api/config/models/embeddings/config', {
-    body: { provider_kind: 'other', sub_provider: 'acme', model_name: 'embed-a' },
-  });
-  expect(set.body.success, set.text).toBe(true);
+  await useFakeEmbeddings(stack.url, llm);
   await ok({ action: 'CREATE_INDEX', index_name: 'kb' });
   for (let i = 0; i < DOCS; i++)
     await ok({

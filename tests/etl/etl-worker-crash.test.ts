@@ -4,30 +4,24 @@
  * the worker that takes over ends the job's stranded process group on this host.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import { recordHistory } from '../helpers/histories.js';
 import { ensureSandboxUser, makeEtlFixture, type EtlFixture } from '../helpers/etl-fixtures.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { etlRunWorkflowId } from '../../workflows/etl-run-definitions.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { spawnStackWorker } from '../helpers/stack-worker.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 
 let fixture: EtlFixture;
 let stack: Stack;
 const workers: WorkerProcess[] = [];
 
 function workerProcess(): WorkerProcess {
-  const w = spawnWorkerProcess({
-    DATABASE_URL: stack.db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: stack.config.temporal.namespace,
-    TEMPORAL_TASK_QUEUE: stack.config.temporal.taskQueue,
-    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  return spawnStackWorker(stack, workers, {
     ETL_JOBS_DIR: fixture.jobsDir,
     ETL_PROJECT_PATH: fixture.projectPath,
   });
-  workers.push(w);
-  return w;
 }
 
 const alive = (pid: number) =>

@@ -43,6 +43,8 @@ export interface FakeProvisioner {
   >;
   /** Hosted demo AI keys issued (`POST /v1/hosted/ai-keys`) with what the platform sent; `hostedKeyFails` answers 500. */
   hostedKeys: Array<{ id: string; owner: unknown }>;
+  /** What every `POST /v1/hosted/ai-keys` sent (refused ones included), in order. */
+  hostedKeyRequests: unknown[];
   hostedKeyFails: boolean;
   count(path: string): number;
   close(): Promise<void>;
@@ -86,6 +88,7 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
     refuseDiagnostics: false,
     uploads: new Map(),
     hostedKeys: [],
+    hostedKeyRequests: [],
     hostedKeyFails: false,
     count: (path) => fake.calls.filter((c) => c.path === path).length,
     close: () => new Promise((resolve) => server.close(() => resolve())),
@@ -183,6 +186,7 @@ export async function startFakeProvisioner(): Promise<FakeProvisioner> {
       return send(204);
     }
     if (p === '/v1/hosted/ai-keys' && req.method === 'POST') {
+      fake.hostedKeyRequests.push(body);
       if (fake.hostedKeyFails) return send(500, { error: 'key store down' });
       const ai_key = { id: `hkey-${randomBytes(4).toString('hex')}`, secret: `sk-${randomBytes(8).toString('hex')}` };
       fake.hostedKeys.push({ id: ai_key.id, owner: body });

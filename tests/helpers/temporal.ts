@@ -62,6 +62,8 @@ export async function startWorker(options: {
       }),
     ...workerDefaults,
     ...workerTuning(options.config),
+    // A test's stop is a teardown, not a deploy: activities still running are cancelled at once.
+    shutdownGraceTime: 0,
   });
   const running = worker.run();
   let stopped: Promise<void> | undefined;

@@ -6,7 +6,8 @@
  * TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, the Action Review settings (ACTION_REVIEW_*, TICKET_TRACKER_URL,
  * LOCAL_CLI_*) and WORKFLOW_BUNDLE_PATH (the test run's prebuilt bundle) from the environment, runs
  * the real workflows and activities (with the worker's toolbox and its own Temporal client, as
- * `worker/index.ts` gives them, so activities that start or update workflows work), and writes `ready` on a line of stdout once it polls. SIGTERM
+ * `worker/index.ts` gives them, so activities that start or update workflows work), and writes `ready` on a line of stdout once it polls.
+ * As the worker, it relays its log lines in hosted mode; with WORKER_SCHEDULES=1 it also ensures the worker's Schedules. SIGTERM
  * (or the parent going away) stops it gracefully. Logs go to stderr.
  *
  * From a test, `spawnWorkerProcess` starts one and answers a handle to wait for, kill and stop it.
@@ -20,7 +21,9 @@ import { initOrm } from '../../shared/db/orm.js';
 import { isMain } from '../../shared/is-main.js';
 import { createLogger, describeError } from '../../shared/log.js';
 import { installWorkerRuntime } from '../../shared/observability/temporal-runtime.js';
-import { workerDefaults, workerTuning } from '../../worker/index.js';
+import { ensureWorkerSchedules, workerDefaults, workerTuning } from '../../worker/index.js';
+import { startLogRelayPublisher } from '../../shared/log-relay.js';
+import { Settings } from '../../shared/settings/store.js';
 import { createWorkerToolbox } from '../../worker/toolbox.js';
 import { testEmbeddingConsumers } from './embedding-test-consumer.js';
 
@@ -45,6 +48,11 @@ async function main(): Promise<void> {
     metricsBindAddress: config.observability.workerMetricsAddress,
   });
   const orm = await initOrm({ clientUrl: config.databaseUrl, poolMax: 2 });
+  // As the worker does in hosted mode: lines naming a workflow or a principal reach the API's log sockets.
+  const logRelay =
+    config.auth.provider === 'hosted'
+      ? startLogRelayPublisher({ databaseUrl: config.databaseUrl, tenant: config.auth.deploymentTenant })
+      : null;
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   // As the worker does: a Temporal client of its own for the tools and the activities that start or
   // update workflows (the mission's prompt activity, Action Review proposals).
@@ -65,6 +73,9 @@ async function main(): Promise<void> {
     ...workerDefaults,
     ...workerTuning(config),
   });
+  // WORKER_SCHEDULES=1: ensure the Schedules as the worker does at start (a namespace of the test's own:
+  // their ids are fixed per namespace).
+  if (process.env.WORKER_SCHEDULES === '1') await ensureWorkerSchedules(config, log, new Settings(orm, config));
   // The SDK's runtime turns SIGINT/SIGTERM into a graceful shutdown; a vanished parent does too.
   process.channel?.unref(); // the channel alone must not keep the process alive
   process.on('disconnect', () => {
@@ -75,6 +86,7 @@ async function main(): Promise<void> {
   await running;
   await tools.close();
   await connection.close();
+  await logRelay?.close();
   await orm.close();
   process.exit(0);
 }
@@ -136,24 +148,28 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
     });
   });
   ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
-  const running = () => child.exitCode === null && child.signalCode === null;
   return {
     child,
     ready,
     exited,
     stderr: () => stderr,
     async kill() {
-      if (running()) child.kill('SIGKILL');
+      if (isRunning(child)) child.kill('SIGKILL');
       return exited;
     },
-    async stop(graceMs = 10_000) {
-      if (!running()) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => running() && child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (graceMs = 10_000) => stopChild(child, exited, graceMs),
   };
+}
+
+const isRunning = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
+/** SIGTERM, then SIGKILL if the child has not exited within `graceMs`; resolves once it has exited. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  if (!isRunning(child)) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => isRunning(child) && child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
 
 if (isMain(import.meta.url)) {

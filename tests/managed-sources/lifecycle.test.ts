@@ -210,6 +210,69 @@ describe('managed-source lifecycles', () => {
     await query(stack.db.url, `update managed_source_sync_jobs set status = 'complete' where source_id = $1`, [a]);
   });
 
+  it('keeps 200 terminal sync jobs per source: the oldest terminal ones are pruned, never a running one', async () => {
+    const repo = gitServer.repo('bounded-jobs');
+    const commit = repo.write({ 'agents/b/agent.yaml': agentYaml('b', 'Bounded Agent') });
+    const id = await create(repo);
+    const otherRepo = gitServer.repo('bounded-other');
+    otherRepo.write({ 'agents/o/agent.yaml': agentYaml('o', 'Other Agent') });
+    const other = await create(otherRepo);
+    // Creating a source records no sync job of its own: every job row below is one this test made.
+    expect(
+      await query(stack.db.url, 'select job_id from managed_source_sync_jobs where source_id in ($1, $2)', [id, other]),
+    ).toEqual([]);
+    // 205 ended jobs of the source (and 3 of another source), the oldest first: job-000 ended longest ago.
+    const old = (sourceId: string, prefix: string, n: number) =>
+      query(
+        stack.db.url,
+        `insert into managed_source_sync_jobs (job_id, source_id, tenant, status, phase, requested_by, started_at, updated_at, finished_at)
+         select $2 || lpad(i::text, 3, '0'), $1, 'default', case when i % 7 = 0 then 'error' else 'complete' end, 'done', 'root',
+                now() - interval '1 day' + i * interval '1 second', now() - interval '1 day' + i * interval '1 second',
+                now() - interval '1 day' + i * interval '1 second'
+           from generate_series(0, $3::int - 1) as i`,
+        [sourceId, prefix, n],
+      );
+    await old(id, 'job-', 205);
+    await old(other, 'other-', 3);
+    const jobs = async (sourceId: string) =>
+      query<{ job_id: string; status: string }>(
+        stack.db.url,
+        'select job_id, status from managed_source_sync_jobs where source_id = $1 order by job_id',
+        [sourceId],
+      );
+    const release = gitServer.hold();
+    let jobId = '';
+    try {
+      const started = await http(url, 'POST', `/api/managed-sources/${id}/sync-async`, { token: admin });
+      expect(started.status).toBe(202);
+      jobId = started.body.data.job_id as string;
+      // Starting a job prunes to 200 terminal ones; the running job stays beside them.
+      const during = await jobs(id);
+      expect(during.filter((j) => j.status === 'running').map((j) => j.job_id)).toEqual([jobId]);
+      const ended = during.filter((j) => j.status !== 'running').map((j) => j.job_id);
+      expect(ended).toHaveLength(200);
+      expect(ended).not.toContain('job-004');
+      expect(ended).toContain('job-005');
+    } finally {
+      release();
+    }
+    const done = await until(
+      () => http(url, 'GET', `/api/managed-sources/${id}/sync-status/${jobId}`, { token: admin }),
+      (r) => r.body.data.status !== 'running',
+    );
+    expect(done.body.data).toMatchObject({ status: 'complete', phase: 'done' });
+    expect(done.body.data.result).toMatchObject({ commit_sha: commit });
+    // Ending it keeps the newest 200 terminal jobs, itself included: the next oldest went.
+    const after = (await jobs(id)).map((j) => j.job_id);
+    expect(after).toHaveLength(200);
+    expect(after).toContain(jobId);
+    expect(after).not.toContain('job-005');
+    expect(after).toContain('job-006');
+    expect(after).toContain('job-204');
+    // Another source's jobs are not touched.
+    expect((await jobs(other)).map((j) => j.job_id)).toEqual(['other-000', 'other-001', 'other-002']);
+  });
+
   it('an API restart during a background sync: the job stays readable and finishes', async () => {
     const repo = gitServer.repo('restart');
     const commit = repo.write({ 'agents/r/agent.yaml': agentYaml('r', 'Restart Agent'), 'docs/a.md': '# a' });

@@ -1,8 +1,9 @@
 import path from 'node:path';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
 import { startGitServer, type GitRepo, type GitServer } from '../helpers/git-server.js';
 import { beside, startOidcStack, type OidcStack } from '../helpers/oidc-stack.js';
 import { http, type StackOptions } from '../helpers/stack.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 /** Credentials the test Git server accepts, as a token connection and as basic auth. */
 export const GIT_AUTH = { username: 'bot', password: 's3cret-token' };
@@ -57,4 +58,31 @@ export function managedSources(ctx: () => GitStack, defaults: Record<string, unk
     /** The source's checked-out working tree. */
     checkout: (id: string) => path.join(ctx().dataDir, 'managed-sources', id, 'checkout'),
   };
+}
+
+/** A worker in a process of its own (to kill for real) on the stack's database, task queue and data folder. */
+export function spawnStackWorker(env: GitStack): WorkerProcess {
+  return spawnWorkerProcess({
+    DATABASE_URL: env.stack.db.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: env.stack.config.temporal.namespace,
+    TEMPORAL_TASK_QUEUE: env.stack.config.temporal.taskQueue,
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    PLATFORM_DATA_DIR: env.dataDir,
+  });
+}
+
+/** Probes until it answers something other than undefined (every `everyMs`), failing after `timeoutMs`. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  { timeoutMs = 120_000, everyMs = 100 } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
 }

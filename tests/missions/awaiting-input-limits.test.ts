@@ -14,6 +14,7 @@ const row = (n: number, state: 'IN_PROGRESS_NEEDING_INPUT' | 'STUCK', requestedB
   blueprint_name: 'bp',
   blueprint_id: 'bp_1',
   blueprint_commit: 'c',
+  blueprint_version_number: null,
   parameters: {},
   status: 'running',
   waiting_state: state,

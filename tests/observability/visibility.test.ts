@@ -201,6 +201,10 @@ const activities = {
   // ETL run: the job failed
   etlRunExecute: async () => 'failed',
   etlRunMarkInterrupted: async () => 'interrupted',
+  // flow run: its one step fails
+  flowRunStep: async () => 'failed',
+  flowRunStepAbandoned: async () => 'failed',
+  flowRunFinish: async (input: { status: string }) => input.status,
   // rechunk: the index is gone
   beginIndexRechunk: async () => ({ missing: true }),
   // ingest: a batch fails for good
@@ -415,6 +419,15 @@ describe('each lifecycle is found through the visibility API by tenant, resource
       status: 'running',
     });
     await expectLifecycle('etlRunWorkflow', handle, runId, 'failed');
+  });
+
+  it('flow run whose step failed: PlatformStatus = "failed"', async () => {
+    const runId = id();
+    const handle = await start('flowRunWorkflow', [{ runId, tenant, steps: [{ index: 0, runConcurrently: false }] }], {
+      resourceId: runId,
+      status: 'running',
+    });
+    await expectLifecycle('flowRunWorkflow', handle, runId, 'failed');
   });
 
   it('CRM merge settled without the merge applied: PlatformStatus = "not_applied"', async () => {

@@ -18,6 +18,11 @@ import { startTemporalDevServer } from '../../scripts/lib/temporal-dev-server.js
 import { workflowsPath } from '../../worker/index.js';
 
 export const TEMPLATE_DB = 'platform_template';
+/**
+ * A Temporal namespace of its own for the replicas suite: its workers ensure the Schedules with the
+ * deployment's fixed ids, which must not meet the ones other files create in `default`.
+ */
+export const REPLICAS_NAMESPACE = 'replicas';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -42,7 +47,13 @@ export default async function setup(project: TestProject) {
       startEmbeddedPostgres({ dataDir: path.join(workDir, 'pg'), port, database: TEMPLATE_DB, persistent: false }),
     ),
     Promise.all([freePort()]).then(([port]) =>
-      startTemporalDevServer({ cliPath: cli, port, uiPort: null, logFile: path.join(workDir, 'temporal.log') }),
+      startTemporalDevServer({
+        cliPath: cli,
+        port,
+        uiPort: null,
+        logFile: path.join(workDir, 'temporal.log'),
+        namespaces: [REPLICAS_NAMESPACE],
+      }),
     ),
     process.env.TEST_WORKFLOW_BUNDLE === 'skip'
       ? { code: '' }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { LlmFailureError } from '../../shared/errors.js';
 import { openThread, postMessage } from '../../shared/threads/service.js';
-import { person } from './support.js';
+import { personPrincipal as person } from '../helpers/principals.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { openSse, type SseClient, type SseMessage } from '../helpers/sse.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';

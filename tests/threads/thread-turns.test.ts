@@ -3,8 +3,8 @@ import { readThread, postMessage, startThread } from '../../shared/threads/servi
 import { LlmFailureError, NotFoundError } from '../../shared/errors.js';
 import { findThread } from '../../shared/threads/store.js';
 import { query } from '../helpers/db.js';
+import { personPrincipal } from '../helpers/principals.js';
 import { recordHistory } from '../helpers/histories.js';
-import { person } from './support.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 import { startWorker } from '../helpers/temporal.js';
@@ -12,6 +12,7 @@ import { startWorker } from '../helpers/temporal.js';
 let llm: FakeLlm;
 let stack: Stack;
 
+const person = (id: string) => personPrincipal(id);
 const owner = person('local-admin');
 const lastUser = (req: { messages: Array<{ role: string; content: string | null }> }) =>
   [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';

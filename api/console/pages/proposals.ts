@@ -102,6 +102,7 @@ const PRIMARY_FIELDS: Partial<Record<ActionType, Array<[string, string]>>> = {
     ['title', 'Title'],
     ['content', 'Content'],
     ['learning_id', 'Learning id'],
+    ['agent_ids', 'Adopted for agents'],
   ],
   'local_cli.run.v1': [
     ['command', 'Command'],

@@ -8,7 +8,7 @@ import { EchoJobEntity } from './echo-job.js';
 import { EtlRunEntity } from './etl.js';
 import { PersonalAccessTokenEntity, SandboxTokenEntity, UserEntity } from './identity.js';
 import { LlmProviderEntity, LlmSettingsEntity } from './llm.js';
-import { ManagedFlowEntity } from './managed-flows.js';
+import { FlowRunEntity, FlowRunStepEntity, ManagedFlowEntity } from './managed-flows.js';
 import { ManagedSourceEntity, ManagedSourceSyncJobEntity } from './managed-sources.js';
 import { DownloadGrantEntity, DownloadEntity, McpOAuthAuthorizationEntity } from './mcp.js';
 import { WikiCommentEntity } from './wiki.js';
@@ -59,4 +59,6 @@ export const allEntities = [
   WikiCommentEntity,
   ManagedFlowEntity,
   CodeAgentRunEntity,
+  FlowRunEntity,
+  FlowRunStepEntity,
 ];
