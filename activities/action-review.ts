@@ -66,9 +66,9 @@ export function createActionReviewActivities(deps: {
         await execSql(
           em,
           `insert into action_review_proposals (proposal_id, tenant, action_type, status, version, payload, payload_digest,
-             expected_effect, requested_statement, requester, requester_kind, bot_id, thread_id, subject_kind, subject_id,
-             execution_origin, claimed, created_at, updated_at)
-           values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, false, ?, ?)
+             expected_effect, requested_statement, statement_ref, requester, requester_kind, bot_id, thread_id, subject_kind,
+             subject_id, execution_origin, claimed, created_at, updated_at)
+           values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, false, ?, ?)
            on conflict (proposal_id) do nothing`,
           [
             r.proposalId,
@@ -80,6 +80,7 @@ export function createActionReviewActivities(deps: {
             r.payloadDigest,
             r.expectedEffect,
             r.requestedStatement,
+            r.statementRef ?? null,
             json(r.requester),
             r.requesterKind,
             r.botId,

@@ -10,7 +10,7 @@ import { agentCliCommand, runnerArgv } from '../shared/code-agent/launcher.js';
 import { CODE_AGENT_TERMINAL, statusOfRemote, type CodeAgentRunStatus } from '../shared/code-agent/runs.js';
 import { findConnectionRow } from '../shared/crm/store.js';
 import { CodeAgentRunEntity, type CodeAgentRunRow } from '../shared/db/entities/index.js';
-import { openPullRequest, repoCoordinates } from '../shared/git/forge.js';
+import { findPullRequestByHead, openPullRequest, repoCoordinates } from '../shared/git/forge.js';
 import {
   checkoutNewBranch,
   cloneBranch,
@@ -121,6 +121,38 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
           [pid, runId],
         ).catch(() => undefined),
     });
+  }
+
+  /**
+   * The pull request a run whose worker was lost left (see codeAgentMarkInterrupted): the URL and how it
+   * was found, or the step saying why the Git host could not be asked; null when there is none.
+   */
+  async function leftPullRequest(
+    em: EntityManager,
+    row: CodeAgentRunRow,
+  ): Promise<{ prUrl: string | null; step: string } | null> {
+    const reported = [...(row.output ?? '').matchAll(PR_LINE)].pop()?.[1];
+    if (reported) return { prUrl: reported, step: step('pull_request_recovered', `${reported} (the runner's output)`) };
+    if (!row.targetRepoUrl || !row.branch) return null;
+    try {
+      const token = row.gitConnectionName
+        ? openApiKeyConnection(config, await findConnectionRow(em, row.tenant, row.gitConnectionName, 'api_key')).apiKey
+        : null;
+      const pr = await findPullRequestByHead({
+        policy: config.egress,
+        coordinates: repoCoordinates(
+          row.targetRepoUrl,
+          await deps.settings.get('enhancements.coding_agent.agent_cli.forge_api_url'),
+        ),
+        token,
+        branch: row.branch,
+      });
+      if (!pr) return null;
+      const how = `found on the Git host by head branch ${row.branch}`;
+      return { prUrl: pr.html_url, step: step('pull_request_recovered', `${pr.html_url} (${how})`) };
+    } catch (err) {
+      return { prUrl: null, step: step('pull_request_lookup_failed', (err as Error).message.slice(0, 300)) };
+    }
   }
 
   function classify(err: unknown, what: string): never {
@@ -247,9 +279,9 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const claimed = await sql<Record<string, unknown>>(
         orm.em.fork(),
         `update code_agent_runs set status = 'running', started_at = now(), updated_at = now(), worker_host = ?,
-            steps = steps || ?::jsonb
+            branch = ?, steps = steps || ?::jsonb
           where run_id = ? and status = 'queued' returning run_id`,
-        [hostname(), step('runner_started'), input.runId],
+        [hostname(), codeAgentBranch(input.runId), step('runner_started'), input.runId],
       );
       if (!claimed.length)
         throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
@@ -294,6 +326,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: workdir,
         CODE_AGENT_RUN_ID: row.runId,
+        // The head branch to push: if this worker is lost, the platform finds the pull request by it.
+        CODE_AGENT_BRANCH: codeAgentBranch(row.runId),
         CODE_AGENT_TARGET_REPO_URL: row.targetRepoUrl ?? '',
         CODE_AGENT_TARGET_BASE_REF: row.targetBaseRef,
         CODE_AGENT_AUTO_CREATE_PR: String(row.autoCreatePr),
@@ -583,19 +617,35 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       return existed;
     },
 
-    /** Ends a local run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
+    /**
+     * Ends a local run whose worker vanished: its process group killed when it ran on this host, then
+     * what the run left looked for, so nothing it did is lost: its pull request, from the runner's
+     * `CODE_AGENT_PR_URL=` line in the output flushed so far, else from the Git host by the run's head
+     * branch (`code-agent/<run_id>`); the run is written `interrupted` with it (`pr_url`, outcome
+     * `pull_request`) in one update.
+     */
     async codeAgentMarkInterrupted(input: { runId: string; reason: string }): Promise<CodeAgentRunStatus> {
-      const em = orm.em.fork();
-      const rows = await sql<Record<string, unknown>>(
+      const { em, row } = await load(input.runId);
+      if (row.status !== 'queued' && row.status !== 'running') return row.status;
+      // The stranded runner goes first, so it opens nothing after the look below.
+      if (row.processId && row.workerHost === hostname()) killGroup(row.processId, 'SIGKILL');
+      const left = row.prUrl || !row.branch ? null : await leftPullRequest(em, row);
+      // One write: the run never reads as ended without what it left.
+      await sql<Record<string, unknown>>(
         em,
-        `update code_agent_runs set status = 'interrupted', error = ?, steps = steps || ?::jsonb, finished_at = now(),
-            updated_at = now()
-          where run_id = ? and status in ('queued', 'running') returning worker_host, process_id`,
-        [input.reason, step('interrupted', input.reason), input.runId],
+        `update code_agent_runs set status = 'interrupted', error = ?, finished_at = now(), updated_at = now(),
+            pr_url = coalesce(?, pr_url), outcome = case when ?::text is null then outcome else 'pull_request' end,
+            steps = steps || ?::jsonb || ?::jsonb
+          where run_id = ? and status in ('queued', 'running')`,
+        [
+          input.reason,
+          left?.prUrl ?? null,
+          left?.prUrl ?? null,
+          step('interrupted', input.reason),
+          left?.step ?? '[]',
+          input.runId,
+        ],
       );
-      const stranded = rows[0];
-      if (stranded?.process_id && stranded.worker_host === hostname())
-        killGroup(Number(stranded.process_id), 'SIGKILL');
       return (await load(input.runId)).row.status;
     },
   };

@@ -79,6 +79,7 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
     deps: d,
     async close() {
       detachSockets();
+      await d.threadEvents?.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

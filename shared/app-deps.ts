@@ -8,6 +8,7 @@ import type { Settings } from './settings/store.js';
 import type { TokenVerifier } from './auth/jwt.js';
 import type { EmbeddingSmokeTests } from './llm/embedding-smoke.js';
 import type { VersionRestorer } from './blueprints/versioning.js';
+import type { ThreadEventHub } from './threads/events.js';
 
 /** Everything the API needs, built once per process by api/server.ts (or a test). */
 export interface AppDeps {
@@ -28,4 +29,6 @@ export interface AppDeps {
   tracing?: Tracing;
   /** This process's saved blueprint version restore pass (started by `startApi`, or by the first versioning call). */
   blueprintVersions?: VersionRestorer;
+  /** This process's LISTEN connection for thread events (opened by the first follower; `threadEventHub`). */
+  threadEvents?: ThreadEventHub;
 }

@@ -186,7 +186,9 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       responses[status] = spec.schema
         ? {
             description: spec.description,
-            content: { 'application/json': { schema: toSchema(spec.schema, 'output', components) } },
+            content: {
+              [spec.mediaType ?? 'application/json']: { schema: toSchema(spec.schema, 'output', components) },
+            },
           }
         : { description: spec.description };
     }

@@ -32,6 +32,8 @@ export type Access =
 export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
+  /** The media type the schema describes (`application/json` unless named, e.g. `text/event-stream`). */
+  mediaType?: string;
 }
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;

@@ -76,7 +76,10 @@ const DECIDE_RESPONSES = {
   200: { description: 'Decided', schema: DecisionResponse },
   403: { description: 'Not a person (agent, system identity, app-only token) or missing APPROVE_AGENT_ACTION' },
   404: { description: 'Unknown, hidden or another tenant’s proposal' },
-  409: { description: '`payload.code`: already_decided or decision_context_mismatch' },
+  409: {
+    description:
+      '`payload.code`: already_decided or decision_context_mismatch; on approve also proposal_text_unavailable (the statement is stored by reference and cannot be rejoined: reject stays possible)',
+  },
 };
 
 function decideRoute(kind: 'approve' | 'reject') {
@@ -120,6 +123,7 @@ export const actionReviewDecisionRoutes = [
       200: { description: 'Outcome, or a refusal with success false', schema: ApproveAndExecuteResponse },
       403: { description: 'Not a person, or missing APPROVE_AGENT_ACTION' },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
+      409: { description: '`proposal_text_unavailable`: the statement is stored by reference and cannot be rejoined' },
     },
     handler: async ({ params, body, principal, deps, em }) =>
       approveAndExecuteProposal(deps, em, principal, params.proposal_id, body),

@@ -12,6 +12,7 @@ import {
   rowView,
 } from '../../shared/action-review/views.js';
 import { findVisibleProposal, THREAD_SUBJECT } from '../../shared/action-review/subject-probes.js';
+import { withStatements } from '../../shared/action-review/statements.js';
 import { defineRoute, queryBoolean, successEnvelope } from '../http/route.js';
 import { actionReviewDecisionRoutes } from './action-review-decisions.js';
 
@@ -154,9 +155,10 @@ export const actionReviewRoutes = [
         offset: query.offset,
         limit: query.limit,
       });
+      const rows = query.include_statement ? await withStatements(em, list.rows) : list.rows;
       return {
         success: true,
-        proposals: list.rows.map((r) =>
+        proposals: rows.map((r) =>
           rowView(r, { scope: query.dossier_scope, includeStatement: query.include_statement }),
         ),
         total_count: list.totalCount,
@@ -183,6 +185,10 @@ export const actionReviewRoutes = [
         schema: successEnvelope(ProposalDetailSchema),
       },
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
+      409: {
+        description:
+          '`proposal_text_unavailable` (with include_statement=true): the statement is stored by reference and cannot be rejoined',
+      },
     },
     handler: async ({ params, query, principal, em, deps }) => {
       const row = await findVisibleProposal(em, principal, params.proposal_id);
@@ -215,8 +221,9 @@ export const actionReviewRoutes = [
       404: { description: 'Unknown, hidden or another tenant’s proposal' },
     },
     handler: async ({ params, query, principal, em }) => {
-      const row = await findVisibleProposal(em, principal, params.proposal_id);
-      return { success: true, data: rowView(row, { scope: 'full', includeStatement: query.include_statement }) };
+      const found = await findVisibleProposal(em, principal, params.proposal_id);
+      const [row] = query.include_statement ? await withStatements(em, [found]) : [found];
+      return { success: true, data: rowView(row!, { scope: 'full', includeStatement: query.include_statement }) };
     },
   }),
   ...actionReviewDecisionRoutes,

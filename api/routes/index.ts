@@ -46,6 +46,7 @@ import { demoVignetteRoutes } from './demo-vignettes.js';
 import { desktopLaptopRoutes } from './desktop-laptop.js';
 import { demoTicketRcaRoutes } from './demo-ticket-rca.js';
 import { blueprintWipRoutes } from './blueprint-wip.js';
+import { threadRoutes } from './threads.js';
 
 /** The route lists of the areas, in the order the router mounts them (after the meta routes). */
 const AREA_ROUTES: readonly AnyRoute[][] = [
@@ -57,6 +58,7 @@ const AREA_ROUTES: readonly AnyRoute[][] = [
   toolCallRoutes,
   proverRoutes,
   agentRoutes,
+  threadRoutes,
   gatewaySettingsRoutes,
   configSetupRoutes,
   configViewRoutes,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { placeStatement } from './statements.js';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { ActionType } from './action-types.js';
 import { proposalDigest } from './digest.js';
@@ -157,6 +158,8 @@ export async function createProposal(
     });
   if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
   if (prover) await registerProverSubject(em, principal, prover, { ...input, proposalId });
+  // A long statement is stored once by reference; the record (and the workflow's history) names it.
+  Object.assign(record, await placeStatement(em, record.requestedStatement));
 
   const { actionReview } = deps.config;
   const workflowInput: ProposalWorkflowInput = {

@@ -4,6 +4,7 @@
  * `success` false), and reconciliation after `reconciliation_required`.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { statementOf } from './statements.js';
 import type { AppDeps } from '../app-deps.js';
 import { principalRef, type Principal } from '../auth/principal.js';
 import {
@@ -49,6 +50,8 @@ export async function decideProposal(
   body: DecideBody,
 ) {
   const row = await findVisibleProposal(em, principal, proposalId);
+  // Approving needs the statement a person approves; rejecting does not (proposal_text_unavailable).
+  if (kind === 'approve') await statementOf(em, row);
   const args = {
     caller: principalRef(principal),
     reason: body.reason || null,
@@ -71,6 +74,7 @@ export async function approveAndExecuteProposal(
   body: DecideBody,
 ) {
   const row = await findVisibleProposal(em, principal, proposalId);
+  await statementOf(em, row);
   const answer = await sendUpdate(deps, row.proposalId, approveAndExecuteUpdate, {
     caller: principalRef(principal),
     reason: body.reason || null,

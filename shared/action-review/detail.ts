@@ -10,6 +10,8 @@ import {
 import { workflowUrl } from '../temporal/workflow-url.js';
 import { proposalWorkflowId } from '../../workflows/action-review-definitions.js';
 import { detailView, type ProposalDetail } from './views.js';
+import { bundleFields } from './bundles.js';
+import { statementOf } from './statements.js';
 
 export interface DetailOptions {
   includeEvents: boolean;
@@ -47,8 +49,15 @@ export async function proposalDetail(
     options.includeEvents ? em.fork().find(ProposalEventRowEntity, { proposalId }, { orderBy: { seq: 'asc' } }) : null,
     em.fork().findOne(HandbackRowEntity, { proposalId }),
   ]);
+  // A statement stored by reference is rejoined for this read (409 proposal_text_unavailable when it cannot be).
+  const statement = options.includeStatement ? await statementOf(em.fork(), current) : null;
+  const view = detailView(
+    { ...current, requestedStatement: statement },
+    { summary: options.summary, includeStatement: options.includeStatement, events, handback },
+  );
   return {
-    ...detailView(current, { summary: options.summary, includeStatement: options.includeStatement, events, handback }),
+    ...view,
+    ...(await bundleFields(em.fork(), current, config)),
     workflow_url: workflowUrl(config, proposalWorkflowId(proposalId)),
     ...(options.includePackageSignability ? signability(current, principal) : {}),
   };

@@ -44,6 +44,8 @@ export const ActionReviewCodes = {
   /** Execution refusal reasons on approval of a self-applying action (spec, Errors). */
   claim_lost: 'claim_lost',
   outcome_not_recorded: 'outcome_not_recorded',
+  /** 409: a statement stored by reference cannot be rejoined; the proposal may still be rejected (spec, Errors). */
+  proposal_text_unavailable: 'proposal_text_unavailable',
   /** A proposed command outside the allowed list (create). */
   command_not_allowed: 'command_not_allowed',
   /** Why an executor did not apply an effect (`notApplied`, the outcome's `reason`). */

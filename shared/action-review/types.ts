@@ -45,6 +45,8 @@ export interface ProposalRecord {
   payloadDigest: string;
   expectedEffect: string;
   requestedStatement: string | null;
+  /** Set when the statement is stored by reference (`statements.ts`); absent in records made before. */
+  statementRef?: string | null;
   requester: PrincipalRef;
   requesterKind: PrincipalKind;
   botId: string | null;

@@ -3,6 +3,7 @@ import { approvingIsTheAction, ACTION_TYPES, ACTION_TYPE_DESCRIPTION, isActionTy
 import { PROPOSAL_STATUSES } from './types.js';
 import type { HandbackRow, ProposalEventRow, ProposalRow } from '../db/entities/index.js';
 import { toIso } from '../dates.js';
+import type { BundleFields } from './bundles.js';
 import { FINAL_STATUSES } from './types.js';
 
 export const ProposalIdParams = z.object({
@@ -111,6 +112,32 @@ export const ProposalDetailSchema = z
       .nullable()
       .describe('The Temporal UI page of the proposal workflow; null when TEMPORAL_UI_URL is not configured'),
     events: z.array(EventSchema).optional().describe('In order; omitted with include_events=false'),
+    bundle_supersession: z
+      .object({
+        bundle_id: z.string(),
+        outcome: z.enum(['superseded', 'bundle_request_not_created']),
+        superseded_by_proposal_id: z.string().nullable(),
+        superseded_by_url: z.string().nullable(),
+      })
+      .nullable()
+      .describe(
+        'A prover.approve_composite_bundle.v1 request covering this proposal (its member_ids name the proposal or its subject) was executed (superseded: decided by the bundle) or its request was not created; null otherwise',
+      ),
+    can_renew: z
+      .boolean()
+      .describe(
+        'True when a bundle released this still-undecided proposal (declined, or not created): decide it alone or bundle it anew',
+      ),
+    ownership_reason: z
+      .enum(['bundle_request_live', 'bundle_declined', 'bundle_policy_denied'])
+      .nullable()
+      .describe(
+        'Why a bundle request owns (live) or released (declined, policy denied) this proposal; null when none covers it',
+      ),
+    holding_bundle_request: z
+      .object({ proposal_id: z.string(), bundle_id: z.string(), status: z.string(), url: z.string() })
+      .nullable()
+      .describe('The live bundle request holding this proposal; null when none holds it'),
     viewer_can_sign: z.boolean().optional(),
     viewer_can_apply: z.boolean().optional(),
     viewer_cannot_sign_reason: z.string().nullable().optional(),
@@ -173,7 +200,7 @@ export function detailView(
     events: ProposalEventRow[] | null;
     handback: HandbackRow | null;
   },
-): Omit<ProposalDetail, 'workflow_url'> {
+): Omit<ProposalDetail, 'workflow_url' | keyof BundleFields> {
   return {
     proposal_id: row.proposalId,
     action_type: actionTypeOf(row),

@@ -86,3 +86,50 @@ export async function openPullRequest(input: {
     throw new ForgeError('The Git host answered the pull request without html_url and number.', res.status);
   return { html_url: json.html_url, number: json.number };
 }
+
+/**
+ * The pull request whose head is `branch` in the repository, open or closed (the GitHub way:
+ * `GET {api}/repos/{owner}/{repo}/pulls?head={owner}:{branch}&state=all`), or null when there is none.
+ * Without a token the request is anonymous (a public repository answers it).
+ */
+export async function findPullRequestByHead(input: {
+  policy: EgressPolicy;
+  coordinates: RepoCoordinates;
+  token: string | null;
+  branch: string;
+  timeoutMs?: number;
+}): Promise<PullRequest | null> {
+  const { owner, repo, apiBase } = input.coordinates;
+  const query = new URLSearchParams({ head: `${owner}:${input.branch}`, state: 'all', per_page: '5' });
+  const res = await egressFetch(
+    `${apiBase}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/pulls?${query.toString()}`,
+    {
+      policy: input.policy,
+      headers: {
+        accept: 'application/vnd.github+json',
+        ...(input.token ? { authorization: `Bearer ${input.token}` } : {}),
+      },
+      timeoutMs: input.timeoutMs ?? 10_000,
+      maxResponseBytes: 1024 * 1024,
+    },
+  );
+  const text = await res.text();
+  if (!res.ok) throw new ForgeError(`The Git host answered HTTP ${res.status} to the pull request search.`, res.status);
+  let list: unknown;
+  try {
+    list = JSON.parse(text);
+  } catch {
+    throw new ForgeError('The Git host answered the pull request search with something other than JSON.', res.status);
+  }
+  const found = (
+    Array.isArray(list) ? (list as Array<{ html_url?: unknown; number?: unknown; head?: { ref?: unknown } }>) : []
+  )
+    // A host that ignores the filter answers every pull request: keep only this head's.
+    .find(
+      (p) =>
+        typeof p.html_url === 'string' &&
+        typeof p.number === 'number' &&
+        (p.head?.ref ?? input.branch) === input.branch,
+    );
+  return found ? { html_url: found.html_url as string, number: found.number as number } : null;
+}

@@ -48,6 +48,11 @@ export interface EgressInit {
   /** One deadline for the whole exchange, redirects included. */
   timeoutMs?: number;
   maxResponseBytes?: number;
+  /**
+   * Sees the final answer's body as it arrives (a streamed model answer), chunk by chunk, when its status
+   * is 2xx; the body is still read whole and answered as usual.
+   */
+  onChunk?: (chunk: Buffer) => void;
   /** `follow` (default) re-checks every hop; `manual` answers the 3xx itself. */
   redirect?: 'follow' | 'manual';
   maxRedirects?: number;
@@ -191,6 +196,8 @@ async function once(
       }
       const chunks: Buffer[] = [];
       let size = 0;
+      const status = res.statusCode ?? 0;
+      const seen = status >= 200 && status < 300 ? init.onChunk : undefined;
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > maxBytes) {
@@ -200,6 +207,7 @@ async function once(
           return;
         }
         chunks.push(chunk);
+        seen?.(chunk);
       });
       res.on('error', (err) => finish(err instanceof EgressError ? err : failed(host, err, true)));
       res.on('aborted', () =>

@@ -3,7 +3,14 @@ import type { AppConfig } from '../config.js';
 import { egressFor } from '../http/trust.js';
 import { secretBox } from '../secrets/secret-box.js';
 import { embeddingWindowWarning, type EmbeddingWindowWarning } from './embedding-windows.js';
-import { llmFailure, notConfigured, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
+import {
+  llmFailure,
+  notConfigured,
+  type ChatMessage,
+  type ChatOptions,
+  type ChatResult,
+  type ToolSpec,
+} from './client.js';
 import { meteredClient, type Meter, type MeteredProvider } from './metered.js';
 import {
   chatModelOf,
@@ -28,7 +35,7 @@ export interface ActiveProvider {
   chatModel: string | undefined;
   admission: 'auto' | 'deny';
   /** Chat with tools through the provider, budgeted and recorded (`meter`); classified `LlmError` on any failure. */
-  chat(meter: Meter, messages: ChatMessage[], tools: ToolSpec[]): Promise<ChatResult>;
+  chat(meter: Meter, messages: ChatMessage[], tools: ToolSpec[], options?: ChatOptions): Promise<ChatResult>;
   client: MeteredProvider | null;
 }
 
@@ -80,7 +87,7 @@ function activeOf(
     chatModel,
     admission,
     client,
-    chat(meter, messages, tools) {
+    chat(meter, messages, tools, options) {
       if (admission === 'deny')
         return Promise.reject(
           llmFailure(
@@ -91,7 +98,7 @@ function activeOf(
           ),
         );
       if (!client || !chatModel) return Promise.reject(notConfigured());
-      return client.chat(meter, messages, tools, chatModel);
+      return client.chat(meter, messages, tools, chatModel, options);
     },
   };
 }

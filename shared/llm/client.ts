@@ -26,6 +26,11 @@ export interface ChatResult {
   model: string;
 }
 
+/** How a caller follows one chat call: `onDelta` sees the answer's text as the provider streams it. */
+export interface ChatOptions {
+  onDelta?: (text: string) => void;
+}
+
 /** One chat call (a connection test pings the configured model through the metered one). */
 export type ChatFn = (messages: ChatMessage[], tools: ToolSpec[], model?: string) => Promise<ChatResult>;
 
@@ -103,6 +108,8 @@ export interface ProviderRequest {
   redirect?: 'follow' | 'manual';
   /** Names the setting to fix when the address is refused. */
   addressSetting?: string;
+  /** Sees a 2xx answer's body as it arrives (a streamed chat completion); the body is still answered whole. */
+  onChunk?: (chunk: Buffer) => void;
   /** Signs the exact request about to be sent (AWS SigV4): answers the headers to send instead. */
   sign?: (request: {
     method: string;
@@ -129,6 +136,7 @@ export async function providerCall(url: string, req: ProviderRequest): Promise<P
       ...(body === undefined ? {} : { body }),
       timeoutMs: req.timeoutMs,
       redirect: req.redirect ?? 'follow',
+      ...(req.onChunk ? { onChunk: req.onChunk } : {}),
     });
     // The body is read inside the client, under its deadline and size cap.
     return { status: res.status, text: await res.text(), headers: res.headers };

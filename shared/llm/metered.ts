@@ -8,7 +8,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { demoBudgetExhausted, recordLlmUsage } from '../deployment/demo-budget.js';
-import { llmFailure, type ChatMessage, type ChatResult, type ToolSpec } from './client.js';
+import { llmFailure, type ChatMessage, type ChatOptions, type ChatResult, type ToolSpec } from './client.js';
 import type { ProviderFields } from './provider-kinds.js';
 import type { LlmPurpose } from './purposes.js';
 import { providerClient, type EmbeddingResult, type ProviderTarget } from './providers.js';
@@ -55,7 +55,13 @@ export const budgetExhausted = () =>
 
 /** A provider client whose every model call is budgeted and recorded; listing models is no model call. */
 export interface MeteredProvider {
-  chat(meter: Meter, messages: ChatMessage[], tools: ToolSpec[], model?: string): Promise<ChatResult>;
+  chat(
+    meter: Meter,
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    model?: string,
+    options?: ChatOptions,
+  ): Promise<ChatResult>;
   embed(meter: Meter, texts: string[], model?: string): Promise<EmbeddingResult>;
   listModels(): Promise<string[]>;
   /** The save-time connection test; a test that pings the model is metered like any call. */
@@ -83,10 +89,10 @@ export function meteredClient(target: ProviderTarget, label: string): MeteredPro
     return result;
   }
   const client: MeteredProvider = {
-    chat: (meter, messages, tools, model) =>
+    chat: (meter, messages, tools, model, options) =>
       metered(
         meter,
-        () => raw.chat(messages, tools, model),
+        () => raw.chat(messages, tools, model, options),
         (r) => ({ model: r.model, ...r.usage }),
       ),
     embed: (meter, texts, model) =>

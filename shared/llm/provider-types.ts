@@ -2,7 +2,7 @@
 // module (warehouse-ai.ts) implements it without importing the module that lists it.
 import type { AwsSettings } from '../aws/credentials.js';
 import type { EgressPolicy } from '../http/egress.js';
-import type { ChatFn, ChatMessage, ChatResult, ToolSpec } from './client.js';
+import type { ChatFn, ChatMessage, ChatOptions, ChatResult, ToolSpec } from './client.js';
 import type { ProviderFields, ProviderKind } from './provider-kinds.js';
 
 /** Which provider to talk to: its kind and flat configuration (secrets opened), and the call's limits. */
@@ -23,7 +23,8 @@ export interface EmbeddingResult {
 
 /** One interface over every wire format: chat with tool calls, embeddings, model listing, the connection test. */
 export interface LlmProvider {
-  chat(messages: ChatMessage[], tools: ToolSpec[], model?: string): Promise<ChatResult>;
+  /** `options.onDelta` follows the answer's text as it arrives (streamed where the wire format allows it). */
+  chat(messages: ChatMessage[], tools: ToolSpec[], model?: string, options?: ChatOptions): Promise<ChatResult>;
   embed(texts: string[], model?: string): Promise<EmbeddingResult>;
   listModels(): Promise<string[]>;
   /**

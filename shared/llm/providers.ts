@@ -1,5 +1,15 @@
 import { awsCredentialsOf, bedrockRuntimeEndpoint, sigV4Signer } from '../aws/credentials.js';
-import { answerJson, chatResultOf, llmFailure, notConfigured, providerCall, type ProviderRequest } from './client.js';
+import {
+  answerJson,
+  chatResultOf,
+  llmFailure,
+  notConfigured,
+  providerCall,
+  type ChatOptions,
+  type ChatResult,
+  type ProviderRequest,
+} from './client.js';
+import { ChatStreamReader } from './chat-stream.js';
 import {
   anthropicResultOf,
   converseResultOf,
@@ -61,6 +71,12 @@ async function listingTest(p: LlmProvider, model: string | undefined): Promise<s
   return `Connection test passed (${models.length} model${models.length === 1 ? '' : 's'} listed).`;
 }
 
+/** A wire format that does not stream here: the caller following the call sees the whole text at once. */
+function wholeAnswer(result: ChatResult, options: ChatOptions | undefined): ChatResult {
+  if (result.content) options?.onDelta?.(result.content);
+  return result;
+}
+
 function needModel(model: string | undefined): string {
   if (!model) throw notConfigured('The active language-model provider names no chat model.');
   return model;
@@ -94,20 +110,28 @@ async function authedCall(auth: ProviderAuth, url: string, req: Omit<ProviderReq
 /** OpenAI-compatible providers: `openai`, `other`, `proxy`, and Databricks-type serving endpoints. */
 function openAiCompatible(t: ProviderTarget, baseUrl: string, auth: ProviderAuth, discovery: boolean): LlmProvider {
   const base = trim(baseUrl);
-  const call = (path: string, body?: unknown) =>
-    authedCall(auth, `${base}${path}`, { egress: t.egress, body, timeoutMs: t.timeoutMs });
+  const call = (path: string, body?: unknown, onChunk?: (chunk: Buffer) => void) =>
+    authedCall(auth, `${base}${path}`, {
+      egress: t.egress,
+      body,
+      timeoutMs: t.timeoutMs,
+      ...(onChunk ? { onChunk } : {}),
+    });
   const provider: LlmProvider = {
-    async chat(messages, tools, model) {
+    async chat(messages, tools, model, options) {
       const m = needModel(model ?? chatModelOf(t.kind, t.fields));
       // The proxy kind may speak the Responses format instead of chat completions (`transport`).
       if (t.fields.transport === 'responses')
-        return responsesResultOf(await call('/responses', toResponsesBody(messages, tools, m)), m);
-      const answer = await call('/chat/completions', {
-        model: m,
-        messages,
-        ...(tools.length ? { tools, tool_choice: 'auto' } : {}),
-      });
-      return chatResultOf(answer, m);
+        return wholeAnswer(
+          responsesResultOf(await call('/responses', toResponsesBody(messages, tools, m)), m),
+          options,
+        );
+      const body = { model: m, messages, ...(tools.length ? { tools, tool_choice: 'auto' } : {}) };
+      if (!options?.onDelta) return chatResultOf(await call('/chat/completions', body), m);
+      // A followed call streams: its text reaches the caller as the provider sends it.
+      const reader = new ChatStreamReader(options.onDelta);
+      const streamed = { ...body, stream: true, stream_options: { include_usage: true } };
+      return reader.result(await call('/chat/completions', streamed, (chunk) => reader.push(chunk)), m);
     },
     async embed(texts, model) {
       const m = model ?? embeddingModelOf(t.kind, t.fields);
@@ -391,12 +415,20 @@ export function providerClient(t: ProviderTarget): LlmProvider {
           )
         : openAiCompatible(t, s(f.llm_endpoint) ?? '', bearer(f.api_key), false);
     case 'azure_openai':
-      return azure(t);
+      return unstreamed(azure(t));
     case 'anthropic':
-      return anthropic(t);
+      return unstreamed(anthropic(t));
     case 'bedrock':
-      return bedrock(t);
+      return unstreamed(bedrock(t));
     case 'warehouse_ai':
-      return warehouseAi(t);
+      return unstreamed(warehouseAi(t));
   }
+}
+
+/** A wire format read whole here: a followed call sees its text in one piece when the answer is in. */
+function unstreamed(p: LlmProvider): LlmProvider {
+  return {
+    ...p,
+    chat: async (messages, tools, model, options) => wholeAnswer(await p.chat(messages, tools, model), options),
+  };
 }

@@ -13,6 +13,7 @@ import { postMessageUpdate, threadWorkflowId, type TurnResult } from '../../work
 import type { AppDeps } from '../app-deps.js';
 import { workflowRef } from '../temporal/workflow-refs.js';
 import { AgentCodes } from '../agents/error-codes.js';
+import { followThreadEvents, ThreadEventHub, type ThreadEvent } from './events.js';
 
 /** New gateway thread ids: `mcp_` + 32 lowercase hex (spec, Hosted gateway). */
 export const newMcpThreadId = () => `mcp_${randomBytes(16).toString('hex')}`;
@@ -144,4 +145,25 @@ export async function readThread(em: EntityManager, principal: Principal, thread
   const thread = await getOwnThread(em, principal, threadId);
   const messages = await listMessages(em, thread.id);
   return { thread, messages };
+}
+
+/** This process's thread-event hub, created on first use (closed with the API). */
+export function threadEventHub(deps: AppDeps): ThreadEventHub {
+  // The ORM's own address: the API cannot run without it (api/server.ts refuses an unset DATABASE_URL).
+  return (deps.threadEvents ??= new ThreadEventHub(deps.config.databaseUrl ?? deps.orm.config.get('clientUrl') ?? ''));
+}
+
+/**
+ * The caller's own thread's events after id `after`, then each new one as the worker writes it, until
+ * `signal` aborts (another person's thread answers 404 before anything is streamed).
+ */
+export async function followOwnThread(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  threadId: string,
+  after: number,
+): Promise<(signal: AbortSignal) => AsyncGenerator<ThreadEvent>> {
+  const thread = await getOwnThread(em, principal, threadId);
+  return (signal) => followThreadEvents(em, threadEventHub(deps), thread.id, after, signal);
 }

@@ -4,6 +4,7 @@ import { ForbiddenError } from '../errors.js';
 import { createProposal } from '../action-review/create.js';
 import { executeProposal } from '../action-review/execute.js';
 import { rowView } from '../action-review/views.js';
+import { withStatements } from '../action-review/statements.js';
 import { findVisibleProposal } from '../action-review/subject-probes.js';
 import { PROVER_KINDS, readProverSubject } from '../action-review/prover-subjects.js';
 import { defineTool } from './registry.js';
@@ -61,14 +62,15 @@ export const actionReviewTool = defineTool({
           executionOrigin: input.execution_origin ?? null,
           proposalId: idempotencyKey ? uuidFromKey(idempotencyKey) : undefined,
         });
+        const [withText] = await withStatements(em, [row]);
         return {
-          proposal: rowView(row, { scope: 'full', includeStatement: true }),
+          proposal: rowView(withText!, { scope: 'full', includeStatement: true }),
           handback: row.threadId ? 'conversation' : 'poll_request_status',
         };
       }
       case 'GET_REQUEST_STATUS': {
-        const row = await findVisibleProposal(em, principal, input.proposal_id);
-        return { proposal: rowView(row, { scope: 'full', includeStatement: true }) };
+        const [row] = await withStatements(em, [await findVisibleProposal(em, principal, input.proposal_id)]);
+        return { proposal: rowView(row!, { scope: 'full', includeStatement: true }) };
       }
       case 'GET_PROVER_SUBJECT':
         return { subject: await readProverSubject(em, principal, { kind: input.kind, id: input.subject_id }) };

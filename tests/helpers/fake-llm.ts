@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { bedrockRefusal, verifySigV4, type FakeAwsIdentity } from './fake-aws.js';
 
 export interface ChatRequest {
@@ -9,6 +9,11 @@ export interface ChatRequest {
 
 export type FakeReply =
   | { content: string }
+  /**
+   * The answer in pieces: a streamed request (`stream: true`, OpenAI wire) gets one SSE chunk per piece,
+   * each sent once `before(i)` settles (a test holds the stream between pieces); others get the joined text.
+   */
+  | { chunks: string[]; before?: (index: number) => Promise<void> }
   | { toolCalls: Array<{ name: string; arguments: unknown }> }
   | { status: number; body: string }
   | { hang: true };
@@ -174,7 +179,16 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
             'toolCalls' in reply
               ? reply.toolCalls.map((c, i) => ({ id: `call_${++callNo}_${i}`, name: c.name, input: c.arguments }))
               : [];
-          const text = 'content' in reply ? reply.content : null;
+          const text = 'content' in reply ? reply.content : 'chunks' in reply ? reply.chunks.join('') : null;
+          if (wire === 'openai' && parsed.stream === true) {
+            void streamChat(
+              res,
+              body.model,
+              'chunks' in reply ? reply : { chunks: text === null ? [] : [text] },
+              calls,
+            );
+            return;
+          }
           if (wire === 'anthropic') {
             json(200, {
               id: 'msg_fake',
@@ -263,6 +277,41 @@ export async function startFakeLlm(respond: FakeLlm['respond'] = () => ({ conten
   fake.origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   fake.baseUrl = `${fake.origin}/v1`;
   return fake;
+}
+
+/** A streamed chat completion: `chat.completion.chunk` SSE lines (text pieces, tool calls, usage), then `[DONE]`. */
+async function streamChat(
+  res: ServerResponse,
+  model: string,
+  reply: { chunks: string[]; before?: (index: number) => Promise<void> },
+  calls: Array<{ id: string; name: string; input: unknown }>,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const send = (chunk: object) =>
+    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model, ...chunk })}\n\n`);
+  send({ choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }] });
+  for (const [i, piece] of reply.chunks.entries()) {
+    await reply.before?.(i);
+    send({ choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+  }
+  calls.forEach((c, i) =>
+    send({
+      choices: [
+        {
+          index: 0,
+          delta: {
+            tool_calls: [
+              { index: i, id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.input) } },
+            ],
+          },
+          finish_reason: null,
+        },
+      ],
+    }),
+  );
+  send({ choices: [{ index: 0, delta: {}, finish_reason: calls.length ? 'tool_calls' : 'stop' }] });
+  send({ choices: [], usage: { prompt_tokens: 11, completion_tokens: 7 } });
+  res.end('data: [DONE]\n\n');
 }
 
 /** Any wire format's request as the OpenAI-shaped `ChatRequest` the scripted answers read. */

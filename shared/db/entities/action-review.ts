@@ -12,6 +12,8 @@ export const ProposalRowEntity = table('ActionReviewProposal', 'action_review_pr
   payloadDigest: column.string(),
   expectedEffect: column.text(),
   requestedStatement: column.text().nullable(),
+  /** `sha256:<hex>` of a statement stored by reference in `action_review_statements` (then requestedStatement is null). */
+  statementRef: column.string().nullable(),
   requester: column.json<PrincipalRef>(),
   requesterKind: column.string(),
   botId: column.string().nullable(),

@@ -52,6 +52,8 @@ import { Migration20261129110100UserNameClaim } from './Migration20261129110100U
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration2026112977EgressRegistrations } from './Migration2026112977EgressRegistrations.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
+import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
+import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
 
 /** Checked-in migrations, oldest first. Listed explicitly so no file globbing is needed at run time. */
 export const migrationsList: MigrationObject[] = [
@@ -111,4 +113,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
   { name: 'Migration2026112977EgressRegistrations', class: Migration2026112977EgressRegistrations },
   { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
+  { name: 'Migration20261129440000ThreadEvents', class: Migration20261129440000ThreadEvents },
+  { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
 ];
