@@ -50,7 +50,7 @@ import { Migration20261129330000FlowRuns } from './Migration20261129330000FlowRu
 import { Migration20261129110000MissionBlueprintVersion } from './Migration20261129110000MissionBlueprintVersion.js';
 import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
-import { Migration2026112977EgressRegistrations } from './Migration2026112977EgressRegistrations.js';
+import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
 import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
@@ -105,14 +105,14 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261126001200DocIndexAdopted', class: Migration20261126001200DocIndexAdopted },
   { name: 'Migration20261126002800LlmUsagePurpose', class: Migration20261126002800LlmUsagePurpose },
   { name: 'Migration20261128120000MissionFailed', class: Migration20261128120000MissionFailed },
-  { name: 'Migration20261129220000KnowledgeBases', class: Migration20261129220000KnowledgeBases },
-  { name: 'Migration20261129220100ProverSubjects', class: Migration20261129220100ProverSubjects },
-  { name: 'Migration20261129330000FlowRuns', class: Migration20261129330000FlowRuns },
   { name: 'Migration20261129110000MissionBlueprintVersion', class: Migration20261129110000MissionBlueprintVersion },
   { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
   { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
-  { name: 'Migration2026112977EgressRegistrations', class: Migration2026112977EgressRegistrations },
-  { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
+  { name: 'Migration20261129220000KnowledgeBases', class: Migration20261129220000KnowledgeBases },
+  { name: 'Migration20261129220100ProverSubjects', class: Migration20261129220100ProverSubjects },
+  { name: 'Migration20261129330000FlowRuns', class: Migration20261129330000FlowRuns },
   { name: 'Migration20261129440000ThreadEvents', class: Migration20261129440000ThreadEvents },
   { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
+  { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
+  { name: 'Migration20261129770000EgressRegistrations', class: Migration20261129770000EgressRegistrations },
 ];

@@ -6,7 +6,7 @@ import { Migration } from '@mikro-orm/migrations';
  * entries; a person with `manage_secrets` approves them into the enforced egress list (`mesh.egress`)
  * or rejects them.
  */
-export class Migration2026112977EgressRegistrations extends Migration {
+export class Migration20261129770000EgressRegistrations extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create table egress_registrations (
       id text primary key,
