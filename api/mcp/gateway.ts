@@ -7,6 +7,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { AuthenticationError, PlatformError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { authenticate } from '../auth/authenticate.js';
+import { INGRESS_USER_HEADER, ingressPrincipal } from '../auth/ingress.js';
 import { authenticationRequired } from '../auth/refusals.js';
 import type { AppDeps } from '../../shared/app-deps.js';
 import type { GatewayVersion } from './actions/registry.js';
@@ -42,12 +43,17 @@ export async function authenticateGateway(
   const { koa: ctx, deps, em } = req;
   const metadata = resourceMetadataUrl(publicOrigin(ctx, deps.config), mountPath);
   const authorization = ctx.get('authorization') || undefined;
+  const ingressLogin = gatewayAuthMode(deps.config) === 'ingress' ? ctx.get(INGRESS_USER_HEADER) : '';
   let principal: Principal | null;
   try {
-    principal = await authenticate(
-      { authorization, serviceToken: ctx.get('x-platform-service-token') || undefined },
-      { config: deps.config, verifier: deps.verifier, em },
-    );
+    // Behind a container-service ingress the login it vouches for is the caller (the client's warehouse
+    // credential went to the ingress); a request without it may still bring a PAT.
+    principal = ingressLogin
+      ? await ingressPrincipal(em, deps.config, ingressLogin)
+      : await authenticate(
+          { authorization, serviceToken: ctx.get('x-platform-service-token') || undefined },
+          { config: deps.config, verifier: deps.verifier, em },
+        );
   } catch (err) {
     if (err instanceof AuthenticationError)
       err.headers['WWW-Authenticate'] = `Bearer resource_metadata="${metadata}", error="invalid_token"`;

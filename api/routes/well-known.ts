@@ -15,7 +15,7 @@ const ProtectedResourceSchema = z
     resource_name: z.string(),
     resource_documentation: z.string(),
     platform_auth_mode: z
-      .enum(['none', 'header', 'oidc', 'oauth_proxy'])
+      .enum(['none', 'header', 'ingress', 'oidc', 'oauth_proxy'])
       .describe('Extension: how MCP clients authenticate here'),
     platform_auth_guidance: z.string().describe('Extension: what a client should do, in one sentence'),
   })

@@ -5,7 +5,14 @@ import type { Permission } from './rbac.js';
 export type PrincipalKind = 'person' | 'agent' | 'system' | 'app';
 
 /** The credential that proved the caller. */
-export type CredentialKind = 'idp_jwt' | 'pat' | 'sandbox_token' | 'service_token' | 'auth_disabled';
+export type CredentialKind =
+  | 'idp_jwt'
+  | 'pat'
+  | 'sandbox_token'
+  | 'service_token'
+  | 'auth_disabled'
+  /** The container-service ingress authenticated the user with their own warehouse credentials (MCP gateway). */
+  | 'ingress';
 
 export interface Principal {
   kind: PrincipalKind;

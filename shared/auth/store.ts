@@ -106,6 +106,21 @@ export async function findPat(em: EntityManager, token: string, now = new Date()
   return { pat, owner };
 }
 
+/**
+ * The platform user a warehouse login names (container-service ingress; logins are matched without case,
+ * as warehouses upper-case them): the user whose id is the login exactly, else the one whose id or email
+ * matches it ignoring case; null when there is none.
+ */
+export async function findUserByLogin(em: EntityManager, login: string): Promise<User | null> {
+  const [row] = await sql<{ id: string }>(
+    em,
+    `select id from users where lower(id) = lower(?) or lower(email) = lower(?)
+     order by (id = ?) desc, (lower(id) = lower(?)) desc, id limit 1`,
+    [login, login, login, login],
+  );
+  return row ? em.findOne(UserEntity, { id: row.id }) : null;
+}
+
 /** A signed-in person as the owner of the tokens they mint (no email: sign-in records it). */
 export function patOwner(person: { id: string; tenant: string; displayName: string; roles: string[] }): SeenUser {
   return {

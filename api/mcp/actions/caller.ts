@@ -26,8 +26,8 @@ export function authView(config: AppConfig, gateway: GatewayContext) {
     provider: config.auth.provider,
     oauth_proxy_enabled: config.mcp.oauthProxyEnabled,
     issuer: config.auth.issuer ?? null,
-    // Header/proxy auth has no issuer to check; with sign-in off there is nothing to check either.
-    oidc_checks: mode === 'header' || mode === 'none' ? 'not_applicable' : 'applicable',
+    // Header/proxy and ingress auth have no issuer to check; with sign-in off there is nothing to check either.
+    oidc_checks: mode === 'header' || mode === 'ingress' || mode === 'none' ? 'not_applicable' : 'applicable',
     resource_metadata: resourceMetadataUrl(gateway.publicOrigin, mountPath),
     guidance: credentialGuidance(mode),
   };
