@@ -268,6 +268,7 @@ describe('every configuration body refuses undeclared fields with 422', () => {
         question_set_id: `qs_${hex}_phase-1`,
         kind: 'thread',
         ref_id: 'thread-1',
+        knowledge_base_id: `kb_${hex}`,
       };
       const path = route.path.replace(/:([a-z_]+)/g, (_m, name: string) => params[name] ?? 'openai');
       const res = await http(stack.url, route.method.toUpperCase(), path, {
