@@ -45,6 +45,7 @@ import {
   listRows,
   listWorkingFiles,
   lockBlueprint,
+  lockLiveBlueprint,
   missionCount,
   newBlueprintId,
   readManifestAt,
@@ -305,7 +306,7 @@ async function writeLocked(
   fn: (tx: EntityManager, manifest: BlueprintManifest) => Promise<void>,
 ): Promise<string | null> {
   return ctx.em.transactional(async (tx) => {
-    await lockBlueprint(tx, b.row.blueprint_id);
+    await lockLiveBlueprint(tx, { row: b.row, name: b.manifest.name });
     const current = await readManifestAt(b.dir);
     await fn(tx, current);
     const oid = await commitAll(b.dir, ctx.principal, message);
@@ -376,7 +377,7 @@ export async function remove(ctx: Ctx, b: Resolved): Promise<{ outcome: 'deleted
   if (b.kind === 'default') refuseDefault(b.manifest.name, 'deleted');
   refuseRemote(b, 'deleted');
   return ctx.em.transactional(async (tx) => {
-    await lockBlueprint(tx, b.row.blueprint_id);
+    await lockLiveBlueprint(tx, { row: b.row, name: b.manifest.name });
     const missions = await missionCount(tx, b.row.blueprint_id, false);
     if (missions > 0) {
       await sql(tx, `update blueprints set hidden = true, updated_at = now() where blueprint_id = ?`, [
@@ -417,7 +418,7 @@ export async function grant(ctx: Ctx, b: Resolved, roleName: string, action: Blu
     });
   }
   await ctx.em.transactional(async (tx) => {
-    await lockBlueprint(tx, b.row.blueprint_id);
+    await lockLiveBlueprint(tx, { row: b.row, name: b.manifest.name });
     if (add)
       await sql(
         tx,
@@ -442,7 +443,7 @@ export async function exportZip(ctx: Ctx, b: Resolved) {
   // its blobs never change. Files are then read one at a time from the object store while the client
   // consumes the archive, without holding the lock or the archive in memory.
   const { commit, versioning } = await ctx.em.transactional(async (tx) => {
-    await lockBlueprint(tx, b.row.blueprint_id);
+    await lockLiveBlueprint(tx, { row: b.row, name: b.manifest.name });
     return { commit: await headCommit(b.dir), versioning: await versioningBlock(tx, b) };
   });
   const blobs = commitBlobs(b.dir, commit);

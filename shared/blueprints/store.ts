@@ -61,6 +61,17 @@ export async function lockBlueprint(tx: EntityManager, key: string): Promise<voi
   await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 14))`, [key]);
 }
 
+/**
+ * The blueprint's lock, then proof that it still exists. A request that resolved the blueprint before a
+ * delete committed (the delete removes the row and the working copy under this same lock) finds it gone
+ * here and answers 404, as it would have a moment later, instead of failing on the missing files.
+ */
+export async function lockLiveBlueprint(tx: EntityManager, b: { row: BlueprintRow; name: string }): Promise<void> {
+  await lockBlueprint(tx, b.row.blueprint_id);
+  const [live] = await sql(tx, `select 1 as live from blueprints where blueprint_id = ?`, [b.row.blueprint_id]);
+  if (!live) throw new NotFoundError(`No blueprint named "${b.name}" (it was deleted).`, { blueprint_name: b.name });
+}
+
 /** The tenant's visible blueprints (hidden ones, deleted while missions referenced them, left out). */
 export async function listRows(em: EntityManager, tenant: string): Promise<BlueprintRow[]> {
   return sql<BlueprintRow>(em, `select * from blueprints where tenant = ? and not hidden order by name`, [tenant]);

@@ -20,6 +20,7 @@ import {
   commitAll,
   listWorkingFiles,
   lockBlueprint,
+  lockLiveBlueprint,
   repoDir,
   touchRow,
   workingCopyFingerprint,
@@ -207,7 +208,7 @@ async function locked<T>(
   fn: (tx: EntityManager, v: VersioningRow | undefined, versions: VersionRow[]) => Promise<T>,
 ): Promise<T> {
   return ctx.em.transactional(async (tx) => {
-    await lockBlueprint(tx, b.row.blueprint_id);
+    await lockLiveBlueprint(tx, { row: b.row, name: b.manifest.name });
     const v = await versioningOf(tx, b.row.blueprint_id);
     if (v) await ensureVersionsPresent(tx, b.dir, b.row);
     return fn(tx, v, v ? await listVersions(tx, b.row.blueprint_id) : []);
