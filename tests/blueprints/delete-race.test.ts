@@ -34,8 +34,8 @@ describe('reads and writes queued behind a delete', () => {
       await db.query('begin');
       for (const key of [id, versioned])
         await db.query('select pg_advisory_xact_lock(hashtextextended($1, 14))', [key]);
+      const exporting = bp.download('/api/blueprints/racer/export');
       const requests = [
-        bp.download('/api/blueprints/racer/export'),
         bp.api('GET', '/api/blueprints/racer-versioned/versioning/summary'),
         bp.api('PATCH', '/api/blueprints/racer', undefined, { short_description: 'changed' }),
         bp.api('DELETE', '/api/blueprints/racer'),
@@ -46,7 +46,7 @@ describe('reads and writes queued behind a delete', () => {
       await rm(path.join(bp.root, 'default', id), { recursive: true, force: true });
       await rm(path.join(bp.root, 'default', versioned), { recursive: true, force: true });
       await db.query('commit');
-      const [exported, summary, patched, deleted] = await Promise.all(requests);
+      const [exported, [summary, patched, deleted]] = await Promise.all([exporting, Promise.all(requests)]);
       expect(exported.status, exported.bytes.toString()).toBe(404);
       expect(JSON.parse(exported.bytes.toString())).toMatchObject({ error_type: 'not_found' });
       for (const res of [summary, patched, deleted]) {
