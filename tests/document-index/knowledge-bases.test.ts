@@ -233,4 +233,31 @@ describe('knowledge bases', () => {
       index_names: [],
     });
   });
+
+  it('deleting an agent removes its assignments: the bundle no longer names it', async () => {
+    const kb = await createKb({ name: 'Temp bundle', index_names: ['kb-sales'] });
+    expect(kb.status, kb.text).toBe(201);
+    const kbId = kb.body.data.id as string;
+    const agent = await http(url(), 'POST', '/api/agents', {
+      token: o.tokens.admin,
+      body: { name: 'Short-lived', instructions: 'Answer briefly.', tool_groups: ['document_index_tools'] },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const shortLived = agent.body.data.agent_id as string;
+    const put = await http(url(), 'PUT', `/api/agents/${shortLived}/knowledge-bases`, {
+      token: o.tokens.admin,
+      body: { knowledge_base_ids: [kbId] },
+    });
+    expect(put.status, put.text).toBe(200);
+    const assignments = () =>
+      query(o.stack.db.url, 'select agent_id from agent_knowledge_bases where knowledge_base_id = $1', [kbId]);
+    expect(await assignments()).toEqual([{ agent_id: shortLived }]);
+
+    const deleted = await http(url(), 'DELETE', `/api/agents/${shortLived}`, { token: o.tokens.admin });
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(await assignments()).toEqual([]);
+    const bundle = await http(url(), 'GET', `/api/knowledge-bases/${kbId}`, { token: o.tokens.admin });
+    expect(bundle.status).toBe(200);
+    expect(bundle.body.data.agent_ids).toEqual([]);
+  });
 });

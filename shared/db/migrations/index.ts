@@ -51,6 +51,7 @@ import { Migration20261129110000MissionBlueprintVersion } from './Migration20261
 import { Migration20261129110100UserNameClaim } from './Migration20261129110100UserNameClaim.js';
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
+import { Migration20261129990000AgentKnowledgeBasesCascade } from './Migration20261129990000AgentKnowledgeBasesCascade.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
 import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
@@ -115,4 +116,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
   { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
   { name: 'Migration20261129770000EgressRegistrations', class: Migration20261129770000EgressRegistrations },
+  {
+    name: 'Migration20261129990000AgentKnowledgeBasesCascade',
+    class: Migration20261129990000AgentKnowledgeBasesCascade,
+  },
 ];
