@@ -29,12 +29,18 @@ let stack: Stack;
 let tracker: FakeTracker;
 const workers: WorkerProcess[] = [];
 
-function workerProcess(): WorkerProcess {
-  return spawnStackWorker(stack, workers, {
-    TICKET_TRACKER_URL: tracker.url,
-    ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
-    ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
-  });
+/** `standby`: a spare, loaded while the stream runs, that polls only once activated after a kill. */
+function workerProcess(standby = false): WorkerProcess {
+  return spawnStackWorker(
+    stack,
+    workers,
+    {
+      TICKET_TRACKER_URL: tracker.url,
+      ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
+      ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
+    },
+    { standby },
+  );
 }
 
 beforeAll(async () => {
@@ -74,6 +80,9 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
     { timeout: 110_000 + (KILLS - 4) * 25_000 },
     async () => {
       let worker = workerProcess();
+      // The next worker loads meanwhile (a process start is seconds of module loading) and polls only
+      // once activated after the kill, as `npm start`'s supervisor would start one.
+      let spare = workerProcess(true);
       await worker.ready;
 
       // The stream: PROPOSALS proposals, CONCURRENCY at a time.
@@ -103,8 +112,9 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
         if (streamDone) break;
         const killed = await worker.kill();
         kills.push({ signal: killed.signal, seen: tracker.requests.length });
-        worker = workerProcess();
-        await worker.ready;
+        worker = spare;
+        await worker.activate();
+        if (k < KILLS) spare = workerProcess(true);
       }
       await stream;
       expect(kills.map((k) => k.signal)).toEqual(Array(KILLS).fill('SIGKILL'));

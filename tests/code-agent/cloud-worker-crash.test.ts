@@ -17,12 +17,18 @@ let stack: Stack;
 let fake: FakeProvider;
 const workers: WorkerProcess[] = [];
 
-function workerProcess(): WorkerProcess {
-  return spawnStackWorker(stack, workers, {
-    PLATFORM_SECRETS_KEY: SECRETS_KEY,
-    PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
-    CRM_ALLOW_INSECURE_LOOPBACK: 'true',
-  });
+/** `standby`: a spare that loads meanwhile and polls only once activated (after the kill). */
+function workerProcess(standby = false): WorkerProcess {
+  return spawnStackWorker(
+    stack,
+    workers,
+    {
+      PLATFORM_SECRETS_KEY: SECRETS_KEY,
+      PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
+      CRM_ALLOW_INSECURE_LOOPBACK: 'true',
+    },
+    { standby },
+  );
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tries = 480): Promise<T> {
@@ -64,6 +70,7 @@ describe('a worker crash while the remote run is created', () => {
   it('creates exactly one remote run and follows it to the end on the next worker', { timeout: 180_000 }, async () => {
     fake.swallowFirstCreate = true;
     const first = workerProcess();
+    const second = workerProcess(true);
     await first.ready;
     const started = await http(stack.url, 'POST', '/api/tool_call', {
       body: { tool: 'enhancement_action', arguments: { action: 'START_CODE_AGENT', prompt: 'finish after a crash' } },
@@ -76,8 +83,7 @@ describe('a worker crash while the remote run is created', () => {
     );
 
     await first.kill();
-    const second = workerProcess();
-    await second.ready;
+    await second.activate();
 
     const row = await waitFor('the run to finish', async () => {
       const r = (
