@@ -17,18 +17,12 @@ let stack: Stack;
 let fake: FakeProvider;
 const workers: WorkerProcess[] = [];
 
-/** `standby`: a spare that loads meanwhile and polls only once activated (after the kill). */
-function workerProcess(standby = false): WorkerProcess {
-  return spawnStackWorker(
-    stack,
-    workers,
-    {
-      PLATFORM_SECRETS_KEY: SECRETS_KEY,
-      PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
-      CRM_ALLOW_INSECURE_LOOPBACK: 'true',
-    },
-    { standby },
-  );
+function workerProcess(): WorkerProcess {
+  return spawnStackWorker(stack, workers, {
+    PLATFORM_SECRETS_KEY: SECRETS_KEY,
+    PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
+    CRM_ALLOW_INSECURE_LOOPBACK: 'true',
+  });
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tries = 480): Promise<T> {
@@ -70,7 +64,6 @@ describe('a worker crash while the remote run is created', () => {
   it('creates exactly one remote run and follows it to the end on the next worker', { timeout: 180_000 }, async () => {
     fake.swallowFirstCreate = true;
     const first = workerProcess();
-    const second = workerProcess(true);
     await first.ready;
     const started = await http(stack.url, 'POST', '/api/tool_call', {
       body: { tool: 'enhancement_action', arguments: { action: 'START_CODE_AGENT', prompt: 'finish after a crash' } },
@@ -83,7 +76,8 @@ describe('a worker crash while the remote run is created', () => {
     );
 
     await first.kill();
-    await second.activate();
+    const second = workerProcess();
+    await second.ready;
 
     const row = await waitFor('the run to finish', async () => {
       const r = (
