@@ -80,9 +80,16 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
     { timeout: 110_000 + (KILLS - 4) * 25_000 },
     async () => {
       let worker = workerProcess();
-      // The next worker loads meanwhile (a process start is seconds of module loading) and polls only
-      // once activated after the kill, as `npm start`'s supervisor would start one.
-      let spare = workerProcess(true);
+      // The replacements load meanwhile, one after another (a process start is seconds of module loading
+      // on 2 cores), and each polls only once activated after its kill, as `npm start`'s supervisor
+      // would start one then.
+      let spawning = true;
+      const afterLoaded = async (previous: Promise<WorkerProcess | undefined>) => {
+        await (await previous)?.loaded.catch(() => undefined);
+        return spawning ? workerProcess(true) : undefined;
+      };
+      const spares: Array<Promise<WorkerProcess | undefined>> = [Promise.resolve(workerProcess(true))];
+      while (spares.length < KILLS) spares.push(afterLoaded(spares.at(-1)!));
       await worker.ready;
 
       // The stream: PROPOSALS proposals, CONCURRENCY at a time.
@@ -112,10 +119,11 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
         if (streamDone) break;
         const killed = await worker.kill();
         kills.push({ signal: killed.signal, seen: tracker.requests.length });
-        worker = spare;
+        worker = (await spares[k - 1])!;
         await worker.activate();
-        if (k < KILLS) spare = workerProcess(true);
       }
+      spawning = false;
+      await Promise.all(spares); // every spare started is in `workers`, for the teardown
       await stream;
       expect(kills.map((k) => k.signal)).toEqual(Array(KILLS).fill('SIGKILL'));
 

@@ -11,10 +11,10 @@
  * (or the parent going away) stops it gracefully. Logs go to stderr.
  *
  * From a test, `spawnWorkerProcess` starts one and answers a handle to wait for, kill and stop it.
- * `{ standby: true }` starts a spare: it loads the app (the seconds a worker takes to start) and waits,
- * without a Temporal connection, until `activate()`; then it connects and polls as any other. A test that
- * kills workers one after another starts the next one as a spare meanwhile, so a replacement polls about
- * a second after its kill instead of after a whole process start.
+ * `{ standby: true }` starts a spare: it loads the app and creates its Worker (the seconds a worker takes
+ * to start) but does not poll until `activate()`, so no task can reach it before; then it runs as any
+ * other. A test that kills workers one after another starts the next ones as spares meanwhile, so a
+ * replacement polls moments after its kill instead of after a whole process start.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -79,7 +79,6 @@ async function main(): Promise<void> {
     config.auth.provider === 'hosted'
       ? startLogRelayPublisher({ databaseUrl: config.databaseUrl, tenant: config.auth.deploymentTenant })
       : null;
-  if (process.env.WORKER_STANDBY === '1') await standbyUntilActivated();
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   // As the worker does: a Temporal client of its own for the tools and the activities that start or
   // update workflows (the mission's prompt activity, Action Review proposals).
@@ -100,6 +99,8 @@ async function main(): Promise<void> {
     ...workerDefaults,
     ...workerTuning(config),
   });
+  // A spare waits here, connected and created but not polling: no task reaches a worker before it polls.
+  if (process.env.WORKER_STANDBY === '1') await standbyUntilActivated();
   // WORKER_SCHEDULES=1: ensure the Schedules as the worker does at start (a namespace of the test's own:
   // their ids are fixed per namespace).
   if (process.env.WORKER_SCHEDULES === '1') await ensureWorkerSchedules(config, log, new Settings(orm, config));
@@ -124,6 +125,8 @@ export interface WorkerProcess {
   ready: Promise<void>;
   /** A spare (`{ standby: true }`): connect and poll now (answers `ready`). Any other: answers `ready`. */
   activate(): Promise<void>;
+  /** Resolves once the app is loaded: a spare waits for `activate()` from then on; any other is `ready`. */
+  loaded: Promise<void>;
   /** Resolves with how the process ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** What the process wrote to stderr so far (for failure messages). */
@@ -220,10 +223,13 @@ export function spawnWorkerProcess(
   let settleReady: { resolve(): void; reject(err: unknown): void } | undefined;
   const ready = standby ? new Promise<void>((resolve, reject) => (settleReady = { resolve, reject })) : activate();
   ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
+  const loaded = standby ? lineSeen(STANDBY) : ready;
+  loaded.catch(() => undefined);
   return {
     child,
     ready,
     activate,
+    loaded,
     exited,
     stderr: () => stderr,
     async kill() {
