@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { createWorkerToolbox } from './toolbox.js';
@@ -16,8 +15,9 @@ import { Settings } from '../shared/settings/store.js';
 import { syncTrackerSchedulesAtStart } from '../shared/tracker/schedules.js';
 import { blueprintPurgeSchedule } from '../shared/blueprints/purge-schedule.js';
 import { ensureIntervalScheduleAtStart } from '../shared/temporal/interval-schedule.js';
+import { workflowsPath } from './workflows-path.js';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export { workflowsPath };
 
 /** Worker options shared by production and tests: non-determinism fails the workflow task loudly. */
 export const workerDefaults: Pick<WorkerOptions, 'workflowFailureErrorTypes'> = {

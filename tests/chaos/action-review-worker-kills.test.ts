@@ -29,12 +29,18 @@ let stack: Stack;
 let tracker: FakeTracker;
 const workers: WorkerProcess[] = [];
 
-function workerProcess(): WorkerProcess {
-  return spawnStackWorker(stack, workers, {
-    TICKET_TRACKER_URL: tracker.url,
-    ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
-    ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
-  });
+/** `standby`: a spare, loaded while the stream runs, that polls only once activated after a kill. */
+function workerProcess(standby = false): WorkerProcess {
+  return spawnStackWorker(
+    stack,
+    workers,
+    {
+      TICKET_TRACKER_URL: tracker.url,
+      ACTION_REVIEW_EFFECT_HEARTBEAT_SECONDS: '2',
+      ACTION_REVIEW_EFFECT_TIMEOUT_SECONDS: '60',
+    },
+    { standby },
+  );
 }
 
 beforeAll(async () => {
@@ -74,6 +80,16 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
     { timeout: 110_000 + (KILLS - 4) * 25_000 },
     async () => {
       let worker = workerProcess();
+      // The replacements load meanwhile, one after another (a process start is seconds of module loading
+      // on 2 cores), and each polls only once activated after its kill, as `npm start`'s supervisor
+      // would start one then.
+      let spawning = true;
+      const afterLoaded = async (previous: Promise<WorkerProcess | undefined>) => {
+        await (await previous)?.loaded.catch(() => undefined);
+        return spawning ? workerProcess(true) : undefined;
+      };
+      const spares: Array<Promise<WorkerProcess | undefined>> = [Promise.resolve(workerProcess(true))];
+      while (spares.length < KILLS) spares.push(afterLoaded(spares.at(-1)!));
       await worker.ready;
 
       // The stream: PROPOSALS proposals, CONCURRENCY at a time.
@@ -103,9 +119,11 @@ describe('the worker is SIGKILLed several times under a stream of executions', (
         if (streamDone) break;
         const killed = await worker.kill();
         kills.push({ signal: killed.signal, seen: tracker.requests.length });
-        worker = workerProcess();
-        await worker.ready;
+        worker = (await spares[k - 1])!;
+        await worker.activate();
       }
+      spawning = false;
+      await Promise.all(spares); // every spare started is in `workers`, for the teardown
       await stream;
       expect(kills.map((k) => k.signal)).toEqual(Array(KILLS).fill('SIGKILL'));
 

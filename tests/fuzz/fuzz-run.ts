@@ -4,8 +4,9 @@
  * fuzzer sends an admin's bearer token). `tests/fuzz/schemathesis.test.ts` runs this script inside a
  * fresh network namespace, so the only network anything here can reach is its own loopback.
  *
- * Environment: SCHEMATHESIS_BIN (the `st` executable), FUZZ_MAX_SECONDS (time budget), and the
- * usual TEMPORAL_CLI_PATH so nothing is installed from inside the namespace.
+ * Environment: SCHEMATHESIS_BIN (the `st` executable), FUZZ_MAX_SECONDS (time budget), the
+ * usual TEMPORAL_CLI_PATH so nothing is installed from inside the namespace, and WORKFLOW_BUNDLE_PATH
+ * (the test run's workflow bundle, so the stack's worker does not bundle again).
  * Exit status: schemathesis's own (0 only when every check passed).
  */
 import { spawn } from 'node:child_process';

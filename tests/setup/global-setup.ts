@@ -2,20 +2,20 @@
  * Once per `npm test`: one embedded PostgreSQL with a migrated template database, one Temporal dev
  * server (started by us: the SDK gives a server it launches only 5 s), one workflow bundle. Each test
  * file then gets its own database (cloned from the template) and its own task queue.
- * `TEST_WORKFLOW_BUNDLE=skip` leaves the bundle out (the exit-status gate: five nested runs whose
- * fixtures run no workflow; bundling is most of this setup's CPU).
+ * `TEST_WORKFLOW_BUNDLE=skip` leaves the bundle out and `TEST_TEMPLATE_SCHEMA=skip` the migrations of
+ * the template database (the exit-status gate: five nested runs whose fixtures use neither; bundling is
+ * most of this setup's CPU). The bundler and the ORM are imported only when used: this module must not
+ * load the app (the worker's module graph costs seconds before any test file can start).
  */
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
-import { initOrm, migrate } from '../../shared/db/orm.js';
 import { startEmbeddedPostgres } from '../../scripts/lib/embedded-postgres.js';
 import { freePort } from '../../scripts/lib/net.js';
 import { resolveTemporalCli, resolveTemporalTestServer } from '../../scripts/lib/temporal-binaries.js';
 import { startTemporalDevServer } from '../../scripts/lib/temporal-dev-server.js';
-import { workflowsPath } from '../../worker/index.js';
+import { workflowsPath } from '../../worker/workflows-path.js';
 
 export const TEMPLATE_DB = 'platform_template';
 /**
@@ -40,6 +40,9 @@ export default async function setup(project: TestProject) {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'platform-tests-'));
   // PostgreSQL runs as the `postgres` user when we are root: it must be able to enter this folder.
   await chmod(workDir, 0o755);
+  // Loaded while the servers start (it is CPU here, they are other processes).
+  const loadingOrm = process.env.TEST_TEMPLATE_SCHEMA === 'skip' ? undefined : import('../../shared/db/orm.js');
+  loadingOrm?.catch(() => undefined); // awaited below, unless the start fails first
   const [cli, testServer] = await Promise.all([resolveTemporalCli(log), resolveTemporalTestServer(log)]);
 
   const started = await Promise.allSettled([
@@ -57,10 +60,12 @@ export default async function setup(project: TestProject) {
     ),
     process.env.TEST_WORKFLOW_BUNDLE === 'skip'
       ? { code: '' }
-      : bundleWorkflowCode({
-          workflowsPath,
-          logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never,
-        }),
+      : import('@temporalio/worker').then(({ bundleWorkflowCode }) =>
+          bundleWorkflowCode({
+            workflowsPath,
+            logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never,
+          }),
+        ),
   ]);
   const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) {
@@ -76,11 +81,14 @@ export default async function setup(project: TestProject) {
   const [postgres, temporal, bundle] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
     Awaited<ReturnType<typeof startEmbeddedPostgres>>,
     Awaited<ReturnType<typeof startTemporalDevServer>>,
-    Awaited<ReturnType<typeof bundleWorkflowCode>>,
+    { code: string },
   ];
-  const orm = await initOrm({ clientUrl: postgres.url, poolMax: 2 });
-  await migrate(orm);
-  await orm.close();
+  if (loadingOrm) {
+    const { initOrm, migrate } = await loadingOrm;
+    const orm = await initOrm({ clientUrl: postgres.url, poolMax: 2 });
+    await migrate(orm);
+    await orm.close();
+  }
   const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
   await writeFile(workflowBundlePath, bundle.code);
 
