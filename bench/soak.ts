@@ -148,25 +148,18 @@ interface Verdict {
 /** The verdict on one series over the samples after the warm-up (the first of them is the base of per-op series). */
 function judge(series: Series, after: Sample[]): Verdict {
   const raw = after.map((s) => s.values.get(series.name) ?? 0);
-  let xs = raw;
-  let absolute = raw[raw.length - 1]! - raw[0]!;
-  if (series.perOp) {
-    const op = series.perOp;
-    xs = after.slice(1).map((s, i) => (raw[i + 1]! - raw[0]!) / Math.max(1, s.ops[op] - after[0]!.ops[op]));
-    absolute = raw[raw.length - 1]! - raw[0]!;
-  }
+  const op = series.perOp;
+  // Per operation: the bytes added since the warm-up over the operations of the table's kind since then.
+  const xs = op
+    ? after.slice(1).map((s, i) => (raw[i + 1]! - raw[0]!) / Math.max(1, s.ops[op] - after[0]!.ops[op]))
+    : raw;
   const [mid, last] = thirds(xs);
   const middle = mean(mid);
   const lastMean = mean(last);
   const growth = middle > 0 ? lastMean / middle - 1 : lastMean > 0 ? Infinity : 0;
-  if (!series.perOp) absolute = lastMean - middle;
-  return {
-    series,
-    middle,
-    last: lastMean,
-    growth,
-    failed: growth > GROWTH_LIMIT && absolute > series.floor,
-  };
+  // Held against the floor: a per-op table's growth over the window, any other series' rise.
+  const absolute = op ? raw[raw.length - 1]! - raw[0]! : lastMean - middle;
+  return { series, middle, last: lastMean, growth, failed: growth > GROWTH_LIMIT && absolute > series.floor };
 }
 
 const show = (series: Series, v: number) =>
