@@ -12,6 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startGitServer, type GitServer } from '../tests/helpers/git-server.js';
+import { syncSource } from './lib/managed-source.js';
 import type { BenchStack } from './lib/stack.js';
 
 const AUTH = { username: 'bench', password: 'bench-token' };
@@ -92,14 +93,7 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
       return json;
     };
     const sync = async (id: string, expected: string) => {
-      const res = await api('POST', `/api/managed-sources/${id}/sync`, {});
-      let result = res.data as { outcome?: string; job_id?: string; files_checked_out: number };
-      // Over 60 s the route answers 202 with the job: poll its status until it ends.
-      while (result.outcome === undefined && result.job_id) {
-        await new Promise((r) => setTimeout(r, 250));
-        const job = await api('GET', `/api/managed-sources/${id}/sync-status/${result.job_id}`);
-        if (job.data.status !== 'running') result = job.data.result ?? { outcome: 'failed', files_checked_out: 0 };
-      }
+      const result = await syncSource(stack.api.url, id);
       if (result.outcome !== expected) throw new Error(`sync ended ${result.outcome}: ${JSON.stringify(result)}`);
       return result;
     };

@@ -10,13 +10,12 @@
  * schedule-to-start timeout at the SDK's 10 s and at the platform's 1 s (`TEMPORAL_WORKER_STICKY_TIMEOUT_MS`).
  * Figures only, no assertion.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { spawnWorkerProcess, type WorkerProcess } from '../tests/helpers/worker-process.js';
-import { workflowsPath } from '../worker/index.js';
 import { proposalWorkflowId } from '../workflows/action-review-definitions.js';
+import { writeWorkflowBundle } from './lib/bundle.js';
 import { startBenchStack, type BenchStack } from './lib/stack.js';
 import { post } from './lib/post.js';
 
@@ -84,12 +83,7 @@ async function oneCase(stack: BenchStack, bundlePath: string, stickyMs: number, 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-sticky-'));
 const stack = await startBenchStack({}, { worker: false });
 try {
-  const bundle = await bundleWorkflowCode({
-    workflowsPath,
-    logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never,
-  });
-  const bundlePath = path.join(dir, 'workflow-bundle.js');
-  await writeFile(bundlePath, bundle.code);
+  const bundlePath = await writeWorkflowBundle(dir);
   const lines = [
     `### Sticky pause: approve of a proposal cached on a worker that went away (${PROPOSALS} proposals per case, ${os.cpus().length} cores)`,
     '',

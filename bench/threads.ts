@@ -14,13 +14,13 @@ import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 
-async function mcpClient(url: string): Promise<McpClient> {
+export async function mcpClient(url: string): Promise<McpClient> {
   const client = new McpClient({ name: 'bench', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp/v2/')));
   return client;
 }
 
-async function call(client: McpClient, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function call(client: McpClient, args: Record<string, unknown>): Promise<Record<string, unknown>> {
   const result = (await client.callTool({ name: 'platform', arguments: args })) as CallToolResult;
   const text = result.content.find((c) => c.type === 'text');
   if (result.isError || !text || !('text' in text))

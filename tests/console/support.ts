@@ -76,16 +76,24 @@ export function cookieOf(headers: Headers, name: string): { value: string; attri
  * Signs in over plain HTTP as the browser would: start (302 to the provider), the provider's
  * authorize (302 back with a code), the callback (sets the cookie). Extra headers go on every console request.
  */
-export async function signInOverHttp(
+export function signInOverHttp(
   c: ConsoleStack,
   headers: Record<string, string> = {},
 ): Promise<{ cookie: string; attributes: string }> {
-  const start = await fetch(`${c.stack.url}/console/login/start`, { redirect: 'manual', headers });
+  return signInAt(c.stack.url, headers);
+}
+
+/** signInOverHttp against the API at `base` (any replica of a deployment whose provider signs someone in at once). */
+export async function signInAt(
+  base: string,
+  headers: Record<string, string> = {},
+): Promise<{ cookie: string; attributes: string }> {
+  const start = await fetch(`${base}/console/login/start`, { redirect: 'manual', headers });
   expect(start.status).toBe(302);
   const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
   expect(authorize.status).toBe(302);
   const back = new URL(authorize.headers.get('location')!);
-  const callback = await fetch(`${c.stack.url}${back.pathname}${back.search}`, { redirect: 'manual', headers });
+  const callback = await fetch(`${base}${back.pathname}${back.search}`, { redirect: 'manual', headers });
   expect(callback.status, await callback.text()).toBe(302);
   const cookie = cookieOf(callback.headers, 'platform_console_session');
   expect(cookie).not.toBeNull();

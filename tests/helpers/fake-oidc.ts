@@ -29,9 +29,12 @@ const readBody = async (req: IncomingMessage) => {
 /**
  * A local OpenID provider on 127.0.0.1: discovery, JWKS, an authorization endpoint that signs the
  * user `subject` in at once (redirecting back with a code), and a token endpoint that checks the
- * client credentials, the redirect URI and PKCE S256 before issuing an access token for `audience`.
+ * client credentials, the redirect URI and PKCE S256 before issuing an access token for `audience`
+ * (with `claims` added to the signed-in user's token, e.g. a hosted deployment's tenant and installation).
  */
-export async function startFakeOidc(options: { subject?: string; roles?: string[] } = {}): Promise<FakeOidc> {
+export async function startFakeOidc(
+  options: { subject?: string; roles?: string[]; claims?: JWTPayload } = {},
+): Promise<FakeOidc> {
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'oidc-1', alg: 'RS256', use: 'sig' };
   const codes = new Map<string, { challenge: string; redirectUri: string; clientId: string }>();
@@ -51,7 +54,12 @@ export async function startFakeOidc(options: { subject?: string; roles?: string[
       .setExpirationTime('5m')
       .sign(opts.foreignKey ? foreign.privateKey : privateKey);
   const accessToken = () =>
-    sign({ sub: options.subject ?? 'olivia', name: 'Olivia OAuth', roles: options.roles ?? ['admin'] });
+    sign({
+      sub: options.subject ?? 'olivia',
+      name: 'Olivia OAuth',
+      roles: options.roles ?? ['admin'],
+      ...options.claims,
+    });
 
   const server: Server = createServer(
     (req, res) =>

@@ -2,21 +2,25 @@
  * Many replicas (issue 33): two API processes and two worker processes on one PostgreSQL and one
  * Temporal (tests/replicas/support.ts). Lifecycles run through both APIs alternately; a write through
  * one is seen by the next read through the other (settings, branding, the active provider, a revoked
- * token); a download link signed elsewhere verifies on each and is used once across them; each of the
- * workers' Schedules exists once; the log socket on one API gets the other API's lines, once.
+ * token); a download link signed elsewhere verifies on each and is used once across them, and so does a
+ * console session; each of the workers' Schedules exists once and each sweep it starts runs once; the log
+ * socket on one API gets the other API's lines, once.
  * One topology for the whole file. Every wait is on state or a message, bounded.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ScheduleDescription } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
 import { initOrm } from '../../shared/db/orm.js';
 import { signDownload, storeDownload } from '../../shared/downloads/signed-urls.js';
 import { HANDBACK_SWEEP_SCHEDULE_ID } from '../../shared/action-review/sweep-schedule.js';
+import { csrfOf, signInAt } from '../console/support.js';
 import { query } from '../helpers/db.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { http } from '../helpers/stack.js';
+import { waitFor } from '../helpers/worker-env.js';
 import { connectWs, isOpen, type WsOpen } from '../helpers/ws-client.js';
 import { claims, TENANT } from '../hosted/support.js';
+import { BLUEPRINT_HIDDEN_PURGE_SCHEDULE_ID } from '../../workflows/blueprint-hidden-purge-definitions.js';
 import { REPLICAS_NAMESPACE } from '../setup/global-setup.js';
 import { startReplicas, type Replicas } from './support.js';
 
@@ -49,6 +53,15 @@ afterAll(async () => {
   await r?.close();
   await llm?.close();
 });
+
+/** The results of the runs a Schedule started that it still lists (its recent actions), each awaited. */
+function runResults(client: Client, described: ScheduleDescription): Promise<unknown[]> {
+  return Promise.all(
+    described.info.recentActions.map(({ action }) =>
+      client.workflow.getHandle(action.workflow.workflowId, action.workflow.firstExecutionRunId).result(),
+    ),
+  );
+}
 
 async function socket(base: string, token: string): Promise<WsOpen> {
   const res = await connectWs(base, '/api/ws/log', { authorization: `Bearer ${token}` });
@@ -123,6 +136,42 @@ describe('a write through one API is read through the other', () => {
   });
 });
 
+describe('console sessions', () => {
+  const page = (base: string, cookie: string, init: RequestInit = {}) =>
+    fetch(`${base}/console/proposals`, {
+      redirect: 'manual',
+      ...init,
+      headers: { ...init.headers, cookie: `platform_console_session=${cookie}` },
+    });
+
+  it('a session signed in on A is alice on B, its CSRF token holds there, and signing out on B ends it on A', async () => {
+    const { cookie } = await signInAt(a);
+    const onB = await page(b, cookie);
+    expect(onB.status).toBe(200);
+    const html = await onB.text();
+    expect(html).toContain('/console/logout');
+    // The form token B rendered is the session's, so A's page carries the same one.
+    const token = csrfOf(html);
+    expect(csrfOf(await (await page(a, cookie)).text())).toBe(token);
+    const out = await fetch(`${b}/console/logout`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `platform_console_session=${cookie}`,
+      },
+      body: new URLSearchParams({ _csrf: token }).toString(),
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('location')).toBe('/console/login?signed_out=1');
+    for (const base of [a, b]) {
+      const after = await page(base, cookie);
+      expect(after.status).toBe(303);
+      expect(after.headers.get('location')).toMatch(/^\/console\/login/);
+    }
+  });
+});
+
 describe('lifecycles across both APIs', () => {
   it('a proposal created on A, approved on B and executed on both at once runs its effect once', async () => {
     const created = await http(a, 'POST', '/api/action-review/proposals', {
@@ -164,6 +213,57 @@ describe('the workers', () => {
       await connection.close();
     }
   });
+
+  it('run each sweep once: one trigger is one run of its workflow, and a hidden blueprint is purged by one run', async () => {
+    // The purge sweep's effect: this blueprint, hidden with no mission open, is purged (and reported) once.
+    await query(r.db.url, `insert into blueprints (blueprint_id, tenant, name, hidden) values ($1, $2, $3, true)`, [
+      'bp-replicas-sweep',
+      TENANT,
+      'replicas-sweep',
+    ]);
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const client = new Client({ connection, namespace: REPLICAS_NAMESPACE });
+      const active: string[] = [];
+      for await (const s of client.schedule.list()) if (!s.state.paused) active.push(s.scheduleId);
+      expect(active).toContain(BLUEPRINT_HIDDEN_PURGE_SCHEDULE_ID);
+      const before = new Map<string, number>();
+      for (const id of active) {
+        const handle = client.schedule.getHandle(id);
+        before.set(id, (await handle.describe()).info.numActionsTaken);
+        await handle.trigger();
+      }
+      const results = new Map<string, unknown[]>();
+      for (const id of active) {
+        // Every action the Schedule took (its trigger, and any tick meanwhile), each run to its end.
+        const described = await waitFor(`${id} to take its triggered action`, async () => {
+          const d = await client.schedule.getHandle(id).describe();
+          return d.info.numActionsTaken > before.get(id)! ? d : undefined;
+        });
+        results.set(id, await runResults(client, described));
+        // Each action is one run of the sweep's workflow; no worker started one of its own.
+        const query = `WorkflowType = '${described.action.workflowType}'`;
+        const runs = await waitFor(`${id}'s runs in visibility`, async () => {
+          const ids: string[] = [];
+          for await (const run of client.workflow.list({ query })) ids.push(run.workflowId);
+          return ids.length >= described.info.numActionsTaken ? ids : undefined;
+        });
+        expect(runs, id).toHaveLength(described.info.numActionsTaken);
+        // Schedule-started ids are `<action's workflow id>-<scheduled time>`.
+        for (const runId of runs) expect(runId.startsWith(`${id}-run-`), runId).toBe(true);
+      }
+      const purged = results
+        .get(BLUEPRINT_HIDDEN_PURGE_SCHEDULE_ID)!
+        .flatMap((res) => (res as { purged: Array<{ blueprint_id: string }> }).purged)
+        .filter((p) => p.blueprint_id === 'bp-replicas-sweep');
+      expect(purged).toHaveLength(1);
+      expect(await query(r.db.url, `select 1 from blueprints where blueprint_id = 'bp-replicas-sweep'`)).toHaveLength(
+        0,
+      );
+    } finally {
+      await connection.close();
+    }
+  }, 120_000);
 });
 
 describe('logs across replicas', () => {

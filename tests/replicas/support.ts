@@ -4,7 +4,8 @@
  * workers' Schedules, whose ids are fixed, meet no other file's). Hosted mode (tenant `acme`), so
  * the log relay between processes is on; both APIs share the data folder (its secrets key file), as
  * compose replicas share the volume or `PLATFORM_SECRETS_KEY`. No `PLATFORM_SIGNING_KEY`: download
- * links must verify on every replica without it.
+ * links must verify on every replica without it. The identity provider also serves the console's sign-in
+ * (it signs `alice` in at once).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,18 +15,18 @@ import { inject } from 'vitest';
 import { registerSearchAttributes } from '../../scripts/lib/temporal-config.js';
 import { spawnApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { startFakeIdp, type FakeIdp } from '../helpers/fake-idp.js';
-import { oidcEnv } from '../helpers/oidc-stack.js';
+import { startFakeOidc, type FakeOidc } from '../helpers/fake-oidc.js';
 import { uniqueTaskQueue } from '../helpers/temporal.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 import { REPLICAS_NAMESPACE } from '../setup/global-setup.js';
-import { INSTALLATION, TENANT } from '../hosted/support.js';
+import { claims, INSTALLATION, TENANT } from '../hosted/support.js';
 
 const READY_MS = 180_000;
 
 export interface Replicas {
   db: TestDatabase;
-  idp: FakeIdp;
+  /** Signs hosted assertions; its console sign-in signs `alice` in at once. */
+  idp: FakeOidc;
   /** What every process of the deployment gets (a test process loading it is one more replica). */
   env: Record<string, string>;
   apis: [ApiProcess, ApiProcess];
@@ -34,12 +35,20 @@ export interface Replicas {
 }
 
 export async function startReplicas(extraEnv: Record<string, string> = {}): Promise<Replicas> {
-  const [db, idp] = await Promise.all([createTestDatabase(), startFakeIdp()]);
+  const [db, idp] = await Promise.all([
+    createTestDatabase(),
+    startFakeOidc({ subject: 'alice', claims: claims('alice') }),
+  ]);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'replicas-'));
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   await registerSearchAttributes(connection, REPLICAS_NAMESPACE).finally(() => connection.close());
   const env: Record<string, string> = {
-    ...oidcEnv(idp),
+    AUTH_JWKS_URL: idp.jwksUrl,
+    AUTH_ISSUER: idp.issuer,
+    AUTH_AUDIENCE: idp.audience,
+    // The review console signs people in through the same provider (authorization code with PKCE).
+    AUTH_CLIENT_ID: idp.clientId,
+    AUTH_CLIENT_SECRET: idp.clientSecret,
     AUTH_PROVIDER: 'hosted',
     AUTH_INSTALLATION: INSTALLATION,
     PLATFORM_TENANT: TENANT,
