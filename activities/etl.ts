@@ -209,19 +209,29 @@ export function createEtlActivities(deps: ActivityDeps) {
       return await finish(input.runId, outcome);
     },
 
-    /** Ends a run whose worker vanished: `interrupted`, and its process group killed when it ran on this host. */
+    /**
+     * Ends a run whose worker vanished: its process group killed when it ran on this host, then
+     * `interrupted`. The kill comes first: a worker killed between the two leaves the run unmarked,
+     * so the retry kills again (a group already gone is no error) instead of finding the run marked
+     * and the job still running.
+     */
     async etlRunMarkInterrupted(input: { runId: string; reason: string }): Promise<EtlRunStatus> {
       const em = orm.em.fork();
       const rows = await sql<Record<string, unknown>>(
         em,
-        `update etl_runs set status = 'interrupted', error = ?, finished_at = now(), updated_at = now()
-          where run_id = ? and status in ('queued', 'running') returning worker_host, process_id`,
-        [input.reason, input.runId],
+        `select worker_host, process_id from etl_runs where run_id = ? and status in ('queued', 'running')`,
+        [input.runId],
       );
       const stranded = rows[0];
       if (stranded?.process_id && stranded.worker_host === hostname()) {
         killGroup(Number(stranded.process_id), 'SIGKILL');
       }
+      await sql(
+        em,
+        `update etl_runs set status = 'interrupted', error = ?, finished_at = now(), updated_at = now()
+          where run_id = ? and status in ('queued', 'running')`,
+        [input.reason, input.runId],
+      );
       const row = await em.findOneOrFail(EtlRunEntity, { runId: input.runId });
       return row.status;
     },

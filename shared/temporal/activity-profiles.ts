@@ -68,8 +68,12 @@ export const ActivityProfiles = {
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
   },
-  /** Git over the network: long, heartbeating, transient failures retried a few times. */
-  gitNetwork: { ...externalIdempotent, startToCloseTimeout: '15 minutes', heartbeatTimeout: '1 minute' },
+  /**
+   * Git over the network: long, transient failures retried a few times. Every activity on it heartbeats
+   * every 2 s throughout (activities/managed-sources.ts), so a worker that dies mid-fetch is noticed
+   * within 10 s and the attempt runs again on another (a heartbeat timeout counts as an attempt).
+   */
+  gitNetwork: { ...externalIdempotent, startToCloseTimeout: '15 minutes', heartbeatTimeout: '10 seconds' },
   /** A model call: heartbeats, so a worker that dies mid-call is detected within the heartbeat timeout. */
   modelCall: { ...externalIdempotent, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' },
   /**

@@ -2,6 +2,8 @@
  * Re-embedding after an embedding identity change: the API starts `embeddingReindexWorkflow`, which
  * re-embeds a test-only consumer's texts through the fake model in batches; the worker (its own
  * process) is SIGKILLed midway and a new one finishes; a newer change supersedes a running run.
+ * `CHAOS_KILLS` workers are killed in turn inside the same batch (1 here in `npm test`; `npm run
+ * chaos` runs this file with more through tests/chaos/reindex-kills.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { embeddingReindexWorkflowId } from '../../workflows/embedding-reindex-definitions.js';
@@ -16,6 +18,8 @@ let llm: FakeLlm;
 let stack: Stack;
 let tenant: string;
 const workers: WorkerProcess[] = [];
+const KILLS = Number(process.env.CHAOS_KILLS ?? 1);
+const TIMEOUT_MS = 120_000 + KILLS * 60_000;
 
 function worker(): WorkerProcess {
   const w = spawnWorkerProcess({
@@ -83,12 +87,12 @@ afterAll(async () => {
 });
 
 describe('re-embedding workflow', () => {
-  it('starts on an identity change and survives a worker SIGKILLed midway', async () => {
+  it('starts on an identity change and survives a worker SIGKILLed midway', { timeout: TIMEOUT_MS }, async () => {
     expect((await status()).status).toBe('idle');
-    // The first batch is answered, the second hangs: the worker dies inside it.
+    // The first batch is answered, the second hangs (each attempt at it): the worker dies inside it.
     llm.embeddingsHangAfter = 1;
-    const w1 = worker();
-    await w1.ready;
+    let w = worker();
+    await w.ready;
     const changed = await call('PUT', '/api/config/models/embeddings/config', identity('embed-b'));
     expect(changed.body).toMatchObject({ success: true });
     expect(changed.body.message).toMatch(/marked for re-embedding/);
@@ -103,15 +107,18 @@ describe('re-embedding workflow', () => {
       from: identity('embed-a'),
       to: identity('embed-b'),
     });
-    await until(
-      'second batch sent',
-      async () => llm.calls.filter((c) => c.path === '/v1/embeddings').length,
-      (n) => n >= 2,
-    );
-    expect((await w1.kill()).signal).toBe('SIGKILL');
-    llm.embeddingsHangAfter = undefined;
-    const w2 = worker();
-    await w2.ready;
+    for (let k = 0; k < KILLS; k++) {
+      // Attempt k + 1 at the second batch is sent (and held): the worker is inside it.
+      await until(
+        'second batch sent',
+        async () => llm.calls.filter((c) => c.path === '/v1/embeddings').length,
+        (n) => n >= 2 + k,
+      );
+      expect((await w.kill()).signal).toBe('SIGKILL');
+      if (k === KILLS - 1) llm.embeddingsHangAfter = undefined;
+      w = worker();
+      await w.ready;
+    }
     const done = await until('re-embedding completed', status, (s) => s.status !== 'running');
     expect(done).toMatchObject({ status: 'completed', total: 5, done: 5, failed: 0, indexes_done: 1, error: null });
     expect(done.finished_at).not.toBeNull();
@@ -123,10 +130,13 @@ describe('re-embedding workflow', () => {
       expect.arrayContaining(['alpha', 'bravo', 'charlie', 'delta', 'echo']),
     );
     expect(Math.max(...llm.embeddingInputs.map((b) => b.length))).toBeLessThanOrEqual(2);
+    // No text was embedded twice: the answered batches are the first and the attempts after the last kill.
+    expect(llm.embeddingInputs.flat().sort()).toEqual(['alpha', 'bravo', 'charlie', 'delta', 'echo']);
     const handle = stack.api.deps.temporal.workflow.getHandle(embeddingReindexWorkflowId(tenant));
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     await recordHistory('embedding-reindex-worker-restart', handle);
-  }, 180_000);
+    process.stderr.write(`[chaos] embedding re-index: 5 texts, ${KILLS} kill(s) mid-batch\n`);
+  });
 
   it('a newer identity change supersedes the running re-embedding', async () => {
     llm.embeddingsHang = true;

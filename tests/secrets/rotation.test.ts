@@ -17,7 +17,9 @@ import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-proces
 /**
  * Container-service mode, with the worker in a process of its own: enabling the key re-seals every
  * stored secret as a workflow, a worker SIGKILLed midway loses nothing, the mesh routes and the
- * egress list that restricts outbound requests.
+ * egress list that restricts outbound requests. The re-seal kills `CHAOS_KILLS` workers in turn, each
+ * once the one before it made progress (1 here in `npm test`; `npm run chaos` runs this file with more
+ * through tests/chaos/reseal-kills.test.ts).
  */
 const SERVICE = 'secrets-service-token';
 const ROOT_KEY = 'rotation-secrets-key-of-at-least-32-bytes';
@@ -27,6 +29,9 @@ let pem: string;
 let dir: string;
 let keyFile: string;
 const workers: WorkerProcess[] = [];
+const KILLS = Number(process.env.CHAOS_KILLS ?? 1);
+/** Connections to re-seal: enough batches (of 2) left for every kill to land while the rotation runs. */
+const CONNECTIONS = Math.max(12, 6 * KILLS);
 const as = { headers: { 'x-platform-service-token': SERVICE } };
 
 function worker(): WorkerProcess {
@@ -242,72 +247,83 @@ describe('mesh auth key', () => {
 });
 
 describe('encryption key enable and rotation', () => {
-  it('re-seals every secret under the new key as a workflow, resuming after the worker is SIGKILLed midway', async () => {
-    for (let i = 0; i < 12; i++) await createConnection(`crm_${String(i).padStart(2, '0')}`);
-    // A saved secret setting and a language-model provider's credentials are sealed values too.
-    const setting = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
-      ...as,
-      body: { content: JSON.stringify({ etl: { cloud_token: 'etl-cloud-token-1' } }) },
-    });
-    expect(setting.body.success, setting.text).toBe(true);
-    const provider = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
-      ...as,
-      body: { sub_provider: 'acme', base_url: 'https://llm.example.com/v1', api_key: 'llm-key-1', model_name: 'm' },
-    });
-    expect(provider.body.success, provider.text).toBe(true);
-    const before = await openEverything();
-    expect(before.length).toBeGreaterThanOrEqual(15);
-    expect(before.map((v) => v.plain)).toEqual(
-      expect.arrayContaining(['"etl-cloud-token-1"', JSON.stringify({ api_key: 'llm-key-1' })]),
-    );
-    expect(new Set(before.map((v) => v.kid))).toEqual(new Set(['root']));
-    expect((await status()).status).toBe('missing');
+  it(
+    're-seals every secret under the new key as a workflow, resuming after the worker is SIGKILLed midway',
+    async () => {
+      for (let i = 0; i < CONNECTIONS; i++) await createConnection(`crm_${String(i).padStart(2, '0')}`);
+      // A saved secret setting and a language-model provider's credentials are sealed values too.
+      const setting = await http(stack.url, 'POST', '/api/config/setup/apply-partial', {
+        ...as,
+        body: { content: JSON.stringify({ etl: { cloud_token: 'etl-cloud-token-1' } }) },
+      });
+      expect(setting.body.success, setting.text).toBe(true);
+      const provider = await http(stack.url, 'POST', '/api/config/llm-providers/other', {
+        ...as,
+        body: { sub_provider: 'acme', base_url: 'https://llm.example.com/v1', api_key: 'llm-key-1', model_name: 'm' },
+      });
+      expect(provider.body.success, provider.text).toBe(true);
+      const before = await openEverything();
+      expect(before.length).toBeGreaterThanOrEqual(15);
+      expect(before.map((v) => v.plain)).toEqual(
+        expect.arrayContaining(['"etl-cloud-token-1"', JSON.stringify({ api_key: 'llm-key-1' })]),
+      );
+      expect(new Set(before.map((v) => v.kid))).toEqual(new Set(['root']));
+      expect((await status()).status).toBe('missing');
 
-    const first = worker();
-    await first.ready;
-    const enable = await http(stack.url, 'POST', '/api/secrets/encryption-key/enable', as);
-    expect(enable.status, enable.text).toBe(202);
-    expect(enable.body.data.started).toBe(true);
-    const rotationId = enable.body.data.rotation.rotation_id as string;
-    // A repeated enable answers the unfinished rotation instead of starting another.
-    const again = await http(stack.url, 'POST', '/api/secrets/encryption-key/enable', as);
-    expect(again.status).toBe(202);
-    expect(again.body.data).toMatchObject({ started: false, rotation: { rotation_id: rotationId } });
+      let current = worker();
+      await current.ready;
+      const enable = await http(stack.url, 'POST', '/api/secrets/encryption-key/enable', as);
+      expect(enable.status, enable.text).toBe(202);
+      expect(enable.body.data.started).toBe(true);
+      const rotationId = enable.body.data.rotation.rotation_id as string;
+      // A repeated enable answers the unfinished rotation instead of starting another.
+      const again = await http(stack.url, 'POST', '/api/secrets/encryption-key/enable', as);
+      expect(again.status).toBe(202);
+      expect(again.body.data).toMatchObject({ started: false, rotation: { rotation_id: rotationId } });
 
-    // Midway: some values re-sealed, the rotation still running. Then the worker dies on the spot.
-    const mid = await until('progress', async () => {
-      const s = await status();
-      return s.rotation.resealed >= 2 && s.rotation.status === 'running' ? s : null;
-    });
-    await first.kill();
-    expect(mid.status).toBe('configured');
-    expect(mid.rotation.remaining).toBeGreaterThan(0);
-    const target = mid.active_key.key_id as string;
-    expect(target).toBe(mid.rotation.target_key_id);
-    // Meanwhile every secret still opens (old values under the root key, new ones under the target).
-    const during = await openEverything();
-    expect(during.map((v) => v.plain).sort()).toEqual(before.map((v) => v.plain).sort());
-
-    const second = worker();
-    await second.ready;
-    const done = await until('completion', async () => {
-      const s = await status();
-      return s.rotation.status === 'completed' || s.rotation.status === 'failed' ? s : null;
-    });
-    expect(done.rotation).toMatchObject({ status: 'completed', remaining: null, error: null });
-    expect(done.status).toBe('configured');
-    expect(done.active_key.key_id).toBe(target);
-    const after = await openEverything();
-    expect(after.map((v) => v.plain).sort()).toEqual(before.map((v) => v.plain).sort());
-    expect(new Set(after.map((v) => v.kid))).toEqual(new Set([target]));
-    expect(done.values_by_key).toEqual({ [target]: after.length });
-    // The connections still load through the API (their secrets open under the new key).
-    const conn = await http(stack.url, 'PATCH', '/api/connections/crm_00', { ...as, body: { config: {} } });
-    expect(conn.status, conn.text).toBe(200);
-    const verify = await http(stack.url, 'GET', '/api/secrets/encryption-key/verify-setup', as);
-    expect(verify.status).toBe(200);
-    expect(verify.body.data.ok, verify.text).toBe(true);
-  }, 240_000);
+      // Midway: some values re-sealed, the rotation still running. Then the worker dies on the spot; the
+      // next kill waits for the new worker's progress.
+      let target = '';
+      let resealedAtKill = 1;
+      for (let k = 0; k < KILLS; k++) {
+        const mid = await until('progress', async () => {
+          const s = await status();
+          return s.rotation.resealed > resealedAtKill && s.rotation.status === 'running' ? s : null;
+        });
+        expect((await current.kill()).signal).toBe('SIGKILL');
+        resealedAtKill = mid.rotation.resealed;
+        expect(mid.status).toBe('configured');
+        expect(mid.rotation.remaining).toBeGreaterThan(0);
+        target ||= mid.active_key.key_id as string;
+        expect(mid.active_key.key_id).toBe(target);
+        expect(target).toBe(mid.rotation.target_key_id);
+        // Meanwhile every secret still opens (old values under the root key, new ones under the target).
+        const during = await openEverything();
+        expect(during.map((v) => v.plain).sort()).toEqual(before.map((v) => v.plain).sort());
+        current = worker();
+        await current.ready;
+      }
+      const done = await until('completion', async () => {
+        const s = await status();
+        return s.rotation.status === 'completed' || s.rotation.status === 'failed' ? s : null;
+      });
+      expect(done.rotation).toMatchObject({ status: 'completed', remaining: null, error: null });
+      expect(done.status).toBe('configured');
+      expect(done.active_key.key_id).toBe(target);
+      const after = await openEverything();
+      expect(after.map((v) => v.plain).sort()).toEqual(before.map((v) => v.plain).sort());
+      expect(new Set(after.map((v) => v.kid))).toEqual(new Set([target]));
+      expect(done.values_by_key).toEqual({ [target]: after.length });
+      // The connections still load through the API (their secrets open under the new key).
+      const conn = await http(stack.url, 'PATCH', '/api/connections/crm_00', { ...as, body: { config: {} } });
+      expect(conn.status, conn.text).toBe(200);
+      const verify = await http(stack.url, 'GET', '/api/secrets/encryption-key/verify-setup', as);
+      expect(verify.status).toBe(200);
+      expect(verify.body.data.ok, verify.text).toBe(true);
+      process.stderr.write(`[chaos] secret re-seal: ${after.length} values, ${KILLS} kill(s) while it ran\n`);
+    },
+    180_000 + KILLS * 60_000,
+  );
 
   it('rotates again: the old managed key is retired only after every value moved, and writes under it are refused', async () => {
     const old = (await status()).active_key.key_id as string;
