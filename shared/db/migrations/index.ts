@@ -52,6 +52,7 @@ import { Migration20261129110100UserNameClaim } from './Migration20261129110100U
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
+import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
 import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
 
@@ -115,4 +116,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
   { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
   { name: 'Migration20261129770000EgressRegistrations', class: Migration20261129770000EgressRegistrations },
+  { name: 'Migration20261129560000DocNativeVectors', class: Migration20261129560000DocNativeVectors },
 ];
