@@ -46,11 +46,20 @@ export function andQuery(query: string): string | null {
 export const LEXICAL_CANDIDATE_CAP = 5000;
 
 /**
+ * Chunks holding every query word that make the OR ranking unnecessary: with at least this many, the
+ * lexical half ranks them alone (the vector half brings the looser matches); with fewer, the chunks
+ * holding any word are ranked after them. Ranking every chunk that holds any word is what made SEARCH
+ * slow at scale (about 1,000 rows to fetch and score for three words at 100k chunks, against one AND
+ * match), so the OR ranking is kept for queries no chunk matches in full.
+ */
+export const AND_MATCHES_ENOUGH = 1;
+
+/**
  * The lexical ranking as SQL: a CTE `lex(id, rank)` of at most `CANDIDATES` chunks, and its parameters.
  * Chunks holding every query word come first (`ts_rank_cd` over the stored tsvector, GIN-indexed, best
- * first); only when fewer than `CANDIDATES` hold them all are the chunks matching any word ranked after
- * them (the OR ranking is not even evaluated otherwise). Each tier scores at most
- * `LEXICAL_CANDIDATE_CAP` matches. Words are letters and digits only, so they are safe in a tsquery.
+ * first); only when fewer than `AND_MATCHES_ENOUGH` hold them all are the chunks matching any word
+ * ranked after them (the OR ranking is not even evaluated otherwise: a one-time filter). Each tier
+ * scores at most `LEXICAL_CANDIDATE_CAP` matches. Words are letters and digits only, so they are safe in a tsquery.
  */
 function lexicalCte(tenant: string, indexIds: string[], query: string): { text: string; params: unknown[] } {
   const and = andQuery(query);
@@ -70,13 +79,17 @@ function lexicalCte(tenant: string, indexIds: string[], query: string): { text: 
          union all
          select id, 1 as t, r from lex_or where id not in (select id from lex_and)
        ) u order by rank limit ?)`,
-    params: [...[and, and, ...scope, CANDIDATES], ...[or, or, ...scope, CANDIDATES, 2 * CANDIDATES], CANDIDATES],
+    params: [
+      ...[and, and, ...scope, CANDIDATES],
+      ...[or, or, ...scope, AND_MATCHES_ENOUGH, CANDIDATES + AND_MATCHES_ENOUGH],
+      CANDIDATES,
+    ],
   };
 }
 
 /**
- * Lexical ranking alone (PostgreSQL full text): the chunks holding every query word, then, when fewer
- * than 50 do, those holding any; best `ts_rank_cd` first within each tier, 50 at most.
+ * Lexical ranking alone (PostgreSQL full text): the chunks holding every query word; when none does,
+ * those holding any; best `ts_rank_cd` first, 50 at most.
  */
 export async function lexicalRanking(em: EntityManager, tenant: string, indexIds: string[], query: string) {
   const lex = lexicalCte(tenant, indexIds, query);

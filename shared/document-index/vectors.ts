@@ -187,23 +187,33 @@ export class VectorSet {
     const n = this.ids.length;
     if (!n || !this.dim) return;
     const q = unit(query, this.dim);
+    const dims: number[] = [];
+    for (let d = 0; d < this.dim; d++) if (q[d] !== 0) dims.push(d);
+    if (!dims.length) return;
     if (this.scratch.length < n) this.scratch = new Float64Array(this.blocks.length * BLOCK);
     const scores = this.scratch;
-    scores.fill(0, 0, n);
     for (let b = 0; b * BLOCK < n; b++) {
       const block = this.blocks[b]!;
       const base = b * BLOCK;
       const rows = Math.min(BLOCK, n - base);
-      for (let d = 0; d < this.dim; d++) {
-        const qd = q[d]!;
-        if (qd === 0) continue;
-        const off = d * BLOCK;
+      // The first dimension assigns (0 + x is x), the others add: the same doubles as summing from zero.
+      const d0 = dims[0]!;
+      const q0 = q[d0]!;
+      const off0 = d0 * BLOCK;
+      for (let r = 0; r < rows; r++) scores[base + r] = q0 * block[off0 + r]!;
+      for (let j = 1; j < dims.length; j++) {
+        const qd = q[dims[j]!]!;
+        const off = dims[j]! * BLOCK;
         for (let r = 0; r < rows; r++) scores[base + r]! += qd * block[off + r]!;
       }
     }
+    let floor = top.floor;
     for (let r = 0; r < n; r++) {
       const s = scores[r]!;
-      if (s > 0 && s >= top.floor) top.offer(this.ids[r]!, s);
+      if (s > 0 && s >= floor) {
+        top.offer(this.ids[r]!, s);
+        floor = top.floor;
+      }
     }
   }
 }

@@ -88,25 +88,41 @@ describe('the fused statement', () => {
     expect(backend.stats.loads).toBe(1);
   });
 
-  it('ranks the chunks holding every query word before those holding only some', async () => {
+  it('ranks the chunks holding every query word alone, and those holding any word when none holds all', async () => {
     const index = await corpusIndex('and-first');
-    const rows = await sql<{ id: string; path: string; or_rank: number }>(
+    const orRanks = async (tsq: string) =>
+      new Map(
+        (
+          await sql<{ path: string; r: number }>(
+            em(),
+            `select d.path, ts_rank_cd(c.tsv, to_tsquery('english', ?)) as r
+               from doc_chunks c join doc_documents d on d.id = c.document_id
+               where c.index_id = ? and c.tsv @@ to_tsquery('english', ?)`,
+            [tsq, index.id, tsq],
+          )
+        ).map((r) => [r.path, Number(r.r)]),
+      );
+    const paths = await sql<{ id: string; path: string }>(
       em(),
-      `select c.id, d.path, ts_rank_cd(c.tsv, to_tsquery('english', 'scratch | database | morning')) as or_rank
-         from doc_chunks c join doc_documents d on d.id = c.document_id where c.index_id = ?`,
+      'select c.id, d.path from doc_chunks c join doc_documents d on d.id = c.document_id where c.index_id = ?',
       [index.id],
     );
-    const pathOf = new Map(rows.map((r) => [r.id, r.path]));
-    const orRank = new Map(rows.map((r) => [r.path, Number(r.or_rank)]));
-    // Ranked on any word alone, 'repeat' (scratch and morning, many times) would come before 'database'.
-    expect(orRank.get('repeat')).toBeGreaterThan(orRank.get('database')!);
-    const ranked = (await lexicalRanking(em(), tenant, [index.id], 'scratch database morning')).map((r) =>
-      pathOf.get(r.id),
-    );
-    // Only 'database' holds all three words; the chunks holding some follow, best ts_rank_cd first.
-    expect(ranked[0]).toBe('database');
-    expect(ranked.slice(1).sort()).toEqual(['backups', 'drills', 'night', 'repeat']);
-    const scores = ranked.slice(1).map((p) => orRank.get(p!)!);
+    const pathOf = new Map(paths.map((p) => [p.id, p.path]));
+    const ranked = async (q: string) =>
+      (await lexicalRanking(em(), tenant, [index.id], q)).map((r) => pathOf.get(r.id)!);
+
+    // Ranked on any word, 'repeat' (scratch and morning, many times) would come before 'database', the
+    // one chunk holding all three words: that one alone is the lexical ranking.
+    const any = await orRanks('scratch | database | morning');
+    expect(any.get('repeat')).toBeGreaterThan(any.get('database')!);
+    expect(await ranked('scratch database morning')).toEqual(['database']);
+
+    // No chunk holds scratch, morning and holidays: every chunk holding one of them, best ts_rank_cd first.
+    const some = await orRanks('scratch | morning | holiday');
+    const got = await ranked('scratch morning holidays');
+    expect([...got].sort()).toEqual([...some.keys()].sort());
+    expect(got.length).toBe(6);
+    const scores = got.map((p) => some.get(p)!);
     expect(scores).toEqual([...scores].sort((x, y) => y - x));
     expect(await lexicalRanking(em(), tenant, [index.id], '?!')).toEqual([]);
   });
