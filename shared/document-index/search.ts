@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Embedder } from './embedder.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
-import type { VectorBackend, VectorCte, VectorHit } from './vectors.js';
+import type { VectorBackend, VectorCte, VectorHit, VectorSearch } from './vectors.js';
 
 /** Candidates each ranking contributes to the fusion. */
 export const CANDIDATES = 50;
@@ -211,32 +211,29 @@ export async function hybridSearch(
   if (!indexes.length || !query.trim()) return [];
   const ids = indexes.map((i) => i.id);
   const [qv] = (await embedder.embed([query])).vectors;
-  const rows = await fusedRows(em, backend, tenant, ids, query, topN, embedder.collection, qv!);
+  const v = { tenant, indexIds: ids, collection: embedder.collection, query: qv!, k: CANDIDATES };
+  const rows = await fusedRows(em, backend, v, query, topN);
   return rows.filter((r) => r.id !== null).map(hitOf);
 }
 
 async function fusedRows(
   em: EntityManager,
   backend: VectorBackend,
-  tenant: string,
-  ids: string[],
+  v: VectorSearch,
   query: string,
   topN: number,
-  collection: string,
-  qv: number[],
 ): Promise<FusedRow[]> {
+  const { tenant, indexIds: ids } = v;
   if (backend.kind === 'pgvector')
-    return backend.inSearch(em, tenant, ids, collection, qv, CANDIDATES, (tx, vec) =>
-      fusedSearch(tx, tenant, ids, query, topN, vec),
-    );
-  const cached = backend.peek(ids, collection);
+    return backend.inSearch(em, v, (tx, vec) => fusedSearch(tx, tenant, ids, query, topN, vec));
+  const cached = backend.peek(ids, v.collection);
   if (!cached) {
-    backend.warm(em, tenant, ids, collection);
-    const hits = await backend.nearestAmong(em, tenant, ids, collection, qv, CANDIDATES, orQuery(query));
+    backend.warm(em, tenant, ids, v.collection);
+    const hits = await backend.nearestAmong(em, v, orQuery(query));
     return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
   }
-  const first = await fusedSearch(em, tenant, ids, query, topN, rankedIds(cached.scan(qv, CANDIDATES)));
+  const first = await fusedSearch(em, tenant, ids, query, topN, rankedIds(cached.scan(v.query, v.k)));
   if (!cached.staleAt(first[0]?.gens ?? {})) return first;
-  const hits = await backend.nearest(em, tenant, ids, collection, qv, CANDIDATES);
+  const hits = await backend.nearest(em, tenant, ids, v.collection, v.query, v.k);
   return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
 }

@@ -35,6 +35,15 @@ export interface VectorHit {
 /** The two implementations; `kind` tells them apart. */
 export type VectorBackend = ExactVectorBackend | PgvectorBackend;
 
+/** What a vector ranking is asked: the `k` chunks nearest `query` among the indexes' vectors of `collection`. */
+export interface VectorSearch {
+  tenant: string;
+  indexIds: string[];
+  collection: string;
+  query: readonly number[];
+  k: number;
+}
+
 /** A vector ranking as a CTE `vec(id, rank)` of a larger statement, with its parameters in order. */
 export interface VectorCte {
   text: string;
@@ -382,15 +391,8 @@ export class ExactVectorBackend {
    * cached indexes are scanned whole, the others contribute the chunks matching any word of `orQuery`
    * (at most `CHUNK_PAGE` per search, read with their vectors in one statement).
    */
-  async nearestAmong(
-    em: EntityManager,
-    tenant: string,
-    indexIds: string[],
-    collection: string,
-    query: readonly number[],
-    k: number,
-    orQuery: string | null,
-  ): Promise<VectorHit[]> {
+  async nearestAmong(em: EntityManager, search: VectorSearch, orQuery: string | null): Promise<VectorHit[]> {
+    const { tenant, indexIds, collection, query, k } = search;
     const top = new TopK(k);
     const missing: string[] = [];
     for (const id of indexIds) {
@@ -498,7 +500,7 @@ export class PgvectorBackend {
     k: number,
   ): Promise<VectorHit[]> {
     if (!indexIds.length || !query.length) return [];
-    const rows = await this.inSearch(em, tenant, indexIds, collection, query, k, (tx, vec) =>
+    const rows = await this.inSearch(em, { tenant, indexIds, collection, query, k }, (tx, vec) =>
       sql<{ id: string; d: number }>(tx, `with ${vec.text} select id, d from vec order by rank`, vec.params),
     );
     return rows.map((r) => ({ id: r.id, sim: 1 - Number(r.d) }));
@@ -511,13 +513,10 @@ export class PgvectorBackend {
    */
   async inSearch<T>(
     em: EntityManager,
-    tenant: string,
-    indexIds: string[],
-    collection: string,
-    query: readonly number[],
-    k: number,
+    search: VectorSearch,
     run: (tx: EntityManager, vec: VectorCte) => Promise<T>,
   ): Promise<T> {
+    const { tenant, indexIds, collection, query, k } = search;
     const dim = query.length;
     if (!dim || !indexIds.length)
       return run(em, { text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
