@@ -233,7 +233,8 @@ async function fusedRows(
     return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
   }
   const first = await fusedSearch(em, tenant, ids, query, topN, rankedIds(cached.scan(v.query, v.k)));
-  if (!cached.staleAt(first[0]?.gens ?? {})) return first;
-  const hits = await backend.nearest(em, tenant, ids, v.collection, v.query, v.k);
+  const gens = first[0]?.gens ?? {};
+  if (!cached.staleAt(gens)) return first;
+  const hits = await backend.nearestAt(em, gens, v.collection, v.query, v.k);
   return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
 }

@@ -343,8 +343,22 @@ export class ExactVectorBackend {
       'select id, vector_generation::text as g from doc_indexes where tenant = ? and id = any(?::uuid[])',
       [tenant, pgArray(indexIds)],
     );
+    return this.nearestAt(em, Object.fromEntries(gens.map((r) => [r.id, r.g])), collection, query, k);
+  }
+
+  /**
+   * `nearest` for generations already read (index id to generation, e.g. returned by SEARCH's
+   * statement): each set brought up to its generation (a catch-up, or a load), then scanned.
+   */
+  async nearestAt(
+    em: EntityManager,
+    gens: Record<string, string>,
+    collection: string,
+    query: readonly number[],
+    k: number,
+  ): Promise<VectorHit[]> {
     const top = new TopK(k);
-    for (const { id, g } of gens) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
+    for (const [id, g] of Object.entries(gens)) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
     return top.hits;
   }
 
