@@ -195,9 +195,12 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     const queries = Array.from({ length: 50 }, () => q().split(' ').slice(0, 3).join(' '));
     const search = (i: number) =>
       hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder, backend);
-    // The first search of the index in this process loads its vectors whole (exact backend).
+    // The first search of the index in this process (exact backend): ranked among the chunks matching a
+    // query word while the index's vectors load in the background; the load is timed apart.
     const t0 = performance.now();
     await search(0);
+    const firstSearch = performance.now() - t0;
+    if (backend.kind === 'exact') await backend.settled();
     const firstLoad = performance.now() - t0;
     // The first search after a write: the cache catches up from the change log (no reload).
     const cold: number[] = [];
@@ -239,7 +242,9 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     const worst = Math.max(...cold);
     out.push(
       (backend.kind === 'exact'
-        ? `first SEARCH of the index in the process (vectors loaded whole): ${firstLoad.toFixed(0)} ms; `
+        ? `first SEARCH of the index in the process: ${firstSearch.toFixed(1)} ms ` +
+          `(${(firstSearch / hybrid.p50).toFixed(2)}x the warm p50; ranked among the chunks matching a query word ` +
+          `while the vectors load in the background, loaded after ${firstLoad.toFixed(0)} ms); `
         : '') +
         `first SEARCH after a write (${backend.kind === 'exact' ? 'cache caught up from the change log' : 'pgvector: no cache'}): ` +
         `${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst ${(worst / hybrid.p50).toFixed(2)}x the warm p50, ` +
@@ -303,7 +308,8 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
   const tenant = config.auth.deploymentTenant;
   const em = () => orm.em.fork();
   const backend = await vectorBackend(em(), config);
-  const index = await createIndex(em(), tenant, `bench-quality-${randomUUID().slice(0, 8)}`, {
+  const indexName = `bench-quality-${randomUUID().slice(0, 8)}`;
+  const index = await createIndex(em(), tenant, indexName, {
     chunk_size: null,
     chunk_overlap: null,
     chunk_strategy: null,
@@ -335,7 +341,12 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
     const m = new Map(rows.map((r) => [r.id, r.path]));
     return ids.map((id) => m.get(id)!);
   };
-  const scores = { lexical: { hit: 0, rr: 0 }, vector: { hit: 0, rr: 0 }, fused: { hit: 0, rr: 0 } };
+  const scores = {
+    lexical: { hit: 0, rr: 0 },
+    vector: { hit: 0, rr: 0 },
+    fused: { hit: 0, rr: 0 },
+    'SEARCH (hybridSearch top 10)': { hit: 0, rr: 0 },
+  };
   for (const [topic, , query] of LABELLED) {
     const lex = (await lexicalRanking(em(), tenant, [index.id], query)).map((r) => r.id);
     const [qv] = (await embedder.embed([query])).vectors;
@@ -344,10 +355,12 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
     lex.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
     vec.forEach((id, n) => fusedScore.set(id, (fusedScore.get(id) ?? 0) + 1 / (RRF_K + n + 1)));
     const fused = [...fusedScore.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
+    const hybrid = await hybridSearch(em(), tenant, [{ id: index.id, name: indexName }], query, 10, embedder, backend);
     for (const [kind, ranking] of [
       ['lexical', lex],
       ['vector', vec],
       ['fused', fused],
+      ['SEARCH (hybridSearch top 10)', hybrid.map((h) => h.chunk_id)],
     ] as const) {
       const paths = await pathOf(ranking.slice(0, 10));
       const rank = paths.indexOf(topic);
@@ -368,6 +381,7 @@ async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof cu
     row('lexical'),
     row('vector'),
     row('fused'),
+    row('SEARCH (hybridSearch top 10)'),
     '',
   ].join('\n');
 }

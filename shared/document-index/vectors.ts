@@ -2,6 +2,7 @@ import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { sql } from '../db/sql.js';
+import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 
@@ -9,8 +10,8 @@ import { onProcessReset } from '../process-state.js';
  * Vector ranking behind one interface, two implementations:
  *
  * - `pgvector` (PostgreSQL with the `vector` extension, e.g. the `pgvector/pgvector:pg16` image of
- *   docker-compose): an HNSW index per collection over the expression `doc_vec_floats(vec)::vector(n)`
- *   (cosine distance), created on first use; PostgreSQL answers the nearest chunks.
+ *   docker-compose): an HNSW index per collection over the native column `emb::vector(n)` (cosine
+ *   distance, `native-vectors.ts`), created on first use; PostgreSQL answers the nearest chunks.
  * - `exact` (the embedded PostgreSQL, which has no pgvector): an exact cosine scan in the API process
  *   over an in-memory column-major `Float32Array` of the index's unit vectors (`VectorSet`), cached per
  *   (index, collection) at the index's `vector_generation`, which triggers on `doc_embeddings` bump in
@@ -19,7 +20,9 @@ import { onProcessReset } from '../process-state.js';
  *   current generations first (one query); a set behind it is brought up to date from the log (the
  *   changed chunks only, one query), so a write by any process is seen at the next search without
  *   reloading the index. A set is loaded whole only when first searched or when the log was pruned
- *   past it; a load reads the generation and the vectors in one repeatable-read snapshot.
+ *   past it; a load reads the generation and the vectors in one repeatable-read snapshot. The hybrid
+ *   search does not wait for a load: it starts it in the background (`warm`) and ranks among the
+ *   chunks matching a query word meanwhile (`nearestAmong`).
  *
  * Which one serves is decided once per process (`vectorBackend`): `CREATE EXTENSION IF NOT EXISTS
  * vector` succeeding selects pgvector, anything else the exact path.
@@ -29,16 +32,22 @@ export interface VectorHit {
   sim: number;
 }
 
-export interface VectorBackend {
-  kind: 'pgvector' | 'exact';
-  nearest(
-    em: EntityManager,
-    tenant: string,
-    indexIds: string[],
-    collection: string,
-    query: readonly number[],
-    k: number,
-  ): Promise<VectorHit[]>;
+/** The two implementations; `kind` tells them apart. */
+export type VectorBackend = ExactVectorBackend | PgvectorBackend;
+
+/** What a vector ranking is asked: the `k` chunks nearest `query` among the indexes' vectors of `collection`. */
+export interface VectorSearch {
+  tenant: string;
+  indexIds: string[];
+  collection: string;
+  query: readonly number[];
+  k: number;
+}
+
+/** A vector ranking as a CTE `vec(id, rank)` of a larger statement, with its parameters in order. */
+export interface VectorCte {
+  text: string;
+  params: unknown[];
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -187,23 +196,33 @@ export class VectorSet {
     const n = this.ids.length;
     if (!n || !this.dim) return;
     const q = unit(query, this.dim);
+    const dims: number[] = [];
+    for (let d = 0; d < this.dim; d++) if (q[d] !== 0) dims.push(d);
+    if (!dims.length) return;
     if (this.scratch.length < n) this.scratch = new Float64Array(this.blocks.length * BLOCK);
     const scores = this.scratch;
-    scores.fill(0, 0, n);
     for (let b = 0; b * BLOCK < n; b++) {
       const block = this.blocks[b]!;
       const base = b * BLOCK;
       const rows = Math.min(BLOCK, n - base);
-      for (let d = 0; d < this.dim; d++) {
-        const qd = q[d]!;
-        if (qd === 0) continue;
-        const off = d * BLOCK;
+      // The first dimension assigns (0 + x is x), the others add: the same doubles as summing from zero.
+      const d0 = dims[0]!;
+      const q0 = q[d0]!;
+      const off0 = d0 * BLOCK;
+      for (let r = 0; r < rows; r++) scores[base + r] = q0 * block[off0 + r]!;
+      for (let j = 1; j < dims.length; j++) {
+        const qd = q[dims[j]!]!;
+        const off = dims[j]! * BLOCK;
         for (let r = 0; r < rows; r++) scores[base + r]! += qd * block[off + r]!;
       }
     }
+    let floor = top.floor;
     for (let r = 0; r < n; r++) {
       const s = scores[r]!;
-      if (s > 0 && s >= top.floor) top.offer(this.ids[r]!, s);
+      if (s > 0 && s >= floor) {
+        top.offer(this.ids[r]!, s);
+        floor = top.floor;
+      }
     }
   }
 }
@@ -297,13 +316,16 @@ export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<
  * without a reload. A set larger than the budget is scanned without being kept. Concurrent searches
  * needing the same set share one load or catch-up.
  */
-export class ExactVectorBackend implements VectorBackend {
+export class ExactVectorBackend {
   readonly kind = 'exact' as const;
   private readonly entries = new Map<string, VectorSet>();
   private readonly refreshing = new Map<string, Promise<VectorSet | null>>();
   private bytes = 0;
+  private readonly warming = new Set<Promise<void>>();
   /** Whole loads from PostgreSQL, searches served from memory as cached, and incremental catch-ups (tests, benchmark). */
   readonly stats = { loads: 0, hits: 0, catchUps: 0 };
+  /** Searches answered among a candidate set while an index was not cached (`nearestAmong`). */
+  amongSearches = 0;
 
   constructor(private readonly budgetBytes: number) {}
 
@@ -321,8 +343,93 @@ export class ExactVectorBackend implements VectorBackend {
       'select id, vector_generation::text as g from doc_indexes where tenant = ? and id = any(?::uuid[])',
       [tenant, pgArray(indexIds)],
     );
+    return this.nearestAt(em, Object.fromEntries(gens.map((r) => [r.id, r.g])), collection, query, k);
+  }
+
+  /**
+   * `nearest` for generations already read (index id to generation, e.g. returned by SEARCH's
+   * statement): each set brought up to its generation (a catch-up, or a load), then scanned.
+   */
+  async nearestAt(
+    em: EntityManager,
+    gens: Record<string, string>,
+    collection: string,
+    query: readonly number[],
+    k: number,
+  ): Promise<VectorHit[]> {
     const top = new TopK(k);
-    for (const { id, g } of gens) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
+    for (const [id, g] of Object.entries(gens)) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
+    return top.hits;
+  }
+
+  /**
+   * The cached sets of every listed index, without any I/O (null when one is not cached): `scan` ranks
+   * them, `staleAt` tells whether generations read later (index id to generation) are newer than a set.
+   */
+  peek(indexIds: string[], collection: string) {
+    const sets: Array<[string, VectorSet]> = [];
+    for (const id of indexIds) {
+      const set = this.entries.get(`${id}|${collection}`);
+      if (!set) return null;
+      sets.push([id, set]);
+    }
+    const generations = new Map(sets.map(([id, set]) => [id, set.generation]));
+    return {
+      scan: (query: readonly number[], k: number) => {
+        const top = new TopK(k);
+        for (const [, set] of sets) set.scan(query, top);
+        return top.hits;
+      },
+      staleAt: (gens: Record<string, string>) =>
+        Object.entries(gens).some(([id, g]) => !generations.has(id) || BigInt(g) > generations.get(id)!),
+    };
+  }
+
+  /** Loads (or catches up) the listed indexes' sets in the background; `settled()` waits for them. */
+  warm(em: EntityManager, tenant: string, indexIds: string[], collection: string): void {
+    const work = this.nearest(em.fork(), tenant, indexIds, collection, [], 0).then(
+      () => undefined,
+      () => undefined, // a failed load is retried by the next search
+    );
+    this.warming.add(work);
+    void work.finally(() => this.warming.delete(work));
+  }
+
+  /** Resolves when every background load started so far has ended. */
+  async settled(): Promise<void> {
+    while (this.warming.size) await Promise.all([...this.warming]);
+  }
+
+  /**
+   * The exact ranking among a bounded candidate set, for an index whose vectors are not cached yet:
+   * cached indexes are scanned whole, the others contribute the chunks matching any word of `orQuery`
+   * (at most `CHUNK_PAGE` per search, read with their vectors in one statement).
+   */
+  async nearestAmong(em: EntityManager, search: VectorSearch, orQuery: string | null): Promise<VectorHit[]> {
+    const { tenant, indexIds, collection, query, k } = search;
+    const top = new TopK(k);
+    const missing: string[] = [];
+    for (const id of indexIds) {
+      const set = this.entries.get(`${id}|${collection}`);
+      if (set) set.scan(query, top);
+      else missing.push(id);
+    }
+    if (missing.length && orQuery) {
+      const rows = await sql<{ chunk_id: string; vec: Buffer }>(
+        em,
+        `select e.chunk_id, e.vec from (
+             select c.id from doc_chunks c
+               where c.tsv @@ to_tsquery('english', ?) and c.tenant = ? and c.index_id = any(?::uuid[]) limit ?
+           ) m join doc_embeddings e on e.collection = ? and e.chunk_id = m.id`,
+        [orQuery, tenant, pgArray(missing), CHUNK_PAGE, collection],
+      );
+      this.amongSearches++;
+      VectorSet.of(
+        0n,
+        rows.map((r) => r.chunk_id),
+        rows.map((r) => r.vec),
+      ).scan(query, top);
+    }
     return top.hits;
   }
 
@@ -386,12 +493,13 @@ export class ExactVectorBackend implements VectorBackend {
 }
 
 /**
- * The pgvector path: one HNSW index per collection over `doc_vec_floats(vec)::vector(dim)` (partial,
- * `where collection = …`), created when the collection is first searched; the query orders by cosine
- * distance with a wider candidate list (`hnsw.ef_search`, and pgvector 0.8's iterative scan when
- * present) so the index and tenant filters still leave `k` rows.
+ * The pgvector path: one HNSW index per collection over the native column, `emb::vector(dim)` (partial,
+ * `where collection = …`), created when the collection is first searched; `emb` is kept equal to `vec`
+ * by a trigger (`native-vectors.ts`). The query orders by cosine distance with a wider candidate list
+ * (`hnsw.ef_search`, and pgvector 0.8's iterative scan when present) so the index and tenant filters
+ * still leave `k` rows. The ranking is a CTE (`vectorCte`) the hybrid search embeds in its one statement.
  */
-export class PgvectorBackend implements VectorBackend {
+export class PgvectorBackend {
   readonly kind = 'pgvector' as const;
   private readonly ensured = new Map<string, Promise<void>>();
 
@@ -406,23 +514,45 @@ export class PgvectorBackend implements VectorBackend {
     k: number,
   ): Promise<VectorHit[]> {
     if (!indexIds.length || !query.length) return [];
+    const rows = await this.inSearch(em, { tenant, indexIds, collection, query, k }, (tx, vec) =>
+      sql<{ id: string; d: number }>(tx, `with ${vec.text} select id, d from vec order by rank`, vec.params),
+    );
+    return rows.map((r) => ({ id: r.id, sim: 1 - Number(r.d) }));
+  }
+
+  /**
+   * Runs `run` in a transaction whose HNSW settings let the index leave `k` rows after the filters,
+   * handing it the ranking as a CTE `vec(id, rank, d)`: the `k` nearest chunks of the indexes with a
+   * positive cosine, closest first (ties by chunk id).
+   */
+  async inSearch<T>(
+    em: EntityManager,
+    search: VectorSearch,
+    run: (tx: EntityManager, vec: VectorCte) => Promise<T>,
+  ): Promise<T> {
+    const { tenant, indexIds, collection, query, k } = search;
     const dim = query.length;
+    if (!dim || !indexIds.length)
+      return run(em, { text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
     await this.ensureIndex(em, collection, dim);
     const literal = `[${Array.from(query, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
+    const vec: VectorCte = {
+      text: `vec as (select n.id, row_number() over (order by n.d, n.id) as rank, n.d from (
+           select e.chunk_id as id, e.emb::vector(${dim}) <=> ?::vector(${dim}) as d from doc_embeddings e
+             where e.collection = ? and e.tenant = ? and e.index_id = any(?::uuid[])
+             order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?
+         ) n where n.d < 1)`,
+      params: [literal, collection, tenant, pgArray(indexIds), literal, k],
+    };
     return em.fork().transactional(async (tx) => {
-      await sql(tx, `select set_config('hnsw.ef_search', ?, true)`, [String(Math.max(200, k * 4))]);
-      if (this.iterativeScan) await sql(tx, `select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-      const rows = await sql<{ id: string; d: number }>(
+      await sql(
         tx,
-        `select chunk_id as id, (doc_vec_floats(vec)::vector(${dim}) <=> ?::vector(${dim})) as d from doc_embeddings
-           where collection = ? and tenant = ? and index_id = any(?::uuid[])
-           order by doc_vec_floats(vec)::vector(${dim}) <=> ?::vector(${dim}) limit ?`,
-        [literal, collection, tenant, pgArray(indexIds), literal, k],
+        `select set_config('hnsw.ef_search', ?, true)${
+          this.iterativeScan ? `, set_config('hnsw.iterative_scan', 'relaxed_order', true)` : ''
+        }`,
+        [String(Math.max(200, k * 4))],
       );
-      return rows
-        .map((r) => ({ id: r.id, sim: 1 - Number(r.d) }))
-        .filter((r) => r.sim > 0)
-        .sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1));
+      return run(tx, vec);
     });
   }
 
@@ -434,8 +564,8 @@ export class PgvectorBackend implements VectorBackend {
       const safe = collection.replace(/[^a-z0-9_]/g, '_');
       p = sql(
         em.fork(),
-        `create index if not exists ${`doc_emb_hnsw_${safe}_${dim}`.slice(0, 63)} on doc_embeddings
-           using hnsw ((doc_vec_floats(vec)::vector(${dim})) vector_cosine_ops) where collection = '${safe}'`,
+        `create index if not exists ${`doc_emb_hnsw_e_${safe}_${dim}`.slice(0, 63)} on doc_embeddings
+           using hnsw ((emb::vector(${dim})) vector_cosine_ops) where collection = '${safe}'`,
       ).then(
         () => undefined,
         (err: unknown) => {
@@ -450,8 +580,9 @@ export class PgvectorBackend implements VectorBackend {
 }
 
 /**
- * Detects pgvector: `CREATE EXTENSION IF NOT EXISTS vector` succeeding (and `doc_vec_floats` present)
- * selects the pgvector backend; a failure (extension not installed, no privilege) the exact one.
+ * Detects pgvector: `CREATE EXTENSION IF NOT EXISTS vector` succeeding and the native `emb` column
+ * present (added here when the extension came after the migration) selects the pgvector backend; a
+ * failure (extension not installed, no privilege) the exact one.
  */
 export async function detectVectorBackend(em: EntityManager, budgetBytes: number): Promise<VectorBackend> {
   try {
@@ -460,11 +591,23 @@ export async function detectVectorBackend(em: EntityManager, budgetBytes: number
       em.fork(),
       `select extversion from pg_extension where extname = 'vector'`,
     );
+    // An extension created after the migration ran: the native column is added (and backfilled) now.
+    if (!(await hasNativeColumn(em))) await sql(em.fork(), NATIVE_VECTOR_BLOCK);
+    if (!(await hasNativeColumn(em))) throw new Error('doc_embeddings.emb missing');
     const [major, minor] = (v[0]?.extversion ?? '0.0').split('.').map(Number);
     return new PgvectorBackend(major! > 0 || minor! >= 8);
   } catch {
     return new ExactVectorBackend(budgetBytes);
   }
+}
+
+async function hasNativeColumn(em: EntityManager): Promise<boolean> {
+  const rows = await sql(
+    em.fork(),
+    `select 1 from information_schema.columns
+       where table_schema = current_schema() and table_name = 'doc_embeddings' and column_name = 'emb'`,
+  );
+  return rows.length > 0;
 }
 
 let shared: Promise<VectorBackend> | undefined;

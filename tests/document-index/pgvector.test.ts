@@ -96,7 +96,8 @@ describe('pgvector backend', () => {
       .execute(`select indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`);
     expect(idx).toHaveLength(1);
     expect(String(idx[0]!.indexdef)).toContain('vector_cosine_ops');
-    // The search's ORDER BY matches the index expression, so the HNSW index can answer it (on 13 rows the
+    // The index is over the native column (`emb`, kept equal to `vec` by a trigger), not a decoding
+    // expression. The search's ORDER BY matches the index expression, so the HNSW index can answer it (on 13 rows the
     // planner would rather sort the btree's rows: with sorting and sequential scans off only an ordered
     // index scan remains, and the HNSW index is the only one that orders by this distance).
     const plan = await em().transactional(async (tx) => {
@@ -105,13 +106,22 @@ describe('pgvector backend', () => {
       const q = `[${localEmbed('backup').join(',')}]`;
       return tx.getConnection().execute(
         `explain select chunk_id from doc_embeddings where collection = ? and index_id = ?
-             order by doc_vec_floats(vec)::vector(384) <=> ?::vector(384) limit 5`,
+             order by emb::vector(384) <=> ?::vector(384) limit 5`,
         [embedder.collection, index.id, q],
         'all',
         tx.getTransactionContext(),
       );
     });
     expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_emb_hnsw_/);
+  });
+
+  it('keeps the native vector column equal to the stored bytes on every write (migration 56, trigger)', async () => {
+    const count = async (where: string) =>
+      Number((await em().getConnection().execute(`select count(*) as n from doc_embeddings where ${where}`))[0]!.n);
+    expect(await count('true')).toBeGreaterThanOrEqual(CORPUS.length);
+    expect(await count('emb is null or emb::real[] <> doc_vec_floats(vec)')).toBe(0);
+    await em().getConnection().execute(`update doc_embeddings set vec = vec where index_id = ?`, [index.id]);
+    expect(await count('emb is null or emb::real[] <> doc_vec_floats(vec)')).toBe(0);
   });
 
   it('gives the same top results as the exact scan on a fixed corpus', async () => {

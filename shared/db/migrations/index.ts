@@ -53,6 +53,7 @@ import { Migration20261129110200ManagedSourceMissions } from './Migration2026112
 import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
 import { Migration20261129990000AgentKnowledgeBasesCascade } from './Migration20261129990000AgentKnowledgeBasesCascade.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
+import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
 import { Migration20261129440100ActionReviewStatementRefs } from './Migration20261129440100ActionReviewStatementRefs.js';
 
@@ -120,4 +121,5 @@ export const migrationsList: MigrationObject[] = [
     name: 'Migration20261129990000AgentKnowledgeBasesCascade',
     class: Migration20261129990000AgentKnowledgeBasesCascade,
   },
+  { name: 'Migration20261129560000DocNativeVectors', class: Migration20261129560000DocNativeVectors },
 ];
