@@ -116,10 +116,10 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129440000ThreadEvents', class: Migration20261129440000ThreadEvents },
   { name: 'Migration20261129440100ActionReviewStatementRefs', class: Migration20261129440100ActionReviewStatementRefs },
   { name: 'Migration20261129550000DocVectorLog', class: Migration20261129550000DocVectorLog },
+  { name: 'Migration20261129560000DocNativeVectors', class: Migration20261129560000DocNativeVectors },
   { name: 'Migration20261129770000EgressRegistrations', class: Migration20261129770000EgressRegistrations },
   {
     name: 'Migration20261129990000AgentKnowledgeBasesCascade',
     class: Migration20261129990000AgentKnowledgeBasesCascade,
   },
-  { name: 'Migration20261129560000DocNativeVectors', class: Migration20261129560000DocNativeVectors },
 ];
