@@ -22,6 +22,7 @@ export function createManagedSourceActivities(deps: ManagedSourceDeps) {
     managedSyncScan: bind(sync.managedSyncScan),
     managedDocumentFeedPlan: bind(sync.managedDocumentFeedPlan),
     managedDocumentFeedSummary: bind(sync.managedDocumentFeedSummary),
+    managedSyncPrepare: bind(sync.managedSyncPrepare),
     managedSyncRecord: bind(sync.managedSyncRecord),
     managedSyncFinish: bind(sync.managedSyncFinish),
     managedDeleteCleanup: bind(lifecycle.managedDeleteCleanup),
