@@ -29,9 +29,9 @@ const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetw
  * the commit shallowly and check it out with `checkout_exclude` applied, scan the working tree,
  * record the result. Every phase that runs writes the job row, so progress is readable while it
  * runs; any failure ends the job `error` with a classified code (never a stuck `running` job).
- * Since patch `sync-prepare`, the Git side (resolve, fetch, checkout, scan, feed plan) is one
- * activity, so a resync finding the same commit is two activities (prepare, record); histories
- * recorded before it replay the six-activity sequence.
+ * Since patch `sync-prepare`, a sync is one activity (resolve, fetch, checkout, scan, feed plan,
+ * record), split only around the document feed's ingestion child workflows when it has files to
+ * ingest; histories recorded before it replay the six-activity sequence.
  */
 export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<SourceSyncResult> {
   // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
@@ -63,18 +63,17 @@ async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
   }
 }
 
-/** The sync in two activities (prepare, record), the feed's ingestion child workflows between them when it has any. */
+/** The sync in one activity, or, when the document feed has files to ingest, its child workflows and then the record. */
 async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
   const prepared = await gitOps.managedSyncPrepare(input);
   if (prepared.refusal) return await db.managedSyncFinish({ ...input, result: prepared.refusal });
-  const { resolved, checkout, scan, plan, feedError } = prepared;
-  let feed: Pick<SyncRecordInput, 'feed' | 'documentFeedError'> = feedError ? { documentFeedError: feedError } : {};
-  if (plan) {
-    try {
-      feed = { feed: { plan, ingested: await ingestDocuments(input, plan) } };
-    } catch (err) {
-      feed = { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
-    }
+  if (prepared.result) return prepared.result;
+  const { resolved, checkout, scan, plan } = prepared;
+  let feed: Pick<SyncRecordInput, 'feed' | 'documentFeedError'>;
+  try {
+    feed = { feed: { plan, ingested: await ingestDocuments(input, plan) } };
+  } catch (err) {
+    feed = { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
   }
   return await db.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
 }

@@ -171,42 +171,48 @@ function scanFor(
   return scanCheckout(sourcePaths(deps.config, row.id), row.settings, progress, files);
 }
 
-/** What `managedSyncPrepare` answers: a refusal (moved tag), or what the record needs and the feed to run. */
+/**
+ * What `managedSyncPrepare` answers: a refusal (moved tag), the recorded result (no ingestion to run),
+ * or what the record needs once the document feed's ingestion child workflows ran.
+ */
 export type PrepareAnswer =
-  | { refusal: SourceSyncResult }
+  | { refusal: SourceSyncResult; result: null }
+  | { refusal: null; result: SourceSyncResult }
   | {
       refusal: null;
+      result: null;
       resolved: ResolvedRef;
       checkout: CheckoutSummary;
       scan: ScanSummary;
-      /** The document feed's plan (null when it failed: `feedError`). */
-      plan: DocumentFeedPlan | null;
-      feedError: { code: string; message: string } | null;
+      plan: DocumentFeedPlan;
     };
 
 /**
- * The Git side of a sync in one activity (one load of the source, job-row writes only for the steps
- * that run): resolve the release ref, fetch and check out when the commit or the rules changed,
- * scan (a saved scan when nothing changed), plan the document feed. A resync that finds the synced
- * commit does no fetch and no walk; the workflow then records.
+ * A sync in one activity unless the document feed has files to ingest (one load of the source, job-row
+ * writes only for the steps that run): resolve the release ref, fetch and check out when the commit or
+ * the rules changed, scan (a saved scan when nothing changed), plan the document feed, then record as
+ * `managedSyncRecord` does. A resync that finds the synced commit does no fetch and no walk. With
+ * files to ingest it answers the plan; the workflow runs the ingestion, then `managedSyncRecord`.
  */
 export async function managedSyncPrepare(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<PrepareAnswer> {
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'resolving');
   const row = await loadSyncing(em, input);
   const resolved = await resolveFor(em, deps, input, row);
-  if (resolved.refusal) return { refusal: resolved.refusal };
+  if (resolved.refusal) return { refusal: resolved.refusal, result: null };
   const checkout = await fetchFor(em, deps, { ...input, resolved: resolved.ref }, row);
   if (checkout.summary.changed) await setSyncPhase(em, input.jobId, 'scanning', 0);
   const scan = await scanFor(em, deps, input, row, checkout.files);
-  let plan: DocumentFeedPlan | null = null;
-  let feedError: { code: string; message: string } | null = null;
+  const found = { ...input, resolved: resolved.ref, checkout: checkout.summary, scan };
+  let plan: DocumentFeedPlan;
   try {
     plan = await planFeedFor(em, deps, input, row);
   } catch (err) {
-    feedError = feedErrorOf(err);
+    return { refusal: null, result: await managedSyncRecord(deps, { ...found, documentFeedError: feedErrorOf(err) }) };
   }
-  return { refusal: null, resolved: resolved.ref, checkout: checkout.summary, scan, plan, feedError };
+  if (!plan.ingests.length)
+    return { refusal: null, result: await managedSyncRecord(deps, { ...found, feed: { plan, ingested: {} } }) };
+  return { refusal: null, result: null, resolved: resolved.ref, checkout: checkout.summary, scan, plan };
 }
 
 /** A document feed failure as a hydrate error (its classified code when it has one). */

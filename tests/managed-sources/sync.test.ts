@@ -106,7 +106,7 @@ describe('managed sources over a real Git server', () => {
     expect(got.body.data.last_sync.outcome).toBe('updated_with_errors');
   });
 
-  it('a resync finding the synced commit is two activities, and so is one bringing a 1-file change', async () => {
+  it('a resync finding the synced commit is one activity, and so is one bringing a 1-file change', async () => {
     const repo = gitServer.repo('epsilon');
     repo.write({ 'src/a.txt': 'a1', 'src/b.txt': 'b', 'docs/guide.md': '# g\n' });
     const id = (await create(repo, { release_ref: 'main' })).body.source.source_id as string;
@@ -127,7 +127,7 @@ describe('managed sources over a real Git server', () => {
       candidates: { document_indexes: 1 },
     });
     const sameRun = await activities(same.body.data.job_id);
-    expect(sameRun.names).toEqual(['managedSyncPrepare', 'managedSyncRecord']);
+    expect(sameRun.names).toEqual(['managedSyncPrepare']);
     await recordHistory('source-sync-prepared-up-to-date', sameRun.handle);
 
     const changedCommit = repo.write({ 'src/a.txt': 'a2' });
@@ -141,7 +141,7 @@ describe('managed sources over a real Git server', () => {
     });
     expect(readFileSync(path.join(checkout(id), 'src/a.txt'), 'utf8')).toBe('a2');
     const changedRun = await activities(changed.body.data.job_id);
-    expect(changedRun.names).toEqual(['managedSyncPrepare', 'managedSyncRecord']);
+    expect(changedRun.names).toEqual(['managedSyncPrepare']);
     await recordHistory('source-sync-prepared-changed', changedRun.handle);
     const [job] = await query<{ status: string; phase: string; files_scanned: number }>(
       stack.db.url,
