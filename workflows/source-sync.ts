@@ -8,9 +8,15 @@ import {
   proxyActivities,
 } from '@temporalio/workflow';
 import type { ManagedSourceActivities } from '../activities/managed-sources.js';
+import type { SyncRecordInput } from '../activities/managed-sources/sync.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { IngestInput, IngestResult } from './ingest-definitions.js';
-import type { DocumentFeedSummary, SourceSyncInput, SourceSyncResult } from './source-sync-definitions.js';
+import type {
+  DocumentFeedPlan,
+  DocumentFeedSummary,
+  SourceSyncInput,
+  SourceSyncResult,
+} from './source-sync-definitions.js';
 import { childSearchAttributes, trackOutcome } from './visibility.js';
 import { ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
 
@@ -21,8 +27,11 @@ const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetw
 /**
  * One sync of a managed source: resolve the release ref on the remote (moved tags refused), fetch
  * the commit shallowly and check it out with `checkout_exclude` applied, scan the working tree,
- * record the result. Every phase writes the job row, so progress is readable while it runs; any
- * failure ends the job `error` with a classified code (never a stuck `running` job).
+ * record the result. Every phase that runs writes the job row, so progress is readable while it
+ * runs; any failure ends the job `error` with a classified code (never a stuck `running` job).
+ * Since patch `sync-prepare`, a sync is one activity (resolve, fetch, checkout, scan, feed plan,
+ * record), split only around the document feed's ingestion child workflows when it has files to
+ * ingest; histories recorded before it replay the six-activity sequence.
  */
 export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<SourceSyncResult> {
   // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
@@ -35,6 +44,7 @@ export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<Source
 
 async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
   try {
+    if (patched('sync-prepare')) return await syncPrepared(input);
     const resolved = await gitOps.managedSyncResolve(input);
     if (resolved.refusal) return await db.managedSyncFinish({ ...input, result: resolved.refusal });
     const checkout = await gitOps.managedSyncFetch({ ...input, resolved: resolved.ref });
@@ -51,6 +61,21 @@ async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
     const message = cause instanceof Error ? cause.message : 'The sync failed.';
     return await db.managedSyncFail({ ...input, errorCode: code, message });
   }
+}
+
+/** The sync in one activity, or, when the document feed has files to ingest, its child workflows and then the record. */
+async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
+  const prepared = await gitOps.managedSyncPrepare(input);
+  if (prepared.refusal) return await db.managedSyncFinish({ ...input, result: prepared.refusal });
+  if (prepared.result) return prepared.result;
+  const { resolved, checkout, scan, plan } = prepared;
+  let feed: Pick<SyncRecordInput, 'feed' | 'documentFeedError'>;
+  try {
+    feed = { feed: { plan, ingested: await ingestDocuments(input, plan) } };
+  } catch (err) {
+    feed = { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
+  }
+  return await db.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
 }
 
 const errorOf = (err: unknown, fallback: string) => {
@@ -73,22 +98,28 @@ async function feedDocuments(
   try {
     const plan = await gitOps.managedDocumentFeedPlan(input);
     if (!plan.enabled) return {};
-    const ingested: Record<string, number> = {};
-    for (const run of plan.ingests) {
-      const r = await executeChild<(i: IngestInput) => Promise<IngestResult>>('ingestWorkflow', {
-        workflowId: run.workflowId,
-        args: [run.input],
-        parentClosePolicy: ParentClosePolicy.TERMINATE,
-        ...childSearchAttributes('ingestWorkflow', {
-          tenant: input.tenant,
-          resourceId: run.indexName,
-          status: 'running',
-        }),
-      });
-      ingested[run.indexName] = r.added.length;
-    }
+    const ingested = await ingestDocuments(input, plan);
     return { documentFeed: await db.managedDocumentFeedSummary({ ...input, plan, ingested }) };
   } catch (err) {
     return { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
   }
+}
+
+/** The plan's ingestion child workflows, one after the other: documents ingested per index. */
+async function ingestDocuments(input: SourceSyncInput, plan: DocumentFeedPlan): Promise<Record<string, number>> {
+  const ingested: Record<string, number> = {};
+  for (const run of plan.ingests) {
+    const r = await executeChild<(i: IngestInput) => Promise<IngestResult>>('ingestWorkflow', {
+      workflowId: run.workflowId,
+      args: [run.input],
+      parentClosePolicy: ParentClosePolicy.TERMINATE,
+      ...childSearchAttributes('ingestWorkflow', {
+        tenant: input.tenant,
+        resourceId: run.indexName,
+        status: 'running',
+      }),
+    });
+    ingested[run.indexName] = r.added.length;
+  }
+  return ingested;
 }

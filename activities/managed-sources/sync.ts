@@ -13,7 +13,7 @@ import {
   type GitCredentials,
   type ResolvedRef,
 } from '../../shared/managed-sources/git.js';
-import { materializeCheckout } from '../../shared/managed-sources/checkout.js';
+import { checkoutListing } from '../../shared/managed-sources/checkout.js';
 import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
 import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
 import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
@@ -60,7 +60,15 @@ export type ResolveAnswer = { ref: ResolvedRef; refusal: null } | { ref: null; r
 export async function managedSyncResolve(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<ResolveAnswer> {
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'resolving');
-  const row = await loadSyncing(em, input);
+  return resolveFor(em, deps, input, await loadSyncing(em, input));
+}
+
+async function resolveFor(
+  em: EntityManager,
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput,
+  row: ManagedSourceRow,
+): Promise<ResolveAnswer> {
   const { remote, creds, lapsed } = await openRemote(em, deps.config, row);
   if (lapsed) toFailure(lapsed, row.repoUrl);
   let ref: ResolvedRef;
@@ -100,12 +108,22 @@ export async function managedSyncFetch(
   input: SourceSyncInput & { resolved: ResolvedRef },
 ): Promise<CheckoutSummary> {
   const em = deps.orm.em.fork();
-  const row = await loadSyncing(em, input);
+  const { summary } = await fetchFor(em, deps, input, await loadSyncing(em, input));
+  return summary;
+}
+
+/** The fetch and checkout of `input.resolved`, answering also the files checked out (null when nothing changed). */
+async function fetchFor(
+  em: EntityManager,
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput & { resolved: ResolvedRef },
+  row: ManagedSourceRow,
+): Promise<{ summary: CheckoutSummary; files: string[] | null }> {
   const paths = sourcePaths(deps.config, row.id);
   const hash = rulesHash(row.settings.checkout_exclude);
   const same = row.syncedCommitSha === input.resolved.commitSha && row.checkoutRulesHash === hash;
   if (same && (await workingTreeExists(paths.workdir)))
-    return { changed: false, files_checked_out: 0, paths_excluded: 0 };
+    return { summary: { changed: false, files_checked_out: 0, paths_excluded: 0 }, files: null };
   checkCheckoutRules(row.settings.checkout_exclude);
   await setSyncPhase(em, input.jobId, 'fetching');
   const { remote, creds } = await openRemote(em, deps.config, row);
@@ -114,7 +132,7 @@ export async function managedSyncFetch(
   );
   await setSyncPhase(em, input.jobId, 'checking_out');
   const counts = await withHeartbeat(10_000, () =>
-    materializeCheckout({
+    checkoutListing({
       gitdir: paths.gitdir,
       commitSha: input.resolved.commitSha,
       workdir: paths.workdir,
@@ -122,21 +140,88 @@ export async function managedSyncFetch(
       tag: input.jobId,
     }),
   ).catch((err: unknown) => toFailure(err, row.repoUrl));
-  return { changed: !same, files_checked_out: counts.files, paths_excluded: counts.excluded };
+  return {
+    summary: { changed: !same, files_checked_out: counts.files, paths_excluded: counts.excluded },
+    files: counts.paths,
+  };
 }
 
 /** Walks the working tree under `include`/`exclude`, counting files (progress on the job row) and artifact candidates. */
 export async function managedSyncScan(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<ScanSummary> {
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'scanning', 0);
-  const row = await loadSyncing(em, input);
-  const ctx = Context.current();
-  const scan = await scanCheckout(sourcePaths(deps.config, row.id), row.settings, async (files) => {
-    ctx.heartbeat();
-    await setSyncPhase(em, input.jobId, 'scanning', files);
-  });
+  const scan = await scanFor(em, deps, input, await loadSyncing(em, input), null);
   await setSyncPhase(em, input.jobId, 'recording', scan.files_scanned);
   return scan;
+}
+
+/** The scan of the working tree (`files`: the paths the checkout just wrote, null to read them from the commit). */
+function scanFor(
+  em: EntityManager,
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput,
+  row: ManagedSourceRow,
+  files: readonly string[] | null,
+): Promise<ScanSummary> {
+  const ctx = Context.current();
+  const progress = async (n: number) => {
+    ctx.heartbeat();
+    await setSyncPhase(em, input.jobId, 'scanning', n);
+  };
+  return scanCheckout(sourcePaths(deps.config, row.id), row.settings, progress, files);
+}
+
+/**
+ * What `managedSyncPrepare` answers: a refusal (moved tag), the recorded result (no ingestion to run),
+ * or what the record needs once the document feed's ingestion child workflows ran.
+ */
+export type PrepareAnswer =
+  | { refusal: SourceSyncResult; result: null }
+  | { refusal: null; result: SourceSyncResult }
+  | {
+      refusal: null;
+      result: null;
+      resolved: ResolvedRef;
+      checkout: CheckoutSummary;
+      scan: ScanSummary;
+      plan: DocumentFeedPlan;
+    };
+
+/**
+ * A sync in one activity unless the document feed has files to ingest (one load of the source, job-row
+ * writes only for the steps that run): resolve the release ref, fetch and check out when the commit or
+ * the rules changed, scan (a saved scan when nothing changed), plan the document feed, then record as
+ * `managedSyncRecord` does. A resync that finds the synced commit does no fetch and no walk. With
+ * files to ingest it answers the plan; the workflow runs the ingestion, then `managedSyncRecord`.
+ */
+export async function managedSyncPrepare(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<PrepareAnswer> {
+  const em = deps.orm.em.fork();
+  await setSyncPhase(em, input.jobId, 'resolving');
+  const row = await loadSyncing(em, input);
+  const resolved = await resolveFor(em, deps, input, row);
+  if (resolved.refusal) return { refusal: resolved.refusal, result: null };
+  const checkout = await fetchFor(em, deps, { ...input, resolved: resolved.ref }, row);
+  if (checkout.summary.changed) await setSyncPhase(em, input.jobId, 'scanning', 0);
+  const scan = await scanFor(em, deps, input, row, checkout.files);
+  const found = { ...input, resolved: resolved.ref, checkout: checkout.summary, scan };
+  let plan: DocumentFeedPlan;
+  try {
+    plan = await planFeedFor(em, deps, input, row);
+  } catch (err) {
+    return { refusal: null, result: await managedSyncRecord(deps, { ...found, documentFeedError: feedErrorOf(err) }) };
+  }
+  if (!plan.ingests.length)
+    return { refusal: null, result: await managedSyncRecord(deps, { ...found, feed: { plan, ingested: {} } }) };
+  return { refusal: null, result: null, resolved: resolved.ref, checkout: checkout.summary, scan, plan };
+}
+
+/** A document feed failure as a hydrate error (its classified code when it has one). */
+function feedErrorOf(err: unknown): { code: string; message: string } {
+  const code = (err as { code?: unknown }).code;
+  return {
+    code: typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : 'DOCUMENT_FEED_FAILED',
+    message: err instanceof Error ? err.message : 'The document feed failed.',
+  };
 }
 
 /**
@@ -150,7 +235,15 @@ export async function managedDocumentFeedPlan(
 ): Promise<DocumentFeedPlan> {
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'feeding_documents');
-  const row = await loadSyncing(em, input);
+  return planFeedFor(em, deps, input, await loadSyncing(em, input));
+}
+
+function planFeedFor(
+  em: EntityManager,
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput,
+  row: ManagedSourceRow,
+): Promise<DocumentFeedPlan> {
   const { workdir } = sourcePaths(deps.config, row.id);
   return withHeartbeat(2_000, () =>
     planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir, overwriteIndexes: input.overwriteIndexes }),
@@ -174,16 +267,30 @@ export type SyncRecordInput = SourceSyncInput & {
   /** The document feed's summary, or the error that stopped it (recorded as a hydrate error). */
   documentFeed?: DocumentFeedSummary;
   documentFeedError?: { code: string; message: string };
+  /** Instead of `documentFeed` (`managedSyncPrepare`'s path): the feed's plan and documents ingested per index, summarised here. */
+  feed?: { plan: DocumentFeedPlan; ingested: Record<string, number> };
 };
+
+/** The feed summary of `input.feed` (when it ran), or the error that stopped it. */
+async function feedSummaryOf(em: EntityManager, row: ManagedSourceRow, input: SyncRecordInput) {
+  if (input.documentFeed || input.documentFeedError || !input.feed?.plan.enabled)
+    return { documentFeed: input.documentFeed, documentFeedError: input.documentFeedError };
+  try {
+    return { documentFeed: await documentFeedSummary(em, row, input.feed.plan, input.feed.ingested) };
+  } catch (err) {
+    return { documentFeedError: feedErrorOf(err) };
+  }
+}
 
 /** Records a successful sync: hydration, the source's commit, tag anchor and checkout rules; the job `complete`. */
 export async function managedSyncRecord(deps: ManagedSourceDeps, input: SyncRecordInput): Promise<SourceSyncResult> {
   const em = deps.orm.em.fork();
   const row = await loadSyncing(em, input);
   const { resolved, checkout, scan } = input;
+  const { documentFeed, documentFeedError } = await feedSummaryOf(em, row, input);
   const hydration = await hydrateSync(em, deps, row, { apply: input.apply, commitSha: resolved.commitSha, scan });
-  if (input.documentFeedError) {
-    hydration.hydrate_errors.push({ type: 'document_indexes', ...input.documentFeedError });
+  if (documentFeedError) {
+    hydration.hydrate_errors.push({ type: 'document_indexes', ...documentFeedError });
     hydration.partial_success = true;
   }
   const result: SourceSyncResult = {
@@ -196,7 +303,7 @@ export async function managedSyncRecord(deps: ManagedSourceDeps, input: SyncReco
     paths_excluded: checkout.paths_excluded,
     files_scanned: scan.files_scanned,
     candidates: scan.candidates,
-    ...(input.documentFeed ? { document_feed: input.documentFeed } : {}),
+    ...(documentFeed ? { document_feed: documentFeed } : {}),
   };
   return finishSync(deps.orm.em.fork(), input, result, {
     syncedCommitSha: resolved.commitSha,

@@ -270,7 +270,7 @@ export async function initRepositoryFrom(
  */
 async function stageIntoPack(dir: string, files: string[]): Promise<string> {
   const gitdir = path.join(dir, '.git');
-  const pack = new PackWriter(gitdir);
+  const pack = new PackWriter(gitdir, files.length);
   const entries: IndexEntry[] = [];
   try {
     for (const rel of files) {

@@ -31,31 +31,60 @@ interface Pack {
   bytes: Buffer | null;
   /** The open pack file (large packs), opened on first use. */
   fd: number | null;
-  /** oid → offset of the object in `data`. */
-  offsets: Map<string, number>;
-  /** offset → offset where the next object starts (the end of this one's compressed bytes). */
-  ends: Map<number, number>;
+  /** The pack index (`.idx`, version 2), searched per lookup: no map of every oid is built. */
+  idx: Buffer;
+  count: number;
+  /** Every object's offset, sorted: built on the first object-by-object read (where an object ends). */
+  sorted: Float64Array | null;
 }
 
-/** Parses a version-2 pack index (`.idx`): each object's oid and offset. */
-function readIndex(idx: Buffer, packBytes: number): Pick<Pack, 'offsets' | 'ends'> {
+const OIDS_AT = 8 + 256 * 4;
+
+function checkIndex(idx: Buffer): number {
   if (idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new Error('unsupported pack index');
-  const count = idx.readUInt32BE(8 + 255 * 4);
-  const oidsAt = 8 + 256 * 4;
-  const offsetsAt = oidsAt + count * 20 + count * 4;
-  const largeAt = offsetsAt + count * 4;
-  const offsets = new Map<string, number>();
-  const sorted: number[] = [];
-  for (let i = 0; i < count; i++) {
-    let off = idx.readUInt32BE(offsetsAt + i * 4);
-    if (off & 0x80000000) off = Number(idx.readBigUInt64BE(largeAt + (off & 0x7fffffff) * 8));
-    offsets.set(idx.toString('hex', oidsAt + i * 20, oidsAt + i * 20 + 20), off);
-    sorted.push(off);
+  return idx.readUInt32BE(8 + 255 * 4);
+}
+
+/** The offset of the `i`th object of the index (large offsets through the 64-bit table). */
+function offsetAt(pack: Pack, i: number): number {
+  const offsetsAt = OIDS_AT + pack.count * 24;
+  const off = pack.idx.readUInt32BE(offsetsAt + i * 4);
+  if (!(off & 0x80000000)) return off;
+  return Number(pack.idx.readBigUInt64BE(offsetsAt + pack.count * 4 + (off & 0x7fffffff) * 8));
+}
+
+/** The offset of `oid` in the pack (binary search within its fan-out bucket), or undefined. */
+function findOffset(pack: Pack, oid: Buffer): number | undefined {
+  const first = oid[0]!;
+  let lo = first === 0 ? 0 : pack.idx.readUInt32BE(8 + (first - 1) * 4);
+  let hi = pack.idx.readUInt32BE(8 + first * 4);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = OIDS_AT + mid * 20;
+    const cmp = pack.idx.compare(oid, 0, 20, at, at + 20);
+    if (cmp === 0) return offsetAt(pack, mid);
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
   }
-  sorted.sort((a, b) => a - b);
-  const ends = new Map<number, number>();
-  for (let i = 0; i < sorted.length; i++) ends.set(sorted[i]!, sorted[i + 1] ?? packBytes - 20);
-  return { offsets, ends };
+  return undefined;
+}
+
+/** Where the object at `offset` ends: the next object's offset, or the pack's trailing checksum. */
+function endOf(pack: Pack, offset: number): number {
+  if (!pack.sorted) {
+    const sorted = new Float64Array(pack.count);
+    for (let i = 0; i < pack.count; i++) sorted[i] = offsetAt(pack, i);
+    pack.sorted = sorted.sort();
+  }
+  const sorted = pack.sorted;
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! <= offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < sorted.length ? sorted[lo]! : pack.size - 20;
 }
 
 /** Applies a Git delta (copy/insert instructions) to `base`. */
@@ -113,7 +142,8 @@ export class ObjectReader {
     for (const name of names) {
       const file = path.join(dir, name.replace(/\.idx$/, '.pack'));
       const size = statSync(file).size;
-      this.packs.push({ file, size, bytes: null, fd: null, ...readIndex(readFileSync(path.join(dir, name)), size) });
+      const idx = readFileSync(path.join(dir, name));
+      this.packs.push({ file, size, bytes: null, fd: null, idx, count: checkIndex(idx), sorted: null });
     }
   }
 
@@ -124,8 +154,9 @@ export class ObjectReader {
   }
 
   read(oid: string): GitObject | null {
+    const key = Buffer.from(oid, 'hex');
     for (const pack of this.packs) {
-      const offset = pack.offsets.get(oid);
+      const offset = key.length === 20 ? findOffset(pack, key) : undefined;
       if (offset !== undefined) return this.readPacked(pack, offset);
     }
     return this.readLoose(oid);
@@ -146,8 +177,7 @@ export class ObjectReader {
   }
 
   private readPacked(pack: Pack, offset: number): GitObject {
-    const end = pack.ends.get(offset)!;
-    const data = this.slice(pack, offset, end);
+    const data = this.slice(pack, offset);
     let pos = 0;
     let byte = data[pos++]!;
     const kind = (byte >> 4) & 7;
@@ -176,11 +206,14 @@ export class ObjectReader {
     return { type: base.type, object: applyDelta(delta, base.object) };
   }
 
-  /** The bytes of `pack` from `start` to `end`. */
-  private slice(pack: Pack, start: number, end: number): Buffer {
-    if (pack.size <= WHOLE_PACK_BYTES) return (pack.bytes ??= readFileSync(pack.file)).subarray(start, end);
+  /**
+   * The bytes of the object at `start` of `pack`: of a pack read whole, up to its end (inflate stops at
+   * the end of the object's stream); of a large one, up to where the next object starts.
+   */
+  private slice(pack: Pack, start: number): Buffer {
+    if (pack.size <= WHOLE_PACK_BYTES) return (pack.bytes ??= readFileSync(pack.file)).subarray(start, pack.size - 20);
     pack.fd ??= openSync(pack.file, 'r');
-    const out = Buffer.allocUnsafe(end - start);
+    const out = Buffer.allocUnsafe(endOf(pack, start) - start);
     readSync(pack.fd, out, 0, out.length, start);
     return out;
   }

@@ -4,9 +4,12 @@
  * every file (pure-JS or stream deflate at level 6) into 2,000 loose files and rewrote the index per
  * batch. Here each blob is hashed with node:crypto and deflated with node:zlib at level 1, appended to
  * the pack as it comes (one blob in memory at a time), and the pack is indexed once at the end;
- * isomorphic-git reads the result like any fetched pack.
+ * isomorphic-git reads the result like any fetched pack. A blob whose first bytes do not compress
+ * (an image, an archive, random data) is stored at level 0: level 1 over 60 MiB of such bytes cost
+ * about 9x the whole level-0 pass and saved nothing. When the caller names how many blobs come and
+ * no content repeats, the pack's checksum is computed as it is written, not by reading it back.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import {
   closeSync,
   mkdirSync,
@@ -19,7 +22,7 @@ import {
   type Stats,
 } from 'node:fs';
 import path from 'node:path';
-import { crc32, deflateSync } from 'node:zlib';
+import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
 const BLOB = 3;
 
@@ -37,9 +40,27 @@ function entryHeader(type: number, size: number): Buffer {
   return Buffer.from(bytes);
 }
 
+function packHeader(count: number): Buffer {
+  const header = Buffer.alloc(12);
+  header.write('PACK', 0, 'latin1');
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(count, 8);
+  return header;
+}
+
 /** The oid of a blob with content `data` (SHA-1 of `blob <size>\0<data>`). */
 export function blobOid(data: Buffer): string {
   return createHash('sha1').update(`blob ${data.length}\0`).update(data).digest('hex');
+}
+
+/** Bytes of a blob deflated to judge whether it compresses (blobs up to twice this are simply deflated). */
+const SAMPLE = 2048;
+
+/** zlib level for `data`: 1, or 0 (stored) when a sample of it shrinks by less than a tenth. */
+function levelFor(data: Buffer): 0 | 1 {
+  if (data.length <= 2 * SAMPLE) return 1;
+  const sample = data.subarray(0, SAMPLE);
+  return deflateRawSync(sample, { level: 1 }).length > sample.length * 0.9 ? 0 : 1;
 }
 
 interface Written {
@@ -53,25 +74,40 @@ export class PackWriter {
   private fd: number | null = null;
   private offset = 12;
   private readonly objects = new Map<string, Written>();
+  /** The running checksum while the header's count is the expected one (null once a content repeats). */
+  private running: Hash | null = null;
 
-  constructor(gitdir: string) {
+  /** `expected`: how many blobs will be added (known to the caller), so the header is written first. */
+  constructor(
+    gitdir: string,
+    private readonly expected?: number,
+  ) {
     this.dir = path.join(gitdir, 'objects', 'pack');
     this.temp = path.join(this.dir, `tmp-${randomBytes(6).toString('hex')}.pack`);
+  }
+
+  private write(buf: Buffer, at: number): void {
+    writeSync(this.fd!, buf, 0, buf.length, at);
+    this.running?.update(buf);
   }
 
   /** Appends a blob (once per content); answers its oid. */
   addBlob(data: Buffer): string {
     const oid = blobOid(data);
-    if (this.objects.has(oid)) return oid;
+    if (this.objects.has(oid)) {
+      this.running = null; // fewer objects than announced: the header is rewritten and the pack read back
+      return oid;
+    }
     if (this.fd === null) {
       mkdirSync(this.dir, { recursive: true });
       this.fd = openSync(this.temp, 'w+');
-      writeSync(this.fd, Buffer.alloc(12), 0, 12, 0); // the header, written once the count is known
+      if (this.expected !== undefined) this.running = createHash('sha1');
+      this.write(packHeader(this.expected ?? 0), 0); // rewritten at the end unless the count was right
     }
     const header = entryHeader(BLOB, data.length);
-    const body = deflateSync(data, { level: 1 });
-    writeSync(this.fd, header, 0, header.length, this.offset);
-    writeSync(this.fd, body, 0, body.length, this.offset + header.length);
+    const body = deflateSync(data, { level: levelFor(data) });
+    this.write(header, this.offset);
+    this.write(body, this.offset + header.length);
     this.objects.set(oid, { offset: this.offset, crc: crc32(body, crc32(header)) });
     this.offset += header.length + body.length;
     return oid;
@@ -82,20 +118,8 @@ export class PackWriter {
     if (this.fd === null) return;
     const fd = this.fd;
     try {
-      const header = Buffer.alloc(12);
-      header.write('PACK', 0, 'latin1');
-      header.writeUInt32BE(2, 4);
-      header.writeUInt32BE(this.objects.size, 8);
-      writeSync(fd, header, 0, 12, 0);
-      // The checksum covers the header, known only now: the pack is read back once (from the page cache).
-      const sha = createHash('sha1');
-      const chunk = Buffer.allocUnsafe(1 << 20);
-      for (let at = 0; at < this.offset;) {
-        const n = readSync(fd, chunk, 0, Math.min(chunk.length, this.offset - at), at);
-        sha.update(chunk.subarray(0, n));
-        at += n;
-      }
-      const packSha = sha.digest();
+      const packSha =
+        this.running && this.objects.size === this.expected ? this.running.digest() : this.readBackSum(fd);
       writeSync(fd, packSha, 0, 20, this.offset);
       closeSync(fd);
       this.fd = null;
@@ -106,6 +130,19 @@ export class PackWriter {
       this.abort();
       throw err;
     }
+  }
+
+  /** The checksum when the header's count was known only at the end: written now, the pack read back once (from the page cache). */
+  private readBackSum(fd: number): Buffer {
+    writeSync(fd, packHeader(this.objects.size), 0, 12, 0);
+    const sha = createHash('sha1');
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let at = 0; at < this.offset;) {
+      const n = readSync(fd, chunk, 0, Math.min(chunk.length, this.offset - at), at);
+      sha.update(chunk.subarray(0, n));
+      at += n;
+    }
+    return sha.digest();
   }
 
   /** Removes the unfinished pack. */

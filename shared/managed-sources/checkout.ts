@@ -78,7 +78,7 @@ export async function checkoutState(workdir: string): Promise<string | null> {
 const collator = new Intl.Collator();
 
 /** Paths in the order `listFiles` walks them (each folder's names sorted with `localeCompare`, depth first). */
-function walkOrder(a: string, b: string): number {
+export function walkOrder(a: string, b: string): number {
   const x = a.split('/');
   const y = b.split('/');
   for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return collator.compare(x[i]!, y[i]!);
@@ -197,6 +197,14 @@ export async function materializeCheckout(input: {
   checkoutExclude: readonly string[];
   tag: string;
 }): Promise<{ files: number; excluded: number }> {
+  const { files, excluded } = await checkoutListing(input);
+  return { files, excluded };
+}
+
+/** `materializeCheckout`, answering also the paths it checked out (in tree order: the scan needs no other). */
+export async function checkoutListing(
+  input: Parameters<typeof materializeCheckout>[0],
+): Promise<{ files: number; excluded: number; paths: string[] }> {
   const excluded = gitignoreMatcher(input.checkoutExclude);
   const rules = rulesHash(input.checkoutExclude);
   const reader = new ObjectReader(input.gitdir);
@@ -211,7 +219,7 @@ export async function materializeCheckout(input: {
     const written: Marker = { commit: input.commitSha, rules };
     reader.close();
     await writeFile(markerPath(input.workdir), JSON.stringify(written));
-    return { files: plan.files.size, excluded: plan.excluded };
+    return { files: plan.files.size, excluded: plan.excluded, paths: [...plan.files.keys()] };
   } catch (err) {
     reader.close();
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;

@@ -6,7 +6,7 @@ import { isBlueprintManifest } from '../blueprints/remote.js';
 import { SKILL_FILE } from '../skills/packages.js';
 import { APP_FILE } from './apps.js';
 import { MISSION_FILE } from './missions.js';
-import { checkoutFiles, checkoutState } from './checkout.js';
+import { checkoutFiles, checkoutState, walkOrder } from './checkout.js';
 import { gitignoreMatcher, listFiles } from './git.js';
 
 /**
@@ -55,8 +55,8 @@ function manifestKinds(s: ManagedSourceSettings) {
 }
 
 /**
- * Walks the working tree; `progress(files)` is awaited every 200 scanned files (heartbeat and the
- * job's phase).
+ * Walks the working tree; `progress(files)` is awaited every 200 scanned files at most once a second
+ * (heartbeat and the job's phase).
  */
 export async function scanWorkingTree(
   workdir: string,
@@ -66,7 +66,13 @@ export async function scanWorkingTree(
   return scanFiles(listFiles(workdir), s, progress);
 }
 
-/** The scan of a list of working-tree files (`/`-separated, in `listFiles` order). */
+/** Between two `progress` calls of a scan. */
+const PROGRESS_EVERY_MS = 1_000;
+
+/**
+ * The scan of a list of working-tree files (`/`-separated, any order): the manifest lists come out in
+ * `listFiles` order (only they are sorted, not every file).
+ */
 async function scanFiles(
   paths: AsyncIterable<string> | Iterable<string>,
   s: ManagedSourceSettings,
@@ -90,6 +96,7 @@ async function scanFiles(
     string[]
   >;
   let files = 0;
+  let reported = Date.now();
   for await (const file of paths) {
     if (!included(file) || excluded(file)) continue;
     files++;
@@ -98,8 +105,12 @@ async function scanFiles(
       candidates[k.type] = (candidates[k.type] ?? 0) + 1;
       if (k.list) lists[k.list].push(file);
     }
-    if (files % 200 === 0) await progress(files);
+    if (files % 200 === 0 && Date.now() - reported >= PROGRESS_EVERY_MS) {
+      await progress(files);
+      reported = Date.now();
+    }
   }
+  for (const list of Object.values(lists)) list.sort(walkOrder);
   return { files_scanned: files, candidates, ...lists };
 }
 
@@ -117,12 +128,13 @@ function scanKey(state: string, s: ManagedSourceSettings): string {
 /**
  * The scan of a synced working tree, remembered beside it (`scan.json`) for the commit and settings it
  * was made with: a resync that finds the same commit answers the saved scan; another lists the files
- * from the commit's trees. Neither walks the folder.
+ * from the commit's trees (or takes `written`, the paths the checkout just wrote). Neither walks the folder.
  */
 export async function scanCheckout(
   paths: { workdir: string; gitdir: string },
   s: ManagedSourceSettings,
   progress: (files: number) => Promise<void>,
+  written: readonly string[] | null = null,
 ): Promise<ScanSummary> {
   const { workdir, gitdir } = paths;
   const file = path.join(path.dirname(workdir), 'scan.json');
@@ -136,7 +148,7 @@ export async function scanCheckout(
     if (saved?.key === key) return saved.scan;
   }
   // The files the checkout wrote come from the commit's trees (no walk of the folder) when it is known.
-  const files = await checkoutFiles(workdir, gitdir, s.checkout_exclude);
+  const files = written ?? (await checkoutFiles(workdir, gitdir, s.checkout_exclude));
   const scan = await scanFiles(files ?? listFiles(workdir), s, progress);
   if (key) await writeFile(file, JSON.stringify({ key, scan }));
   return scan;

@@ -68,4 +68,36 @@ describe('blueprint import staged into one pack', () => {
     );
     execFileSync('git', ['-C', dir, 'fsck', '--full', '--strict']);
   });
+
+  it('a pack without repeated contents is checksummed as written; text is deflated, random bytes stored', async () => {
+    const src = path.join(work, 'src-unique');
+    const contents = new Map<string, Buffer>();
+    for (let i = 0; i < 3; i++) contents.set(`random/r${i}.bin`, randomBytes(64 * 1024));
+    for (let i = 0; i < 3; i++)
+      contents.set(`text/t${i}.txt`, Buffer.from(`text ${i}\n${'lorem ipsum dolor sit amet '.repeat(2500)}`));
+    for (const [rel, data] of contents) {
+      mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
+      writeFileSync(path.join(src, rel), data);
+    }
+    const dir = path.join(work, 'repo-unique');
+    const overrides = new Map([['blueprint_manifest.yaml', 'name: unique\n']]);
+    const commit = await initRepositoryFrom(dir, principal, src, [...contents.keys()], overrides, 'import');
+    const packDir = path.join(dir, '.git', 'objects', 'pack');
+    const [pack] = readdirSync(packDir).filter((f) => f.endsWith('.pack'));
+    execFileSync('git', ['verify-pack', path.join(packDir, pack!)]);
+    execFileSync('git', ['-C', dir, 'fsck', '--full', '--strict']);
+    expect(execFileSync('git', ['-C', dir, 'status', '--porcelain'], { encoding: 'utf8' })).toBe('');
+    const randomBytesTotal = 3 * 64 * 1024;
+    const textTotal = [...contents].filter(([rel]) => rel.startsWith('text/')).reduce((n, [, d]) => n + d.length, 0);
+    // Random bytes stored (about their size), text deflated to a small fraction of its size.
+    const packSize = fs.statSync(path.join(packDir, pack!)).size;
+    expect(packSize).toBeGreaterThan(randomBytesTotal);
+    expect(packSize).toBeLessThan(randomBytesTotal + textTotal / 10);
+    const blobs = commitBlobs(dir, commit);
+    try {
+      for (const [rel, data] of contents) expect(blobs.read(rel).equals(data)).toBe(true);
+    } finally {
+      blobs.close();
+    }
+  });
 });

@@ -106,6 +106,51 @@ describe('managed sources over a real Git server', () => {
     expect(got.body.data.last_sync.outcome).toBe('updated_with_errors');
   });
 
+  it('a resync finding the synced commit is one activity, and so is one bringing a 1-file change', async () => {
+    const repo = gitServer.repo('epsilon');
+    repo.write({ 'src/a.txt': 'a1', 'src/b.txt': 'b', 'docs/guide.md': '# g\n' });
+    const id = (await create(repo, { release_ref: 'main' })).body.source.source_id as string;
+    expect((await sync(id)).body.data).toMatchObject({ outcome: 'updated', files_checked_out: 3, files_scanned: 3 });
+    const activities = async (jobId: string) => {
+      const handle = stack.api.deps.temporal.workflow.getHandle(`source-sync/${id}/${jobId}`);
+      const { events } = await handle.fetchHistory();
+      return {
+        handle,
+        names: events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean),
+      };
+    };
+
+    const same = await sync(id);
+    expect(same.body.data).toMatchObject({
+      outcome: 'up_to_date',
+      files_scanned: 3,
+      candidates: { document_indexes: 1 },
+    });
+    const sameRun = await activities(same.body.data.job_id);
+    expect(sameRun.names).toEqual(['managedSyncPrepare']);
+    await recordHistory('source-sync-prepared-up-to-date', sameRun.handle);
+
+    const changedCommit = repo.write({ 'src/a.txt': 'a2' });
+    const changed = await sync(id);
+    expect(changed.body.data).toMatchObject({
+      outcome: 'updated',
+      commit_sha: changedCommit,
+      files_checked_out: 3,
+      files_scanned: 3,
+      candidates: { document_indexes: 1 },
+    });
+    expect(readFileSync(path.join(checkout(id), 'src/a.txt'), 'utf8')).toBe('a2');
+    const changedRun = await activities(changed.body.data.job_id);
+    expect(changedRun.names).toEqual(['managedSyncPrepare']);
+    await recordHistory('source-sync-prepared-changed', changedRun.handle);
+    const [job] = await query<{ status: string; phase: string; files_scanned: number }>(
+      stack.db.url,
+      'select status, phase, files_scanned from managed_source_sync_jobs where job_id = $1',
+      [changed.body.data.job_id],
+    );
+    expect(job).toEqual({ status: 'complete', phase: 'done', files_scanned: 3 });
+  });
+
   it('refuses a force-moved release tag until acknowledged, applying nothing meanwhile', async () => {
     const repo = gitServer.repo('beta');
     const c1 = repo.write({ 'a.txt': 'one' });
