@@ -35,7 +35,7 @@ export function createManagedSourceActivities(deps: ManagedSourceDeps) {
     managedSyncScan: beating(sync.managedSyncScan),
     managedDocumentFeedPlan: beating(sync.managedDocumentFeedPlan),
     managedDocumentFeedSummary: bind(sync.managedDocumentFeedSummary),
-    managedSyncPrepare: bind(sync.managedSyncPrepare),
+    managedSyncPrepare: beating(sync.managedSyncPrepare),
     managedSyncRecord: bind(sync.managedSyncRecord),
     managedSyncFinish: bind(sync.managedSyncFinish),
     managedDeleteCleanup: bind(lifecycle.managedDeleteCleanup),
