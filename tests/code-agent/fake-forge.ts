@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A fake Git host API on loopback (GitHub's pull request routes under `/api/v3`, repository
- * `acme/widgets`): `POST .../pulls` opens a pull request and `GET .../pulls?head=acme:<branch>` finds
- * it by head branch. With `holdOpens` set, a pull request is opened but the answer never comes (the
+ * A fake Git host API on loopback (GitHub's pull request routes under `/api/v3`, any repository):
+ * `POST /api/v3/repos/<owner>/<repo>/pulls` opens a pull request and `GET ...?head=<owner>:<branch>`
+ * finds it by head branch. With `holdOpens` set, a pull request is opened but the answer never comes (the
  * caller dies waiting, the effect done). Counts every open, so a doubled pull request shows.
  */
 export interface FakeForge {
@@ -28,13 +28,14 @@ export async function startFakeForge(): Promise<FakeForge> {
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://forge');
       res.setHeader('content-type', 'application/json');
-      if (url.pathname !== '/api/v3/repos/acme/widgets/pulls') return void res.writeHead(404).end('{}');
+      const repo = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
+      if (!repo) return void res.writeHead(404).end('{}');
       if (req.method === 'POST') {
         const body = JSON.parse(raw) as { head: string };
         const n = forge.pulls.length + 1;
         forge.pulls.push({
           number: n,
-          html_url: `https://forge.test/acme/widgets/pull/${n}`,
+          html_url: `https://forge.test/${repo[1]}/${repo[2]}/pull/${n}`,
           head: { ref: body.head },
         });
         forge.openAuth.push(req.headers.authorization);
@@ -42,7 +43,7 @@ export async function startFakeForge(): Promise<FakeForge> {
         return void res.writeHead(201).end(JSON.stringify(forge.pulls.at(-1)));
       }
       forge.searches.push(url.search);
-      const head = url.searchParams.get('head')?.replace(/^acme:/, '');
+      const head = url.searchParams.get('head')?.replace(`${repo[1]}:`, '');
       res.end(JSON.stringify(forge.pulls.filter((p) => p.head.ref === head)));
     });
   });
