@@ -31,6 +31,8 @@ import { waitFor } from '../helpers/worker-env.js';
 import type { WorkerProcess } from '../helpers/worker-process.js';
 
 const KILLS = Number(process.env.CHAOS_KILLS ?? 1);
+/** An agent-CLI run's steps up to its push. */
+const UP_TO_PUSH = 'requested worktree_cloning agent_cli_started agent_cli_finished committed pushed'.split(' ');
 const SECRETS_KEY = 'test-secrets-key-of-at-least-32-bytes';
 
 /** The local runner: opens a pull request for its head branch on the Git host, says so, then keeps working. */
@@ -131,6 +133,22 @@ async function killAfter(what: string, effectMade: () => boolean): Promise<void>
   await worker.ready;
 }
 
+/**
+ * A local or agent-CLI run whose worker is SIGKILLed once its pull request is at the Git host: ends
+ * `interrupted` with that pull request recorded (found by head branch); answers the run and its row.
+ */
+async function killedAfterPullRequest(prompt: string, adapter: string, what: string) {
+  const runId = await start(prompt, adapter);
+  const branch = `code-agent/${runId}`;
+  await killAfter(what, () => forge.pulls.some((p) => p.head.ref === branch));
+  const pull = forge.pulls.find((p) => p.head.ref === branch)!;
+  const row = await ended(runId);
+  expect(row).toMatchObject({ status: 'interrupted', pr_url: pull.html_url, outcome: 'pull_request', branch });
+  expect(forge.pulls.filter((p) => p.head.ref === branch)).toHaveLength(1);
+  expect(await handleOf(runId).result()).toBe('interrupted');
+  return { runId, branch, pull, row };
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'chaos-code-agent-'));
   writeFileSync(path.join(dir, 'runner.cjs'), RUNNER);
@@ -197,12 +215,11 @@ describe('local runs whose worker is SIGKILLed after the runner opened its pull 
       await apply(`enhancements:\n  code_agent:\n    adapter: local\n    target_repo_url: ${forge.url}/acme/widgets\n`);
       const opened = forge.pulls.length;
       for (let k = 0; k < KILLS; k++) {
-        const runId = await start(`improve the docs ${k}`, 'local');
-        const branch = `code-agent/${runId}`;
-        await killAfter('the runner to open its pull request', () => forge.pulls.some((p) => p.head.ref === branch));
-        const pull = forge.pulls.find((p) => p.head.ref === branch)!;
-        const row = await ended(runId);
-        expect(row).toMatchObject({ status: 'interrupted', pr_url: pull.html_url, outcome: 'pull_request', branch });
+        const { runId, branch, pull, row } = await killedAfterPullRequest(
+          `improve the docs ${k}`,
+          'local',
+          'the runner to open its pull request',
+        );
         expect(row.steps.map((x) => x.step)).toEqual([
           'requested',
           'runner_started',
@@ -210,12 +227,10 @@ describe('local runs whose worker is SIGKILLed after the runner opened its pull 
           'pull_request_recovered',
         ]);
         expect(row.steps.at(-1)!.detail).toContain(`head branch ${branch}`);
-        // One pull request for the branch, found by its head branch; the status route shows it.
-        expect(forge.pulls.filter((p) => p.head.ref === branch)).toHaveLength(1);
+        // Found by its head branch (one pull request for it, checked above); the status route shows it.
         expect(forge.searches.map((q) => new URLSearchParams(q).get('head'))).toContain(`acme:${branch}`);
         const status = await agent({ action: 'GET_CODE_AGENT_STATUS', run_id: runId });
         expect(status.body.data.result.run).toMatchObject({ status: 'interrupted', pr_url: pull.html_url });
-        expect(await handleOf(runId).result()).toBe('interrupted');
       }
       expect(forge.pulls.length - opened).toBe(KILLS);
       process.stderr.write(`[chaos] code agent, local: ${KILLS} kill(s) after the pull request, each recovered\n`);
@@ -245,27 +260,17 @@ describe('agent-CLI runs whose worker is SIGKILLed while the pull request is ope
       forge.holdOpens = true;
       const opened = forge.pulls.length;
       for (let k = 0; k < KILLS; k++) {
-        const runId = await start(`write the change ${k}`, 'agent_cli');
-        const branch = `code-agent/${runId}`;
-        await killAfter('the pull request to be opened', () => forge.pulls.some((p) => p.head.ref === branch));
-        const pull = forge.pulls.find((p) => p.head.ref === branch)!;
-        const row = await ended(runId);
-        expect(row).toMatchObject({ status: 'interrupted', pr_url: pull.html_url, outcome: 'pull_request', branch });
+        const { runId, branch, row } = await killedAfterPullRequest(
+          `write the change ${k}`,
+          'agent_cli',
+          'the pull request to be opened',
+        );
         const steps = row.steps.map((x) => x.step);
-        expect(steps.slice(0, 6)).toEqual([
-          'requested',
-          'worktree_cloning',
-          'agent_cli_started',
-          'agent_cli_finished',
-          'committed',
-          'pushed',
-        ]);
+        expect(steps.slice(0, UP_TO_PUSH.length)).toEqual(UP_TO_PUSH);
         expect(steps).toContain('pull_request_recovered');
-        expect(await handleOf(runId).result()).toBe('interrupted');
         // The next worker removed the dead one's worktree (same host); the branch is on the server once.
         expect(existsSync(path.join(worktreeRoot(), runId))).toBe(false);
         expect(serverBranches().filter((b) => b === `refs/heads/${branch}`)).toHaveLength(1);
-        expect(forge.pulls.filter((p) => p.head.ref === branch)).toHaveLength(1);
       }
       expect(forge.pulls.length - opened).toBe(KILLS);
       expect(forge.openAuth.slice(opened)).toEqual(Array(KILLS).fill('Bearer forge-token'));
