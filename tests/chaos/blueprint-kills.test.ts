@@ -90,6 +90,8 @@ async function killWhileHeld<T>(
 beforeAll(async () => {
   forge = await startFakeForge();
   env = await startGitStack({ dataDirPrefix: 'chaos-bp-data-', gitAuth: AUTH, worker: false });
+  // The rounds of `npm run chaos` outlast a token's default 5 minutes.
+  env.admin = await env.idp.sign({ sub: 'root', roles: ['admin'] }, { expiresIn: '1h' });
   const applied = await http(env.stack.url, 'POST', '/api/config/setup/apply-partial', {
     token: env.admin,
     body: { content: `enhancements:\n  knowledge_base:\n    forge_api_url: ${forge.apiUrl}\n` },
