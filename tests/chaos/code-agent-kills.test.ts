@@ -125,9 +125,23 @@ const ended = (runId: string) =>
   });
 const handleOf = (runId: string) => stack.api.deps.temporal.workflow.getHandle(codeAgentWorkflowId(runId));
 
-/** Once `effectMade` holds, SIGKILL the worker and start the next one. */
-async function killAfter(what: string, effectMade: () => boolean): Promise<void> {
-  await waitFor(what, async () => (effectMade() ? true : undefined));
+/** Once `effectMade` holds, SIGKILL the worker and start the next one (a run that ended first fails, saying how). */
+async function killAfter(what: string, effectMade: () => boolean, runId: string): Promise<void> {
+  await waitFor(
+    what,
+    async () => {
+      if (effectMade()) return true;
+      const [r] = await query<{ status: string }>(
+        stack.db.url,
+        'select status, error, steps from code_agent_runs where run_id = $1',
+        [runId],
+      );
+      if (r && (CODE_AGENT_TERMINAL as readonly string[]).includes(r.status))
+        throw new Error(`run ${runId} ended before ${what}: ${JSON.stringify(r)}`);
+      return undefined;
+    },
+    960,
+  );
   expect((await worker.kill()).signal).toBe('SIGKILL');
   worker = workerProcess();
   await worker.ready;
@@ -140,7 +154,7 @@ async function killAfter(what: string, effectMade: () => boolean): Promise<void>
 async function killedAfterPullRequest(prompt: string, adapter: string, what: string) {
   const runId = await start(prompt, adapter);
   const branch = `code-agent/${runId}`;
-  await killAfter(what, () => forge.pulls.some((p) => p.head.ref === branch));
+  await killAfter(what, () => forge.pulls.some((p) => p.head.ref === branch), runId);
   const pull = forge.pulls.find((p) => p.head.ref === branch)!;
   const row = await ended(runId);
   expect(row).toMatchObject({ status: 'interrupted', pr_url: pull.html_url, outcome: 'pull_request', branch });
@@ -186,7 +200,7 @@ describe('cloud runs whose worker is SIGKILLed while the remote run is created',
     for (let k = 0; k < KILLS; k++) {
       const runId = await start(`finish after crash ${k}`, 'cloud');
       const key = `code-agent-${runId}`;
-      await killAfter('the provider to create the run', () => provider.runs.some((r) => r.key === key));
+      await killAfter('the provider to create the run', () => provider.runs.some((r) => r.key === key), runId);
       const row = await ended(runId);
       const remote = provider.runs.filter((r) => r.key === key);
       expect(remote).toHaveLength(1);
