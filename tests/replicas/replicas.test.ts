@@ -22,7 +22,7 @@ import { connectWs, isOpen, type WsOpen } from '../helpers/ws-client.js';
 import { claims, TENANT } from '../hosted/support.js';
 import { BLUEPRINT_HIDDEN_PURGE_SCHEDULE_ID } from '../../workflows/blueprint-hidden-purge-definitions.js';
 import { REPLICAS_NAMESPACE } from '../setup/global-setup.js';
-import { startReplicas, type Replicas } from './support.js';
+import { initialAdmin, startReplicas, type Replicas } from './support.js';
 
 let r: Replicas;
 let llm: FakeLlm;
@@ -37,12 +37,7 @@ beforeAll(async () => {
   r = await startReplicas();
   [a, b] = r.apis.map((api) => api.url) as [string, string];
   // The control plane makes alice the initial admin through A; she invites bob through B.
-  const boot = await http(a, 'POST', '/api/hosted-identities/initial-admin', {
-    token: await r.idp.sign(claims('control-plane', { scope: 'hosted.identity.bootstrap' })),
-    body: { subject: 'alice' },
-  });
-  expect(boot.status, boot.text).toBe(201);
-  alice = await r.idp.sign(claims('alice'));
+  alice = await initialAdmin(r, a);
   const inv = await http(b, 'POST', '/api/hosted-identities/invitations', { token: alice, body: { subject: 'bob' } });
   expect(inv.status, inv.text).toBe(201);
   bob = await r.idp.sign(claims('bob'));

@@ -20,6 +20,7 @@ import { uniqueTaskQueue } from '../helpers/temporal.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 import { REPLICAS_NAMESPACE } from '../setup/global-setup.js';
 import { claims, INSTALLATION, TENANT } from '../hosted/support.js';
+import { http } from '../helpers/stack.js';
 
 const READY_MS = 180_000;
 
@@ -84,4 +85,14 @@ export async function startReplicas(extraEnv: Record<string, string> = {}): Prom
     workers: workers as [WorkerProcess, WorkerProcess],
     close,
   };
+}
+
+/** The control plane makes `subject` the deployment's initial admin through `api`; answers their token. */
+export async function initialAdmin(r: Replicas, api: string, subject = 'alice'): Promise<string> {
+  const boot = await http(api, 'POST', '/api/hosted-identities/initial-admin', {
+    token: await r.idp.sign(claims('control-plane', { scope: 'hosted.identity.bootstrap' })),
+    body: { subject },
+  });
+  if (boot.status !== 201) throw new Error(`initial admin: ${boot.status} ${boot.text}`);
+  return await r.idp.sign(claims(subject));
 }
