@@ -20,7 +20,8 @@
  * Verdict, over the samples from the end of the warm-up (`SOAK_WARMUP_MINUTES`, default 3) on: the mean
  * of the last third against the mean of the middle third. A series fails when it grew by more than
  * 10 % and by more than its noise floor (RSS 8 MiB; 4 connections, which the pools open and close
- * with the moment's concurrency; 512 kB of a table: page and allocator steps). How each series is judged:
+ * with the moment's concurrency; 512 kB of a table: page and allocator steps; for a per-operation
+ * table, 512 kB more than its middle third's bytes per operation predict for all the operations). How each series is judged:
  * - memory, connections and every table not named below: absolutely (it must level off).
  * - tables that grow with the work done (PER_OP below: proposals and their events, thread messages and
  *   events, model-call usage rows, sync jobs): per operation, the bytes added since the warm-up divided by the operations of their
@@ -157,8 +158,11 @@ function judge(series: Series, after: Sample[]): Verdict {
   const middle = mean(mid);
   const lastMean = mean(last);
   const growth = middle > 0 ? lastMean / middle - 1 : lastMean > 0 ? Infinity : 0;
-  // Held against the floor: a per-op table's growth over the window, any other series' rise.
-  const absolute = op ? raw[raw.length - 1]! - raw[0]! : lastMean - middle;
+  // Held against the floor: for a per-op table, the bytes it holds at the end beyond what the middle
+  // third's rate per operation predicts (a table grows in page and extension steps, so its rate per
+  // operation moves by a few percent between thirds); any other series' rise.
+  const opsSince = op ? after[after.length - 1]!.ops[op] - after[0]!.ops[op] : 0;
+  const absolute = op ? (lastMean - middle) * opsSince : lastMean - middle;
   return { series, middle, last: lastMean, growth, failed: growth > GROWTH_LIMIT && absolute > series.floor };
 }
 
