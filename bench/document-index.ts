@@ -5,9 +5,14 @@
  * from the change log) apart, rechunk time and its growth between sizes, and memory, at each size of
  * `BENCH_DOCIDX_CHUNKS` (default `10000,100000` chunks; `1000000` is the opt-in large size); and search
  * quality (recall@10, MRR) of lexical only, vector only and fused rankings on a small labelled corpus.
- * Local hashing embeddings.
+ * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
+ * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 100) the SEARCH and plain
+ * query operations measured per size. Ingest also reports its CPU per chunk, of this process (API, worker
+ * and benchmark) and of the PostgreSQL server's processes (read from /proc when the server is local), which
+ * say more than the rate on a loaded machine.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { chunkText } from '../shared/document-index/chunking.js';
 import { compactionCheckpoint } from '../shared/document-index/ingest.js';
@@ -19,6 +24,7 @@ import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import { rechunkWorkflowId } from '../workflows/rechunk-definitions.js';
 import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** A deterministic pseudo-random generator (mulberry32), so every run indexes the same text. */
 function rng(seed: number) {
@@ -48,6 +54,30 @@ function sentenceMaker(seed: number) {
     return words.join(' ').replace(/^./, (c) => c.toUpperCase()) + '.';
   };
 }
+
+/** The issue's goals, printed beside the figures. */
+const INGEST_GOAL = 5_000;
+const RECHUNK_GROWTH_GOAL = 11;
+
+/** CPU milliseconds so far of each PostgreSQL server process (backends and helpers), by pid; empty when not local. */
+async function serverCpu(em: () => EntityManager): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  const rows = await sql<{ pid: number }>(em(), 'select pid from pg_stat_activity');
+  const tick = 1000 / 100; // USER_HZ, 100 on Linux
+  for (const { pid } of rows) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(pid, (Number(f[11]) + Number(f[12])) * tick);
+    } catch {
+      // Not on this machine (a remote server) or gone.
+    }
+  }
+  return out;
+}
+
+/** CPU milliseconds the server's processes spent between two `serverCpu` readings (processes in the second). */
+const cpuBetween = (before: Map<number, number>, after: Map<number, number>) =>
+  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
 
 /** Labelled corpus: each document has a query whose relevant answer is that document. */
 const LABELLED: Array<[string, string, string]> = [
@@ -148,6 +178,8 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   const embedder = await currentEmbedder(em(), config, tenant);
   const backend = await vectorBackend(em(), config);
   const sizes = (process.env.BENCH_DOCIDX_CHUNKS ?? '10000,100000').split(',').map(Number);
+  const withRechunk = process.env.BENCH_DOCIDX_RECHUNK !== '0';
+  const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 100);
   const out: string[] = [
     '## Document indexes',
     '',
@@ -173,22 +205,33 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     const makers = Array.from({ length: 4 }, (_, k) => sentenceMaker(chunks * 10 + k));
     // Batches of 50 documents (as ADD_DOCUMENTS' activities and the rechunk's copy pass them), two at once.
     const batches = Math.ceil(docs / INGEST_BATCH);
+    const [cpu0, server0] = [process.cpuUsage(), await serverCpu(em)];
     const ingest = await measure(`ingest ${docs} docs`, batches, 2, async (b) => {
       const batch = [];
       for (let i = b * INGEST_BATCH; i < Math.min(docs, (b + 1) * INGEST_BATCH); i++)
         batch.push({ path: `doc${i}.txt`, kind: 'file' as const, content: docText(makers[i % 4]!) });
       await ingestDocuments(em(), index, batch, chunkCfg, embedder);
     });
+    const cpu = process.cpuUsage(cpu0);
+    const serverMs = cpuBetween(server0, await serverCpu(em));
     // What ADD_DOCUMENTS' workflow runs every 50 documents: planner statistics, the GIN pending list merged.
     await compactionCheckpoint(em(), config);
     const stored = Number(
       (await sql<{ n: string }>(em(), 'select count(*) as n from doc_chunks where index_id = ?', [index.id]))[0]!.n,
     );
+    const rate = stored / ingest.seconds;
+    const perChunk = (ms: number) => ((ms * 1000) / stored).toFixed(0);
     out.push(
       `### ${stored} chunks`,
       '',
       `ingest: ${docs} documents, ${stored} chunks in ${ingest.seconds.toFixed(1)} s: ` +
-        `${(docs / ingest.seconds).toFixed(1)} documents/s, ${(stored / ingest.seconds).toFixed(1)} chunks/s`,
+        `${(docs / ingest.seconds).toFixed(1)} documents/s, **${rate.toFixed(0)} chunks/s** ` +
+        `(goal >= ${INGEST_GOAL}: ${(rate / INGEST_GOAL).toFixed(2)}x the goal); ` +
+        `CPU per chunk: this process ${perChunk((cpu.user + cpu.system) / 1000)} µs, ` +
+        `PostgreSQL ${serverMs > 0 ? `${perChunk(serverMs)} µs` : 'not measured (not a local server)'}; ` +
+        `load average ${loadavg()}`,
+      '',
+      memory('after ingest', await databaseMb(em)),
       '',
     );
     const q = sentenceMaker(chunks * 10);
@@ -235,7 +278,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
           );
         },
       },
-      100,
+      searches,
       1,
     );
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
@@ -251,34 +294,29 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
         `${(worst / hybrid.p95).toFixed(2)}x the warm p95`,
       '',
     );
-    const started = performance.now();
-    const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
-      workflowId: rechunkWorkflowId(tenant, name),
-      taskQueue: config.temporal.taskQueue,
-      args: [
-        {
-          tenant,
-          indexName: name,
-          runId: randomUUID(),
-          config: { chunk_size: 80, chunk_overlap: 10, chunk_strategy: 'sentence' },
-          batchSize: 20,
-        },
-      ],
-    });
-    const rechunkS = (performance.now() - started) / 1000;
-    rechunks.push([r.chunks_before, rechunkS]);
-    const dbBytes = await sql<{ n: string }>(em(), 'select pg_database_size(current_database()) as n');
-    out.push(
-      `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${rechunkS.toFixed(1)} s (${r.status})`,
-      '',
-      `memory: API process RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB (the benchmark runs the API, ` +
-        `the worker and the stack in one process), database ${(Number(dbBytes[0]!.n) / 2 ** 20).toFixed(0)} MB; ` +
-        `load average ${os
-          .loadavg()
-          .map((l) => l.toFixed(1))
-          .join(' ')}`,
-      '',
-    );
+    if (withRechunk) {
+      const started = performance.now();
+      const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
+        workflowId: rechunkWorkflowId(tenant, name),
+        taskQueue: config.temporal.taskQueue,
+        args: [
+          {
+            tenant,
+            indexName: name,
+            runId: randomUUID(),
+            config: { chunk_size: 80, chunk_overlap: 10, chunk_strategy: 'sentence' },
+            batchSize: 20,
+          },
+        ],
+      });
+      const rechunkS = (performance.now() - started) / 1000;
+      rechunks.push([r.chunks_before, rechunkS]);
+      out.push(
+        `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${rechunkS.toFixed(1)} s (${r.status})`,
+        '',
+      );
+    }
+    out.push(memory('end of size', await databaseMb(em)), '');
     // The benchmark's index is dropped so the next size's figures are not slowed by this one's rows.
     await sql(
       em(),
@@ -290,10 +328,12 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   if (rechunks.length > 1) {
     const [c0, s0] = rechunks[0]!;
     out.push(
-      `rechunk growth: ${rechunks
+      `rechunk growth (goal: at most ${RECHUNK_GROWTH_GOAL}x the time for 10x the data): ${rechunks
         .slice(1)
         .map(
-          ([c, sec]) => `${c0} to ${c} chunks (${(c / c0).toFixed(1)}x the data): ${(sec / s0).toFixed(1)}x the time`,
+          ([c, sec]) =>
+            `${c0} to ${c} chunks (${(c / c0).toFixed(1)}x the data): **${(sec / s0).toFixed(1)}x the time** ` +
+            `(${(sec / s0 / ((RECHUNK_GROWTH_GOAL * c) / c0 / 10)).toFixed(2)}x the goal's bound)`,
         )
         .join('; ')}`,
       '',
@@ -301,6 +341,26 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   }
   out.push(await quality(stack, embedder));
   return out.join('\n');
+}
+
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+async function databaseMb(em: () => EntityManager): Promise<number> {
+  const rows = await sql<{ n: string }>(em(), 'select pg_database_size(current_database()) as n');
+  return Number(rows[0]!.n) / 2 ** 20;
+}
+
+/** The memory line: the API process's RSS now and at its peak, and the database's size on disk. */
+function memory(when: string, dbMb: number): string {
+  return (
+    `memory (${when}): API process RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB, peak ` +
+    `${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (the benchmark runs the API, the worker and the ` +
+    `stack in one process), database ${dbMb.toFixed(0)} MB; load average ${loadavg()}`
+  );
 }
 
 async function quality(stack: BenchStack, embedder: Awaited<ReturnType<typeof currentEmbedder>>): Promise<string> {

@@ -27,6 +27,10 @@ const stack = await startBenchStack({
   PLATFORM_LLM_BASE_URL: llm.baseUrl,
   PLATFORM_LLM_MODEL: 'bench-model',
   PLATFORM_DATA_DIR: dataDir,
+  // The exact vector path's cache budget, passed through for the document-index benchmark's 1M size (1.5 GB of vectors).
+  ...(process.env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB
+    ? { PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: process.env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB }
+    : {}),
 });
 try {
   process.stdout.write(

@@ -8,6 +8,7 @@
  */
 import type { AnyEntity, EntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ClientBase } from 'pg';
 
 /** What a statement reports: `affectedRows` is the row count PostgreSQL gives for an insert/update/delete. */
 export interface StatementResult {
@@ -47,3 +48,29 @@ export function execSql(em: EntityManager, text: string, params: readonly unknow
  */
 export const textArray = (values: readonly string[]) =>
   `{${values.map((v) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;
+
+/** What a knex client (the pool's, or a transaction's, which always hands out its own connection) lends. */
+interface ConnectionLender {
+  acquireConnection(): Promise<ClientBase>;
+  releaseConnection(connection: ClientBase): Promise<unknown>;
+}
+
+/**
+ * A statement with bound parameters (`$1`, `$2`, ...) sent as such (PostgreSQL's extended protocol) on the
+ * connection of `em`'s transaction, or a pooled one outside a transaction. The helpers above inline every
+ * value into the text as a quoted literal, which costs time in JavaScript and in PostgreSQL's parser for
+ * large writes; here nothing is quoted: a Buffer travels as binary and a JS array as a PostgreSQL array.
+ */
+export async function sqlBound<T extends object = Rows>(
+  em: EntityManager,
+  text: string,
+  params: readonly unknown[] = [],
+): Promise<T[]> {
+  const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
+  const connection = await lender.acquireConnection();
+  try {
+    return (await connection.query(text, [...params])).rows as T[];
+  } finally {
+    await lender.releaseConnection(connection);
+  }
+}

@@ -64,30 +64,117 @@ export function tokens(text: string): string[] {
   return out;
 }
 
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** FNV-1a (32 bit) of `s`, continuing from state `h` (the offset basis for a fresh hash). */
+function fnv1a(s: string, h = FNV_OFFSET): number {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+    h = Math.imul(h, FNV_PRIME);
   }
   return h >>> 0;
 }
 
-export function localEmbed(text: string): number[] {
-  const tf = new Map<string, number>();
-  const toks = tokens(text);
-  toks.forEach((t, i) => {
-    tf.set(t, (tf.get(t) ?? 0) + 1);
-    if (i > 0) {
-      const pair = `${toks[i - 1]}_${t}`;
-      tf.set(pair, (tf.get(pair) ?? 0) + 0.5);
-    }
-  });
-  const v = new Array<number>(LOCAL_EMBEDDING_DIMENSIONS).fill(0);
-  for (const [feature, n] of tf) {
-    const h = fnv1a(feature);
-    v[h % LOCAL_EMBEDDING_DIMENSIONS]! += (h & 0x80000000 ? -1 : 1) * (1 + Math.log(n));
+/** A word as the embedding sees it: a stop word, or its stem, the stem's hash and an id naming the stem. */
+interface Word {
+  stop: boolean;
+  stem: string;
+  hash: number;
+  id: number;
+}
+
+/** Words seen so far (lower-cased), so a corpus's recurring words are stemmed and hashed once; bounded. */
+const words = new Map<string, Word>();
+const stems = new Map<string, number>();
+const WORD_CACHE_LIMIT = 200_000;
+/** A stem's id is below 2^26, so a pair of them is one number in [2^52, 2^53) (a feature key without a string). */
+const PAIR_KEY = 2 ** 26;
+
+function wordOf(lower: string): Word {
+  let w = words.get(lower);
+  if (w) return w;
+  if (STOP.has(lower)) w = { stop: true, stem: lower, hash: 0, id: -1 };
+  else {
+    const st = stem(lower);
+    let id = stems.get(st);
+    if (id === undefined) stems.set(st, (id = stems.size));
+    w = { stop: false, stem: st, hash: fnv1a(st), id };
   }
-  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
-  return norm > 0 ? v.map((x) => x / norm) : v;
+  words.set(lower, w);
+  return w;
+}
+
+/** The text's non-stop words in order: ASCII text scanned by character codes, other text as `tokens` does. */
+function wordsOf(text: string): Word[] {
+  const out: Word[] = [];
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 32;
+    if (c >= 128) return slowWordsOf(text);
+    const inWord = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90);
+    if (inWord) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      const w = wordOf(text.slice(start, i).toLowerCase());
+      if (!w.stop) out.push(w);
+      start = -1;
+    }
+  }
+  return out;
+}
+
+function slowWordsOf(text: string): Word[] {
+  const out: Word[] = [];
+  for (const m of text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)) {
+    const w = wordOf(m[0]);
+    if (!w.stop) out.push(w);
+  }
+  return out;
+}
+
+/**
+ * The embedding of one text. Features are the stemmed tokens and the pairs of adjacent ones (`a_b`, weight
+ * 0.5 each occurrence), added into the buckets in the order each feature first occurs (so the float sums
+ * are the same as summing over a map of feature strings); keys are numbers made from stem ids and a pair's
+ * hash continues the first stem's FNV state, so no feature string is built.
+ */
+export function localEmbed(text: string): number[] {
+  // Emptied between texts only: the ids of one text's words must come from one cache.
+  if (words.size >= WORD_CACHE_LIMIT || stems.size >= PAIR_KEY / 2) {
+    words.clear();
+    stems.clear();
+  }
+  const toks = wordsOf(text);
+  const slot = new Map<number, number>();
+  const hashes: number[] = [];
+  const counts: number[] = [];
+  const add = (key: number, weight: number, hash: () => number) => {
+    const k = slot.get(key);
+    if (k !== undefined) counts[k]! += weight;
+    else {
+      slot.set(key, hashes.length);
+      hashes.push(hash());
+      counts.push(weight);
+    }
+  };
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    add(t.id, 1, () => t.hash);
+    if (i > 0) {
+      const p = toks[i - 1]!;
+      // fnv1a(`${p.stem}_${t.stem}`): the state after p's stem, then '_' (95), then t's stem.
+      add(PAIR_KEY * (PAIR_KEY + p.id) + t.id, 0.5, () => fnv1a(t.stem, Math.imul(p.hash ^ 95, FNV_PRIME)));
+    }
+  }
+  const v = new Array<number>(LOCAL_EMBEDDING_DIMENSIONS).fill(0);
+  for (let k = 0; k < hashes.length; k++) {
+    const h = hashes[k]!;
+    v[h % LOCAL_EMBEDDING_DIMENSIONS]! += (h & 0x80000000 ? -1 : 1) * (1 + Math.log(counts[k]!));
+  }
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) for (let i = 0; i < v.length; i++) v[i] = v[i]! / norm;
+  return v;
 }

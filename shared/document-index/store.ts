@@ -2,9 +2,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
-import { VECTOR_BATCH, type Embedder } from './embedder.js';
+import type { Embedder } from './embedder.js';
 import { encodeVector, pruneVectorLog } from './vectors.js';
-import { sql } from '../db/sql.js';
+import { sql, sqlBound } from '../db/sql.js';
 
 export type Row = Record<string, unknown>;
 
@@ -159,11 +159,10 @@ export async function ingestDocuments(
   if (writes.length)
     await em.fork().transactional(async (tx) => {
       await lockIndex(tx, index.id);
-      await sql(
-        tx,
-        'delete from doc_documents where index_id = ? and path in (select jsonb_array_elements_text(?::jsonb))',
-        [index.id, JSON.stringify(writes.map((w) => w.doc.path))],
-      );
+      await sqlBound(tx, 'delete from doc_documents where index_id = $1 and path = any($2::text[])', [
+        index.id,
+        writes.map((w) => w.doc.path),
+      ]);
       const rows = writes.map((w) => ({
         id: w.id,
         path: w.doc.path,
@@ -174,12 +173,12 @@ export async function ingestDocuments(
         chunk_count: w.chunks.length,
         managed_source_id: w.doc.managedSourceId ?? null,
       }));
-      await sql(
+      await sqlBound(
         tx,
         `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
              managed_source_id)
-           select r.id, ?, ?, r.path, r.kind, r.content, r.content_hash, r.metadata, r.chunk_count, r.managed_source_id
-             from jsonb_to_recordset(?::jsonb) as r(id uuid, path text, kind text, content text, content_hash text,
+           select r.id, $1, $2, r.path, r.kind, r.content, r.content_hash, r.metadata, r.chunk_count, r.managed_source_id
+             from jsonb_to_recordset($3::jsonb) as r(id uuid, path text, kind text, content text, content_hash text,
                metadata jsonb, chunk_count integer, managed_source_id text)`,
         [index.tenant, index.id, JSON.stringify(rows)],
       );
@@ -206,32 +205,51 @@ export async function ingestDocuments(
   );
 }
 
-/** Inserts documents' chunks (one statement) and their vectors (64 rows per statement, spec Limits). */
+/**
+ * Inserts documents' chunks and their vectors: two statements with bound parameters (the chunks as
+ * arrays, the vectors as one binary string cut by offsets), whatever the number of chunks, so a batch
+ * costs two round trips and the vector triggers (generation bump, change log) run once.
+ */
 export async function insertChunks(
   tx: EntityManager,
   index: IndexRow,
   docs: Array<{ documentId: string; chunks: string[]; vectors: number[][] }>,
   collection: string,
 ): Promise<void> {
-  const rows = docs.flatMap((d) =>
-    d.chunks.map((text, seq) => ({ id: randomUUID(), d: d.documentId, s: seq, t: text, v: d.vectors[seq]! })),
-  );
-  if (!rows.length) return;
-  await sql(
+  const ids: string[] = [];
+  const documents: string[] = [];
+  const seqs: number[] = [];
+  const texts: string[] = [];
+  const vectors: Buffer[] = [];
+  for (const d of docs)
+    d.chunks.forEach((text, seq) => {
+      ids.push(randomUUID());
+      documents.push(d.documentId);
+      seqs.push(seq);
+      texts.push(text);
+      vectors.push(encodeVector(d.vectors[seq]!));
+    });
+  if (!ids.length) return;
+  await sqlBound(
     tx,
     `insert into doc_chunks (id, tenant, index_id, document_id, seq, text)
-       select r.id, ?, ?, r.d, r.s, r.t from jsonb_to_recordset(?::jsonb) as r(id uuid, d uuid, s integer, t text)`,
-    [index.tenant, index.id, JSON.stringify(rows.map(({ id, d, s, t }) => ({ id, d, s, t })))],
+       select u.id, $1, $2, u.d, u.s, u.t from unnest($3::uuid[], $4::uuid[], $5::int[], $6::text[]) u(id, d, s, t)`,
+    [index.tenant, index.id, ids, documents, seqs, texts],
   );
-  for (let i = 0; i < rows.length; i += VECTOR_BATCH) {
-    const batch = rows.slice(i, i + VECTOR_BATCH);
-    await sql(
-      tx,
-      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
-         select ?, v.id::uuid, ?, ?, v.vec from (values ${batch.map(() => '(?, ?::bytea)').join(', ')}) v(id, vec)`,
-      [collection, index.tenant, index.id, ...batch.flatMap((r) => [r.id, encodeVector(r.v)])],
-    );
+  // Each vector's byte offset in the concatenation (vectors of one embedder have one length; offsets keep it general).
+  const offsets: number[] = [];
+  let at = 1;
+  for (const v of vectors) {
+    offsets.push(at);
+    at += v.length;
   }
+  await sqlBound(
+    tx,
+    `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
+       select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l)
+         from unnest($5::uuid[], $6::int[], $7::int[]) u(id, o, l)`,
+    [collection, index.tenant, index.id, Buffer.concat(vectors), ids, offsets, vectors.map((v) => v.length)],
+  );
 }
 
 export interface IndexStats {

@@ -95,6 +95,38 @@ describe('local hashing embeddings', () => {
     expect(cosine(a, localEmbed('holiday allowance'))).toBeLessThan(0.3);
   });
 
+  it('gives the vectors of its definition bit for bit (stored vectors stay valid), ASCII and Unicode text alike', () => {
+    // The definition, written plainly: a map of feature strings in first-occurrence order, FNV-1a of each.
+    const fnv = (s: string) => {
+      let h = 0x811c9dc5;
+      for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+      return h >>> 0;
+    };
+    const reference = (text: string) => {
+      const tf = new Map<string, number>();
+      const toks = tokens(text);
+      toks.forEach((t, i) => {
+        tf.set(t, (tf.get(t) ?? 0) + 1);
+        if (i > 0) tf.set(`${toks[i - 1]}_${t}`, (tf.get(`${toks[i - 1]}_${t}`) ?? 0) + 0.5);
+      });
+      const v = new Array<number>(LOCAL_EMBEDDING_DIMENSIONS).fill(0);
+      for (const [f, n] of tf)
+        v[fnv(f) % LOCAL_EMBEDDING_DIMENSIONS]! += (fnv(f) & 0x80000000 ? -1 : 1) * (1 + Math.log(n));
+      const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+      return norm > 0 ? v.map((x) => x / norm) : v;
+    };
+    const words = ['Indexing', 'the', 'documents', 'INDEX', 'runs', 'running', 'Straße', 'ÉCOLE', 'İstanbul', '日本語'];
+    const words2 = ['ponies', 'caresses', 'happiness', 'x2', '42', 'e-mail', "don't", 'a_b', 'was', 'fulfilled'];
+    const texts = ['', '  ...  ', 'the a an', 'Rotation rotations rotated; rotation!'];
+    for (let i = 0; i < 300; i++)
+      texts.push(
+        Array.from({ length: 1 + (i % 40) }, (_, k) => (k % 3 ? words : words2)[(i * 7 + k * 13) % 10]).join(
+          i % 2 ? ' ' : ', ',
+        ),
+      );
+    for (const text of texts) expect(localEmbed(text), text).toEqual(reference(text));
+  });
+
   it('names collections {provider}_{sanitized_model}_index', () => {
     expect(collectionOf({ provider_kind: 'other', sub_provider: 'acme', model_name: 'text-embedding-3.small' })).toBe(
       'other_acme_text_embedding_3_small_index',

@@ -53,11 +53,11 @@ beforeAll(async () => {
   llm = await startFakeLlm();
   stack = await startStack({ worker: false });
   await useFakeEmbeddings(stack.url, llm);
-  await ok({ action: 'CREATE_INDEX', index_name: 'kb' });
+  await ok({ action: 'CREATE_INDEX', index_name: 'kb-crash' });
   for (let i = 0; i < DOCS; i++)
     await ok({
       action: 'ADD_TEXT',
-      index_name: 'kb',
+      index_name: 'kb-crash',
       text: `Document number ${i} talks about topic${i}. ${i === 3 ? MARKER : 'Nothing else.'}`,
       metadata: { filepath: `doc${i}.md` },
     });
@@ -77,7 +77,7 @@ describe('RECHUNK and a worker crash', () => {
       llm.embeddingsHangOn = (texts) => texts.some((t) => t.includes(MARKER));
       let w = worker();
       await w.ready;
-      const rechunk = tool({ action: 'RECHUNK', index_name: 'kb', chunk_size: 4, chunk_overlap: 0 });
+      const rechunk = tool({ action: 'RECHUNK', index_name: 'kb-crash', chunk_size: 4, chunk_overlap: 0 });
       // The temporary index exists; the copy hangs on the marked document.
       await until(
         'copy reached the marked document',
@@ -93,10 +93,10 @@ describe('RECHUNK and a worker crash', () => {
         expect((await w.kill()).signal).toBe('SIGKILL');
         heldByDead = await held();
         // Searches are served by the original index throughout.
-        const during = (await ok({ action: 'SEARCH', index_name: 'kb', query: 'topic3' })).results;
+        const during = (await ok({ action: 'SEARCH', index_name: 'kb-crash', query: 'topic3' })).results;
         expect(during[0]).toMatchObject({ filepath: 'doc3.md', chunk_index: 0 });
         expect((await ok({ action: 'GET_INDICES_STATS' })).Indices.map((s: { name: string }) => s.name)).toEqual([
-          'kb',
+          'kb-crash',
         ]);
         if (k === KILLS - 1) llm.embeddingsHangOn = undefined;
         w = worker();
@@ -108,8 +108,8 @@ describe('RECHUNK and a worker crash', () => {
       expect(result).toMatchObject({ Success: true, docs_rechunked: DOCS, chunks_before: DOCS });
       const rows = await query<{ d: string; c: string }>(
         stack.db.url,
-        `select (select count(*) from doc_documents d join doc_indexes i on i.id = d.index_id where i.name = 'kb') as d,
-              (select count(*) from doc_chunks c join doc_indexes i on i.id = c.index_id where i.name = 'kb') as c`,
+        `select (select count(*) from doc_documents d join doc_indexes i on i.id = d.index_id where i.name = 'kb-crash') as d,
+              (select count(*) from doc_chunks c join doc_indexes i on i.id = c.index_id where i.name = 'kb-crash') as c`,
       );
       expect(Number(rows[0]!.d)).toBe(DOCS);
       expect(Number(rows[0]!.c)).toBe(result.chunks_after);
