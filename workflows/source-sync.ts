@@ -18,7 +18,7 @@ import type {
   SourceSyncResult,
 } from './source-sync-definitions.js';
 import { childSearchAttributes, trackOutcome } from './visibility.js';
-import { ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
+import { GitSyncCodes, ManagedSourceCodes } from '../shared/managed-sources/error-codes.js';
 
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
@@ -73,7 +73,7 @@ async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
   try {
     feed = { feed: { plan, ingested: await ingestDocuments(input, plan) } };
   } catch (err) {
-    feed = { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
+    feed = { documentFeedError: errorOf(err, GitSyncCodes.DOCUMENT_FEED_FAILED) };
   }
   return await db.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
 }
@@ -101,7 +101,7 @@ async function feedDocuments(
     const ingested = await ingestDocuments(input, plan);
     return { documentFeed: await db.managedDocumentFeedSummary({ ...input, plan, ingested }) };
   } catch (err) {
-    return { documentFeedError: errorOf(err, 'DOCUMENT_FEED_FAILED') };
+    return { documentFeedError: errorOf(err, GitSyncCodes.DOCUMENT_FEED_FAILED) };
   }
 }
 

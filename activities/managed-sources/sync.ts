@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ManagedSourceEntity, type ManagedSourceRow } from '../../shared/db/entities/index.js';
+import { GitSyncCodes } from '../../shared/managed-sources/error-codes.js';
 import { documentFeedSummary, planDocumentFeed } from '../../shared/document-index/kb-feed.js';
 import {
   classifyGitError,
@@ -219,7 +220,7 @@ export async function managedSyncPrepare(deps: ManagedSourceDeps, input: SourceS
 function feedErrorOf(err: unknown): { code: string; message: string } {
   const code = (err as { code?: unknown }).code;
   return {
-    code: typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : 'DOCUMENT_FEED_FAILED',
+    code: typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : GitSyncCodes.DOCUMENT_FEED_FAILED,
     message: err instanceof Error ? err.message : 'The document feed failed.',
   };
 }

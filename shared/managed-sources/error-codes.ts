@@ -51,5 +51,7 @@ export const GitSyncCodes = {
   SPARSE_CHECKOUT_APPLY_FAILED: 'SPARSE_CHECKOUT_APPLY_FAILED',
   MANAGED_CHECKOUT_DEGRADED: 'MANAGED_CHECKOUT_DEGRADED',
   RELEASE_REF_NOT_FOUND: 'RELEASE_REF_NOT_FOUND',
+  /** The sync's document feed failed without a classified code of its own (the sync still records its checkout). */
+  DOCUMENT_FEED_FAILED: 'DOCUMENT_FEED_FAILED',
 } as const;
 export type GitSyncCode = (typeof GitSyncCodes)[keyof typeof GitSyncCodes];

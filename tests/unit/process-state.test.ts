@@ -23,6 +23,10 @@ const NOT_APP_STATE: Record<string, string> = {
   'shared/llm/active-provider.ts#resolvers': 'a WeakMap keyed by one app’s config: gone with the app',
   'shared/llm/iam-status.ts#readings': 'a WeakMap keyed by one app’s config: gone with the app',
   'shared/demo/hosted-ai.ts#windows': 'a WeakMap keyed by one app’s dependencies: gone with the app',
+  'shared/document-index/local-embedding.ts#words':
+    'a bounded cache of a pure function of the word (stop word, stem, hash): the same for every app',
+  'shared/document-index/local-embedding.ts#stems':
+    'stem ids naming features within one embedding call: any numbering gives the same vectors',
 };
 
 const STATE = [
