@@ -14,6 +14,7 @@ import { path, startFakeTracker, ticket, waitFor, type FakeTracker } from '../ac
 import { query } from '../helpers/db.js';
 import { http, type HttpResult } from '../helpers/stack.js';
 import { initialAdmin, startReplicas, type Replicas } from '../replicas/support.js';
+import { REPLICAS_CHAOS_NAMESPACE } from '../setup/global-setup.js';
 
 const PROPOSALS = 16;
 const CONCURRENCY = 4;
@@ -27,7 +28,7 @@ let apiUrls: string[];
 
 beforeAll(async () => {
   tracker = await startFakeTracker({ delayMs: TRACKER_DELAY_MS });
-  r = await startReplicas({ TICKET_TRACKER_URL: tracker.url });
+  r = await startReplicas({ TICKET_TRACKER_URL: tracker.url }, REPLICAS_CHAOS_NAMESPACE);
   apiUrls = r.apis.map((api) => api.url);
   alice = await initialAdmin(r, apiUrls[0]!);
 }, 300_000);

@@ -177,8 +177,8 @@ const activities = {
   },
   finishEmbeddingReindex: async () => undefined,
   embeddingConsumerDone: async () => undefined,
-  // source sync: the remote refuses the credentials
-  managedSyncResolve: async () => {
+  // source sync (its one activity, `managedSyncPrepare`): the remote refuses the credentials
+  managedSyncPrepare: async () => {
     throw nonRetryable('GIT_AUTH_FAILED', 'Authentication failed.');
   },
   managedSyncFail: async (input: { sourceId: string; jobId: string; errorCode: string; message: string }) => ({

@@ -35,14 +35,21 @@ export interface Replicas {
   close(): Promise<void>;
 }
 
-export async function startReplicas(extraEnv: Record<string, string> = {}): Promise<Replicas> {
+/**
+ * `namespace`: the Temporal namespace of this topology; two topologies running at once must not share
+ * one (each's workers re-point the fixed-id Schedules at their own task queue).
+ */
+export async function startReplicas(
+  extraEnv: Record<string, string> = {},
+  namespace: string = REPLICAS_NAMESPACE,
+): Promise<Replicas> {
   const [db, idp] = await Promise.all([
     createTestDatabase(),
     startFakeOidc({ subject: 'alice', claims: claims('alice') }),
   ]);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'replicas-'));
   const connection = await Connection.connect({ address: inject('temporalAddress') });
-  await registerSearchAttributes(connection, REPLICAS_NAMESPACE).finally(() => connection.close());
+  await registerSearchAttributes(connection, namespace).finally(() => connection.close());
   const env: Record<string, string> = {
     AUTH_JWKS_URL: idp.jwksUrl,
     AUTH_ISSUER: idp.issuer,
@@ -56,7 +63,7 @@ export async function startReplicas(extraEnv: Record<string, string> = {}): Prom
     DATABASE_URL: db.url,
     DATABASE_POOL_MAX: '3',
     TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: REPLICAS_NAMESPACE,
+    TEMPORAL_NAMESPACE: namespace,
     TEMPORAL_TASK_QUEUE: uniqueTaskQueue(),
     PLATFORM_DATA_DIR: dataDir,
     ...extraEnv,

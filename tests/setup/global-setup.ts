@@ -23,6 +23,8 @@ export const TEMPLATE_DB = 'platform_template';
  * deployment's fixed ids, which must not meet the ones other files create in `default`.
  */
 export const REPLICAS_NAMESPACE = 'replicas';
+/** The same for the chaos suite's replicas topology (`tests/chaos/api-replica-kill`), which may run beside it. */
+export const REPLICAS_CHAOS_NAMESPACE = 'replicas-chaos';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -55,7 +57,7 @@ export default async function setup(project: TestProject) {
         port,
         uiPort: null,
         logFile: path.join(workDir, 'temporal.log'),
-        namespaces: [REPLICAS_NAMESPACE],
+        namespaces: [REPLICAS_NAMESPACE, REPLICAS_CHAOS_NAMESPACE],
       }),
     ),
     process.env.TEST_WORKFLOW_BUNDLE === 'skip'

@@ -36,16 +36,12 @@ function autoSyncStubs(candidates: AutoSyncCandidate[], opts: { running?: string
     },
     autoSyncRecord: async () => undefined,
     managedReleasePoll: async () => ({ checked: 0 }),
-    // The child sourceSyncWorkflow runs on the same worker.
-    managedSyncResolve: async () => ({ ref: { sha: 'abc123', tag: 'v1' }, refusal: null }),
-    managedSyncFetch: async ({ sourceId }: SourceSyncInput) => {
+    // The child sourceSyncWorkflow runs on the same worker, in its one-activity shape: it records the sync itself.
+    managedSyncPrepare: async ({ sourceId }: SourceSyncInput) => {
       if (opts.gitFails?.includes(sourceId))
         throw ApplicationFailure.nonRetryable('authentication failed', 'GIT_AUTH_FAILED');
-      return { files: 3 };
+      return { refusal: null, result: { source_id: sourceId, outcome: 'updated' } };
     },
-    managedSyncScan: async () => ({ blueprints: 1 }),
-    managedDocumentFeedPlan: async () => ({ enabled: false, ingests: [] }),
-    managedSyncRecord: async ({ sourceId }: SourceSyncInput) => ({ source_id: sourceId, outcome: 'updated' }),
     managedSyncFail: async ({ sourceId, errorCode }: SourceSyncInput & { errorCode: string }) => ({
       source_id: sourceId,
       outcome: 'failed',
@@ -74,12 +70,12 @@ describe('managedSourceAutoSyncWorkflow', () => {
     expect(stubs.calls.autoSyncList).toEqual([input]);
     expect(stubs.count('autoSyncStartJob')).toBe(3);
     // Each child sync ran once, in order, as an auto sync of its job.
-    const synced = stubs.calls.managedSyncResolve as SourceSyncInput[];
+    const synced = stubs.calls.managedSyncPrepare as SourceSyncInput[];
     expect(synced.map((s) => [s.sourceId, s.trigger])).toEqual([
       ['ms_a', 'auto_sync'],
       ['ms_b', 'auto_sync'],
     ]);
-    expect(stubs.count('managedSyncRecord')).toBe(2);
+    expect(stubs.count('managedSyncFail')).toBe(0);
     // Every candidate's outcome recorded, the synced ones with their job and the child's result.
     expect(stubs.calls.autoSyncRecord).toEqual([
       { candidate: candidate('ms_a'), jobId: synced[0]!.jobId, result: { source_id: 'ms_a', outcome: 'updated' } },
@@ -98,7 +94,7 @@ describe('managedSourceAutoSyncWorkflow', () => {
     const stubs = autoSyncStubs([candidate('ms_ok'), candidate('ms_auth')], { gitFails: ['ms_auth'] });
     const { handle, result } = await check(stubs, {});
     expect(result).toEqual({ checked: 2, synced: 2, skipped: 0, not_eligible: 0 });
-    expect(stubs.count('managedSyncFetch')).toBe(2);
+    expect(stubs.count('managedSyncPrepare')).toBe(2);
     expect(stubs.calls.managedSyncFail).toMatchObject([{ sourceId: 'ms_auth', errorCode: 'GIT_AUTH_FAILED' }]);
     expect(stubs.calls.autoSyncRecord).toMatchObject([
       { candidate: { sourceId: 'ms_ok' }, result: { outcome: 'updated' } },

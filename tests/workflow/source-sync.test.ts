@@ -22,14 +22,25 @@ afterAll(async () => env?.teardown());
 
 type Stub = (input: never) => Promise<unknown>;
 
-/** Stubs of a sync that resolves, fetches, scans and records; `overrides` replace any of them. */
+const REF = { sha: 'abc123', tag: 'v1' };
+/** What `managedSyncPrepare` answers when the document feed has files to ingest: the workflow runs them, then records. */
+const prepared = (plan: unknown) => ({
+  refusal: null,
+  result: null,
+  resolved: REF,
+  checkout: { files: 3 },
+  scan: { blueprints: 1 },
+  plan,
+});
+
+/**
+ * Stubs of a sync in its one-activity shape (`patched('sync-prepare')`; the six-activity shape of older
+ * histories is replayed by tests/replay): `managedSyncPrepare` resolves, fetches, scans and records
+ * unless it answers a refusal or a feed plan; `overrides` replace any stub.
+ */
 function syncStubs(overrides: Record<string, Stub> = {}) {
   return recorded({
-    managedSyncResolve: async () => ({ ref: { sha: 'abc123', tag: 'v1' }, refusal: null }),
-    managedSyncFetch: async () => ({ files: 3 }),
-    managedSyncScan: async () => ({ blueprints: 1 }),
-    managedDocumentFeedPlan: async () => ({ enabled: false, ingests: [] }),
-    managedDocumentFeedSummary: async ({ ingested }: { ingested: Record<string, number> }) => ({ ingested }),
+    managedSyncPrepare: async () => ({ refusal: null, result: { outcome: 'synced' } }),
     managedSyncRecord: async () => ({ outcome: 'synced' }),
     managedSyncFinish: async () => ({ outcome: 'refused' }),
     managedSyncFail: async ({ errorCode }: { errorCode: string }) => ({ outcome: 'failed', errorCode }),
@@ -54,33 +65,46 @@ async function sync(stubs: ReturnType<typeof syncStubs>) {
   return worker.runUntil(handle.result());
 }
 
+const ingest = (indexName: string, files: string[]): IngestInput => ({
+  tenant: 't1',
+  indexName,
+  root: '/repo/docs',
+  files,
+  skipped: [],
+  chunkConfig: NO_CHUNK_CONFIG,
+  batchSize: 10,
+  checkpointInterval: 100,
+  checkpointSleepMs: 0,
+  managedSourceId: 'ms_1',
+});
+
 describe('sourceSyncWorkflow', () => {
-  it('resolves, fetches, scans and records the sync', async () => {
+  it('resolves, fetches, scans and records the sync in one activity when nothing is to be ingested', async () => {
     const stubs = syncStubs();
     expect(await sync(stubs)).toEqual({ outcome: 'synced' });
-    for (const step of ['managedSyncResolve', 'managedSyncFetch', 'managedSyncScan', 'managedSyncRecord'] as const)
-      expect(stubs.count(step)).toBe(1);
-    expect(stubs.calls.managedSyncRecord).toMatchObject([{ resolved: { sha: 'abc123' }, checkout: { files: 3 } }]);
-    expect(stubs.count('managedSyncFail')).toBe(0);
+    expect(stubs.count('managedSyncPrepare')).toBe(1);
+    expect(stubs.calls.managedSyncPrepare).toMatchObject([{ sourceId: 'ms_1', tenant: 't1', trigger: 'api' }]);
+    for (const step of ['managedSyncRecord', 'managedSyncFinish', 'managedSyncFail', 'ingestDocumentBatch'] as const)
+      expect(stubs.count(step)).toBe(0);
   });
 
-  it('records a refused ref (a moved tag) without fetching', async () => {
+  it('records a refused ref (a moved tag) without anything else', async () => {
     const stubs = syncStubs({
-      managedSyncResolve: async () => ({ ref: null, refusal: { code: 'REF_MOVED' } }),
+      managedSyncPrepare: async () => ({ refusal: { code: 'REF_MOVED' }, result: null }),
     });
     expect(await sync(stubs)).toEqual({ outcome: 'refused' });
     expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
-    expect(stubs.count('managedSyncFetch')).toBe(0);
+    expect(stubs.count('managedSyncRecord')).toBe(0);
   });
 
   it('ends the job failed with the classified code of a git failure, after one attempt', async () => {
     const stubs = syncStubs({
-      managedSyncFetch: async () => {
+      managedSyncPrepare: async () => {
         throw ApplicationFailure.nonRetryable('authentication failed', 'GIT_AUTH_FAILED');
       },
     });
     expect(await sync(stubs)).toEqual({ outcome: 'failed', errorCode: 'GIT_AUTH_FAILED' });
-    expect(stubs.count('managedSyncFetch')).toBe(1);
+    expect(stubs.count('managedSyncPrepare')).toBe(1);
     expect(stubs.calls.managedSyncFail).toMatchObject([
       { errorCode: 'GIT_AUTH_FAILED', message: 'authentication failed' },
     ]);
@@ -90,44 +114,50 @@ describe('sourceSyncWorkflow', () => {
   it('retries a transient git failure and records the sync', async () => {
     let failures = 0;
     const stubs = syncStubs({
-      managedSyncFetch: async () => {
+      managedSyncPrepare: async () => {
         if (failures++ < 2) throw new Error('connection reset');
-        return { files: 3 };
+        return { refusal: null, result: { outcome: 'synced' } };
       },
     });
     expect(await sync(stubs)).toEqual({ outcome: 'synced' });
-    expect(stubs.count('managedSyncFetch')).toBe(3);
+    expect(stubs.count('managedSyncPrepare')).toBe(3);
+    expect(stubs.count('managedSyncFail')).toBe(0);
   });
 
   it('feeds each planned index through a child ingest workflow and records the counts', async () => {
-    const ingest = (indexName: string, files: string[]): IngestInput => ({
-      tenant: 't1',
-      indexName,
-      root: '/repo/docs',
-      files,
-      skipped: [],
-      chunkConfig: NO_CHUNK_CONFIG,
-      batchSize: 10,
-      checkpointInterval: 100,
-      checkpointSleepMs: 0,
-      managedSourceId: 'ms_1',
-    });
-    const stubs = syncStubs({
-      managedDocumentFeedPlan: async () => ({
-        enabled: true,
-        ingests: [
-          {
-            workflowId: `ingest/guides/${randomUUID()}`,
-            indexName: 'guides',
-            input: ingest('guides', ['a.md', 'b.md']),
-          },
-          { workflowId: `ingest/faq/${randomUUID()}`, indexName: 'faq', input: ingest('faq', ['q.md']) },
-        ],
-      }),
-    });
+    const plan = {
+      enabled: true,
+      ingests: [
+        { workflowId: `ingest/guides/${randomUUID()}`, indexName: 'guides', input: ingest('guides', ['a.md', 'b.md']) },
+        { workflowId: `ingest/faq/${randomUUID()}`, indexName: 'faq', input: ingest('faq', ['q.md']) },
+      ],
+    };
+    const stubs = syncStubs({ managedSyncPrepare: async () => prepared(plan) });
     expect(await sync(stubs)).toEqual({ outcome: 'synced' });
     expect(stubs.count('ingestDocumentBatch')).toBe(2);
-    expect(stubs.calls.managedDocumentFeedSummary).toMatchObject([{ ingested: { guides: 2, faq: 1 } }]);
-    expect(stubs.calls.managedSyncRecord).toMatchObject([{ documentFeed: { ingested: { guides: 2, faq: 1 } } }]);
+    expect(stubs.calls.managedSyncRecord).toMatchObject([
+      { resolved: REF, checkout: { files: 3 }, scan: { blueprints: 1 }, feed: { ingested: { guides: 2, faq: 1 } } },
+    ]);
+  });
+
+  it('records the sync with the feed error when an ingestion child fails', async () => {
+    const plan = {
+      enabled: true,
+      ingests: [
+        { workflowId: `ingest/guides/${randomUUID()}`, indexName: 'guides', input: ingest('guides', ['a.md']) },
+      ],
+    };
+    const stubs = syncStubs({
+      managedSyncPrepare: async () => prepared(plan),
+      ingestDocumentBatch: async () => {
+        throw ApplicationFailure.nonRetryable('the embedding provider refused', 'EMBEDDING_FAILED');
+      },
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'synced' });
+    expect(stubs.calls.managedSyncRecord).toMatchObject([
+      { resolved: REF, documentFeedError: { code: expect.stringMatching(/^[A-Z_]+$/) } },
+    ]);
+    expect(stubs.calls.managedSyncRecord[0]).not.toHaveProperty('feed');
+    expect(stubs.count('managedSyncFail')).toBe(0);
   });
 });
