@@ -286,6 +286,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       if (!claimed.length)
         throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
       const { em, row } = await load(input.runId);
+      // The run reads settings as of its start (a setting applied through any replica just before is seen).
+      await deps.settings.catchUp();
       const argv = runnerArgv(await deps.settings.get('enhancements.code_agent.runner_command'));
       const finish = async (
         status: CodeAgentRunStatus,
@@ -422,6 +424,8 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       if (!claimed.length)
         throw ApplicationFailure.nonRetryable(`run ${input.runId} was already started`, CODE_AGENT_ALREADY_STARTED);
       const { em, row } = await load(input.runId);
+      // The run reads settings as of its start (a setting applied through any replica just before is seen).
+      await deps.settings.catchUp();
       const addStep = (name: string, detail?: string) =>
         sql<Record<string, unknown>>(
           em,
