@@ -24,6 +24,7 @@ import { classifyGitError } from '../shared/managed-sources/git.js';
 import { killGroup, OutputCapture, runInProcessGroup, type GroupRunResult } from '../shared/process/group-run.js';
 import { CODE_AGENT_ALREADY_STARTED, CODE_AGENT_REFUSED } from '../workflows/code-agent-definitions.js';
 import type { ActivityDeps } from './deps.js';
+import { withHeartbeat } from './heartbeat.js';
 import { sql } from '../shared/db/sql.js';
 import { EgressCodes } from '../shared/http/egress-policy.js';
 
@@ -48,6 +49,13 @@ const cancelledOnRequest = (ctx: Context) =>
 export const CODE_AGENT_BOT = { name: 'Platform Code Agent', email: 'code-agent@platform.invalid' };
 /** The branch an agent-CLI run pushes. */
 export const codeAgentBranch = (runId: string) => `code-agent/${runId}`;
+
+/**
+ * Heartbeat interval of the provider calls that create or cancel a remote run: with the profile's 10 s
+ * heartbeat timeout, a worker that dies while the provider answers is noticed in seconds, not at the
+ * 40 s start-to-close limit (the retry then gets the same run through the idempotency key).
+ */
+const REMOTE_HEARTBEAT_MS = 2_000;
 
 /** The idempotency key of a run's remote create: the same for every attempt of every worker. */
 export const remoteIdempotencyKey = (runId: string) => `code-agent-${runId}`;
@@ -187,15 +195,17 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
       const api = await client(em, row);
       let remote;
       try {
-        remote = await api.launch(
-          {
-            prompt: row.prompt,
-            repoUrl: row.targetRepoUrl ?? '',
-            startingRef: row.targetBaseRef,
-            autoCreatePr: row.autoCreatePr,
-          },
-          remoteIdempotencyKey(row.runId),
-          Context.current().cancellationSignal,
+        remote = await withHeartbeat(REMOTE_HEARTBEAT_MS, () =>
+          api.launch(
+            {
+              prompt: row.prompt,
+              repoUrl: row.targetRepoUrl ?? '',
+              startingRef: row.targetBaseRef,
+              autoCreatePr: row.autoCreatePr,
+            },
+            remoteIdempotencyKey(row.runId),
+            Context.current().cancellationSignal,
+          ),
         );
       } catch (err) {
         classify(err, 'POST /v1/agents');
@@ -384,10 +394,13 @@ export function createCodeAgentActivities(deps: ActivityDeps) {
         );
         return { cancelled: true };
       };
-      if (!row.remoteAgentId || !row.remoteRunId) return await end();
+      const { remoteAgentId, remoteRunId } = row;
+      if (!remoteAgentId || !remoteRunId) return await end();
       const api = await client(em, row);
       try {
-        await api.cancel(row.remoteAgentId, row.remoteRunId, Context.current().cancellationSignal);
+        await withHeartbeat(REMOTE_HEARTBEAT_MS, () =>
+          api.cancel(remoteAgentId, remoteRunId, Context.current().cancellationSignal),
+        );
       } catch (err) {
         if (err instanceof CodeAgentApiError && err.status === 409) {
           await sql<Record<string, unknown>>(

@@ -103,10 +103,14 @@ export const ActivityProfiles = {
       maximumAttempts: maxAttempts,
     },
   }),
-  /** Creating a remote run under an idempotency key: the provider call itself times out at 30 s. */
+  /**
+   * Creating (or cancelling) a remote run under an idempotency key: the provider call itself times out at
+   * 30 s; the activity heartbeats meanwhile, so a dead worker's attempt is retried after 10 s.
+   */
   remoteCreate: (nonRetryableErrorTypes: string[]) => ({
     ...externalIdempotent,
     startToCloseTimeout: '40 seconds',
+    heartbeatTimeout: '10 seconds',
     retry: { ...externalIdempotent.retry, nonRetryableErrorTypes },
   }),
   /** A status read: a few quick tries, then the workflow's own backoff takes over. */
