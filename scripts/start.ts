@@ -9,6 +9,7 @@
  * Ctrl-C stops everything it started.
  */
 import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../shared/config.js';
@@ -163,6 +164,13 @@ async function main(): Promise<void> {
   }
 
   if (shuttingDown) return stopAll();
+  // The workflow bundle is made by the first worker of this start and reused by any restart of it
+  // (a new file per start, so a start after a code change never runs the old bundle).
+  if (!process.env.TEMPORAL_WORKER_BUNDLE_CACHE) {
+    const bundleDir = path.join(dataDir, 'run');
+    await rm(bundleDir, { recursive: true, force: true });
+    env.TEMPORAL_WORKER_BUNDLE_CACHE = path.join(bundleDir, `workflow-bundle-${process.pid}.js`);
+  }
   // The worker's current process (a restart changes it): the banner waits until it polls.
   let workerPid: number | undefined;
   for (const [name, script] of [

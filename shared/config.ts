@@ -45,6 +45,7 @@ const EnvSchema = z.object({
   TEMPORAL_WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalString,
   TEMPORAL_WORKER_STICKY_TIMEOUT_MS: optionalString,
   TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS: optionalString,
+  TEMPORAL_WORKER_BUNDLE_CACHE: optionalString,
   CONSOLE_SESSION_TTL_SECONDS: optionalString,
   TEMPORAL_WORKER_METRICS_ADDRESS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -140,6 +141,13 @@ export interface AppConfig {
      * running activities finish for this long, then cancels them (the SDK's default is 0: cancel at once).
      */
     workerShutdownGraceSeconds: number;
+    /**
+     * `TEMPORAL_WORKER_BUNDLE_CACHE` (unset by default): a file for the worker's workflow bundle. A worker
+     * that finds it uses it; one that does not bundles the workflows and writes it there. `npm start` sets
+     * a fresh file per start, so a worker it restarts (after a crash) polls in a second instead of
+     * bundling again; unset, every worker start bundles.
+     */
+    workerBundleCache: string | undefined;
   };
   /** The review console (`/console`): `CONSOLE_SESSION_TTL_SECONDS`, how long a sign-in lasts (default 8 h). */
   console: { sessionTtlSeconds: number };
@@ -401,6 +409,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         e.TEMPORAL_WORKER_SHUTDOWN_GRACE_SECONDS,
         10,
       ),
+      workerBundleCache: e.TEMPORAL_WORKER_BUNDLE_CACHE || undefined,
     },
     console: { sessionTtlSeconds: positiveInt('CONSOLE_SESSION_TTL_SECONDS', e.CONSOLE_SESSION_TTL_SECONDS, 8 * 3600) },
     auth: {

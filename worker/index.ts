@@ -16,6 +16,7 @@ import { syncTrackerSchedulesAtStart } from '../shared/tracker/schedules.js';
 import { blueprintPurgeSchedule } from '../shared/blueprints/purge-schedule.js';
 import { ensureIntervalScheduleAtStart } from '../shared/temporal/interval-schedule.js';
 import { workflowsPath } from './workflows-path.js';
+import { workflowSource } from './workflow-source.js';
 
 export { workflowsPath };
 
@@ -94,15 +95,16 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const settings = new Settings(orm, config);
   const tools = createWorkerToolbox({ orm, config, log, settings });
+  const plugins = temporalWorkerPlugins(tracing);
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    workflowsPath,
+    ...(await workflowSource(config.temporal.workerBundleCache, plugins, log)),
     activities: createActivities({ orm, config, log, settings, toolbox: tools.toolbox, temporal: tools.temporal }),
     ...workerDefaults,
     ...workerTuning(config),
-    plugins: temporalWorkerPlugins(tracing),
+    plugins,
   });
   await ensureWorkerSchedules(config, log, settings);
   log.info('worker started', { task_queue: config.temporal.taskQueue, namespace: config.temporal.namespace });

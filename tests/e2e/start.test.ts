@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat as fileStat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -156,6 +156,7 @@ describe('npm start', () => {
       // The worker dies on the spot: it is restarted, says so, and the next echo job completes on it.
       const worker = await childRunning(child.pid!, 'worker/index.ts');
       expect(worker).toBeDefined();
+      const killedAt = Date.now();
       process.kill(worker!, 'SIGKILL');
       expect(await until(() => output.includes('[start] worker restarted'))).toBe(true);
       expect(output).toContain('[start] worker exited (SIGKILL); restarting in 0.5 s (restart 1)');
@@ -170,6 +171,11 @@ describe('npm start', () => {
       }, 6);
       expect(afterRestart?.status, afterRestart?.text).toBe(200);
       expect(afterRestart!.body.data?.message, afterRestart!.text).toBe('after a worker crash');
+      // The restarted worker ran the bundle its predecessor wrote at this start (one file, written
+      // before the kill) instead of bundling again.
+      const bundles = (await readdir(path.join(dataDir, 'run'))).filter((f) => f.startsWith('workflow-bundle-'));
+      expect(bundles).toEqual([`workflow-bundle-${child.pid}.js`]);
+      expect((await fileStat(path.join(dataDir, 'run', bundles[0]!))).mtimeMs).toBeLessThan(killedAt);
 
       // The API dies: it is restarted and answers /readyz again.
       const api = await childRunning(child.pid!, 'api/server.ts');
