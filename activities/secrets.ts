@@ -9,12 +9,16 @@ import {
   type BatchResult,
   type VerifyResult,
 } from '../shared/secrets/rotation.js';
+import { withHeartbeat } from './heartbeat.js';
+
+/** Every step heartbeats: a worker that dies mid-batch is noticed at the profile's heartbeat timeout (10 s). */
+const beating = <T>(work: () => Promise<T>) => withHeartbeat(2_000, work);
 
 /** The re-seal workflow's steps (shared/secrets/rotation.ts); each is one transaction and idempotent. */
 export function createSecretActivities(deps: { orm: MikroORM; config: AppConfig }) {
   return {
     beginSecretRotation(rotationId: string): Promise<{ targetKid: string; status: string }> {
-      return beginRotation(deps.orm.em.fork(), rotationId);
+      return beating(() => beginRotation(deps.orm.em.fork(), rotationId));
     },
     resealSecretBatch(input: {
       rotationId: string;
@@ -22,16 +26,16 @@ export function createSecretActivities(deps: { orm: MikroORM; config: AppConfig 
       afterPk: string | null;
       batchSize: number;
     }): Promise<BatchResult> {
-      return resealBatch(deps.orm.em.fork(), deps.config, input);
+      return beating(() => resealBatch(deps.orm.em.fork(), deps.config, input));
     },
     verifySecretRotation(rotationId: string): Promise<VerifyResult> {
-      return verifyRotation(deps.orm.em.fork(), deps.config, rotationId);
+      return beating(() => verifyRotation(deps.orm.em.fork(), deps.config, rotationId));
     },
     retireSecretKeys(rotationId: string): Promise<{ retired: string[]; remaining: number }> {
-      return retireKeys(deps.orm.em.fork(), rotationId);
+      return beating(() => retireKeys(deps.orm.em.fork(), rotationId));
     },
     finishSecretRotation(input: { rotationId: string; status: 'completed' | 'failed'; error?: string }): Promise<void> {
-      return finishRotation(deps.orm.em.fork(), input);
+      return beating(() => finishRotation(deps.orm.em.fork(), input));
     },
   };
 }
