@@ -19,6 +19,7 @@ import {
   rmSync,
   writeFileSync,
   writeSync,
+  writevSync,
   type Stats,
 } from 'node:fs';
 import path from 'node:path';
@@ -63,6 +64,74 @@ function levelFor(data: Buffer): 0 | 1 {
   return deflateRawSync(sample, { level: 1 }).length > sample.length * 0.9 ? 0 : 1;
 }
 
+/** Adler-32 of `data` (the zlib trailer; node:zlib does not expose its own). Sums reduced every 5552 bytes. */
+export function adler32(data: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  const n = data.length;
+  let i = 0;
+  while (i < n) {
+    const end = Math.min(i + 5552, n);
+    for (const last = end - 7; i < last; i += 8) {
+      a += data[i]!;
+      b += a;
+      a += data[i + 1]!;
+      b += a;
+      a += data[i + 2]!;
+      b += a;
+      a += data[i + 3]!;
+      b += a;
+      a += data[i + 4]!;
+      b += a;
+      a += data[i + 5]!;
+      b += a;
+      a += data[i + 6]!;
+      b += a;
+      a += data[i + 7]!;
+      b += a;
+    }
+    for (; i < end; i++) {
+      a += data[i]!;
+      b += a;
+    }
+    a %= 65521;
+    b %= 65521;
+  }
+  return (b * 65536 + a) >>> 0;
+}
+
+/** A zlib stream header (deflate, 32 KiB window, no dictionary; `0x7801 % 31 === 0`). */
+const ZLIB_HEADER = Buffer.from([0x78, 0x01]);
+
+function trailer(data: Buffer): Buffer {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(adler32(data), 0);
+  return out;
+}
+
+/**
+ * The zlib stream of `data` as parts to write: around `deflated` (a raw deflate stream of exactly
+ * `data`, an archive member's) when given and smaller; else level 1, or stored blocks over `data`
+ * itself (no copy) when a sample does not shrink.
+ */
+function zlibParts(data: Buffer, deflated: Buffer | null): Buffer[] {
+  if (deflated && deflated.length < data.length) return [ZLIB_HEADER, deflated, trailer(data)];
+  if (levelFor(data) === 1) return [deflateSync(data, { level: 1 })];
+  const parts: Buffer[] = [ZLIB_HEADER];
+  let at = 0;
+  do {
+    const len = Math.min(0xffff, data.length - at);
+    const block = Buffer.alloc(5);
+    block[0] = at + len === data.length ? 1 : 0; // BFINAL, BTYPE 00 (stored)
+    block.writeUInt16LE(len, 1);
+    block.writeUInt16LE(~len & 0xffff, 3);
+    parts.push(block, data.subarray(at, at + len));
+    at += len;
+  } while (at < data.length);
+  parts.push(trailer(data));
+  return parts;
+}
+
 interface Written {
   offset: number;
   crc: number;
@@ -91,8 +160,11 @@ export class PackWriter {
     this.running?.update(buf);
   }
 
-  /** Appends a blob (once per content); answers its oid. */
-  addBlob(data: Buffer): string {
+  /**
+   * Appends a blob (once per content); answers its oid. `deflated`: a raw deflate stream of exactly
+   * `data` (a ZIP member's, checked by inflating it), reused as the pack entry's data when smaller.
+   */
+  addBlob(data: Buffer, deflated: Buffer | null = null): string {
     const oid = blobOid(data);
     if (this.objects.has(oid)) {
       this.running = null; // fewer objects than announced: the header is rewritten and the pack read back
@@ -104,12 +176,16 @@ export class PackWriter {
       if (this.expected !== undefined) this.running = createHash('sha1');
       this.write(packHeader(this.expected ?? 0), 0); // rewritten at the end unless the count was right
     }
-    const header = entryHeader(BLOB, data.length);
-    const body = deflateSync(data, { level: levelFor(data) });
-    this.write(header, this.offset);
-    this.write(body, this.offset + header.length);
-    this.objects.set(oid, { offset: this.offset, crc: crc32(body, crc32(header)) });
-    this.offset += header.length + body.length;
+    const parts = [entryHeader(BLOB, data.length), ...zlibParts(data, deflated)];
+    const size = parts.reduce((n, p) => n + p.length, 0);
+    if (writevSync(this.fd, parts, this.offset) !== size) throw new Error('short write to the pack');
+    let crc = 0;
+    for (const p of parts) {
+      this.running?.update(p);
+      crc = crc32(p, crc);
+    }
+    this.objects.set(oid, { offset: this.offset, crc });
+    this.offset += size;
     return oid;
   }
 

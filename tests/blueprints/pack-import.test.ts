@@ -54,8 +54,8 @@ describe('blueprint import staged into one pack', () => {
     const blobs = commitBlobs(dir, commit);
     try {
       expect(blobs.files).toEqual([...contents.keys(), 'blueprint_manifest.yaml'].sort());
-      for (const [rel, data] of contents) expect(blobs.read(rel).equals(data)).toBe(true);
-      expect(blobs.read('blueprint_manifest.yaml').toString()).toBe('name: packed\n');
+      for (const [rel, data] of contents) expect(blobs.read(rel).content.equals(data)).toBe(true);
+      expect(blobs.read('blueprint_manifest.yaml').content.toString()).toBe('name: packed\n');
     } finally {
       blobs.close();
     }
@@ -95,7 +95,7 @@ describe('blueprint import staged into one pack', () => {
     expect(packSize).toBeLessThan(randomBytesTotal + textTotal / 10);
     const blobs = commitBlobs(dir, commit);
     try {
-      for (const [rel, data] of contents) expect(blobs.read(rel).equals(data)).toBe(true);
+      for (const [rel, data] of contents) expect(blobs.read(rel).content.equals(data)).toBe(true);
     } finally {
       blobs.close();
     }
