@@ -25,6 +25,7 @@ import {
 import path from 'node:path';
 import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
+const TREE = 2;
 const BLOB = 3;
 
 /** The pack header of one object: type and inflated size, 4 bits then 7 bits a byte. */
@@ -165,7 +166,24 @@ export class PackWriter {
    * `data` (a ZIP member's, checked by inflating it), reused as the pack entry's data when smaller.
    */
   addBlob(data: Buffer, deflated: Buffer | null = null): string {
-    const oid = blobOid(data);
+    return this.add(BLOB, blobOid(data), data, deflated);
+  }
+
+  /**
+   * Appends a tree of `entries` (blobs and trees already in the pack or the store); answers its oid.
+   * Entries are sorted as Git sorts them (a folder's name compared as if it ended in `/`).
+   */
+  addTree(entries: ReadonlyArray<{ mode: string; name: string; oid: string }>): string {
+    const key = (e: { mode: string; name: string }) => Buffer.from(e.mode === '40000' ? `${e.name}/` : e.name);
+    const sorted = entries.map((e) => ({ e, k: key(e) })).sort((a, b) => Buffer.compare(a.k, b.k));
+    const data = Buffer.concat(
+      sorted.flatMap(({ e }) => [Buffer.from(`${e.mode} ${e.name}\0`), Buffer.from(e.oid, 'hex')]),
+    );
+    const oid = createHash('sha1').update(`tree ${data.length}\0`).update(data).digest('hex');
+    return this.add(TREE, oid, data, null);
+  }
+
+  private add(type: number, oid: string, data: Buffer, deflated: Buffer | null): string {
     if (this.objects.has(oid)) {
       this.running = null; // fewer objects than announced: the header is rewritten and the pack read back
       return oid;
@@ -176,7 +194,7 @@ export class PackWriter {
       if (this.expected !== undefined) this.running = createHash('sha1');
       this.write(packHeader(this.expected ?? 0), 0); // rewritten at the end unless the count was right
     }
-    const parts = [entryHeader(BLOB, data.length), ...zlibParts(data, deflated)];
+    const parts = [entryHeader(type, data.length), ...zlibParts(data, deflated)];
     const size = parts.reduce((n, p) => n + p.length, 0);
     if (writevSync(this.fd, parts, this.offset) !== size) throw new Error('short write to the pack');
     let crc = 0;
@@ -189,7 +207,7 @@ export class PackWriter {
     return oid;
   }
 
-  /** Completes the pack (header, checksum) and writes its index; nothing when no blob was added. */
+  /** Completes the pack (header, checksum) and writes its index; nothing when no object was added. */
   finish(): void {
     if (this.fd === null) return;
     const fd = this.fd;
