@@ -24,10 +24,16 @@ const TOTAL = Number(process.env.BENCH_BLUEPRINT_MIB ?? 60) * 1024 * 1024;
 /** `text`: compressible files (the archive's members deflated); default random bytes (members stored). */
 const CONTENT = process.env.BENCH_BLUEPRINT_CONTENT === 'text' ? 'text' : 'random';
 
-function content(size: number, i: number): Buffer {
+/** Words drawn at random from a small vocabulary: deflates about 2.5:1, like prose or YAML. */
+const WORDS =
+  'the of and to in is for on with as by at from phase prompt agent data file step run check when then'.split(' ');
+
+function content(size: number): Buffer {
   if (CONTENT === 'random') return randomBytes(size);
-  const line = `${i}: ${randomBytes(24).toString('base64')} lorem ipsum dolor sit amet, consectetur adipiscing\n`;
-  return Buffer.from(line.repeat(Math.ceil(size / line.length))).subarray(0, size);
+  const picks = randomBytes(size);
+  let text = '';
+  for (let i = 0; text.length < size; i++) text += WORDS[picks[i]! % WORDS.length] + (i % 12 === 11 ? '\n' : ' ');
+  return Buffer.from(text).subarray(0, size);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -81,7 +87,7 @@ async function buildBlueprint(dir: string): Promise<void> {
     left -= size;
     const rel = path.join(`part-${String(i % 40).padStart(2, '0')}`, `file-${i}.bin`);
     await mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
-    await writeFile(path.join(dir, rel), content(size, i));
+    await writeFile(path.join(dir, rel), content(size));
   }
 }
 
