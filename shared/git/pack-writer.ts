@@ -69,29 +69,8 @@ function levelFor(data: Buffer): 0 | 1 {
 export function adler32(data: Uint8Array): number {
   let a = 1;
   let b = 0;
-  const n = data.length;
-  let i = 0;
-  while (i < n) {
-    const end = Math.min(i + 5552, n);
-    for (const last = end - 7; i < last; i += 8) {
-      a += data[i]!;
-      b += a;
-      a += data[i + 1]!;
-      b += a;
-      a += data[i + 2]!;
-      b += a;
-      a += data[i + 3]!;
-      b += a;
-      a += data[i + 4]!;
-      b += a;
-      a += data[i + 5]!;
-      b += a;
-      a += data[i + 6]!;
-      b += a;
-      a += data[i + 7]!;
-      b += a;
-    }
-    for (; i < end; i++) {
+  for (let i = 0; i < data.length;) {
+    for (const end = Math.min(i + 5552, data.length); i < end; i++) {
       a += data[i]!;
       b += a;
     }

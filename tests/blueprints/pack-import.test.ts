@@ -11,21 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
 import { commitAll, commitBlobs, initRepositoryFrom } from '../../shared/blueprints/store.js';
+import { principal } from './git-fixtures.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'pack-import-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-const principal: Principal = {
-  kind: 'person',
-  id: 'u1',
-  tenant: 't1',
-  displayName: 'User One',
-  roles: [],
-  permissions: new Set(),
-  credential: 'auth_disabled',
-};
 
 describe('blueprint import staged into one pack', () => {
   it('git fsck passes, the tree is clean, edits commit, and the blobs read back', async () => {
