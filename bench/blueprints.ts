@@ -5,7 +5,8 @@
  * bench stack runs the API in-process) holds only the server's share. Peak memory of the API process
  * is its VmHWM reset before each operation (`/proc/self/clear_refs` 5) minus its RSS at the start;
  * the system tools' peak is `/usr/bin/time -f %M` of their process. Medians of `rounds` for time,
- * the largest peak for memory.
+ * the largest peak for memory. Knobs: BENCH_BLUEPRINT_FILES (2000), BENCH_BLUEPRINT_MIB (60),
+ * BENCH_BLUEPRINT_CONTENT (`random`: members stored; `text`: members deflated).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,15 +15,31 @@ import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { safeExtract } from '../shared/blueprints/zip.js';
 import type { BenchStack } from './lib/stack.js';
 
-const FILES = 2000;
-const TOTAL = 60 * 1024 * 1024;
+const FILES = Number(process.env.BENCH_BLUEPRINT_FILES ?? 2000);
+const TOTAL = Number(process.env.BENCH_BLUEPRINT_MIB ?? 60) * 1024 * 1024;
+/** `text`: compressible files (the archive's members deflated); default random bytes (members stored). */
+const CONTENT = process.env.BENCH_BLUEPRINT_CONTENT === 'text' ? 'text' : 'random';
+
+/** Words drawn at random from a small vocabulary: deflates about 2.5:1, like prose or YAML. */
+const WORDS =
+  'the of and to in is for on with as by at from phase prompt agent data file step run check when then'.split(' ');
+
+function content(size: number): Buffer {
+  if (CONTENT === 'random') return randomBytes(size);
+  const picks = randomBytes(size);
+  let text = '';
+  for (let i = 0; text.length < size; i++) text += WORDS[picks[i]! % WORDS.length] + (i % 12 === 11 ? '\n' : ' ');
+  return Buffer.from(text).subarray(0, size);
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
+const goal = (v: number, max: number, unit = 'x') =>
+  `${unit === 'x' ? v.toFixed(2) : v.toFixed(0)}${unit} ${v <= max ? 'MET' : 'NOT MET'}`;
 const mib = (kb: number) => `${(kb / 1024).toFixed(0)} MiB`;
 
 function status(): { hwm: number; rss: number } {
@@ -70,7 +87,7 @@ async function buildBlueprint(dir: string): Promise<void> {
     left -= size;
     const rel = path.join(`part-${String(i % 40).padStart(2, '0')}`, `file-${i}.bin`);
     await mkdir(path.join(dir, path.dirname(rel)), { recursive: true });
-    await writeFile(path.join(dir, rel), randomBytes(size));
+    await writeFile(path.join(dir, rel), content(size));
   }
 }
 
@@ -82,6 +99,29 @@ async function walk(dir: string, rel = ''): Promise<string[]> {
     else out.push(p);
   }
   return out.sort();
+}
+
+/** yauzl alone: every member streamed to a file under `dest` (no checks, no Git). */
+async function yauzlExtract(archive: string, dest: string): Promise<void> {
+  const zf = await new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.open(archive, { lazyEntries: true }, (err, z) => (err || !z ? reject(err) : resolve(z))),
+  );
+  await new Promise<void>((resolve, reject) => {
+    zf.on('error', reject);
+    zf.on('end', resolve);
+    zf.on('entry', (e: yauzl.Entry) => {
+      if (e.fileName.endsWith('/')) return zf.readEntry();
+      zf.openReadStream(e, (err, s) => {
+        if (err || !s) return reject(err ?? new Error('no stream'));
+        const target = path.join(dest, e.fileName);
+        mkdir(path.dirname(target), { recursive: true })
+          .then(() => pipeline(s, createWriteStream(target)))
+          .then(() => zf.readEntry(), reject);
+      });
+    });
+    zf.readEntry();
+  });
+  zf.close();
 }
 
 /** yazl alone: the same files from disk into a ZIP file. */
@@ -133,7 +173,7 @@ export async function benchBlueprints(stack: BenchStack, rounds: number): Promis
       await rm(u, { recursive: true, force: true });
       const y = path.join(work, `yauzl-${i}`);
       await mkdir(y);
-      r.yauzl.push(await measured(() => safeExtract(archive, y)));
+      r.yauzl.push(await measured(() => yauzlExtract(archive, y)));
       await rm(y, { recursive: true, force: true });
       const z = path.join(work, `zip-${i}.zip`);
       r.zip.push(await timedTool('zip', ['-q', '-r', z, '.'], src));
@@ -157,6 +197,8 @@ export async function benchBlueprints(stack: BenchStack, rounds: number): Promis
       row('export', r.apiExport, r.yazl, 'yazl alone'),
       '',
       'Baseline peak RSS: the tool process for `zip`/`unzip`, the rise of this process for yauzl/yazl.',
+      '',
+      `Goals (issue 34): import ≤ 2x \`unzip\`: ${goal(m(r.apiImport) / m(r.unzip), 2)}; import peak ≤ 32 MiB above start: ${goal(p(r.apiImport) / 1024, 32, ' MiB')}; export ≤ 2x \`zip -r\`: ${goal(m(r.apiExport) / m(r.zip), 2)}; export peak ≤ 32 MiB: ${goal(p(r.apiExport) / 1024, 32, ' MiB')}. Members: ${CONTENT === 'random' ? 'random bytes (stored)' : 'text (deflated)'}.`,
       '',
     ].join('\n');
   } finally {

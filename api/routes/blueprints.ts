@@ -6,7 +6,6 @@
  * managed source, `shared/blueprints/remote.ts`) are read-only here; their rename opens a pull request
  * (`shared/blueprints/remote-rename.ts`).
  */
-import { rm } from 'node:fs/promises';
 import { z } from 'zod';
 import {
   accessList,
@@ -17,11 +16,8 @@ import {
   grant,
   historyOf,
   inventory,
-  InvalidArchiveError,
   open,
-  readArchive,
   remove,
-  runImport,
   update,
   type Ctx,
 } from '../../shared/blueprints/service.js';
@@ -39,7 +35,7 @@ import { findRow } from '../../shared/blueprints/store.js';
 import { BlueprintName, DefaultMode, PhaseList, RelativeFilePath } from '../../shared/blueprints/manifest.js';
 import { ZIP_LIMITS } from '../../shared/blueprints/zip.js';
 import { BadRequestError } from '../../shared/errors.js';
-import { previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
+import { importUpload, previewUpload, renameBlueprint } from '../../shared/blueprints/route-flows.js';
 import type { UploadedFile } from '../http/multipart.js';
 import { defineRoute, type ResponseSpec, routeArea, successEnvelope, type RouteContext } from '../http/route.js';
 import { Detail, PendingRenameView, PullRequestView, Summary } from '../../shared/blueprints/views.js';
@@ -100,7 +96,7 @@ const GrantBody = z.object({
 
 const IMPORT_LIMITS = { maxFileBytes: ZIP_LIMITS.maxArchiveBytes, maxFiles: 1, maxFields: 4, fileFields: ['file'] };
 const formBoolean = z.enum(['true', 'false']).optional();
-const ZIP_DOC = `Archives are checked from their central directory before anything is written: at most ${ZIP_LIMITS.maxArchiveBytes} bytes uploaded (413), ${ZIP_LIMITS.maxMembers} members, ${ZIP_LIMITS.maxMemberBytes} bytes per member and ${ZIP_LIMITS.maxTotalBytes} in all once inflated, a compression ratio of at most ${ZIP_LIMITS.maxRatio}:1 for members over ${ZIP_LIMITS.ratioFloorBytes} bytes; absolute paths, "..", backslashes, symlinks and other non-regular members, duplicate names and encrypted members are refused (400 payload.code UNSAFE_ZIP with payload.reason). A missing or invalid ${'blueprint_manifest.yaml'} answers 400 payload.code INVALID_BLUEPRINT_ARCHIVE.`;
+const ZIP_DOC = `Archives are checked from their central directory before anything is written: at most ${ZIP_LIMITS.maxArchiveBytes} bytes uploaded (413), ${ZIP_LIMITS.maxMembers} members, ${ZIP_LIMITS.maxMemberBytes} bytes per member and ${ZIP_LIMITS.maxTotalBytes} in all once inflated, a compression ratio of at most ${ZIP_LIMITS.maxRatio}:1 for members over ${ZIP_LIMITS.ratioFloorBytes} bytes; absolute paths, "..", backslashes, symlinks and other non-regular members, duplicate names, encrypted members and compression methods other than stored and deflated are refused (400 payload.code UNSAFE_ZIP with payload.reason); so is a member that inflates to another size than declared or fails its CRC-32 (nothing is written). A missing or invalid ${'blueprint_manifest.yaml'} answers 400 payload.code INVALID_BLUEPRINT_ARCHIVE.`;
 
 function ctxOf(c: RouteContext<unknown, unknown, unknown>): Ctx {
   c.deps.blueprintVersions ??= new VersionRestorer();
@@ -362,25 +358,14 @@ export const blueprintRoutes = [
     handler: async (c) => {
       const file = zipFile(c.files);
       const strategy = c.body.override === 'true' ? 'replace' : (c.body.collision_strategy ?? 'create_copy');
-      let a;
-      try {
-        a = await readArchive(file.path);
-      } catch (e) {
-        if (e instanceof InvalidArchiveError) throw e.toBadRequest();
-        throw e;
-      }
-      try {
-        return {
-          success: true,
-          data: await runImport(ctxOf(c), a, {
-            strategy,
-            promote: c.body.promote_imported_version === 'true',
-            confirmLegacy: c.body.confirm_legacy_name_match === 'true',
-          }),
-        };
-      } finally {
-        await rm(a.dir, { recursive: true, force: true });
-      }
+      return {
+        success: true,
+        data: await importUpload(ctxOf(c), file.path, {
+          strategy,
+          promote: c.body.promote_imported_version === 'true',
+          confirmLegacy: c.body.confirm_legacy_name_match === 'true',
+        }),
+      };
     },
   }),
   defineRoute({

@@ -1,14 +1,24 @@
 /**
- * Two blueprint requests with more than one outcome: previewing an uploaded archive (an invalid one is
+ * Importing an uploaded archive (a refused one answered 400, whether the central directory or a member
+ * read during the import refused it), and two blueprint requests with more than one outcome: previewing an uploaded archive (an invalid one is
  * answered as `valid: false`, not as an error) and renaming (a remote-backed blueprint's rename is
  * requested as a pull request and answered `pending`).
  */
-import { rm } from 'node:fs/promises';
 import type { AppDeps } from '../app-deps.js';
 import { ForbiddenError } from '../errors.js';
 import { isRemote } from './remote.js';
 import { requestRemoteRename } from './remote-rename.js';
-import { InvalidArchiveError, open, preview, readArchive, rename, type Ctx } from './service.js';
+import {
+  closeArchive,
+  InvalidArchiveError,
+  open,
+  preview,
+  readArchive,
+  rename,
+  runImport,
+  type Ctx,
+  type ImportOptions,
+} from './service.js';
 import { BlueprintCodes } from './error-codes.js';
 
 const invalidPreview = (e: InvalidArchiveError) => ({
@@ -23,7 +33,7 @@ const invalidPreview = (e: InvalidArchiveError) => ({
   recommended_strategy: null,
 });
 
-/** Previews the archive uploaded as `file` (the unpacked copy removed afterwards). */
+/** Previews the archive uploaded as `file`. */
 export async function previewUpload(ctx: Ctx, filePath: string | undefined) {
   try {
     if (!filePath)
@@ -32,15 +42,31 @@ export async function previewUpload(ctx: Ctx, filePath: string | undefined) {
         'file_required',
         'Send the archive as the multipart file field `file`.',
       );
-    const a = await readArchive(filePath);
+    // Every member is read and checked (nothing written), so a preview finds what the import would.
+    const a = readArchive(filePath, { verify: true });
     try {
       return await preview(ctx, a);
     } finally {
-      await rm(a.dir, { recursive: true, force: true });
+      closeArchive(a);
     }
   } catch (e) {
     if (!(e instanceof InvalidArchiveError)) throw e;
     return invalidPreview(e);
+  }
+}
+
+/** Imports the archive uploaded at `filePath` (`runImport`); an unsafe or invalid archive answers 400. */
+export async function importUpload(ctx: Ctx, filePath: string, opts: ImportOptions) {
+  try {
+    const a = readArchive(filePath);
+    try {
+      return await runImport(ctx, a, opts);
+    } finally {
+      closeArchive(a);
+    }
+  } catch (e) {
+    if (e instanceof InvalidArchiveError) throw e.toBadRequest();
+    throw e;
   }
 }
 

@@ -5,9 +5,7 @@
  */
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../auth/principal.js';
 import {
@@ -24,8 +22,6 @@ import {
   EXPORT_MANIFEST_FILE,
   isSafeRelativePath,
   MANIFEST_FILE,
-  ManifestError,
-  parseManifest,
   resolveOwner,
   serializeManifest,
   type BlueprintManifest,
@@ -39,7 +35,7 @@ import {
   history,
   identityOf,
   initRepository,
-  initRepositoryFrom,
+  initRepositoryFromSources,
   insertRow,
   commitBlobs,
   listRows,
@@ -54,19 +50,28 @@ import {
   resolveBlueprint,
   touchRow,
   writeWorkingFiles,
-  writeWorkingFilesFrom,
+  writeWorkingSources,
+  type SourceFile,
   type Resolved,
 } from './store.js';
-import { buildLazyZip, safeExtract, UnsafeZipError, ZIP_LIMITS } from './zip.js';
+import {
+  closeArchive,
+  InvalidArchiveError,
+  readArchive,
+  readMember,
+  verifyMembers,
+  type ImportArchive,
+} from './import-archive.js';
+import { zipStream, type ZipSource } from './zip-write.js';
 import { dropOrphanBlobs, versionedIds, versioningOf, type LazyFile } from './versions.js';
 import { refuseActiveWip } from './wip.js';
 import { importVersion, versioningSidecar, type VersionRestorer } from './versioning.js';
 import { isRemote, refuseRemote, type PendingRename } from './remote.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
-import { parse } from 'yaml';
-import { z } from 'zod';
 import { sql } from '../db/sql.js';
 import { BlueprintCodes } from './error-codes.js';
+
+export { closeArchive, InvalidArchiveError, readArchive, type ImportArchive };
 
 export interface Ctx {
   em: EntityManager;
@@ -450,20 +455,21 @@ export async function exportZip(ctx: Ctx, b: Resolved) {
   // The fingerprint (same definition as `workingCopyFingerprint`) is summed as the files stream, in
   // order; the sidecar is the last member, read once every file has passed.
   const fingerprint = createHash('sha256');
-  const entries = blobs.files.map((f) => ({
+  const entries: ZipSource[] = blobs.files.map((f) => ({
     path: f,
     read: () => {
       const data = blobs.read(f);
-      fingerprint.update(`${f}\0${createHash('sha256').update(data).digest('hex')}\n`);
-      return Promise.resolve(data);
+      fingerprint.update(`${f}\0${createHash('sha256').update(data.content).digest('hex')}\n`);
+      return data;
     },
   }));
   entries.push({
     path: EXPORT_MANIFEST_FILE,
-    read: () =>
-      Promise.resolve(Buffer.from(serializeYaml({ ...exportSidecar(b, fingerprint.digest('hex')), ...versioning }))),
+    read: () => ({
+      content: Buffer.from(serializeYaml({ ...exportSidecar(b, fingerprint.digest('hex')), ...versioning })),
+    }),
   });
-  const stream = buildLazyZip(entries);
+  const stream = zipStream(entries);
   // The pack files stay open while the archive streams; a client that leaves early closes them too.
   stream.once('close', () => blobs.close());
   return { stream, filename: `${b.manifest.name}.zip`, commit };
@@ -491,102 +497,6 @@ function serializeYaml(v: unknown): string {
 }
 
 // ---- import ----
-
-const Sidecar = z
-  .object({
-    manifest_version: z.number().int().optional(),
-    blueprint_name: z.string().optional(),
-    blueprint_id: z.string().min(1).max(200).optional(),
-    working_copy_fingerprint: z.string().optional(),
-  })
-  .passthrough();
-
-export interface ImportArchive {
-  dir: string;
-  files: string[];
-  manifest: BlueprintManifest;
-  blueprintId: string | null;
-  manifestVersion: number;
-  legacy: boolean;
-}
-
-export class InvalidArchiveError extends Error {
-  constructor(
-    readonly code: typeof BlueprintCodes.UNSAFE_ZIP | typeof BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
-    readonly reason: string,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-  toBadRequest(): BadRequestError {
-    return new BadRequestError(this.message, { code: this.code, reason: this.reason, ...this.extra });
-  }
-}
-
-/** Checks and extracts an uploaded archive into a fresh temp folder (the caller removes `dir`). */
-export async function readArchive(uploadPath: string): Promise<ImportArchive> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-blueprint-import-'));
-  try {
-    let names: string[];
-    try {
-      names = await safeExtract(uploadPath, dir);
-    } catch (err) {
-      if (err instanceof UnsafeZipError)
-        throw new InvalidArchiveError(BlueprintCodes.UNSAFE_ZIP, err.reason, err.message, {
-          ...(err.member ? { member: err.member } : {}),
-          limits: ZIP_LIMITS,
-        });
-      throw err;
-    }
-    if (!names.includes(MANIFEST_FILE))
-      throw new InvalidArchiveError(
-        BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
-        'manifest_missing',
-        `The archive has no ${MANIFEST_FILE} at its root.`,
-      );
-    let manifest: BlueprintManifest;
-    try {
-      manifest = parseManifest(await readFile(path.join(dir, MANIFEST_FILE), 'utf8'));
-    } catch (err) {
-      if (err instanceof ManifestError)
-        throw new InvalidArchiveError(BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE, 'manifest_invalid', err.message, {
-          issues: err.issues,
-        });
-      throw err;
-    }
-    let sidecar: z.infer<typeof Sidecar> | null = null;
-    if (names.includes(EXPORT_MANIFEST_FILE)) {
-      let raw: unknown;
-      try {
-        raw = parse(await readFile(path.join(dir, EXPORT_MANIFEST_FILE), 'utf8'), { maxAliasCount: 50 });
-      } catch {
-        raw = undefined;
-      }
-      const r = Sidecar.safeParse(raw);
-      if (!r.success)
-        throw new InvalidArchiveError(
-          BlueprintCodes.INVALID_BLUEPRINT_ARCHIVE,
-          'export_manifest_invalid',
-          `${EXPORT_MANIFEST_FILE} is not valid.`,
-        );
-      sidecar = r.data;
-      await rm(path.join(dir, EXPORT_MANIFEST_FILE));
-    }
-    const blueprintId = sidecar?.blueprint_id ?? null;
-    return {
-      dir,
-      files: names.filter((n) => n !== EXPORT_MANIFEST_FILE).sort(),
-      manifest,
-      blueprintId,
-      manifestVersion: sidecar?.manifest_version ?? 1,
-      legacy: blueprintId === null,
-    };
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-}
 
 export type Strategy = 'create_copy' | 'create_version' | 'replace';
 
@@ -665,22 +575,29 @@ async function freeName(ctx: Ctx, base: string): Promise<string> {
   throw new ConflictError(`No free name for a copy of "${base}".`, { code: BlueprintCodes.BLUEPRINT_NAME_TAKEN });
 }
 
-/** The manifest written in place of the archive's (the extracted files are moved, never read into memory). */
-function manifestOverride(manifest: BlueprintManifest): Map<string, string> {
-  return new Map([[MANIFEST_FILE, serializeManifest(manifest)]]);
+/**
+ * The archive's files with `manifest` in place of its own, each read from the upload only when it is
+ * written (fingerprint, Git blob, stored blob, working file): one member's bytes in memory at a time.
+ */
+function archiveSources(a: ImportArchive, manifest: BlueprintManifest): SourceFile[] {
+  const files: SourceFile[] = [...a.members.values()]
+    .filter((m) => m.name !== MANIFEST_FILE)
+    .map((m) => ({ path: m.name, read: () => readMember(a, m) }));
+  const text = Buffer.from(serializeManifest(manifest));
+  files.push({ path: MANIFEST_FILE, read: () => ({ content: text }) });
+  return files;
 }
 
-/**
- * The archive's files for `create_version`, each read from the extracted temp folder only when the
- * version is built (fingerprint, Git blob, stored blob): one member's bytes in memory at a time.
- */
+/** The same files for `create_version` (`LazyFile`s), after every member was checked. */
 function archiveFiles(a: ImportArchive, manifest: BlueprintManifest): LazyFile[] {
-  const files: LazyFile[] = a.files
-    .filter((f) => f !== MANIFEST_FILE)
-    .map((f) => ({ path: f, read: () => readFile(path.join(a.dir, f)) }));
-  const text = Buffer.from(serializeManifest(manifest));
-  files.push({ path: MANIFEST_FILE, read: async () => text });
-  return files;
+  verifyMembers(a);
+  return archiveSources(a, manifest).map((f) => ({
+    path: f.path,
+    read: async () => {
+      const { content } = f.read();
+      return typeof content === 'string' ? Buffer.from(content) : content;
+    },
+  }));
 }
 
 /** The archive's manifest as written into an existing blueprint: its name, created_by and origin stay. */
@@ -749,12 +666,10 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     await ctx.em.transactional(async (tx) => {
       await lockBlueprint(tx, `${ctx.principal.tenant}:${name}`);
       await insertRow(tx, { blueprint_id: id, tenant: ctx.principal.tenant, name, created_by: ctx.principal.id });
-      await initRepositoryFrom(
+      await initRepositoryFromSources(
         dir,
         ctx.principal,
-        a.dir,
-        a.files,
-        manifestOverride(manifest),
+        archiveSources(a, manifest),
         `Import blueprint ${name} from a ZIP archive`,
       );
     });
@@ -826,12 +741,13 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     };
   }
   // replace: only the working copy changes; destination name, identity, created_by and origin stay.
+  verifyMembers(a); // before the working copy changes: a bad member refuses the import with nothing written
   const commit = await writeLocked(
     ctx,
     b,
     `Replace the working copy of ${b.manifest.name} from a ZIP archive`,
     async (_tx, current) => {
-      await writeWorkingFilesFrom(b.dir, a.dir, a.files, manifestOverride(destinationManifest(a, current)), true);
+      await writeWorkingSources(b.dir, archiveSources(a, destinationManifest(a, current)), true);
     },
   );
   return {

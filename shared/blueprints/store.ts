@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { copyFile, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import git from 'isomorphic-git';
@@ -25,6 +25,7 @@ import {
 import { sql } from '../db/sql.js';
 import { BlueprintCodes } from './error-codes.js';
 import { ObjectReader, commitFiles, readObject } from '../git/object-reader.js';
+import { PackBlobReader } from '../git/pack-blobs.js';
 import { PackWriter, writeIndex, type IndexEntry } from '../git/pack-writer.js';
 
 export interface BlueprintRow {
@@ -214,38 +215,59 @@ export async function writeWorkingFiles(
   }
 }
 
+/** A file to write into a working copy, read when it is written (an archive member, one at a time). */
+export interface SourceFile {
+  path: string;
+  /** The bytes and, when known, a raw deflate stream of exactly them (reused by the pack writer). */
+  read: () => { content: Buffer | string; deflated?: Buffer | null };
+}
+
+/** Files of folder `srcDir` as sources, with `overrides` (relative path → bytes) replacing or adding files. */
+export function folderSources(srcDir: string, names: string[], overrides: Map<string, Buffer | string>): SourceFile[] {
+  const out: SourceFile[] = names
+    .filter((rel) => !overrides.has(rel))
+    .map((rel) => ({ path: rel, read: () => ({ content: fs.readFileSync(path.join(srcDir, rel)) }) }));
+  for (const [rel, data] of overrides) out.push({ path: rel, read: () => ({ content: data }) });
+  return out;
+}
+
+/** Creates the folders of working-copy files once each. */
+function folderMaker(dir: string): (rel: string) => string {
+  const made = new Set<string>();
+  return (rel) => {
+    if (!isSafeRelativePath(rel)) throw new Error(`unsafe path ${rel}`);
+    const target = path.join(dir, rel);
+    const folder = path.dirname(target);
+    if (!made.has(folder)) fs.mkdirSync(folder, { recursive: true });
+    made.add(folder);
+    return target;
+  };
+}
+
 /**
- * Writes the files `names` of folder `srcDir` (an extracted archive) into a working copy, moving them
- * (or copying them across file systems) without reading them into memory; `overrides` (relative path →
- * bytes) replace or add files. With `replaceAll`, working-copy files not named are removed.
+ * Writes `files` into a working copy, one read at a time; with `replaceAll`, working-copy files not
+ * named are removed.
  */
-export async function writeWorkingFilesFrom(
+export async function writeWorkingSources(
   dir: string,
-  srcDir: string,
-  names: string[],
-  overrides: Map<string, Buffer | string>,
+  files: readonly SourceFile[],
   replaceAll: boolean,
 ): Promise<void> {
-  const wanted = new Set([...names, ...overrides.keys()]);
+  const wanted = new Set(files.map((f) => f.path));
   if (replaceAll) {
     for (const f of await listWorkingFiles(dir)) if (!wanted.has(f)) await rm(path.join(dir, f), { force: true });
   }
-  for (const rel of names) {
-    if (overrides.has(rel)) continue;
-    if (!isSafeRelativePath(rel)) throw new Error(`unsafe path ${rel}`);
-    const target = path.join(dir, rel);
-    await mkdir(path.dirname(target), { recursive: true });
-    try {
-      await rename(path.join(srcDir, rel), target);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      await copyFile(path.join(srcDir, rel), target);
-    }
+  const target = folderMaker(dir);
+  for (const f of files) {
+    fs.writeFileSync(target(f.path), f.read().content);
+    await yieldToLoop();
   }
-  await writeWorkingFiles(dir, overrides, false);
 }
 
-/** Initialises a new blueprint repository with the files of an extracted archive (see `writeWorkingFilesFrom`). */
+/** Lets other requests run between two files of a long synchronous write. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Initialises a new blueprint repository with the files of an extracted archive (see `initRepositoryFromSources`). */
 export async function initRepositoryFrom(
   dir: string,
   principal: Principal,
@@ -254,70 +276,102 @@ export async function initRepositoryFrom(
   overrides: Map<string, Buffer | string>,
   message: string,
 ): Promise<string> {
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
-  await git.init({ fs, dir, defaultBranch: 'main' });
-  await writeWorkingFilesFrom(dir, srcDir, names, overrides, false);
-  // A fresh repository: every file is new, so no status walk is needed before staging.
-  const tree = await stageIntoPack(dir, [...new Set([...names, ...overrides.keys()])].sort());
-  return git.commit({ fs, dir, author: author(principal), message, tree });
+  return initRepositoryFromSources(dir, principal, folderSources(srcDir, names, overrides), message);
 }
 
 /**
- * Stages the working files `files` of a fresh repository: their blobs into one pack, the index in one
- * write, the trees through isomorphic-git. Answers the root tree. One file's bytes are in memory at a
- * time (an import of 60 MiB through `add` batches held 124 MiB more at its peak, and took 5x `unzip`).
+ * Initialises a new blueprint repository whose first commit holds `files`, each read once, written to
+ * the working copy and into the pack (see `stageIntoPack`). On failure (a member that does not read as
+ * declared) the folder is removed: nothing is left behind.
  */
-async function stageIntoPack(dir: string, files: string[]): Promise<string> {
-  const gitdir = path.join(dir, '.git');
-  const pack = new PackWriter(gitdir, files.length);
-  const entries: IndexEntry[] = [];
+export async function initRepositoryFromSources(
+  dir: string,
+  principal: Principal,
+  files: readonly SourceFile[],
+  message: string,
+): Promise<string> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
   try {
-    for (const rel of files) {
-      const abs = path.join(dir, rel);
-      const oid = pack.addBlob(await readFile(abs));
-      entries.push({ path: rel, oid, stats: await lstat(abs) });
+    await git.init({ fs, dir, defaultBranch: 'main' });
+    const tree = await stageIntoPack(dir, files);
+    return await git.commit({ fs, dir, author: author(principal), message, tree });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Writes `files` into the working tree of a fresh repository and their blobs into one pack, the index
+ * in one write, the trees through isomorphic-git. Answers the root tree. One file's bytes are in memory
+ * at a time (an import of 60 MiB through `add` batches held 124 MiB more at its peak, and took 5x
+ * `unzip`); an archive member's deflate stream becomes the pack entry's as is.
+ */
+async function stageIntoPack(dir: string, files: readonly SourceFile[]): Promise<string> {
+  const gitdir = path.join(dir, '.git');
+  const sorted = [...files].sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+  const folders = folderTree(sorted.map((f) => f.path));
+  // Blobs and trees in one pack (the trees were 41 loose objects through isomorphic-git for the 2,000-file bench).
+  const pack = new PackWriter(gitdir, sorted.length + folders.size);
+  const entries: IndexEntry[] = [];
+  const target = folderMaker(dir);
+  let root: string;
+  try {
+    for (const f of sorted) {
+      const abs = target(f.path);
+      const { content, deflated } = f.read();
+      const data = typeof content === 'string' ? Buffer.from(content) : content;
+      fs.writeFileSync(abs, data, { flag: 'wx' });
+      const oid = pack.addBlob(data, deflated ?? null);
+      const stats = fs.lstatSync(abs);
+      entries.push({ path: f.path, oid, stats });
+      const cut = f.path.lastIndexOf('/');
+      folders.get(cut === -1 ? '' : f.path.slice(0, cut))!.push({
+        mode: stats.mode & 0o111 ? '100755' : '100644',
+        name: f.path.slice(cut + 1),
+        oid,
+      });
+      await yieldToLoop();
     }
+    root = writeTrees(pack, folders);
     pack.finish();
   } catch (err) {
     pack.abort();
     throw err;
   }
   writeIndex(gitdir, entries);
-  return writeTrees(dir, entries);
+  return root;
 }
 
-/** Writes the trees of `entries` (deepest folders first) and answers the root tree. */
-async function writeTrees(dir: string, entries: readonly IndexEntry[]): Promise<string> {
-  type Entry = { mode: string; path: string; oid: string; type: 'blob' | 'tree' };
-  const folders = new Map<string, Entry[]>([['', []]]);
-  const folder = (p: string): Entry[] => {
-    let list = folders.get(p);
-    if (!list) {
-      folders.set(p, (list = []));
-      const parent = p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '';
-      folder(parent).push({ mode: '040000', path: p.slice(p.lastIndexOf('/') + 1), oid: p, type: 'tree' });
+type TreeItem = { mode: string; name: string; oid: string };
+
+/** Every folder of `paths` ('' the root) with an empty entry list, parents included. */
+function folderTree(paths: readonly string[]): Map<string, TreeItem[]> {
+  const folders = new Map<string, TreeItem[]>([['', []]]);
+  for (const p of paths) {
+    for (let cut = p.lastIndexOf('/'); cut > 0; cut = p.lastIndexOf('/', cut - 1)) {
+      const folder = p.slice(0, cut);
+      if (folders.has(folder)) break;
+      folders.set(folder, []);
     }
-    return list;
-  };
-  for (const e of entries) {
-    const cut = e.path.lastIndexOf('/');
-    const mode = e.stats.mode & 0o111 ? '100755' : '100644';
-    folder(cut === -1 ? '' : e.path.slice(0, cut)).push({
-      mode,
-      path: e.path.slice(cut + 1),
-      oid: e.oid,
-      type: 'blob',
-    });
   }
-  // Deepest first, so each folder's entry can be given its tree's oid (held as the folder's path until then).
-  const written = new Map<string, string>();
+  return folders;
+}
+
+/** Writes the trees of `folders` into the pack (deepest first, each entered in its parent); answers the root tree. */
+function writeTrees(pack: PackWriter, folders: Map<string, TreeItem[]>): string {
   const depth = (p: string) => (p === '' ? 0 : p.split('/').length);
+  let root = '';
   for (const p of [...folders.keys()].sort((a, b) => depth(b) - depth(a))) {
-    const tree = folders.get(p)!.map((e) => (e.type === 'tree' ? { ...e, oid: written.get(e.oid)! } : e));
-    written.set(p, await git.writeTree({ fs, dir, tree }));
+    const oid = pack.addTree(folders.get(p)!);
+    if (p === '') root = oid;
+    else {
+      const cut = p.lastIndexOf('/');
+      folders.get(cut === -1 ? '' : p.slice(0, cut))!.push({ mode: '40000', name: p.slice(cut + 1), oid });
+    }
   }
-  return written.get('')!;
+  return root;
 }
 
 /** Initialises a new blueprint repository with its first commit. */
@@ -411,22 +465,35 @@ export async function listCommitFiles(dir: string, commit: string): Promise<stri
 
 /**
  * The files of one commit and a reader of their bytes for reading all of them (an export): trees walked
- * once and blobs inflated natively (shared/git/object-reader.ts), not looked up path by path.
+ * once (shared/git/object-reader.ts), and each blob one positioned read of its pack entry, inflated
+ * natively, with its raw deflate stream for the archive to reuse (shared/git/pack-blobs.ts); a blob
+ * stored as a delta or loose comes through the object reader, without a stream.
  */
 export function commitBlobs(
   dir: string,
   commit: string,
-): { files: string[]; read(file: string): Buffer; close(): void } {
-  const reader = new ObjectReader(path.join(dir, '.git'));
+): { files: string[]; read(file: string): { content: Buffer; deflated: Buffer | null }; close(): void } {
+  const gitdir = path.join(dir, '.git');
+  const reader = new ObjectReader(gitdir);
+  let packed: PackBlobReader | null = null;
   try {
     const { files } = commitFiles(reader, commit);
+    packed = new PackBlobReader(gitdir);
+    const blobs = packed;
     return {
       files: [...files.keys()].sort(),
-      read: (file) => readObject(reader, files.get(file)!.oid, 'blob'),
-      close: () => reader.close(),
+      read: (file) => {
+        const oid = files.get(file)!.oid;
+        return blobs.read(oid) ?? { content: readObject(reader, oid, 'blob'), deflated: null };
+      },
+      close: () => {
+        reader.close();
+        blobs.close();
+      },
     };
   } catch (err) {
     reader.close();
+    packed?.close();
     throw err;
   }
 }

@@ -19,11 +19,13 @@ import {
   rmSync,
   writeFileSync,
   writeSync,
+  writevSync,
   type Stats,
 } from 'node:fs';
 import path from 'node:path';
 import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
+const TREE = 2;
 const BLOB = 3;
 
 /** The pack header of one object: type and inflated size, 4 bits then 7 bits a byte. */
@@ -63,6 +65,53 @@ function levelFor(data: Buffer): 0 | 1 {
   return deflateRawSync(sample, { level: 1 }).length > sample.length * 0.9 ? 0 : 1;
 }
 
+/** Adler-32 of `data` (the zlib trailer; node:zlib does not expose its own). Sums reduced every 5552 bytes. */
+export function adler32(data: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  for (let i = 0; i < data.length;) {
+    for (const end = Math.min(i + 5552, data.length); i < end; i++) {
+      a += data[i]!;
+      b += a;
+    }
+    a %= 65521;
+    b %= 65521;
+  }
+  return (b * 65536 + a) >>> 0;
+}
+
+/** A zlib stream header (deflate, 32 KiB window, no dictionary; `0x7801 % 31 === 0`). */
+const ZLIB_HEADER = Buffer.from([0x78, 0x01]);
+
+function trailer(data: Buffer): Buffer {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(adler32(data), 0);
+  return out;
+}
+
+/**
+ * The zlib stream of `data` as parts to write: around `deflated` (a raw deflate stream of exactly
+ * `data`, an archive member's) when given and smaller; else level 1, or stored blocks over `data`
+ * itself (no copy) when a sample does not shrink.
+ */
+function zlibParts(data: Buffer, deflated: Buffer | null): Buffer[] {
+  if (deflated && deflated.length < data.length) return [ZLIB_HEADER, deflated, trailer(data)];
+  if (levelFor(data) === 1) return [deflateSync(data, { level: 1 })];
+  const parts: Buffer[] = [ZLIB_HEADER];
+  let at = 0;
+  do {
+    const len = Math.min(0xffff, data.length - at);
+    const block = Buffer.alloc(5);
+    block[0] = at + len === data.length ? 1 : 0; // BFINAL, BTYPE 00 (stored)
+    block.writeUInt16LE(len, 1);
+    block.writeUInt16LE(~len & 0xffff, 3);
+    parts.push(block, data.subarray(at, at + len));
+    at += len;
+  } while (at < data.length);
+  parts.push(trailer(data));
+  return parts;
+}
+
 interface Written {
   offset: number;
   crc: number;
@@ -91,9 +140,29 @@ export class PackWriter {
     this.running?.update(buf);
   }
 
-  /** Appends a blob (once per content); answers its oid. */
-  addBlob(data: Buffer): string {
-    const oid = blobOid(data);
+  /**
+   * Appends a blob (once per content); answers its oid. `deflated`: a raw deflate stream of exactly
+   * `data` (a ZIP member's, checked by inflating it), reused as the pack entry's data when smaller.
+   */
+  addBlob(data: Buffer, deflated: Buffer | null = null): string {
+    return this.add(BLOB, blobOid(data), data, deflated);
+  }
+
+  /**
+   * Appends a tree of `entries` (blobs and trees already in the pack or the store); answers its oid.
+   * Entries are sorted as Git sorts them (a folder's name compared as if it ended in `/`).
+   */
+  addTree(entries: ReadonlyArray<{ mode: string; name: string; oid: string }>): string {
+    const key = (e: { mode: string; name: string }) => Buffer.from(e.mode === '40000' ? `${e.name}/` : e.name);
+    const sorted = entries.map((e) => ({ e, k: key(e) })).sort((a, b) => Buffer.compare(a.k, b.k));
+    const data = Buffer.concat(
+      sorted.flatMap(({ e }) => [Buffer.from(`${e.mode} ${e.name}\0`), Buffer.from(e.oid, 'hex')]),
+    );
+    const oid = createHash('sha1').update(`tree ${data.length}\0`).update(data).digest('hex');
+    return this.add(TREE, oid, data, null);
+  }
+
+  private add(type: number, oid: string, data: Buffer, deflated: Buffer | null): string {
     if (this.objects.has(oid)) {
       this.running = null; // fewer objects than announced: the header is rewritten and the pack read back
       return oid;
@@ -104,16 +173,20 @@ export class PackWriter {
       if (this.expected !== undefined) this.running = createHash('sha1');
       this.write(packHeader(this.expected ?? 0), 0); // rewritten at the end unless the count was right
     }
-    const header = entryHeader(BLOB, data.length);
-    const body = deflateSync(data, { level: levelFor(data) });
-    this.write(header, this.offset);
-    this.write(body, this.offset + header.length);
-    this.objects.set(oid, { offset: this.offset, crc: crc32(body, crc32(header)) });
-    this.offset += header.length + body.length;
+    const parts = [entryHeader(type, data.length), ...zlibParts(data, deflated)];
+    const size = parts.reduce((n, p) => n + p.length, 0);
+    if (writevSync(this.fd, parts, this.offset) !== size) throw new Error('short write to the pack');
+    let crc = 0;
+    for (const p of parts) {
+      this.running?.update(p);
+      crc = crc32(p, crc);
+    }
+    this.objects.set(oid, { offset: this.offset, crc });
+    this.offset += size;
     return oid;
   }
 
-  /** Completes the pack (header, checksum) and writes its index; nothing when no blob was added. */
+  /** Completes the pack (header, checksum) and writes its index; nothing when no object was added. */
   finish(): void {
     if (this.fd === null) return;
     const fd = this.fd;

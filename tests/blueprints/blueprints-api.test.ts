@@ -403,6 +403,20 @@ describe('unsafe archives are refused before anything is written', () => {
     ],
     ['backslash', () => buildZip([ok, { name: '..\\evil.txt', data: 'x' }]), 'invalid_path'],
     ['not a zip', () => Buffer.from('hello, not a zip'), 'not_a_zip'],
+    [
+      'a member failing its CRC-32 (read after others were written)',
+      () => {
+        const archive = buildZip([ok, { name: 'a.txt', data: 'fine' }, { name: 'z.txt', data: 'corrupted later' }]);
+        archive[archive.indexOf('corrupted later')] ^= 0x01;
+        return archive;
+      },
+      'crc_mismatch',
+    ],
+    [
+      'a truncated archive',
+      () => buildZip([ok, { name: 'a.txt', data: 'x'.repeat(100) }]).subarray(0, 150),
+      'not_a_zip',
+    ],
   ];
   for (const [label, make, reason] of cases) {
     it(`refuses ${label}`, async () => {

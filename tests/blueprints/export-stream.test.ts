@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { http, type Stack } from '../helpers/stack.js';
@@ -76,5 +80,44 @@ describe('export streams from the commit pinned under the lock', () => {
     const again = Buffer.from(await (await fetch(`${stack.url}/api/blueprints/streamed/export`)).arrayBuffer());
     const same = await importZip(again, { collision_strategy: 'replace' });
     expect(same.body.data).toMatchObject({ import_action: 'replaced', no_change: true });
+  });
+});
+
+describe('round trip: an Info-ZIP archive imported, exported, and checked by the system unzip', () => {
+  it('unzip -t accepts the export, and every file comes back byte for byte', async () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'bp-round-trip-'));
+    try {
+      const files = new Map<string, Buffer>([
+        ['blueprint_manifest.yaml', Buffer.from(`schema_version: 1\nname: round-trip\nphases: []\n`)],
+        ['prompts/text.md', Buffer.from('# A prompt that compresses\n'.repeat(400))],
+        ['data/random.bin', randomBytes(90_000)],
+        ['data/empty.txt', Buffer.alloc(0)],
+      ]);
+      const src = path.join(work, 'src');
+      for (const [rel, data] of files) {
+        mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
+        writeFileSync(path.join(src, rel), data);
+      }
+      // Through a pipe: Info-ZIP writes data descriptors; the text is deflated, the random bytes too (it cannot go back).
+      execFileSync('sh', ['-c', `zip -q -r - . | cat > '${path.join(work, 'in.zip')}'`], { cwd: src });
+      const r = await importZip(readFileSync(path.join(work, 'in.zip')));
+      expect(r.status).toBe(200);
+      expect(r.body.data).toMatchObject({ import_action: 'created', blueprint_name: 'round-trip' });
+      const res = await fetch(`${stack.url}/api/blueprints/round-trip/export`);
+      expect(res.status).toBe(200);
+      const out = path.join(work, 'out.zip');
+      writeFileSync(out, Buffer.from(await res.arrayBuffer()));
+      expect(execFileSync('unzip', ['-t', out], { encoding: 'utf8' })).toMatch(/No errors detected/);
+      execFileSync('unzip', ['-q', out, '-d', path.join(work, 'out')]);
+      for (const [rel, data] of files) {
+        if (rel === 'blueprint_manifest.yaml') continue; // re-serialised on import
+        expect(readFileSync(path.join(work, 'out', rel)).equals(data), rel).toBe(true);
+      }
+      expect(parse(readFileSync(path.join(work, 'out', 'blueprint_export_manifest.yaml'), 'utf8'))).toMatchObject({
+        blueprint_name: 'round-trip',
+      });
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 });

@@ -11,21 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
 import { commitAll, commitBlobs, initRepositoryFrom } from '../../shared/blueprints/store.js';
+import { principal } from './git-fixtures.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'pack-import-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-const principal: Principal = {
-  kind: 'person',
-  id: 'u1',
-  tenant: 't1',
-  displayName: 'User One',
-  roles: [],
-  permissions: new Set(),
-  credential: 'auth_disabled',
-};
 
 describe('blueprint import staged into one pack', () => {
   it('git fsck passes, the tree is clean, edits commit, and the blobs read back', async () => {
@@ -54,8 +44,8 @@ describe('blueprint import staged into one pack', () => {
     const blobs = commitBlobs(dir, commit);
     try {
       expect(blobs.files).toEqual([...contents.keys(), 'blueprint_manifest.yaml'].sort());
-      for (const [rel, data] of contents) expect(blobs.read(rel).equals(data)).toBe(true);
-      expect(blobs.read('blueprint_manifest.yaml').toString()).toBe('name: packed\n');
+      for (const [rel, data] of contents) expect(blobs.read(rel).content.equals(data)).toBe(true);
+      expect(blobs.read('blueprint_manifest.yaml').content.toString()).toBe('name: packed\n');
     } finally {
       blobs.close();
     }
@@ -95,7 +85,7 @@ describe('blueprint import staged into one pack', () => {
     expect(packSize).toBeLessThan(randomBytesTotal + textTotal / 10);
     const blobs = commitBlobs(dir, commit);
     try {
-      for (const [rel, data] of contents) expect(blobs.read(rel).equals(data)).toBe(true);
+      for (const [rel, data] of contents) expect(blobs.read(rel).content.equals(data)).toBe(true);
     } finally {
       blobs.close();
     }
