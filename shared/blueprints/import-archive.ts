@@ -68,9 +68,16 @@ export function readMember(a: Pick<ImportArchive, 'zip'>, m: ZipMember): MemberD
   }
 }
 
-/** Reads every member once without keeping it: what a writer that cannot undo half its work checks first. */
-export function verifyMembers(a: ImportArchive): void {
-  for (const m of a.members.values()) readMember(a, m);
+/**
+ * Reads every member once without keeping it: what a writer that cannot undo half its work checks first.
+ * The reads are synchronous, so the loop lets other requests run between members (a 60 MiB archive is
+ * about half a second of reading and inflating).
+ */
+export async function verifyMembers(a: ImportArchive): Promise<void> {
+  for (const m of a.members.values()) {
+    readMember(a, m);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
 }
 
 function parseSidecar(text: string | null): z.infer<typeof Sidecar> | null {
@@ -95,7 +102,7 @@ function parseSidecar(text: string | null): z.infer<typeof Sidecar> | null {
  * Opens and checks an uploaded archive (the caller closes it with `closeArchive`). With `verify`, every
  * member is read and checked too (a preview answers what the import would find).
  */
-export function readArchive(uploadPath: string, opts: { verify?: boolean } = {}): ImportArchive {
+export async function readArchive(uploadPath: string, opts: { verify?: boolean } = {}): Promise<ImportArchive> {
   let zip: ZipArchive;
   try {
     zip = ZipArchive.open(uploadPath);
@@ -137,7 +144,7 @@ export function readArchive(uploadPath: string, opts: { verify?: boolean } = {})
       manifestVersion: sidecar?.manifest_version ?? 1,
       legacy: blueprintId === null,
     };
-    if (opts.verify) verifyMembers(a);
+    if (opts.verify) await verifyMembers(a);
     return a;
   } catch (err) {
     zip.close();

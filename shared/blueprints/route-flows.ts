@@ -43,7 +43,7 @@ export async function previewUpload(ctx: Ctx, filePath: string | undefined) {
         'Send the archive as the multipart file field `file`.',
       );
     // Every member is read and checked (nothing written), so a preview finds what the import would.
-    const a = readArchive(filePath, { verify: true });
+    const a = await readArchive(filePath, { verify: true });
     try {
       return await preview(ctx, a);
     } finally {
@@ -58,7 +58,7 @@ export async function previewUpload(ctx: Ctx, filePath: string | undefined) {
 /** Imports the archive uploaded at `filePath` (`runImport`); an unsafe or invalid archive answers 400. */
 export async function importUpload(ctx: Ctx, filePath: string, opts: ImportOptions) {
   try {
-    const a = readArchive(filePath);
+    const a = await readArchive(filePath);
     try {
       return await runImport(ctx, a, opts);
     } finally {

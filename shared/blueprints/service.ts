@@ -589,8 +589,8 @@ function archiveSources(a: ImportArchive, manifest: BlueprintManifest): SourceFi
 }
 
 /** The same files for `create_version` (`LazyFile`s), after every member was checked. */
-function archiveFiles(a: ImportArchive, manifest: BlueprintManifest): LazyFile[] {
-  verifyMembers(a);
+async function archiveFiles(a: ImportArchive, manifest: BlueprintManifest): Promise<LazyFile[]> {
+  await verifyMembers(a);
   return archiveSources(a, manifest).map((f) => ({
     path: f.path,
     read: async () => {
@@ -723,7 +723,7 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
       ctx,
       b,
       target.flags,
-      archiveFiles(a, destinationManifest(a, b.manifest)),
+      await archiveFiles(a, destinationManifest(a, b.manifest)),
       opts.promote,
     );
     return {
@@ -741,7 +741,7 @@ export async function runImport(ctx: Ctx, a: ImportArchive, opts: ImportOptions)
     };
   }
   // replace: only the working copy changes; destination name, identity, created_by and origin stay.
-  verifyMembers(a); // before the working copy changes: a bad member refuses the import with nothing written
+  await verifyMembers(a); // before the working copy changes: a bad member refuses the import with nothing written
   const commit = await writeLocked(
     ctx,
     b,
