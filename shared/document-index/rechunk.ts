@@ -51,7 +51,7 @@ export async function beginRechunk(
  * Content a copy batch takes at most (besides its document count): documents are taken in id order while
  * the ones before stay under it, so a batch of large documents is smaller and one document always fits.
  */
-export const RECHUNK_BATCH_BYTES = 2 * 1024 * 1024;
+export const RECHUNK_BATCH_BYTES = 1024 * 1024;
 
 /**
  * Copies up to `limit` documents after the cursor (document id order), and at most about
