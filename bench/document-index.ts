@@ -22,6 +22,7 @@ import { createIndex, ingestDocument, ingestDocuments, sql } from '../shared/doc
 import { vectorBackend } from '../shared/document-index/vectors.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import { rechunkWorkflowId } from '../workflows/rechunk-definitions.js';
+import { RECHUNK_BATCH } from '../shared/document-index/rechunk-service.js';
 import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -196,7 +197,8 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   const sample = sentenceMaker(1);
   const perDoc =
     Array.from({ length: 50 }, () => chunkText(docText(sample), chunkCfg).length).reduce((a, b) => a + b) / 50;
-  const rechunks: Array<[number, number]> = [];
+  /** Each size's rechunk: chunks before, wall seconds, CPU seconds (this process and PostgreSQL). */
+  const rechunks: Array<[number, number, number]> = [];
   for (const chunks of sizes) {
     const name = `bench-${chunks}-${randomUUID().slice(0, 8)}`;
     const index = await createIndex(em(), tenant, name, chunkCfg);
@@ -288,13 +290,14 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
         ? `first SEARCH of the index in the process: ${firstSearch.toFixed(1)} ms ` +
           `(${(firstSearch / hybrid.p50).toFixed(2)}x the warm p50; ranked among the chunks matching a query word ` +
           `while the vectors load in the background, loaded after ${firstLoad.toFixed(0)} ms); `
-        : '') +
+        : `first SEARCH of the collection in the database (builds its HNSW index when missing): ${firstSearch.toFixed(0)} ms; `) +
         `first SEARCH after a write (${backend.kind === 'exact' ? 'cache caught up from the change log' : 'pgvector: no cache'}): ` +
         `${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst ${(worst / hybrid.p50).toFixed(2)}x the warm p50, ` +
         `${(worst / hybrid.p95).toFixed(2)}x the warm p95`,
       '',
     );
     if (withRechunk) {
+      const [rechunkCpu0, rechunkServer0] = [process.cpuUsage(), await serverCpu(em)];
       const started = performance.now();
       const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
         workflowId: rechunkWorkflowId(tenant, name),
@@ -305,14 +308,20 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
             indexName: name,
             runId: randomUUID(),
             config: { chunk_size: 80, chunk_overlap: 10, chunk_strategy: 'sentence' },
-            batchSize: 20,
+            batchSize: RECHUNK_BATCH,
           },
         ],
       });
       const rechunkS = (performance.now() - started) / 1000;
-      rechunks.push([r.chunks_before, rechunkS]);
+      const rechunkCpu = process.cpuUsage(rechunkCpu0);
+      const rechunkServerS = cpuBetween(rechunkServer0, await serverCpu(em)) / 1000;
+      const rechunkProcessS = (rechunkCpu.user + rechunkCpu.system) / 1e6;
+      rechunks.push([r.chunks_before, rechunkS, rechunkProcessS + rechunkServerS]);
       out.push(
-        `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${rechunkS.toFixed(1)} s (${r.status})`,
+        `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${rechunkS.toFixed(1)} s (${r.status}); ` +
+          `CPU: this process ${rechunkProcessS.toFixed(1)} s, PostgreSQL ${rechunkServerS.toFixed(1)} s; load average ${loadavg()}`,
+        '',
+        await rechunkPhases(stack, rechunkWorkflowId(tenant, name), rechunkS),
         '',
       );
     }
@@ -326,14 +335,15 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     await sql(em(), 'delete from doc_indexes where tenant = ? and name = ?', [tenant, name]);
   }
   if (rechunks.length > 1) {
-    const [c0, s0] = rechunks[0]!;
+    const [c0, s0, cpu0] = rechunks[0]!;
     out.push(
       `rechunk growth (goal: at most ${RECHUNK_GROWTH_GOAL}x the time for 10x the data): ${rechunks
         .slice(1)
         .map(
-          ([c, sec]) =>
+          ([c, sec, cpu]) =>
             `${c0} to ${c} chunks (${(c / c0).toFixed(1)}x the data): **${(sec / s0).toFixed(1)}x the time** ` +
-            `(${(sec / s0 / ((RECHUNK_GROWTH_GOAL * c) / c0 / 10)).toFixed(2)}x the goal's bound)`,
+            `(${(sec / s0 / ((RECHUNK_GROWTH_GOAL * c) / c0 / 10)).toFixed(2)}x the goal's bound), ` +
+            `${(cpu / cpu0).toFixed(1)}x the CPU (this process and PostgreSQL; less sensitive to the machine's load)`,
         )
         .join('; ')}`,
       '',
@@ -341,6 +351,38 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   }
   out.push(await quality(stack, embedder));
   return out.join('\n');
+}
+
+/**
+ * Where a rechunk's time went, from its workflow history: each activity type's count and time (scheduled
+ * to completed), the copy batches' first and last fifth apart (a batch whose cost grows with its position
+ * makes the rechunk superlinear), and the rest (workflow tasks, scheduling) as the remainder of the wall time.
+ */
+async function rechunkPhases(stack: BenchStack, workflowId: string, wallS: number): Promise<string> {
+  const history = await stack.api.deps.temporal.workflow.getHandle(workflowId).fetchHistory();
+  const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+  const scheduled = new Map<string, { type: string; at: number }>();
+  const byType = new Map<string, number[]>();
+  for (const e of history.events ?? []) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s) scheduled.set(String(e.eventId), { type: s.activityType?.name ?? '?', at: ms(e.eventTime) });
+    const c = e.activityTaskCompletedEventAttributes;
+    const from = c && scheduled.get(String(c.scheduledEventId));
+    if (from) byType.set(from.type, [...(byType.get(from.type) ?? []), ms(e.eventTime) - from.at]);
+  }
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const avg = (xs: number[]) => (xs.length ? sum(xs) / xs.length : 0);
+  const parts = [...byType].map(([type, xs]) => {
+    let line = `${type} ${xs.length}x ${(sum(xs) / 1000).toFixed(2)} s`;
+    if (xs.length >= 10) {
+      const fifth = Math.floor(xs.length / 5);
+      line += ` (first fifth ${avg(xs.slice(0, fifth)).toFixed(1)} ms each, last fifth ${avg(xs.slice(-fifth)).toFixed(1)} ms)`;
+    }
+    return line;
+  });
+  const activities = sum([...byType.values()].map(sum)) / 1000;
+  return `rechunk phases: ${parts.join('; ')}; outside activities ${(wallS - activities).toFixed(2)} s`;
 }
 
 const loadavg = () =>

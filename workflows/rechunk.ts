@@ -50,7 +50,8 @@ async function copyAll(
     });
     warnings.push(...r.warnings);
     afterId = r.lastId;
-    if (r.docs < input.batchSize) break;
+    // `done` (a batch may stop short of `batchSize` at its content budget); results recorded before it had none.
+    if (r.done ?? r.docs < input.batchSize) break;
   }
 }
 

@@ -5,6 +5,7 @@ import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import type { Embedder } from './embedder.js';
 import { encodeVector, pruneVectorLog } from './vectors.js';
 import { sql, sqlBound } from '../db/sql.js';
+import { encodeNativeVectorArray, nativeVectorType } from './native-vector-writer.js';
 
 export type Row = Record<string, unknown>;
 
@@ -243,14 +244,38 @@ export async function insertChunks(
     offsets.push(at);
     at += v.length;
   }
-  await sqlBound(
-    tx,
-    `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
-       select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l)
-         from unnest($5::uuid[], $6::int[], $7::int[]) u(id, o, l)`,
-    [collection, index.tenant, index.id, Buffer.concat(vectors), ids, offsets, vectors.map((v) => v.length)],
-  );
+  const params = [
+    collection,
+    index.tenant,
+    index.id,
+    Buffer.concat(vectors),
+    ids,
+    offsets,
+    vectors.map((v) => v.length),
+  ];
+  // With pgvector the native column is written here too (the same float4 values), so its trigger decodes nothing.
+  const native = await nativeVectorType(tx);
+  if (native)
+    await sqlBound(
+      tx,
+      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec, emb)
+         select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l), u.e
+           from unnest($5::uuid[], $6::int[], $7::int[], $8::${native.name}[]) u(id, o, l, e)`,
+      [...params, encodeNativeVectorArray(vectorsOf(docs), native.oid)],
+    );
+  else
+    await sqlBound(
+      tx,
+      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
+         select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l)
+           from unnest($5::uuid[], $6::int[], $7::int[]) u(id, o, l)`,
+      params,
+    );
 }
+
+/** The documents' vectors in chunk order (as `insertChunks` lays out its rows). */
+const vectorsOf = (docs: Array<{ chunks: string[]; vectors: number[][] }>) =>
+  docs.flatMap((d) => d.chunks.map((_, seq) => d.vectors[seq]!));
 
 export interface IndexStats {
   name: string;

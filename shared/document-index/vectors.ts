@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { sql } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
+import { forgetNativeVectorType } from './native-vector-writer.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 
@@ -592,7 +593,10 @@ export async function detectVectorBackend(em: EntityManager, budgetBytes: number
       `select extversion from pg_extension where extname = 'vector'`,
     );
     // An extension created after the migration ran: the native column is added (and backfilled) now.
-    if (!(await hasNativeColumn(em))) await sql(em.fork(), NATIVE_VECTOR_BLOCK);
+    if (!(await hasNativeColumn(em))) {
+      await sql(em.fork(), NATIVE_VECTOR_BLOCK);
+      forgetNativeVectorType(em); // this process's writers set the new column from now on
+    }
     if (!(await hasNativeColumn(em))) throw new Error('doc_embeddings.emb missing');
     const [major, minor] = (v[0]?.extversion ?? '0.0').split('.').map(Number);
     return new PgvectorBackend(major! > 0 || minor! >= 8);

@@ -17,7 +17,8 @@ import { initOrm, migrate } from '../../shared/db/orm.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
 import { hybridSearch } from '../../shared/document-index/search.js';
-import { createIndex, ingestDocument, type IndexRow } from '../../shared/document-index/store.js';
+import { createIndex, ingestDocument, ingestDocuments, type IndexRow } from '../../shared/document-index/store.js';
+import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
 import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
 
 const TENANT = 'pgv';
@@ -122,6 +123,54 @@ describe('pgvector backend', () => {
     expect(await count('emb is null or emb::real[] <> doc_vec_floats(vec)')).toBe(0);
     await em().getConnection().execute(`update doc_embeddings set vec = vec where index_id = ?`, [index.id]);
     expect(await count('emb is null or emb::real[] <> doc_vec_floats(vec)')).toBe(0);
+  });
+
+  it('has ingestion write the native column itself, equal to the stored bytes (no decode by the trigger)', async () => {
+    const exec = (text: string, params: unknown[] = []) => em().getConnection().execute(text, params);
+    expect(await nativeVectorType(em())).toMatchObject({ name: 'vector' });
+    // With the decoding trigger off, only the writer can have set `emb`.
+    await exec('alter table doc_embeddings disable trigger doc_embeddings_emb');
+    let added;
+    try {
+      added = await ingestDocuments(
+        em(),
+        index,
+        [
+          {
+            path: 'native-a',
+            kind: 'text',
+            content: 'Quarterly reports are archived for seven years. Audits read them.',
+          },
+          { path: 'native-b', kind: 'text', content: 'The archive room opens on Tuesdays.' },
+        ],
+        { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+        embedder,
+      );
+    } finally {
+      await exec('alter table doc_embeddings enable trigger doc_embeddings_emb');
+    }
+    const rows = await exec(
+      `select e.emb is not null as set, e.emb::real[] = doc_vec_floats(e.vec) as equal, vector_dims(e.emb) as dims
+         from doc_embeddings e join doc_chunks c on c.id = e.chunk_id where c.document_id = any(?::uuid[])`,
+      [`{${added.map((a) => a.file_id).join(',')}}`],
+    );
+    expect(rows.length).toBe(added.reduce((n, a) => n + a.chunks, 0));
+    expect(rows.length).toBeGreaterThan(2);
+    for (const r of rows) expect(r).toEqual({ set: true, equal: true, dims: 384 });
+    // A row written by another path (vec alone, as the re-embedding consumer writes) still gets emb from the trigger.
+    await exec(
+      `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
+         select 'other_collection', chunk_id, tenant, index_id, vec from doc_embeddings where chunk_id in (
+           select c.id from doc_chunks c where c.document_id = ?::uuid)`,
+      [added[0]!.file_id],
+    );
+    const other = await exec(
+      `select bool_and(emb is not null and emb::real[] = doc_vec_floats(vec)) as ok, count(*) as n
+         from doc_embeddings where collection = 'other_collection'`,
+    );
+    expect(other[0]).toMatchObject({ ok: true });
+    expect(Number(other[0]!.n)).toBeGreaterThan(0);
+    await exec(`delete from doc_embeddings where collection = 'other_collection'`);
   });
 
   it('gives the same top results as the exact scan on a fixed corpus', async () => {

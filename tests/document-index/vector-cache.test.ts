@@ -9,7 +9,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentEmbedder, cosine, type Embedder } from '../../shared/document-index/embedder.js';
 import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
-import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/document-index/rechunk.js';
+import {
+  beginRechunk,
+  dropBuildingIndex,
+  rechunkCopyBatch,
+  retiredIndexName,
+  swapRechunk,
+} from '../../shared/document-index/rechunk.js';
 import { createIndex, ingestDocument, sql, type IndexRow } from '../../shared/document-index/store.js';
 import {
   decodeVector,
@@ -218,6 +224,87 @@ describe('exact backend with its cache', () => {
       )[0]!.id,
     );
     expect(after.every((h) => newChunks.includes(h.id))).toBe(true);
+  });
+
+  it('rechunks at scale: no change log for the building index, batches cut at their content budget, the swap retires the old index and a retried swap deletes it', async () => {
+    const index = await createIndex(em(), tenant, 'retire', NO_CHUNKING);
+    for (const [path, text] of [
+      ['a', 'Harbours shelter boats from storms.'],
+      ['b', 'Tides rise twice a day along the coast.'],
+      ['c', 'Pilots guide large ships into the harbour.'],
+    ])
+      await add(index, path!, text!);
+    const config = { chunk_size: 4, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+    const begun = await beginRechunk(em(), { tenant, indexName: 'retire', runId: 'r1', config });
+    if ('missing' in begun) throw new Error('index missing');
+    const batch = (afterId: string | null, maxBytes?: number) =>
+      rechunkCopyBatch(em(), stack.config, {
+        tenant,
+        sourceId: begun.sourceId,
+        tempId: begun.tempId,
+        afterId,
+        limit: 10,
+        chunkConfig: config,
+        ...(maxBytes === undefined ? {} : { maxBytes }),
+      });
+    // A budget of a few bytes: each batch takes one document (one always fits), so three batches, the last done.
+    const first = await batch(null, 10);
+    expect(first).toMatchObject({ docs: 1, done: false });
+    const second = await batch(first.lastId, 10);
+    expect(second).toMatchObject({ docs: 1, done: false });
+    const third = await batch(second.lastId);
+    expect(third).toMatchObject({ docs: 1, done: true });
+    expect(await batch(third.lastId)).toMatchObject({ docs: 0, done: true });
+    const logged = async (id: string) =>
+      Number(
+        (await sql<{ n: string }>(em(), 'select count(*) as n from doc_vector_log where index_id = ?', [id]))[0]!.n,
+      );
+    expect(
+      Number(
+        (
+          await sql<{ n: string }>(em(), 'select count(*) as n from doc_embeddings where index_id = ?', [begun.tempId])
+        )[0]!.n,
+      ),
+    ).toBeGreaterThan(3);
+    // The temporary index is invisible (building): its vectors are cached by no process, so nothing was logged.
+    expect(await logged(begun.tempId)).toBe(0);
+    const sourceLogged = await logged(begun.sourceId);
+    expect(sourceLogged).toBeGreaterThan(0);
+    // A swap that committed but whose process died before deleting the old rows: the old index is retired.
+    await em().transactional(async (tx) => {
+      await sql(tx, `update doc_indexes set state = 'building', name = ? where id = ?`, [
+        retiredIndexName(begun.sourceId),
+        begun.sourceId,
+      ]);
+      await sql(tx, `update doc_indexes set state = 'active', name = 'retire' where id = ?`, [begun.tempId]);
+    });
+    const left = async () =>
+      (
+        await sql<{ d: string; c: string; e: string; i: string }>(
+          em(),
+          `select (select count(*) from doc_documents where index_id = ?) as d, (select count(*) from doc_chunks where index_id = ?) as c,
+             (select count(*) from doc_embeddings where index_id = ?) as e, (select count(*) from doc_indexes where id = ?) as i`,
+          [begun.sourceId, begun.sourceId, begun.sourceId, begun.sourceId],
+        )
+      )[0]!;
+    expect(Number((await left()).c)).toBeGreaterThan(0);
+    // Only the active index answers by name meanwhile.
+    expect(
+      (await ok({ action: 'GET_INDICES_STATS' })).Indices.filter((s: { name: string }) => s.name.includes('retire')),
+    ).toEqual([expect.objectContaining({ name: 'retire', document_count: 3 })]);
+    // The retried swap answers swapped and deletes the retired index with its rows, logging none of them.
+    const retried = await swapRechunk(em(), {
+      tenant,
+      indexName: 'retire',
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+    });
+    expect(retried).toMatchObject({ swapped: true, docs: 3 });
+    expect(await left()).toEqual({ d: '0', c: '0', e: '0', i: '0' });
+    // Deleting a building index's vectors logged nothing; an active index is never dropped that way.
+    expect(await logged(begun.sourceId)).toBe(sourceLogged);
+    await dropBuildingIndex(em(), begun.tempId);
+    expect((await sql(em(), 'select 1 from doc_indexes where id = ?', [begun.tempId])).length).toBe(1);
   });
 
   it('keeps within its byte budget: a set larger than the budget is scanned, not kept', async () => {

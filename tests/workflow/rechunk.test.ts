@@ -43,7 +43,7 @@ function rechunkStubs(opts: { docs: number; swaps: Swap[]; missing?: boolean; co
   });
 }
 
-async function rechunk(stubs: ReturnType<typeof rechunkStubs>) {
+async function rechunk(stubs: { activities: Parameters<typeof stubWorker>[1] }) {
   const { worker, taskQueue } = await stubWorker(env, stubs.activities);
   const input: RechunkInput = {
     tenant: 't1',
@@ -75,6 +75,28 @@ describe('rechunkWorkflow', () => {
     expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
     expect(stubs.count('swapIndexRechunk')).toBe(1);
     expect(stubs.count('dropIndexRechunkTemp')).toBe(0);
+  });
+
+  it('keeps copying after a batch cut short by its content budget, until a batch says done', async () => {
+    let copied = 0;
+    const stubs = recorded({
+      beginIndexRechunk: async () => ({ sourceId: 'ix_src', tempId: 'ix_tmp', chunksBefore: 40 }),
+      // Large documents: three per batch (fewer than the batch size) until the last of 8.
+      copyIndexRechunkBatch: async () => {
+        const docs = Math.min(3, 8 - copied);
+        copied += docs;
+        return { docs, lastId: `d${copied}`, warnings: [], done: copied === 8 };
+      },
+      swapIndexRechunk: async () => ({ swapped: true, docs: 8, chunksAfter: 30 }),
+      dropIndexRechunkTemp: async () => undefined,
+    });
+    expect(await rechunk(stubs)).toMatchObject({ status: 'completed', docs_rechunked: 8 });
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
+    expect(stubs.calls.copyIndexRechunkBatch!.map((c) => (c as { afterId: string | null }).afterId)).toEqual([
+      null,
+      'd3',
+      'd6',
+    ]);
   });
 
   it('copies again when documents changed during the copy, then swaps', async () => {

@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Search at scale (issue 32).
  *
- * - `doc_vector_log`: which chunks' vectors each write changed, stamped with the index's new
+ * - `doc_vector_log`: which chunks' vectors each write changed (of active indexes; see VECTOR_LOG_TRIGGER), stamped with the index's new
  *   `vector_generation`. The statement-level triggers on `doc_embeddings` that bump the generation now
  *   also log the changed chunk ids, in the writing transaction; the bump updates the index's row, so
  *   writers of one index commit their generations in order and a reader that sees generation `g` in a
@@ -17,6 +17,23 @@ import { Migration } from '@mikro-orm/migrations';
  *   it every batch sorted the whole index, so a rechunk grew quadratically).
  * - `doc_embeddings (index_id)`: deleting an index's vectors (rechunk swap, cleanup) without a scan.
  */
+/**
+ * The statement-level trigger function on `doc_embeddings`: bumps each changed index's generation and logs the
+ * changed chunks of active indexes (a `building` index, a rechunk's temporary or retired one, is cached by no
+ * process, so logging it was only cost: migration 13, which installs this body where this migration ran before).
+ */
+export const VECTOR_LOG_TRIGGER = `create or replace function doc_embeddings_bump_generation() returns trigger language plpgsql as $$
+      begin
+        with bumped as (
+          update doc_indexes set vector_generation = vector_generation + 1
+            where id in (select distinct index_id from changed_rows)
+            returning id, vector_generation, state)
+        insert into doc_vector_log (index_id, gen, collection, chunk_id)
+          select b.id, b.vector_generation, c.collection, c.chunk_id from changed_rows c join bumped b on b.id = c.index_id
+            where b.state = 'active';
+        return null;
+      end $$`;
+
 export class Migration20261129550000DocVectorLog extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create table doc_vector_log (
@@ -31,16 +48,7 @@ export class Migration20261129550000DocVectorLog extends Migration {
     this.addSql('alter table doc_indexes add column vector_log_floor bigint not null default 0');
     // Generations before this migration have no log rows: a cache from before reloads once.
     this.addSql('update doc_indexes set vector_log_floor = vector_generation');
-    this.addSql(`create or replace function doc_embeddings_bump_generation() returns trigger language plpgsql as $$
-      begin
-        with bumped as (
-          update doc_indexes set vector_generation = vector_generation + 1
-            where id in (select distinct index_id from changed_rows)
-            returning id, vector_generation)
-        insert into doc_vector_log (index_id, gen, collection, chunk_id)
-          select b.id, b.vector_generation, c.collection, c.chunk_id from changed_rows c join bumped b on b.id = c.index_id;
-        return null;
-      end $$`);
+    this.addSql(VECTOR_LOG_TRIGGER);
     this.addSql('create index doc_documents_index_id on doc_documents (index_id, id)');
     this.addSql('create index doc_embeddings_index_only on doc_embeddings (index_id)');
   }

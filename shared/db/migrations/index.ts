@@ -52,6 +52,7 @@ import { Migration20261129110100UserNameClaim } from './Migration20261129110100U
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
 import { Migration20261129990000AgentKnowledgeBasesCascade } from './Migration20261129990000AgentKnowledgeBasesCascade.js';
+import { Migration20261129130000DocVectorLogActiveOnly } from './Migration20261129130000DocVectorLogActiveOnly.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
 import { Migration20261129440000ThreadEvents } from './Migration20261129440000ThreadEvents.js';
@@ -110,6 +111,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129110000MissionBlueprintVersion', class: Migration20261129110000MissionBlueprintVersion },
   { name: 'Migration20261129110100UserNameClaim', class: Migration20261129110100UserNameClaim },
   { name: 'Migration20261129110200ManagedSourceMissions', class: Migration20261129110200ManagedSourceMissions },
+  { name: 'Migration20261129130000DocVectorLogActiveOnly', class: Migration20261129130000DocVectorLogActiveOnly },
   { name: 'Migration20261129220000KnowledgeBases', class: Migration20261129220000KnowledgeBases },
   { name: 'Migration20261129220100ProverSubjects', class: Migration20261129220100ProverSubjects },
   { name: 'Migration20261129330000FlowRuns', class: Migration20261129330000FlowRuns },
