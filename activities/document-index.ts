@@ -15,10 +15,10 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
       return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
     },
     swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
-      return swapRechunk(deps.orm.em.fork(), input);
+      return withHeartbeat(2_000, () => swapRechunk(deps.orm.em.fork(), input));
     },
     dropIndexRechunkTemp(input: { tempId: string }) {
-      return dropRechunkTemp(deps.orm.em.fork(), input);
+      return withHeartbeat(2_000, () => dropRechunkTemp(deps.orm.em.fork(), input));
     },
     /** One batch of a directory ingestion (idempotent per file content hash). */
     ingestDocumentBatch(input: Parameters<typeof ingestFiles>[2]) {

@@ -5,8 +5,13 @@ import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import type { RechunkInput, RechunkResult } from './rechunk-definitions.js';
 import { setLifecycleStatus, trackFailure } from './visibility.js';
 
-const { beginIndexRechunk, swapIndexRechunk, dropIndexRechunkTemp } = proxyActivities<DocumentIndexActivities>(
-  ActivityProfiles.database,
+const { beginIndexRechunk } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.database);
+/**
+ * The swap and the temporary index's drop delete a whole index's rows (a million at the largest sizes):
+ * they heartbeat under the batch profile's 5-minute limit instead of the 30 s one.
+ */
+const { swapIndexRechunk, dropIndexRechunkTemp } = proxyActivities<DocumentIndexActivities>(
+  ActivityProfiles.databaseBatch,
 );
 
 /** A copy batch embeds its chunks (maybe through a remote provider): it heartbeats, and a dead worker's batch runs again elsewhere. */
