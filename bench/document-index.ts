@@ -56,6 +56,19 @@ function sentenceMaker(seed: number) {
   };
 }
 
+/**
+ * The exact path's vector cache budget the benchmark's API gets (MB) when `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`
+ * is not set: the default 512 MB holds about 330,000 chunks of 384 dimensions (1.5 KB each); a larger index
+ * is not kept and every SEARCH would read it whole, so for `BENCH_DOCIDX_CHUNKS` beyond that the budget is
+ * raised to hold the largest size (1M chunks: about 1.6 GB). Undefined: the default serves.
+ */
+export function benchVectorCacheMb(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB) return env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB;
+  const largest = Math.max(...(env.BENCH_DOCIDX_CHUNKS ?? '10000,100000').split(',').map(Number));
+  const mb = Math.ceil((largest * (384 * 4 + 8 + 80) * 1.1) / 2 ** 20);
+  return mb > 512 ? String(mb) : undefined;
+}
+
 /** The issue's goals, printed beside the figures. */
 const INGEST_GOAL = 5_000;
 const RECHUNK_GROWTH_GOAL = 11;
@@ -189,6 +202,11 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
         .loadavg()
         .map((l) => l.toFixed(1))
         .join(' ')} (${os.cpus().length} cores).`,
+    `Exact path's vector cache budget: ${config.documentIndex.vectorCacheMb} MB` +
+      (benchVectorCacheMb() && !process.env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB
+        ? ' (raised by the benchmark from the default 512 MB so the largest size is kept in memory; ' +
+          'a larger index than the budget is read whole on every SEARCH)'
+        : ''),
     '',
   ];
   const chunkCfg = { chunk_size: 40, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
@@ -247,9 +265,67 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     const firstSearch = performance.now() - t0;
     if (backend.kind === 'exact') await backend.settled();
     const firstLoad = performance.now() - t0;
-    // The first search after a write: the cache catches up from the change log (no reload).
+    const plainTop10 = (i: number) =>
+      sql(
+        em(),
+        `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
+           order by ts_rank_cd(c.tsv, q) desc limit 10`,
+        [queries[i % queries.length], index.id],
+      );
+    const [hybrid, plain] = await measurePair(
+      {
+        label: 'SEARCH (hybrid)',
+        op: async (i) => {
+          await search(i);
+        },
+      },
+      { label: 'plain full-text query', op: async (i) => void (await plainTop10(i)) },
+      searches,
+      1,
+    );
+    out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
+    out.push(
+      `goal (issue 32): SEARCH p95 <= 1.5x the plain full-text query's p95 (\`plainto_tsquery\`, \`ts_rank_cd\`, ` +
+        `top 10 ids): **${(hybrid.p95 / plain.p95).toFixed(2)}x** (${hybrid.p95 / plain.p95 <= 1.5 ? 'met' : 'not met'}); ` +
+        `load average ${loadavg()}`,
+      '',
+    );
+    // For reference only (not the goal): the plain query returning what SEARCH returns, the top 10 with
+    // their path, text and a ts_headline snippet.
+    const [hybrid2, plainRich] = await measurePair(
+      {
+        label: 'SEARCH (hybrid)',
+        op: async (i) => {
+          await search(i);
+        },
+      },
+      {
+        label: 'plain full-text query with SEARCH output (path, text, ts_headline; reference, not the goal)',
+        op: async (i) => {
+          await sql(
+            em(),
+            `select t.id, t.text, d.path,
+                 ts_headline('english', t.text, t.q, 'MaxWords=40, MinWords=15, MaxFragments=1') as snippet
+               from (select c.id, c.text, c.document_id, q, ts_rank_cd(c.tsv, q) as r
+                       from doc_chunks c, plainto_tsquery('english', ?) q
+                       where c.index_id = ? and c.tsv @@ q order by r desc limit 10) t
+               join doc_documents d on d.id = t.document_id order by t.r desc`,
+            [queries[i % queries.length], index.id],
+          );
+        },
+      },
+      searches,
+      1,
+    );
+    out.push(
+      report(`SEARCH at ${stored} chunks beside a plain query with the same output (reference)`, hybrid2, plainRich),
+    );
+    // The first search after a write, measured once the warm figures are taken (so it pays what a write
+    // costs, not the warm-up of a process that has searched once): the statement that ranks the lexical
+    // half also brings the chunks changed since the cached generation, so a write costs no reload and
+    // no extra round trip.
     const cold: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 5; i++) {
       await ingestDocument(
         em(),
         index,
@@ -261,39 +337,17 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
       await search(i);
       cold.push(performance.now() - t0);
     }
-
-    const [hybrid, plain] = await measurePair(
-      {
-        label: 'SEARCH (hybrid)',
-        op: async (i) => {
-          await search(i);
-        },
-      },
-      {
-        label: 'plain full-text query',
-        op: async (i) => {
-          await sql(
-            em(),
-            `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
-               order by ts_rank_cd(c.tsv, q) desc limit 10`,
-            [queries[i % queries.length], index.id],
-          );
-        },
-      },
-      searches,
-      1,
-    );
-    out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
     const worst = Math.max(...cold);
+    const afterWrite = Math.max(worst / hybrid.p50, worst / hybrid.p95);
     out.push(
       (backend.kind === 'exact'
         ? `first SEARCH of the index in the process: ${firstSearch.toFixed(1)} ms ` +
           `(${(firstSearch / hybrid.p50).toFixed(2)}x the warm p50; ranked among the chunks matching a query word ` +
           `while the vectors load in the background, loaded after ${firstLoad.toFixed(0)} ms); `
         : `first SEARCH of the collection in the database (builds its HNSW index when missing): ${firstSearch.toFixed(0)} ms; `) +
-        `first SEARCH after a write (${backend.kind === 'exact' ? 'cache caught up from the change log' : 'pgvector: no cache'}): ` +
-        `${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst ${(worst / hybrid.p50).toFixed(2)}x the warm p50, ` +
-        `${(worst / hybrid.p95).toFixed(2)}x the warm p95`,
+        `first SEARCH after a write (${backend.kind === 'exact' ? 'changed vectors applied from the change log' : 'pgvector: no cache'}), ` +
+        `5 writes: ${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst **${(worst / hybrid.p50).toFixed(2)}x the warm p50**, ` +
+        `**${(worst / hybrid.p95).toFixed(2)}x the warm p95** (goal <= 2x both: ${afterWrite <= 2 ? 'met' : 'not met'})`,
       '',
     );
     if (withRechunk) {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { benchActionReview } from './action-review.js';
-import { benchDocumentIndex } from './document-index.js';
+import { benchDocumentIndex, benchVectorCacheMb } from './document-index.js';
 import { benchEcho } from './echo.js';
 import { startBenchStack } from './lib/stack.js';
 import { benchSettingsSources } from './settings-sources.js';
@@ -27,9 +27,10 @@ const stack = await startBenchStack({
   PLATFORM_LLM_BASE_URL: llm.baseUrl,
   PLATFORM_LLM_MODEL: 'bench-model',
   PLATFORM_DATA_DIR: dataDir,
-  // The exact vector path's cache budget, passed through for the document-index benchmark's 1M size (1.5 GB of vectors).
-  ...(process.env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB
-    ? { PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: process.env.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB }
+  // The exact vector path's cache budget: as set, else sized by the document-index benchmark for its largest
+  // size (its 1M size needs 1.6 GB of vectors; the default 512 MB holds about 330,000 chunks).
+  ...(wanted('document-index') && benchVectorCacheMb()
+    ? { PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: benchVectorCacheMb()! }
     : {}),
 });
 try {

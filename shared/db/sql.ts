@@ -60,16 +60,43 @@ interface ConnectionLender {
  * connection of `em`'s transaction, or a pooled one outside a transaction. The helpers above inline every
  * value into the text as a quoted literal, which costs time in JavaScript and in PostgreSQL's parser for
  * large writes; here nothing is quoted: a Buffer travels as binary and a JS array as a PostgreSQL array.
+ * With a `name` the statement is prepared once per pooled connection and its plan cached there (a hot
+ * read path skips parsing and planning); one name must always carry the same text.
  */
 export async function sqlBound<T extends object = Rows>(
   em: EntityManager,
   text: string,
   params: readonly unknown[] = [],
+  name?: string,
 ): Promise<T[]> {
   const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
   const connection = await lender.acquireConnection();
   try {
-    return (await connection.query(text, [...params])).rows as T[];
+    return (await connection.query({ text, values: [...params], ...(name ? { name } : {}) })).rows as T[];
+  } finally {
+    await lender.releaseConnection(connection);
+  }
+}
+
+/**
+ * `sqlBound` that does other work while PostgreSQL runs the statement: the statement is written to its
+ * connection first, then `meanwhile` runs (synchronous work of this process, e.g. a scan in memory), then
+ * the rows are awaited. Answers the rows and what `meanwhile` returned.
+ */
+export async function sqlBoundMeanwhile<T extends object, R>(
+  em: EntityManager,
+  statement: { text: string; params: readonly unknown[]; name?: string },
+  meanwhile: () => R,
+): Promise<[T[], R]> {
+  const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
+  const connection = await lender.acquireConnection();
+  try {
+    const { text, params, name } = statement;
+    const sent = connection.query({ text, values: [...params], ...(name ? { name } : {}) });
+    // Until it is awaited, a failure of the statement is handled below (not an unhandled rejection).
+    sent.catch(() => undefined);
+    const other = meanwhile();
+    return [(await sent).rows as T[], other];
   } finally {
     await lender.releaseConnection(connection);
   }

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sqlBound, sqlBoundMeanwhile } from '../db/sql.js';
 import type { Embedder } from './embedder.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
-import type { VectorBackend, VectorCte, VectorHit, VectorSearch } from './vectors.js';
+import type { ExactVectorBackend, VectorBackend, VectorChange, VectorCte, VectorHit, VectorSearch } from './vectors.js';
 
 /** Candidates each ranking contributes to the fusion. */
 export const CANDIDATES = 50;
@@ -116,13 +118,12 @@ export function rankedIds(hits: readonly VectorHit[]): VectorCte {
   };
 }
 
-/** A row of the fused statement: `gens` (index id to vector generation) on every row, the hit's columns unless none. */
+/** A row of a search's answer: a hit's chunk, ranks, document and snippet. */
 interface FusedRow {
-  gens: Record<string, string> | null;
-  id: string | null;
+  id: string;
   score: number;
-  lexical_rank: string | null;
-  vector_rank: string | null;
+  lexical_rank: string | number | null;
+  vector_rank: string | number | null;
   seq: number;
   text: string;
   file_id: string;
@@ -132,10 +133,10 @@ interface FusedRow {
 }
 
 /**
- * One statement for the whole search: the lexical ranking (`lexicalCte`), the vector ranking (`vec`),
- * their reciprocal rank fusion (score = sum of 1 / (60 + rank), ties by chunk id), the best `topN`
- * chunks with their documents, and a `ts_headline` snippet for those rows only. Every row also carries
- * the searched indexes' vector generations, so the exact path knows its cached ranking was current.
+ * One statement for the whole search (the pgvector path, and the exact path while an index's vectors
+ * load): the lexical ranking (`lexicalCte`), the vector ranking (`vec`), their reciprocal rank fusion
+ * (score = sum of 1 / (60 + rank), ties by chunk id), the best `topN` chunks with their documents, and
+ * a `ts_headline` snippet for those rows only.
  */
 async function fusedSearch(
   em: EntityManager,
@@ -156,17 +157,12 @@ async function fusedSearch(
          from lex l full join vec v on v.id = l.id
          join doc_chunks c on c.id = coalesce(l.id, v.id) and c.tenant = ? and c.index_id = any(?::uuid[])
          order by score desc, c.id limit ?)
-     select g.gens, r.* from
-       (select json_object_agg(id, vector_generation::text) as gens from doc_indexes
-          where tenant = ? and id = any(?::uuid[])) g
-       left join lateral (
-         select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
-             i.name as index_name,
-             ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
-           from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
-       ) r on true
-     order by r.score desc, r.id`,
-    [...lex.params, ...vec.params, tenant, pgArray(indexIds), topN, tenant, pgArray(indexIds), ...(q ? [q] : [])],
+     select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
+         i.name as index_name,
+         ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
+       from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
+     order by f.score desc, f.id`,
+    [...lex.params, ...vec.params, tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
   );
 }
 
@@ -175,7 +171,7 @@ function hitOf(r: FusedRow): SearchHit {
     index_name: r.index_name,
     filepath: r.path,
     file_id: r.file_id,
-    chunk_id: r.id!,
+    chunk_id: r.id,
     chunk_index: Number(r.seq),
     score: Math.round(Number(r.score) * 1e6) / 1e6,
     lexical_rank: r.lexical_rank === null ? null : Number(r.lexical_rank),
@@ -187,14 +183,14 @@ function hitOf(r: FusedRow): SearchHit {
 
 /**
  * Hybrid search: the lexical and the vector rankings (50 candidates each) fused by reciprocal rank
- * fusion, score = sum over the rankings of 1 / (60 + rank), ties broken by chunk id; one statement
- * (`fusedSearch`) in the usual case.
+ * fusion, score = sum over the rankings of 1 / (60 + rank), ties broken by chunk id.
  *
  * - pgvector: the vector ranking is a CTE of the same statement (HNSW over the native `emb` column).
- * - exact, every searched index cached in this process: the cached sets are scanned first, then the
- *   statement runs with that ranking and reports the indexes' generations; only when a write committed
- *   since (a generation newer than the cached set's) does the cache catch up from the change log and
- *   the statement run again.
+ * - exact, every searched index cached in this process (`cachedSearch`): the lexical statement, which
+ *   also reads the indexes' generations and the vectors changed since the cached ones, is sent first and
+ *   the cached sets are scanned while PostgreSQL runs it; the two rankings are fused here and a second
+ *   statement reads the best rows with their snippets. Both statements are prepared (plans cached per
+ *   connection). A write costs the changed chunks in the first statement's answer, no extra round trip.
  * - exact, an index not cached yet: its vectors are loaded in the background, and meanwhile the vector
  *   ranking is exact among the chunks matching a query word (`ExactVectorBackend.nearestAmong`), so no
  *   search waits for a whole load.
@@ -213,7 +209,160 @@ export async function hybridSearch(
   const [qv] = (await embedder.embed([query])).vectors;
   const v = { tenant, indexIds: ids, collection: embedder.collection, query: qv!, k: CANDIDATES };
   const rows = await fusedRows(em, backend, v, query, topN);
-  return rows.filter((r) => r.id !== null).map(hitOf);
+  return rows.map(hitOf);
+}
+
+/**
+ * A read statement written with `?` placeholders, sent with bound parameters as a prepared statement
+ * named by its text, so each pooled connection parses and plans it once (SEARCH's statements are a few
+ * fixed texts; planning the fused statement cost more than running it).
+ */
+function prepared<T extends object>(em: EntityManager, text: string, params: unknown[]): Promise<T[]> {
+  const s = preparedStatement(text, params);
+  return sqlBound<T>(em, s.text, s.params, s.name);
+}
+
+function preparedStatement(text: string, params: unknown[]) {
+  let n = 0;
+  const numbered = text.replace(/\?/g, () => `$${++n}`);
+  return { text: numbered, params, name: `docidx_${createHash('sha1').update(text).digest('hex').slice(0, 24)}` };
+}
+
+/** What the lexical statement of the cached exact path answers (one row). */
+interface LexicalRow {
+  /** The lexical ranking's chunk ids, best first. */
+  lex: string[] | null;
+  /** Index id to [vector generation, log floor], as text. */
+  gens: Record<string, [string, string]> | null;
+  /** The chunks changed since the cached sets' generations: [index id, chunk id, base64 vector or null]. */
+  changes: Array<[string, string, string | null]> | null;
+}
+
+/**
+ * The exact path's first statement, sent before the cached vectors are scanned so PostgreSQL ranks while
+ * this process scans: the lexical ranking, the indexes' vector generations and log floors, and the
+ * vectors of the chunks changed since the generations the cached sets had (none in the usual case; a
+ * write by any process costs no extra round trip, the changes come with the ranking). The statement is
+ * prepared, so its plan is generic (parameter values unknown): the log is read by a bounded generation
+ * range (its `(index_id, gen)` index) and each changed vector by its primary key (a scalar subquery), so
+ * no plan can join the changes to a whole-table scan (with a join, a 1M-chunk index's first SEARCH
+ * after a write took 2.5 to 4 s).
+ */
+function lexicalAndChanges(tenant: string, query: string, collection: string, cachedAt: Map<string, bigint>) {
+  const ids = [...cachedAt.keys()];
+  const lex = lexicalCte(tenant, ids, query);
+  return preparedStatement(
+    `with ${lex.text},
+     cur as (select i.id, i.vector_generation as g, i.vector_log_floor as floor, c.g as cached
+         from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?)
+     select (select json_agg(id order by rank) from lex) as lex,
+       (select json_object_agg(id, json_build_array(g::text, floor::text)) from cur) as gens,
+       (select json_agg(json_build_array(x.id, l.chunk_id,
+            (select encode(e.vec, 'base64') from doc_embeddings e where e.collection = ? and e.chunk_id = l.chunk_id)))
+          from cur x
+          cross join lateral (select distinct chunk_id from doc_vector_log
+              where index_id = x.id and collection = ? and gen > x.cached and gen <= x.g) l
+          where x.g > x.cached and x.floor <= x.cached) as changes`,
+    [...lex.params, pgArray(ids), pgArray([...cachedAt.values()].map(String)), tenant, collection, collection],
+  );
+}
+
+/** Reciprocal rank fusion of two rankings (score = sum of 1 / (60 + rank)), best first, ties by chunk id. */
+function fuse(lex: readonly string[], vec: readonly VectorHit[]) {
+  const fused = new Map<
+    string,
+    { id: string; score: number; lexical_rank: number | null; vector_rank: number | null }
+  >();
+  lex.forEach((id, n) => fused.set(id, { id, score: 1 / (RRF_K + n + 1), lexical_rank: n + 1, vector_rank: null }));
+  vec.forEach(({ id }, n) => {
+    const f = fused.get(id) ?? { id, score: 0, lexical_rank: null, vector_rank: null };
+    f.score += 1 / (RRF_K + n + 1);
+    f.vector_rank = n + 1;
+    fused.set(id, f);
+  });
+  return [...fused.values()].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * The exact path's second statement: the best `topN` of the fused ranking (chunk ids in order) that
+ * still exist, with their documents and a `ts_headline` snippet for those rows only.
+ */
+function fusedRowsOf(
+  em: EntityManager,
+  tenant: string,
+  indexIds: string[],
+  query: string,
+  topN: number,
+  ranked: ReturnType<typeof fuse>,
+): Promise<FusedRow[]> {
+  const q = orQuery(query);
+  return prepared<FusedRow>(
+    em,
+    `with f as (
+       select c.id, c.seq, c.text, c.document_id, c.index_id, f.ord
+         from unnest(?::uuid[]) with ordinality f(id, ord)
+         join doc_chunks c on c.id = f.id and c.tenant = ? and c.index_id = any(?::uuid[])
+         order by f.ord limit ?)
+     select f.id, f.seq, f.text, d.id as file_id, d.path, i.name as index_name,
+         ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
+       from f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
+       order by f.ord`,
+    [pgArray(ranked.map((r) => r.id)), tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
+  );
+}
+
+/**
+ * The exact path with every searched index cached: the lexical statement is sent first and the cached
+ * sets are scanned while PostgreSQL runs it; the changes it reports (writes since the sets' generations)
+ * are applied and the sets scanned again; a set older than the pruned log is reloaded whole. The two
+ * rankings are fused here, exactly as the one statement of the other paths fuses them, and a second
+ * statement reads the best rows with their snippets.
+ */
+async function cachedSearch(
+  em: EntityManager,
+  backend: ExactVectorBackend,
+  cached: NonNullable<ReturnType<ExactVectorBackend['peek']>>,
+  v: VectorSearch,
+  query: string,
+  topN: number,
+): Promise<FusedRow[]> {
+  const { tenant, indexIds: ids } = v;
+  const before = cached.generations();
+  const [[row], scanned] = await sqlBoundMeanwhile<LexicalRow, VectorHit[]>(
+    em,
+    lexicalAndChanges(tenant, query, v.collection, before),
+    () => cached.scan(v.query, v.k),
+  );
+  let hits = scanned;
+  const gens = row?.gens ?? {};
+  if (Object.entries(gens).some(([id, [, floor]]) => BigInt(floor) > before.get(id)!)) {
+    // The log was pruned past a cached set: reload it (the generations as read with the ranking).
+    const at = Object.fromEntries(Object.entries(gens).map(([id, [g]]) => [id, g]));
+    hits = await backend.nearestAt(em, at, v.collection, v.query, v.k);
+  } else {
+    // Changes since the scanned generations: applied, then the ranking updated from the changed chunks'
+    // scores alone when that is exact (`rerank`), else the sets scanned again.
+    const changed: string[] = [];
+    const applied = new Map<string, bigint>();
+    for (const [id, [g]] of Object.entries(gens)) {
+      if (BigInt(g) <= before.get(id)!) continue;
+      const changes: VectorChange[] = (row?.changes ?? [])
+        .filter(([index]) => index === id)
+        .map(([, chunk, vec]) => ({ chunk_id: chunk, vec: vec === null ? null : Buffer.from(vec, 'base64') }));
+      if (cached.apply(id, BigInt(g), changes)) applied.set(id, BigInt(g));
+      changed.push(...changes.map((c) => c.chunk_id));
+    }
+    const moved = [...cached.generations()].filter(([id, g]) => g !== before.get(id));
+    if (moved.length) {
+      const onlyOurs = moved.every(([id, g]) => applied.get(id) === g);
+      hits = (onlyOurs && cached.rerank(v.query, v.k, hits, changed)) || cached.scan(v.query, v.k);
+    }
+  }
+  const ranked = fuse(row?.lex ?? [], hits);
+  if (!ranked.length) return [];
+  const rows = await fusedRowsOf(em, tenant, ids, query, topN, ranked);
+  const byId = new Map(ranked.map((r) => [r.id, r]));
+  return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
 }
 
 async function fusedRows(
@@ -232,9 +381,5 @@ async function fusedRows(
     const hits = await backend.nearestAmong(em, v, orQuery(query));
     return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
   }
-  const first = await fusedSearch(em, tenant, ids, query, topN, rankedIds(cached.scan(v.query, v.k)));
-  const gens = first[0]?.gens ?? {};
-  if (!cached.staleAt(gens)) return first;
-  const hits = await backend.nearestAt(em, gens, v.collection, v.query, v.k);
-  return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
+  return cachedSearch(em, backend, cached, v, query, topN);
 }

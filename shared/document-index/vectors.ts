@@ -45,6 +45,12 @@ export interface VectorSearch {
   k: number;
 }
 
+/** A chunk whose vector changed since a cached set's generation: its current vector, or null when deleted. */
+export interface VectorChange {
+  chunk_id: string;
+  vec: Uint8Array | null;
+}
+
 /** A vector ranking as a CTE `vec(id, rank)` of a larger statement, with its parameters in order. */
 export interface VectorCte {
   text: string;
@@ -128,27 +134,43 @@ export class VectorSet {
     public dim: number,
   ) {}
 
-  /** A set built at once from stored vectors: rows normalised, then written to the columns 64 rows at a time. */
+  /** A set built at once from stored vectors (`append` to an empty set). */
   static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
     const set = new VectorSet(
       generation,
       raw.reduce((m, b) => Math.max(m, b.length >> 2), 0),
     );
-    const { dim } = set;
-    while (set.blocks.length * BLOCK < ids.length) set.blocks.push(new Float32Array(BLOCK * dim));
+    set.append(ids, raw);
+    return set;
+  }
+
+  /**
+   * Adds new chunks at the end (ids not in the set yet): rows normalised, then written to the columns up
+   * to 64 rows at a time. A whole load appends page by page, so it never holds more than one page of
+   * stored vectors beside the set.
+   */
+  append(ids: string[], raw: Uint8Array[]): void {
+    const { dim } = this;
+    if (!dim) return;
     const tile = new Float32Array(64 * dim);
-    for (let start = 0; start < ids.length; start += 64) {
-      const end = Math.min(ids.length, start + 64);
+    const first = this.ids.length;
+    const end = first + ids.length;
+    for (let start = first; start < end;) {
+      const stop = Math.min(end, start + 64, (Math.floor(start / BLOCK) + 1) * BLOCK);
+      while (this.blocks.length * BLOCK <= start) this.blocks.push(new Float32Array(BLOCK * dim));
       tile.fill(0);
-      for (let r = start; r < end; r++) unitInto(decodeVector(raw[r]!), tile, (r - start) * dim);
-      const block = set.blocks[Math.floor(start / BLOCK)]!;
+      for (let r = start; r < stop; r++)
+        unitInto(decodeVector(raw[r - first]!).subarray(0, dim), tile, (r - start) * dim);
+      const block = this.blocks[Math.floor(start / BLOCK)]!;
       const at = start % BLOCK;
       for (let d = 0; d < dim; d++)
-        for (let r = start; r < end; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
+        for (let r = start; r < stop; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
+      start = stop;
     }
-    ids.forEach((id, r) => set.rowOf.set(id, r));
-    set.ids = ids;
-    return set;
+    ids.forEach((id, i) => {
+      this.rowOf.set(id, first + i);
+      this.ids.push(id);
+    });
   }
 
   get size(): number {
@@ -156,7 +178,7 @@ export class VectorSet {
   }
 
   get bytes(): number {
-    return this.blocks.length * BLOCK * (this.dim * 4 + 8) + this.ids.length * 80;
+    return this.blocks.length * BLOCK * this.dim * 4 + this.ids.length * 80;
   }
 
   /** Sets a chunk's vector (stored float4 bytes), adding the chunk when new. */
@@ -192,7 +214,31 @@ export class VectorSet {
     this.rowOf.delete(id);
   }
 
-  /** Offers every row with a positive cosine to `top`. */
+  /**
+   * Offers the listed chunks (those in the set) to `top`, each scored as `scan` scores it (the same
+   * double: its products summed in ascending dimension order from zero).
+   */
+  scanRows(query: readonly number[], ids: readonly string[], top: TopK): void {
+    if (!this.dim) return;
+    const q = unit(query, this.dim);
+    for (const id of ids) {
+      const row = this.rowOf.get(id);
+      if (row === undefined) continue;
+      const block = this.blocks[Math.floor(row / BLOCK)]!;
+      const at = row % BLOCK;
+      let s = 0;
+      for (let d = 0; d < this.dim; d++) if (q[d] !== 0) s = s + q[d]! * block[d * BLOCK + at]!;
+      if (s > 0) top.offer(id, s);
+    }
+  }
+
+  /**
+   * Offers every row with a positive cosine to `top`. Block by block: the block's scores (a scratch of
+   * `BLOCK` doubles, which stays in the CPU's cache) are summed over the query's non-zero dimensions four
+   * columns per pass, each row's sum still taken dimension by dimension in ascending order from zero
+   * (the same doubles as a row-by-row dot product), and the block's rows above the top's floor are offered
+   * before the next block is scored, so no pass over a whole-set score array follows.
+   */
   scan(query: readonly number[], top: TopK): void {
     const n = this.ids.length;
     if (!n || !this.dim) return;
@@ -200,29 +246,41 @@ export class VectorSet {
     const dims: number[] = [];
     for (let d = 0; d < this.dim; d++) if (q[d] !== 0) dims.push(d);
     if (!dims.length) return;
-    if (this.scratch.length < n) this.scratch = new Float64Array(this.blocks.length * BLOCK);
+    if (this.scratch.length < BLOCK) this.scratch = new Float64Array(BLOCK);
     const scores = this.scratch;
+    let floor = top.floor;
     for (let b = 0; b * BLOCK < n; b++) {
       const block = this.blocks[b]!;
       const base = b * BLOCK;
       const rows = Math.min(BLOCK, n - base);
-      // The first dimension assigns (0 + x is x), the others add: the same doubles as summing from zero.
-      const d0 = dims[0]!;
-      const q0 = q[d0]!;
-      const off0 = d0 * BLOCK;
-      for (let r = 0; r < rows; r++) scores[base + r] = q0 * block[off0 + r]!;
-      for (let j = 1; j < dims.length; j++) {
-        const qd = q[dims[j]!]!;
-        const off = dims[j]! * BLOCK;
-        for (let r = 0; r < rows; r++) scores[base + r]! += qd * block[off + r]!;
+      scores.fill(0, 0, rows);
+      for (let j = 0; j < dims.length; j += 4) {
+        const left = dims.length - j;
+        const o0 = dims[j]! * BLOCK;
+        const q0 = q[dims[j]!]!;
+        if (left >= 4) {
+          const [o1, o2, o3] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK, dims[j + 3]! * BLOCK];
+          const [q1, q2, q3] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!, q[dims[j + 3]!]!];
+          for (let r = 0; r < rows; r++)
+            scores[r] =
+              scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]! + q3 * block[o3 + r]!;
+        } else if (left === 3) {
+          const [o1, o2] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK];
+          const [q1, q2] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!];
+          for (let r = 0; r < rows; r++)
+            scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]!;
+        } else if (left === 2) {
+          const o1 = dims[j + 1]! * BLOCK;
+          const q1 = q[dims[j + 1]!]!;
+          for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]!;
+        } else for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]!;
       }
-    }
-    let floor = top.floor;
-    for (let r = 0; r < n; r++) {
-      const s = scores[r]!;
-      if (s > 0 && s >= floor) {
-        top.offer(this.ids[r]!, s);
-        floor = top.floor;
+      for (let r = 0; r < rows; r++) {
+        const s = scores[r]!;
+        if (s > 0 && s >= floor) {
+          top.offer(this.ids[base + r]!, s);
+          floor = top.floor;
+        }
       }
     }
   }
@@ -244,8 +302,8 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
         indexId,
       ]);
       if (!gen[0]) return null;
-      const ids: string[] = [];
-      const raw: Buffer[] = [];
+      // Page by page into the set: a load never holds the index's stored vectors whole beside the set.
+      let set: VectorSet | undefined;
       let after = '00000000-0000-0000-0000-000000000000';
       for (;;) {
         const page = await sql<{ chunk_id: string; vec: Buffer }>(
@@ -254,14 +312,14 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
              order by chunk_id limit ?`,
           [collection, indexId, after, CHUNK_PAGE],
         );
-        for (const r of page) {
-          ids.push(r.chunk_id);
-          raw.push(r.vec);
-        }
+        const ids = page.map((r) => r.chunk_id);
+        const raw = page.map((r) => r.vec);
+        if (set) set.append(ids, raw);
+        else set = VectorSet.of(BigInt(gen[0].g), ids, raw);
         if (page.length < CHUNK_PAGE) break;
         after = page[page.length - 1]!.chunk_id;
       }
-      return VectorSet.of(BigInt(gen[0].g), ids, raw);
+      return set!;
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ },
   );
@@ -365,7 +423,10 @@ export class ExactVectorBackend {
 
   /**
    * The cached sets of every listed index, without any I/O (null when one is not cached): `scan` ranks
-   * them, `staleAt` tells whether generations read later (index id to generation) are newer than a set.
+   * them, `generations` are the sets' generations now (index id to generation), and `apply` brings a set up to
+   * a generation from the changed chunks read with it (`VectorChange`, as SEARCH's lexical statement
+   * returns them): applied only when that generation is newer than the set's, so changes read in an older
+   * snapshot than one already applied are skipped (a set's generation never goes back).
    */
   peek(indexIds: string[], collection: string) {
     const sets: Array<[string, VectorSet]> = [];
@@ -374,15 +435,40 @@ export class ExactVectorBackend {
       if (!set) return null;
       sets.push([id, set]);
     }
-    const generations = new Map(sets.map(([id, set]) => [id, set.generation]));
     return {
       scan: (query: readonly number[], k: number) => {
         const top = new TopK(k);
         for (const [, set] of sets) set.scan(query, top);
         return top.hits;
       },
-      staleAt: (gens: Record<string, string>) =>
-        Object.entries(gens).some(([id, g]) => !generations.has(id) || BigInt(g) > generations.get(id)!),
+      generations: () => new Map(sets.map(([id, set]) => [id, set.generation])),
+      /**
+       * A ranking (`scan`'s, taken before `changed` chunks were applied) brought up to date without a whole
+       * scan: when none of the changed chunks was among its hits, the hits are still the best of the
+       * unchanged rows, so the new best `k` are among them and the changed chunks' new scores; otherwise
+       * (or when the sets moved in other ways) null, and the caller scans again.
+       */
+      rerank: (query: readonly number[], k: number, hits: readonly VectorHit[], changed: readonly string[]) => {
+        const ids = new Set(changed);
+        if (hits.some((h) => ids.has(h.id))) return null;
+        const top = new TopK(k);
+        for (const h of hits) top.offer(h.id, h.sim);
+        for (const [, set] of sets) set.scanRows(query, changed, top);
+        return top.hits;
+      },
+      apply: (indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean => {
+        const set = sets.find(([id]) => id === indexId)?.[1];
+        if (!set || generation <= set.generation) return false;
+        for (const c of changes) {
+          if (c.vec) set.upsert(c.chunk_id, c.vec);
+          else set.remove(c.chunk_id);
+        }
+        set.generation = generation;
+        this.stats.catchUps++;
+        const key = `${indexId}|${collection}`;
+        if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget, as it is now
+        return true;
+      },
     };
   }
 

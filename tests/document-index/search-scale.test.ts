@@ -231,6 +231,53 @@ describe('SEARCH in two API processes', () => {
   });
 });
 
+/** A corpus index and a backend that has loaded its vectors (after a first SEARCH). */
+async function warmCorpus(name: string) {
+  const index = await corpusIndex(name);
+  const backend = new ExactVectorBackend(64 * MB);
+  await search(backend, index, 'restore a backup');
+  await backend.settled();
+  return { index, backend };
+}
+
+describe('SEARCH after writes', () => {
+  it('ranks exactly like a fresh load after chunks are added (changed scores merged) and after a top hit is deleted (scanned again)', async () => {
+    const { index, backend: warm } = await warmCorpus('after-writes');
+    const fresh = async (q: string) => {
+      const backend = new ExactVectorBackend(64 * MB);
+      await backend.nearest(em(), tenant, [index.id], embedder.collection, [1], 1);
+      return search(backend, index, q);
+    };
+    const q = 'scratch database backup every night';
+    await search(warm, index, q);
+    await add(otherEm(), index, 'extra', 'A backup of the scratch database is taken every night.');
+    await add(otherEm(), index, 'unrelated', 'Penguins swim in cold water.');
+    const afterAdd = await search(warm, index, q);
+    expect(afterAdd).toEqual(await fresh(q));
+    expect(pathsOf(afterAdd)).toContain('extra');
+    const top = afterAdd.find((h) => h.vector_rank === 1)!;
+    await sql(em(), 'delete from doc_documents where id = ?', [top.file_id]);
+    const afterDelete = await search(warm, index, q);
+    expect(afterDelete).toEqual(await fresh(q));
+    expect(pathsOf(afterDelete)).not.toContain(top.filepath);
+    expect(warm.stats.loads).toBe(1);
+    expect(warm.stats.catchUps).toBe(2);
+  });
+});
+
+describe('SEARCH after the change log was pruned', () => {
+  it('reloads the index whole (generations read with the lexical ranking) and answers the current vectors', async () => {
+    const { index, backend } = await warmCorpus('pruned-hybrid');
+    expect(pathsOf(await search(backend, index, 'flightless birds'))).not.toContain('kiwi');
+    await add(otherEm(), index, 'kiwi', 'Kiwis are flightless birds.');
+    await pruneVectorLog(em(), 0);
+    const seen = await search(backend, index, 'flightless birds');
+    expect(seen[0]).toMatchObject({ filepath: 'kiwi', lexical_rank: 1, vector_rank: 1 });
+    expect(backend.stats.loads).toBe(2);
+    expect(backend.stats.catchUps).toBe(0);
+  });
+});
+
 describe('VectorSet', () => {
   const brute = (rows: Map<string, number[]>, q: number[], k: number): VectorHit[] =>
     [...rows]
@@ -287,6 +334,65 @@ describe('VectorSet', () => {
       expect(got.map((h) => h.id)).toEqual(want.map((h) => h.id));
       expect(nearest(loaded, q, 20)).toEqual(got);
       got.forEach((h, i) => expect(h.sim).toBeCloseTo(want[i]!.sim, 5));
+    }
+  });
+});
+
+describe('VectorSet scan arithmetic', () => {
+  /** The unit vectors as the set keeps them (float4), and each row's cosine summed in dimension order. */
+  const unit = (v: number[]) => {
+    const f = Float32Array.from(v);
+    let n = 0;
+    for (const x of f) n += x * x;
+    const s = 1 / Math.sqrt(n);
+    return Float32Array.from(f, (x) => x * s);
+  };
+  const unitQuery = (q: number[]) => {
+    let n = 0;
+    for (const x of q) n += x * x;
+    const out = Float32Array.from(q);
+    const s = 1 / Math.sqrt(n);
+    for (let i = 0; i < out.length; i++) out[i]! *= s;
+    return out;
+  };
+
+  it('gives each row the same double as a dimension-by-dimension dot product, for 1 to 9 query dimensions, after paged appends', () => {
+    let seed = 11;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+    const dim = 40;
+    const rows = Array.from({ length: 9500 }, (_, i) => ({
+      id: `r${String(i).padStart(5, '0')}`,
+      v: Array.from({ length: dim }, (_, d) => ((i + d) % 3 === 0 ? 0 : rnd())),
+    }));
+    // A whole load appends page by page (pages of 1,000 rows, crossing the 4,096-row blocks mid-page).
+    const paged = VectorSet.of(
+      0n,
+      rows.slice(0, 1000).map((r) => r.id),
+      rows.slice(0, 1000).map((r) => encodeVector(r.v)),
+    );
+    for (let at = 1000; at < rows.length; at += 1000) {
+      const page = rows.slice(at, at + 1000);
+      paged.append(
+        page.map((r) => r.id),
+        page.map((r) => encodeVector(r.v)),
+      );
+    }
+    const units = rows.map((r) => ({ id: r.id, u: unit(r.v) }));
+    for (let nonZero = 1; nonZero <= 9; nonZero++) {
+      const q = Array.from({ length: dim }, (_, d) => (d % 4 === 1 && d < nonZero * 4 ? rnd() : 0));
+      const uq = unitQuery(q);
+      const want = units
+        .map(({ id, u }) => {
+          let sum = 0;
+          for (let d = 0; d < dim; d++) if (uq[d] !== 0) sum += uq[d]! * u[d]!;
+          return { id, sim: sum };
+        })
+        .filter((h) => h.sim > 0)
+        .sort((x, y) => y.sim - x.sim || (x.id < y.id ? -1 : 1))
+        .slice(0, 25);
+      const top = new TopK(25);
+      paged.scan(q, top);
+      expect(top.hits, `${nonZero} dimensions`).toEqual(want);
     }
   });
 });
