@@ -5,6 +5,8 @@ import path from 'node:path';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import ignoreModule from 'ignore';
 import { egressFetch, EgressError, type EgressPolicy } from '../http/egress.js';
+import { collectBody, packStoringHttp } from '../git/fetch-pack.js';
+import { ObjectReader } from '../git/object-reader.js';
 import { GitSyncCodes, type GitSyncCode } from './error-codes.js';
 import { EgressCodes } from '../http/egress-policy.js';
 
@@ -16,7 +18,7 @@ const ignore = ((ignoreModule as unknown as { default?: typeof ignoreModule }).d
 export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; maxResponseBytes?: number } = {}) {
   const client: HttpClient = {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
-      const body = req.body ? await collect(req.body) : undefined;
+      const body = req.body ? await collectBody(req.body) : undefined;
       const res = await egressFetch(req.url, {
         policy,
         method: req.method ?? 'GET',
@@ -43,13 +45,6 @@ export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; 
     },
   };
   return client;
-}
-
-async function collect(body: AsyncIterableIterator<Uint8Array> | Uint8Array[] | Uint8Array): Promise<Uint8Array> {
-  if (body instanceof Uint8Array) return body;
-  const parts: Uint8Array[] = [];
-  for await (const part of body as AsyncIterable<Uint8Array>) parts.push(part);
-  return Buffer.concat(parts);
 }
 
 export interface GitCredentials {
@@ -234,20 +229,28 @@ async function fetchMissing(input: Parameters<typeof fetchRef>[0], cache: object
   // The remote `origin` (URL may have changed) with the default refspec isomorphic-git needs to record refs.
   await git.addRemote({ fs, gitdir: input.gitdir, remote: 'origin', url: input.url, force: true });
   const previous = await git.resolveRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF }).catch(() => null);
-  await git.fetch({
-    fs,
-    cache,
-    http: input.http,
-    gitdir: input.gitdir,
-    remote: 'origin',
-    url: input.url,
-    headers: input.headers,
-    remoteRef: input.resolved.ref,
-    ref: FETCHED_REF,
-    singleBranch: true,
-    ...(previous ? {} : { depth: 1 }),
-    tags: false,
-  });
+  // The pack is indexed natively as it arrives (shared/git/fetch-pack.ts); bases a thin pack leaves
+  // out come from the store as it was before the fetch.
+  const store: { reader: ObjectReader | null } = { reader: null };
+  const external = (oid: string) => (store.reader ??= new ObjectReader(input.gitdir)).read(oid);
+  try {
+    await git.fetch({
+      fs,
+      cache,
+      http: packStoringHttp(input.http, input.gitdir, external),
+      gitdir: input.gitdir,
+      remote: 'origin',
+      url: input.url,
+      headers: input.headers,
+      remoteRef: input.resolved.ref,
+      ref: FETCHED_REF,
+      singleBranch: true,
+      ...(previous ? {} : { depth: 1 }),
+      tags: false,
+    });
+  } finally {
+    store.reader?.close();
+  }
   if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache)))
     throw new GitSyncError(
       GitSyncCodes.GIT_FETCH_INCOMPLETE,
