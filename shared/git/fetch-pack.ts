@@ -9,8 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
-import type { GitObject } from './object-reader.js';
-import { storePack } from './pack-index.js';
+import { storePack, type IndexOptions } from './pack-index.js';
 
 /** The bytes of a request or response body, whatever form the client gave it in. */
 export async function collectBody(
@@ -80,21 +79,40 @@ function isUploadPack(req: GitHttpRequest): boolean {
 
 /**
  * `http` with the packs of upload-pack responses stored into the object store at `gitdir` (indexed
- * natively) before isomorphic-git reads the response; `external` reads bases a thin pack leaves out.
+ * natively) before isomorphic-git reads the response.
  */
-export function packStoringHttp(
-  http: HttpClient,
-  gitdir: string,
-  external?: (oid: string) => GitObject | null,
-): HttpClient {
+export function packStoringHttp(http: HttpClient, gitdir: string, options: IndexOptions = {}): HttpClient {
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const res = await http.request(req);
       if (!isUploadPack(req) || res.statusCode !== 200 || !res.body) return res;
       const body = await collectBody(res.body);
       const split = splitUploadPack(body);
-      if (split) await storePack(gitdir, split.pack, external);
+      if (split) await storePack(gitdir, split.pack, options);
       return { ...res, body: once(split ? split.rest : body) };
+    },
+  };
+}
+
+/**
+ * `http` answering a repeated ref listing (`GET …/info/refs?service=git-upload-pack`) from the first
+ * one it read: a sync lists the refs to resolve its release ref, then isomorphic-git's fetch lists
+ * them again before negotiating. The replay saves that round trip, and the fetch then wants exactly
+ * the commit the resolve chose even if the ref moved in between. Only a successful listing is kept,
+ * for as long as this client lives (one sync).
+ */
+export function refListingOnce(http: HttpClient): HttpClient {
+  const listings = new Map<string, { res: GitHttpResponse; body: Buffer }>();
+  return {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      const listing = (req.method ?? 'GET') === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url);
+      const kept = listing ? listings.get(req.url) : undefined;
+      if (kept) return { ...kept.res, body: once(kept.body) };
+      const res = await http.request(req);
+      if (!listing || res.statusCode !== 200 || !res.body) return res;
+      const body = await collectBody(res.body);
+      listings.set(req.url, { res, body });
+      return { ...res, body: once(body) };
     },
   };
 }

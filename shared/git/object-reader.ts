@@ -194,7 +194,11 @@ export class ObjectReader {
   private readonly cache = new Map<number, GitObject>();
   private cachedBytes = 0;
 
-  constructor(private readonly gitdir: string) {
+  /** `known`: objects the caller holds already (a fetch's, as it indexed them), answered without reading. */
+  constructor(
+    private readonly gitdir: string,
+    private readonly known: ReadonlyMap<string, GitObject> = new Map(),
+  ) {
     const dir = path.join(gitdir, 'objects', 'pack');
     let names: string[];
     try {
@@ -217,6 +221,8 @@ export class ObjectReader {
   }
 
   read(oid: string): GitObject | null {
+    const held = this.known.get(oid);
+    if (held) return held;
     const key = Buffer.from(oid, 'hex');
     for (const pack of this.packs) {
       const offset = key.length === 20 ? findOffset(pack, key) : undefined;

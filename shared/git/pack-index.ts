@@ -47,8 +47,16 @@ function checkPack(pack: Buffer): number {
   return pack.readUInt32BE(8);
 }
 
+/** What indexing takes besides the pack. */
+export interface IndexOptions {
+  /** A REF_DELTA base the pack does not hold (a thin pack's objects already in the store); null when absent. */
+  external?: (oid: string) => GitObject | null;
+  /** Told every object as its content is known (a checkout that follows need not inflate it again). */
+  onObject?: (oid: Buffer, object: GitObject) => void;
+}
+
 /** First pass: every entry's extent, CRC and delta base; whole objects hashed, deltas' instructions kept. */
-async function readEntries(pack: Buffer, count: number) {
+async function readEntries(pack: Buffer, count: number, onObject: IndexOptions['onObject']) {
   const entries: Entry[] = [];
   /** Deltas by their base: a pack offset (OFS_DELTA) or an oid (REF_DELTA). */
   const childrenAt = new Map<number, number[]>();
@@ -71,6 +79,8 @@ async function readEntries(pack: Buffer, count: number) {
     const { object, consumed } = inflateEntry(pack.subarray(dataAt, end), size);
     pos = dataAt + consumed;
     const crc = crc32(pack.subarray(offset, pos));
+    const oid = type ? hashObject(type, object) : null;
+    if (type && oid) onObject?.(oid, { type, object });
     entries.push({
       offset,
       crc,
@@ -78,7 +88,7 @@ async function readEntries(pack: Buffer, count: number) {
       dataAt,
       size,
       delta: type ? null : object,
-      oid: type ? hashObject(type, object) : null,
+      oid,
     });
   }
   if (pos !== end) throw new Error('pack has bytes after its last object');
@@ -113,47 +123,55 @@ function indexBytes(entries: readonly Entry[], packSum: Buffer): Buffer {
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
-/**
- * The `.idx` (version 2) of `pack`, as `git index-pack` writes it. `external` answers a REF_DELTA base
- * the pack does not hold (a thin pack's objects already in the store); null when absent.
- */
-export async function indexPack(
-  pack: Buffer,
-  external: (oid: string) => GitObject | null = () => null,
-): Promise<Buffer> {
+/** The `.idx` (version 2) of `pack`, as `git index-pack` writes it. */
+export async function indexPack(pack: Buffer, options: IndexOptions = {}): Promise<Buffer> {
+  const { external = () => null, onObject } = options;
   const count = checkPack(pack);
-  const { entries, childrenAt, childrenOf } = await readEntries(pack, count);
+  const { entries, childrenAt, childrenOf } = await readEntries(pack, count, onObject);
   const pause = timeSlices();
   let resolved = entries.filter((e) => e.oid).length;
-  // Applies every delta based on the object `base` (entry `at`, or an object outside the pack), depth first.
-  const resolveChildren = async (base: GitObject, oid: Buffer, at: number | null): Promise<void> => {
-    const kids = [
-      ...(at === null ? [] : (childrenAt.get(entries[at]!.offset) ?? [])),
-      ...(childrenOf.get(oid.toString('hex')) ?? []),
+  let steps = 0;
+  /**
+   * Applies every delta based on `base` (entry `at`, or an object outside the pack), depth first: one
+   * frame per object of the chain being resolved, so memory holds a chain, not all of a base's siblings.
+   */
+  const resolveFrom = async (base: GitObject, oid: Buffer, at: number | null): Promise<void> => {
+    const kidsOf = (o: Buffer, k: number | null) => [
+      ...(k === null ? [] : (childrenAt.get(entries[k]!.offset) ?? [])),
+      ...(childrenOf.get(o.toString('hex')) ?? []),
     ];
-    for (const k of kids) {
+    const frames = [{ base, kids: kidsOf(oid, at), next: 0 }];
+    while (frames.length) {
+      const frame = frames[frames.length - 1]!;
+      if (frame.next === frame.kids.length) {
+        frames.pop();
+        continue;
+      }
+      const k = frame.kids[frame.next++]!;
       const child = entries[k]!;
       if (child.oid) continue;
-      await pause();
-      const object = applyDelta(child.delta!, base.object);
+      // Only now and then: each await costs a promise (and any async hooks) per object otherwise.
+      if (++steps % 256 === 0) await pause();
+      const object = applyDelta(child.delta!, frame.base.object);
       child.delta = null;
-      child.type = base.type;
-      child.oid = hashObject(base.type, object);
+      child.type = frame.base.type;
+      child.oid = hashObject(child.type, object);
+      onObject?.(child.oid, { type: child.type, object });
       resolved++;
-      await resolveChildren({ type: base.type, object }, child.oid, k);
+      frames.push({ base: { type: child.type, object }, kids: kidsOf(child.oid, k), next: 0 });
     }
   };
   for (const [i, e] of entries.entries()) {
     if (!e.type || e.delta || !e.oid) continue;
     if (!childrenAt.has(e.offset) && !childrenOf.has(e.oid.toString('hex'))) continue;
     const { object } = inflateEntry(pack.subarray(e.dataAt, pack.length - 20), e.size);
-    await resolveChildren({ type: e.type, object }, e.oid, i);
+    await resolveFrom({ type: e.type, object }, e.oid, i);
   }
   // A thin pack: deltas whose base is already in the store.
   for (const [oid, kids] of childrenOf) {
     if (kids.every((k) => entries[k]!.oid)) continue;
     const base = external(oid);
-    if (base) await resolveChildren(base, Buffer.from(oid, 'hex'), null);
+    if (base) await resolveFrom(base, Buffer.from(oid, 'hex'), null);
   }
   if (resolved !== entries.length)
     throw new Error(`pack has ${entries.length - resolved} deltas whose base is missing`);
@@ -164,12 +182,8 @@ export async function indexPack(
  * Indexes `pack` and stores it in the object store at `gitdir` (the pack, then its index: a reader
  * lists `.idx` files, so it never sees a pack without its objects); answers the pack's file name.
  */
-export async function storePack(
-  gitdir: string,
-  pack: Buffer,
-  external?: (oid: string) => GitObject | null,
-): Promise<string> {
-  const idx = await indexPack(pack, external);
+export async function storePack(gitdir: string, pack: Buffer, options: IndexOptions = {}): Promise<string> {
+  const idx = await indexPack(pack, options);
   const dir = path.join(gitdir, 'objects', 'pack');
   const name = `pack-${pack.toString('hex', pack.length - 20)}`;
   await mkdir(dir, { recursive: true });

@@ -8,7 +8,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ObjectReader, commitFiles, readObject, type CommitFiles as Plan } from '../git/object-reader.js';
+import {
+  ObjectReader,
+  commitFiles,
+  readObject,
+  type CommitFiles as Plan,
+  type GitObject,
+} from '../git/object-reader.js';
 import { timeSlices } from '../git/time-slices.js';
 import { GitSyncCodes } from './error-codes.js';
 import { GitSyncError, effectiveRules, gitignoreMatcher, rulesHash } from './git.js';
@@ -194,13 +200,16 @@ export async function materializeCheckout(input: {
   return { files, excluded };
 }
 
-/** `materializeCheckout`, answering also the paths it checked out (in tree order: the scan needs no other). */
+/**
+ * `materializeCheckout`, answering also the paths it checked out (in tree order: the scan needs no
+ * other); `fetched`: objects the fetch just received (`fetchRef`), used without reading the pack.
+ */
 export async function checkoutListing(
-  input: Parameters<typeof materializeCheckout>[0],
+  input: Parameters<typeof materializeCheckout>[0] & { fetched?: ReadonlyMap<string, GitObject> },
 ): Promise<{ files: number; excluded: number; paths: string[] }> {
   const excluded = gitignoreMatcher(input.checkoutExclude);
   const rules = rulesHash(input.checkoutExclude);
-  const reader = new ObjectReader(input.gitdir);
+  const reader = new ObjectReader(input.gitdir, input.fetched);
   const hadPrevious = await exists(input.workdir);
   try {
     const plan = commitFiles(reader, input.commitSha, excluded);

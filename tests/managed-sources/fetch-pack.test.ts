@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectReader } from '../../shared/git/object-reader.js';
 import { indexPack } from '../../shared/git/pack-index.js';
-import { splitUploadPack } from '../../shared/git/fetch-pack.js';
+import { refListingOnce, splitUploadPack } from '../../shared/git/fetch-pack.js';
 import { checkoutListing } from '../../shared/managed-sources/checkout.js';
 import { authHeaders, egressGitHttp, fetchRef, listFiles, resolveRemoteRef } from '../../shared/managed-sources/git.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
@@ -113,7 +113,7 @@ describe('native pack indexing', () => {
     const reader = new ObjectReader(bare);
     try {
       await expect(indexPack(thin)).rejects.toThrow(/base is missing/);
-      const idx = await indexPack(thin, (oid) => reader.read(oid));
+      const idx = await indexPack(thin, { external: (oid) => reader.read(oid) });
       const count = idx.readUInt32BE(8 + 255 * 4);
       const listed = new Set<string>();
       for (let i = 0; i < count; i++) listed.add(idx.toString('hex', 8 + 1024 + i * 20, 8 + 1024 + (i + 1) * 20));
@@ -151,29 +151,35 @@ describe('a sync fetch over smart HTTP', () => {
     const files: Record<string, [string, string]> = { 'bin/run.sh': ['100755', '#!/bin/sh\necho run\n'] };
     for (let i = 0; i < 300; i++) files[`${i % 4 === 0 ? 'docs' : `src/m${i % 9}`}/f${i}.md`] = ['100644', body(i, 0)];
     for (let c = 0; c < 3; c++) commit(bare, c === 0 ? files : { [`extra/c${c}.txt`]: ['100644', body(c, c)] }, c);
-    const remote = {
-      http: egressGitHttp({ allowPrivate: true, allowLoopback: true }),
-      url: `${server.url}/synced.git`,
-      headers: authHeaders({ kind: 'basic', username: AUTH.username, secret: AUTH.password }),
+    const egress = egressGitHttp({ allowPrivate: true, allowLoopback: true });
+    let listings = 0;
+    const counted = {
+      request: (req: Parameters<typeof egress.request>[0]) => {
+        if (req.url.includes('/info/refs')) listings++;
+        return egress.request(req);
+      },
     };
+    const url = `${server.url}/synced.git`;
+    const headers = authHeaders({ kind: 'basic', username: AUTH.username, secret: AUTH.password });
     const gitdir = path.join(work, 'source', 'repo.git');
     const workdir = path.join(work, 'source', 'checkout');
+    // As a sync runs: one client for the resolve and the fetch (the ref listing read once), the checkout
+    // given the objects the fetch indexed.
     const sync = async (tag: string) => {
+      const remote = { http: refListingOnce(counted), url, headers };
+      listings = 0;
       const resolved = await resolveRemoteRef({ ...remote, releaseRef: 'main' });
-      await fetchRef({ ...remote, gitdir, resolved });
-      const listing = await checkoutListing({
-        gitdir,
-        commitSha: resolved.commitSha,
-        workdir,
-        checkoutExclude: [],
-        tag,
-      });
-      return { commit: resolved.commitSha, listing };
+      const fetched = await fetchRef({ ...remote, gitdir, resolved });
+      expect(listings).toBe(1);
+      const input = { gitdir, commitSha: resolved.commitSha, workdir, checkoutExclude: [], tag, fetched };
+      return { commit: resolved.commitSha, listing: await checkoutListing(input), fetched };
     };
 
     const first = await sync('a');
     expect(filesUnder(workdir)).toEqual(archived(bare, first.commit));
     expect(first.listing.files).toBe(303);
+    expect(first.fetched.get(first.commit)?.type).toBe('commit');
+    expect(first.fetched.size).toBeGreaterThan(303);
     git(gitdir, ['fsck', '--full', '--no-dangling']);
     const packs = packFiles(path.join(gitdir, 'objects', 'pack'));
     expect(packs).toHaveLength(1);
