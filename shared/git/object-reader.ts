@@ -25,10 +25,11 @@ const REF_DELTA = 7;
 const WHOLE_PACK_BYTES = 8 * 1024 * 1024;
 
 /**
- * Resolved packed objects kept for the deltas based on them (least recently used dropped first): read
- * in pack order (`packOrder`), a deltified chain is resolved once instead of once per object in it.
+ * Delta bases kept for the other deltas based on them (least recently used dropped first): read in
+ * pack order (`packOrder`), a deltified chain is not resolved again from its root for each object in
+ * it. Objects read for themselves are not kept (an export reading each blob once holds none).
  */
-const CACHE_BYTES = 32 * 1024 * 1024;
+const CACHE_BYTES = 16 * 1024 * 1024;
 /** Objects larger than this are not kept (one would push out many small bases). */
 const CACHE_OBJECT_BYTES = 4 * 1024 * 1024;
 
@@ -190,7 +191,7 @@ export function applyDelta(delta: Buffer, base: Buffer): Buffer {
  */
 export class ObjectReader {
   private readonly packs: Pack[] = [];
-  /** Packed objects resolved so far, by pack and offset (`CACHE_BYTES` at most), least recently used first. */
+  /** Delta bases resolved so far, by pack and offset (`CACHE_BYTES` at most), least recently used first. */
   private readonly cache = new Map<number, GitObject>();
   private cachedBytes = 0;
 
@@ -226,7 +227,8 @@ export class ObjectReader {
     const key = Buffer.from(oid, 'hex');
     for (const pack of this.packs) {
       const offset = key.length === 20 ? findOffset(pack, key) : undefined;
-      if (offset !== undefined) return this.readCached(pack, offset);
+      if (offset !== undefined)
+        return this.cache.get(this.packs.indexOf(pack) * PACK_SPAN + offset) ?? this.readPacked(pack, offset);
     }
     return this.readLoose(oid);
   }
@@ -262,7 +264,7 @@ export class ObjectReader {
     return { type, object: raw.subarray(nul + 1) };
   }
 
-  /** The object at `offset` of `pack`, from the cache or resolved (and then cached). */
+  /** The delta base at `offset` of `pack`, from the cache or resolved (and then cached). */
   private readCached(pack: Pack, offset: number): GitObject {
     const key = this.packs.indexOf(pack) * PACK_SPAN + offset;
     const hit = this.cache.get(key);
