@@ -15,6 +15,7 @@ import {
   type ResolvedRef,
 } from '../../shared/managed-sources/git.js';
 import { checkoutListing } from '../../shared/managed-sources/checkout.js';
+import { refListingOnce } from '../../shared/git/fetch-pack.js';
 import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
 import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
 import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
@@ -64,13 +65,17 @@ export async function managedSyncResolve(deps: ManagedSourceDeps, input: SourceS
   return resolveFor(em, deps, input, await loadSyncing(em, input));
 }
 
+/** The source's remote as `openRemote` answers it. */
+type OpenedRemote = Awaited<ReturnType<typeof openRemote>>;
+
 async function resolveFor(
   em: EntityManager,
   deps: ManagedSourceDeps,
   input: SourceSyncInput,
   row: ManagedSourceRow,
+  opened?: OpenedRemote,
 ): Promise<ResolveAnswer> {
-  const { remote, creds, lapsed } = await openRemote(em, deps.config, row);
+  const { remote, creds, lapsed } = opened ?? (await openRemote(em, deps.config, row));
   if (lapsed) toFailure(lapsed, row.repoUrl);
   let ref: ResolvedRef;
   try {
@@ -119,6 +124,7 @@ async function fetchFor(
   deps: ManagedSourceDeps,
   input: SourceSyncInput & { resolved: ResolvedRef },
   row: ManagedSourceRow,
+  opened?: OpenedRemote,
 ): Promise<{ summary: CheckoutSummary; files: string[] | null }> {
   const paths = sourcePaths(deps.config, row.id);
   const hash = rulesHash(row.settings.checkout_exclude);
@@ -127,10 +133,10 @@ async function fetchFor(
     return { summary: { changed: false, files_checked_out: 0, paths_excluded: 0 }, files: null };
   checkCheckoutRules(row.settings.checkout_exclude);
   await setSyncPhase(em, input.jobId, 'fetching');
-  const { remote, creds } = await openRemote(em, deps.config, row);
-  await withHeartbeat(10_000, () => fetchRef({ ...remote, gitdir: paths.gitdir, resolved: input.resolved })).catch(
-    (err: unknown) => toFailure(err, row.repoUrl, creds?.kind),
-  );
+  const { remote, creds } = opened ?? (await openRemote(em, deps.config, row));
+  const fetched = await withHeartbeat(10_000, () =>
+    fetchRef({ ...remote, gitdir: paths.gitdir, resolved: input.resolved }),
+  ).catch((err: unknown) => toFailure(err, row.repoUrl, creds?.kind));
   await setSyncPhase(em, input.jobId, 'checking_out');
   const counts = await withHeartbeat(10_000, () =>
     checkoutListing({
@@ -139,6 +145,7 @@ async function fetchFor(
       workdir: paths.workdir,
       checkoutExclude: row.settings.checkout_exclude,
       tag: input.jobId,
+      fetched,
     }),
   ).catch((err: unknown) => toFailure(err, row.repoUrl));
   return {
@@ -199,9 +206,12 @@ export async function managedSyncPrepare(deps: ManagedSourceDeps, input: SourceS
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'resolving');
   const row = await loadSyncing(em, input);
-  const resolved = await resolveFor(em, deps, input, row);
+  // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing.
+  const opened = await openRemote(em, deps.config, row);
+  opened.remote.http = refListingOnce(opened.remote.http);
+  const resolved = await resolveFor(em, deps, input, row, opened);
   if (resolved.refusal) return { refusal: resolved.refusal, result: null };
-  const checkout = await fetchFor(em, deps, { ...input, resolved: resolved.ref }, row);
+  const checkout = await fetchFor(em, deps, { ...input, resolved: resolved.ref }, row, opened);
   if (checkout.summary.changed) await setSyncPhase(em, input.jobId, 'scanning', 0);
   const scan = await scanFor(em, deps, input, row, checkout.files);
   const found = { ...input, resolved: resolved.ref, checkout: checkout.summary, scan };

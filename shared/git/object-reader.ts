@@ -24,6 +24,30 @@ const REF_DELTA = 7;
 /** Packs up to this size are read whole on first use; larger ones object by object (memory stays near one object). */
 const WHOLE_PACK_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Delta bases kept for the other deltas based on them (least recently used dropped first): read in
+ * pack order (`packOrder`), a deltified chain is not resolved again from its root for each object in
+ * it. Objects read for themselves are not kept (an export reading each blob once holds none).
+ */
+const CACHE_BYTES = 16 * 1024 * 1024;
+/** Objects larger than this are not kept (one would push out many small bases). */
+const CACHE_OBJECT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Inflates the zlib stream at the start of `data` (a pack entry's, more bytes may follow) into a buffer
+ * of the `size` the entry header gave: without it node:zlib starts with 16 KiB per call, and for
+ * thousands of small objects most of the time went to the garbage collector. Answers also how many
+ * bytes of `data` the stream took.
+ */
+export function inflateEntry(data: Buffer, size: number): { object: Buffer; consumed: number } {
+  const { buffer, engine } = inflateSync(data, { info: true, chunkSize: Math.max(64, size + 1) }) as unknown as {
+    buffer: Buffer;
+    engine: { bytesWritten: number };
+  };
+  if (buffer.length !== size) throw new Error('pack entry inflates to a size other than its header gives');
+  return { object: buffer, consumed: engine.bytesWritten };
+}
+
 interface Pack {
   file: string;
   size: number;
@@ -39,6 +63,8 @@ interface Pack {
 }
 
 const OIDS_AT = 8 + 256 * 4;
+/** Cache keys and read order: pack `i`'s offsets are `i * PACK_SPAN + offset` (packs below 1 TiB). */
+const PACK_SPAN = 2 ** 40;
 
 function checkIndex(idx: Buffer): number {
   if (idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new Error('unsupported pack index');
@@ -87,8 +113,45 @@ function endOf(pack: Pack, offset: number): number {
   return lo < sorted.length ? sorted[lo]! : pack.size - 20;
 }
 
+/** A pack entry's header: its type (null for a delta), inflated size, delta base and where its zlib data starts. */
+export interface EntryHeader {
+  type: GitObjectType | null;
+  size: number;
+  /** An offset delta's base: this many bytes before the entry. */
+  baseBack: number | null;
+  /** A ref delta's base oid. */
+  baseOid: string | null;
+  dataAt: number;
+}
+
+/** Reads the header of the pack entry at `pos` of `bytes`. */
+export function entryHeader(bytes: Buffer, pos: number): EntryHeader {
+  let byte = bytes[pos++]!;
+  const kind = (byte >> 4) & 7;
+  let size = byte & 0x0f;
+  for (let shift = 16; byte & 0x80; shift *= 128) {
+    byte = bytes[pos++]!;
+    size += (byte & 0x7f) * shift;
+  }
+  const header: EntryHeader = { type: TYPES[kind] ?? null, size, baseBack: null, baseOid: null, dataAt: pos };
+  if (kind === OFS_DELTA) {
+    byte = bytes[pos++]!;
+    let back = byte & 0x7f;
+    while (byte & 0x80) {
+      byte = bytes[pos++]!;
+      back = (back + 1) * 128 + (byte & 0x7f);
+    }
+    header.baseBack = back;
+  } else if (kind === REF_DELTA) {
+    header.baseOid = bytes.toString('hex', pos, pos + 20);
+    pos += 20;
+  } else if (!header.type) throw new Error(`unknown pack object type ${kind}`);
+  header.dataAt = pos;
+  return header;
+}
+
 /** Applies a Git delta (copy/insert instructions) to `base`. */
-function applyDelta(delta: Buffer, base: Buffer): Buffer {
+export function applyDelta(delta: Buffer, base: Buffer): Buffer {
   let pos = 0;
   const varint = () => {
     let value = 0;
@@ -128,10 +191,15 @@ function applyDelta(delta: Buffer, base: Buffer): Buffer {
  */
 export class ObjectReader {
   private readonly packs: Pack[] = [];
-  /** Delta bases resolved so far, by pack offset (a shallow pack's chains are short). */
-  private readonly bases = new Map<string, GitObject>();
+  /** Delta bases resolved so far, by pack and offset (`CACHE_BYTES` at most), least recently used first. */
+  private readonly cache = new Map<number, GitObject>();
+  private cachedBytes = 0;
 
-  constructor(private readonly gitdir: string) {
+  /** `known`: objects the caller holds already (a fetch's, as it indexed them), answered without reading. */
+  constructor(
+    private readonly gitdir: string,
+    private readonly known: ReadonlyMap<string, GitObject> = new Map(),
+  ) {
     const dir = path.join(gitdir, 'objects', 'pack');
     let names: string[];
     try {
@@ -154,12 +222,32 @@ export class ObjectReader {
   }
 
   read(oid: string): GitObject | null {
+    const held = this.known.get(oid);
+    if (held) return held;
     const key = Buffer.from(oid, 'hex');
     for (const pack of this.packs) {
       const offset = key.length === 20 ? findOffset(pack, key) : undefined;
-      if (offset !== undefined) return this.readPacked(pack, offset);
+      if (offset !== undefined)
+        return this.cache.get(this.packs.indexOf(pack) * PACK_SPAN + offset) ?? this.readPacked(pack, offset);
     }
     return this.readLoose(oid);
+  }
+
+  /**
+   * `items` in the order their objects (`oidOf`) lie in the packs (loose ones last): read in this
+   * order, each delta's base was read just before and is still cached.
+   */
+  packOrder<T>(items: readonly T[], oidOf: (item: T) => string): T[] {
+    const position = (oid: string) => {
+      const key = Buffer.from(oid, 'hex');
+      for (const [i, pack] of this.packs.entries()) {
+        const offset = key.length === 20 ? findOffset(pack, key) : undefined;
+        if (offset !== undefined) return i * PACK_SPAN + offset;
+      }
+      return Number.MAX_SAFE_INTEGER;
+    };
+    const keyed = items.map((item) => ({ item, at: position(oidOf(item)) }));
+    return keyed.sort((a, b) => a.at - b.at).map((k) => k.item);
   }
 
   private readLoose(oid: string): GitObject | null {
@@ -176,34 +264,41 @@ export class ObjectReader {
     return { type, object: raw.subarray(nul + 1) };
   }
 
+  /** The delta base at `offset` of `pack`, from the cache or resolved (and then cached). */
+  private readCached(pack: Pack, offset: number): GitObject {
+    const key = this.packs.indexOf(pack) * PACK_SPAN + offset;
+    const hit = this.cache.get(key);
+    if (hit) {
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return hit;
+    }
+    const found = this.readPacked(pack, offset);
+    if (found.object.length <= CACHE_OBJECT_BYTES) {
+      this.cache.set(key, found);
+      this.cachedBytes += found.object.length;
+      for (const [old, object] of this.cache) {
+        if (this.cachedBytes <= CACHE_BYTES) break;
+        this.cache.delete(old);
+        this.cachedBytes -= object.object.length;
+      }
+    }
+    return found;
+  }
+
   private readPacked(pack: Pack, offset: number): GitObject {
     const data = this.slice(pack, offset);
-    let pos = 0;
-    let byte = data[pos++]!;
-    const kind = (byte >> 4) & 7;
-    while (byte & 0x80) byte = data[pos++]!; // the inflated size: inflate tells it anyway
+    const entry = entryHeader(data, 0);
+    const zlib = data.subarray(entry.dataAt);
+    if (entry.type) return { type: entry.type, object: inflateEntry(zlib, entry.size).object };
     let base: GitObject;
-    if (kind === OFS_DELTA) {
-      byte = data[pos++]!;
-      let back = byte & 0x7f;
-      while (byte & 0x80) {
-        byte = data[pos++]!;
-        back = (back + 1) * 128 + (byte & 0x7f);
-      }
-      base = this.baseAt(pack, offset - back);
-    } else if (kind === REF_DELTA) {
-      const baseOid = data.toString('hex', pos, pos + 20);
-      pos += 20;
-      const found = this.read(baseOid);
-      if (!found) throw new Error(`delta base ${baseOid} missing`);
+    if (entry.baseBack !== null) base = this.readCached(pack, offset - entry.baseBack);
+    else {
+      const found = this.read(entry.baseOid!);
+      if (!found) throw new Error(`delta base ${entry.baseOid} missing`);
       base = found;
-    } else {
-      const type = TYPES[kind];
-      if (!type) throw new Error(`unknown pack object type ${kind}`);
-      return { type, object: inflateSync(data.subarray(pos)) };
     }
-    const delta = inflateSync(data.subarray(pos));
-    return { type: base.type, object: applyDelta(delta, base.object) };
+    return { type: base.type, object: applyDelta(inflateEntry(zlib, entry.size).object, base.object) };
   }
 
   /**
@@ -216,18 +311,6 @@ export class ObjectReader {
     const out = Buffer.allocUnsafe(endOf(pack, start) - start);
     readSync(pack.fd, out, 0, out.length, start);
     return out;
-  }
-
-  private baseAt(pack: Pack, offset: number): GitObject {
-    const key = `${this.packs.indexOf(pack)}:${offset}`;
-    let base = this.bases.get(key);
-    if (!base) {
-      base = this.readPacked(pack, offset);
-      // Bounded: a base is kept while its siblings (objects deltified against it) are read.
-      if (this.bases.size >= 256) this.bases.delete(this.bases.keys().next().value!);
-      this.bases.set(key, base);
-    }
-    return base;
   }
 }
 

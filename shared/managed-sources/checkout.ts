@@ -3,16 +3,21 @@
  * A first checkout (or one after the rules changed) writes a fresh folder and swaps it in; a later one
  * applies only the files that differ from the commit the tree holds (recorded beside it in
  * `checkout.json`), each written to a temporary name first, so a failure leaves the previous tree.
- * Blobs are read through `ObjectReader` (native inflate over the packs isomorphic-git fetched).
+ * Blobs are read through `ObjectReader` (native inflate over the fetched packs).
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ObjectReader, commitFiles, readObject, type CommitFiles as Plan } from '../git/object-reader.js';
+import {
+  ObjectReader,
+  commitFiles,
+  readObject,
+  type CommitFiles as Plan,
+  type GitObject,
+} from '../git/object-reader.js';
+import { timeSlices } from '../git/time-slices.js';
 import { GitSyncCodes } from './error-codes.js';
 import { GitSyncError, effectiveRules, gitignoreMatcher, rulesHash } from './git.js';
-
-/** Files written at once: enough to keep the file system busy while the next blobs inflate. */
-const WRITE_CONCURRENCY = 16;
 
 /** What the working tree holds, written after it is complete and removed before it is changed. */
 interface Marker {
@@ -20,23 +25,12 @@ interface Marker {
   rules: string;
 }
 
-/** Runs `fn` over `items` with at most `limit` calls in flight; the first failure is thrown once all settle. */
-async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: unknown = null;
-  const lane = async () => {
-    while (next < items.length && failure === null) {
-      const item = items[next++]!;
-      await fn(item).catch((err: unknown) => {
-        failure ??= err;
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  if (failure !== null) throw failure;
-}
-
-/** Writes the blobs of `paths` under `root` (each at `target(rel)`), creating each folder once. */
+/**
+ * Writes the blobs of `paths` under `root` (each at `target(rel)`), creating each folder once. Files
+ * are written synchronously in the packs' order (each delta's base read just before), returning to
+ * the event loop between slices: per file an open, a write and a close, with none of the promise and
+ * file-handle work of `fs/promises` (which cost more CPU than the writes' own system calls).
+ */
 async function writeBlobs(
   reader: ObjectReader,
   root: string,
@@ -44,14 +38,19 @@ async function writeBlobs(
   paths: readonly string[],
   target: (abs: string) => string,
 ): Promise<void> {
+  const pause = timeSlices();
   const dirs = new Set(paths.map((rel) => path.dirname(path.join(root, ...rel.split('/')))));
-  for (const dir of [...dirs].sort()) await mkdir(dir, { recursive: true });
-  await eachLimited(paths, WRITE_CONCURRENCY, async (rel) => {
+  for (const dir of [...dirs].sort()) {
+    await pause();
+    mkdirSync(dir, { recursive: true });
+  }
+  for (const rel of reader.packOrder(paths, (p) => plan.files.get(p)!.oid)) {
+    await pause();
     const entry = plan.files.get(rel)!;
-    await writeFile(target(path.join(root, ...rel.split('/'))), readObject(reader, entry.oid, 'blob'), {
+    writeFileSync(target(path.join(root, ...rel.split('/'))), readObject(reader, entry.oid, 'blob'), {
       mode: entry.mode === '100755' ? 0o755 : 0o644,
     });
-  });
+  }
 }
 
 function markerPath(workdir: string): string {
@@ -201,13 +200,16 @@ export async function materializeCheckout(input: {
   return { files, excluded };
 }
 
-/** `materializeCheckout`, answering also the paths it checked out (in tree order: the scan needs no other). */
+/**
+ * `materializeCheckout`, answering also the paths it checked out (in tree order: the scan needs no
+ * other); `fetched`: objects the fetch just received (`fetchRef`), used without reading the pack.
+ */
 export async function checkoutListing(
-  input: Parameters<typeof materializeCheckout>[0],
+  input: Parameters<typeof materializeCheckout>[0] & { fetched?: ReadonlyMap<string, GitObject> },
 ): Promise<{ files: number; excluded: number; paths: string[] }> {
   const excluded = gitignoreMatcher(input.checkoutExclude);
   const rules = rulesHash(input.checkoutExclude);
-  const reader = new ObjectReader(input.gitdir);
+  const reader = new ObjectReader(input.gitdir, input.fetched);
   const hadPrevious = await exists(input.workdir);
   try {
     const plan = commitFiles(reader, input.commitSha, excluded);

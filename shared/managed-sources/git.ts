@@ -5,6 +5,8 @@ import path from 'node:path';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import ignoreModule from 'ignore';
 import { egressFetch, EgressError, type EgressPolicy } from '../http/egress.js';
+import { collectBody, packStoringHttp } from '../git/fetch-pack.js';
+import { ObjectReader, type GitObject } from '../git/object-reader.js';
 import { GitSyncCodes, type GitSyncCode } from './error-codes.js';
 import { EgressCodes } from '../http/egress-policy.js';
 
@@ -16,7 +18,7 @@ const ignore = ((ignoreModule as unknown as { default?: typeof ignoreModule }).d
 export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; maxResponseBytes?: number } = {}) {
   const client: HttpClient = {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
-      const body = req.body ? await collect(req.body) : undefined;
+      const body = req.body ? await collectBody(req.body) : undefined;
       const res = await egressFetch(req.url, {
         policy,
         method: req.method ?? 'GET',
@@ -43,13 +45,6 @@ export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; 
     },
   };
   return client;
-}
-
-async function collect(body: AsyncIterableIterator<Uint8Array> | Uint8Array[] | Uint8Array): Promise<Uint8Array> {
-  if (body instanceof Uint8Array) return body;
-  const parts: Uint8Array[] = [];
-  for await (const part of body as AsyncIterable<Uint8Array>) parts.push(part);
-  return Buffer.concat(parts);
 }
 
 export interface GitCredentials {
@@ -199,21 +194,35 @@ export async function resolveRemoteRef(input: {
   throw new GitSyncError(GitSyncCodes.RELEASE_REF_NOT_FOUND, 'The repository has no default branch; set release_ref.');
 }
 
-/** Shallow fetch (depth 1) of one ref into the source's object store; answers once the commit is present. */
+/** Objects a fetch received, by oid, as its pack was indexed (up to `KEPT_BYTES` of them). */
+export type FetchedObjects = ReadonlyMap<string, GitObject>;
+
+/**
+ * Bytes of fetched objects kept for the checkout that follows (it then inflates none of them again);
+ * a larger fetch keeps its first objects only, the checkout reads the rest from the pack.
+ */
+const KEPT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Shallow fetch (depth 1) of one ref into the source's object store; answers once the commit is
+ * present, with the objects it received (none when the store held the commit already).
+ */
 export async function fetchRef(input: {
   http: HttpClient;
   gitdir: string;
   url: string;
   headers: Record<string, string>;
   resolved: ResolvedRef;
-}): Promise<void> {
+}): Promise<FetchedObjects> {
   await mkdir(input.gitdir, { recursive: true });
   if (!fs.existsSync(path.join(input.gitdir, 'HEAD'))) await git.init({ fs, gitdir: input.gitdir, bare: true });
   // One isomorphic-git cache for the calls of this fetch: without it each lookup re-reads and
   // re-verifies (SHA-1 of the whole pack) every pack already fetched.
   const cache = {};
-  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache))) await fetchMissing(input, cache);
+  const fetched = new Map<string, GitObject>();
+  if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache))) await fetchMissing(input, cache, fetched);
   await git.writeRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF, value: input.resolved.commitSha, force: true });
+  return fetched;
 }
 
 /**
@@ -230,24 +239,40 @@ const FETCHED_REF = 'refs/platform/fetched';
  * makes `git upload-pack` send the whole tree again even with the `have` acknowledged (measured: the
  * second pack as large as the first), so depth is only asked for when nothing was fetched before.
  */
-async function fetchMissing(input: Parameters<typeof fetchRef>[0], cache: object): Promise<void> {
+async function fetchMissing(
+  input: Parameters<typeof fetchRef>[0],
+  cache: object,
+  fetched: Map<string, GitObject>,
+): Promise<void> {
   // The remote `origin` (URL may have changed) with the default refspec isomorphic-git needs to record refs.
   await git.addRemote({ fs, gitdir: input.gitdir, remote: 'origin', url: input.url, force: true });
   const previous = await git.resolveRef({ fs, gitdir: input.gitdir, ref: FETCHED_REF }).catch(() => null);
-  await git.fetch({
-    fs,
-    cache,
-    http: input.http,
-    gitdir: input.gitdir,
-    remote: 'origin',
-    url: input.url,
-    headers: input.headers,
-    remoteRef: input.resolved.ref,
-    ref: FETCHED_REF,
-    singleBranch: true,
-    ...(previous ? {} : { depth: 1 }),
-    tags: false,
-  });
+  // The pack is indexed natively as it arrives (shared/git/fetch-pack.ts); bases a thin pack leaves
+  // out come from the store as it was before the fetch.
+  const store: { reader: ObjectReader | null } = { reader: null };
+  const external = (oid: string) => (store.reader ??= new ObjectReader(input.gitdir)).read(oid);
+  let kept = 0;
+  const onObject = (oid: Buffer, object: GitObject) => {
+    if ((kept += object.object.length) <= KEPT_BYTES) fetched.set(oid.toString('hex'), object);
+  };
+  try {
+    await git.fetch({
+      fs,
+      cache,
+      http: packStoringHttp(input.http, input.gitdir, { external, onObject }),
+      gitdir: input.gitdir,
+      remote: 'origin',
+      url: input.url,
+      headers: input.headers,
+      remoteRef: input.resolved.ref,
+      ref: FETCHED_REF,
+      singleBranch: true,
+      ...(previous ? {} : { depth: 1 }),
+      tags: false,
+    });
+  } finally {
+    store.reader?.close();
+  }
   if (!(await hasCommit(input.gitdir, input.resolved.commitSha, cache)))
     throw new GitSyncError(
       GitSyncCodes.GIT_FETCH_INCOMPLETE,
