@@ -95,10 +95,22 @@ async function readEntries(pack: Buffer, count: number, onObject: IndexOptions['
   return { entries, childrenAt, childrenOf };
 }
 
-/** The version-2 index of `entries` (sorted by oid; offsets past 2 GiB in the 64-bit table). */
-function indexBytes(entries: readonly Entry[], packSum: Buffer): Buffer {
-  const sorted = [...entries].sort((a, b) => Buffer.compare(a.oid!, b.oid!));
-  const unique = sorted.filter((e, i) => i === 0 || !e.oid!.equals(sorted[i - 1]!.oid!));
+/** One object as a pack index lists it. */
+export interface IndexedObject {
+  oid: Buffer;
+  /** CRC-32 of the object's bytes in the pack (header and compressed data). */
+  crc: number;
+  offset: number;
+}
+
+/**
+ * The version-2 `.idx` of a pack's objects, as `git index-pack` writes it: sorted by oid (a repeated
+ * oid listed once), the fan-out, the CRCs, the offsets (those past 2 GiB in the 64-bit table), the
+ * pack's checksum and the index's own. Used by the fetch's indexer and by `PackWriter`.
+ */
+export function packIndexV2(objects: readonly IndexedObject[], packSum: Buffer): Buffer {
+  const sorted = [...objects].sort((a, b) => Buffer.compare(a.oid, b.oid));
+  const unique = sorted.filter((e, i) => i === 0 || !e.oid.equals(sorted[i - 1]!.oid));
   const head = Buffer.alloc(8 + 256 * 4);
   head.writeUInt32BE(0xff744f63, 0);
   head.writeUInt32BE(2, 4);
@@ -106,7 +118,7 @@ function indexBytes(entries: readonly Entry[], packSum: Buffer): Buffer {
   const offsets = Buffer.alloc(unique.length * 4);
   const large: Buffer[] = [];
   unique.forEach((e, i) => {
-    crcs.writeUInt32BE(e.crc, i * 4);
+    crcs.writeUInt32BE(e.crc >>> 0, i * 4);
     if (e.offset < 0x80000000) offsets.writeUInt32BE(e.offset, i * 4);
     else {
       offsets.writeUInt32BE((0x80000000 | large.length) >>> 0, i * 4);
@@ -116,10 +128,10 @@ function indexBytes(entries: readonly Entry[], packSum: Buffer): Buffer {
   });
   // Fan-out: entry k counts the oids whose first byte is at most k.
   for (let k = 0, at = 0; k < 256; k++) {
-    while (at < unique.length && unique[at]!.oid![0]! <= k) at++;
+    while (at < unique.length && unique[at]!.oid[0]! <= k) at++;
     head.writeUInt32BE(at, 8 + k * 4);
   }
-  const body = Buffer.concat([head, ...unique.map((e) => e.oid!), crcs, offsets, ...large, packSum]);
+  const body = Buffer.concat([head, ...unique.map((e) => e.oid), crcs, offsets, ...large, packSum]);
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
@@ -175,7 +187,8 @@ export async function indexPack(pack: Buffer, options: IndexOptions = {}): Promi
   }
   if (resolved !== entries.length)
     throw new Error(`pack has ${entries.length - resolved} deltas whose base is missing`);
-  return indexBytes(entries, pack.subarray(pack.length - 20));
+  const indexed = entries.map((e) => ({ oid: e.oid!, crc: e.crc, offset: e.offset }));
+  return packIndexV2(indexed, pack.subarray(pack.length - 20));
 }
 
 /**

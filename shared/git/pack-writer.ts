@@ -24,6 +24,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
+import { packIndexV2 } from './pack-index.js';
 
 const TREE = 2;
 const BLOB = 3;
@@ -226,38 +227,8 @@ export class PackWriter {
   }
 
   private index(packSha: Buffer): Buffer {
-    const oids = [...this.objects.keys()].sort();
-    const n = oids.length;
-    const large = oids.filter((o) => this.objects.get(o)!.offset >= 0x80000000);
-    const out = Buffer.alloc(8 + 256 * 4 + n * 28 + large.length * 8 + 40);
-    out.writeUInt32BE(0xff744f63, 0);
-    out.writeUInt32BE(2, 4);
-    const fanout = new Array<number>(256).fill(0);
-    for (const oid of oids) fanout[parseInt(oid.slice(0, 2), 16)]!++;
-    let total = 0;
-    for (let i = 0; i < 256; i++) out.writeUInt32BE((total += fanout[i]!), 8 + i * 4);
-    const oidsAt = 8 + 256 * 4;
-    const crcAt = oidsAt + n * 20;
-    const offAt = crcAt + n * 4;
-    const largeAt = offAt + n * 4;
-    let nextLarge = 0;
-    oids.forEach((oid, i) => {
-      const { offset, crc } = this.objects.get(oid)!;
-      out.write(oid, oidsAt + i * 20, 'hex');
-      out.writeUInt32BE(crc >>> 0, crcAt + i * 4);
-      if (offset < 0x80000000) out.writeUInt32BE(offset, offAt + i * 4);
-      else {
-        out.writeUInt32BE((0x80000000 | nextLarge) >>> 0, offAt + i * 4);
-        out.writeBigUInt64BE(BigInt(offset), largeAt + nextLarge++ * 8);
-      }
-    });
-    const end = largeAt + large.length * 8;
-    packSha.copy(out, end);
-    createHash('sha1')
-      .update(out.subarray(0, end + 20))
-      .digest()
-      .copy(out, end + 20);
-    return out;
+    const objects = [...this.objects].map(([oid, { offset, crc }]) => ({ oid: Buffer.from(oid, 'hex'), crc, offset }));
+    return packIndexV2(objects, packSha);
   }
 }
 
