@@ -24,7 +24,7 @@ export function createManagedSourceActivities(deps: ManagedSourceDeps) {
     <I, O>(activity: (deps: ManagedSourceDeps, input: I) => O) =>
     (input: I) =>
       activity(deps, input);
-  /** The activities `source-sync` runs with `ActivityProfiles.gitNetwork`: they heartbeat throughout. */
+  /** The activities `source-sync` runs with a heartbeat timeout (`gitNetwork`, the record's `databaseBatch`): they heartbeat throughout. */
   const beating =
     <I, O>(activity: (deps: ManagedSourceDeps, input: I) => Promise<O>) =>
     (input: I) =>
@@ -36,7 +36,7 @@ export function createManagedSourceActivities(deps: ManagedSourceDeps) {
     managedDocumentFeedPlan: beating(sync.managedDocumentFeedPlan),
     managedDocumentFeedSummary: bind(sync.managedDocumentFeedSummary),
     managedSyncPrepare: beating(sync.managedSyncPrepare),
-    managedSyncRecord: bind(sync.managedSyncRecord),
+    managedSyncRecord: beating(sync.managedSyncRecord),
     managedSyncFinish: bind(sync.managedSyncFinish),
     managedDeleteCleanup: bind(lifecycle.managedDeleteCleanup),
     managedDeleteRemove: bind(lifecycle.managedDeleteRemove),

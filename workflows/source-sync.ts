@@ -23,6 +23,12 @@ import { GitSyncCodes, ManagedSourceCodes } from '../shared/managed-sources/erro
 const db = proxyActivities<ManagedSourceActivities>(ActivityProfiles.database);
 /** Git over the network: transient failures retried a few times; classified ones (credentials, refs) are not. */
 const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetwork);
+/**
+ * The record (the source's row, its job and, for a blueprint repository, the blueprints' import in one
+ * transaction) heartbeats under the batch profile: a worker killed mid-import is noticed in 10 s, and a
+ * large import is not cut at the database profile's 30 s.
+ */
+const record = proxyActivities<ManagedSourceActivities>(ActivityProfiles.databaseBatch);
 
 /**
  * One sync of a managed source: resolve the release ref on the remote (moved tags refused), fetch
@@ -51,7 +57,7 @@ async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
     const scan = await gitOps.managedSyncScan(input);
     // Histories recorded before the document feed replay without it.
     const feed = patched('kb-document-feed') ? await feedDocuments(input) : {};
-    return await db.managedSyncRecord({ ...input, resolved: resolved.ref, checkout, scan, ...feed });
+    return await record.managedSyncRecord({ ...input, resolved: resolved.ref, checkout, scan, ...feed });
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : err;
     const code =
@@ -75,7 +81,7 @@ async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
   } catch (err) {
     feed = { documentFeedError: errorOf(err, GitSyncCodes.DOCUMENT_FEED_FAILED) };
   }
-  return await db.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
+  return await record.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
 }
 
 const errorOf = (err: unknown, fallback: string) => {

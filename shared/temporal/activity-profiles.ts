@@ -31,7 +31,7 @@ export const ActivityProfiles = {
   externalIdempotent,
   irreversible,
   /**
-   * Idempotent database writes in long batches (re-sealing secrets, a rechunk's swap and drop). They heartbeat, so a batch whose
+   * Idempotent database writes in long batches (re-sealing secrets, a rechunk's swap and drop, a sync's record). They heartbeat, so a batch whose
    * worker died is retried after 10 s, not at the 5-minute limit (`npm run chaos` hit that wait).
    */
   databaseBatch: { ...database, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' },
