@@ -154,7 +154,8 @@ describe('ledger and dispatch', () => {
       "select work_state, dispatched_run_id from tracker_requests where source = 'issue_tracker' and issue_key = 'APP-1'",
     );
     expect(row).toMatchObject({ work_state: 'dispatched', dispatched_run_id: expect.stringMatching(/^car_/) });
-    expect(provider.runs).toHaveLength(1);
+    // The poll starts the run's workflow; its remote create follows on the worker, after the poll answered.
+    await expect.poll(() => provider.runs.length).toBe(1);
     const wfId = `tracker-poll-now/issue_tracker/${res.headers.get('x-request-id')}`;
     await recordHistory('tracker-poll-issue-tracker', s.r.stack.api.deps.temporal.workflow.getHandle(wfId));
   });
