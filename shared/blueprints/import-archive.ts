@@ -15,6 +15,7 @@ import {
   type BlueprintManifest,
 } from './manifest.js';
 import { UnsafeZipError, ZIP_LIMITS, ZipArchive, type MemberData, type ZipMember } from './zip.js';
+import { timeSlices } from '../git/time-slices.js';
 
 const Sidecar = z
   .object({
@@ -70,13 +71,14 @@ export function readMember(a: Pick<ImportArchive, 'zip'>, m: ZipMember): MemberD
 
 /**
  * Reads every member once without keeping it: what a writer that cannot undo half its work checks first.
- * The reads are synchronous, so the loop lets other requests run between members (a 60 MiB archive is
- * about half a second of reading and inflating).
+ * The reads are synchronous, so the loop returns to the event loop every 50 ms of them (`timeSlices`;
+ * a 60 MiB archive is about half a second of reading and inflating).
  */
 export async function verifyMembers(a: ImportArchive): Promise<void> {
+  const slice = timeSlices();
   for (const m of a.members.values()) {
     readMember(a, m);
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await slice();
   }
 }
 

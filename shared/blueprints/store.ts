@@ -27,6 +27,7 @@ import { BlueprintCodes } from './error-codes.js';
 import { ObjectReader, commitFiles, readObject } from '../git/object-reader.js';
 import { PackBlobReader } from '../git/pack-blobs.js';
 import { PackWriter, writeIndex, type IndexEntry } from '../git/pack-writer.js';
+import { timeSlices } from '../git/time-slices.js';
 
 export interface BlueprintRow {
   blueprint_id: string;
@@ -258,14 +259,12 @@ export async function writeWorkingSources(
     for (const f of await listWorkingFiles(dir)) if (!wanted.has(f)) await rm(path.join(dir, f), { force: true });
   }
   const target = folderMaker(dir);
+  const slice = timeSlices();
   for (const f of files) {
     fs.writeFileSync(target(f.path), f.read().content);
-    await yieldToLoop();
+    await slice();
   }
 }
-
-/** Lets other requests run between two files of a long synchronous write. */
-const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Initialises a new blueprint repository with the files of an extracted archive (see `initRepositoryFromSources`). */
 export async function initRepositoryFrom(
@@ -316,6 +315,7 @@ async function stageIntoPack(dir: string, files: readonly SourceFile[]): Promise
   const pack = new PackWriter(gitdir, sorted.length + folders.size);
   const entries: IndexEntry[] = [];
   const target = folderMaker(dir);
+  const slice = timeSlices();
   let root: string;
   try {
     for (const f of sorted) {
@@ -332,7 +332,7 @@ async function stageIntoPack(dir: string, files: readonly SourceFile[]): Promise
         name: f.path.slice(cut + 1),
         oid,
       });
-      await yieldToLoop();
+      await slice();
     }
     root = writeTrees(pack, folders);
     pack.finish();

@@ -69,13 +69,8 @@ export async function sqlBound<T extends object = Rows>(
   params: readonly unknown[] = [],
   name?: string,
 ): Promise<T[]> {
-  const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
-  const connection = await lender.acquireConnection();
-  try {
-    return (await connection.query({ text, values: [...params], ...(name ? { name } : {}) })).rows as T[];
-  } finally {
-    await lender.releaseConnection(connection);
-  }
+  const [rows] = await sqlBoundMeanwhile<T, void>(em, { text, params, name }, () => undefined);
+  return rows;
 }
 
 /**
