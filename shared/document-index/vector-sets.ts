@@ -243,11 +243,87 @@ export class DenseRows implements Rows {
   }
 }
 
-/** One dimension's posting list: the slots holding a non-zero value there (ascending) and the values. */
-interface Posting {
-  slots: Uint32Array;
-  vals: Float32Array;
-  n: number;
+/** Entries per segment of a posting list (a power of two). */
+const SEGMENT_BITS = 13;
+const SEGMENT = 1 << SEGMENT_BITS;
+
+/**
+ * One dimension's posting list: the slots holding a non-zero value there (ascending) and the values, in
+ * segments of `SEGMENT` entries (the last one growing by doubling up to that), so an append never copies
+ * more than one segment (a whole-list copy of a large index would stall the search that applies a write).
+ */
+export class Posting {
+  slots: Uint32Array[] = [];
+  vals: Float32Array[] = [];
+  n = 0;
+
+  push(slot: number, val: number): void {
+    const seg = this.n >>> SEGMENT_BITS;
+    const at = this.n & (SEGMENT - 1);
+    if (seg === this.slots.length) {
+      this.slots.push(new Uint32Array(16));
+      this.vals.push(new Float32Array(16));
+    } else if (at === this.slots[seg]!.length) this.resizeTail(Math.min(SEGMENT, at * 2));
+    this.slots[seg]![at] = slot;
+    this.vals[seg]![at] = val;
+    this.n++;
+  }
+
+  private resizeTail(cap: number): void {
+    const seg = this.slots.length - 1;
+    const used = this.n - seg * SEGMENT;
+    const slots = new Uint32Array(cap);
+    slots.set(this.slots[seg]!.subarray(0, used));
+    const vals = new Float32Array(cap);
+    vals.set(this.vals[seg]!.subarray(0, used));
+    this.slots[seg] = slots;
+    this.vals[seg] = vals;
+  }
+
+  /** Entries allocated (the last segment's headroom included). */
+  get capacity(): number {
+    return this.slots.reduce((n, s) => n + s.length, 0);
+  }
+
+  /** Gives back the last segment's headroom. */
+  trim(): void {
+    const seg = this.slots.length - 1;
+    if (seg >= 0 && this.n - seg * SEGMENT < this.slots[seg]!.length) this.resizeTail(this.n - seg * SEGMENT);
+  }
+
+  slotAt(i: number): number {
+    return this.slots[i >>> SEGMENT_BITS]![i & (SEGMENT - 1)]!;
+  }
+
+  /** The first entry holding a slot >= `slot`. */
+  lowerBound(slot: number): number {
+    let lo = 0;
+    let hi = this.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.slotAt(mid) < slot) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Keeps the entries whose slot `renum` maps (to its new number; -1 drops it), in order. */
+  compact(renum: Int32Array): void {
+    let w = 0;
+    for (let r = 0; r < this.n; r++) {
+      const to = renum[this.slotAt(r)]!;
+      if (to < 0) continue;
+      const [rs, ra] = [r >>> SEGMENT_BITS, r & (SEGMENT - 1)];
+      const [ws, wa] = [w >>> SEGMENT_BITS, w & (SEGMENT - 1)];
+      this.slots[ws]![wa] = to;
+      this.vals[ws]![wa] = this.vals[rs]![ra]!;
+      w++;
+    }
+    this.n = w;
+    const segments = Math.ceil(w / SEGMENT);
+    this.slots.length = segments;
+    this.vals.length = segments;
+  }
 }
 
 /**
@@ -269,7 +345,7 @@ export class SparseRows implements Rows {
   private sums = new Float64Array(0);
 
   constructor(readonly dim: number) {
-    this.lists = Array.from({ length: dim }, () => ({ slots: new Uint32Array(0), vals: new Float32Array(0), n: 0 }));
+    this.lists = Array.from({ length: dim }, () => new Posting());
   }
 
   get size(): number {
@@ -279,7 +355,7 @@ export class SparseRows implements Rows {
   /** The lists' typed arrays as allocated, the scan's sums, and about 80 bytes per chunk id. */
   get bytes(): number {
     let entries = 0;
-    for (const l of this.lists) entries += l.slots.length;
+    for (const l of this.lists) entries += l.capacity;
     return entries * 8 + this.sums.length * 8 + this.ids.length * 80;
   }
 
@@ -296,31 +372,12 @@ export class SparseRows implements Rows {
       const slot = this.ids.length;
       this.ids.push(id);
       this.rowOf.set(id, slot);
-      for (let d = 0; d < this.dim; d++) if (v[d] !== 0) this.push(this.lists[d]!, slot, v[d]!);
+      for (let d = 0; d < this.dim; d++) if (v[d] !== 0) this.lists[d]!.push(slot, v[d]!);
     });
   }
 
-  private push(l: Posting, slot: number, val: number): void {
-    if (l.n === l.slots.length) {
-      const cap = Math.max(16, Math.ceil(l.n * 1.5));
-      const slots = new Uint32Array(cap);
-      slots.set(l.slots.subarray(0, l.n));
-      const vals = new Float32Array(cap);
-      vals.set(l.vals.subarray(0, l.n));
-      l.slots = slots;
-      l.vals = vals;
-    }
-    l.slots[l.n] = slot;
-    l.vals[l.n] = val;
-    l.n++;
-  }
-
   trim(): void {
-    for (const l of this.lists)
-      if (l.slots.length > l.n) {
-        l.slots = l.slots.slice(0, l.n);
-        l.vals = l.vals.slice(0, l.n);
-      }
+    for (const l of this.lists) l.trim();
   }
 
   upsert(id: string, raw: Uint8Array): void {
@@ -348,7 +405,7 @@ export class SparseRows implements Rows {
 
   /** Drops the retired slots' entries and renumbers the live slots in order (the lists stay sorted). */
   compact(): void {
-    const renum = new Uint32Array(this.ids.length);
+    const renum = new Int32Array(this.ids.length).fill(-1);
     const live: string[] = [];
     this.ids.forEach((id, slot) => {
       if (id === undefined) return;
@@ -356,18 +413,7 @@ export class SparseRows implements Rows {
       this.rowOf.set(id, live.length);
       live.push(id);
     });
-    const ids = this.ids;
-    for (const l of this.lists) {
-      let w = 0;
-      for (let r = 0; r < l.n; r++) {
-        const slot = l.slots[r]!;
-        if (ids[slot] === undefined) continue;
-        l.slots[w] = renum[slot]!;
-        l.vals[w] = l.vals[r]!;
-        w++;
-      }
-      l.n = w;
-    }
+    for (const l of this.lists) l.compact(renum);
     this.ids = live;
     this.retired = 0;
   }
@@ -386,10 +432,16 @@ export class SparseRows implements Rows {
     for (let d = 0; d < q.length; d++) {
       const qd = q[d]!;
       if (qd === 0) continue;
-      const { slots, vals, n } = this.lists[d]!;
-      for (let r = from > 0 ? lowerBound(slots, n, from) : 0; r < n; r++) {
-        const slot = slots[r]!;
-        sums[slot] = sums[slot]! + qd * vals[r]!;
+      const list = this.lists[d]!;
+      const start = from > 0 ? list.lowerBound(from) : 0;
+      for (let seg = start >>> SEGMENT_BITS; seg * SEGMENT < list.n; seg++) {
+        const slots = list.slots[seg]!;
+        const vals = list.vals[seg]!;
+        const end = Math.min(SEGMENT, list.n - seg * SEGMENT);
+        for (let r = seg === start >>> SEGMENT_BITS ? start & (SEGMENT - 1) : 0; r < end; r++) {
+          const slot = slots[r]!;
+          sums[slot] = sums[slot]! + qd * vals[r]!;
+        }
       }
     }
     let floor = top.floor;
@@ -421,18 +473,6 @@ export class SparseRows implements Rows {
     for (const slot of wanted) from = Math.min(from, slot);
     this.score(q, from, top, wanted);
   }
-}
-
-/** The first index of the sorted `slots[0..n)` holding a slot >= `slot`. */
-function lowerBound(slots: Uint32Array, n: number, slot: number): number {
-  let lo = 0;
-  let hi = n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (slots[mid]! < slot) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**

@@ -196,6 +196,53 @@ describe('sparse posting lists against dense blocks', () => {
   });
 });
 
+describe('long posting lists', () => {
+  it('span segments: appends, scanRows on late slots, deletions and compaction rank as the dense blocks', () => {
+    const dim = 3;
+    const rnd = random(31);
+    const rows = new Map<string, number[]>();
+    const dense = new DenseRows(dim);
+    const sparse = new SparseRows(dim);
+    const put = (i: number) => {
+      const v = vectorOf(rnd, dim, 0.3);
+      v[i % dim] = rnd() || 0.25; // every row non-zero somewhere; each list grows past 8,192 entries
+      rows.set(id(i), v);
+      dense.upsert(id(i), encodeVector(v));
+      sparse.upsert(id(i), encodeVector(v));
+    };
+    const same = (what: string) => {
+      for (let n = 0; n < 3; n++) {
+        const q = vectorOf(rnd, dim, 0.5);
+        q[n] = 0.6;
+        expect(top(sparse, q, 200), what).toEqual(top(dense, q, 200));
+        expect(top(sparse, q, 50), what).toEqual(brute(rows, q, dim).slice(0, 50));
+      }
+    };
+    for (let i = 0; i < 20_000; i++) put(i);
+    sparse.trim();
+    expect(sparse.entries).toBeGreaterThan(dim * 8192);
+    same('appended');
+    for (let i = 20_000; i < 20_100; i++) put(i); // after a trim: the last segments grow again
+    const q = vectorOf(rnd, dim, 1);
+    const listed = [id(19_999), id(20_050), id(10_000)];
+    const scores = new Map(brute(rows, q, dim).map((h) => [h.id, h.sim]));
+    const t = new TopK(10);
+    sparse.scanRows(unit(q, dim), listed, t);
+    expect(t.hits).toEqual(
+      listed
+        .filter((x) => scores.has(x))
+        .map((x) => ({ id: x, sim: scores.get(x)! }))
+        .sort((a, b) => b.sim - a.sim),
+    );
+    for (let i = 0; i < 20_100; i += 3) {
+      rows.delete(id(i));
+      dense.remove(id(i));
+      sparse.remove(id(i));
+    }
+    same('a third deleted, compacted');
+  });
+});
+
 describe('VectorSet layout', () => {
   it('is chosen from the stored vectors` density, and chosen again once the set is empty', () => {
     const rnd = random(3);
