@@ -54,6 +54,26 @@ function brute(rows: Map<string, number[]>, q: number[], dim: number): VectorHit
   return out.sort((x, y) => y.sim - x.sim || (x.id < y.id ? -1 : 1));
 }
 
+/** The same rows in both layouts and as plain arrays (for `brute`), written through `put` and `drop`. */
+function twins(dim: number, seed: number, vector: (rnd: () => number, i: number) => number[]) {
+  const rnd = random(seed);
+  const rows = new Map<string, number[]>();
+  const dense = new DenseRows(dim);
+  const sparse = new SparseRows(dim);
+  const put = (i: number) => {
+    const v = vector(rnd, i);
+    rows.set(id(i), v);
+    dense.upsert(id(i), encodeVector(v));
+    sparse.upsert(id(i), encodeVector(v));
+  };
+  const drop = (i: number) => {
+    rows.delete(id(i));
+    dense.remove(id(i));
+    sparse.remove(id(i));
+  };
+  return { rnd, rows, dense, sparse, put, drop };
+}
+
 describe('sparse posting lists against dense blocks', () => {
   it('give every row the same double, for sparse and dense vectors and queries', () => {
     const dim = 48;
@@ -112,22 +132,8 @@ describe('sparse posting lists against dense blocks', () => {
 
   it('stay equal through incremental appends, overwrites and deletions (with the compaction they trigger)', () => {
     const dim = 32;
-    const rnd = random(17);
-    const rows = new Map<string, number[]>();
-    const dense = new DenseRows(dim);
-    const sparse = new SparseRows(dim);
+    const { rnd, rows, dense, sparse, put, drop } = twins(dim, 17, (r) => vectorOf(r, dim, 0.25));
     const paged = new SparseRows(dim);
-    const put = (i: number) => {
-      const v = vectorOf(rnd, dim, 0.25);
-      rows.set(id(i), v);
-      dense.upsert(id(i), encodeVector(v));
-      sparse.upsert(id(i), encodeVector(v));
-    };
-    const drop = (i: number) => {
-      rows.delete(id(i));
-      dense.remove(id(i));
-      sparse.remove(id(i));
-    };
     const check = (what: string) => {
       expect(sparse.size, what).toBe(rows.size);
       for (let n = 0; n < 4; n++) {
@@ -199,17 +205,11 @@ describe('sparse posting lists against dense blocks', () => {
 describe('long posting lists', () => {
   it('span segments: appends, scanRows on late slots, deletions and compaction rank as the dense blocks', () => {
     const dim = 3;
-    const rnd = random(31);
-    const rows = new Map<string, number[]>();
-    const dense = new DenseRows(dim);
-    const sparse = new SparseRows(dim);
-    const put = (i: number) => {
-      const v = vectorOf(rnd, dim, 0.3);
-      v[i % dim] = rnd() || 0.25; // every row non-zero somewhere; each list grows past 8,192 entries
-      rows.set(id(i), v);
-      dense.upsert(id(i), encodeVector(v));
-      sparse.upsert(id(i), encodeVector(v));
-    };
+    const { rnd, rows, dense, sparse, put, drop } = twins(dim, 31, (r, i) => {
+      const v = vectorOf(r, dim, 0.3);
+      v[i % dim] = r() || 0.25; // every row non-zero somewhere; each list grows past 8,192 entries
+      return v;
+    });
     const same = (what: string) => {
       for (let n = 0; n < 3; n++) {
         const q = vectorOf(rnd, dim, 0.5);
@@ -234,11 +234,7 @@ describe('long posting lists', () => {
         .map((x) => ({ id: x, sim: scores.get(x)! }))
         .sort((a, b) => b.sim - a.sim),
     );
-    for (let i = 0; i < 20_100; i += 3) {
-      rows.delete(id(i));
-      dense.remove(id(i));
-      sparse.remove(id(i));
-    }
+    for (let i = 0; i < 20_100; i += 3) drop(i);
     same('a third deleted, compacted');
   });
 });
