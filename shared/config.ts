@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { operatorEndpointRefusal } from './http/egress-policy.js';
@@ -455,7 +456,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ),
       vectorCacheMb: nonNegative(
         'PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB',
-        e.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB ?? '512',
+        e.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB ?? String(defaultVectorCacheMb()),
       ),
     },
     llm: {
@@ -627,6 +628,20 @@ function hostPort(name: string, raw: string | undefined): string | undefined {
   const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(raw);
   if (!m || Number(m[2]) > 65535) throw new ConfigError(`${name} must be host:port, e.g. 0.0.0.0:9464 (got "${raw}")`);
   return raw;
+}
+
+/**
+ * The exact vector path's default cache budget (MB): an eighth of the memory the process may use (the
+ * machine's, or the container's limit when lower), at least 512 MB. A million chunks of the local hashing
+ * embedder take about 600 MB as posting lists, so a machine of 5 GB or more keeps them without a setting.
+ */
+export function defaultVectorCacheMb(totalBytes = memoryLimitBytes()): number {
+  return Math.max(512, Math.floor(totalBytes / 8 / 2 ** 20));
+}
+
+function memoryLimitBytes(): number {
+  const limit = process.constrainedMemory?.() ?? 0;
+  return limit > 0 ? Math.min(limit, os.totalmem()) : os.totalmem();
 }
 
 function nonNegative(name: string, raw: string | undefined): number {

@@ -6,6 +6,9 @@ import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
+import { TopK, VectorSet, type VectorHit } from './vector-sets.js';
+
+export { decodeVector, encodeVector, TopK, VectorSet, type VectorHit } from './vector-sets.js';
 
 /**
  * Vector ranking behind one interface, two implementations:
@@ -14,7 +17,8 @@ import { onProcessReset } from '../process-state.js';
  *   docker-compose): an HNSW index per collection over the native column `emb::vector(n)` (cosine
  *   distance, `native-vectors.ts`), created on first use; PostgreSQL answers the nearest chunks.
  * - `exact` (the embedded PostgreSQL, which has no pgvector): an exact cosine scan in the API process
- *   over an in-memory column-major `Float32Array` of the index's unit vectors (`VectorSet`), cached per
+ *   over the index's unit vectors in memory (`VectorSet`, `vector-sets.ts`: per-dimension posting lists
+ *   for sparse vectors such as the local embedder's, column-major float32 blocks for dense ones), cached per
  *   (index, collection) at the index's `vector_generation`, which triggers on `doc_embeddings` bump in
  *   the writing transaction on every insert, update and delete (ingestion, document deletion, the
  *   rechunk swap, re-embedding), logging the changed chunks in `doc_vector_log`. A search reads the
@@ -28,11 +32,6 @@ import { onProcessReset } from '../process-state.js';
  * Which one serves is decided once per process (`vectorBackend`): `CREATE EXTENSION IF NOT EXISTS
  * vector` succeeding selects pgvector, anything else the exact path.
  */
-export interface VectorHit {
-  id: string;
-  sim: number;
-}
-
 /** The two implementations; `kind` tells them apart. */
 export type VectorBackend = ExactVectorBackend | PgvectorBackend;
 
@@ -55,243 +54,6 @@ export interface VectorChange {
 export interface VectorCte {
   text: string;
   params: unknown[];
-}
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-
-/** A vector as stored in `doc_embeddings.vec`: little-endian float4 bytes. */
-export function encodeVector(v: readonly number[]): Buffer {
-  if (LITTLE_ENDIAN) {
-    const f = Float32Array.from(v);
-    return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
-  }
-  const b = Buffer.allocUnsafe(v.length * 4);
-  v.forEach((x, i) => b.writeFloatLE(x, i * 4));
-  return b;
-}
-
-export function decodeVector(b: Uint8Array): Float32Array {
-  const out = new Float32Array(b.length >> 2);
-  new Uint8Array(out.buffer).set(b.subarray(0, out.length * 4));
-  if (!LITTLE_ENDIAN) for (let i = 0; i < out.length; i++) out[i] = Buffer.from(b).readFloatLE(i * 4);
-  return out;
-}
-
-function unit(q: readonly number[], dim: number): Float32Array {
-  const out = new Float32Array(dim);
-  let n = 0;
-  for (let i = 0; i < Math.min(dim, q.length); i++) {
-    out[i] = q[i]!;
-    n += q[i]! * q[i]!;
-  }
-  if (n > 0) {
-    const s = 1 / Math.sqrt(n);
-    for (let i = 0; i < dim; i++) out[i]! *= s;
-  }
-  return out;
-}
-
-/** Keeps the best `k` hits, ordered by similarity (higher first), then chunk id. */
-export class TopK {
-  readonly hits: VectorHit[] = [];
-  constructor(private readonly k: number) {}
-  get floor(): number {
-    return this.hits.length < this.k ? 0 : this.hits[this.hits.length - 1]!.sim;
-  }
-  offer(id: string, sim: number): void {
-    if (sim <= 0 || this.k <= 0) return;
-    const h = this.hits;
-    if (h.length >= this.k) {
-      const last = h[h.length - 1]!;
-      if (sim < last.sim || (sim === last.sim && id > last.id)) return;
-    }
-    let i = h.length;
-    while (i > 0 && (h[i - 1]!.sim < sim || (h[i - 1]!.sim === sim && h[i - 1]!.id > id))) i--;
-    h.splice(i, 0, { id, sim });
-    if (h.length > this.k) h.pop();
-  }
-}
-
-/** Rows per block of a `VectorSet`: growing adds a block, never copies the set. */
-const BLOCK = 4096;
-
-/**
- * One (index, collection) vector set in memory, rows unit-normalised, in blocks of `BLOCK` rows, each
- * block column-major (row `r`'s value in dimension `d` at `blocks[r / BLOCK][d * BLOCK + r % BLOCK]`).
- * A search multiplies only the query's non-zero dimensions (a local hashing query of a few words touches
- * a few of its 384), each a sequential pass over one column; the sums are the same doubles, in the same
- * order, as a full row-by-row dot product. Writes are applied in place (a changed chunk is overwritten,
- * a deleted one swapped with the last row, a new one appended).
- */
-export class VectorSet {
-  ids: string[] = [];
-  private readonly rowOf = new Map<string, number>();
-  private readonly blocks: Float32Array[] = [];
-  private scratch = new Float64Array(0);
-
-  constructor(
-    public generation: bigint,
-    public dim: number,
-  ) {}
-
-  /** A set built at once from stored vectors (`append` to an empty set). */
-  static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
-    const set = new VectorSet(
-      generation,
-      raw.reduce((m, b) => Math.max(m, b.length >> 2), 0),
-    );
-    set.append(ids, raw);
-    return set;
-  }
-
-  /**
-   * Adds new chunks at the end (ids not in the set yet): rows normalised, then written to the columns up
-   * to 64 rows at a time. A whole load appends page by page, so it never holds more than one page of
-   * stored vectors beside the set.
-   */
-  append(ids: string[], raw: Uint8Array[]): void {
-    const { dim } = this;
-    if (!dim) return;
-    const tile = new Float32Array(64 * dim);
-    const first = this.ids.length;
-    const end = first + ids.length;
-    for (let start = first; start < end;) {
-      const stop = Math.min(end, start + 64, (Math.floor(start / BLOCK) + 1) * BLOCK);
-      while (this.blocks.length * BLOCK <= start) this.blocks.push(new Float32Array(BLOCK * dim));
-      tile.fill(0);
-      for (let r = start; r < stop; r++)
-        unitInto(decodeVector(raw[r - first]!).subarray(0, dim), tile, (r - start) * dim);
-      const block = this.blocks[Math.floor(start / BLOCK)]!;
-      const at = start % BLOCK;
-      for (let d = 0; d < dim; d++)
-        for (let r = start; r < stop; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
-      start = stop;
-    }
-    ids.forEach((id, i) => {
-      this.rowOf.set(id, first + i);
-      this.ids.push(id);
-    });
-  }
-
-  get size(): number {
-    return this.ids.length;
-  }
-
-  get bytes(): number {
-    return this.blocks.length * BLOCK * this.dim * 4 + this.ids.length * 80;
-  }
-
-  /** Sets a chunk's vector (stored float4 bytes), adding the chunk when new. */
-  upsert(id: string, raw: Uint8Array): void {
-    const v = decodeVector(raw);
-    if (!this.ids.length && !this.blocks.length) this.dim = v.length;
-    let row = this.rowOf.get(id);
-    if (row === undefined) {
-      row = this.ids.length;
-      if (row >= this.blocks.length * BLOCK) this.blocks.push(new Float32Array(BLOCK * this.dim));
-      this.ids.push(id);
-      this.rowOf.set(id, row);
-    }
-    const unitV = new Float32Array(this.dim);
-    unitInto(v.subarray(0, this.dim), unitV, 0);
-    const block = this.blocks[Math.floor(row / BLOCK)]!;
-    const at = row % BLOCK;
-    for (let d = 0; d < this.dim; d++) block[d * BLOCK + at] = unitV[d]!;
-  }
-
-  remove(id: string): void {
-    const row = this.rowOf.get(id);
-    if (row === undefined) return;
-    const last = this.ids.length - 1;
-    if (row !== last) {
-      const to = this.blocks[Math.floor(row / BLOCK)]!;
-      const from = this.blocks[Math.floor(last / BLOCK)]!;
-      for (let d = 0; d < this.dim; d++) to[d * BLOCK + (row % BLOCK)] = from[d * BLOCK + (last % BLOCK)]!;
-      this.ids[row] = this.ids[last]!;
-      this.rowOf.set(this.ids[row]!, row);
-    }
-    this.ids.pop();
-    this.rowOf.delete(id);
-  }
-
-  /**
-   * Offers the listed chunks (those in the set) to `top`, each scored as `scan` scores it (the same
-   * double: its products summed in ascending dimension order from zero).
-   */
-  scanRows(query: readonly number[], ids: readonly string[], top: TopK): void {
-    if (!this.dim) return;
-    const q = unit(query, this.dim);
-    for (const id of ids) {
-      const row = this.rowOf.get(id);
-      if (row === undefined) continue;
-      const block = this.blocks[Math.floor(row / BLOCK)]!;
-      const at = row % BLOCK;
-      let s = 0;
-      for (let d = 0; d < this.dim; d++) if (q[d] !== 0) s = s + q[d]! * block[d * BLOCK + at]!;
-      if (s > 0) top.offer(id, s);
-    }
-  }
-
-  /**
-   * Offers every row with a positive cosine to `top`. Block by block: the block's scores (a scratch of
-   * `BLOCK` doubles, which stays in the CPU's cache) are summed over the query's non-zero dimensions four
-   * columns per pass, each row's sum still taken dimension by dimension in ascending order from zero
-   * (the same doubles as a row-by-row dot product), and the block's rows above the top's floor are offered
-   * before the next block is scored, so no pass over a whole-set score array follows.
-   */
-  scan(query: readonly number[], top: TopK): void {
-    const n = this.ids.length;
-    if (!n || !this.dim) return;
-    const q = unit(query, this.dim);
-    const dims: number[] = [];
-    for (let d = 0; d < this.dim; d++) if (q[d] !== 0) dims.push(d);
-    if (!dims.length) return;
-    if (this.scratch.length < BLOCK) this.scratch = new Float64Array(BLOCK);
-    const scores = this.scratch;
-    let floor = top.floor;
-    for (let b = 0; b * BLOCK < n; b++) {
-      const block = this.blocks[b]!;
-      const base = b * BLOCK;
-      const rows = Math.min(BLOCK, n - base);
-      scores.fill(0, 0, rows);
-      for (let j = 0; j < dims.length; j += 4) {
-        const left = dims.length - j;
-        const o0 = dims[j]! * BLOCK;
-        const q0 = q[dims[j]!]!;
-        if (left >= 4) {
-          const [o1, o2, o3] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK, dims[j + 3]! * BLOCK];
-          const [q1, q2, q3] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!, q[dims[j + 3]!]!];
-          for (let r = 0; r < rows; r++)
-            scores[r] =
-              scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]! + q3 * block[o3 + r]!;
-        } else if (left === 3) {
-          const [o1, o2] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK];
-          const [q1, q2] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!];
-          for (let r = 0; r < rows; r++)
-            scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]!;
-        } else if (left === 2) {
-          const o1 = dims[j + 1]! * BLOCK;
-          const q1 = q[dims[j + 1]!]!;
-          for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]!;
-        } else for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]!;
-      }
-      for (let r = 0; r < rows; r++) {
-        const s = scores[r]!;
-        if (s > 0 && s >= floor) {
-          top.offer(this.ids[base + r]!, s);
-          floor = top.floor;
-        }
-      }
-    }
-  }
-}
-
-/** `v` scaled to unit length into `out` at `at` (zeros stay zeros). */
-function unitInto(v: Float32Array, out: Float32Array, at: number): void {
-  let n = 0;
-  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
-  for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
 }
 
 /** Vectors of one (index, collection) with the generation they were read at, in one snapshot. */
@@ -319,6 +81,7 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
         if (page.length < CHUNK_PAGE) break;
         after = page[page.length - 1]!.chunk_id;
       }
+      set!.trim(); // the growth headroom of the last pages given back
       return set!;
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ },
@@ -369,7 +132,7 @@ export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<
 
 /**
  * The exact path: an LRU of (index, collection) vector sets within a byte budget
- * (`PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`, default 512). A set is loaded whole once, then kept
+ * (`PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`, default an eighth of the memory, at least 512 MB). A set is loaded whole once, then kept
  * current from `doc_vector_log` (each search reads the generations, one query; a changed index costs
  * one more query for the changed chunks only), so writes by any process are seen at the next search
  * without a reload. A set larger than the budget is scanned without being kept. Concurrent searches
@@ -480,6 +243,12 @@ export class ExactVectorBackend {
     );
     this.warming.add(work);
     void work.finally(() => this.warming.delete(work));
+  }
+
+  /** The cached sets: each one's layout, chunks and bytes, and the bytes of all (benchmark, tests). */
+  usage() {
+    const sets = [...this.entries].map(([key, set]) => ({ key, layout: set.layout, size: set.size, bytes: set.bytes }));
+    return { sets, bytes: this.bytes, budgetBytes: this.budgetBytes };
   }
 
   /** Resolves when every background load started so far has ended. */

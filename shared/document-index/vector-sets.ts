@@ -1,0 +1,567 @@
+/**
+ * The exact vector path's in-memory sets (`vectors.ts` caches them per index and collection): each
+ * (index, collection) set holds the index's unit vectors in one of two layouts, chosen from the stored
+ * vectors' density when the set first receives rows:
+ *
+ * - `DenseRows`: blocks of column-major float32 rows, scanned block by block (a real embedding model's
+ *   vectors, non-zero in nearly every dimension).
+ * - `SparseRows`: per-dimension posting lists (slot ids and float32 values of the non-zero entries), a
+ *   query scored by walking only its own non-zero dimensions' lists (the local hashing embedder: a chunk
+ *   is non-zero in about a fifth of its 384 buckets, a query of a few words in a handful).
+ *
+ * Both score a row exactly as a row-by-row dot product of the unit vectors does: the products of the
+ * query's non-zero dimensions summed in ascending dimension order from zero, in doubles. The sparse
+ * layout leaves out the products whose stored value is zero, which adds nothing (x + ±0 is x), so the two
+ * give the same doubles, and the same ranking, for the same vectors.
+ */
+
+export interface VectorHit {
+  id: string;
+  sim: number;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** A vector as stored in `doc_embeddings.vec`: little-endian float4 bytes. */
+export function encodeVector(v: readonly number[]): Buffer {
+  if (LITTLE_ENDIAN) {
+    const f = Float32Array.from(v);
+    return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
+  }
+  const b = Buffer.allocUnsafe(v.length * 4);
+  v.forEach((x, i) => b.writeFloatLE(x, i * 4));
+  return b;
+}
+
+export function decodeVector(b: Uint8Array): Float32Array {
+  const out = new Float32Array(b.length >> 2);
+  new Uint8Array(out.buffer).set(b.subarray(0, out.length * 4));
+  if (!LITTLE_ENDIAN) for (let i = 0; i < out.length; i++) out[i] = Buffer.from(b).readFloatLE(i * 4);
+  return out;
+}
+
+/** The query scaled to unit length, truncated or zero-padded to `dim`. */
+export function unit(q: readonly number[], dim: number): Float32Array {
+  const out = new Float32Array(dim);
+  let n = 0;
+  for (let i = 0; i < Math.min(dim, q.length); i++) {
+    out[i] = q[i]!;
+    n += q[i]! * q[i]!;
+  }
+  if (n > 0) {
+    const s = 1 / Math.sqrt(n);
+    for (let i = 0; i < dim; i++) out[i]! *= s;
+  }
+  return out;
+}
+
+/** `v` scaled to unit length into `out` at `at` (zeros stay zeros). */
+function unitInto(v: Float32Array, out: Float32Array, at: number): void {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
+}
+
+/** Keeps the best `k` hits, ordered by similarity (higher first), then chunk id. */
+export class TopK {
+  readonly hits: VectorHit[] = [];
+  constructor(private readonly k: number) {}
+  get floor(): number {
+    return this.hits.length < this.k ? 0 : this.hits[this.hits.length - 1]!.sim;
+  }
+  offer(id: string, sim: number): void {
+    if (sim <= 0 || this.k <= 0) return;
+    const h = this.hits;
+    if (h.length >= this.k) {
+      const last = h[h.length - 1]!;
+      if (sim < last.sim || (sim === last.sim && id > last.id)) return;
+    }
+    let i = h.length;
+    while (i > 0 && (h[i - 1]!.sim < sim || (h[i - 1]!.sim === sim && h[i - 1]!.id > id))) i--;
+    h.splice(i, 0, { id, sim });
+    if (h.length > this.k) h.pop();
+  }
+}
+
+/** The query's non-zero dimensions, ascending. */
+function nonZero(q: Float32Array): number[] {
+  const dims: number[] = [];
+  for (let d = 0; d < q.length; d++) if (q[d] !== 0) dims.push(d);
+  return dims;
+}
+
+/** What both layouts answer. */
+interface Rows {
+  readonly dim: number;
+  readonly size: number;
+  readonly bytes: number;
+  append(ids: string[], raw: Uint8Array[]): void;
+  upsert(id: string, raw: Uint8Array): void;
+  remove(id: string): void;
+  scan(q: Float32Array, top: TopK): void;
+  scanRows(q: Float32Array, ids: readonly string[], top: TopK): void;
+  /** Gives back growth headroom (after a whole load). */
+  trim(): void;
+}
+
+/** Rows per block of `DenseRows`: growing adds a block, never copies the set. */
+const BLOCK = 4096;
+
+/**
+ * Rows unit-normalised, in blocks of `BLOCK` rows, each block column-major (row `r`'s value in dimension
+ * `d` at `blocks[r / BLOCK][d * BLOCK + r % BLOCK]`). A search multiplies only the query's non-zero
+ * dimensions, each a sequential pass over one column. Writes are applied in place (a changed chunk is
+ * overwritten, a deleted one swapped with the last row, a new one appended).
+ */
+export class DenseRows implements Rows {
+  readonly ids: string[] = [];
+  private readonly rowOf = new Map<string, number>();
+  private readonly blocks: Float32Array[] = [];
+  private scratch = new Float64Array(0);
+
+  constructor(readonly dim: number) {}
+
+  /** Adds new chunks at the end (ids not in the set yet): rows normalised, then written to the columns up to 64 rows at a time. */
+  append(ids: string[], raw: Uint8Array[]): void {
+    const { dim } = this;
+    const tile = new Float32Array(64 * dim);
+    const first = this.ids.length;
+    const end = first + ids.length;
+    for (let start = first; start < end;) {
+      const stop = Math.min(end, start + 64, (Math.floor(start / BLOCK) + 1) * BLOCK);
+      while (this.blocks.length * BLOCK <= start) this.blocks.push(new Float32Array(BLOCK * dim));
+      tile.fill(0);
+      for (let r = start; r < stop; r++)
+        unitInto(decodeVector(raw[r - first]!).subarray(0, dim), tile, (r - start) * dim);
+      const block = this.blocks[Math.floor(start / BLOCK)]!;
+      const at = start % BLOCK;
+      for (let d = 0; d < dim; d++)
+        for (let r = start; r < stop; r++) block[d * BLOCK + at + r - start] = tile[(r - start) * dim + d]!;
+      start = stop;
+    }
+    ids.forEach((id, i) => {
+      this.rowOf.set(id, first + i);
+      this.ids.push(id);
+    });
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  get bytes(): number {
+    return this.blocks.length * BLOCK * this.dim * 4 + this.ids.length * 80;
+  }
+
+  trim(): void {}
+
+  upsert(id: string, raw: Uint8Array): void {
+    const row = this.rowOf.get(id);
+    if (row === undefined) return this.append([id], [raw]);
+    const unitV = new Float32Array(this.dim);
+    unitInto(decodeVector(raw).subarray(0, this.dim), unitV, 0);
+    const block = this.blocks[Math.floor(row / BLOCK)]!;
+    const at = row % BLOCK;
+    for (let d = 0; d < this.dim; d++) block[d * BLOCK + at] = unitV[d]!;
+  }
+
+  remove(id: string): void {
+    const row = this.rowOf.get(id);
+    if (row === undefined) return;
+    const last = this.ids.length - 1;
+    if (row !== last) {
+      const to = this.blocks[Math.floor(row / BLOCK)]!;
+      const from = this.blocks[Math.floor(last / BLOCK)]!;
+      for (let d = 0; d < this.dim; d++) to[d * BLOCK + (row % BLOCK)] = from[d * BLOCK + (last % BLOCK)]!;
+      this.ids[row] = this.ids[last]!;
+      this.rowOf.set(this.ids[row]!, row);
+    }
+    this.ids.pop();
+    this.rowOf.delete(id);
+  }
+
+  scanRows(q: Float32Array, ids: readonly string[], top: TopK): void {
+    for (const id of ids) {
+      const row = this.rowOf.get(id);
+      if (row === undefined) continue;
+      const block = this.blocks[Math.floor(row / BLOCK)]!;
+      const at = row % BLOCK;
+      let s = 0;
+      for (let d = 0; d < this.dim; d++) if (q[d] !== 0) s = s + q[d]! * block[d * BLOCK + at]!;
+      if (s > 0) top.offer(id, s);
+    }
+  }
+
+  /**
+   * Block by block: the block's scores (a scratch of `BLOCK` doubles, which stays in the CPU's cache) are
+   * summed over the query's non-zero dimensions four columns per pass, each row's sum still taken dimension
+   * by dimension in ascending order from zero, and the block's rows above the top's floor are offered
+   * before the next block is scored, so no pass over a whole-set score array follows.
+   */
+  scan(q: Float32Array, top: TopK): void {
+    const n = this.ids.length;
+    const dims = nonZero(q);
+    if (!n || !dims.length) return;
+    if (this.scratch.length < BLOCK) this.scratch = new Float64Array(BLOCK);
+    const scores = this.scratch;
+    let floor = top.floor;
+    for (let b = 0; b * BLOCK < n; b++) {
+      const block = this.blocks[b]!;
+      const base = b * BLOCK;
+      const rows = Math.min(BLOCK, n - base);
+      scores.fill(0, 0, rows);
+      for (let j = 0; j < dims.length; j += 4) {
+        const left = dims.length - j;
+        const o0 = dims[j]! * BLOCK;
+        const q0 = q[dims[j]!]!;
+        if (left >= 4) {
+          const [o1, o2, o3] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK, dims[j + 3]! * BLOCK];
+          const [q1, q2, q3] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!, q[dims[j + 3]!]!];
+          for (let r = 0; r < rows; r++)
+            scores[r] =
+              scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]! + q3 * block[o3 + r]!;
+        } else if (left === 3) {
+          const [o1, o2] = [dims[j + 1]! * BLOCK, dims[j + 2]! * BLOCK];
+          const [q1, q2] = [q[dims[j + 1]!]!, q[dims[j + 2]!]!];
+          for (let r = 0; r < rows; r++)
+            scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]! + q2 * block[o2 + r]!;
+        } else if (left === 2) {
+          const o1 = dims[j + 1]! * BLOCK;
+          const q1 = q[dims[j + 1]!]!;
+          for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]! + q1 * block[o1 + r]!;
+        } else for (let r = 0; r < rows; r++) scores[r] = scores[r]! + q0 * block[o0 + r]!;
+      }
+      for (let r = 0; r < rows; r++) {
+        const s = scores[r]!;
+        if (s > 0 && s >= floor) {
+          top.offer(this.ids[base + r]!, s);
+          floor = top.floor;
+        }
+      }
+    }
+  }
+}
+
+/** Entries per segment of a posting list (a power of two). */
+const SEGMENT_BITS = 13;
+const SEGMENT = 1 << SEGMENT_BITS;
+
+/**
+ * One dimension's posting list: the slots holding a non-zero value there (ascending) and the values, in
+ * segments of `SEGMENT` entries (the last one growing by doubling up to that), so an append never copies
+ * more than one segment (a whole-list copy of a large index would stall the search that applies a write).
+ */
+export class Posting {
+  slots: Uint32Array[] = [];
+  vals: Float32Array[] = [];
+  n = 0;
+
+  push(slot: number, val: number): void {
+    const seg = this.n >>> SEGMENT_BITS;
+    const at = this.n & (SEGMENT - 1);
+    if (seg === this.slots.length) {
+      this.slots.push(new Uint32Array(16));
+      this.vals.push(new Float32Array(16));
+    } else if (at === this.slots[seg]!.length) this.resizeTail(Math.min(SEGMENT, at * 2));
+    this.slots[seg]![at] = slot;
+    this.vals[seg]![at] = val;
+    this.n++;
+  }
+
+  private resizeTail(cap: number): void {
+    const seg = this.slots.length - 1;
+    const used = this.n - seg * SEGMENT;
+    const slots = new Uint32Array(cap);
+    slots.set(this.slots[seg]!.subarray(0, used));
+    const vals = new Float32Array(cap);
+    vals.set(this.vals[seg]!.subarray(0, used));
+    this.slots[seg] = slots;
+    this.vals[seg] = vals;
+  }
+
+  /** Entries allocated (the last segment's headroom included). */
+  get capacity(): number {
+    return this.slots.reduce((n, s) => n + s.length, 0);
+  }
+
+  /** Gives back the last segment's headroom. */
+  trim(): void {
+    const seg = this.slots.length - 1;
+    if (seg >= 0 && this.n - seg * SEGMENT < this.slots[seg]!.length) this.resizeTail(this.n - seg * SEGMENT);
+  }
+
+  slotAt(i: number): number {
+    return this.slots[i >>> SEGMENT_BITS]![i & (SEGMENT - 1)]!;
+  }
+
+  /** The first entry holding a slot >= `slot`. */
+  lowerBound(slot: number): number {
+    let lo = 0;
+    let hi = this.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.slotAt(mid) < slot) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Keeps the entries whose slot `renum` maps (to its new number; -1 drops it), in order. */
+  compact(renum: Int32Array): void {
+    let w = 0;
+    for (let r = 0; r < this.n; r++) {
+      const to = renum[this.slotAt(r)]!;
+      if (to < 0) continue;
+      const [rs, ra] = [r >>> SEGMENT_BITS, r & (SEGMENT - 1)];
+      const [ws, wa] = [w >>> SEGMENT_BITS, w & (SEGMENT - 1)];
+      this.slots[ws]![wa] = to;
+      this.vals[ws]![wa] = this.vals[rs]![ra]!;
+      w++;
+    }
+    this.n = w;
+    const segments = Math.ceil(w / SEGMENT);
+    this.slots.length = segments;
+    this.vals.length = segments;
+  }
+}
+
+/**
+ * Rows unit-normalised, kept as one posting list per dimension: the slots (row numbers) whose value there
+ * is non-zero, in ascending slot order, and those float32 values. A scan walks only the query's non-zero
+ * dimensions' lists, in ascending dimension order, adding each product into the slot's double (the first
+ * product of a slot is its sum, as 0 + x is x), and offers only the slots it touched. New rows take the
+ * next slots (so the lists stay sorted); a changed chunk's old slot is retired and the chunk appended
+ * again; a deleted chunk's slot is retired. Retired slots keep their entries (never offered) until they
+ * are a quarter of the slots, when the lists are compacted in place (slots renumbered, order kept).
+ */
+export class SparseRows implements Rows {
+  /** Chunk id by slot; undefined for a retired slot. */
+  private ids: Array<string | undefined> = [];
+  private readonly rowOf = new Map<string, number>();
+  private readonly lists: Posting[];
+  private retired = 0;
+  /** The scan's sums by slot (`score`), all zero between scans. */
+  private sums = new Float64Array(0);
+
+  constructor(readonly dim: number) {
+    this.lists = Array.from({ length: dim }, () => new Posting());
+  }
+
+  get size(): number {
+    return this.ids.length - this.retired;
+  }
+
+  /** The lists' typed arrays as allocated, the scan's sums, and about 80 bytes per chunk id. */
+  get bytes(): number {
+    let entries = 0;
+    for (const l of this.lists) entries += l.capacity;
+    return entries * 8 + this.sums.length * 8 + this.ids.length * 80;
+  }
+
+  /** The stored non-zero entries (tests, benchmark). */
+  get entries(): number {
+    return this.lists.reduce((n, l) => n + l.n, 0);
+  }
+
+  append(ids: string[], raw: Uint8Array[]): void {
+    const v = new Float32Array(this.dim);
+    ids.forEach((id, i) => {
+      v.fill(0);
+      unitInto(decodeVector(raw[i]!).subarray(0, this.dim), v, 0);
+      const slot = this.ids.length;
+      this.ids.push(id);
+      this.rowOf.set(id, slot);
+      for (let d = 0; d < this.dim; d++) if (v[d] !== 0) this.lists[d]!.push(slot, v[d]!);
+    });
+  }
+
+  trim(): void {
+    for (const l of this.lists) l.trim();
+  }
+
+  upsert(id: string, raw: Uint8Array): void {
+    this.retire(id);
+    this.append([id], [raw]);
+    this.compactIfWorthIt();
+  }
+
+  remove(id: string): void {
+    this.retire(id);
+    this.compactIfWorthIt();
+  }
+
+  private retire(id: string): void {
+    const slot = this.rowOf.get(id);
+    if (slot === undefined) return;
+    this.rowOf.delete(id);
+    this.ids[slot] = undefined;
+    this.retired++;
+  }
+
+  private compactIfWorthIt(): void {
+    if (this.retired >= 64 && this.retired * 4 >= this.ids.length) this.compact();
+  }
+
+  /** Drops the retired slots' entries and renumbers the live slots in order (the lists stay sorted). */
+  compact(): void {
+    const renum = new Int32Array(this.ids.length).fill(-1);
+    const live: string[] = [];
+    this.ids.forEach((id, slot) => {
+      if (id === undefined) return;
+      renum[slot] = live.length;
+      this.rowOf.set(id, live.length);
+      live.push(id);
+    });
+    for (const l of this.lists) l.compact(renum);
+    this.ids = live;
+    this.retired = 0;
+  }
+
+  /**
+   * Scores the slots from `from` on: each of the query's lists, in ascending dimension order, adds its
+   * entries into the slots' doubles (`sums`, all zero between scans); then one sequential pass offers the
+   * live slots with a positive sum of at least the top's floor (and among `only` when given), zeroing each
+   * touched sum for the next scan.
+   */
+  private score(q: Float32Array, from: number, top: TopK, only?: ReadonlySet<number>): void {
+    const { ids } = this;
+    const total = ids.length;
+    if (this.sums.length < total) this.sums = new Float64Array(Math.max(1024, Math.ceil(total * 1.25)));
+    const sums = this.sums;
+    for (let d = 0; d < q.length; d++) {
+      const qd = q[d]!;
+      if (qd === 0) continue;
+      const list = this.lists[d]!;
+      const start = from > 0 ? list.lowerBound(from) : 0;
+      for (let seg = start >>> SEGMENT_BITS; seg * SEGMENT < list.n; seg++) {
+        const slots = list.slots[seg]!;
+        const vals = list.vals[seg]!;
+        const end = Math.min(SEGMENT, list.n - seg * SEGMENT);
+        for (let r = seg === start >>> SEGMENT_BITS ? start & (SEGMENT - 1) : 0; r < end; r++) {
+          const slot = slots[r]!;
+          sums[slot] = sums[slot]! + qd * vals[r]!;
+        }
+      }
+    }
+    let floor = top.floor;
+    for (let slot = from; slot < total; slot++) {
+      const s = sums[slot]!;
+      sums[slot] = 0; // unconditionally: a test of which sums are zero would mispredict about half the time
+      if (s >= floor && s > 0 && (!only || only.has(slot))) {
+        const id = ids[slot];
+        if (id === undefined) continue;
+        top.offer(id, s);
+        floor = top.floor;
+      }
+    }
+  }
+
+  scan(q: Float32Array, top: TopK): void {
+    this.score(q, 0, top);
+  }
+
+  /** The listed chunks' scores alone: only the list entries from the smallest of their slots on are read. */
+  scanRows(q: Float32Array, ids: readonly string[], top: TopK): void {
+    const wanted = new Set<number>();
+    for (const id of ids) {
+      const slot = this.rowOf.get(id);
+      if (slot !== undefined) wanted.add(slot);
+    }
+    if (!wanted.size) return;
+    let from = Infinity;
+    for (const slot of wanted) from = Math.min(from, slot);
+    this.score(q, from, top, wanted);
+  }
+}
+
+/**
+ * Vectors whose share of non-zero values is at most this are kept as posting lists: a posting entry
+ * (slot and value) takes 8 bytes against 4 per dimension dense, so below a half the sparse layout is also
+ * the smaller, and a scan reads only the query's dimensions' entries.
+ */
+export const SPARSE_DENSITY = 0.5;
+
+/** The share of non-zero values among `raw`'s first `dim` dimensions. */
+export function density(raw: readonly Uint8Array[], dim: number): number {
+  let nz = 0;
+  for (const b of raw) {
+    const v = decodeVector(b).subarray(0, dim);
+    for (let d = 0; d < v.length; d++) if (v[d] !== 0) nz++;
+  }
+  return raw.length && dim ? nz / (raw.length * dim) : 1;
+}
+
+/**
+ * One (index, collection) vector set in memory at a vector generation. Its layout (`DenseRows` or
+ * `SparseRows`) is chosen from the density of the first rows it receives (a whole load's first page, or
+ * the first written vector of an empty set), and chosen again whenever the set becomes empty; the dimension
+ * is the longest first vector's.
+ */
+export class VectorSet {
+  private rows: Rows | null = null;
+
+  /** `dim` fixes the dimension (0: the longest of the first vectors received). */
+  constructor(
+    public generation: bigint,
+    private readonly dim = 0,
+  ) {}
+
+  /** A set built at once from stored vectors. */
+  static of(generation: bigint, ids: string[], raw: Uint8Array[]): VectorSet {
+    const set = new VectorSet(generation);
+    set.append(ids, raw);
+    return set;
+  }
+
+  /** Which layout holds the rows (tests, benchmark). */
+  get layout(): 'dense' | 'sparse' | 'empty' {
+    return this.rows instanceof SparseRows ? 'sparse' : this.rows ? 'dense' : 'empty';
+  }
+
+  get size(): number {
+    return this.rows?.size ?? 0;
+  }
+
+  get bytes(): number {
+    return this.rows?.bytes ?? 0;
+  }
+
+  private rowsFor(raw: readonly Uint8Array[]): Rows | null {
+    if (this.rows?.size === 0) this.rows = null;
+    if (!this.rows) {
+      const dim = this.dim || raw.reduce((m, b) => Math.max(m, b.length >> 2), 0);
+      if (!dim) return null;
+      this.rows = density(raw, dim) <= SPARSE_DENSITY ? new SparseRows(dim) : new DenseRows(dim);
+    }
+    return this.rows;
+  }
+
+  /** Adds new chunks (ids not in the set yet); a whole load appends page by page, then `trim`s. */
+  append(ids: string[], raw: Uint8Array[]): void {
+    if (ids.length) this.rowsFor(raw)?.append(ids, raw);
+  }
+
+  /** Sets a chunk's vector (stored float4 bytes), adding the chunk when new. */
+  upsert(id: string, raw: Uint8Array): void {
+    this.rowsFor([raw])?.upsert(id, raw);
+  }
+
+  remove(id: string): void {
+    this.rows?.remove(id);
+  }
+
+  trim(): void {
+    this.rows?.trim();
+  }
+
+  /** Offers every row with a positive cosine to `top`. */
+  scan(query: readonly number[], top: TopK): void {
+    if (this.rows?.size) this.rows.scan(unit(query, this.rows.dim), top);
+  }
+
+  /** Offers the listed chunks (those in the set) to `top`, each scored as `scan` scores it (the same double). */
+  scanRows(query: readonly number[], ids: readonly string[], top: TopK): void {
+    if (this.rows?.size) this.rows.scanRows(unit(query, this.rows.dim), ids, top);
+  }
+}

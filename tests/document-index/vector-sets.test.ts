@@ -1,0 +1,258 @@
+/**
+ * The exact path's two in-memory layouts (`shared/document-index/vector-sets.ts`, no database): the
+ * sparse posting lists score every row with the same double as the dense column blocks (random sparse and
+ * dense vectors, the local embedder's vectors), after incremental appends, overwrites, deletions and the
+ * compaction they trigger; `scanRows` scores a few rows as `scan` does; and a set picks its layout from
+ * the stored vectors' density.
+ */
+import { describe, expect, it } from 'vitest';
+import { localEmbed } from '../../shared/document-index/local-embedding.js';
+import {
+  DenseRows,
+  encodeVector,
+  SparseRows,
+  TopK,
+  unit,
+  VectorSet,
+  type VectorHit,
+} from '../../shared/document-index/vector-sets.js';
+
+function random(seed: number) {
+  let s = seed;
+  return () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+}
+
+const id = (i: number) => `c${String(i).padStart(6, '0')}`;
+
+/** A vector of `dim` values, each non-zero with probability `share`. */
+const vectorOf = (rnd: () => number, dim: number, share: number) =>
+  Array.from({ length: dim }, () => (Math.abs(rnd()) < share ? rnd() : 0));
+
+type Layout = DenseRows | SparseRows;
+const top = (rows: Layout, q: number[], k: number): VectorHit[] => {
+  const t = new TopK(k);
+  rows.scan(unit(q, rows.dim), t);
+  return t.hits;
+};
+
+/** Every row's exact score (k above the row count), as both layouts give it. */
+const all = (rows: Layout, q: number[]) => top(rows, q, 1e9);
+
+/** The cosine the sets compute: float4 unit rows, the query's products summed in dimension order. */
+function brute(rows: Map<string, number[]>, q: number[], dim: number): VectorHit[] {
+  const uq = unit(q, dim);
+  const out: VectorHit[] = [];
+  for (const [rid, v] of rows) {
+    const f = Float32Array.from(v);
+    let n = 0;
+    for (const x of f) n += x * x;
+    const u = Float32Array.from(f, (x) => x * (n > 0 ? 1 / Math.sqrt(n) : 0));
+    let s = 0;
+    for (let d = 0; d < dim; d++) if (uq[d] !== 0) s = s + uq[d]! * u[d]!;
+    if (s > 0) out.push({ id: rid, sim: s });
+  }
+  return out.sort((x, y) => y.sim - x.sim || (x.id < y.id ? -1 : 1));
+}
+
+/** The same rows in both layouts and as plain arrays (for `brute`), written through `put` and `drop`. */
+function twins(dim: number, seed: number, vector: (rnd: () => number, i: number) => number[]) {
+  const rnd = random(seed);
+  const rows = new Map<string, number[]>();
+  const dense = new DenseRows(dim);
+  const sparse = new SparseRows(dim);
+  const put = (i: number) => {
+    const v = vector(rnd, i);
+    rows.set(id(i), v);
+    dense.upsert(id(i), encodeVector(v));
+    sparse.upsert(id(i), encodeVector(v));
+  };
+  const drop = (i: number) => {
+    rows.delete(id(i));
+    dense.remove(id(i));
+    sparse.remove(id(i));
+  };
+  return { rnd, rows, dense, sparse, put, drop };
+}
+
+describe('sparse posting lists against dense blocks', () => {
+  it('give every row the same double, for sparse and dense vectors and queries', () => {
+    const dim = 48;
+    for (const share of [0.1, 0.3, 1]) {
+      const rnd = random(Math.round(share * 100));
+      const vs = Array.from({ length: 5000 }, () => vectorOf(rnd, dim, share));
+      const ids = vs.map((_, i) => id(i));
+      const raw = vs.map((v) => encodeVector(v));
+      const dense = new DenseRows(dim);
+      const sparse = new SparseRows(dim);
+      dense.append(ids, raw);
+      sparse.append(ids, raw);
+      for (const qShare of [0.05, 0.2, 1]) {
+        const q = vectorOf(rnd, dim, qShare);
+        if (!q.some((x) => x !== 0)) q[3] = 0.5;
+        const want = all(dense, q);
+        expect(all(sparse, q), `rows ${share}, query ${qShare}`).toEqual(want);
+        expect(want).toEqual(brute(new Map(ids.map((x, i) => [x, vs[i]!])), q, dim));
+        expect(top(sparse, q, 10)).toEqual(want.slice(0, 10));
+      }
+    }
+  });
+
+  it('rank the local embedder`s vectors the same, and the sparse set holds only their non-zero values', () => {
+    const rnd = random(5);
+    const words = Array.from({ length: 300 }, (_, i) => `w${i.toString(36)}x`);
+    const text = () => Array.from({ length: 30 }, () => words[Math.floor(Math.abs(rnd()) * 300)]).join(' ');
+    const vs = Array.from({ length: 3000 }, () => localEmbed(text()));
+    const ids = vs.map((_, i) => id(i));
+    const set = VectorSet.of(
+      0n,
+      ids,
+      vs.map((v) => encodeVector(v)),
+    );
+    expect(set.layout).toBe('sparse');
+    const dense = new DenseRows(vs[0]!.length);
+    dense.append(
+      ids,
+      vs.map((v) => encodeVector(v)),
+    );
+    const sparse = new SparseRows(vs[0]!.length);
+    sparse.append(
+      ids,
+      vs.map((v) => encodeVector(v)),
+    );
+    expect(sparse.entries).toBe(vs.reduce((n, v) => n + v.filter((x) => x !== 0).length, 0));
+    expect(sparse.bytes).toBeLessThan(dense.bytes);
+    for (let i = 0; i < 20; i++) {
+      const q = localEmbed(words.slice(i * 3, i * 3 + 3).join(' '));
+      const t = new TopK(50);
+      set.scan(q, t);
+      expect(t.hits).toEqual(top(dense, q, 50));
+      expect(all(sparse, q)).toEqual(all(dense, q));
+    }
+  });
+
+  it('stay equal through incremental appends, overwrites and deletions (with the compaction they trigger)', () => {
+    const dim = 32;
+    const { rnd, rows, dense, sparse, put, drop } = twins(dim, 17, (r) => vectorOf(r, dim, 0.25));
+    const paged = new SparseRows(dim);
+    const check = (what: string) => {
+      expect(sparse.size, what).toBe(rows.size);
+      for (let n = 0; n < 4; n++) {
+        const q = vectorOf(rnd, dim, 0.2 + n * 0.2);
+        q[n] = 0.7;
+        const want = brute(rows, q, dim);
+        expect(all(sparse, q), what).toEqual(want);
+        expect(all(dense, q), what).toEqual(want);
+      }
+    };
+    for (let i = 0; i < 3000; i++) put(i);
+    check('appended one by one');
+    // The same rows appended in pages (a whole load) hold the same entries.
+    const ids = [...rows.keys()];
+    for (let at = 0; at < ids.length; at += 700)
+      paged.append(
+        ids.slice(at, at + 700),
+        ids.slice(at, at + 700).map((x) => encodeVector(rows.get(x)!)),
+      );
+    paged.trim();
+    const q0 = vectorOf(rnd, dim, 0.3);
+    expect(all(paged, q0)).toEqual(all(sparse, q0));
+    const before = sparse.entries;
+    for (let i = 0; i < 3000; i += 13) drop(i);
+    expect(sparse.entries).toBe(before); // retired slots keep their entries until a compaction
+    check('a few deletions, retired not compacted');
+    for (let i = 1; i < 3000; i += 5) if (rows.has(id(i))) put(i); // overwrites: old slots retired
+    for (let i = 3000; i < 3400; i++) put(i);
+    for (let i = 2; i < 3000; i += 3) drop(i);
+    expect(sparse.entries).toBeLessThan(before); // compacted at a quarter retired
+    check('overwrites, appends and deletions, compacted');
+    sparse.compact();
+    check('compacted again');
+    for (const x of [...rows.keys()]) drop(Number(x.slice(1)));
+    expect(sparse.size).toBe(0);
+    expect(all(sparse, q0)).toEqual([]);
+    put(9000);
+    check('emptied and refilled');
+  });
+
+  it('score the listed rows alone as the scan does (scanRows), new rows among them', () => {
+    const dim = 40;
+    const rnd = random(23);
+    const sparse = new SparseRows(dim);
+    const dense = new DenseRows(dim);
+    const vs = Array.from({ length: 2000 }, () => vectorOf(rnd, dim, 0.2));
+    vs.forEach((v, i) => {
+      sparse.upsert(id(i), encodeVector(v));
+      dense.upsert(id(i), encodeVector(v));
+    });
+    sparse.remove(id(1990));
+    dense.remove(id(1990));
+    const q = vectorOf(rnd, dim, 0.3);
+    q[1] = 0.4;
+    const listed = [id(5), id(1200), id(1990), id(1999), 'absent'];
+    const scores = new Map(all(sparse, q).map((h) => [h.id, h.sim]));
+    for (const rows of [sparse, dense]) {
+      const t = new TopK(10);
+      rows.scanRows(unit(q, dim), listed, t);
+      const want = listed
+        .filter((x) => scores.has(x))
+        .map((x) => ({ id: x, sim: scores.get(x)! }))
+        .sort((a, b) => b.sim - a.sim);
+      expect(t.hits).toEqual(want);
+    }
+  });
+});
+
+describe('long posting lists', () => {
+  it('span segments: appends, scanRows on late slots, deletions and compaction rank as the dense blocks', () => {
+    const dim = 3;
+    const { rnd, rows, dense, sparse, put, drop } = twins(dim, 31, (r, i) => {
+      const v = vectorOf(r, dim, 0.3);
+      v[i % dim] = r() || 0.25; // every row non-zero somewhere; each list grows past 8,192 entries
+      return v;
+    });
+    const same = (what: string) => {
+      for (let n = 0; n < 3; n++) {
+        const q = vectorOf(rnd, dim, 0.5);
+        q[n] = 0.6;
+        expect(top(sparse, q, 200), what).toEqual(top(dense, q, 200));
+        expect(top(sparse, q, 50), what).toEqual(brute(rows, q, dim).slice(0, 50));
+      }
+    };
+    for (let i = 0; i < 20_000; i++) put(i);
+    sparse.trim();
+    expect(sparse.entries).toBeGreaterThan(dim * 8192);
+    same('appended');
+    for (let i = 20_000; i < 20_100; i++) put(i); // after a trim: the last segments grow again
+    const q = vectorOf(rnd, dim, 1);
+    const listed = [id(19_999), id(20_050), id(10_000)];
+    const scores = new Map(brute(rows, q, dim).map((h) => [h.id, h.sim]));
+    const t = new TopK(10);
+    sparse.scanRows(unit(q, dim), listed, t);
+    expect(t.hits).toEqual(
+      listed
+        .filter((x) => scores.has(x))
+        .map((x) => ({ id: x, sim: scores.get(x)! }))
+        .sort((a, b) => b.sim - a.sim),
+    );
+    for (let i = 0; i < 20_100; i += 3) drop(i);
+    same('a third deleted, compacted');
+  });
+});
+
+describe('VectorSet layout', () => {
+  it('is chosen from the stored vectors` density, and chosen again once the set is empty', () => {
+    const rnd = random(3);
+    const sparseVs = Array.from({ length: 10 }, () => vectorOf(rnd, 64, 0.1));
+    const denseVs = Array.from({ length: 10 }, () => vectorOf(rnd, 64, 1));
+    expect(VectorSet.of(0n, ['a'], [encodeVector(sparseVs[0]!)]).layout).toBe('sparse');
+    expect(VectorSet.of(0n, ['a'], [encodeVector(denseVs[0]!)]).layout).toBe('dense');
+    const set = new VectorSet(0n);
+    expect(set.layout).toBe('empty');
+    set.upsert('a', encodeVector(denseVs[0]!));
+    expect(set.layout).toBe('dense');
+    set.remove('a');
+    set.upsert('b', encodeVector(sparseVs[1]!));
+    expect(set.layout).toBe('sparse');
+    expect(set.size).toBe(1);
+  });
+});
