@@ -17,7 +17,6 @@ import {
 import { checkoutListing } from '../../shared/managed-sources/checkout.js';
 import { refListingOnce, type RefListing } from '../../shared/git/fetch-pack.js';
 import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
-import { refreshKeyring } from '../../shared/secrets/secret-box.js';
 import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
 import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
 import { emptySyncResult, finishSync, syncOutcome } from '../../shared/managed-sources/sync-result.js';
@@ -204,16 +203,10 @@ export type PrepareInput = SourceSyncInput & { listing?: RefListing | null };
 /** The start of a sync: the job's phase, the source, its remote (replaying one ref listing) and the resolved ref. */
 async function resolveSync(deps: ManagedSourceDeps, input: PrepareInput) {
   const em = deps.orm.em.fork();
-  // The job's phase, the source and the secret keyring side by side (each on a connection of its own).
-  const keyring = refreshKeyring(deps.orm.em.fork());
-  keyring.catch(() => undefined);
-  const [row] = await Promise.all([
-    loadSyncing(em, input),
-    setSyncPhase(deps.orm.em.fork(), input.jobId, 'resolving'),
-    keyring,
-  ]);
+  await setSyncPhase(em, input.jobId, 'resolving');
+  const row = await loadSyncing(em, input);
   // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing.
-  const opened = await openRemote(em, deps.config, row, {}, keyring);
+  const opened = await openRemote(em, deps.config, row);
   const http = refListingOnce(opened.remote.http, input.listing ?? null);
   opened.remote.http = http;
   const resolved = await resolveFor(em, deps, input, row, opened);

@@ -18,18 +18,14 @@ export function sourcePaths(config: AppConfig, sourceId: string) {
   return { root, gitdir: path.join(root, 'repo.git'), workdir: path.join(root, 'checkout') };
 }
 
-/**
- * The source's Git credentials, opened from the secret box (null when it has none). `keyring`: the
- * keyring's refresh when the caller started it already (beside its other reads); else it runs here.
- */
+/** The source's Git credentials, opened from the secret box (null when it has none). */
 export async function openCredentials(
   em: EntityManager,
   config: AppConfig,
   row: ManagedSourceRow,
-  keyring?: Promise<void>,
 ): Promise<GitCredentials | null> {
   if (!row.credentialsSealed || !row.credentialKind) return null;
-  await (keyring ?? refreshKeyring(em));
+  await refreshKeyring(em);
   const { secret, expires_at } = JSON.parse(secretBox(config).open(row.credentialsSealed)) as {
     secret: string;
     expires_at?: string | null;
@@ -46,9 +42,8 @@ export async function openRemote(
   config: AppConfig,
   row: ManagedSourceRow,
   http: Parameters<typeof egressGitHttp>[1] = {},
-  keyring?: Promise<void>,
 ): Promise<{ remote: RemoteAccess; creds: GitCredentials | null; lapsed: GitSyncError | null }> {
-  const creds = await openCredentials(em, config, row, keyring);
+  const creds = await openCredentials(em, config, row);
   const remote = { http: egressGitHttp(config.egress, http), url: row.repoUrl, headers: authHeaders(creds) };
   return { remote, creds, lapsed: oauthLapsed(creds, new Date()) };
 }
