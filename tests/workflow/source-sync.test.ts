@@ -67,6 +67,16 @@ async function sync(stubs: ReturnType<typeof syncStubs>) {
   return worker.runUntil(handle.result());
 }
 
+/** A moved tag, as the resolve answers it. */
+const REFUSAL = { refusal: { code: 'REF_MOVED' }, result: null };
+
+/** The sync ends with the refusal recorded (`managedSyncFinish`) and nothing else. */
+async function expectRefused(stubs: ReturnType<typeof syncStubs>) {
+  expect(await sync(stubs)).toEqual({ outcome: 'refused' });
+  expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
+  expect(stubs.count('managedSyncRecord')).toBe(0);
+}
+
 const ingest = (indexName: string, files: string[]): IngestInput => ({
   tenant: 't1',
   indexName,
@@ -108,11 +118,8 @@ describe('sourceSyncWorkflow', () => {
   });
 
   it('a moved tag the local activity finds is recorded as the refusal', async () => {
-    const stubs = syncStubs({
-      managedSyncQuick: async () => ({ prepared: { refusal: { code: 'REF_MOVED' }, result: null } }),
-    });
-    expect(await sync(stubs)).toEqual({ outcome: 'refused' });
-    expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
+    const stubs = syncStubs({ managedSyncQuick: async () => ({ prepared: REFUSAL }) });
+    await expectRefused(stubs);
     expect(stubs.count('managedSyncPrepare')).toBe(0);
   });
 
@@ -132,12 +139,7 @@ describe('sourceSyncWorkflow', () => {
   });
 
   it('records a refused ref (a moved tag) without anything else', async () => {
-    const stubs = syncStubs({
-      managedSyncPrepare: async () => ({ refusal: { code: 'REF_MOVED' }, result: null }),
-    });
-    expect(await sync(stubs)).toEqual({ outcome: 'refused' });
-    expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
-    expect(stubs.count('managedSyncRecord')).toBe(0);
+    await expectRefused(syncStubs({ managedSyncPrepare: async () => REFUSAL }));
   });
 
   it('ends the job failed with the classified code of a git failure, after one attempt', async () => {
