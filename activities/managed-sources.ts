@@ -36,6 +36,8 @@ export function createManagedSourceActivities(deps: ManagedSourceDeps) {
     managedDocumentFeedPlan: beating(sync.managedDocumentFeedPlan),
     managedDocumentFeedSummary: bind(sync.managedDocumentFeedSummary),
     managedSyncPrepare: beating(sync.managedSyncPrepare),
+    // A local activity (source-sync's first workflow task): no heartbeat.
+    managedSyncQuick: bind(sync.managedSyncQuick),
     managedSyncRecord: beating(sync.managedSyncRecord),
     managedSyncFinish: bind(sync.managedSyncFinish),
     managedDeleteCleanup: bind(lifecycle.managedDeleteCleanup),

@@ -5,15 +5,17 @@
  * shallow fetch, checkout, scan, record, through the API and the workflow) against `git clone`
  * (shallow, as the sync fetches, and full), a no-change resync against `git fetch` in that clone, and a
  * resync after a commit that changes one file against `git fetch` + `git checkout` of it in the clone.
- * Rounds alternate which side goes first; medians are reported.
+ * Rounds alternate which side goes first; medians are reported. `BENCH_SYNC_RESYNCS` (default 1): no-change
+ * resyncs and `git fetch`es per round (more samples of the small operation for the same first syncs).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startGitServer, type GitServer } from '../tests/helpers/git-server.js';
-import { syncSource } from './lib/managed-source.js';
+import { syncSource, type SyncAnswer } from './lib/managed-source.js';
 import type { BenchStack } from './lib/stack.js';
+import { cpuSnapshot, cpuSpent, syncTrace } from './lib/sync-trace.js';
 
 const AUTH = { username: 'bench', password: 'bench-token' };
 
@@ -54,7 +56,17 @@ function commitOneChange(bare: string, round: number): void {
   execFileSync('git', ['--git-dir', bare, 'update-server-info']);
 }
 
+/**
+ * Before each timed operation the file system's dirty data is written out (`sync`, untimed; off with
+ * `BENCH_SYNC_FLUSH=0`): on this kind of VM a burst of file creations or removals (the previous
+ * operation's tree, a round's cleanup) leaves the ext4 journal work that the next operation's file
+ * creations would otherwise pay for, whichever side that is (measured: 10,000 creations 0.3 s on a
+ * settled disk, 3 to 8 s right after 30,000 removals, for `git checkout` and the platform alike).
+ */
+const FLUSH = process.env.BENCH_SYNC_FLUSH !== '0';
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
+  if (FLUSH) execFileSync('sync');
   const t0 = performance.now();
   await fn();
   return performance.now() - t0;
@@ -75,6 +87,9 @@ const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.
 export async function benchManagedSync(stack: BenchStack, rounds: number): Promise<string> {
   const files = Number(process.env.BENCH_SYNC_FILES ?? 10_000);
   const commits = Number(process.env.BENCH_SYNC_COMMITS ?? 1_000);
+  const trace = process.env.BENCH_SYNC_TRACE === '1';
+  const resyncs = Math.max(1, Number(process.env.BENCH_SYNC_RESYNCS ?? 1));
+  const traces: string[] = [];
   const server: GitServer = await startGitServer(AUTH);
   const clones = await mkdtemp(path.join(os.tmpdir(), 'bench-clones-'));
   try {
@@ -96,6 +111,22 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
       const result = await syncSource(stack.api.url, id);
       if (result.outcome !== expected) throw new Error(`sync ended ${result.outcome}: ${JSON.stringify(result)}`);
       return result;
+    };
+    /** One timed sync; with `BENCH_SYNC_TRACE=1` also its trace (history event times, CPU by process). */
+    const traceSync = async (name: string, id: string, expected: string) => {
+      let t0 = 0;
+      let cpu0: Map<string, number> | null = null;
+      let result: SyncAnswer | undefined;
+      const ms = await timed(async () => {
+        [t0, cpu0] = [Date.now(), trace ? cpuSnapshot() : null];
+        result = await sync(id, expected);
+      });
+      if (cpu0) {
+        const [t1, cpu1] = [Date.now(), cpuSnapshot()];
+        const workflowId = `source-sync/${id}/${result!.job_id}`;
+        traces.push(`${name}: ${await syncTrace(stack.bareClient, workflowId, t0, t1, cpu0, cpu1)}`);
+      }
+      return { ms, result: result! };
     };
     const firstSync: number[] = [];
     const resync: number[] = [];
@@ -120,21 +151,30 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
           credentials: { kind: 'basic', username: AUTH.username, password: AUTH.password },
         });
         id = created.source.source_id as string;
-        let result: { files_checked_out: number } | undefined;
-        firstSync.push(await timed(async () => (result = await sync(id, 'updated'))));
-        checkedOut = result!.files_checked_out;
-        resync.push(await timed(() => sync(id, 'up_to_date')));
+        const first = await traceSync(`first sync, round ${r + 1}`, id, 'updated');
+        firstSync.push(first.ms);
+        checkedOut = first.result.files_checked_out;
+        for (let k = 0; k < resyncs; k++)
+          resync.push((await traceSync(`no-change resync, round ${r + 1}.${k + 1}`, id, 'up_to_date')).ms);
       };
       const system = async () => {
+        let cpu0: Map<string, number> | null = null;
         shallowClone.push(
-          await timed(() =>
-            git(['clone', '-q', '--depth', '1', '--single-branch', '--branch', 'main', authedUrl, shallow]),
-          ),
+          await timed(() => {
+            cpu0 = trace ? cpuSnapshot() : null;
+            return git(['clone', '-q', '--depth', '1', '--single-branch', '--branch', 'main', authedUrl, shallow]);
+          }),
         );
-        fetchNoChange.push(await timed(() => git(['fetch', '-q', 'origin'], shallow)));
+        if (cpu0)
+          traces.push(
+            `git clone --depth 1, round ${r + 1}: ${fmt(shallowClone.at(-1)!)}; ${cpuSpent(cpu0, cpuSnapshot())}`,
+          );
+        for (let k = 0; k < resyncs; k++)
+          fetchNoChange.push(await timed(() => git(['fetch', '-q', 'origin'], shallow)));
         fullClone.push(await timed(() => git(['clone', '-q', authedUrl, full])));
       };
-      const platformChange = async () => resyncOneFile.push(await timed(() => sync(id, 'updated')));
+      const platformChange = async () =>
+        resyncOneFile.push((await traceSync(`1-file resync, round ${r + 1}`, id, 'updated')).ms);
       const systemChange = async () =>
         fetchCheckout.push(
           await timed(async () => {
@@ -170,7 +210,7 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
     // Issue 34's goals: first sync <= 2x a shallow clone, no-change resync <= 1.5x a fetch, 1-file resync <= 2x.
     const goal = (ratio: number, max: number) => `<= ${max}x: ${ratio <= max ? 'met' : 'not met'}`;
     return [
-      `## Managed-source sync: ${files} files, ${commits} commits (git http-backend on loopback; built in ${fmt(built)}), median of ${rounds} rounds`,
+      `## Managed-source sync: ${files} files, ${commits} commits (git http-backend on loopback; built in ${fmt(built)}), median of ${rounds} rounds${resyncs > 1 ? ` (${resyncs} no-change resyncs and fetches each)` : ''}`,
       '',
       '| operation | platform (API + workflow) | system git | ratio platform / git | goal (issue 34) |',
       '|-|-|-|-|-|',
@@ -179,6 +219,7 @@ export async function benchManagedSync(stack: BenchStack, rounds: number): Promi
       `| no-change resync vs \`git fetch\` | ${fmt(rs)} | ${fmt(fe)} | ${(rs / fe).toFixed(2)}x | ${goal(rs / fe, 1.5)} |`,
       `| 1-file change resync vs \`git fetch\` + \`git checkout\` | ${fmt(ro)} | ${fmt(fco)} | ${(ro / fco).toFixed(2)}x | ${goal(ro / fco, 2)} |`,
       '',
+      ...traces.flatMap((t) => [t, '']),
     ].join('\n');
   } finally {
     await rm(clones, { recursive: true, force: true });

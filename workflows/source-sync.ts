@@ -6,9 +6,11 @@ import {
   executeChild,
   patched,
   proxyActivities,
+  proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { ManagedSourceActivities } from '../activities/managed-sources.js';
-import type { SyncRecordInput } from '../activities/managed-sources/sync.js';
+import type { PrepareAnswer, SyncRecordInput } from '../activities/managed-sources/sync.js';
+import type { RefListing } from '../shared/git/fetch-pack.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import type { IngestInput, IngestResult } from './ingest-definitions.js';
 import type {
@@ -29,6 +31,8 @@ const gitOps = proxyActivities<ManagedSourceActivities>(ActivityProfiles.gitNetw
  * large import is not cut at the database profile's 30 s.
  */
 const record = proxyActivities<ManagedSourceActivities>(ActivityProfiles.databaseBatch);
+/** `managedSyncQuick`, the no-change resync inside the first workflow task: one attempt, else `managedSyncPrepare`. */
+const shortcut = proxyLocalActivities<ManagedSourceActivities>(ActivityProfiles.localShortcut);
 
 /**
  * One sync of a managed source: resolve the release ref on the remote (moved tags refused), fetch
@@ -37,7 +41,8 @@ const record = proxyActivities<ManagedSourceActivities>(ActivityProfiles.databas
  * runs; any failure ends the job `error` with a classified code (never a stuck `running` job).
  * Since patch `sync-prepare`, a sync is one activity (resolve, fetch, checkout, scan, feed plan,
  * record), split only around the document feed's ingestion child workflows when it has files to
- * ingest; histories recorded before it replay the six-activity sequence.
+ * ingest; histories recorded before it replay the six-activity sequence. Since patch `sync-quick`,
+ * a resync that finds the synced commit is a local activity instead (see `prepare`).
  */
 export async function sourceSyncWorkflow(input: SourceSyncInput): Promise<SourceSyncResult> {
   // The outcome, `failed` included: the sync itself completes, so only this status shows its failure.
@@ -71,7 +76,7 @@ async function syncOnce(input: SourceSyncInput): Promise<SourceSyncResult> {
 
 /** The sync in one activity, or, when the document feed has files to ingest, its child workflows and then the record. */
 async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
-  const prepared = await gitOps.managedSyncPrepare(input);
+  const prepared = await prepare(input);
   if (prepared.refusal) return await db.managedSyncFinish({ ...input, result: prepared.refusal });
   if (prepared.result) return prepared.result;
   const { resolved, checkout, scan, plan } = prepared;
@@ -82,6 +87,25 @@ async function syncPrepared(input: SourceSyncInput): Promise<SourceSyncResult> {
     feed = { documentFeedError: errorOf(err, GitSyncCodes.DOCUMENT_FEED_FAILED) };
   }
   return await record.managedSyncRecord({ ...input, resolved, checkout, scan, ...feed });
+}
+
+/**
+ * `managedSyncPrepare`; since patch `sync-quick` first the local activity `managedSyncQuick`, which
+ * finishes a resync that finds the synced commit in this workflow task (no activity task, no second
+ * workflow task). Any other sync goes on in `managedSyncPrepare`, replaying the ref listing the local
+ * activity read; a failed local activity leaves it all to `managedSyncPrepare` (its retries, its codes).
+ */
+async function prepare(input: SourceSyncInput): Promise<PrepareAnswer> {
+  if (!patched('sync-quick')) return await gitOps.managedSyncPrepare(input);
+  let listing: RefListing | null = null;
+  try {
+    const quick = await shortcut.managedSyncQuick(input);
+    if (quick.prepared) return quick.prepared;
+    listing = quick.listing;
+  } catch {
+    // managedSyncPrepare resolves again below.
+  }
+  return await gitOps.managedSyncPrepare({ ...input, listing });
 }
 
 const errorOf = (err: unknown, fallback: string) => {

@@ -15,7 +15,7 @@ import {
   type ResolvedRef,
 } from '../../shared/managed-sources/git.js';
 import { checkoutListing } from '../../shared/managed-sources/checkout.js';
-import { refListingOnce } from '../../shared/git/fetch-pack.js';
+import { refListingOnce, type RefListing } from '../../shared/git/fetch-pack.js';
 import { openRemote, sourcePaths } from '../../shared/managed-sources/source-access.js';
 import { setSyncPhase } from '../../shared/managed-sources/sync-job-store.js';
 import { hydrateSync } from '../../shared/managed-sources/sync-hydration.js';
@@ -118,6 +118,10 @@ export async function managedSyncFetch(
   return summary;
 }
 
+/** True when the source last synced `commitSha` under its current checkout rules. */
+const syncedAlready = (row: ManagedSourceRow, commitSha: string) =>
+  row.syncedCommitSha === commitSha && row.checkoutRulesHash === rulesHash(row.settings.checkout_exclude);
+
 /** The fetch and checkout of `input.resolved`, answering also the files checked out (null when nothing changed). */
 async function fetchFor(
   em: EntityManager,
@@ -127,8 +131,7 @@ async function fetchFor(
   opened?: OpenedRemote,
 ): Promise<{ summary: CheckoutSummary; files: string[] | null }> {
   const paths = sourcePaths(deps.config, row.id);
-  const hash = rulesHash(row.settings.checkout_exclude);
-  const same = row.syncedCommitSha === input.resolved.commitSha && row.checkoutRulesHash === hash;
+  const same = syncedAlready(row, input.resolved.commitSha);
   if (same && (await workingTreeExists(paths.workdir)))
     return { summary: { changed: false, files_checked_out: 0, paths_excluded: 0 }, files: null };
   checkCheckoutRules(row.settings.checkout_exclude);
@@ -171,9 +174,8 @@ function scanFor(
   row: ManagedSourceRow,
   files: readonly string[] | null,
 ): Promise<ScanSummary> {
-  const ctx = Context.current();
   const progress = async (n: number) => {
-    ctx.heartbeat();
+    beat();
     await setSyncPhase(em, input.jobId, 'scanning', n);
   };
   return scanCheckout(sourcePaths(deps.config, row.id), row.settings, progress, files);
@@ -195,35 +197,81 @@ export type PrepareAnswer =
       plan: DocumentFeedPlan;
     };
 
+/** What a sync's activities take: the workflow's input and, from `managedSyncQuick`, the ref listing it read. */
+export type PrepareInput = SourceSyncInput & { listing?: RefListing | null };
+
+/** The start of a sync: the job's phase, the source, its remote (replaying one ref listing) and the resolved ref. */
+async function resolveSync(deps: ManagedSourceDeps, input: PrepareInput) {
+  const em = deps.orm.em.fork();
+  await setSyncPhase(em, input.jobId, 'resolving');
+  const row = await loadSyncing(em, input);
+  // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing.
+  const opened = await openRemote(em, deps.config, row);
+  const http = refListingOnce(opened.remote.http, input.listing ?? null);
+  opened.remote.http = http;
+  const resolved = await resolveFor(em, deps, input, row, opened);
+  return { em, row, opened, resolved, listing: () => http.listing() };
+}
+
 /**
  * A sync in one activity unless the document feed has files to ingest (one load of the source, job-row
  * writes only for the steps that run): resolve the release ref, fetch and check out when the commit or
  * the rules changed, scan (a saved scan when nothing changed), plan the document feed, then record as
  * `managedSyncRecord` does. A resync that finds the synced commit does no fetch and no walk. With
  * files to ingest it answers the plan; the workflow runs the ingestion, then `managedSyncRecord`.
+ * `input.listing`: the ref listing `managedSyncQuick` read, replayed instead of listing the refs again.
  */
-export async function managedSyncPrepare(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<PrepareAnswer> {
-  const em = deps.orm.em.fork();
-  await setSyncPhase(em, input.jobId, 'resolving');
-  const row = await loadSyncing(em, input);
-  // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing.
-  const opened = await openRemote(em, deps.config, row);
-  opened.remote.http = refListingOnce(opened.remote.http);
-  const resolved = await resolveFor(em, deps, input, row, opened);
-  if (resolved.refusal) return { refusal: resolved.refusal, result: null };
-  const checkout = await fetchFor(em, deps, { ...input, resolved: resolved.ref }, row, opened);
+export async function managedSyncPrepare(deps: ManagedSourceDeps, input: PrepareInput): Promise<PrepareAnswer> {
+  const sync = await resolveSync(deps, input);
+  if (sync.resolved.refusal) return { refusal: sync.resolved.refusal, result: null };
+  return prepareResolved(deps, input, sync, sync.resolved.ref);
+}
+
+/** What `managedSyncQuick` answers: the sync as `managedSyncPrepare` answers it, or null with the ref listing it read. */
+export type QuickAnswer = { prepared: PrepareAnswer } | { prepared: null; listing: RefListing | null };
+
+/**
+ * A resync that finds the synced commit, as a local activity in the workflow's first task
+ * (`patched('sync-quick')`: no activity task and no second workflow task): resolve the release ref
+ * and, when the source synced that commit under the same rules and its working tree is there, go on
+ * as `managedSyncPrepare` does (saved scan, feed plan, record). Otherwise (another commit, a moved
+ * tag aside, or a blueprint repository, whose record imports blueprints and must heartbeat) it answers
+ * null with the ref listing, and the workflow runs `managedSyncPrepare`, which replays that listing.
+ */
+export async function managedSyncQuick(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<QuickAnswer> {
+  const sync = await resolveSync(deps, input);
+  if (sync.resolved.refusal) return { prepared: { refusal: sync.resolved.refusal, result: null } };
+  const { row } = sync;
+  const ref = sync.resolved.ref;
+  const quick =
+    !row.settings.scan_types_enabled.includes('blueprints') &&
+    syncedAlready(row, ref.commitSha) &&
+    (await workingTreeExists(sourcePaths(deps.config, row.id).workdir));
+  if (!quick) return { prepared: null, listing: sync.listing() };
+  return { prepared: await prepareResolved(deps, input, sync, ref) };
+}
+
+/** The sync after its resolve: fetch and checkout (when the commit or rules changed), scan, feed plan, record. */
+async function prepareResolved(
+  deps: ManagedSourceDeps,
+  input: SourceSyncInput,
+  sync: Awaited<ReturnType<typeof resolveSync>>,
+  ref: ResolvedRef,
+): Promise<PrepareAnswer> {
+  const { em, row, opened } = sync;
+  const checkout = await fetchFor(em, deps, { ...input, resolved: ref }, row, opened);
   if (checkout.summary.changed) await setSyncPhase(em, input.jobId, 'scanning', 0);
   const scan = await scanFor(em, deps, input, row, checkout.files);
-  const found = { ...input, resolved: resolved.ref, checkout: checkout.summary, scan };
+  const found = { ...input, resolved: ref, checkout: checkout.summary, scan };
   let plan: DocumentFeedPlan;
   try {
     plan = await planFeedFor(em, deps, input, row);
   } catch (err) {
-    return { refusal: null, result: await managedSyncRecord(deps, { ...found, documentFeedError: feedErrorOf(err) }) };
+    return { refusal: null, result: await recordFor(em, deps, row, { ...found, documentFeedError: feedErrorOf(err) }) };
   }
   if (!plan.ingests.length)
-    return { refusal: null, result: await managedSyncRecord(deps, { ...found, feed: { plan, ingested: {} } }) };
-  return { refusal: null, result: null, resolved: resolved.ref, checkout: checkout.summary, scan, plan };
+    return { refusal: null, result: await recordFor(em, deps, row, { ...found, feed: { plan, ingested: {} } }) };
+  return { refusal: null, result: null, resolved: ref, checkout: checkout.summary, scan, plan };
 }
 
 /** A document feed failure as a hydrate error (its classified code when it has one). */
@@ -256,9 +304,15 @@ function planFeedFor(
   row: ManagedSourceRow,
 ): Promise<DocumentFeedPlan> {
   const { workdir } = sourcePaths(deps.config, row.id);
-  return withHeartbeat(2_000, () =>
-    planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir, overwriteIndexes: input.overwriteIndexes }),
-  );
+  const plan = () =>
+    planDocumentFeed(em, deps.config, row, { jobId: input.jobId, workdir, overwriteIndexes: input.overwriteIndexes });
+  return Context.current().info.isLocal ? plan() : withHeartbeat(2_000, plan);
+}
+
+/** A heartbeat, except in a local activity (`managedSyncQuick`), which has none. */
+function beat(): void {
+  const ctx = Context.current();
+  if (!ctx.info.isLocal) ctx.heartbeat();
 }
 
 /** The feed summary per index after the ingestion child workflows (`ingested`: documents per index). */
@@ -296,7 +350,16 @@ async function feedSummaryOf(em: EntityManager, row: ManagedSourceRow, input: Sy
 /** Records a successful sync: hydration, the source's commit, tag anchor and checkout rules; the job `complete`. */
 export async function managedSyncRecord(deps: ManagedSourceDeps, input: SyncRecordInput): Promise<SourceSyncResult> {
   const em = deps.orm.em.fork();
-  const row = await loadSyncing(em, input);
+  return recordFor(em, deps, await loadSyncing(em, input), input);
+}
+
+/** `managedSyncRecord` with the source row its activity loaded already. */
+async function recordFor(
+  em: EntityManager,
+  deps: ManagedSourceDeps,
+  row: ManagedSourceRow,
+  input: SyncRecordInput,
+): Promise<SourceSyncResult> {
   const { resolved, checkout, scan } = input;
   const { documentFeed, documentFeedError } = await feedSummaryOf(em, row, input);
   const hydration = await hydrateSync(em, deps, row, { apply: input.apply, commitSha: resolved.commitSha, scan });

@@ -94,15 +94,41 @@ export function packStoringHttp(http: HttpClient, gitdir: string, options: Index
   };
 }
 
+/** A ref listing as `refListingOnce` keeps it, in a form that travels between activities (JSON). */
+export interface RefListing {
+  /** The URL requested, and the one that answered (after redirects). */
+  request: string;
+  url: string;
+  statusCode: number;
+  statusMessage: string;
+  headers: Record<string, string>;
+  /** The body, base64. */
+  body: string;
+}
+
+/** Listings larger than this are not handed on (a repository with very many refs lists them again). */
+const HANDED_ON_BYTES = 256 * 1024;
+
+/** An HTTP client that replays the first ref listing it read, and can answer that listing. */
+export interface ListingHttp extends HttpClient {
+  /** The listing read (or seeded), when it is small enough to hand on; null otherwise. */
+  listing(): RefListing | null;
+}
+
 /**
  * `http` answering a repeated ref listing (`GET …/info/refs?service=git-upload-pack`) from the first
  * one it read: a sync lists the refs to resolve its release ref, then isomorphic-git's fetch lists
  * them again before negotiating. The replay saves that round trip, and the fetch then wants exactly
  * the commit the resolve chose even if the ref moved in between. Only a successful listing is kept,
- * for as long as this client lives (one sync).
+ * for as long as this client lives (one sync). `seed`: a listing an earlier step of the same sync
+ * read (`listing()`), answered as if this client had read it.
  */
-export function refListingOnce(http: HttpClient): HttpClient {
+export function refListingOnce(http: HttpClient, seed: RefListing | null = null): ListingHttp {
   const listings = new Map<string, { res: GitHttpResponse; body: Buffer }>();
+  if (seed) {
+    const { request, body, ...res } = seed;
+    listings.set(request, { res: { ...res, method: 'GET' }, body: Buffer.from(body, 'base64') });
+  }
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const listing = (req.method ?? 'GET') === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url);
@@ -113,6 +139,19 @@ export function refListingOnce(http: HttpClient): HttpClient {
       const body = await collectBody(res.body);
       listings.set(req.url, { res, body });
       return { ...res, body: once(body) };
+    },
+    listing() {
+      const [entry] = listings.entries();
+      if (!entry || listings.size !== 1 || entry[1].body.length > HANDED_ON_BYTES) return null;
+      const [request, { res, body }] = entry;
+      return {
+        request,
+        url: res.url,
+        statusCode: res.statusCode,
+        statusMessage: res.statusMessage,
+        headers: res.headers ?? {},
+        body: body.toString('base64'),
+      };
     },
   };
 }

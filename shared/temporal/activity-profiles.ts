@@ -72,6 +72,11 @@ export const ActivityProfiles = {
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
   },
   /**
+   * A local activity that only shortens a path another activity takes anyway (the no-change resync of a
+   * managed source): one attempt, and any failure or timeout falls back to that activity.
+   */
+  localShortcut: { startToCloseTimeout: '1 minute', retry: { maximumAttempts: 1 } },
+  /**
    * Git over the network: long, transient failures retried a few times. Every activity on it heartbeats
    * every 2 s throughout (activities/managed-sources.ts), so a worker that dies mid-fetch is noticed
    * within 10 s and the attempt runs again on another (a heartbeat timeout counts as an attempt).

@@ -200,4 +200,35 @@ describe('a sync fetch over smart HTTP', () => {
     for (const pack of packFiles(path.join(gitdir, 'objects', 'pack'))) git(gitdir, ['verify-pack', pack]);
     expect(packFiles(path.join(gitdir, 'objects', 'pack'))).toHaveLength(2);
   });
+
+  it('a ref listing handed on to another client (the local activity to managedSyncPrepare) is not read again', async () => {
+    const bare = path.join(server.root, 'handed.git');
+    git(bare, ['init', '-q', '--bare', '-b', 'main']);
+    const head = commit(bare, { 'a.txt': ['100644', 'a\n'], 'docs/b.md': ['100644', '# b\n'] }, 0);
+    const egress = egressGitHttp({ allowPrivate: true, allowLoopback: true });
+    const requests: string[] = [];
+    const counted = {
+      request: (req: Parameters<typeof egress.request>[0]) => {
+        requests.push(req.url);
+        return egress.request(req);
+      },
+    };
+    const url = `${server.url}/handed.git`;
+    const headers = authHeaders({ kind: 'basic', username: AUTH.username, secret: AUTH.password });
+    const first = refListingOnce(counted);
+    expect(first.listing()).toBeNull();
+    const resolved = await resolveRemoteRef({ http: first, url, headers, releaseRef: 'main' });
+    expect(resolved.commitSha).toBe(head);
+    const listing = first.listing();
+    expect(listing).toMatchObject({ statusCode: 200 });
+    // Through JSON, as an activity's result travels.
+    const second = refListingOnce(counted, JSON.parse(JSON.stringify(listing)));
+    const again = await resolveRemoteRef({ http: second, url, headers, releaseRef: 'main' });
+    expect(again).toEqual(resolved);
+    const gitdir = path.join(work, 'handed', 'repo.git');
+    await fetchRef({ http: second, url, headers, gitdir, resolved });
+    expect(requests.filter((u) => u.includes('/info/refs'))).toHaveLength(1);
+    expect(requests.filter((u) => u.endsWith('/git-upload-pack'))).toHaveLength(1);
+    git(gitdir, ['fsck', '--full', '--no-dangling']);
+  });
 });

@@ -106,7 +106,7 @@ describe('managed sources over a real Git server', () => {
     expect(got.body.data.last_sync.outcome).toBe('updated_with_errors');
   });
 
-  it('a resync finding the synced commit is one activity, and so is one bringing a 1-file change', async () => {
+  it('a resync finding the synced commit is one local activity (no activity task), one bringing a 1-file change one activity after it', async () => {
     const repo = gitServer.repo('epsilon');
     repo.write({ 'src/a.txt': 'a1', 'src/b.txt': 'b', 'docs/guide.md': '# g\n' });
     const id = (await create(repo, { release_ref: 'main' })).body.source.source_id as string;
@@ -117,6 +117,9 @@ describe('managed sources over a real Git server', () => {
       return {
         handle,
         names: events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean),
+        // Local activities are recorded as markers (patch `sync-quick`: managedSyncQuick).
+        locals: events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
+        workflowTasks: events!.filter((e) => e.workflowTaskCompletedEventAttributes).length,
       };
     };
 
@@ -127,8 +130,10 @@ describe('managed sources over a real Git server', () => {
       candidates: { document_indexes: 1 },
     });
     const sameRun = await activities(same.body.data.job_id);
-    expect(sameRun.names).toEqual(['managedSyncPrepare']);
-    await recordHistory('source-sync-prepared-up-to-date', sameRun.handle);
+    expect(sameRun.names).toEqual([]);
+    expect(sameRun.locals).toBe(1);
+    expect(sameRun.workflowTasks).toBe(1);
+    await recordHistory('source-sync-quick-up-to-date', sameRun.handle);
 
     const changedCommit = repo.write({ 'src/a.txt': 'a2' });
     const changed = await sync(id);
@@ -142,7 +147,8 @@ describe('managed sources over a real Git server', () => {
     expect(readFileSync(path.join(checkout(id), 'src/a.txt'), 'utf8')).toBe('a2');
     const changedRun = await activities(changed.body.data.job_id);
     expect(changedRun.names).toEqual(['managedSyncPrepare']);
-    await recordHistory('source-sync-prepared-changed', changedRun.handle);
+    expect(changedRun.locals).toBe(1);
+    await recordHistory('source-sync-quick-changed', changedRun.handle);
     const [job] = await query<{ status: string; phase: string; files_scanned: number }>(
       stack.db.url,
       'select status, phase, files_scanned from managed_source_sync_jobs where job_id = $1',

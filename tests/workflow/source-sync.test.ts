@@ -40,6 +40,8 @@ const prepared = (plan: unknown) => ({
  */
 function syncStubs(overrides: Record<string, Stub> = {}) {
   return recorded({
+    // The local activity (`patched('sync-quick')`) finds another commit: managedSyncPrepare goes on.
+    managedSyncQuick: async () => ({ prepared: null, listing: null }),
     managedSyncPrepare: async () => ({ refusal: null, result: { outcome: 'synced' } }),
     managedSyncRecord: async () => ({ outcome: 'synced' }),
     managedSyncFinish: async () => ({ outcome: 'refused' }),
@@ -65,6 +67,16 @@ async function sync(stubs: ReturnType<typeof syncStubs>) {
   return worker.runUntil(handle.result());
 }
 
+/** A moved tag, as the resolve answers it. */
+const REFUSAL = { refusal: { code: 'REF_MOVED' }, result: null };
+
+/** The sync ends with the refusal recorded (`managedSyncFinish`) and nothing else. */
+async function expectRefused(stubs: ReturnType<typeof syncStubs>) {
+  expect(await sync(stubs)).toEqual({ outcome: 'refused' });
+  expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
+  expect(stubs.count('managedSyncRecord')).toBe(0);
+}
+
 const ingest = (indexName: string, files: string[]): IngestInput => ({
   tenant: 't1',
   indexName,
@@ -88,13 +100,46 @@ describe('sourceSyncWorkflow', () => {
       expect(stubs.count(step)).toBe(0);
   });
 
-  it('records a refused ref (a moved tag) without anything else', async () => {
+  it('a resync the local activity finishes (the synced commit) runs no activity', async () => {
     const stubs = syncStubs({
-      managedSyncPrepare: async () => ({ refusal: { code: 'REF_MOVED' }, result: null }),
+      managedSyncQuick: async () => ({ prepared: { refusal: null, result: { outcome: 'up_to_date' } } }),
     });
-    expect(await sync(stubs)).toEqual({ outcome: 'refused' });
-    expect(stubs.calls.managedSyncFinish).toMatchObject([{ result: { code: 'REF_MOVED' } }]);
-    expect(stubs.count('managedSyncRecord')).toBe(0);
+    expect(await sync(stubs)).toEqual({ outcome: 'up_to_date' });
+    expect(stubs.calls.managedSyncQuick).toMatchObject([{ sourceId: 'ms_1', tenant: 't1', trigger: 'api' }]);
+    for (const step of ['managedSyncPrepare', 'managedSyncRecord', 'managedSyncFinish', 'managedSyncFail'] as const)
+      expect(stubs.count(step)).toBe(0);
+  });
+
+  it('hands the ref listing the local activity read to managedSyncPrepare', async () => {
+    const listing = { request: 'http://git/r.git/info/refs?service=git-upload-pack', body: 'AAAA' };
+    const stubs = syncStubs({ managedSyncQuick: async () => ({ prepared: null, listing }) });
+    expect(await sync(stubs)).toEqual({ outcome: 'synced' });
+    expect(stubs.calls.managedSyncPrepare).toMatchObject([{ sourceId: 'ms_1', listing }]);
+  });
+
+  it('a moved tag the local activity finds is recorded as the refusal', async () => {
+    const stubs = syncStubs({ managedSyncQuick: async () => ({ prepared: REFUSAL }) });
+    await expectRefused(stubs);
+    expect(stubs.count('managedSyncPrepare')).toBe(0);
+  });
+
+  it('a failed local activity (one attempt) leaves the sync to managedSyncPrepare and its classified codes', async () => {
+    const stubs = syncStubs({
+      managedSyncQuick: async () => {
+        throw ApplicationFailure.nonRetryable('authentication failed', 'GIT_AUTH_FAILED');
+      },
+      managedSyncPrepare: async () => {
+        throw ApplicationFailure.nonRetryable('authentication failed', 'GIT_AUTH_FAILED');
+      },
+    });
+    expect(await sync(stubs)).toEqual({ outcome: 'failed', errorCode: 'GIT_AUTH_FAILED' });
+    expect(stubs.count('managedSyncQuick')).toBe(1);
+    expect(stubs.calls.managedSyncPrepare).toMatchObject([{ sourceId: 'ms_1', listing: null }]);
+    expect(stubs.count('managedSyncFail')).toBe(1);
+  });
+
+  it('records a refused ref (a moved tag) without anything else', async () => {
+    await expectRefused(syncStubs({ managedSyncPrepare: async () => REFUSAL }));
   });
 
   it('ends the job failed with the classified code of a git failure, after one attempt', async () => {
