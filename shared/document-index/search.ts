@@ -145,10 +145,12 @@ async function fusedSearch(
   query: string,
   topN: number,
   vec: VectorCte,
+  /** Sent as a prepared statement (the pgvector path: its text is fixed per searched index set). */
+  prepare = false,
 ): Promise<FusedRow[]> {
   const lex = lexicalCte(tenant, indexIds, query);
   const q = orQuery(query);
-  return sql<FusedRow>(
+  return (prepare ? prepared<FusedRow> : sql<FusedRow>)(
     em,
     `with ${lex.text}, ${vec.text},
      fused as (
@@ -374,7 +376,7 @@ async function fusedRows(
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = v;
   if (backend.kind === 'pgvector')
-    return backend.inSearch(em, v, (tx, vec) => fusedSearch(tx, tenant, ids, query, topN, vec));
+    return backend.inSearch(em, v, (tx, vec) => fusedSearch(tx, tenant, ids, query, topN, vec, true));
   const cached = backend.peek(ids, v.collection);
   if (!cached) {
     backend.warm(em, tenant, ids, v.collection);

@@ -4,6 +4,7 @@ import type { AppConfig } from '../config.js';
 import { sql } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
+import { hnswPredicate } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 
@@ -11,8 +12,9 @@ import { onProcessReset } from '../process-state.js';
  * Vector ranking behind one interface, two implementations:
  *
  * - `pgvector` (PostgreSQL with the `vector` extension, e.g. the `pgvector/pgvector:pg16` image of
- *   docker-compose): an HNSW index per collection over the native column `emb::vector(n)` (cosine
- *   distance, `native-vectors.ts`), created on first use; PostgreSQL answers the nearest chunks.
+ *   docker-compose): an HNSW index per (index, collection) over the native column `emb::vector(n)` (cosine
+ *   distance, `native-vectors.ts`), built at the ingestion checkpoint (`hnsw.ts`); PostgreSQL answers the
+ *   nearest chunks.
  * - `exact` (the embedded PostgreSQL, which has no pgvector): an exact cosine scan in the API process
  *   over an in-memory column-major `Float32Array` of the index's unit vectors (`VectorSet`), cached per
  *   (index, collection) at the index's `vector_generation`, which triggers on `doc_embeddings` bump in
@@ -580,15 +582,17 @@ export class ExactVectorBackend {
 }
 
 /**
- * The pgvector path: one HNSW index per collection over the native column, `emb::vector(dim)` (partial,
- * `where collection = …`), created when the collection is first searched; `emb` is kept equal to `vec`
- * by a trigger (`native-vectors.ts`). The query orders by cosine distance with a wider candidate list
- * (`hnsw.ef_search`, and pgvector 0.8's iterative scan when present) so the index and tenant filters
- * still leave `k` rows. The ranking is a CTE (`vectorCte`) the hybrid search embeds in its one statement.
+ * The pgvector path: one HNSW index per (document index, collection) over the native column,
+ * `emb::vector(dim)` (partial, `where collection = … and index_id = …`, `hnsw.ts`), built in bulk at
+ * the ingestion checkpoint, never by a search; `emb` is set by the writer (or the trigger) equal to `vec`
+ * (`native-vectors.ts`). The query ranks each searched index apart (its predicate spelled as literals,
+ * so the planner matches the partial index) by cosine distance, `k` rows each with a bounded candidate
+ * list (`hnsw.ef_search`), then keeps the best `k`. An index without an HNSW index yet (small, or its
+ * ingestion's build still to come) is answered by the same statement with an exact scan of its rows.
+ * The ranking is a CTE (`vectorCte`) the hybrid search embeds in its one statement.
  */
 export class PgvectorBackend {
   readonly kind = 'pgvector' as const;
-  private readonly ensured = new Map<string, Promise<void>>();
 
   constructor(private readonly iterativeScan: boolean) {}
 
@@ -608,9 +612,9 @@ export class PgvectorBackend {
   }
 
   /**
-   * Runs `run` in a transaction whose HNSW settings let the index leave `k` rows after the filters,
-   * handing it the ranking as a CTE `vec(id, rank, d)`: the `k` nearest chunks of the indexes with a
-   * positive cosine, closest first (ties by chunk id).
+   * Runs `run` in a transaction whose HNSW candidate list (`hnsw.ef_search`) covers `k` rows, handing it
+   * the ranking as a CTE `vec(id, rank, d)`: the `k` nearest chunks of the indexes with a positive
+   * cosine, closest first (ties by chunk id).
    */
   async inSearch<T>(
     em: EntityManager,
@@ -621,15 +625,20 @@ export class PgvectorBackend {
     const dim = query.length;
     if (!dim || !indexIds.length)
       return run(em, { text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
-    await this.ensureIndex(em, collection, dim);
     const literal = `[${Array.from(query, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
+    // One branch per index, each ordered by the distance its HNSW index (when built) answers: the query
+    // vector a bound parameter of each (an ordered index scan needs a constant operand, not a joined value).
+    const ids = [...new Set(indexIds)];
+    const branches = ids.map(
+      (id) => `(select e.chunk_id as id, e.emb::vector(${dim}) <=> ?::vector(${dim}) as d from doc_embeddings e
+           where ${hnswPredicate(id, collection, 'e.')} and e.tenant = ?
+           order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?)`,
+    );
     const vec: VectorCte = {
       text: `vec as (select n.id, row_number() over (order by n.d, n.id) as rank, n.d from (
-           select e.chunk_id as id, e.emb::vector(${dim}) <=> ?::vector(${dim}) as d from doc_embeddings e
-             where e.collection = ? and e.tenant = ? and e.index_id = any(?::uuid[])
-             order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?
+           select u.id, u.d from (${branches.join(' union all ')}) u order by u.d, u.id limit ?
          ) n where n.d < 1)`,
-      params: [literal, collection, tenant, pgArray(indexIds), literal, k],
+      params: [...ids.flatMap(() => [literal, tenant, literal, k]), k],
     };
     return em.fork().transactional(async (tx) => {
       await sql(
@@ -637,33 +646,16 @@ export class PgvectorBackend {
         `select set_config('hnsw.ef_search', ?, true)${
           this.iterativeScan ? `, set_config('hnsw.iterative_scan', 'relaxed_order', true)` : ''
         }`,
-        [String(Math.max(200, k * 4))],
+        [String(hnswEfSearch(k))],
       );
       return run(tx, vec);
     });
   }
+}
 
-  private ensureIndex(em: EntityManager, collection: string, dim: number): Promise<void> {
-    const key = `${collection}|${dim}`;
-    let p = this.ensured.get(key);
-    if (!p) {
-      // Collection names are `[a-z0-9_]` (collectionOf), so they are safe in an identifier and a literal.
-      const safe = collection.replace(/[^a-z0-9_]/g, '_');
-      p = sql(
-        em.fork(),
-        `create index if not exists ${`doc_emb_hnsw_e_${safe}_${dim}`.slice(0, 63)} on doc_embeddings
-           using hnsw ((emb::vector(${dim})) vector_cosine_ops) where collection = '${safe}'`,
-      ).then(
-        () => undefined,
-        (err: unknown) => {
-          this.ensured.delete(key);
-          throw err;
-        },
-      );
-      this.ensured.set(key, p);
-    }
-    return p;
-  }
+/** HNSW's candidate list for `k` results: twice `k`, at least 64 (pgvector answers at most `ef_search` rows). */
+export function hnswEfSearch(k: number): number {
+  return Math.max(64, k * 2);
 }
 
 /**

@@ -16,6 +16,7 @@ import { startPgvectorPostgres, type ThrowawayPostgres } from '../../scripts/lib
 import { initOrm, migrate } from '../../shared/db/orm.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
+import { buildHnswIndexes, hnswIndexName, hnswPredicate } from '../../shared/document-index/hnsw.js';
 import { hybridSearch } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, type IndexRow } from '../../shared/document-index/store.js';
 import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
@@ -89,31 +90,61 @@ describe('pgvector backend', () => {
     await admin.end();
   });
 
-  it('detects the extension and creates the HNSW index of the collection on first search', async () => {
+  it('detects the extension; a search before the checkpoint answers exactly and builds nothing; the checkpoint builds the HNSW index', async () => {
     expect(pgv.kind).toBe('pgvector');
-    await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
-    const idx = await em()
-      .getConnection()
-      .execute(`select indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`);
+    const hnsw = () =>
+      em()
+        .getConnection()
+        .execute(
+          `select indexname, indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`,
+        );
+    // Before the ingestion checkpoint: no HNSW index, and a SEARCH does not build one (it would wait
+    // minutes at scale); PostgreSQL's exact scan answers, the same ranking as the in-process exact path.
+    const exact = new ExactVectorBackend(64 * 1024 * 1024);
+    const early = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    const wanted = await exact.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    expect(early.map((h) => h.id)).toEqual(wanted.map((h) => h.id));
+    expect(early.length).toBeGreaterThan(0);
+    expect(
+      await hybridSearch(em(), TENANT, [{ id: index.id, name: 'kb' }], 'restore a backup', 5, embedder, pgv),
+    ).not.toEqual([]);
+    expect(await hnsw()).toHaveLength(0);
+    // Below the minimum row count the checkpoint builds nothing either (the exact scan serves small indexes).
+    expect(await buildHnswIndexes(em(), index.id, { memoryMb: 64, workers: 0, minRows: 1000 })).toEqual([
+      expect.objectContaining({ collection: embedder.collection, outcome: 'small' }),
+    ]);
+    expect(await hnsw()).toHaveLength(0);
+    // The checkpoint (the ingestion workflow's last activity) builds it over the stored rows, once.
+    const built = await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 2, minRows: 0 });
+    expect(built).toEqual([expect.objectContaining({ collection: embedder.collection, outcome: 'built' })]);
+    expect(built[0]!.rows).toBeGreaterThanOrEqual(CORPUS.length);
+    expect(await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 2, minRows: 0 })).toEqual([
+      expect.objectContaining({ outcome: 'exists' }),
+    ]);
+    const idx = await hnsw();
     expect(idx).toHaveLength(1);
+    expect(String(idx[0]!.indexname)).toBe(hnswIndexName(index.id, embedder.collection));
     expect(String(idx[0]!.indexdef)).toContain('vector_cosine_ops');
-    // The index is over the native column (`emb`, kept equal to `vec` by a trigger), not a decoding
-    // expression. The search's ORDER BY matches the index expression, so the HNSW index can answer it (on 13 rows the
-    // planner would rather sort the btree's rows: with sorting and sequential scans off only an ordered
-    // index scan remains, and the HNSW index is the only one that orders by this distance).
+    expect(String(idx[0]!.indexdef)).toContain(index.id);
+    // The index is over the native column (`emb`, set by the writer or the trigger equal to `vec`), partial
+    // on the index and collection. The search's branch (its predicate spelled as literals, its ORDER BY the
+    // index expression) can be answered by it (on 13 rows the planner would rather sort the btree's rows:
+    // with sorting and sequential scans off only an ordered index scan remains).
     const plan = await em().transactional(async (tx) => {
       await tx.getConnection().execute('set local enable_seqscan = off', [], 'all', tx.getTransactionContext());
       await tx.getConnection().execute('set local enable_sort = off', [], 'all', tx.getTransactionContext());
       const q = `[${localEmbed('backup').join(',')}]`;
       return tx.getConnection().execute(
-        `explain select chunk_id from doc_embeddings where collection = ? and index_id = ?
+        `explain select chunk_id from doc_embeddings e where ${hnswPredicate(index.id, embedder.collection, 'e.')}
              order by emb::vector(384) <=> ?::vector(384) limit 5`,
-        [embedder.collection, index.id, q],
+        [q],
         'all',
         tx.getTransactionContext(),
       );
     });
-    expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_emb_hnsw_/);
+    expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
+    const late = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    expect(late.map((h) => h.id)).toEqual(early.map((h) => h.id));
   });
 
   it('keeps the native vector column equal to the stored bytes on every write (migration 56, trigger)', async () => {
