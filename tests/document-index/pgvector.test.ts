@@ -16,7 +16,14 @@ import { startPgvectorPostgres, type ThrowawayPostgres } from '../../scripts/lib
 import { initOrm, migrate } from '../../shared/db/orm.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
-import { buildHnswIndexes, hnswIndexName, hnswPredicate } from '../../shared/document-index/hnsw.js';
+import { loadConfig } from '../../shared/config.js';
+import {
+  buildHnswIndexes,
+  buildHnswIndexesOf,
+  hnswIndexName,
+  hnswPredicate,
+} from '../../shared/document-index/hnsw.js';
+import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/document-index/rechunk.js';
 import { hybridSearch } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, type IndexRow } from '../../shared/document-index/store.js';
 import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
@@ -145,6 +152,63 @@ describe('pgvector backend', () => {
     expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
     const late = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
     expect(late.map((h) => h.id)).toEqual(early.map((h) => h.id));
+  });
+
+  it("builds a rechunk's HNSW index after its copy (bulk, before the swap) and drops the replaced index's", async () => {
+    const config = loadConfig({ DATABASE_URL: adminUrl, PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: '0' });
+    const source = await createIndex(em(), TENANT, 'kb-rechunk', NO_CHUNKING);
+    for (const [i, text] of CORPUS.entries())
+      await ingestDocument(em(), source, { path: `r${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
+    expect(await buildHnswIndexesOf(em(), config, { tenant: TENANT, indexName: 'kb-rechunk' })).toEqual([
+      expect.objectContaining({ outcome: 'built' }),
+    ]);
+    const sourceName = hnswIndexName(source.id, embedder.collection);
+    const named = async (name: string) =>
+      (await em().getConnection().execute('select 1 from pg_indexes where indexname = ?', [name])).length;
+    expect(await named(sourceName)).toBe(1);
+    const begun = await beginRechunk(em(), {
+      tenant: TENANT,
+      indexName: 'kb-rechunk',
+      runId: 'r1',
+      config: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    if ('missing' in begun) throw new Error('index missing');
+    const copy = await rechunkCopyBatch(em(), config, {
+      tenant: TENANT,
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+      afterId: null,
+      limit: 100,
+      chunkConfig: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    expect(copy).toMatchObject({ docs: CORPUS.length, done: true });
+    // The copy wrote its rows with no HNSW index of its own to insert into; the build indexes them at once.
+    const tempName = hnswIndexName(begun.tempId, embedder.collection);
+    expect(await named(tempName)).toBe(0);
+    expect(await buildHnswIndexesOf(em(), config, { indexId: begun.tempId })).toEqual([
+      expect.objectContaining({ outcome: 'built' }),
+    ]);
+    expect(await named(tempName)).toBe(1);
+    const swap = await swapRechunk(em(), {
+      tenant: TENANT,
+      indexName: 'kb-rechunk',
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+    });
+    expect(swap.swapped).toBe(true);
+    // The new index serves with its HNSW index; the replaced one's went with its rows.
+    expect(await named(tempName)).toBe(1);
+    expect(await named(sourceName)).toBe(0);
+    const hits = await hybridSearch(
+      em(),
+      TENANT,
+      [{ id: begun.tempId, name: 'kb-rechunk' }],
+      'restore a backup',
+      5,
+      embedder,
+      pgv,
+    );
+    expect(hits[0]?.filepath).toMatch(/^r(1|10)$/);
   });
 
   it('keeps the native vector column equal to the stored bytes on every write (migration 56, trigger)', async () => {
