@@ -1,7 +1,8 @@
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { sql } from '../db/sql.js';
+import type { ClientBase } from 'pg';
+import { sql, sqlBound, sqlBoundMeanwhile } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
 import { hnswPredicate } from './hnsw.js';
@@ -594,7 +595,8 @@ export class ExactVectorBackend {
 export class PgvectorBackend {
   readonly kind = 'pgvector' as const;
 
-  constructor(private readonly iterativeScan: boolean) {}
+  /** `iterativeScan`: pgvector 0.8's iterative index scan is available (not needed: each index is ranked by its own). */
+  constructor(readonly iterativeScan: boolean) {}
 
   async nearest(
     em: EntityManager,
@@ -605,26 +607,36 @@ export class PgvectorBackend {
     k: number,
   ): Promise<VectorHit[]> {
     if (!indexIds.length || !query.length) return [];
-    const rows = await this.inSearch(em, { tenant, indexIds, collection, query, k }, (tx, vec) =>
-      sql<{ id: string; d: number }>(tx, `with ${vec.text} select id, d from vec order by rank`, vec.params),
+    const rows = await this.inSearch<{ id: string; d: number }>(
+      em,
+      { tenant, indexIds, collection, query, k },
+      (vec) => {
+        let n = 0;
+        const text = `with ${vec.text} select id, d from vec order by rank`.replace(/\?/g, () => `$${++n}`);
+        return { text, params: vec.params };
+      },
     );
     return rows.map((r) => ({ id: r.id, sim: 1 - Number(r.d) }));
   }
 
   /**
-   * Runs `run` in a transaction whose HNSW candidate list (`hnsw.ef_search`) covers `k` rows, handing it
-   * the ranking as a CTE `vec(id, rank, d)`: the `k` nearest chunks of the indexes with a positive
-   * cosine, closest first (ties by chunk id).
+   * The rows of `statement` (built around the ranking, a CTE `vec(id, rank, d)`: the `k` nearest chunks
+   * of the indexes with a positive cosine, closest first, ties by chunk id), run as one bound statement
+   * on a connection whose HNSW candidate list (`hnsw.ef_search`) covers `k` rows: a session setting,
+   * set once per pooled connection (only these statements scan HNSW indexes), or for the transaction
+   * when `em` is in one (a rolled-back transaction would undo a session setting).
    */
-  async inSearch<T>(
+  async inSearch<T extends object>(
     em: EntityManager,
     search: VectorSearch,
-    run: (tx: EntityManager, vec: VectorCte) => Promise<T>,
-  ): Promise<T> {
+    statement: (vec: VectorCte) => { text: string; params: unknown[]; name?: string },
+  ): Promise<T[]> {
     const { tenant, indexIds, collection, query, k } = search;
     const dim = query.length;
-    if (!dim || !indexIds.length)
-      return run(em, { text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
+    if (!dim || !indexIds.length) {
+      const s = statement({ text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
+      return sqlBound<T>(em, s.text, s.params, s.name);
+    }
     const literal = `[${Array.from(query, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
     // One branch per index, each ordered by the distance its HNSW index (when built) answers: the query
     // vector a bound parameter of each (an ordered index scan needs a constant operand, not a joined value).
@@ -634,24 +646,26 @@ export class PgvectorBackend {
            where ${hnswPredicate(id, collection, 'e.')} and e.tenant = ?
            order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?)`,
     );
-    const vec: VectorCte = {
+    const s = statement({
       text: `vec as (select n.id, row_number() over (order by n.d, n.id) as rank, n.d from (
            select u.id, u.d from (${branches.join(' union all ')}) u order by u.d, u.id limit ?
          ) n where n.d < 1)`,
       params: [...ids.flatMap(() => [literal, tenant, literal, k]), k],
-    };
-    return em.fork().transactional(async (tx) => {
-      await sql(
-        tx,
-        `select set_config('hnsw.ef_search', ?, true)${
-          this.iterativeScan ? `, set_config('hnsw.iterative_scan', 'relaxed_order', true)` : ''
-        }`,
-        [String(hnswEfSearch(k))],
-      );
-      return run(tx, vec);
     });
+    const ef = hnswEfSearch(k);
+    const local = Boolean(em.getTransactionContext());
+    const setup = async (connection: ClientBase) => {
+      if (!local && efSearchOf.get(connection) === ef) return;
+      await connection.query(`select set_config('hnsw.ef_search', '${ef}', ${local})`);
+      if (!local) efSearchOf.set(connection, ef);
+    };
+    const [rows] = await sqlBoundMeanwhile<T, void>(em, { ...s, setup }, () => undefined);
+    return rows;
   }
 }
+
+/** Each pooled connection's session `hnsw.ef_search`, as the pgvector path set it. */
+const efSearchOf = new WeakMap<object, number>();
 
 /** HNSW's candidate list for `k` results: twice `k`, at least 64 (pgvector answers at most `ef_search` rows). */
 export function hnswEfSearch(k: number): number {

@@ -25,7 +25,7 @@ import {
 } from '../../shared/document-index/hnsw.js';
 import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/document-index/rechunk.js';
 import { hybridSearch } from '../../shared/document-index/search.js';
-import { createIndex, ingestDocument, ingestDocuments, type IndexRow } from '../../shared/document-index/store.js';
+import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
 import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
 
@@ -209,6 +209,54 @@ describe('pgvector backend', () => {
       pgv,
     );
     expect(hits[0]?.filepath).toMatch(/^r(1|10)$/);
+  });
+
+  it('ranks 50 candidates through the HNSW index (its candidate list raised above the default 40), in a transaction too', async () => {
+    const many = await createIndex(em(), TENANT, 'kb-many', NO_CHUNKING);
+    await ingestDocuments(
+      em(),
+      many,
+      Array.from({ length: 70 }, (_, i) => ({
+        path: `m${i}`,
+        kind: 'text' as const,
+        content: `Harbour crane ${i} lifts containers; shift ${i % 7} logs the harbour tonnage.`,
+      })),
+      NO_CHUNKING,
+      embedder,
+    );
+    expect(await buildHnswIndexes(em(), many.id, { memoryMb: 64, workers: 0, minRows: 0 })).toEqual([
+      expect.objectContaining({ outcome: 'built', rows: 70 }),
+    ]);
+    const v = localEmbed('harbour crane tonnage');
+    // On 70 rows the planner would sort an exact scan's rows: with sorting and sequential scans off (a
+    // database setting, for the fresh connections of a second pool) only the HNSW index's ordered scan remains,
+    // which answers at most `hnsw.ef_search` rows (40 by default).
+    await em().getConnection().execute(`alter database ${dbName} set enable_sort = off`);
+    await em().getConnection().execute(`alter database ${dbName} set enable_seqscan = off`);
+    const forced = await initOrm({ clientUrl: adminUrl.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 2 });
+    try {
+      const fem = () => forced.em.fork() as EntityManager;
+      const plan = await sql(
+        fem(),
+        `explain select chunk_id from doc_embeddings e where ${hnswPredicate(many.id, embedder.collection, 'e.')}
+           order by emb::vector(384) <=> ?::vector(384) limit 50`,
+        [`[${v.join(',')}]`],
+      );
+      expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
+      // Session setting, once per pooled connection, then reused.
+      for (let i = 0; i < 4; i++)
+        expect(await pgv.nearest(fem(), TENANT, [many.id], embedder.collection, v, 50)).toHaveLength(50);
+      // In a caller's transaction: set for the transaction.
+      const inTx = await fem().transactional((tx) => pgv.nearest(tx, TENANT, [many.id], embedder.collection, v, 50));
+      expect(inTx).toHaveLength(50);
+      // Two indexes searched at once: each ranked by its own index, the best 50 of both kept, closest first.
+      const both = await pgv.nearest(fem(), TENANT, [many.id, index.id], embedder.collection, v, 50);
+      expect(both).toHaveLength(50);
+      expect(both.map((h) => h.sim)).toEqual([...both.map((h) => h.sim)].sort((a, b) => b - a));
+    } finally {
+      await forced.close();
+      await em().getConnection().execute(`alter database ${dbName} reset all`);
+    }
   });
 
   it('keeps the native vector column equal to the stored bytes on every write (migration 56, trigger)', async () => {
