@@ -199,6 +199,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     '## Document indexes',
     '',
     `Vector backend: ${backend.kind === 'exact' ? 'exact scan over the in-process vector cache (no pgvector)' : 'pgvector HNSW'}; ` +
+      `PostgreSQL shared_buffers ${(await sql<{ s: string }>(em(), 'select current_setting(?) as s', ['shared_buffers']))[0]!.s}; ` +
       `load average at start ${os
         .loadavg()
         .map((l) => l.toFixed(1))
