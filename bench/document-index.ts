@@ -20,7 +20,12 @@ import { compactionCheckpoint } from '../shared/document-index/ingest.js';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
 import { hybridSearch, lexicalRanking, vectorRanking, RRF_K } from '../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql } from '../shared/document-index/store.js';
-import { ExactVectorBackend, hnswEfSearch, PgvectorBackend, vectorBackend } from '../shared/document-index/vectors.js';
+import {
+  ExactVectorBackend,
+  hnswEfSearch,
+  type PgvectorBackend,
+  vectorBackend,
+} from '../shared/document-index/vectors.js';
 import { workflowRef } from '../shared/temporal/workflow-refs.js';
 import { rechunkWorkflowId } from '../workflows/rechunk-definitions.js';
 import { RECHUNK_BATCH } from '../shared/document-index/rechunk-service.js';
@@ -299,7 +304,8 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
       1,
     );
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
-    if (backend.kind === 'pgvector') out.push(await hnswAgreement(em, tenant, index.id, embedder, queries), '');
+    if (backend.kind === 'pgvector')
+      out.push(await hnswAgreement(backend, em, tenant, index.id, embedder, queries), '');
     out.push(
       `goal (issue 32): SEARCH p95 <= 1.5x the plain full-text query's p95 (\`plainto_tsquery\`, \`ts_rank_cd\`, ` +
         `top 10 ids): **${(hybrid.p95 / plain.p95).toFixed(2)}x** (${hybrid.p95 / plain.p95 <= 1.5 ? 'met' : 'not met'}); ` +
@@ -428,13 +434,13 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
  * (the exact ranking: the in-process exact scan over the same stored vectors).
  */
 async function hnswAgreement(
+  hnsw: PgvectorBackend,
   em: () => EntityManager,
   tenant: string,
   indexId: string,
   embedder: Awaited<ReturnType<typeof currentEmbedder>>,
   queries: string[],
 ): Promise<string> {
-  const hnsw = new PgvectorBackend(false);
   const exact = new ExactVectorBackend(4 * 1024 ** 3);
   let [at10, at50, n10, n50] = [0, 0, 0, 0];
   for (const q of queries.slice(0, 20)) {
@@ -448,7 +454,7 @@ async function hnswAgreement(
     n50 += b.length;
   }
   return (
-    `HNSW ranking against the exact one (20 queries, ef_search ${hnswEfSearch(50)}): ` +
+    `HNSW ranking against the exact one (20 queries, ef_search ${hnswEfSearch(50, hnsw.efSearch)}): ` +
     `recall@10 ${(at10 / Math.max(1, n10)).toFixed(3)}, recall@50 ${(at50 / Math.max(1, n50)).toFixed(3)}`
   );
 }

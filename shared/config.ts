@@ -104,6 +104,7 @@ const EnvSchema = z.object({
   PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB: optionalString,
   PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS: optionalString,
   PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -217,6 +218,8 @@ export interface AppConfig {
     hnswBuildMemoryMb: number;
     /** `PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS`: parallel workers of an HNSW build (default 2). */
     hnswBuildWorkers: number;
+    /** `PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH`: pgvector's HNSW candidate list per search (default 100; at least 50). */
+    hnswEfSearch: number;
     /** `PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS`: vectors below which no HNSW index is built (exact scan; default 2000). */
     hnswMinRows: number;
   };
@@ -474,6 +477,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       hnswBuildWorkers: nonNegative(
         'PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS',
         e.PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS ?? '2',
+      ),
+      hnswEfSearch: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH',
+        e.PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH,
+        100,
       ),
       hnswMinRows: nonNegative(
         'PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS',
