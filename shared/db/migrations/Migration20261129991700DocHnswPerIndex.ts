@@ -9,7 +9,7 @@ import { Migration } from '@mikro-orm/migrations';
  * served by PostgreSQL's exact scan until their next ingestion or rechunk builds theirs. A no-op
  * without pgvector.
  */
-export class Migration20261129170000DocHnswPerIndex extends Migration {
+export class Migration20261129991700DocHnswPerIndex extends Migration {
   override async up(): Promise<void> {
     this.addSql(`do $block$
       declare old record;
