@@ -674,7 +674,10 @@ export class PgvectorBackend {
 }
 
 /** Each pooled connection's session `hnsw.ef_search`, as the pgvector path set it. */
-const efSearchOf = new WeakMap<object, number>();
+let efSearchOf = new WeakMap<object, number>();
+onProcessReset('shared/document-index/vectors.ts#efSearchOf', () => {
+  efSearchOf = new WeakMap();
+});
 
 /** HNSW's candidate list by default: about 0.85 of the exact top 10 at 100k local hashing vectors, 0.97 at 10k. */
 export const DEFAULT_EF_SEARCH = 100;
