@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
+import { buildHnswIndexesOf } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
 import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
 import { withHeartbeat } from './heartbeat.js';
@@ -26,6 +27,14 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
     },
     compactDocumentChunks() {
       return compactionCheckpoint(deps.orm.em.fork(), deps.config);
+    },
+    /**
+     * The ingestion checkpoint where an index becomes searchable (the end of an ingestion, a rechunk's copy
+     * before its swap): pgvector's HNSW indexes built in bulk over the stored rows; nothing without pgvector.
+     */
+    async buildDocumentVectorIndexes(input: { tenant: string; indexName: string } | { indexId: string }) {
+      const built = await withHeartbeat(2_000, () => buildHnswIndexesOf(deps.orm.em.fork(), deps.config, input));
+      return { built: built.filter((b) => b.outcome === 'built').length };
     },
   };
 }

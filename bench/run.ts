@@ -32,6 +32,12 @@ const stack = await startBenchStack({
   ...(wanted('document-index') && benchVectorCacheMb()
     ? { PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: benchVectorCacheMb()! }
     : {}),
+  // pgvector's HNSW settings as set for the run (e.g. a 1M-chunk build's `..._HNSW_BUILD_MEMORY_MB`).
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[0].startsWith('PLATFORM_DOCUMENT_INDEX_HNSW_') && e[1] !== undefined,
+    ),
+  ),
 });
 try {
   process.stdout.write(

@@ -102,6 +102,10 @@ const EnvSchema = z.object({
   PLATFORM_DOCUMENT_INDEX_COMPACTION_CHECKPOINT_SLEEP_S: optionalString,
   PLATFORM_DOCUMENT_INDEX_COMPACTION_MAX_RETRIES: optionalString,
   PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -211,6 +215,14 @@ export interface AppConfig {
     compactionMaxRetries: number;
     /** `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`: memory the API's exact-search vector cache may hold (no pgvector). */
     vectorCacheMb: number;
+    /** `PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB`: `maintenance_work_mem` of a pgvector HNSW build (default 1024). */
+    hnswBuildMemoryMb: number;
+    /** `PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS`: parallel workers of an HNSW build (default 2). */
+    hnswBuildWorkers: number;
+    /** `PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH`: pgvector's HNSW candidate list per search (default 100; at least 50). */
+    hnswEfSearch: number;
+    /** `PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS`: vectors below which no HNSW index is built (exact scan; default 2000). */
+    hnswMinRows: number;
   };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
@@ -457,6 +469,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       vectorCacheMb: nonNegative(
         'PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB',
         e.PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB ?? String(defaultVectorCacheMb()),
+      ),
+      hnswBuildMemoryMb: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB',
+        e.PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB,
+        1024,
+      ),
+      hnswBuildWorkers: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS',
+        e.PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS ?? '2',
+      ),
+      hnswEfSearch: positiveInt(
+        'PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH',
+        e.PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH,
+        100,
+      ),
+      hnswMinRows: nonNegative(
+        'PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS',
+        e.PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS ?? '2000',
       ),
     },
     llm: {

@@ -1,4 +1,4 @@
-import { proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
@@ -9,6 +9,8 @@ const { compactDocumentChunks } = proxyActivities<DocumentIndexActivities>(Activ
 
 /** A batch embeds its files' chunks (maybe remotely): it heartbeats, and a dead worker's batch runs again elsewhere. */
 const { ingestDocumentBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatch);
+/** pgvector's HNSW indexes built in bulk once the rows are stored (minutes at a million vectors): it heartbeats. */
+const { buildDocumentVectorIndexes } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.databaseBuild);
 
 /**
  * ADD_DOCUMENTS of a directory (id `ingest/<index>/<id>`): the planned files in batches, each batch
@@ -47,6 +49,10 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestResult> 
         await compactDocumentChunks();
       }
     }
+    // The index becomes searchable through pgvector's HNSW index, built over the stored rows at once
+    // (histories recorded before this step replay without it).
+    if (patched('docidx-hnsw-build'))
+      await buildDocumentVectorIndexes({ tenant: input.tenant, indexName: input.indexName });
     upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
     return result;
   });

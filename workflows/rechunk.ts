@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
@@ -16,6 +16,8 @@ const { swapIndexRechunk, dropIndexRechunkTemp } = proxyActivities<DocumentIndex
 
 /** A copy batch embeds its chunks (maybe through a remote provider): it heartbeats, and a dead worker's batch runs again elsewhere. */
 const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatchBounded);
+/** pgvector's HNSW index of the temporary index, built after its copy (minutes at a million vectors): it heartbeats. */
+const { buildDocumentVectorIndexes } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.databaseBuild);
 
 /** How often the copy runs again when documents changed during it, before giving up. */
 const MAX_PASSES = 3;
@@ -79,6 +81,8 @@ export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResul
     try {
       for (let pass = 1; pass <= MAX_PASSES; pass++) {
         await copyAll(input, begun, warnings);
+        // The copied rows indexed at once before the swap makes them searchable (not row by row).
+        if (patched('docidx-hnsw-build')) await buildDocumentVectorIndexes({ indexId: begun.tempId });
         const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
         if (swap.swapped) {
           upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);

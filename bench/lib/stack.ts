@@ -54,10 +54,15 @@ export async function startBenchStack(
   const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-bench-'));
   await chmod(dir, 0o755);
   // BENCH_PGVECTOR=1: a throwaway PostgreSQL 16 with pgvector (the pgvector suite's cluster) instead of the
-  // embedded one, so the document-index benchmark measures the pgvector/HNSW path.
+  // embedded one, so the document-index benchmark measures the pgvector/HNSW path; its shared buffers
+  // (`BENCH_PGVECTOR_SHARED_BUFFERS`, default 1GB) hold a 100k-chunk index's HNSW graph (about 200 MB), as
+  // pgvector's documentation asks of a server that searches it (with the default 128 MB every search reads it
+  // from the OS cache).
   const [pg, temporal]: [Pick<RunningPostgres, 'url' | 'stop'>, DevServer] = await Promise.all([
     process.env.BENCH_PGVECTOR === '1'
-      ? startPgvectorPostgres().then((c) => ({ url: c.adminUrl, stop: () => c.stop() }))
+      ? startPgvectorPostgres(undefined, {
+          shared_buffers: process.env.BENCH_PGVECTOR_SHARED_BUFFERS ?? '1GB',
+        }).then((c) => ({ url: c.adminUrl, stop: () => c.stop() }))
       : freePort().then((port) =>
           startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
         ),

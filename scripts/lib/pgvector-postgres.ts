@@ -56,7 +56,11 @@ function collect(child: ChildProcess): () => string {
  * A throwaway PostgreSQL cluster with pgvector (the `pgserver` wheel's binaries, see
  * resolvePgvectorPostgresBin) in a temporary folder, on a free 127.0.0.1 port, fsync off.
  */
-export async function startPgvectorPostgres(log: (line: string) => void = () => {}): Promise<ThrowawayPostgres> {
+export async function startPgvectorPostgres(
+  log: (line: string) => void = () => {},
+  /** Server settings besides the defaults (`-c name=value`), e.g. the benchmark's `shared_buffers`. */
+  settings: Record<string, string> = {},
+): Promise<ThrowawayPostgres> {
   const bin = await resolvePgvectorPostgresBin(log);
   const ids = await serverIds();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'platform-pgvector-'));
@@ -103,6 +107,7 @@ export async function startPgvectorPostgres(log: (line: string) => void = () => 
         'full_page_writes=off',
         '-c',
         'max_connections=50',
+        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       { ...ids, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );

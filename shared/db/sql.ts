@@ -80,13 +80,20 @@ export async function sqlBound<T extends object = Rows>(
  */
 export async function sqlBoundMeanwhile<T extends object, R>(
   em: EntityManager,
-  statement: { text: string; params: readonly unknown[]; name?: string },
+  statement: {
+    text: string;
+    params: readonly unknown[];
+    name?: string;
+    /** Run on the connection before the statement (e.g. a session setting the connection may already have). */
+    setup?: (connection: ClientBase) => Promise<unknown>;
+  },
   meanwhile: () => R,
 ): Promise<[T[], R]> {
   const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
   const connection = await lender.acquireConnection();
   try {
-    const { text, params, name } = statement;
+    const { text, params, name, setup } = statement;
+    if (setup) await setup(connection);
     const sent = connection.query({ text, values: [...params], ...(name ? { name } : {}) });
     // Until it is awaited, a failure of the statement is handled below (not an unhandled rejection).
     sent.catch(() => undefined);

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { resolveChunkConfig, type ChunkConfig, type ChunkParams } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
+import { dropHnswIndexes } from './hnsw.js';
 import { hybridSearch, type SearchHit } from './search.js';
 import { vectorBackend } from './vectors.js';
 import {
@@ -102,6 +103,8 @@ export async function deleteIndexAction(c: Ctx, name: string) {
       [name, c.tenant, name],
     );
   });
+  // pgvector's HNSW index of the index's rows, dropped after the commit (a brief exclusive lock on the table).
+  await dropHnswIndexes(c.em, index.id);
   const surviving = await sql<{ collection: string }>(
     c.em,
     'select distinct collection from doc_embeddings where index_id = ? order by collection',

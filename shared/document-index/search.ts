@@ -146,11 +146,16 @@ async function fusedSearch(
   topN: number,
   vec: VectorCte,
 ): Promise<FusedRow[]> {
+  const s = fusedStatement(tenant, indexIds, query, topN, vec);
+  return sql<FusedRow>(em, s.text, s.params);
+}
+
+/** `fusedSearch`'s statement, with `?` placeholders. */
+function fusedStatement(tenant: string, indexIds: string[], query: string, topN: number, vec: VectorCte) {
   const lex = lexicalCte(tenant, indexIds, query);
   const q = orQuery(query);
-  return sql<FusedRow>(
-    em,
-    `with ${lex.text}, ${vec.text},
+  return {
+    text: `with ${lex.text}, ${vec.text},
      fused as (
        select c.id, c.seq, c.text, c.document_id, c.index_id, l.rank as lexical_rank, v.rank as vector_rank,
            coalesce(1::float8 / (${RRF_K} + l.rank), 0) + coalesce(1::float8 / (${RRF_K} + v.rank), 0) as score
@@ -162,8 +167,8 @@ async function fusedSearch(
          ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
        from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
      order by f.score desc, f.id`,
-    [...lex.params, ...vec.params, tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
-  );
+    params: [...lex.params, ...vec.params, tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
+  };
 }
 
 function hitOf(r: FusedRow): SearchHit {
@@ -419,7 +424,11 @@ async function fusedRows(
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = v;
   if (backend.kind === 'pgvector')
-    return backend.inSearch(em, v, (tx, vec) => fusedSearch(tx, tenant, ids, query, topN, vec));
+    return backend.inSearch<FusedRow>(em, v, (vec) => {
+      // One prepared statement (its text is fixed per searched index set and collection).
+      const s = fusedStatement(tenant, ids, query, topN, vec);
+      return preparedStatement(s.text, s.params);
+    });
   const cached = backend.peek(ids, v.collection);
   if (!cached) {
     backend.warm(em, tenant, ids, v.collection);

@@ -1,9 +1,11 @@
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { sql } from '../db/sql.js';
+import type { ClientBase } from 'pg';
+import { sql, sqlBound, sqlBoundMeanwhile } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
+import { hnswPredicate } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 import { TopK, VectorSet, type VectorHit } from './vector-sets.js';
@@ -14,8 +16,9 @@ export { decodeVector, encodeVector, TopK, VectorSet, type VectorHit } from './v
  * Vector ranking behind one interface, two implementations:
  *
  * - `pgvector` (PostgreSQL with the `vector` extension, e.g. the `pgvector/pgvector:pg16` image of
- *   docker-compose): an HNSW index per collection over the native column `emb::vector(n)` (cosine
- *   distance, `native-vectors.ts`), created on first use; PostgreSQL answers the nearest chunks.
+ *   docker-compose): an HNSW index per (index, collection) over the native column `emb::vector(n)` (cosine
+ *   distance, `native-vectors.ts`), built at the ingestion checkpoint (`hnsw.ts`); PostgreSQL answers the
+ *   nearest chunks.
  * - `exact` (the embedded PostgreSQL, which has no pgvector): an exact cosine scan in the API process
  *   over the index's unit vectors in memory (`VectorSet`, `vector-sets.ts`: per-dimension posting lists
  *   for sparse vectors such as the local embedder's, column-major float32 blocks for dense ones), cached per
@@ -349,17 +352,26 @@ export class ExactVectorBackend {
 }
 
 /**
- * The pgvector path: one HNSW index per collection over the native column, `emb::vector(dim)` (partial,
- * `where collection = …`), created when the collection is first searched; `emb` is kept equal to `vec`
- * by a trigger (`native-vectors.ts`). The query orders by cosine distance with a wider candidate list
- * (`hnsw.ef_search`, and pgvector 0.8's iterative scan when present) so the index and tenant filters
- * still leave `k` rows. The ranking is a CTE (`vectorCte`) the hybrid search embeds in its one statement.
+ * The pgvector path: one HNSW index per (document index, collection) over the native column,
+ * `emb::vector(dim)` (partial, `where collection = … and index_id = …`, `hnsw.ts`), built in bulk at
+ * the ingestion checkpoint, never by a search; `emb` is set by the writer (or the trigger) equal to `vec`
+ * (`native-vectors.ts`). The query ranks each searched index apart (its predicate spelled as literals,
+ * so the planner matches the partial index) by cosine distance, `k` rows each with a bounded candidate
+ * list (`hnsw.ef_search`), then keeps the best `k`. An index without an HNSW index yet (small, or its
+ * ingestion's build still to come) is answered by the same statement with an exact scan of its rows.
+ * The ranking is a CTE (`vectorCte`) the hybrid search embeds in its one statement.
  */
 export class PgvectorBackend {
   readonly kind = 'pgvector' as const;
-  private readonly ensured = new Map<string, Promise<void>>();
 
-  constructor(private readonly iterativeScan: boolean) {}
+  /**
+   * `iterativeScan`: pgvector 0.8's iterative index scan is available (not needed: each index is ranked by its
+   * own); `efSearch`: HNSW's candidate list (`PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH`; at least `k`).
+   */
+  constructor(
+    readonly iterativeScan: boolean,
+    readonly efSearch = DEFAULT_EF_SEARCH,
+  ) {}
 
   async nearest(
     em: EntityManager,
@@ -370,69 +382,78 @@ export class PgvectorBackend {
     k: number,
   ): Promise<VectorHit[]> {
     if (!indexIds.length || !query.length) return [];
-    const rows = await this.inSearch(em, { tenant, indexIds, collection, query, k }, (tx, vec) =>
-      sql<{ id: string; d: number }>(tx, `with ${vec.text} select id, d from vec order by rank`, vec.params),
+    const rows = await this.inSearch<{ id: string; d: number }>(
+      em,
+      { tenant, indexIds, collection, query, k },
+      (vec) => {
+        let n = 0;
+        const text = `with ${vec.text} select id, d from vec order by rank`.replace(/\?/g, () => `$${++n}`);
+        return { text, params: vec.params };
+      },
     );
     return rows.map((r) => ({ id: r.id, sim: 1 - Number(r.d) }));
   }
 
   /**
-   * Runs `run` in a transaction whose HNSW settings let the index leave `k` rows after the filters,
-   * handing it the ranking as a CTE `vec(id, rank, d)`: the `k` nearest chunks of the indexes with a
-   * positive cosine, closest first (ties by chunk id).
+   * The rows of `statement` (built around the ranking, a CTE `vec(id, rank, d)`: the `k` nearest chunks
+   * of the indexes with a positive cosine, closest first, ties by chunk id), run as one bound statement
+   * on a connection whose HNSW candidate list (`hnsw.ef_search`) covers `k` rows: a session setting,
+   * set once per pooled connection (only these statements scan HNSW indexes), or for the transaction
+   * when `em` is in one (a rolled-back transaction would undo a session setting).
    */
-  async inSearch<T>(
+  async inSearch<T extends object>(
     em: EntityManager,
     search: VectorSearch,
-    run: (tx: EntityManager, vec: VectorCte) => Promise<T>,
-  ): Promise<T> {
+    statement: (vec: VectorCte) => { text: string; params: unknown[]; name?: string },
+  ): Promise<T[]> {
     const { tenant, indexIds, collection, query, k } = search;
     const dim = query.length;
-    if (!dim || !indexIds.length)
-      return run(em, { text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
-    await this.ensureIndex(em, collection, dim);
-    const literal = `[${Array.from(query, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
-    const vec: VectorCte = {
-      text: `vec as (select n.id, row_number() over (order by n.d, n.id) as rank, n.d from (
-           select e.chunk_id as id, e.emb::vector(${dim}) <=> ?::vector(${dim}) as d from doc_embeddings e
-             where e.collection = ? and e.tenant = ? and e.index_id = any(?::uuid[])
-             order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?
-         ) n where n.d < 1)`,
-      params: [literal, collection, tenant, pgArray(indexIds), literal, k],
-    };
-    return em.fork().transactional(async (tx) => {
-      await sql(
-        tx,
-        `select set_config('hnsw.ef_search', ?, true)${
-          this.iterativeScan ? `, set_config('hnsw.iterative_scan', 'relaxed_order', true)` : ''
-        }`,
-        [String(Math.max(200, k * 4))],
-      );
-      return run(tx, vec);
-    });
-  }
-
-  private ensureIndex(em: EntityManager, collection: string, dim: number): Promise<void> {
-    const key = `${collection}|${dim}`;
-    let p = this.ensured.get(key);
-    if (!p) {
-      // Collection names are `[a-z0-9_]` (collectionOf), so they are safe in an identifier and a literal.
-      const safe = collection.replace(/[^a-z0-9_]/g, '_');
-      p = sql(
-        em.fork(),
-        `create index if not exists ${`doc_emb_hnsw_e_${safe}_${dim}`.slice(0, 63)} on doc_embeddings
-           using hnsw ((emb::vector(${dim})) vector_cosine_ops) where collection = '${safe}'`,
-      ).then(
-        () => undefined,
-        (err: unknown) => {
-          this.ensured.delete(key);
-          throw err;
-        },
-      );
-      this.ensured.set(key, p);
+    if (!dim || !indexIds.length) {
+      const s = statement({ text: 'vec as (select null::uuid as id, null::bigint as rank where false)', params: [] });
+      return sqlBound<T>(em, s.text, s.params, s.name);
     }
-    return p;
+    const literal = `[${Array.from(query, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
+    // One branch per index, each ordered by the distance its HNSW index (when built) answers: the query
+    // vector a bound parameter of each (an ordered index scan needs a constant operand, not a joined value).
+    const ids = [...new Set(indexIds)];
+    const branches = ids.map(
+      (id) => `(select e.chunk_id as id, e.emb::vector(${dim}) <=> ?::vector(${dim}) as d from doc_embeddings e
+           where ${hnswPredicate(id, collection, 'e.')} and e.tenant = ?
+           order by e.emb::vector(${dim}) <=> ?::vector(${dim}) limit ?)`,
+    );
+    const s = statement({
+      // The branches' rows materialized, then sorted: an HNSW scan's order is approximate, but the planner
+      // takes it as sorted by distance (it would only re-sort ties, or merge the branches as they come).
+      text: `vec_near as materialized (${branches.join(' union all ')}),
+       vec as (select n.id, row_number() over (order by n.d, n.id) as rank, n.d from (
+           select u.id, u.d from vec_near u order by u.d, u.id limit ?
+         ) n where n.d < 1)`,
+      params: [...ids.flatMap(() => [literal, tenant, literal, k]), k],
+    });
+    const ef = hnswEfSearch(k, this.efSearch);
+    const local = Boolean(em.getTransactionContext());
+    const setup = async (connection: ClientBase) => {
+      if (!local && efSearchOf.get(connection) === ef) return;
+      await connection.query(`select set_config('hnsw.ef_search', '${ef}', ${local})`);
+      if (!local) efSearchOf.set(connection, ef);
+    };
+    const [rows] = await sqlBoundMeanwhile<T, void>(em, { ...s, setup }, () => undefined);
+    return rows;
   }
+}
+
+/** Each pooled connection's session `hnsw.ef_search`, as the pgvector path set it. */
+let efSearchOf = new WeakMap<object, number>();
+onProcessReset('shared/document-index/vectors.ts#efSearchOf', () => {
+  efSearchOf = new WeakMap();
+});
+
+/** HNSW's candidate list by default: about 0.85 of the exact top 10 at 100k local hashing vectors, 0.97 at 10k. */
+export const DEFAULT_EF_SEARCH = 100;
+
+/** HNSW's candidate list for `k` results: `ef`, at least `k` (pgvector answers at most `ef_search` rows). */
+export function hnswEfSearch(k: number, ef = DEFAULT_EF_SEARCH): number {
+  return Math.max(ef, k);
 }
 
 /**
@@ -440,7 +461,11 @@ export class PgvectorBackend {
  * present (added here when the extension came after the migration) selects the pgvector backend; a
  * failure (extension not installed, no privilege) the exact one.
  */
-export async function detectVectorBackend(em: EntityManager, budgetBytes: number): Promise<VectorBackend> {
+export async function detectVectorBackend(
+  em: EntityManager,
+  budgetBytes: number,
+  efSearch = DEFAULT_EF_SEARCH,
+): Promise<VectorBackend> {
   try {
     await sql(em.fork(), 'create extension if not exists vector');
     const v = await sql<{ extversion: string }>(
@@ -454,7 +479,7 @@ export async function detectVectorBackend(em: EntityManager, budgetBytes: number
     }
     if (!(await hasNativeColumn(em))) throw new Error('doc_embeddings.emb missing');
     const [major, minor] = (v[0]?.extversion ?? '0.0').split('.').map(Number);
-    return new PgvectorBackend(major! > 0 || minor! >= 8);
+    return new PgvectorBackend(major! > 0 || minor! >= 8, efSearch);
   } catch {
     return new ExactVectorBackend(budgetBytes);
   }
@@ -476,7 +501,8 @@ onProcessReset('shared/document-index/vectors.ts#shared', () => {
 
 /** The process's vector backend, detected once. */
 export function vectorBackend(em: EntityManager, config: AppConfig): Promise<VectorBackend> {
-  shared ??= detectVectorBackend(em, config.documentIndex.vectorCacheMb * 1024 * 1024).catch((err: unknown) => {
+  const { vectorCacheMb, hnswEfSearch: ef } = config.documentIndex;
+  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef).catch((err: unknown) => {
     shared = undefined;
     throw err;
   });

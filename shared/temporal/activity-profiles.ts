@@ -35,6 +35,11 @@ export const ActivityProfiles = {
    * worker died is retried after 10 s, not at the 5-minute limit (`npm run chaos` hit that wait).
    */
   databaseBatch: { ...database, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' },
+  /**
+   * A database build that grows with an index (pgvector's HNSW index of a million vectors takes minutes on two cores):
+   * it heartbeats, so a dead worker's build is retried after 30 s, and may run up to 2 hours.
+   */
+  databaseBuild: { ...database, startToCloseTimeout: '2 hours', heartbeatTimeout: '30 seconds' },
   /** Database work a workflow cancels and then waits for (a presenter's reset clears the session itself). */
   databaseAwaitingCancellation: { ...database, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED },
   /** A write to an external system that is not idempotent (filing a ticket): a few attempts for a lost connection. */

@@ -16,8 +16,16 @@ import { startPgvectorPostgres, type ThrowawayPostgres } from '../../scripts/lib
 import { initOrm, migrate } from '../../shared/db/orm.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
+import { loadConfig } from '../../shared/config.js';
+import {
+  buildHnswIndexes,
+  buildHnswIndexesOf,
+  hnswIndexName,
+  hnswPredicate,
+} from '../../shared/document-index/hnsw.js';
+import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/document-index/rechunk.js';
 import { hybridSearch } from '../../shared/document-index/search.js';
-import { createIndex, ingestDocument, ingestDocuments, type IndexRow } from '../../shared/document-index/store.js';
+import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
 import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
 
@@ -89,31 +97,166 @@ describe('pgvector backend', () => {
     await admin.end();
   });
 
-  it('detects the extension and creates the HNSW index of the collection on first search', async () => {
+  it('detects the extension; a search before the checkpoint answers exactly and builds nothing; the checkpoint builds the HNSW index', async () => {
     expect(pgv.kind).toBe('pgvector');
-    await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
-    const idx = await em()
-      .getConnection()
-      .execute(`select indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`);
+    const hnsw = () =>
+      em()
+        .getConnection()
+        .execute(
+          `select indexname, indexdef from pg_indexes where tablename = 'doc_embeddings' and indexdef like '%hnsw%'`,
+        );
+    // Before the ingestion checkpoint: no HNSW index, and a SEARCH does not build one (it would wait
+    // minutes at scale); PostgreSQL's exact scan answers, the same ranking as the in-process exact path.
+    const exact = new ExactVectorBackend(64 * 1024 * 1024);
+    const early = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    const wanted = await exact.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    expect(early.map((h) => h.id)).toEqual(wanted.map((h) => h.id));
+    expect(early.length).toBeGreaterThan(0);
+    expect(
+      await hybridSearch(em(), TENANT, [{ id: index.id, name: 'kb' }], 'restore a backup', 5, embedder, pgv),
+    ).not.toEqual([]);
+    expect(await hnsw()).toHaveLength(0);
+    // Below the minimum row count the checkpoint builds nothing either (the exact scan serves small indexes).
+    expect(await buildHnswIndexes(em(), index.id, { memoryMb: 64, workers: 0, minRows: 1000 })).toEqual([
+      expect.objectContaining({ collection: embedder.collection, outcome: 'small' }),
+    ]);
+    expect(await hnsw()).toHaveLength(0);
+    // The checkpoint (the ingestion workflow's last activity) builds it over the stored rows, once.
+    const built = await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 2, minRows: 0 });
+    expect(built).toEqual([expect.objectContaining({ collection: embedder.collection, outcome: 'built' })]);
+    expect(built[0]!.rows).toBeGreaterThanOrEqual(CORPUS.length);
+    expect(await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 2, minRows: 0 })).toEqual([
+      expect.objectContaining({ outcome: 'exists' }),
+    ]);
+    const idx = await hnsw();
     expect(idx).toHaveLength(1);
+    expect(String(idx[0]!.indexname)).toBe(hnswIndexName(index.id, embedder.collection));
     expect(String(idx[0]!.indexdef)).toContain('vector_cosine_ops');
-    // The index is over the native column (`emb`, kept equal to `vec` by a trigger), not a decoding
-    // expression. The search's ORDER BY matches the index expression, so the HNSW index can answer it (on 13 rows the
-    // planner would rather sort the btree's rows: with sorting and sequential scans off only an ordered
-    // index scan remains, and the HNSW index is the only one that orders by this distance).
+    expect(String(idx[0]!.indexdef)).toContain(index.id);
+    // The index is over the native column (`emb`, set by the writer or the trigger equal to `vec`), partial
+    // on the index and collection. The search's branch (its predicate spelled as literals, its ORDER BY the
+    // index expression) can be answered by it (on 13 rows the planner would rather sort the btree's rows:
+    // with sorting and sequential scans off only an ordered index scan remains).
     const plan = await em().transactional(async (tx) => {
       await tx.getConnection().execute('set local enable_seqscan = off', [], 'all', tx.getTransactionContext());
       await tx.getConnection().execute('set local enable_sort = off', [], 'all', tx.getTransactionContext());
       const q = `[${localEmbed('backup').join(',')}]`;
       return tx.getConnection().execute(
-        `explain select chunk_id from doc_embeddings where collection = ? and index_id = ?
+        `explain select chunk_id from doc_embeddings e where ${hnswPredicate(index.id, embedder.collection, 'e.')}
              order by emb::vector(384) <=> ?::vector(384) limit 5`,
-        [embedder.collection, index.id, q],
+        [q],
         'all',
         tx.getTransactionContext(),
       );
     });
-    expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_emb_hnsw_/);
+    expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
+    const late = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('backup'), 5);
+    expect(late.map((h) => h.id)).toEqual(early.map((h) => h.id));
+  });
+
+  it("builds a rechunk's HNSW index after its copy (bulk, before the swap) and drops the replaced index's", async () => {
+    const config = loadConfig({ DATABASE_URL: adminUrl, PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: '0' });
+    const source = await createIndex(em(), TENANT, 'kb-rechunk', NO_CHUNKING);
+    for (const [i, text] of CORPUS.entries())
+      await ingestDocument(em(), source, { path: `r${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
+    expect(await buildHnswIndexesOf(em(), config, { tenant: TENANT, indexName: 'kb-rechunk' })).toEqual([
+      expect.objectContaining({ outcome: 'built' }),
+    ]);
+    const sourceName = hnswIndexName(source.id, embedder.collection);
+    const named = async (name: string) =>
+      (await em().getConnection().execute('select 1 from pg_indexes where indexname = ?', [name])).length;
+    expect(await named(sourceName)).toBe(1);
+    const begun = await beginRechunk(em(), {
+      tenant: TENANT,
+      indexName: 'kb-rechunk',
+      runId: 'r1',
+      config: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    if ('missing' in begun) throw new Error('index missing');
+    const copy = await rechunkCopyBatch(em(), config, {
+      tenant: TENANT,
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+      afterId: null,
+      limit: 100,
+      chunkConfig: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
+    });
+    expect(copy).toMatchObject({ docs: CORPUS.length, done: true });
+    // The copy wrote its rows with no HNSW index of its own to insert into; the build indexes them at once.
+    const tempName = hnswIndexName(begun.tempId, embedder.collection);
+    expect(await named(tempName)).toBe(0);
+    expect(await buildHnswIndexesOf(em(), config, { indexId: begun.tempId })).toEqual([
+      expect.objectContaining({ outcome: 'built' }),
+    ]);
+    expect(await named(tempName)).toBe(1);
+    const swap = await swapRechunk(em(), {
+      tenant: TENANT,
+      indexName: 'kb-rechunk',
+      sourceId: begun.sourceId,
+      tempId: begun.tempId,
+    });
+    expect(swap.swapped).toBe(true);
+    // The new index serves with its HNSW index; the replaced one's went with its rows.
+    expect(await named(tempName)).toBe(1);
+    expect(await named(sourceName)).toBe(0);
+    const hits = await hybridSearch(
+      em(),
+      TENANT,
+      [{ id: begun.tempId, name: 'kb-rechunk' }],
+      'restore a backup',
+      5,
+      embedder,
+      pgv,
+    );
+    expect(hits[0]?.filepath).toMatch(/^r(1|10)$/);
+  });
+
+  it('ranks 50 candidates through the HNSW index (its candidate list raised above the default 40), in a transaction too', async () => {
+    const many = await createIndex(em(), TENANT, 'kb-many', NO_CHUNKING);
+    await ingestDocuments(
+      em(),
+      many,
+      Array.from({ length: 70 }, (_, i) => ({
+        path: `m${i}`,
+        kind: 'text' as const,
+        content: `Harbour crane ${i} lifts containers; shift ${i % 7} logs the harbour tonnage.`,
+      })),
+      NO_CHUNKING,
+      embedder,
+    );
+    expect(await buildHnswIndexes(em(), many.id, { memoryMb: 64, workers: 0, minRows: 0 })).toEqual([
+      expect.objectContaining({ outcome: 'built', rows: 70 }),
+    ]);
+    const v = localEmbed('harbour crane tonnage');
+    // On 70 rows the planner would sort an exact scan's rows: with sorting and sequential scans off (a
+    // database setting, for the fresh connections of a second pool) only the HNSW index's ordered scan remains,
+    // which answers at most `hnsw.ef_search` rows (40 by default).
+    await em().getConnection().execute(`alter database ${dbName} set enable_sort = off`);
+    await em().getConnection().execute(`alter database ${dbName} set enable_seqscan = off`);
+    const forced = await initOrm({ clientUrl: adminUrl.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 2 });
+    try {
+      const fem = () => forced.em.fork() as EntityManager;
+      const plan = await sql(
+        fem(),
+        `explain select chunk_id from doc_embeddings e where ${hnswPredicate(many.id, embedder.collection, 'e.')}
+           order by emb::vector(384) <=> ?::vector(384) limit 50`,
+        [`[${v.join(',')}]`],
+      );
+      expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
+      // Session setting, once per pooled connection, then reused.
+      for (let i = 0; i < 4; i++)
+        expect(await pgv.nearest(fem(), TENANT, [many.id], embedder.collection, v, 50)).toHaveLength(50);
+      // In a caller's transaction: set for the transaction.
+      const inTx = await fem().transactional((tx) => pgv.nearest(tx, TENANT, [many.id], embedder.collection, v, 50));
+      expect(inTx).toHaveLength(50);
+      // Two indexes searched at once: each ranked by its own index, the best 50 of both kept, closest first.
+      const both = await pgv.nearest(fem(), TENANT, [many.id, index.id], embedder.collection, v, 50);
+      expect(both).toHaveLength(50);
+      expect(both.map((h) => h.sim)).toEqual([...both.map((h) => h.sim)].sort((a, b) => b - a));
+    } finally {
+      await forced.close();
+      await em().getConnection().execute(`alter database ${dbName} reset all`);
+    }
   });
 
   it('keeps the native vector column equal to the stored bytes on every write (migration 56, trigger)', async () => {

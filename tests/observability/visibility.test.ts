@@ -212,6 +212,7 @@ const activities = {
     throw nonRetryable('IngestRefused');
   },
   compactDocumentChunks: async () => undefined,
+  buildDocumentVectorIndexes: async () => ({ built: 0 }),
   // desktop diagnostics: the upload failed
   desktopDiagnosticsAutoAttempt: async () => ({ outcome: 'failed', message: 'upload refused' }),
   // code agent (local runner): the run failed

@@ -37,6 +37,7 @@ function ingestStubs(failFirst = 0) {
       };
     },
     compactDocumentChunks: async () => undefined,
+    buildDocumentVectorIndexes: async () => ({ built: 1 }),
   });
 }
 
@@ -85,6 +86,8 @@ describe('ingestWorkflow', () => {
       { filepath: 'f2.bin', reason: 'binary' },
     ]);
     expect(progress).toEqual({ files_total: 9, files_done: 9, added: 8, skipped: 1 });
+    // The index's HNSW index (pgvector) built once, after the last batch.
+    expect(stubs.calls.buildDocumentVectorIndexes).toEqual([{ tenant: 't1', indexName: 'docs' }]);
   });
 
   it('compacts without a pause when the checkpoint sleep is zero', async () => {

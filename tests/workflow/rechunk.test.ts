@@ -40,6 +40,7 @@ function rechunkStubs(opts: { docs: number; swaps: Swap[]; missing?: boolean; co
     },
     swapIndexRechunk: async () => (opts.swaps.length > 1 ? opts.swaps.shift() : opts.swaps[0]),
     dropIndexRechunkTemp: async () => undefined,
+    buildDocumentVectorIndexes: async () => ({ built: 1 }),
   });
 }
 
@@ -75,6 +76,8 @@ describe('rechunkWorkflow', () => {
     expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
     expect(stubs.count('swapIndexRechunk')).toBe(1);
     expect(stubs.count('dropIndexRechunkTemp')).toBe(0);
+    // The temporary index's HNSW index (pgvector) built once, after its copy and before the swap.
+    expect(stubs.calls.buildDocumentVectorIndexes).toEqual([{ indexId: 'ix_tmp' }]);
   });
 
   it('keeps copying after a batch cut short by its content budget, until a batch says done', async () => {
@@ -89,6 +92,7 @@ describe('rechunkWorkflow', () => {
       },
       swapIndexRechunk: async () => ({ swapped: true, docs: 8, chunksAfter: 30 }),
       dropIndexRechunkTemp: async () => undefined,
+      buildDocumentVectorIndexes: async () => ({ built: 1 }),
     });
     expect(await rechunk(stubs)).toMatchObject({ status: 'completed', docs_rechunked: 8 });
     expect(stubs.count('copyIndexRechunkBatch')).toBe(3);

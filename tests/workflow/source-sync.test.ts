@@ -52,6 +52,7 @@ function syncStubs(overrides: Record<string, Stub> = {}) {
       warnings: [],
     }),
     compactDocumentChunks: async () => undefined,
+    buildDocumentVectorIndexes: async () => ({ built: 0 }),
     ...overrides,
   });
 }

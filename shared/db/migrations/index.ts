@@ -52,6 +52,7 @@ import { Migration20261129110100UserNameClaim } from './Migration20261129110100U
 import { Migration20261129110200ManagedSourceMissions } from './Migration20261129110200ManagedSourceMissions.js';
 import { Migration20261129770000EgressRegistrations } from './Migration20261129770000EgressRegistrations.js';
 import { Migration20261129990000AgentKnowledgeBasesCascade } from './Migration20261129990000AgentKnowledgeBasesCascade.js';
+import { Migration20261129991700DocHnswPerIndex } from './Migration20261129991700DocHnswPerIndex.js';
 import { Migration20261129130000DocVectorLogActiveOnly } from './Migration20261129130000DocVectorLogActiveOnly.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
@@ -124,4 +125,5 @@ export const migrationsList: MigrationObject[] = [
     name: 'Migration20261129990000AgentKnowledgeBasesCascade',
     class: Migration20261129990000AgentKnowledgeBasesCascade,
   },
+  { name: 'Migration20261129991700DocHnswPerIndex', class: Migration20261129991700DocHnswPerIndex },
 ];
