@@ -246,6 +246,8 @@ export class DenseRows implements Rows {
 /** Entries per segment of a posting list (a power of two). */
 const SEGMENT_BITS = 13;
 const SEGMENT = 1 << SEGMENT_BITS;
+/** Entries a trimmed list keeps free at most (a sixteenth of its tail, at least 16). */
+const TRIM_HEADROOM = 256;
 
 /**
  * One dimension's posting list: the slots holding a non-zero value there (ascending) and the values, in
@@ -285,10 +287,17 @@ export class Posting {
     return this.slots.reduce((n, s) => n + s.length, 0);
   }
 
-  /** Gives back the last segment's headroom. */
+  /**
+   * Gives back most of the last segment's headroom, keeping a little (`TRIM_HEADROOM`): a list trimmed
+   * to its exact size copies its tail on its next append, and the first writes after a whole load touch
+   * most lists, so those copies (up to a segment per list) landed in the searches that applied the writes.
+   */
   trim(): void {
     const seg = this.slots.length - 1;
-    if (seg >= 0 && this.n - seg * SEGMENT < this.slots[seg]!.length) this.resizeTail(this.n - seg * SEGMENT);
+    if (seg < 0) return;
+    const used = this.n - seg * SEGMENT;
+    const cap = Math.min(SEGMENT, used + Math.min(TRIM_HEADROOM, Math.max(16, used >>> 4)));
+    if (cap < this.slots[seg]!.length) this.resizeTail(cap);
   }
 
   slotAt(i: number): number {

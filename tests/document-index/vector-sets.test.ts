@@ -10,6 +10,7 @@ import { localEmbed } from '../../shared/document-index/local-embedding.js';
 import {
   DenseRows,
   encodeVector,
+  Posting,
   SparseRows,
   TopK,
   unit,
@@ -236,6 +237,25 @@ describe('long posting lists', () => {
     );
     for (let i = 0; i < 20_100; i += 3) drop(i);
     same('a third deleted, compacted');
+  });
+});
+
+describe('a trimmed posting list', () => {
+  it('keeps a little headroom, so the first appends after a whole load copy no segment', () => {
+    for (const n of [5, 3_000, 8_192 + 7_000]) {
+      const list = new Posting();
+      for (let i = 0; i < n; i++) list.push(i, i / n);
+      list.trim();
+      const tail = list.slots.at(-1)!;
+      const free = list.capacity - list.n;
+      // A list shorter than its first allocation (16 entries) keeps that allocation.
+      expect(free, `${n} entries`).toBeGreaterThanOrEqual(n < 16 ? 16 - n : 16);
+      expect(free, `${n} entries`).toBeLessThanOrEqual(256);
+      for (let i = 0; i < Math.min(free, 16); i++) list.push(n + i, 1);
+      expect(list.slots.at(-1), `${n} entries`).toBe(tail);
+      expect(list.slotAt(n), `${n} entries`).toBe(n);
+      expect(list.n).toBe(n + Math.min(free, 16));
+    }
   });
 });
 
