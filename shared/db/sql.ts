@@ -69,16 +69,11 @@ export async function sqlBound<T extends object = Rows>(
   params: readonly unknown[] = [],
   name?: string,
 ): Promise<T[]> {
-  const [rows] = await sqlBoundMeanwhile<T, void>(em, { text, params, name }, () => undefined);
-  return rows;
+  return sqlBoundStatement<T>(em, { text, params, name });
 }
 
-/**
- * `sqlBound` that does other work while PostgreSQL runs the statement: the statement is written to its
- * connection first, then `meanwhile` runs (synchronous work of this process, e.g. a scan in memory), then
- * the rows are awaited. Answers the rows and what `meanwhile` returned.
- */
-export async function sqlBoundMeanwhile<T extends object, R>(
+/** `sqlBound` with the statement as one object, and `setup` run on the same connection first. */
+export async function sqlBoundStatement<T extends object = Rows>(
   em: EntityManager,
   statement: {
     text: string;
@@ -87,18 +82,13 @@ export async function sqlBoundMeanwhile<T extends object, R>(
     /** Run on the connection before the statement (e.g. a session setting the connection may already have). */
     setup?: (connection: ClientBase) => Promise<unknown>;
   },
-  meanwhile: () => R,
-): Promise<[T[], R]> {
+): Promise<T[]> {
   const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
   const connection = await lender.acquireConnection();
   try {
     const { text, params, name, setup } = statement;
     if (setup) await setup(connection);
-    const sent = connection.query({ text, values: [...params], ...(name ? { name } : {}) });
-    // Until it is awaited, a failure of the statement is handled below (not an unhandled rejection).
-    sent.catch(() => undefined);
-    const other = meanwhile();
-    return [(await sent).rows as T[], other];
+    return (await connection.query({ text, values: [...params], ...(name ? { name } : {}) })).rows as T[];
   } finally {
     await lender.releaseConnection(connection);
   }

@@ -153,21 +153,34 @@ async function fusedSearch(
 /** `fusedSearch`'s statement, with `?` placeholders. */
 function fusedStatement(tenant: string, indexIds: string[], query: string, topN: number, vec: VectorCte) {
   const lex = lexicalCte(tenant, indexIds, query);
+  const fusion = fusionSql(tenant, indexIds, query, topN);
+  return {
+    text: `with ${lex.text}, ${vec.text}, ${fusion.fused}
+     ${fusion.rows}
+     order by f.score desc, f.id`,
+    params: [...lex.params, ...vec.params, ...fusion.params],
+  };
+}
+
+/**
+ * The fusion of the `lex` and `vec` CTEs by reciprocal rank (`fused`, its best `topN`) and the select of
+ * those rows with their documents and `ts_headline` snippets (`rows`, aliasing `fused` as `f`); `params`
+ * are theirs, in the order they appear (the `fused` CTE's, then the snippet's query).
+ */
+function fusionSql(tenant: string, indexIds: string[], query: string, topN: number) {
   const q = orQuery(query);
   return {
-    text: `with ${lex.text}, ${vec.text},
-     fused as (
+    fused: `fused as (
        select c.id, c.seq, c.text, c.document_id, c.index_id, l.rank as lexical_rank, v.rank as vector_rank,
            coalesce(1::float8 / (${RRF_K} + l.rank), 0) + coalesce(1::float8 / (${RRF_K} + v.rank), 0) as score
          from lex l full join vec v on v.id = l.id
          join doc_chunks c on c.id = coalesce(l.id, v.id) and c.tenant = ? and c.index_id = any(?::uuid[])
-         order by score desc, c.id limit ?)
-     select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
+         order by score desc, c.id limit ?)`,
+    rows: `select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
          i.name as index_name,
          ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
-       from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
-     order by f.score desc, f.id`,
-    params: [...lex.params, ...vec.params, tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
+       from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id`,
+    params: [tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
   };
 }
 
@@ -266,22 +279,14 @@ function lexicalAndChanges(
 ) {
   const ids = [...cachedAt.keys()];
   const lex = lexicalCte(tenant, ids, query);
-  const q = orQuery(query);
   const vec = rankedIds(hits);
+  const fusion = fusionSql(tenant, ids, query, topN);
   return preparedStatement(
     `with ${lex.text}, ${vec.text},
      cur as (select i.id, i.vector_generation as g, i.vector_log_floor as floor, c.g as cached
          from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?),
-     fused as (
-       select c.id, c.seq, c.text, c.document_id, c.index_id, l.rank as lexical_rank, v.rank as vector_rank,
-           coalesce(1::float8 / (${RRF_K} + l.rank), 0) + coalesce(1::float8 / (${RRF_K} + v.rank), 0) as score
-         from lex l full join vec v on v.id = l.id
-         join doc_chunks c on c.id = coalesce(l.id, v.id) and c.tenant = ? and c.index_id = any(?::uuid[])
-         order by score desc, c.id limit ?),
-     top as (select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
-         i.name as index_name,
-         ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
-       from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id)
+     ${fusion.fused},
+     top as (${fusion.rows})
      select (select json_agg(id order by rank) from lex) as lex,
        (select json_object_agg(id, json_build_array(g::text, floor::text)) from cur) as gens,
        (select json_agg(json_build_array(x.id, l.chunk_id,
@@ -301,7 +306,7 @@ function lexicalAndChanges(
       pgArray(ids),
       pgArray([...cachedAt.values()].map(String)),
       tenant,
-      ...[tenant, pgArray(ids), topN, ...(q ? [q] : [])],
+      ...fusion.params,
       collection,
       collection,
     ],

@@ -2,7 +2,7 @@ import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import type { ClientBase } from 'pg';
-import { sql, sqlBound, sqlBoundMeanwhile } from '../db/sql.js';
+import { sql, sqlBound, sqlBoundStatement } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
 import { hnswPredicate } from './hnsw.js';
@@ -437,8 +437,7 @@ export class PgvectorBackend {
       await connection.query(`select set_config('hnsw.ef_search', '${ef}', ${local})`);
       if (!local) efSearchOf.set(connection, ef);
     };
-    const [rows] = await sqlBoundMeanwhile<T, void>(em, { ...s, setup }, () => undefined);
-    return rows;
+    return sqlBoundStatement<T>(em, { ...s, setup });
   }
 }
 
