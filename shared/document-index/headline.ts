@@ -1,0 +1,346 @@
+// @workflow-safe: pure text functions, no I/O.
+/**
+ * Search snippets written in the API process: what PostgreSQL's
+ * `ts_headline('english', text, q, 'MaxWords=40, MinWords=15, MaxFragments=1')` returns, for an OR
+ * query `q` of lexemes the caller had PostgreSQL stem (`to_tsquery('english', ?)::text`, read back by
+ * `tsqueryLexemes`).
+ *
+ * The text is read by PostgreSQL's default parser (`parseTokens`) and each token lexized as the
+ * `english` configuration does: words by `english_stem` (lower-cased, stop words give no lexeme, then
+ * the Snowball stem), numbers, paths, hosts, URLs and e-mail addresses by `simple` (lower-cased),
+ * blanks, tags, entities and protocol heads not at all. The fragment is then chosen as
+ * `mark_hl_fragments` (`src/backend/tsearch/wparser_def.c`) chooses it: for an OR query each matching
+ * word is a cover; the one chosen is the first of those with the fewest query operands (a lexeme the
+ * query names twice counts twice, as PostgreSQL copies the word for each operand), stretched by up to
+ * (40 - its length) / 2 words to the left and then to the right up to 40 words, both ends cut back
+ * past tokens of 3 bytes or less and past non-words and numbers. With no match, the first 15 words.
+ */
+import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
+import { parseTokens, TokenType as Y } from './ts-parser.js';
+
+export { ENGLISH_STOP_WORDS } from './english-stem.js';
+export { parseTokens } from './ts-parser.js';
+
+const MAX_WORDS = 40;
+const MIN_WORDS = 15;
+const MAX_FRAGMENTS = 1;
+/** `ShortWord`'s default: tokens of at most this many bytes make poor fragment ends. */
+const SHORT_WORD = 3;
+/** Tokens this long (bytes) or longer are dropped by PostgreSQL (`MAXSTRLEN`, "word is too long"). */
+const MAX_TOKEN_BYTES = 2047;
+/** Longer words (bytes) are lower-cased but not stemmed (`dsnowball_lexize`). */
+const MAX_STEMMED_BYTES = 1000;
+/** Positions beyond this are all this (`LIMITPOS`). */
+const MAX_POSITION = 16383;
+/** Memoized lexemes; cleared when full. */
+const MEMO_SIZE = 50_000;
+
+/** A table of token types (by number) from a list. */
+const types = (...list: number[]) => {
+  const table = new Uint8Array(24);
+  for (const t of list) table[t] = 1;
+  return table;
+};
+/** Token types `english` lexizes with `english_stem` (the others with `simple`, but for `IGNORED`). */
+const STEMMED = types(Y.ASCIIWORD, Y.WORD, Y.PARTHWORD, Y.ASCIIPARTHWORD, Y.ASCIIHWORD, Y.HWORD);
+/** Token types `english` does not lexize (no dictionary). */
+const IGNORED = types(Y.SPACE, Y.TAG, Y.PROTOCOL, Y.XMLENTITY);
+const NON_WORD_TYPES = [Y.SPACE, Y.TAG, Y.URL, Y.NUMHWORD, Y.ASCIIHWORD, Y.HWORD];
+/** `NONWORDTOKEN`: not counted as words. */
+const NON_WORD = types(...NON_WORD_TYPES);
+/** `NOENDTOKEN`: never a fragment's end unless a query word. */
+const NO_END = types(
+  ...NON_WORD_TYPES,
+  Y.SCIENTIFIC,
+  Y.VERSIONNUMBER,
+  Y.DECIMAL,
+  Y.SIGNEDINT,
+  Y.UNSIGNEDINT,
+  Y.PROTOCOL,
+  Y.XMLENTITY,
+);
+/** `HLIDSKIP`: left out of the snippet (their parts follow them as tokens of their own). */
+const SKIPPED = types(Y.URL, Y.NUMHWORD, Y.ASCIIHWORD, Y.HWORD);
+
+const utf8 = new TextEncoder();
+const byteLength = (s: string) => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return utf8.encode(s).length;
+  return s.length;
+};
+
+/** Lower-casing as the database's `towlower` does it: character by character, without context. */
+function lower(text: string): string {
+  let ascii = true;
+  for (let i = 0; i < text.length && ascii; i++) ascii = text.charCodeAt(i) < 0x80;
+  if (ascii) return text.toLowerCase();
+  let out = '';
+  for (const ch of text) out += String.fromCodePoint(ch.toLowerCase().codePointAt(0)!);
+  return out;
+}
+
+let stems = new Map<string, string>();
+
+/**
+ * What PostgreSQL's `english_stem` dictionary gives for a lower-cased word that is not a stop word
+ * (`ts_lexize('english_stem', word)`): the Snowball English stem, or the word itself past 1,000 bytes.
+ * Memoized.
+ */
+export function englishStem(word: string): string {
+  let stem = stems.get(word);
+  if (stem === undefined) {
+    stem = byteLength(word) > MAX_STEMMED_BYTES ? word : snowballEnglish(word);
+    if (stems.size >= MEMO_SIZE) stems = new Map();
+    stems.set(word, stem);
+  }
+  return stem;
+}
+
+/** Memoized lexemes of `english_stem` tokens and of `simple` ones, by token text. */
+let stemmed = new Map<string, string | null>();
+let simple = new Map<string, string | null>();
+
+/** The lexeme `english` gives a token of a lexized type (null: a stop word or empty). Memoized by text. */
+function lexeme(type: number, text: string): string | null {
+  const memo = STEMMED[type] ? stemmed : simple;
+  let found = memo.get(text);
+  if (found === undefined) {
+    const low = lower(text);
+    if (!STEMMED[type]) found = low === '' ? null : low;
+    else if (byteLength(text) > MAX_STEMMED_BYTES) found = low;
+    else found = low === '' || ENGLISH_STOP_WORDS.has(low) ? null : englishStem(low);
+    if (memo.size >= MEMO_SIZE) {
+      if (memo === stemmed) stemmed = new Map();
+      else simple = new Map();
+    }
+    (STEMMED[type] ? stemmed : simple).set(text, found);
+  }
+  return found;
+}
+
+/**
+ * The lexemes of a tsquery's text form as PostgreSQL prints it (`'run' | 'fast'`, `'it''s'`), in a
+ * set that also remembers how many operands name each one (`QueryLexemes.operands`): a lexeme named
+ * twice changes the fragment PostgreSQL picks. Weights and prefix marks are ignored.
+ */
+export function tsqueryLexemes(text: string): QueryLexemes {
+  const out = new QueryLexemes();
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] !== "'") continue;
+    let value = '';
+    for (i++; i < text.length; i++) {
+      const ch = text[i]!;
+      if (ch === '\\' && i + 1 < text.length) value += text[++i];
+      else if (ch === "'" && text[i + 1] === "'") value += text[++i];
+      else if (ch === "'") break;
+      else value += ch;
+    }
+    out.add(value);
+    out.operands.set(value, (out.operands.get(value) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** A query's lexemes, with how many operands name each (1 unless `operands` says more). */
+export class QueryLexemes extends Set<string> {
+  readonly operands = new Map<string, number>();
+}
+
+/** A token of the text as the headline sees it (`HeadlineWordEntry`). */
+interface HeadlineWord {
+  type: number;
+  text: string;
+  pos: number;
+  /** Matches a query operand. */
+  item: boolean;
+  /** A copy for a further operand naming the same lexeme (never printed, still counted). */
+  repeated: boolean;
+  in: boolean;
+}
+
+/** The text's tokens with positions and query matches (`hlparsetext`). */
+function headlineWords(text: string, query: ReadonlySet<string>): HeadlineWord[] {
+  const operands = query instanceof QueryLexemes ? query.operands : undefined;
+  const words: HeadlineWord[] = [];
+  let position = 0;
+  for (const token of parseTokens(text)) {
+    if (token.text.length * 3 >= MAX_TOKEN_BYTES && byteLength(token.text) >= MAX_TOKEN_BYTES) continue;
+    const word: HeadlineWord = { type: token.type, text: token.text, pos: 0, item: false, repeated: false, in: false };
+    words.push(word);
+    if (IGNORED[token.type]) continue;
+    position++;
+    const found = lexeme(token.type, token.text);
+    if (found === null) continue;
+    word.pos = Math.min(position, MAX_POSITION);
+    if (!query.has(found)) continue;
+    word.item = true;
+    for (let n = operands?.get(found) ?? 1; n > 1; n--) words.push({ ...word, repeated: true });
+  }
+  return words;
+}
+
+interface Cover {
+  start: number;
+  end: number;
+  /** Interesting words (query words, not copies) and words. */
+  interesting: number;
+  words: number;
+  chosen: boolean;
+  excluded: boolean;
+}
+
+const interesting = (w: HeadlineWord) => w.item && !w.repeated;
+const counts = (w: HeadlineWord) => !NON_WORD[w.type];
+/** `BADENDPOINT` (a token of at most 3 bytes has at most 3 UTF-16 units). */
+const badEnd = (w: HeadlineWord) =>
+  (NO_END[w.type] || (w.text.length <= SHORT_WORD && byteLength(w.text) <= SHORT_WORD)) && !interesting(w);
+
+/**
+ * The covers of an OR query (`hlCover`), cut into fragments: from each position holding a query word,
+ * the words from its first to its last query word at that position (the word and its copies).
+ */
+function covers(words: readonly HeadlineWord[]): Cover[] {
+  const found: Cover[] = [];
+  for (let i = 0; i < words.length;) {
+    if (!words[i]!.item) {
+      i++;
+      continue;
+    }
+    const pos = words[i]!.pos;
+    let end = i;
+    for (let j = i + 1; j < words.length; j++) {
+      if (!words[j]!.item) continue;
+      if (words[j]!.pos > pos) break;
+      end = j;
+    }
+    found.push(...fragments(words, i, end));
+    i = end + 1;
+  }
+  return found;
+}
+
+/** A cover cut into fragments of at most `MAX_WORDS` words that start and end on query words (`get_next_fragment`). */
+function fragments(words: readonly HeadlineWord[], p: number, q: number): Cover[] {
+  const out: Cover[] = [];
+  let start = p;
+  let end = q;
+  while (start <= end) {
+    let i = start;
+    for (; i <= end; i++) {
+      start = i;
+      if (interesting(words[i]!)) break;
+    }
+    let n = 0;
+    let hits = 0;
+    for (i = start; i <= end && n < MAX_WORDS; i++) {
+      if (counts(words[i]!)) n++;
+      if (interesting(words[i]!)) hits++;
+    }
+    if (end > i) {
+      end = i;
+      for (i = end; i >= start; i--) {
+        end = i;
+        if (interesting(words[i]!)) break;
+        if (counts(words[i]!)) n--;
+      }
+    }
+    out.push({ start, end, interesting: hits, words: n, chosen: false, excluded: false });
+    start = end + 1;
+    end = q;
+  }
+  return out;
+}
+
+/** Marks the chosen fragments' words (`mark_hl_fragments`); false when no cover was chosen. */
+function markFragments(words: HeadlineWord[], found: Cover[]): boolean {
+  let marked = 0;
+  for (let f = 0; f < MAX_FRAGMENTS; f++) {
+    let best: Cover | undefined;
+    let most = 0;
+    let fewest = Infinity;
+    for (const cover of found) {
+      if (cover.chosen || cover.excluded) continue;
+      if (most < cover.interesting || (most === cover.interesting && fewest > cover.words)) {
+        most = cover.interesting;
+        fewest = cover.words;
+        best = cover;
+      }
+    }
+    if (!best) break;
+    best.chosen = true;
+    stretch(words, best);
+    for (let i = best.start; i <= best.end; i++) words[i]!.in = !words[i]!.repeated;
+    marked++;
+    for (const other of found) {
+      if (other === best) continue;
+      const { start, end } = best;
+      if (
+        (other.start >= start && other.start <= end) ||
+        (other.end >= start && other.end <= end) ||
+        (other.start < start && other.end > end)
+      )
+        other.excluded = true;
+    }
+  }
+  return marked > 0;
+}
+
+/** Widens a chosen cover to about `MAX_WORDS` words, ends cut back to good end points. */
+function stretch(words: readonly HeadlineWord[], cover: Cover): void {
+  let { start, end, words: n } = cover;
+  if (n < MAX_WORDS) {
+    const most = Math.floor((MAX_WORDS - n) / 2);
+    let stretched = 0;
+    let marker = start;
+    for (let i = start - 1; i >= 0 && stretched < most && !words[i]!.in; i--) {
+      if (counts(words[i]!)) {
+        n++;
+        stretched++;
+      }
+      marker = i;
+    }
+    let i = marker;
+    for (; i < start && badEnd(words[i]!); i++) if (counts(words[i]!)) n--;
+    start = i;
+    marker = end;
+    for (i = end + 1; i < words.length && n < MAX_WORDS && !words[i]!.in; i++) {
+      if (counts(words[i]!)) n++;
+      marker = i;
+    }
+    for (i = marker; i > end && badEnd(words[i]!); i--) if (counts(words[i]!)) n--;
+    end = i;
+  }
+  Object.assign(cover, { start, end, words: n });
+}
+
+/**
+ * What `ts_headline('english', text, q, 'MaxWords=40, MinWords=15, MaxFragments=1')` returns for the
+ * OR query `q` of `lexemes` (as `tsqueryLexemes` reads them from PostgreSQL): the chosen excerpt with
+ * the query's words in `<b>` and `</b>`, or the first 15 words when none matches.
+ */
+export function headline(text: string, lexemes: ReadonlySet<string>): string {
+  const words = headlineWords(text, lexemes);
+  if (!markFragments(words, covers(words))) {
+    let n = 0;
+    for (let i = 0; i < words.length && n < MIN_WORDS; i++) {
+      if (counts(words[i]!)) n++;
+      words[i]!.in = !words[i]!.repeated;
+    }
+  }
+  let out = '';
+  let fragments = 0;
+  let inFragment = false;
+  for (const w of words) {
+    if (w.repeated) continue;
+    if (!w.in) {
+      inFragment = false;
+      continue;
+    }
+    if (!inFragment) {
+      inFragment = true;
+      if (++fragments > 1) out += ' ... ';
+    }
+    if (w.type === Y.TAG) out += ' ';
+    else if (!SKIPPED[w.type]) out += w.item ? `<b>${w.text}</b>` : w.text;
+  }
+  return out;
+}
