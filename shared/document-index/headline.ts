@@ -21,17 +21,14 @@ import { parseTokens, TokenType as Y } from './ts-parser.js';
 export { ENGLISH_STOP_WORDS } from './english-stem.js';
 export { parseTokens } from './ts-parser.js';
 
-const MAX_WORDS = 40;
-const MIN_WORDS = 15;
-const MAX_FRAGMENTS = 1;
-/** `ShortWord`'s default: tokens of at most this many bytes make poor fragment ends. */
-const SHORT_WORD = 3;
-/** Tokens this long (bytes) or longer are dropped by PostgreSQL (`MAXSTRLEN`, "word is too long"). */
-const MAX_TOKEN_BYTES = 2047;
-/** Longer words (bytes) are lower-cased but not stemmed (`dsnowball_lexize`). */
-const MAX_STEMMED_BYTES = 1000;
-/** Positions beyond this are all this (`LIMITPOS`). */
-const MAX_POSITION = 16383;
+/** The options SEARCH passes (`MaxWords=40, MinWords=15, MaxFragments=1`) and `ShortWord`'s default, 3 bytes. */
+const [MAX_WORDS, MIN_WORDS, MAX_FRAGMENTS, SHORT_WORD] = [40, 15, 1, 3] as const;
+/**
+ * PostgreSQL's limits: tokens of 2,047 bytes or more are dropped (`MAXSTRLEN`, "word is too long"),
+ * words over 1,000 bytes are lower-cased but not stemmed (`dsnowball_lexize`), and positions past
+ * 16,383 are all 16,383 (`LIMITPOS`).
+ */
+const [MAX_TOKEN_BYTES, MAX_STEMMED_BYTES, MAX_POSITION] = [2047, 1000, 16383] as const;
 /** Memoized lexemes; cleared when full. */
 const MEMO_SIZE = 50_000;
 

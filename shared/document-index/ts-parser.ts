@@ -60,595 +60,163 @@ const T = {
   ANY: 16,
 } as const;
 
-// Action flags.
-const NEXT = 0;
-const BINGO = 1;
-const POP = 2;
-const PUSH = 4;
-const RERUN = 8;
-const CLEAR = 16;
-const MERGE = 32;
-const CLRALL = 64;
-
-// Specials run before an action's flags.
-const SP_TAGS = 1;
-const SP_FURL = 2;
-const SP_HYPHEN = 3;
-const SP_VERVERSION = 4;
-
-/** One rule of a state: test (and its character), flags, next state (-1: stay), token type, special. */
-type Rule = readonly [test: number, ch: number, flags: number, to: number, type: number, special: number];
-
-const S = {
-  Base: 0,
-  InNumWord: 1,
-  InAsciiWord: 2,
-  InWord: 3,
-  InUnsignedInt: 4,
-  InSignedIntFirst: 5,
-  InSignedInt: 6,
-  InSpace: 7,
-  InUDecimalFirst: 8,
-  InUDecimal: 9,
-  InDecimalFirst: 10,
-  InDecimal: 11,
-  InVerVersion: 12,
-  InSVerVersion: 13,
-  InVersionFirst: 14,
-  InVersion: 15,
-  InMantissaFirst: 16,
-  InMantissaSign: 17,
-  InMantissa: 18,
-  InXMLEntityFirst: 19,
-  InXMLEntity: 20,
-  InXMLEntityNumFirst: 21,
-  InXMLEntityNum: 22,
-  InXMLEntityHexNumFirst: 23,
-  InXMLEntityHexNum: 24,
-  InXMLEntityEnd: 25,
-  InTagFirst: 26,
-  InXMLBegin: 27,
-  InTagCloseFirst: 28,
-  InTagName: 29,
-  InTagBeginEnd: 30,
-  InTag: 31,
-  InTagEscapeK: 32,
-  InTagEscapeKK: 33,
-  InTagBackSleshed: 34,
-  InTagEnd: 35,
-  InCommentFirst: 36,
-  InCommentLast: 37,
-  InComment: 38,
-  InCloseCommentFirst: 39,
-  InCloseCommentLast: 40,
-  InCommentEnd: 41,
-  InHostFirstDomain: 42,
-  InHostDomainSecond: 43,
-  InHostDomain: 44,
-  InPortFirst: 45,
-  InPort: 46,
-  InHostFirstAN: 47,
-  InHost: 48,
-  InEmail: 49,
-  InFileFirst: 50,
-  InFileTwiddle: 51,
-  InPathFirst: 52,
-  InPathFirstFirst: 53,
-  InPathSecond: 54,
-  InFile: 55,
-  InFileNext: 56,
-  InURLPathFirst: 57,
-  InURLPathStart: 58,
-  InURLPath: 59,
-  InFURL: 60,
-  InProtocolFirst: 61,
-  InProtocolSecond: 62,
-  InProtocolEnd: 63,
-  InHyphenAsciiWordFirst: 64,
-  InHyphenAsciiWord: 65,
-  InHyphenWordFirst: 66,
-  InHyphenWord: 67,
-  InHyphenNumWordFirst: 68,
-  InHyphenNumWord: 69,
-  InHyphenDigitLookahead: 70,
-  InParseHyphen: 71,
-  InParseHyphenHyphen: 72,
-  InHyphenWordPart: 73,
-  InHyphenAsciiWordPart: 74,
-  InHyphenNumWordPart: 75,
-  InHyphenUnsignedInt: 76,
-} as const;
-
 const Y = TokenType;
-const c = (ch: string) => ch.charCodeAt(0);
-/** A rule testing one character. */
-const eq = (ch: string, flags: number, to: number, type = 0, special = 0): Rule => [
-  T.EQ,
-  c(ch),
-  flags,
-  to,
-  type,
-  special,
-];
-/** A rule testing a class. */
-const is = (test: number, flags: number, to: number, type = 0, special = 0): Rule => [
-  test,
-  0,
-  flags,
-  to,
-  type,
-  special,
-];
+
+// Action flags, and the specials run before them.
+const [BINGO, POP, PUSH, RERUN, CLEAR, MERGE, CLRALL] = [1, 2, 4, 8, 16, 32, 64] as const;
+const [SP_TAGS, SP_FURL, SP_HYPHEN, SP_VERVERSION] = [1, 2, 3, 4] as const;
 const STAY = -1;
 
-/** The rules of each state, in PostgreSQL's order (the first whose test passes applies). */
-const RULES: Rule[][] = [];
-RULES[S.Base] = [
-  is(T.EOF, NEXT, STAY),
-  eq('<', PUSH, S.InTagFirst),
-  is(T.IGNORE, NEXT, S.InSpace),
-  is(T.ASCLET, NEXT, S.InAsciiWord),
-  is(T.ALPHA, NEXT, S.InWord),
-  is(T.DIGIT, NEXT, S.InUnsignedInt),
-  eq('-', PUSH, S.InSignedIntFirst),
-  eq('+', PUSH, S.InSignedIntFirst),
-  eq('&', PUSH, S.InXMLEntityFirst),
-  eq('~', PUSH, S.InFileTwiddle),
-  eq('/', PUSH, S.InFileFirst),
-  eq('.', PUSH, S.InPathFirstFirst),
-  is(T.ANY, NEXT, S.InSpace),
-];
-RULES[S.InNumWord] = [
-  is(T.EOF, BINGO, S.Base, Y.NUMWORD),
-  is(T.ALNUM, NEXT, S.InNumWord),
-  is(T.SPECIAL, NEXT, S.InNumWord),
-  eq('@', PUSH, S.InEmail),
-  eq('/', PUSH, S.InFileFirst),
-  eq('.', PUSH, S.InFileNext),
-  eq('-', PUSH, S.InHyphenNumWordFirst),
-  is(T.ANY, BINGO, S.Base, Y.NUMWORD),
-];
-RULES[S.InAsciiWord] = [
-  is(T.EOF, BINGO, S.Base, Y.ASCIIWORD),
-  is(T.ASCLET, NEXT, STAY),
-  eq('.', PUSH, S.InHostFirstDomain),
-  eq('.', PUSH, S.InFileNext),
-  eq('-', PUSH, S.InHostFirstAN),
-  eq('-', PUSH, S.InHyphenAsciiWordFirst),
-  eq('_', PUSH, S.InHostFirstAN),
-  eq('@', PUSH, S.InEmail),
-  eq(':', PUSH, S.InProtocolFirst),
-  eq('/', PUSH, S.InFileFirst),
-  is(T.DIGIT, PUSH, S.InHost),
-  is(T.DIGIT, NEXT, S.InNumWord),
-  is(T.ALPHA, NEXT, S.InWord),
-  is(T.SPECIAL, NEXT, S.InWord),
-  is(T.ANY, BINGO, S.Base, Y.ASCIIWORD),
-];
-RULES[S.InWord] = [
-  is(T.EOF, BINGO, S.Base, Y.WORD),
-  is(T.ALPHA, NEXT, STAY),
-  is(T.SPECIAL, NEXT, STAY),
-  is(T.DIGIT, NEXT, S.InNumWord),
-  eq('-', PUSH, S.InHyphenWordFirst),
-  is(T.ANY, BINGO, S.Base, Y.WORD),
-];
-RULES[S.InUnsignedInt] = [
-  is(T.EOF, BINGO, S.Base, Y.UNSIGNEDINT),
-  is(T.DIGIT, NEXT, STAY),
-  eq('.', PUSH, S.InHostFirstDomain),
-  eq('.', PUSH, S.InUDecimalFirst),
-  eq('e', PUSH, S.InMantissaFirst),
-  eq('E', PUSH, S.InMantissaFirst),
-  eq('-', PUSH, S.InHostFirstAN),
-  eq('_', PUSH, S.InHostFirstAN),
-  eq('@', PUSH, S.InEmail),
-  is(T.ASCLET, PUSH, S.InHost),
-  is(T.ALPHA, NEXT, S.InNumWord),
-  is(T.SPECIAL, NEXT, S.InNumWord),
-  eq('/', PUSH, S.InFileFirst),
-  is(T.ANY, BINGO, S.Base, Y.UNSIGNEDINT),
-];
-RULES[S.InSignedIntFirst] = [is(T.EOF, POP, STAY), is(T.DIGIT, NEXT | CLEAR, S.InSignedInt), is(T.ANY, POP, STAY)];
-RULES[S.InSignedInt] = [
-  is(T.EOF, BINGO, S.Base, Y.SIGNEDINT),
-  is(T.DIGIT, NEXT, STAY),
-  eq('.', PUSH, S.InDecimalFirst),
-  eq('e', PUSH, S.InMantissaFirst),
-  eq('E', PUSH, S.InMantissaFirst),
-  is(T.ANY, BINGO, S.Base, Y.SIGNEDINT),
-];
-RULES[S.InSpace] = [
-  is(T.EOF, BINGO, S.Base, Y.SPACE),
-  eq('<', BINGO, S.Base, Y.SPACE),
-  is(T.IGNORE, NEXT, STAY),
-  eq('-', BINGO, S.Base, Y.SPACE),
-  eq('+', BINGO, S.Base, Y.SPACE),
-  eq('&', BINGO, S.Base, Y.SPACE),
-  eq('/', BINGO, S.Base, Y.SPACE),
-  is(T.NOTALNUM, NEXT, S.InSpace),
-  is(T.ANY, BINGO, S.Base, Y.SPACE),
-];
-RULES[S.InUDecimalFirst] = [is(T.EOF, POP, STAY), is(T.DIGIT, CLEAR, S.InUDecimal), is(T.ANY, POP, STAY)];
-RULES[S.InUDecimal] = [
-  is(T.EOF, BINGO, S.Base, Y.DECIMAL),
-  is(T.DIGIT, NEXT, S.InUDecimal),
-  eq('.', PUSH, S.InVersionFirst),
-  eq('e', PUSH, S.InMantissaFirst),
-  eq('E', PUSH, S.InMantissaFirst),
-  is(T.ANY, BINGO, S.Base, Y.DECIMAL),
-];
-RULES[S.InDecimalFirst] = [is(T.EOF, POP, STAY), is(T.DIGIT, CLEAR, S.InDecimal), is(T.ANY, POP, STAY)];
-RULES[S.InDecimal] = [
-  is(T.EOF, BINGO, S.Base, Y.DECIMAL),
-  is(T.DIGIT, NEXT, S.InDecimal),
-  eq('.', PUSH, S.InVerVersion),
-  eq('e', PUSH, S.InMantissaFirst),
-  eq('E', PUSH, S.InMantissaFirst),
-  is(T.ANY, BINGO, S.Base, Y.DECIMAL),
-];
-RULES[S.InVerVersion] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, RERUN, S.InSVerVersion, 0, SP_VERVERSION),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InSVerVersion] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, BINGO | CLRALL, S.InUnsignedInt, Y.SPACE),
-  is(T.ANY, NEXT, STAY),
-];
-RULES[S.InVersionFirst] = [is(T.EOF, POP, STAY), is(T.DIGIT, CLEAR, S.InVersion), is(T.ANY, POP, STAY)];
-RULES[S.InVersion] = [
-  is(T.EOF, BINGO, S.Base, Y.VERSIONNUMBER),
-  is(T.DIGIT, NEXT, S.InVersion),
-  eq('.', PUSH, S.InVersionFirst),
-  is(T.ANY, BINGO, S.Base, Y.VERSIONNUMBER),
-];
-RULES[S.InMantissaFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, CLEAR, S.InMantissa),
-  eq('+', NEXT, S.InMantissaSign),
-  eq('-', NEXT, S.InMantissaSign),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InMantissaSign] = [is(T.EOF, POP, STAY), is(T.DIGIT, CLEAR, S.InMantissa), is(T.ANY, POP, STAY)];
-RULES[S.InMantissa] = [
-  is(T.EOF, BINGO, S.Base, Y.SCIENTIFIC),
-  is(T.DIGIT, NEXT, S.InMantissa),
-  is(T.ANY, BINGO, S.Base, Y.SCIENTIFIC),
-];
-RULES[S.InXMLEntityFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('#', NEXT, S.InXMLEntityNumFirst),
-  is(T.ASCLET, NEXT, S.InXMLEntity),
-  eq(':', NEXT, S.InXMLEntity),
-  eq('_', NEXT, S.InXMLEntity),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLEntity] = [
-  is(T.EOF, POP, STAY),
-  is(T.ALNUM, NEXT, S.InXMLEntity),
-  eq(':', NEXT, S.InXMLEntity),
-  eq('_', NEXT, S.InXMLEntity),
-  eq('.', NEXT, S.InXMLEntity),
-  eq('-', NEXT, S.InXMLEntity),
-  eq(';', NEXT, S.InXMLEntityEnd),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLEntityNumFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('x', NEXT, S.InXMLEntityHexNumFirst),
-  eq('X', NEXT, S.InXMLEntityHexNumFirst),
-  is(T.DIGIT, NEXT, S.InXMLEntityNum),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLEntityHexNumFirst] = [is(T.EOF, POP, STAY), is(T.XDIGIT, NEXT, S.InXMLEntityHexNum), is(T.ANY, POP, STAY)];
-RULES[S.InXMLEntityNum] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, NEXT, S.InXMLEntityNum),
-  eq(';', NEXT, S.InXMLEntityEnd),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLEntityHexNum] = [
-  is(T.EOF, POP, STAY),
-  is(T.XDIGIT, NEXT, S.InXMLEntityHexNum),
-  eq(';', NEXT, S.InXMLEntityEnd),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLEntityEnd] = [is(T.ANY, BINGO | CLEAR, S.Base, Y.XMLENTITY)];
-RULES[S.InTagFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('/', PUSH, S.InTagCloseFirst),
-  eq('!', PUSH, S.InCommentFirst),
-  eq('?', PUSH, S.InXMLBegin),
-  is(T.ASCLET, PUSH, S.InTagName),
-  eq(':', PUSH, S.InTagName),
-  eq('_', PUSH, S.InTagName),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InXMLBegin] = [is(T.EOF, POP, STAY), eq('x', NEXT, S.InTag), is(T.ANY, POP, STAY)];
-RULES[S.InTagCloseFirst] = [is(T.EOF, POP, STAY), is(T.ASCLET, NEXT, S.InTagName), is(T.ANY, POP, STAY)];
-RULES[S.InTagName] = [
-  is(T.EOF, POP, STAY),
-  eq('/', NEXT, S.InTagBeginEnd),
-  eq('>', NEXT, S.InTagEnd, 0, SP_TAGS),
-  is(T.SPACE, NEXT, S.InTag, 0, SP_TAGS),
-  is(T.ALNUM, NEXT, STAY),
-  eq(':', NEXT, STAY),
-  eq('_', NEXT, STAY),
-  eq('.', NEXT, STAY),
-  eq('-', NEXT, STAY),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InTagBeginEnd] = [is(T.EOF, POP, STAY), eq('>', NEXT, S.InTagEnd), is(T.ANY, POP, STAY)];
-RULES[S.InTag] = [
-  is(T.EOF, POP, STAY),
-  eq('>', NEXT, S.InTagEnd, 0, SP_TAGS),
-  eq("'", NEXT, S.InTagEscapeK),
-  eq('"', NEXT, S.InTagEscapeKK),
-  is(T.ASCLET, NEXT, STAY),
-  is(T.DIGIT, NEXT, STAY),
-  ...['=', '-', '_', '#', '/', ':', '.', '&', '?', '%', '~'].map((ch) => eq(ch, NEXT, STAY)),
-  is(T.SPACE, NEXT, STAY, 0, SP_TAGS),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InTagEscapeK] = [
-  is(T.EOF, POP, STAY),
-  eq('\\', PUSH, S.InTagBackSleshed),
-  eq("'", NEXT, S.InTag),
-  is(T.ANY, NEXT, S.InTagEscapeK),
-];
-RULES[S.InTagEscapeKK] = [
-  is(T.EOF, POP, STAY),
-  eq('\\', PUSH, S.InTagBackSleshed),
-  eq('"', NEXT, S.InTag),
-  is(T.ANY, NEXT, S.InTagEscapeKK),
-];
-RULES[S.InTagBackSleshed] = [is(T.EOF, POP, STAY), is(T.ANY, MERGE, STAY)];
-RULES[S.InTagEnd] = [is(T.ANY, BINGO | CLRALL, S.Base, Y.TAG)];
-RULES[S.InCommentFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('-', NEXT, S.InCommentLast),
-  eq('D', NEXT, S.InTag),
-  eq('d', NEXT, S.InTag),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InCommentLast] = [is(T.EOF, POP, STAY), eq('-', NEXT, S.InComment), is(T.ANY, POP, STAY)];
-RULES[S.InComment] = [is(T.EOF, POP, STAY), eq('-', NEXT, S.InCloseCommentFirst), is(T.ANY, NEXT, STAY)];
-RULES[S.InCloseCommentFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('-', NEXT, S.InCloseCommentLast),
-  is(T.ANY, NEXT, S.InComment),
-];
-RULES[S.InCloseCommentLast] = [
-  is(T.EOF, POP, STAY),
-  eq('-', NEXT, STAY),
-  eq('>', NEXT, S.InCommentEnd),
-  is(T.ANY, NEXT, S.InComment),
-];
-RULES[S.InCommentEnd] = [is(T.ANY, BINGO | CLRALL, S.Base, Y.TAG)];
-RULES[S.InHostFirstDomain] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InHostDomainSecond),
-  is(T.DIGIT, NEXT, S.InHost),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHostDomainSecond] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InHostDomain),
-  is(T.DIGIT, PUSH, S.InHost),
-  eq('-', PUSH, S.InHostFirstAN),
-  eq('_', PUSH, S.InHostFirstAN),
-  eq('.', PUSH, S.InHostFirstDomain),
-  eq('@', PUSH, S.InEmail),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHostDomain] = [
-  is(T.EOF, BINGO | CLRALL, S.Base, Y.HOST),
-  is(T.ASCLET, NEXT, S.InHostDomain),
-  is(T.DIGIT, PUSH, S.InHost),
-  eq(':', PUSH, S.InPortFirst),
-  eq('-', PUSH, S.InHostFirstAN),
-  eq('_', PUSH, S.InHostFirstAN),
-  eq('.', PUSH, S.InHostFirstDomain),
-  eq('@', PUSH, S.InEmail),
-  is(T.DIGIT, POP, STAY),
-  is(T.STOPHOST, BINGO | CLRALL, S.InURLPathStart, Y.HOST),
-  eq('/', PUSH, S.InFURL),
-  is(T.ANY, BINGO | CLRALL, S.Base, Y.HOST),
-];
-RULES[S.InPortFirst] = [is(T.EOF, POP, STAY), is(T.DIGIT, NEXT, S.InPort), is(T.ANY, POP, STAY)];
-RULES[S.InPort] = [
-  is(T.EOF, BINGO | CLRALL, S.Base, Y.HOST),
-  is(T.DIGIT, NEXT, S.InPort),
-  is(T.STOPHOST, BINGO | CLRALL, S.InURLPathStart, Y.HOST),
-  eq('/', PUSH, S.InFURL),
-  is(T.ANY, BINGO | CLRALL, S.Base, Y.HOST),
-];
-RULES[S.InHostFirstAN] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, NEXT, S.InHost),
-  is(T.ASCLET, NEXT, S.InHost),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHost] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, NEXT, S.InHost),
-  is(T.ASCLET, NEXT, S.InHost),
-  eq('@', PUSH, S.InEmail),
-  eq('.', PUSH, S.InHostFirstDomain),
-  eq('-', PUSH, S.InHostFirstAN),
-  eq('_', PUSH, S.InHostFirstAN),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InEmail] = [is(T.STOPHOST, POP, STAY), is(T.HOST, BINGO | CLRALL, S.Base, Y.EMAIL), is(T.ANY, POP, STAY)];
-RULES[S.InFileFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InFile),
-  is(T.DIGIT, NEXT, S.InFile),
-  eq('.', NEXT, S.InPathFirst),
-  eq('_', NEXT, S.InFile),
-  eq('~', PUSH, S.InFileTwiddle),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InFileTwiddle] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InFile),
-  is(T.DIGIT, NEXT, S.InFile),
-  eq('_', NEXT, S.InFile),
-  eq('/', NEXT, S.InFileFirst),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InPathFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InFile),
-  is(T.DIGIT, NEXT, S.InFile),
-  eq('_', NEXT, S.InFile),
-  eq('.', NEXT, S.InPathSecond),
-  eq('/', NEXT, S.InFileFirst),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InPathFirstFirst] = [
-  is(T.EOF, POP, STAY),
-  eq('.', NEXT, S.InPathSecond),
-  eq('/', NEXT, S.InFileFirst),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InPathSecond] = [
-  is(T.EOF, BINGO | CLEAR, S.Base, Y.FILEPATH),
-  eq('/', NEXT | PUSH, S.InFileFirst),
-  eq('/', BINGO | CLEAR, S.Base, Y.FILEPATH),
-  is(T.SPACE, BINGO | CLEAR, S.Base, Y.FILEPATH),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InFile] = [
-  is(T.EOF, BINGO, S.Base, Y.FILEPATH),
-  is(T.ASCLET, NEXT, S.InFile),
-  is(T.DIGIT, NEXT, S.InFile),
-  eq('.', PUSH, S.InFileNext),
-  eq('_', NEXT, S.InFile),
-  eq('-', NEXT, S.InFile),
-  eq('/', PUSH, S.InFileFirst),
-  is(T.ANY, BINGO, S.Base, Y.FILEPATH),
-];
-RULES[S.InFileNext] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, CLEAR, S.InFile),
-  is(T.DIGIT, CLEAR, S.InFile),
-  eq('_', CLEAR, S.InFile),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InURLPathFirst] = [is(T.EOF, POP, STAY), is(T.URLCHAR, NEXT, S.InURLPath), is(T.ANY, POP, STAY)];
-RULES[S.InURLPathStart] = [is(T.ANY, NEXT, S.InURLPath)];
-RULES[S.InURLPath] = [
-  is(T.EOF, BINGO, S.Base, Y.URLPATH),
-  is(T.URLCHAR, NEXT, S.InURLPath),
-  is(T.ANY, BINGO, S.Base, Y.URLPATH),
-];
-RULES[S.InFURL] = [is(T.EOF, POP, STAY), is(T.URLPATH, BINGO | CLRALL, S.Base, Y.URL, SP_FURL), is(T.ANY, POP, STAY)];
-RULES[S.InProtocolFirst] = [is(T.EOF, POP, STAY), eq('/', NEXT, S.InProtocolSecond), is(T.ANY, POP, STAY)];
-RULES[S.InProtocolSecond] = [is(T.EOF, POP, STAY), eq('/', NEXT, S.InProtocolEnd), is(T.ANY, POP, STAY)];
-RULES[S.InProtocolEnd] = [is(T.ANY, BINGO | CLRALL, S.Base, Y.PROTOCOL)];
-RULES[S.InHyphenAsciiWordFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.ASCLET, NEXT, S.InHyphenAsciiWord),
-  is(T.ALPHA, NEXT, S.InHyphenWord),
-  is(T.DIGIT, NEXT, S.InHyphenDigitLookahead),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHyphenAsciiWord] = [
-  is(T.EOF, BINGO | CLRALL, S.InParseHyphen, Y.ASCIIHWORD, SP_HYPHEN),
-  is(T.ASCLET, NEXT, S.InHyphenAsciiWord),
-  is(T.ALPHA, NEXT, S.InHyphenWord),
-  is(T.SPECIAL, NEXT, S.InHyphenWord),
-  is(T.DIGIT, NEXT, S.InHyphenNumWord),
-  eq('-', PUSH, S.InHyphenAsciiWordFirst),
-  is(T.ANY, BINGO | CLRALL, S.InParseHyphen, Y.ASCIIHWORD, SP_HYPHEN),
-];
-RULES[S.InHyphenWordFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.ALPHA, NEXT, S.InHyphenWord),
-  is(T.DIGIT, NEXT, S.InHyphenDigitLookahead),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHyphenWord] = [
-  is(T.EOF, BINGO | CLRALL, S.InParseHyphen, Y.HWORD, SP_HYPHEN),
-  is(T.ALPHA, NEXT, S.InHyphenWord),
-  is(T.SPECIAL, NEXT, S.InHyphenWord),
-  is(T.DIGIT, NEXT, S.InHyphenNumWord),
-  eq('-', PUSH, S.InHyphenWordFirst),
-  is(T.ANY, BINGO | CLRALL, S.InParseHyphen, Y.HWORD, SP_HYPHEN),
-];
-RULES[S.InHyphenNumWordFirst] = [
-  is(T.EOF, POP, STAY),
-  is(T.ALPHA, NEXT, S.InHyphenNumWord),
-  is(T.DIGIT, NEXT, S.InHyphenDigitLookahead),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHyphenNumWord] = [
-  is(T.EOF, BINGO | CLRALL, S.InParseHyphen, Y.NUMHWORD, SP_HYPHEN),
-  is(T.ALNUM, NEXT, S.InHyphenNumWord),
-  is(T.SPECIAL, NEXT, S.InHyphenNumWord),
-  eq('-', PUSH, S.InHyphenNumWordFirst),
-  is(T.ANY, BINGO | CLRALL, S.InParseHyphen, Y.NUMHWORD, SP_HYPHEN),
-];
-RULES[S.InHyphenDigitLookahead] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, NEXT, S.InHyphenDigitLookahead),
-  is(T.ALPHA, NEXT, S.InHyphenNumWord),
-  is(T.SPECIAL, NEXT, S.InHyphenNumWord),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InParseHyphen] = [
-  is(T.EOF, RERUN, S.Base),
-  is(T.ASCLET, NEXT, S.InHyphenAsciiWordPart),
-  is(T.ALPHA, NEXT, S.InHyphenWordPart),
-  is(T.DIGIT, PUSH, S.InHyphenUnsignedInt),
-  eq('-', PUSH, S.InParseHyphenHyphen),
-  is(T.ANY, RERUN, S.Base),
-];
-RULES[S.InParseHyphenHyphen] = [
-  is(T.EOF, POP, STAY),
-  is(T.ALNUM, BINGO | CLEAR, S.InParseHyphen, Y.SPACE),
-  is(T.SPECIAL, BINGO | CLEAR, S.InParseHyphen, Y.SPACE),
-  is(T.ANY, POP, STAY),
-];
-RULES[S.InHyphenWordPart] = [
-  is(T.EOF, BINGO, S.Base, Y.PARTHWORD),
-  is(T.ALPHA, NEXT, S.InHyphenWordPart),
-  is(T.SPECIAL, NEXT, S.InHyphenWordPart),
-  is(T.DIGIT, NEXT, S.InHyphenNumWordPart),
-  is(T.ANY, BINGO, S.InParseHyphen, Y.PARTHWORD),
-];
-RULES[S.InHyphenAsciiWordPart] = [
-  is(T.EOF, BINGO, S.Base, Y.ASCIIPARTHWORD),
-  is(T.ASCLET, NEXT, S.InHyphenAsciiWordPart),
-  is(T.ALPHA, NEXT, S.InHyphenWordPart),
-  is(T.SPECIAL, NEXT, S.InHyphenWordPart),
-  is(T.DIGIT, NEXT, S.InHyphenNumWordPart),
-  is(T.ANY, BINGO, S.InParseHyphen, Y.ASCIIPARTHWORD),
-];
-RULES[S.InHyphenNumWordPart] = [
-  is(T.EOF, BINGO, S.Base, Y.NUMPARTHWORD),
-  is(T.ALNUM, NEXT, S.InHyphenNumWordPart),
-  is(T.SPECIAL, NEXT, S.InHyphenNumWordPart),
-  is(T.ANY, BINGO, S.InParseHyphen, Y.NUMPARTHWORD),
-];
-RULES[S.InHyphenUnsignedInt] = [
-  is(T.EOF, POP, STAY),
-  is(T.DIGIT, NEXT, STAY),
-  is(T.ALPHA, CLEAR, S.InHyphenNumWordPart),
-  is(T.SPECIAL, CLEAR, S.InHyphenNumWordPart),
-  is(T.ANY, POP, STAY),
-];
+/**
+ * The parser's states and their rules, in PostgreSQL's order (`actionTPS_*`): the first rule whose
+ * test passes applies. A state's line (and the indented lines after it) lists its rules, each written
+ * `test[flags][>next state][!token type][@special]`: the test is a character in quotes or a class
+ * (`ANY` passes always); the flags are `+` push, `^` pop, `~` clear, `*` clear all, `=` merge and
+ * `&` rerun; a token type means bingo (the token is found); no next state means staying.
+ */
+const TABLE = `
+Base                   EOF '<'+>InTagFirst IGNORE>InSpace ASCLET>InAsciiWord ALPHA>InWord DIGIT>InUnsignedInt
+                      '-'+>InSignedIntFirst '+'+>InSignedIntFirst '&'+>InXMLEntityFirst '~'+>InFileTwiddle
+                      '/'+>InFileFirst '.'+>InPathFirstFirst ANY>InSpace
+InNumWord              EOF>Base!NUMWORD ALNUM>InNumWord SPECIAL>InNumWord '@'+>InEmail '/'+>InFileFirst
+                      '.'+>InFileNext '-'+>InHyphenNumWordFirst ANY>Base!NUMWORD
+InAsciiWord            EOF>Base!ASCIIWORD ASCLET '.'+>InHostFirstDomain '.'+>InFileNext '-'+>InHostFirstAN
+                      '-'+>InHyphenAsciiWordFirst '_'+>InHostFirstAN '@'+>InEmail ':'+>InProtocolFirst
+                      '/'+>InFileFirst DIGIT+>InHost DIGIT>InNumWord ALPHA>InWord SPECIAL>InWord
+                      ANY>Base!ASCIIWORD
+InWord                 EOF>Base!WORD ALPHA SPECIAL DIGIT>InNumWord '-'+>InHyphenWordFirst ANY>Base!WORD
+InUnsignedInt          EOF>Base!UNSIGNEDINT DIGIT '.'+>InHostFirstDomain '.'+>InUDecimalFirst
+                      'e'+>InMantissaFirst 'E'+>InMantissaFirst '-'+>InHostFirstAN '_'+>InHostFirstAN
+                      '@'+>InEmail ASCLET+>InHost ALPHA>InNumWord SPECIAL>InNumWord '/'+>InFileFirst
+                      ANY>Base!UNSIGNEDINT
+InSignedIntFirst       EOF^ DIGIT~>InSignedInt ANY^
+InSignedInt            EOF>Base!SIGNEDINT DIGIT '.'+>InDecimalFirst 'e'+>InMantissaFirst 'E'+>InMantissaFirst
+                      ANY>Base!SIGNEDINT
+InSpace                EOF>Base!SPACE '<'>Base!SPACE IGNORE '-'>Base!SPACE '+'>Base!SPACE '&'>Base!SPACE
+                      '/'>Base!SPACE NOTALNUM>InSpace ANY>Base!SPACE
+InUDecimalFirst        EOF^ DIGIT~>InUDecimal ANY^
+InUDecimal             EOF>Base!DECIMAL DIGIT>InUDecimal '.'+>InVersionFirst 'e'+>InMantissaFirst
+                      'E'+>InMantissaFirst ANY>Base!DECIMAL
+InDecimalFirst         EOF^ DIGIT~>InDecimal ANY^
+InDecimal              EOF>Base!DECIMAL DIGIT>InDecimal '.'+>InVerVersion 'e'+>InMantissaFirst
+                      'E'+>InMantissaFirst ANY>Base!DECIMAL
+InVerVersion           EOF^ DIGIT&>InSVerVersion@ververs ANY^
+InSVerVersion          EOF^ DIGIT*>InUnsignedInt!SPACE ANY
+InVersionFirst         EOF^ DIGIT~>InVersion ANY^
+InVersion              EOF>Base!VERSIONNUMBER DIGIT>InVersion '.'+>InVersionFirst ANY>Base!VERSIONNUMBER
+InMantissaFirst        EOF^ DIGIT~>InMantissa '+'>InMantissaSign '-'>InMantissaSign ANY^
+InMantissaSign         EOF^ DIGIT~>InMantissa ANY^
+InMantissa             EOF>Base!SCIENTIFIC DIGIT>InMantissa ANY>Base!SCIENTIFIC
+InXMLEntityFirst       EOF^ '#'>InXMLEntityNumFirst ASCLET>InXMLEntity ':'>InXMLEntity '_'>InXMLEntity ANY^
+InXMLEntity            EOF^ ALNUM>InXMLEntity ':'>InXMLEntity '_'>InXMLEntity '.'>InXMLEntity '-'>InXMLEntity
+                      ';'>InXMLEntityEnd ANY^
+InXMLEntityNumFirst    EOF^ 'x'>InXMLEntityHexNumFirst 'X'>InXMLEntityHexNumFirst DIGIT>InXMLEntityNum ANY^
+InXMLEntityNum         EOF^ DIGIT>InXMLEntityNum ';'>InXMLEntityEnd ANY^
+InXMLEntityHexNumFirst EOF^ XDIGIT>InXMLEntityHexNum ANY^
+InXMLEntityHexNum      EOF^ XDIGIT>InXMLEntityHexNum ';'>InXMLEntityEnd ANY^
+InXMLEntityEnd         ANY~>Base!XMLENTITY
+InTagFirst             EOF^ '/'+>InTagCloseFirst '!'+>InCommentFirst '?'+>InXMLBegin ASCLET+>InTagName
+                      ':'+>InTagName '_'+>InTagName ANY^
+InXMLBegin             EOF^ 'x'>InTag ANY^
+InTagCloseFirst        EOF^ ASCLET>InTagName ANY^
+InTagName              EOF^ '/'>InTagBeginEnd '>'>InTagEnd@tags SPACE>InTag@tags ALNUM ':' '_' '.' '-' ANY^
+InTagBeginEnd          EOF^ '>'>InTagEnd ANY^
+InTag                  EOF^ '>'>InTagEnd@tags '''>InTagEscapeK '"'>InTagEscapeKK ASCLET DIGIT '=' '-' '_' '#'
+                      '/' ':' '.' '&' '?' '%' '~' SPACE@tags ANY^
+InTagEscapeK           EOF^ '\\'+>InTagBackSleshed '''>InTag ANY>InTagEscapeK
+InTagEscapeKK          EOF^ '\\'+>InTagBackSleshed '"'>InTag ANY>InTagEscapeKK
+InTagBackSleshed       EOF^ ANY=
+InTagEnd               ANY*>Base!TAG
+InCommentFirst         EOF^ '-'>InCommentLast 'D'>InTag 'd'>InTag ANY^
+InCommentLast          EOF^ '-'>InComment ANY^
+InComment              EOF^ '-'>InCloseCommentFirst ANY
+InCloseCommentFirst    EOF^ '-'>InCloseCommentLast ANY>InComment
+InCloseCommentLast     EOF^ '-' '>'>InCommentEnd ANY>InComment
+InCommentEnd           ANY*>Base!TAG
+InHostFirstDomain      EOF^ ASCLET>InHostDomainSecond DIGIT>InHost ANY^
+InHostDomainSecond     EOF^ ASCLET>InHostDomain DIGIT+>InHost '-'+>InHostFirstAN '_'+>InHostFirstAN
+                      '.'+>InHostFirstDomain '@'+>InEmail ANY^
+InHostDomain           EOF*>Base!HOST ASCLET>InHostDomain DIGIT+>InHost ':'+>InPortFirst '-'+>InHostFirstAN
+                      '_'+>InHostFirstAN '.'+>InHostFirstDomain '@'+>InEmail DIGIT^
+                      STOPHOST*>InURLPathStart!HOST '/'+>InFURL ANY*>Base!HOST
+InPortFirst            EOF^ DIGIT>InPort ANY^
+InPort                 EOF*>Base!HOST DIGIT>InPort STOPHOST*>InURLPathStart!HOST '/'+>InFURL ANY*>Base!HOST
+InHostFirstAN          EOF^ DIGIT>InHost ASCLET>InHost ANY^
+InHost                 EOF^ DIGIT>InHost ASCLET>InHost '@'+>InEmail '.'+>InHostFirstDomain '-'+>InHostFirstAN
+                      '_'+>InHostFirstAN ANY^
+InEmail                STOPHOST^ HOST*>Base!EMAIL ANY^
+InFileFirst            EOF^ ASCLET>InFile DIGIT>InFile '.'>InPathFirst '_'>InFile '~'+>InFileTwiddle ANY^
+InFileTwiddle          EOF^ ASCLET>InFile DIGIT>InFile '_'>InFile '/'>InFileFirst ANY^
+InPathFirst            EOF^ ASCLET>InFile DIGIT>InFile '_'>InFile '.'>InPathSecond '/'>InFileFirst ANY^
+InPathFirstFirst       EOF^ '.'>InPathSecond '/'>InFileFirst ANY^
+InPathSecond           EOF~>Base!FILEPATH '/'+>InFileFirst '/'~>Base!FILEPATH SPACE~>Base!FILEPATH ANY^
+InFile                 EOF>Base!FILEPATH ASCLET>InFile DIGIT>InFile '.'+>InFileNext '_'>InFile '-'>InFile
+                      '/'+>InFileFirst ANY>Base!FILEPATH
+InFileNext             EOF^ ASCLET~>InFile DIGIT~>InFile '_'~>InFile ANY^
+InURLPathFirst         EOF^ URLCHAR>InURLPath ANY^
+InURLPathStart         ANY>InURLPath
+InURLPath              EOF>Base!URLPATH URLCHAR>InURLPath ANY>Base!URLPATH
+InFURL                 EOF^ URLPATH*>Base!URL@furl ANY^
+InProtocolFirst        EOF^ '/'>InProtocolSecond ANY^
+InProtocolSecond       EOF^ '/'>InProtocolEnd ANY^
+InProtocolEnd          ANY*>Base!PROTOCOL
+InHyphenAsciiWordFirst EOF^ ASCLET>InHyphenAsciiWord ALPHA>InHyphenWord DIGIT>InHyphenDigitLookahead ANY^
+InHyphenAsciiWord      EOF*>InParseHyphen!ASCIIHWORD@hyphen ASCLET>InHyphenAsciiWord ALPHA>InHyphenWord
+                      SPECIAL>InHyphenWord DIGIT>InHyphenNumWord '-'+>InHyphenAsciiWordFirst
+                      ANY*>InParseHyphen!ASCIIHWORD@hyphen
+InHyphenWordFirst      EOF^ ALPHA>InHyphenWord DIGIT>InHyphenDigitLookahead ANY^
+InHyphenWord           EOF*>InParseHyphen!HWORD@hyphen ALPHA>InHyphenWord SPECIAL>InHyphenWord
+                      DIGIT>InHyphenNumWord '-'+>InHyphenWordFirst ANY*>InParseHyphen!HWORD@hyphen
+InHyphenNumWordFirst   EOF^ ALPHA>InHyphenNumWord DIGIT>InHyphenDigitLookahead ANY^
+InHyphenNumWord        EOF*>InParseHyphen!NUMHWORD@hyphen ALNUM>InHyphenNumWord SPECIAL>InHyphenNumWord
+                      '-'+>InHyphenNumWordFirst ANY*>InParseHyphen!NUMHWORD@hyphen
+InHyphenDigitLookahead EOF^ DIGIT>InHyphenDigitLookahead ALPHA>InHyphenNumWord SPECIAL>InHyphenNumWord ANY^
+InParseHyphen          EOF&>Base ASCLET>InHyphenAsciiWordPart ALPHA>InHyphenWordPart DIGIT+>InHyphenUnsignedInt
+                      '-'+>InParseHyphenHyphen ANY&>Base
+InParseHyphenHyphen    EOF^ ALNUM~>InParseHyphen!SPACE SPECIAL~>InParseHyphen!SPACE ANY^
+InHyphenWordPart       EOF>Base!PARTHWORD ALPHA>InHyphenWordPart SPECIAL>InHyphenWordPart
+                      DIGIT>InHyphenNumWordPart ANY>InParseHyphen!PARTHWORD
+InHyphenAsciiWordPart  EOF>Base!ASCIIPARTHWORD ASCLET>InHyphenAsciiWordPart ALPHA>InHyphenWordPart
+                      SPECIAL>InHyphenWordPart DIGIT>InHyphenNumWordPart ANY>InParseHyphen!ASCIIPARTHWORD
+InHyphenNumWordPart    EOF>Base!NUMPARTHWORD ALNUM>InHyphenNumWordPart SPECIAL>InHyphenNumWordPart
+                      ANY>InParseHyphen!NUMPARTHWORD
+InHyphenUnsignedInt    EOF^ DIGIT ALPHA~>InHyphenNumWordPart SPECIAL~>InHyphenNumWordPart ANY^
+`;
+
+const FLAG_OF: Record<string, number> = { '+': PUSH, '^': POP, '~': CLEAR, '*': CLRALL, '=': MERGE, '&': RERUN };
+const SPECIAL_OF: Record<string, number> = { tags: SP_TAGS, furl: SP_FURL, hyphen: SP_HYPHEN, ververs: SP_VERVERSION };
+
+/** State numbers by name, and each state's rules flattened, six numbers a rule: test, character, flags, next, type, special. */
+const { S, FLAT } = (() => {
+  const states = TABLE.trim()
+    .split(/\n(?=\S)/)
+    .map((block) => block.trim().split(/\s+/));
+  const S: Record<string, number> = Object.fromEntries(states.map(([name], i) => [name!, i]));
+  const FLAT = states.map(([, ...rules]) =>
+    Int32Array.from(
+      rules.flatMap((rule) => {
+        const m = /^('.'|[A-Z]+)([+^~*=&]*)(?:>(\w+))?(?:!(\w+))?(?:@(\w+))?$/.exec(rule);
+        if (!m) throw new Error(`parser table: bad rule ${rule}`);
+        const [, test, flags, next, type, special] = m;
+        const quoted = test!.startsWith("'");
+        return [
+          quoted ? T.EQ : T[test as keyof typeof T],
+          quoted ? test!.charCodeAt(1) : 0,
+          [...flags!].reduce((f, ch) => f | FLAG_OF[ch]!, type ? BINGO : 0),
+          next ? S[next]! : STAY,
+          type ? Y[type as keyof typeof Y] : 0,
+          special ? SPECIAL_OF[special]! : 0,
+        ];
+      }),
+    ),
+  );
+  return { S, FLAT };
+})();
+const BASE = S['Base']!;
+const URLPATH_FIRST = S['InURLPathFirst']!;
 
 // Character classes of one code point (bits), for the tests above.
-const ALPHA = 1;
-const DIGIT = 2;
-const SPACE = 4;
-const SPECIAL = 8;
-const URLCHAR = 16;
-const XDIGIT = 32;
+const [ALPHA, DIGIT, SPACE, SPECIAL, URLCHAR, XDIGIT] = [1, 2, 4, 8, 16, 32] as const;
 
 const ASCII_CLASSES = new Uint8Array(128);
 for (let i = 0; i < 128; i++) {
@@ -662,13 +230,7 @@ for (let i = 0; i < 128; i++) {
   ASCII_CLASSES[i] = k;
 }
 
-const DOT = 0x2e;
-const HYPHEN = 0x2d;
-const PLUS = 0x2b;
-const UNDERSCORE = 0x5f;
-const COLON = 0x3a;
-const SLASH = 0x2f;
-const TILDE = 0x7e;
+const [DOT, HYPHEN, PLUS, UNDERSCORE, COLON, SLASH, TILDE] = [0x2e, 0x2d, 0x2b, 0x5f, 0x3a, 0x2f, 0x7e] as const;
 
 /** ASCII characters after which a run of ASCII letters is not yet a whole word. */
 const WORD_GOES_ON = new Uint8Array(128);
@@ -743,8 +305,6 @@ function classesOf(cp: number): number {
   return k;
 }
 
-/** The rules flattened, six numbers a rule, for the parser's inner loop. */
-const FLAT: Int32Array[] = RULES.map((rules) => Int32Array.from(rules.flat()));
 const RULE = 6;
 
 /**
@@ -771,10 +331,10 @@ class Parser {
     readonly cps: Uint32Array,
     from: number,
     readonly end: number,
-    state: number = S.Base,
+    state: number = BASE,
   ) {
-    this.push(from, 0, S.Base);
-    if (state !== S.Base) this.push(from, 0, state);
+    this.push(from, 0, BASE);
+    if (state !== BASE) this.push(from, 0, state);
   }
 
   private push(pos: number, len: number, state: number): void {
@@ -827,9 +387,9 @@ class Parser {
         this.wantHost = false;
         return true;
       case T.HOST:
-        return this.subToken(S.Base, Y.HOST, true);
+        return this.subToken(BASE, Y.HOST, true);
       case T.URLPATH:
-        return this.subToken(S.InURLPathFirst, Y.URLPATH, false);
+        return this.subToken(URLPATH_FIRST, Y.URLPATH, false);
     }
     return false;
   }
@@ -935,7 +495,7 @@ class Parser {
   next(): boolean {
     let d = this.depth - 1;
     if (this.pos[d]! >= this.end) return false;
-    if (this.state[d] === S.Base && !this.ignore && this.fast(d)) return true;
+    if (this.state[d] === BASE && !this.ignore && this.fast(d)) return true;
     this.tokenStart = this.pos[d]!;
     this.pushed[d] = -1;
     let flags = 0;
