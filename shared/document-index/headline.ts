@@ -14,6 +14,10 @@
  * query names twice counts twice, as PostgreSQL copies the word for each operand), stretched by up to
  * (40 - its length) / 2 words to the left and then to the right up to 40 words, both ends cut back
  * past tokens of 3 bytes or less and past non-words and numbers. With no match, the first 15 words.
+ * Tags print as a space; hyphenated words and URLs print through their parts, which follow them.
+ *
+ * Cost: words' lexemes are memoized (50,000 words), and a text's tokens with their lexemes are kept
+ * from the second time it is seen (2,000 texts): a search's best chunks often come back.
  */
 import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
 import { parseTokens, TokenType as Y } from './ts-parser.js';
@@ -97,7 +101,7 @@ let stemmed = new Map<string, string | null>();
 let simple = new Map<string, string | null>();
 
 /** The lexeme `english` gives a token of a lexized type (null: a stop word or empty). Memoized by text. */
-function lexeme(type: number, text: string): string | null {
+function lexize(type: number, text: string): string | null {
   const memo = STEMMED[type] ? stemmed : simple;
   let found = memo.get(text);
   if (found === undefined) {
@@ -112,6 +116,16 @@ function lexeme(type: number, text: string): string | null {
     (STEMMED[type] ? stemmed : simple).set(text, found);
   }
   return found;
+}
+
+/** Empties the memos (a benchmark's cold start): all of them, or only the texts (new texts of known words). */
+export function resetHeadlineMemos(which: 'all' | 'texts' = 'all'): void {
+  texts = new Map();
+  seen = new Set();
+  if (which === 'texts') return;
+  stems = new Map();
+  stemmed = new Map();
+  simple = new Map();
 }
 
 /**
@@ -154,23 +168,69 @@ interface HeadlineWord {
   in: boolean;
 }
 
+/** A text's tokens with what the query does not change: type, text, lexeme (null: none), position. */
+interface LexizedText {
+  types: number[];
+  texts: string[];
+  lexemes: (string | null)[];
+  positions: number[];
+}
+
+/**
+ * Texts read and lexized, by text: a search's best chunks come back for the next searches. A text is
+ * kept the second time it is seen (`seen` holds those seen once), so one-off texts cost no memo churn.
+ */
+let texts = new Map<string, LexizedText>();
+let seen = new Set<string>();
+/** Texts memoized (and texts seen once) at most; cleared when full. */
+const TEXT_MEMO_SIZE = 2_000;
+
+/** The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped). Memoized. */
+function lexized(text: string): LexizedText {
+  let found = texts.get(text);
+  if (found) return found;
+  found = { types: [], texts: [], lexemes: [], positions: [] };
+  let position = 0;
+  for (const { type, text: t } of parseTokens(text)) {
+    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) continue;
+    let lexeme: string | null = null;
+    if (!IGNORED[type]) {
+      position++;
+      lexeme = lexize(type, t);
+    }
+    found.types.push(type);
+    found.texts.push(t);
+    found.lexemes.push(lexeme);
+    found.positions.push(lexeme === null ? 0 : Math.min(position, MAX_POSITION));
+  }
+  if (!seen.has(text)) {
+    if (seen.size >= TEXT_MEMO_SIZE) seen = new Set();
+    seen.add(text);
+  } else {
+    if (texts.size >= TEXT_MEMO_SIZE) texts = new Map();
+    texts.set(text, found);
+  }
+  return found;
+}
+
 /** The text's tokens with positions and query matches (`hlparsetext`). */
 function headlineWords(text: string, query: ReadonlySet<string>): HeadlineWord[] {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
+  const { types, texts: tokens, lexemes, positions } = lexized(text);
   const words: HeadlineWord[] = [];
-  let position = 0;
-  for (const token of parseTokens(text)) {
-    if (token.text.length * 3 >= MAX_TOKEN_BYTES && byteLength(token.text) >= MAX_TOKEN_BYTES) continue;
-    const word: HeadlineWord = { type: token.type, text: token.text, pos: 0, item: false, repeated: false, in: false };
+  for (let i = 0; i < tokens.length; i++) {
+    const lexeme = lexemes[i]!;
+    const item = lexeme !== null && query.has(lexeme);
+    const word: HeadlineWord = {
+      type: types[i]!,
+      text: tokens[i]!,
+      pos: positions[i]!,
+      item,
+      repeated: false,
+      in: false,
+    };
     words.push(word);
-    if (IGNORED[token.type]) continue;
-    position++;
-    const found = lexeme(token.type, token.text);
-    if (found === null) continue;
-    word.pos = Math.min(position, MAX_POSITION);
-    if (!query.has(found)) continue;
-    word.item = true;
-    for (let n = operands?.get(found) ?? 1; n > 1; n--) words.push({ ...word, repeated: true });
+    if (item) for (let n = operands?.get(lexeme) ?? 1; n > 1; n--) words.push({ ...word, repeated: true });
   }
   return words;
 }
