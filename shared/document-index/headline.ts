@@ -1,4 +1,3 @@
-// @workflow-safe: pure text functions, no I/O.
 /**
  * Search snippets written in the API process: what PostgreSQL's
  * `ts_headline('english', text, q, 'MaxWords=40, MinWords=15, MaxFragments=1')` returns, for an OR
@@ -20,6 +19,7 @@
  * from the second time it is seen (2,000 texts): a search's best chunks often come back.
  */
 import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
+import { onProcessReset } from '../process-state.js';
 import { parseTokens, TokenType as Y } from './ts-parser.js';
 
 export { ENGLISH_STOP_WORDS } from './english-stem.js';
@@ -79,7 +79,21 @@ function lower(text: string): string {
   return out;
 }
 
-let stems = new Map<string, string>();
+/**
+ * The memos: words' stems, tokens' lexemes (of `english_stem` and of `simple`), texts' tokens, texts
+ * seen once. Pure functions of their keys, the same for every app; each map is cleared when full.
+ */
+let memo = emptyMemos();
+function emptyMemos() {
+  return {
+    stems: new Map<string, string>(),
+    stemmed: new Map<string, string | null>(),
+    simple: new Map<string, string | null>(),
+    texts: new Map<string, LexizedText>(),
+    seen: new Set<string>(),
+  };
+}
+onProcessReset('shared/document-index/headline.ts#memo', () => (memo = emptyMemos()));
 
 /**
  * What PostgreSQL's `english_stem` dictionary gives for a lower-cased word that is not a stop word
@@ -87,45 +101,34 @@ let stems = new Map<string, string>();
  * Memoized.
  */
 export function englishStem(word: string): string {
-  let stem = stems.get(word);
+  let stem = memo.stems.get(word);
   if (stem === undefined) {
     stem = byteLength(word) > MAX_STEMMED_BYTES ? word : snowballEnglish(word);
-    if (stems.size >= MEMO_SIZE) stems = new Map();
-    stems.set(word, stem);
+    if (memo.stems.size >= MEMO_SIZE) memo.stems = new Map();
+    memo.stems.set(word, stem);
   }
   return stem;
 }
 
-/** Memoized lexemes of `english_stem` tokens and of `simple` ones, by token text. */
-let stemmed = new Map<string, string | null>();
-let simple = new Map<string, string | null>();
-
 /** The lexeme `english` gives a token of a lexized type (null: a stop word or empty). Memoized by text. */
 function lexize(type: number, text: string): string | null {
-  const memo = STEMMED[type] ? stemmed : simple;
-  let found = memo.get(text);
+  const key = STEMMED[type] ? 'stemmed' : 'simple';
+  let found = memo[key].get(text);
   if (found === undefined) {
     const low = lower(text);
     if (!STEMMED[type]) found = low === '' ? null : low;
     else if (byteLength(text) > MAX_STEMMED_BYTES) found = low;
     else found = low === '' || ENGLISH_STOP_WORDS.has(low) ? null : englishStem(low);
-    if (memo.size >= MEMO_SIZE) {
-      if (memo === stemmed) stemmed = new Map();
-      else simple = new Map();
-    }
-    (STEMMED[type] ? stemmed : simple).set(text, found);
+    if (memo[key].size >= MEMO_SIZE) memo[key] = new Map();
+    memo[key].set(text, found);
   }
   return found;
 }
 
 /** Empties the memos (a benchmark's cold start): all of them, or only the texts (new texts of known words). */
 export function resetHeadlineMemos(which: 'all' | 'texts' = 'all'): void {
-  texts = new Map();
-  seen = new Set();
-  if (which === 'texts') return;
-  stems = new Map();
-  stemmed = new Map();
-  simple = new Map();
+  if (which === 'all') memo = emptyMemos();
+  else Object.assign(memo, { texts: new Map(), seen: new Set() });
 }
 
 /**
@@ -177,17 +180,14 @@ interface LexizedText {
 }
 
 /**
- * Texts read and lexized, by text: a search's best chunks come back for the next searches. A text is
- * kept the second time it is seen (`seen` holds those seen once), so one-off texts cost no memo churn.
+ * Texts memoized (and texts seen once) at most. A search's best chunks come back for the next
+ * searches; a text is kept the second time it is seen, so one-off texts cost no memo churn.
  */
-let texts = new Map<string, LexizedText>();
-let seen = new Set<string>();
-/** Texts memoized (and texts seen once) at most; cleared when full. */
 const TEXT_MEMO_SIZE = 2_000;
 
 /** The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped). Memoized. */
 function lexized(text: string): LexizedText {
-  let found = texts.get(text);
+  let found = memo.texts.get(text);
   if (found) return found;
   found = { types: [], texts: [], lexemes: [], positions: [] };
   let position = 0;
@@ -203,12 +203,12 @@ function lexized(text: string): LexizedText {
     found.lexemes.push(lexeme);
     found.positions.push(lexeme === null ? 0 : Math.min(position, MAX_POSITION));
   }
-  if (!seen.has(text)) {
-    if (seen.size >= TEXT_MEMO_SIZE) seen = new Set();
-    seen.add(text);
+  if (!memo.seen.has(text)) {
+    if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
+    memo.seen.add(text);
   } else {
-    if (texts.size >= TEXT_MEMO_SIZE) texts = new Map();
-    texts.set(text, found);
+    if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
+    memo.texts.set(text, found);
   }
   return found;
 }

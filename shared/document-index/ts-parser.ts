@@ -1,4 +1,3 @@
-// @workflow-safe: pure text functions, no I/O.
 /**
  * PostgreSQL's default text search parser (`src/backend/tsearch/wparser_def.c`, PostgreSQL 18) in the
  * API process: the same state machine, state for state and rule for rule, so the tokens and their
@@ -6,6 +5,7 @@
  * `C.UTF-8` libc locale (glibc's `iswalpha` and friends): ASCII as in C, other letters and other
  * scripts' digits alphabetic, combining marks "special" (part of a word, never its start).
  */
+import { onProcessReset } from '../process-state.js';
 
 /** Token types, numbered as PostgreSQL numbers them (`ts_token_type('default')`). */
 export const TokenType = {
@@ -287,7 +287,9 @@ function ranges(list: string): Set<number> {
 }
 const UNICODE_SPACE = /^[\u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]$/u;
 const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]$/u;
-const unicodeClasses = new Map<number, number>();
+/** Classes of the non-ASCII code points met so far (a pure function of the code point). */
+let unicodeClasses = new Map<number, number>();
+onProcessReset('shared/document-index/ts-parser.ts#unicodeClasses', () => (unicodeClasses = new Map()));
 
 function classesOf(cp: number): number {
   if (cp < 128) return ASCII_CLASSES[cp]!;
@@ -548,6 +550,7 @@ class Parser {
 /** The text's code points, and where each starts in the string (null when every one is a single unit). */
 /** Code points of the text being parsed, reused from one text to the next. */
 let buffer = new Uint32Array(4096);
+onProcessReset('shared/document-index/ts-parser.ts#buffer', () => (buffer = new Uint32Array(4096)));
 
 /**
  * The text's code points (in `buffer`, `length` of them), and where each starts in the string (null
