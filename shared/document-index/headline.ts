@@ -20,7 +20,7 @@
  */
 import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
 import { onProcessReset } from '../process-state.js';
-import { parseTokens, TokenType as Y } from './ts-parser.js';
+import { readTokens, TokenType as Y } from './ts-parser.js';
 
 export { ENGLISH_STOP_WORDS } from './english-stem.js';
 export { parseTokens } from './ts-parser.js';
@@ -189,20 +189,30 @@ const TEXT_MEMO_SIZE = 2_000;
 function lexized(text: string): LexizedText {
   let found = memo.texts.get(text);
   if (found) return found;
-  found = { types: [], texts: [], lexemes: [], positions: [] };
+  const { types, texts: tokens } = readTokens(text);
+  found = {
+    types,
+    texts: tokens,
+    lexemes: new Array<string | null>(types.length),
+    positions: new Array<number>(types.length),
+  };
   let position = 0;
-  for (const { type, text: t } of parseTokens(text)) {
-    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) continue;
+  for (let i = 0; i < types.length; i++) {
+    const t = tokens[i]!;
     let lexeme: string | null = null;
-    if (!IGNORED[type]) {
-      position++;
-      lexeme = lexize(type, t);
+    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) {
+      // PostgreSQL drops the token: marked here, taken out below.
+      found.positions[i] = -1;
+      continue;
     }
-    found.types.push(type);
-    found.texts.push(t);
-    found.lexemes.push(lexeme);
-    found.positions.push(lexeme === null ? 0 : Math.min(position, MAX_POSITION));
+    if (!IGNORED[types[i]!]) {
+      position++;
+      lexeme = lexize(types[i]!, t);
+    }
+    found.lexemes[i] = lexeme;
+    found.positions[i] = lexeme === null ? 0 : Math.min(position, MAX_POSITION);
   }
+  if (found.positions.includes(-1)) found = withoutDropped(found);
   if (!memo.seen.has(text)) {
     if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
     memo.seen.add(text);
@@ -211,6 +221,17 @@ function lexized(text: string): LexizedText {
     memo.texts.set(text, found);
   }
   return found;
+}
+
+/** The text without the tokens marked dropped (position -1). */
+function withoutDropped(text: LexizedText): LexizedText {
+  const keep = text.positions.map((p, i) => (p < 0 ? -1 : i)).filter((i) => i >= 0);
+  return {
+    types: keep.map((i) => text.types[i]!),
+    texts: keep.map((i) => text.texts[i]!),
+    lexemes: keep.map((i) => text.lexemes[i]!),
+    positions: keep.map((i) => text.positions[i]!),
+  };
 }
 
 /** The text's tokens with positions and query matches (`hlparsetext`). */

@@ -583,13 +583,21 @@ function codePoints(text: string): { cps: Uint32Array; length: number; offsets: 
 
 /** The tokens of `text` as PostgreSQL's default parser reads them (`ts_parse('default', text)`). */
 export function parseTokens(text: string): Token[] {
+  const { types, texts } = readTokens(text);
+  return types.map((type, i) => ({ type, text: texts[i]! }));
+}
+
+/** `parseTokens` as two parallel arrays, the tokens' types and texts (no object per token). */
+export function readTokens(text: string): { types: number[]; texts: string[] } {
   const { cps, length, offsets } = codePoints(text);
   const parser = new Parser(cps, 0, length);
-  const tokens: Token[] = [];
+  const types: number[] = [];
+  const texts: string[] = [];
   while (parser.next()) {
     const from = offsets ? offsets[parser.start]! : parser.start;
     const to = offsets ? offsets[parser.start + parser.length]! : parser.start + parser.length;
-    tokens.push({ type: parser.type, text: text.slice(from, to) });
+    types.push(parser.type);
+    texts.push(text.slice(from, to));
   }
-  return tokens;
+  return { types, texts };
 }

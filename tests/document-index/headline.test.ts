@@ -172,6 +172,27 @@ describe('headline', () => {
     console.info(`headline: ${cases.length} chunk and query pairs equal to ts_headline`);
   });
 
+  it('drops tokens of 2,047 bytes or more, caps positions at 16,383 and copies twice-named words, as PostgreSQL does', async () => {
+    const long = `intro ${'a'.repeat(2100)} needle here ${'b'.repeat(1500)}s more`;
+    const huge = Array.from({ length: 17_000 }, (_, i) => (i % 5000 === 4999 ? 'needle' : `beta${i % 13}`)).join(' ');
+    const cases = [
+      { chunk: long, query: 'needle' },
+      { chunk: long, query: 'zzz' },
+      { chunk: `${huge} needle gamma`, query: 'gamma' },
+      { chunk: 'I run and running and runs fast, fast and quick', query: 'run | running | fast' },
+      {
+        chunk: 'See <b>http://example.com/a?b=1</b> &amp; state-of-the-art re-index at v1.2.3',
+        query: 'art | index | example',
+      },
+    ];
+    const { rows } = await db.query<{ ord: string; tsq: string; h: string }>(
+      `select t.ord, to_tsquery('english', t.q)::text as tsq, ts_headline('english', t.chunk, to_tsquery('english', t.q), $3) as h
+         from unnest($1::text[], $2::text[]) with ordinality as t(chunk, q, ord)`,
+      [cases.map((c) => c.chunk), cases.map((c) => c.query), OPTIONS],
+    );
+    for (const r of rows) expect(headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq))).toBe(r.h);
+  });
+
   it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
     const text = 'Indexes hold chunks; each chunk is indexed once, and the index answers SEARCH with its best chunks.';
     expect(headline(text, new Set(['zzz']))).toBe(
