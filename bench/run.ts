@@ -5,6 +5,7 @@ import path from 'node:path';
 import { benchActionReview } from './action-review.js';
 import { benchDocumentIndex, benchVectorCacheMb } from './document-index.js';
 import { benchEcho } from './echo.js';
+import { benchHeadline } from './headline.js';
 import { startBenchStack } from './lib/stack.js';
 import { benchSettingsSources } from './settings-sources.js';
 import { benchThreads } from './threads.js';
@@ -50,6 +51,7 @@ try {
   if (wanted('threads')) process.stdout.write((await benchThreads(stack, count, concurrency)) + '\n');
   if (wanted('settings-sources')) process.stdout.write((await benchSettingsSources(stack, count, concurrency)) + '\n');
   if (wanted('document-index')) process.stdout.write((await benchDocumentIndex(stack)) + '\n');
+  if (wanted('headline')) process.stdout.write((await benchHeadline(stack.config.databaseUrl!)) + '\n');
   // Last: it saves and activates a provider, which the other benchmarks must not see.
   if (wanted('provider-resolution'))
     process.stdout.write((await benchProviderResolution(stack, count, concurrency, llm.baseUrl)) + '\n');

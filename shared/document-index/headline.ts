@@ -1,0 +1,424 @@
+/**
+ * Search snippets written in the API process: what PostgreSQL's
+ * `ts_headline('english', text, q, 'MaxWords=40, MinWords=15, MaxFragments=1')` returns, for an OR
+ * query `q` of lexemes the caller had PostgreSQL stem (`to_tsquery('english', ?)::text`, read back by
+ * `tsqueryLexemes`).
+ *
+ * The text is read by PostgreSQL's default parser (`parseTokens`) and each token lexized as the
+ * `english` configuration does: words by `english_stem` (lower-cased, stop words give no lexeme, then
+ * the Snowball stem), numbers, paths, hosts, URLs and e-mail addresses by `simple` (lower-cased),
+ * blanks, tags, entities and protocol heads not at all. The fragment is then chosen as
+ * `mark_hl_fragments` (`src/backend/tsearch/wparser_def.c`) chooses it: for an OR query each matching
+ * word is a cover; the one chosen is the first of those with the fewest query operands (a lexeme the
+ * query names twice counts twice, as PostgreSQL copies the word for each operand), stretched by up to
+ * (40 - its length) / 2 words to the left and then to the right up to 40 words, both ends cut back
+ * past tokens of 3 bytes or less and past non-words and numbers. With no match, the first 15 words.
+ * Tags print as a space; hyphenated words and URLs print through their parts, which follow them.
+ *
+ * Cost: words' lexemes are memoized (50,000 words), and a text's tokens with their lexemes are kept
+ * from the second time it is seen (2,000 texts): a search's best chunks often come back.
+ */
+import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
+import { onProcessReset } from '../process-state.js';
+import { readTokens, TokenType as Y } from './ts-parser.js';
+
+export { ENGLISH_STOP_WORDS } from './english-stem.js';
+export { parseTokens } from './ts-parser.js';
+
+/** The options SEARCH passes (`MaxWords=40, MinWords=15, MaxFragments=1`) and `ShortWord`'s default, 3 bytes. */
+const [MAX_WORDS, MIN_WORDS, MAX_FRAGMENTS, SHORT_WORD] = [40, 15, 1, 3] as const;
+/**
+ * PostgreSQL's limits: tokens of 2,047 bytes or more are dropped (`MAXSTRLEN`, "word is too long"),
+ * words over 1,000 bytes are lower-cased but not stemmed (`dsnowball_lexize`), and positions past
+ * 16,383 are all 16,383 (`LIMITPOS`).
+ */
+const [MAX_TOKEN_BYTES, MAX_STEMMED_BYTES, MAX_POSITION] = [2047, 1000, 16383] as const;
+/** Memoized lexemes; cleared when full. */
+const MEMO_SIZE = 50_000;
+
+/** A table of token types (by number) from a list. */
+const types = (...list: number[]) => {
+  const table = new Uint8Array(24);
+  for (const t of list) table[t] = 1;
+  return table;
+};
+/** Token types `english` lexizes with `english_stem` (the others with `simple`, but for `IGNORED`). */
+const STEMMED = types(Y.ASCIIWORD, Y.WORD, Y.PARTHWORD, Y.ASCIIPARTHWORD, Y.ASCIIHWORD, Y.HWORD);
+/** Token types `english` does not lexize (no dictionary). */
+const IGNORED = types(Y.SPACE, Y.TAG, Y.PROTOCOL, Y.XMLENTITY);
+const NON_WORD_TYPES = [Y.SPACE, Y.TAG, Y.URL, Y.NUMHWORD, Y.ASCIIHWORD, Y.HWORD];
+/** `NONWORDTOKEN`: not counted as words. */
+const NON_WORD = types(...NON_WORD_TYPES);
+/** `NOENDTOKEN`: never a fragment's end unless a query word. */
+const NO_END = types(
+  ...NON_WORD_TYPES,
+  Y.SCIENTIFIC,
+  Y.VERSIONNUMBER,
+  Y.DECIMAL,
+  Y.SIGNEDINT,
+  Y.UNSIGNEDINT,
+  Y.PROTOCOL,
+  Y.XMLENTITY,
+);
+/** `HLIDSKIP`: left out of the snippet (their parts follow them as tokens of their own). */
+const SKIPPED = types(Y.URL, Y.NUMHWORD, Y.ASCIIHWORD, Y.HWORD);
+
+const utf8 = new TextEncoder();
+const byteLength = (s: string) => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return utf8.encode(s).length;
+  return s.length;
+};
+
+/** Lower-casing as the database's `towlower` does it: character by character, without context. */
+function lower(text: string): string {
+  let ascii = true;
+  for (let i = 0; i < text.length && ascii; i++) ascii = text.charCodeAt(i) < 0x80;
+  if (ascii) return text.toLowerCase();
+  let out = '';
+  for (const ch of text) out += String.fromCodePoint(ch.toLowerCase().codePointAt(0)!);
+  return out;
+}
+
+/**
+ * The memos: words' stems, tokens' lexemes (of `english_stem` and of `simple`), texts' tokens, texts
+ * seen once. Pure functions of their keys, the same for every app; each map is cleared when full.
+ */
+let memo = emptyMemos();
+function emptyMemos() {
+  return {
+    stems: new Map<string, string>(),
+    stemmed: new Map<string, string | null>(),
+    simple: new Map<string, string | null>(),
+    texts: new Map<string, LexizedText>(),
+    seen: new Set<string>(),
+  };
+}
+onProcessReset('shared/document-index/headline.ts#memo', () => (memo = emptyMemos()));
+
+/**
+ * What PostgreSQL's `english_stem` dictionary gives for a lower-cased word that is not a stop word
+ * (`ts_lexize('english_stem', word)`): the Snowball English stem, or the word itself past 1,000 bytes.
+ * Memoized.
+ */
+export function englishStem(word: string): string {
+  let stem = memo.stems.get(word);
+  if (stem === undefined) {
+    stem = byteLength(word) > MAX_STEMMED_BYTES ? word : snowballEnglish(word);
+    if (memo.stems.size >= MEMO_SIZE) memo.stems = new Map();
+    memo.stems.set(word, stem);
+  }
+  return stem;
+}
+
+/** The lexeme `english` gives a token of a lexized type (null: a stop word or empty). Memoized by text. */
+function lexize(type: number, text: string): string | null {
+  const key = STEMMED[type] ? 'stemmed' : 'simple';
+  let found = memo[key].get(text);
+  if (found === undefined) {
+    const low = lower(text);
+    if (!STEMMED[type]) found = low === '' ? null : low;
+    else if (byteLength(text) > MAX_STEMMED_BYTES) found = low;
+    else found = low === '' || ENGLISH_STOP_WORDS.has(low) ? null : englishStem(low);
+    if (memo[key].size >= MEMO_SIZE) memo[key] = new Map();
+    memo[key].set(text, found);
+  }
+  return found;
+}
+
+/** Empties the memos (a benchmark's cold start): all of them, or only the texts (new texts of known words). */
+export function resetHeadlineMemos(which: 'all' | 'texts' = 'all'): void {
+  if (which === 'all') memo = emptyMemos();
+  else Object.assign(memo, { texts: new Map(), seen: new Set() });
+}
+
+/**
+ * The lexemes of a tsquery's text form as PostgreSQL prints it (`'run' | 'fast'`, `'it''s'`), in a
+ * set that also remembers how many operands name each one (`QueryLexemes.operands`): a lexeme named
+ * twice changes the fragment PostgreSQL picks. Weights and prefix marks are ignored.
+ */
+export function tsqueryLexemes(text: string): QueryLexemes {
+  const out = new QueryLexemes();
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] !== "'") continue;
+    let value = '';
+    for (i++; i < text.length; i++) {
+      const ch = text[i]!;
+      if (ch === '\\' && i + 1 < text.length) value += text[++i];
+      else if (ch === "'" && text[i + 1] === "'") value += text[++i];
+      else if (ch === "'") break;
+      else value += ch;
+    }
+    out.add(value);
+    out.operands.set(value, (out.operands.get(value) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** A query's lexemes, with how many operands name each (1 unless `operands` says more). */
+export class QueryLexemes extends Set<string> {
+  readonly operands = new Map<string, number>();
+}
+
+/** A token of the text as the headline sees it (`HeadlineWordEntry`). */
+interface HeadlineWord {
+  type: number;
+  text: string;
+  pos: number;
+  /** Matches a query operand. */
+  item: boolean;
+  /** A copy for a further operand naming the same lexeme (never printed, still counted). */
+  repeated: boolean;
+  in: boolean;
+}
+
+/** A text's tokens with what the query does not change: type, text, lexeme (null: none), position. */
+interface LexizedText {
+  types: number[];
+  texts: string[];
+  lexemes: (string | null)[];
+  positions: number[];
+}
+
+/**
+ * Texts memoized (and texts seen once) at most. A search's best chunks come back for the next
+ * searches; a text is kept the second time it is seen, so one-off texts cost no memo churn.
+ */
+const TEXT_MEMO_SIZE = 2_000;
+
+/** The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped). Memoized. */
+function lexized(text: string): LexizedText {
+  let found = memo.texts.get(text);
+  if (found) return found;
+  const { types, texts: tokens } = readTokens(text);
+  found = {
+    types,
+    texts: tokens,
+    lexemes: new Array<string | null>(types.length),
+    positions: new Array<number>(types.length),
+  };
+  let position = 0;
+  for (let i = 0; i < types.length; i++) {
+    const t = tokens[i]!;
+    let lexeme: string | null = null;
+    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) {
+      // PostgreSQL drops the token: marked here, taken out below.
+      found.positions[i] = -1;
+      continue;
+    }
+    if (!IGNORED[types[i]!]) {
+      position++;
+      lexeme = lexize(types[i]!, t);
+    }
+    found.lexemes[i] = lexeme;
+    found.positions[i] = lexeme === null ? 0 : Math.min(position, MAX_POSITION);
+  }
+  if (found.positions.includes(-1)) found = withoutDropped(found);
+  if (!memo.seen.has(text)) {
+    if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
+    memo.seen.add(text);
+  } else {
+    if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
+    memo.texts.set(text, found);
+  }
+  return found;
+}
+
+/** The text without the tokens marked dropped (position -1). */
+function withoutDropped(text: LexizedText): LexizedText {
+  const keep = text.positions.map((p, i) => (p < 0 ? -1 : i)).filter((i) => i >= 0);
+  return {
+    types: keep.map((i) => text.types[i]!),
+    texts: keep.map((i) => text.texts[i]!),
+    lexemes: keep.map((i) => text.lexemes[i]!),
+    positions: keep.map((i) => text.positions[i]!),
+  };
+}
+
+/** The text's tokens with positions and query matches (`hlparsetext`). */
+function headlineWords(text: string, query: ReadonlySet<string>): HeadlineWord[] {
+  const operands = query instanceof QueryLexemes ? query.operands : undefined;
+  const { types, texts: tokens, lexemes, positions } = lexized(text);
+  const words: HeadlineWord[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const lexeme = lexemes[i]!;
+    const item = lexeme !== null && query.has(lexeme);
+    const word: HeadlineWord = {
+      type: types[i]!,
+      text: tokens[i]!,
+      pos: positions[i]!,
+      item,
+      repeated: false,
+      in: false,
+    };
+    words.push(word);
+    if (item) for (let n = operands?.get(lexeme) ?? 1; n > 1; n--) words.push({ ...word, repeated: true });
+  }
+  return words;
+}
+
+interface Cover {
+  start: number;
+  end: number;
+  /** Interesting words (query words, not copies) and words. */
+  interesting: number;
+  words: number;
+  chosen: boolean;
+  excluded: boolean;
+}
+
+const interesting = (w: HeadlineWord) => w.item && !w.repeated;
+const counts = (w: HeadlineWord) => !NON_WORD[w.type];
+/** `BADENDPOINT` (a token of at most 3 bytes has at most 3 UTF-16 units). */
+const badEnd = (w: HeadlineWord) =>
+  (NO_END[w.type] || (w.text.length <= SHORT_WORD && byteLength(w.text) <= SHORT_WORD)) && !interesting(w);
+
+/**
+ * The covers of an OR query (`hlCover`), cut into fragments: from each position holding a query word,
+ * the words from its first to its last query word at that position (the word and its copies).
+ */
+function covers(words: readonly HeadlineWord[]): Cover[] {
+  const found: Cover[] = [];
+  for (let i = 0; i < words.length;) {
+    if (!words[i]!.item) {
+      i++;
+      continue;
+    }
+    const pos = words[i]!.pos;
+    let end = i;
+    for (let j = i + 1; j < words.length; j++) {
+      if (!words[j]!.item) continue;
+      if (words[j]!.pos > pos) break;
+      end = j;
+    }
+    found.push(...fragments(words, i, end));
+    i = end + 1;
+  }
+  return found;
+}
+
+/** A cover cut into fragments of at most `MAX_WORDS` words that start and end on query words (`get_next_fragment`). */
+function fragments(words: readonly HeadlineWord[], p: number, q: number): Cover[] {
+  const out: Cover[] = [];
+  let start = p;
+  let end = q;
+  while (start <= end) {
+    let i = start;
+    for (; i <= end; i++) {
+      start = i;
+      if (interesting(words[i]!)) break;
+    }
+    let n = 0;
+    let hits = 0;
+    for (i = start; i <= end && n < MAX_WORDS; i++) {
+      if (counts(words[i]!)) n++;
+      if (interesting(words[i]!)) hits++;
+    }
+    if (end > i) {
+      end = i;
+      for (i = end; i >= start; i--) {
+        end = i;
+        if (interesting(words[i]!)) break;
+        if (counts(words[i]!)) n--;
+      }
+    }
+    out.push({ start, end, interesting: hits, words: n, chosen: false, excluded: false });
+    start = end + 1;
+    end = q;
+  }
+  return out;
+}
+
+/** Marks the chosen fragments' words (`mark_hl_fragments`); false when no cover was chosen. */
+function markFragments(words: HeadlineWord[], found: Cover[]): boolean {
+  let marked = 0;
+  for (let f = 0; f < MAX_FRAGMENTS; f++) {
+    let best: Cover | undefined;
+    let most = 0;
+    let fewest = Infinity;
+    for (const cover of found) {
+      if (cover.chosen || cover.excluded) continue;
+      if (most < cover.interesting || (most === cover.interesting && fewest > cover.words)) {
+        most = cover.interesting;
+        fewest = cover.words;
+        best = cover;
+      }
+    }
+    if (!best) break;
+    best.chosen = true;
+    stretch(words, best);
+    for (let i = best.start; i <= best.end; i++) words[i]!.in = !words[i]!.repeated;
+    marked++;
+    for (const other of found) {
+      if (other === best) continue;
+      const { start, end } = best;
+      if (
+        (other.start >= start && other.start <= end) ||
+        (other.end >= start && other.end <= end) ||
+        (other.start < start && other.end > end)
+      )
+        other.excluded = true;
+    }
+  }
+  return marked > 0;
+}
+
+/** Widens a chosen cover to about `MAX_WORDS` words, ends cut back to good end points. */
+function stretch(words: readonly HeadlineWord[], cover: Cover): void {
+  let { start, end, words: n } = cover;
+  if (n < MAX_WORDS) {
+    const most = Math.floor((MAX_WORDS - n) / 2);
+    let stretched = 0;
+    let marker = start;
+    for (let i = start - 1; i >= 0 && stretched < most && !words[i]!.in; i--) {
+      if (counts(words[i]!)) {
+        n++;
+        stretched++;
+      }
+      marker = i;
+    }
+    let i = marker;
+    for (; i < start && badEnd(words[i]!); i++) if (counts(words[i]!)) n--;
+    start = i;
+    marker = end;
+    for (i = end + 1; i < words.length && n < MAX_WORDS && !words[i]!.in; i++) {
+      if (counts(words[i]!)) n++;
+      marker = i;
+    }
+    for (i = marker; i > end && badEnd(words[i]!); i--) if (counts(words[i]!)) n--;
+    end = i;
+  }
+  Object.assign(cover, { start, end, words: n });
+}
+
+/**
+ * What `ts_headline('english', text, q, 'MaxWords=40, MinWords=15, MaxFragments=1')` returns for the
+ * OR query `q` of `lexemes` (as `tsqueryLexemes` reads them from PostgreSQL): the chosen excerpt with
+ * the query's words in `<b>` and `</b>`, or the first 15 words when none matches.
+ */
+export function headline(text: string, lexemes: ReadonlySet<string>): string {
+  const words = headlineWords(text, lexemes);
+  if (!markFragments(words, covers(words))) {
+    let n = 0;
+    for (let i = 0; i < words.length && n < MIN_WORDS; i++) {
+      if (counts(words[i]!)) n++;
+      words[i]!.in = !words[i]!.repeated;
+    }
+  }
+  let out = '';
+  let fragments = 0;
+  let inFragment = false;
+  for (const w of words) {
+    if (w.repeated) continue;
+    if (!w.in) {
+      inFragment = false;
+      continue;
+    }
+    if (!inFragment) {
+      inFragment = true;
+      if (++fragments > 1) out += ' ... ';
+    }
+    if (w.type === Y.TAG) out += ' ';
+    else if (!SKIPPED[w.type]) out += w.item ? `<b>${w.text}</b>` : w.text;
+  }
+  return out;
+}

@@ -1,0 +1,206 @@
+/**
+ * The search snippet writer against the real PostgreSQL the tests start: `englishStem` against
+ * `ts_lexize('english_stem', w)`, `parseTokens` against `ts_parse('default', t)`, and `headline` against
+ * `ts_headline('english', chunk, q, 'MaxWords=40, MinWords=15, MaxFragments=1')`, string for string,
+ * over the repository's own README.md and docs (copied from nowhere else).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  ENGLISH_STOP_WORDS,
+  englishStem,
+  headline,
+  parseTokens,
+  QueryLexemes,
+  tsqueryLexemes,
+} from '../../shared/document-index/headline.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const DOCS = [
+  path.join(ROOT, 'README.md'),
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => path.join(ROOT, 'docs', f)),
+];
+const TEXT = DOCS.map((f) => readFileSync(f, 'utf8')).join('\n\n');
+const OPTIONS = 'MaxWords=40, MinWords=15, MaxFragments=1';
+
+/** Words the Porter2 description singles out (exceptional forms, R1 prefixes, Step 1 corner cases). */
+const HARD_CASES = [
+  ...['generously', 'generate', 'generation', 'general', 'communism', 'communication', 'arsenal', 'arsenic'],
+  ...['skies', 'skis', 'sky', 'dying', 'lying', 'tying', 'news', 'innings', 'inning', 'outing', 'canning'],
+  ...['herring', 'earring', 'proceed', 'exceed', 'succeed', 'proceeding', 'cried', 'cries', 'ties', 'tied'],
+  ...['hopping', 'hoping', 'hop', 'hope', 'agreed', 'feed', 'feeds', 'luxuriating', 'idly', 'gently', 'ugly'],
+  ...['early', 'only', 'singly', 'howe', 'atlas', 'cosmos', 'bias', 'andes', 'gas', 'gaps', 'kiwis', 'bus'],
+  ...['classes', 'says', 'sayyid', 'youth', 'yelling', 'enjoying', 'eyes', 'adding', 'eggs', 'fizzed'],
+  ...['controlling', 'happily', 'conditional', 'rational', 'digitizer', 'vietnamization', 'hopefulness'],
+  ...['callousness', 'sensibiliti', 'triplicate', 'formative', 'electrical', 'goodness', 'allowance'],
+  ...['replacement', 'adjustment', 'dependent', 'adoption', 'effective', 'bowdlerize', 'apologi', 'ogi'],
+  ...['analogousli', 'fluently', 'naïve', 'café', 'résumé', 'ab', 'a1b2', 'xyz'],
+];
+/** Strings that walk the parser's rarer states: numbers, versions, hosts, URLs, paths, tags, entities. */
+const PARSER_CASES = [
+  '-1.2.3 x',
+  '1.2.3.4',
+  '3.5e4 -7e-2 +12',
+  'a<script>x y</script>b <br/> <!-- c --> <?xml v?>',
+  "<a href='x\\'y'>z</a>",
+  'http://a.com:80/b?c=1 x https://example.org/p/q.html',
+  'me@example.com user_1@host-2.org',
+  'state-of-the-art re-index-2 foo--bar -x',
+  '&#x41; &amp; &#65; &bad',
+  '~/x/y.z ../a/b ./a /usr/bin v1.2.3 abc_def a.b.c 1_000',
+  'café—naïve µs ⁶ x² — → … ≤',
+];
+
+let db: pg.Client;
+beforeAll(async () => {
+  db = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await db.connect();
+});
+afterAll(async () => {
+  await db.end();
+});
+
+/** The text's distinct words (letters and digits), lower-cased, as SEARCH splits a query. */
+const wordsOf = (text: string) => [...new Set([...text.matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0].toLowerCase()))];
+
+/** Pieces of `size` whitespace-separated words, cut from the text as written (line breaks and markup kept). */
+function chunks(size: number, step: number): string[] {
+  const bounds = [...TEXT.matchAll(/\S+/g)].map((m) => [m.index, m.index + m[0].length] as const);
+  const out: string[] = [];
+  for (let w = 0; w + size <= bounds.length; w += step) out.push(TEXT.slice(bounds[w]![0], bounds[w + size - 1]![1]));
+  return out;
+}
+
+describe('englishStem', () => {
+  it('gives what english_stem gives for every word of the docs PostgreSQL stems, and the hard cases', async () => {
+    const vocabulary = [...new Set([...wordsOf(TEXT), ...HARD_CASES])];
+    const { rows } = await db.query<{ w: string; l: string[] | null }>(
+      `select w, ts_lexize('english_stem', w) as l from unnest($1::text[]) as w`,
+      [vocabulary],
+    );
+    const stemmed = rows.filter((r) => r.l && r.l.length > 0);
+    const differ = stemmed
+      .filter((r) => englishStem(r.w) !== r.l![0])
+      .map((r) => `${r.w}: ${r.l![0]} != ${englishStem(r.w)}`);
+    expect(differ).toEqual([]);
+    // Several thousand compared; the rest are the 127 stop words (no lexeme) the docs use.
+    expect(stemmed.length).toBeGreaterThan(3000);
+    expect(rows.filter((r) => r.l?.length === 0).every((r) => ENGLISH_STOP_WORDS.has(r.w))).toBe(true);
+    console.info(
+      `englishStem: ${stemmed.length} words compared with ts_lexize, ${rows.length - stemmed.length} stop words`,
+    );
+    expect(
+      ['generously', 'communism', 'arsenal', 'skies', 'dying', 'news', 'innings', 'hoping', 'luxuriating'].map(
+        englishStem,
+      ),
+    ).toEqual(['generous', 'communism', 'arsenal', 'sky', 'die', 'news', 'inning', 'hope', 'luxuri']);
+  });
+});
+
+describe('parseTokens', () => {
+  it('reads the docs and the rarer token kinds as ts_parse does', async () => {
+    const texts = [...TEXT.split(/\n\n+/), ...PARSER_CASES];
+    const { rows } = await db.query<{ ord: string; toks: [number, string][] | null }>(
+      `select t.ord, (select json_agg(json_build_array(tokid, token)) from ts_parse('default', t.x)) as toks
+         from unnest($1::text[]) with ordinality as t(x, ord)`,
+      [texts],
+    );
+    const differ = rows.filter((r) => {
+      const mine = parseTokens(texts[Number(r.ord) - 1]!).map((t) => [t.type, t.text]);
+      return JSON.stringify(mine) !== JSON.stringify(r.toks ?? []);
+    });
+    expect(differ.map((r) => texts[Number(r.ord) - 1])).toEqual([]);
+  });
+});
+
+describe('tsqueryLexemes', () => {
+  it("reads a tsquery's text form: quotes doubled, operators and marks skipped, operands counted", () => {
+    const q = tsqueryLexemes("'run' | 'run' & !'it''s' <-> 'a\\\\b':* | 'x':AB");
+    expect([...q]).toEqual(['run', "it's", 'a\\b', 'x']);
+    expect(q.operands.get('run')).toBe(2);
+    expect(q.operands.get('x')).toBe(1);
+    expect([...tsqueryLexemes('')]).toEqual([]);
+  });
+});
+
+describe('headline', () => {
+  it('writes what ts_headline writes for chunks of 40 and 150 words and queries of 1 to 3 words', async () => {
+    const vocabulary = wordsOf(TEXT);
+    let seed = 42;
+    const pick = <T>(list: readonly T[]) => list[(seed = (seed * 1103515245 + 12345) % 2147483648) % list.length]!;
+    const stops = [...ENGLISH_STOP_WORDS];
+    const cases: { chunk: string; query: string }[] = [];
+    for (const chunk of [...chunks(40, 131), ...chunks(150, 401)]) {
+      const own = wordsOf(chunk);
+      const digit = own.find((w) => /\d/.test(w)) ?? 'v2';
+      const queries = [
+        [pick(own)],
+        [pick(own), pick(own)],
+        [pick(own), pick(vocabulary), pick(own)],
+        [pick(vocabulary)],
+        ['zqxv'],
+        [pick(stops)],
+        [pick(stops), pick(own)],
+        [digit],
+        [digit, pick(own), 'zqxv'],
+        // Two spellings of one stem: the query names the lexeme twice.
+        [pick(own), `${pick(own)}s`, pick(own)],
+      ];
+      for (const words of queries) cases.push({ chunk, query: [...new Set(words)].join(' | ') });
+    }
+    const { rows } = await db.query<{ ord: string; tsq: string; h: string }>(
+      `select t.ord, to_tsquery('english', t.q)::text as tsq, ts_headline('english', t.chunk, to_tsquery('english', t.q), $3) as h
+         from unnest($1::text[], $2::text[]) with ordinality as t(chunk, q, ord)`,
+      [cases.map((c) => c.chunk), cases.map((c) => c.query), OPTIONS],
+    );
+    const differ = rows
+      .map((r) => ({
+        ...cases[Number(r.ord) - 1]!,
+        tsq: r.tsq,
+        pg: r.h,
+        ours: headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq)),
+      }))
+      .filter((c) => c.ours !== c.pg);
+    expect(differ).toEqual([]);
+    expect(cases.length).toBeGreaterThan(2000);
+    expect(rows.filter((r) => r.h.includes('<b>')).length).toBeGreaterThan(1000);
+    expect(rows.some((r) => /'(\w+)'.*'\1'/.test(r.tsq))).toBe(true);
+    console.info(`headline: ${cases.length} chunk and query pairs equal to ts_headline`);
+  });
+
+  it('drops tokens of 2,047 bytes or more, caps positions at 16,383 and copies twice-named words, as PostgreSQL does', async () => {
+    const long = `intro ${'a'.repeat(2100)} needle here ${'b'.repeat(1500)}s more`;
+    const huge = Array.from({ length: 17_000 }, (_, i) => (i % 5000 === 4999 ? 'needle' : `beta${i % 13}`)).join(' ');
+    const cases = [
+      { chunk: long, query: 'needle' },
+      { chunk: long, query: 'zzz' },
+      { chunk: `${huge} needle gamma`, query: 'gamma' },
+      { chunk: 'I run and running and runs fast, fast and quick', query: 'run | running | fast' },
+      {
+        chunk: 'See <b>http://example.com/a?b=1</b> &amp; state-of-the-art re-index at v1.2.3',
+        query: 'art | index | example',
+      },
+    ];
+    const { rows } = await db.query<{ ord: string; tsq: string; h: string }>(
+      `select t.ord, to_tsquery('english', t.q)::text as tsq, ts_headline('english', t.chunk, to_tsquery('english', t.q), $3) as h
+         from unnest($1::text[], $2::text[]) with ordinality as t(chunk, q, ord)`,
+      [cases.map((c) => c.chunk), cases.map((c) => c.query), OPTIONS],
+    );
+    for (const r of rows) expect(headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq))).toBe(r.h);
+  });
+
+  it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
+    const text = 'Indexes hold chunks; each chunk is indexed once, and the index answers SEARCH with its best chunks.';
+    expect(headline(text, new Set(['zzz']))).toBe(
+      'Indexes hold chunks; each chunk is indexed once, and the index answers SEARCH with its',
+    );
+    // The end is cut back to a word of more than 3 bytes: the final period is left out, as PostgreSQL does.
+    expect(headline(text, new QueryLexemes(['index']))).toBe(
+      '<b>Indexes</b> hold chunks; each chunk is <b>indexed</b> once, and the <b>index</b> answers SEARCH with its best chunks',
+    );
+  });
+});
