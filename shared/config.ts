@@ -106,6 +106,7 @@ const EnvSchema = z.object({
   PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_WORKERS: optionalString,
   PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: optionalString,
   PLATFORM_DOCUMENT_INDEX_HNSW_EF_SEARCH: optionalString,
+  PLATFORM_DOCUMENT_INDEX_HNSW_ONLY: optionalString,
   PLATFORM_LICENSE_PUBLIC_KEY: optionalString,
   PLATFORM_LICENSE_ENFORCEMENT_DISABLED: optionalString,
   PLATFORM_DOCS_BASE_URL: optionalString,
@@ -213,7 +214,7 @@ export interface AppConfig {
     compactionInterval: number;
     compactionSleepS: number;
     compactionMaxRetries: number;
-    /** `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`: memory the API's exact-search vector cache may hold (no pgvector). */
+    /** `PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`: memory the API's exact-search vector cache may hold (vectors and rows). */
     vectorCacheMb: number;
     /** `PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB`: `maintenance_work_mem` of a pgvector HNSW build (default 1024). */
     hnswBuildMemoryMb: number;
@@ -223,6 +224,11 @@ export interface AppConfig {
     hnswEfSearch: number;
     /** `PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS`: vectors below which no HNSW index is built (exact scan; default 2000). */
     hnswMinRows: number;
+    /**
+     * `PLATFORM_DOCUMENT_INDEX_HNSW_ONLY`: with pgvector, every search ranks vectors through PostgreSQL (HNSW);
+     * by default an index whose vectors fit the vector cache is searched by the exact in-process scan once cached.
+     */
+    hnswOnly: boolean;
   };
   actionReview: {
     /** `action_review.sweep_interval_seconds`: how often the schedule sweeps undelivered hand-backs. */
@@ -488,6 +494,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS',
         e.PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS ?? '2000',
       ),
+      hnswOnly: truthy(e.PLATFORM_DOCUMENT_INDEX_HNSW_ONLY),
     },
     llm: {
       baseUrl: operatorEndpoint('PLATFORM_LLM_BASE_URL', e.PLATFORM_LLM_BASE_URL),

@@ -72,23 +72,48 @@ export async function sqlBound<T extends object = Rows>(
   return sqlBoundStatement<T>(em, { text, params, name });
 }
 
+/** A statement with bound parameters as one object (`sqlBound`'s arguments), and `setup` run on the same connection first. */
+export interface BoundStatement {
+  text: string;
+  params: readonly unknown[];
+  name?: string;
+  /** Run on the connection before the statement (e.g. a session setting the connection may already have). */
+  setup?: (connection: ClientBase) => Promise<unknown>;
+}
+
 /** `sqlBound` with the statement as one object, and `setup` run on the same connection first. */
 export async function sqlBoundStatement<T extends object = Rows>(
   em: EntityManager,
-  statement: {
-    text: string;
-    params: readonly unknown[];
-    name?: string;
-    /** Run on the connection before the statement (e.g. a session setting the connection may already have). */
-    setup?: (connection: ClientBase) => Promise<unknown>;
-  },
+  statement: BoundStatement,
 ): Promise<T[]> {
+  return (await sqlBoundWhile<T, undefined>(em, statement, () => undefined))[0];
+}
+
+/**
+ * `sqlBoundStatement` with synchronous work done while PostgreSQL runs the statement: the connection is
+ * acquired and the statement written to it first, then `meanwhile` runs, then the rows are awaited. (Work
+ * started before an `sqlBound` call's first await delays the statement's sending instead: the connection is
+ * only acquired on a later turn of the event loop.)
+ */
+export async function sqlBoundWhile<T extends object, R>(
+  em: EntityManager,
+  statement: BoundStatement,
+  meanwhile: () => R,
+): Promise<[T[], R]> {
   const lender = (em.getTransactionContext<{ client: ConnectionLender }>() ?? em.getConnection().getKnex()).client;
   const connection = await lender.acquireConnection();
   try {
     const { text, params, name, setup } = statement;
     if (setup) await setup(connection);
-    return (await connection.query({ text, values: [...params], ...(name ? { name } : {}) })).rows as T[];
+    const pending = connection.query({ text, values: [...params], ...(name ? { name } : {}) });
+    let result: R;
+    try {
+      result = meanwhile();
+    } catch (err) {
+      await pending.catch(() => undefined); // the connection is released once idle
+      throw err;
+    }
+    return [(await pending).rows as T[], result];
   } finally {
     await lender.releaseConnection(connection);
   }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sqlBound } from '../db/sql.js';
+import { sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
 import type { Embedder } from './embedder.js';
+import { headline, tsqueryLexemes } from './headline.js';
+import { onProcessReset } from '../process-state.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
 import type { ExactVectorBackend, VectorBackend, VectorChange, VectorCte, VectorHit, VectorSearch } from './vectors.js';
@@ -203,12 +205,14 @@ function hitOf(r: FusedRow): SearchHit {
  * Hybrid search: the lexical and the vector rankings (50 candidates each) fused by reciprocal rank
  * fusion, score = sum over the rankings of 1 / (60 + rank), ties broken by chunk id.
  *
- * - pgvector: the vector ranking is a CTE of the same statement (HNSW over the native `emb` column).
- * - exact, every searched index cached in this process (`cachedSearch`): the lexical statement, which
- *   also reads the indexes' generations and the vectors changed since the cached ones, is sent first and
- *   the cached sets are scanned while PostgreSQL runs it; the two rankings are fused here and a second
- *   statement reads the best rows with their snippets. Both statements are prepared (plans cached per
- *   connection). A write costs the changed chunks in the first statement's answer, no extra round trip.
+ * - pgvector: the vector ranking is a CTE of the same statement (HNSW over the native `emb` column), unless
+ *   the indexes are cached in this process (`PgvectorBackend.cache`: they fit its budget, loaded in the
+ *   background after their first search), then as below.
+ * - exact, every searched index cached in this process (`cachedSearch`): one prepared statement (the
+ *   lexical ranking, the indexes' generations and the chunks changed since the cached ones) is sent first
+ *   and the cached sets are scanned while PostgreSQL runs it; the two rankings are fused here and the best
+ *   rows, with their snippets, come from the rows cached beside the vectors. A write costs the changed
+ *   chunks in the statement's answer, no extra round trip.
  * - exact, an index not cached yet: its vectors are loaded in the background, and meanwhile the vector
  *   ranking is exact among the chunks matching a query word (`ExactVectorBackend.nearestAmong`), so no
  *   search waits for a whole load.
@@ -241,74 +245,106 @@ function prepared<T extends object>(em: EntityManager, text: string, params: unk
 }
 
 function preparedStatement(text: string, params: unknown[]) {
-  let n = 0;
-  const numbered = text.replace(/\?/g, () => `$${++n}`);
-  return { text: numbered, params, name: `docidx_${createHash('sha1').update(text).digest('hex').slice(0, 24)}` };
+  let named = namedStatements.get(text);
+  if (!named) {
+    let n = 0;
+    named = {
+      text: text.replace(/\?/g, () => `$${++n}`),
+      name: `docidx_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`,
+    };
+    if (namedStatements.size >= 256) namedStatements.clear();
+    namedStatements.set(text, named);
+  }
+  return { ...named, params };
 }
+
+/**
+ * Each statement text's numbered form and name, kept so a search does not hash its text again (the texts
+ * are a few per searched index count; 256 at most).
+ */
+let namedStatements = new Map<string, { text: string; name: string }>();
+onProcessReset('shared/document-index/search.ts#namedStatements', () => {
+  namedStatements = new Map();
+});
 
 /** What the statement of the cached exact path answers (one row). */
 interface LexicalRow {
   /** The lexical ranking's chunk ids, best first. */
   lex: string[] | null;
-  /** Index id to [vector generation, log floor], as text. */
-  gens: Record<string, [string, string]> | null;
-  /** The chunks changed since the cached sets' generations: [index id, chunk id, base64 vector or null]. */
-  changes: Array<[string, string, string | null]> | null;
+  /** Index id to [vector generation, log floor, name], the numbers as text. */
+  gens: Record<string, [string, string, string]> | null;
+  /**
+   * The chunks changed since the cached sets' generations: [index id, chunk id, [base64 vector, position, text,
+   * document id, document path] or null when deleted].
+   */
+  changes: Array<[string, string, [string, number, string, string, string] | null]> | null;
   /** The best rows of the fusion with the vector ranking passed in, with their documents and snippets. */
-  rows: FusedRow[] | null;
+  rows?: FusedRow[] | null;
+  /** The query's lexemes (`to_tsquery('english', …)` as text) for the snippets written here; null without words. */
+  lexemes?: string | null;
 }
 
 /**
- * The exact path's statement, sent once the cached vectors are scanned, with their ranking (chunk ids in
- * rank order): the lexical ranking, the two rankings' fusion (as `fusedSearch` fuses them) and its best
- * `topN` rows with their documents and `ts_headline` snippets, and beside them the indexes' vector
- * generations and log floors and the vectors of the chunks changed since the generations the cached sets
- * had (none in the usual case; after a write by any process they come with this answer, and the caller
- * fuses again). The statement is prepared, so its plan is generic (parameter values unknown): the log is
- * read by a bounded generation range (its `(index_id, gen)` index) and each changed vector by its primary
- * key (a scalar subquery), so no plan can join the changes to a whole-table scan (with a join, a
- * 1M-chunk index's first SEARCH after a write took 2.5 to 4 s).
+ * The exact path's statement: the lexical ranking; the indexes' vector generations, log floors and names; and
+ * the chunks changed since the generations the cached sets have (none in the usual case; after a write by any
+ * process they come with this answer), each with its vector and row. Then either
+ *
+ * - `fusion` given (the vector ranking, chunk ids in rank order, when the cached sets keep no rows): the two
+ *   rankings' fusion (as `fusedSearch` fuses them) and its best `topN` rows with their documents and
+ *   `ts_headline` snippets; the statement is sent after the scan;
+ * - or not: the query's lexemes, for the snippets the caller writes from the cached rows; the statement is
+ *   sent before the scan and runs while it does.
+ *
+ * The statement is prepared, so its plan is generic (parameter values unknown): the log is read by a bounded
+ * generation range (its `(index_id, gen)` index) and each changed chunk by its primary key (a scalar subquery),
+ * so no plan can join the changes to a whole-table scan (with a join, a 1M-chunk index's first SEARCH after a
+ * write took 2.5 to 4 s).
  */
 function lexicalAndChanges(
   tenant: string,
   query: string,
   collection: string,
   cachedAt: Map<string, bigint>,
-  hits: readonly VectorHit[],
-  topN: number,
+  fusion: { hits: readonly VectorHit[]; topN: number } | null,
 ) {
   const ids = [...cachedAt.keys()];
   const lex = lexicalCte(tenant, ids, query);
-  const vec = rankedIds(hits);
-  const fusion = fusionSql(tenant, ids, query, topN);
+  const vec = fusion && rankedIds(fusion.hits);
+  const fused = fusion && fusionSql(tenant, ids, query, fusion.topN);
+  const q = orQuery(query);
   return preparedStatement(
-    `with ${lex.text}, ${vec.text},
-     cur as (select i.id, i.vector_generation as g, i.vector_log_floor as floor, c.g as cached
-         from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?),
-     ${fusion.fused},
-     top as (${fusion.rows})
+    `with ${lex.text}, ${vec ? `${vec.text},` : ''}
+     cur as (select i.id, i.name, i.vector_generation as g, i.vector_log_floor as floor, c.g as cached
+         from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?)
+     ${fused ? `, ${fused.fused}, top as (${fused.rows})` : ''}
      select (select json_agg(id order by rank) from lex) as lex,
-       (select json_object_agg(id, json_build_array(g::text, floor::text)) from cur) as gens,
+       (select json_object_agg(id, json_build_array(g::text, floor::text, name)) from cur) as gens,
        (select json_agg(json_build_array(x.id, l.chunk_id,
-            (select encode(e.vec, 'base64') from doc_embeddings e where e.collection = ? and e.chunk_id = l.chunk_id)))
+            (select json_build_array(encode(e.vec, 'base64'), c.seq, c.text, c.document_id, d.path)
+               from doc_embeddings e join doc_chunks c on c.id = e.chunk_id join doc_documents d on d.id = c.document_id
+               where e.collection = ? and e.chunk_id = l.chunk_id)))
           from cur x
           cross join lateral (select distinct chunk_id from doc_vector_log
               where index_id = x.id and collection = ? and gen > x.cached and gen <= x.g) l
           where x.g > x.cached and x.floor <= x.cached) as changes${
-            vec
+            fused
               ? `,
        (select json_agg(t order by t.score desc, t.id) from top t) as rows`
-              : ''
+              : q
+                ? `,
+       to_tsquery('english', ?)::text as lexemes`
+                : ''
           }`,
     [
       ...lex.params,
-      ...vec.params,
+      ...(vec?.params ?? []),
       pgArray(ids),
       pgArray([...cachedAt.values()].map(String)),
       tenant,
-      ...fusion.params,
+      ...(fused?.params ?? []),
       collection,
       collection,
+      ...(!fused && q ? [q] : []),
     ],
   );
 }
@@ -358,15 +394,19 @@ function fusedRowsOf(
 }
 
 /**
- * The exact path with every searched index cached: the cached sets are scanned, then one statement
- * (`lexicalAndChanges`) ranks the lexical half, fuses it with the vector ranking and reads the best rows
- * with their snippets. When it reports changes (writes since the sets' generations) they are applied and
- * the vector ranking brought up to date (from the changed chunks' scores alone when that is exact, else
- * by a new scan; a set older than the pruned log is reloaded whole), the two rankings fused here, exactly
- * as the statement fuses them, and a second statement reads the best rows. One round trip for a search,
- * two for the first after a write: measured against sending the lexical statement before the scan and
- * reading the rows in a second one, the single statement after a sparse scan of a fraction of a
- * millisecond was as fast at p50 and faster at p95 (a round trip is a wake-up of a busy process).
+ * The exact path with every searched index cached. When the cached sets keep their chunks' rows (the
+ * usual case, `ChunkRows`), one statement (`lexicalAndChanges`: the lexical ranking, the generations and
+ * the changes since the cached ones) is sent first and the sets are scanned while PostgreSQL runs it; the
+ * two rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes
+ * them) come from the cache: one round trip, overlapped with the scan. When a set keeps no rows (the
+ * budget holds only its vectors) the scan comes first and the statement also fuses and reads the best rows
+ * with their snippets.
+ *
+ * Either way, when the statement reports changes (writes since the sets' generations) they are applied and
+ * the vector ranking brought up to date (from the changed chunks' scores alone when that is exact, else by a
+ * new scan; a set older than the pruned log is reloaded whole), and fused again here. Rows the cache or the
+ * statement does not hold (a set reloaded meanwhile, a changed chunk entering the best rows of the second
+ * kind, a lexical hit without a vector) are read by a second statement (`fusedRowsOf`).
  */
 async function cachedSearch(
   em: EntityManager,
@@ -378,46 +418,115 @@ async function cachedSearch(
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = v;
   const before = cached.generations();
-  const scanned = cached.scan(v.query, v.k);
-  const statement = lexicalAndChanges(tenant, query, v.collection, before, scanned, topN);
-  const [row] = await sqlBound<LexicalRow>(em, statement.text, statement.params, statement.name);
+  const withRows = cached.hasRows();
+  let row: LexicalRow | undefined;
+  let scanned: VectorHit[];
+  if (withRows) {
+    const statement = lexicalAndChanges(tenant, query, v.collection, before, null);
+    [[row], scanned] = await sqlBoundWhile<LexicalRow, VectorHit[]>(em, statement, () => cached.scan(v.query, v.k));
+  } else {
+    scanned = cached.scan(v.query, v.k);
+    const statement = lexicalAndChanges(tenant, query, v.collection, before, { hits: scanned, topN });
+    [row] = await sqlBoundStatement<LexicalRow>(em, statement);
+  }
   const gens = row?.gens ?? {};
-  if (!Object.entries(gens).some(([id, [g]]) => BigInt(g) !== before.get(id))) return row?.rows ?? [];
-  let hits = scanned;
+  const moved = Object.entries(gens).some(([id, [g]]) => BigInt(g) !== before.get(id));
+  if (!withRows && !moved) return row?.rows ?? [];
+  const { hits, reloaded } = moved
+    ? await updatedRanking(em, backend, cached, v, before, row!, scanned)
+    : { hits: scanned, reloaded: false };
+  // The cached rows serve while the sets searched keep them (a change can drop them, a reload replaces the
+  // sets); the chunks of an index gone since (deleted, or not this tenant's) are then left out here, as the
+  // statements' joins leave them out otherwise.
+  const rowsKept = withRows && !reloaded && cached.hasRows();
+  const gone = rowsKept && ids.some((id) => !(id in gens));
+  const live = gone ? hits.filter((h) => (cached.row(h.id)?.indexId ?? '') in gens) : hits;
+  const ranked = fuse(row?.lex ?? [], live);
+  if (!ranked.length) return [];
+  const byId = new Map(ranked.map((r) => [r.id, r]));
+  const best = ranked.slice(0, topN);
+  const rows =
+    (rowsKept && fromCache(best, cached, gens, row?.lexemes ?? null)) ||
+    fromStatement(best, row?.rows ?? []) ||
+    (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
+  return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
+}
+
+/**
+ * The vector ranking brought up to the generations the statement read (`row.gens`): the changes applied to
+ * the cached sets and the ranking updated from the changed chunks' scores alone when that is exact
+ * (`rerank`), else the sets scanned again; a set older than the pruned log is reloaded (`reloaded`: the
+ * cached sets in `cached` are no longer the backend's).
+ */
+async function updatedRanking(
+  em: EntityManager,
+  backend: ExactVectorBackend,
+  cached: NonNullable<ReturnType<ExactVectorBackend['peek']>>,
+  v: VectorSearch,
+  before: Map<string, bigint>,
+  row: LexicalRow,
+  scanned: VectorHit[],
+): Promise<{ hits: VectorHit[]; reloaded: boolean }> {
+  const gens = row.gens ?? {};
   if (Object.entries(gens).some(([id, [, floor]]) => BigInt(floor) > before.get(id)!)) {
     // The log was pruned past a cached set: reload it (the generations as read with the ranking).
     const at = Object.fromEntries(Object.entries(gens).map(([id, [g]]) => [id, g]));
-    hits = await backend.nearestAt(em, at, v.collection, v.query, v.k);
-  } else {
-    // Changes since the scanned generations: applied, then the ranking updated from the changed chunks'
-    // scores alone when that is exact (`rerank`), else the sets scanned again.
-    const changed: string[] = [];
-    const applied = new Map<string, bigint>();
-    for (const [id, [g]] of Object.entries(gens)) {
-      if (BigInt(g) <= before.get(id)!) continue;
-      const changes: VectorChange[] = (row?.changes ?? [])
-        .filter(([index]) => index === id)
-        .map(([, chunk, vec]) => ({ chunk_id: chunk, vec: vec === null ? null : Buffer.from(vec, 'base64') }));
-      if (cached.apply(id, BigInt(g), changes)) applied.set(id, BigInt(g));
-      changed.push(...changes.map((c) => c.chunk_id));
-    }
-    const moved = [...cached.generations()].filter(([id, g]) => g !== before.get(id));
-    if (moved.length) {
-      const onlyOurs = moved.every(([id, g]) => applied.get(id) === g);
-      hits = (onlyOurs && cached.rerank(v.query, v.k, hits, changed)) || cached.scan(v.query, v.k);
-    }
+    return { hits: await backend.nearestAt(em, at, v.collection, v.query, v.k), reloaded: true };
   }
-  const ranked = fuse(row?.lex ?? [], hits);
-  if (!ranked.length) return [];
-  const byId = new Map(ranked.map((r) => [r.id, r]));
-  // The rows the statement read (the same snapshot as the changes) serve when they hold the new best
-  // `topN`, as they do unless a changed chunk entered them: no second round trip.
-  const read = new Map((row?.rows ?? []).map((r) => [r.id, r]));
-  const best = ranked.slice(0, topN);
-  const rows = best.every((r) => read.has(r.id))
-    ? best.map((r) => read.get(r.id)!)
-    : await fusedRowsOf(em, tenant, ids, query, topN, ranked);
-  return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
+  const changed: string[] = [];
+  const applied = new Map<string, bigint>();
+  for (const [id, [g]] of Object.entries(gens)) {
+    if (BigInt(g) <= before.get(id)!) continue;
+    const changes: VectorChange[] = (row.changes ?? [])
+      .filter(([index]) => index === id)
+      .map(([, chunk, stored]) =>
+        stored === null
+          ? { chunk_id: chunk, vec: null }
+          : {
+              chunk_id: chunk,
+              vec: Buffer.from(stored[0], 'base64'),
+              row: { seq: Number(stored[1]), text: stored[2], documentId: stored[3], path: stored[4] },
+            },
+      );
+    if (cached.apply(id, BigInt(g), changes)) applied.set(id, BigInt(g));
+    changed.push(...changes.map((c) => c.chunk_id));
+  }
+  const moved = [...cached.generations()].filter(([id, g]) => g !== before.get(id));
+  if (!moved.length) return { hits: scanned, reloaded: false };
+  const onlyOurs = moved.every(([id, g]) => applied.get(id) === g);
+  const hits = (onlyOurs && cached.rerank(v.query, v.k, scanned, changed)) || cached.scan(v.query, v.k);
+  return { hits, reloaded: false };
+}
+
+/** The best rows from the cached sets' rows, with their snippets; null when one is not cached. */
+function fromCache(
+  best: ReturnType<typeof fuse>,
+  cached: NonNullable<ReturnType<ExactVectorBackend['peek']>>,
+  gens: NonNullable<LexicalRow['gens']>,
+  lexemes: string | null,
+): FusedRow[] | null {
+  const terms = lexemes === null ? null : tsqueryLexemes(lexemes);
+  const rows: FusedRow[] = [];
+  for (const r of best) {
+    const c = cached.row(r.id);
+    if (!c || !(c.indexId in gens)) return null;
+    rows.push({
+      ...r,
+      seq: c.seq,
+      text: c.text,
+      file_id: c.documentId,
+      path: c.path,
+      index_name: gens[c.indexId]![2],
+      snippet: terms ? headline(c.text, terms) : [...c.text].slice(0, 300).join(''),
+    });
+  }
+  return rows;
+}
+
+/** The best rows from those the statement read (the same snapshot as the changes), or null when one is missing. */
+function fromStatement(best: ReturnType<typeof fuse>, read: readonly FusedRow[]): FusedRow[] | null {
+  const byId = new Map(read.map((r) => [r.id, r]));
+  return best.every((r) => byId.has(r.id)) ? best.map((r) => byId.get(r.id)!) : null;
 }
 
 async function fusedRows(
@@ -428,12 +537,18 @@ async function fusedRows(
   topN: number,
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = v;
-  if (backend.kind === 'pgvector')
+  if (backend.kind === 'pgvector') {
+    // An index cached in this process (it fits the budget) is ranked by the exact scan; the others by HNSW,
+    // and their vectors loaded in the background for the next searches.
+    const cached = backend.cache?.peek(ids, v.collection);
+    if (cached) return cachedSearch(em, backend.cache!, cached, v, query, topN);
+    backend.cache?.warm(em, tenant, ids, v.collection);
     return backend.inSearch<FusedRow>(em, v, (vec) => {
       // One prepared statement (its text is fixed per searched index set and collection).
       const s = fusedStatement(tenant, ids, query, topN, vec);
       return preparedStatement(s.text, s.params);
     });
+  }
   const cached = backend.peek(ids, v.collection);
   if (!cached) {
     backend.warm(em, tenant, ids, v.collection);

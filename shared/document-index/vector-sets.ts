@@ -15,6 +15,8 @@
  * give the same doubles, and the same ranking, for the same vectors.
  */
 
+import type { ChunkRows } from './chunk-rows.js';
+
 export interface VectorHit {
   id: string;
   sim: number;
@@ -387,6 +389,13 @@ export class SparseRows implements Rows {
 
   trim(): void {
     for (const l of this.lists) l.trim();
+    this.sumsFor(this.ids.length); // with the load, so a set's bytes do not grow at its first scan
+  }
+
+  /** The scan's sums, grown to hold `total` slots. */
+  private sumsFor(total: number): Float64Array {
+    if (this.sums.length < total) this.sums = new Float64Array(Math.max(1024, Math.ceil(total * 1.25)));
+    return this.sums;
   }
 
   upsert(id: string, raw: Uint8Array): void {
@@ -436,8 +445,7 @@ export class SparseRows implements Rows {
   private score(q: Float32Array, from: number, top: TopK, only?: ReadonlySet<number>): void {
     const { ids } = this;
     const total = ids.length;
-    if (this.sums.length < total) this.sums = new Float64Array(Math.max(1024, Math.ceil(total * 1.25)));
-    const sums = this.sums;
+    const sums = this.sumsFor(total);
     for (let d = 0; d < q.length; d++) {
       const qd = q[d]!;
       if (qd === 0) continue;
@@ -509,6 +517,11 @@ export function density(raw: readonly Uint8Array[], dim: number): number {
  */
 export class VectorSet {
   private rows: Rows | null = null;
+  /**
+   * The chunks' rows (position, text, document), kept beside the vectors when the cache's budget allows
+   * (`chunk-rows.ts`); null when not kept. Whoever changes a chunk's vector changes its row with it.
+   */
+  chunks: ChunkRows | null = null;
 
   /** `dim` fixes the dimension (0: the longest of the first vectors received). */
   constructor(
@@ -532,8 +545,9 @@ export class VectorSet {
     return this.rows?.size ?? 0;
   }
 
+  /** The vectors' bytes and the chunk rows' estimate. */
   get bytes(): number {
-    return this.rows?.bytes ?? 0;
+    return (this.rows?.bytes ?? 0) + (this.chunks?.bytes ?? 0);
   }
 
   private rowsFor(raw: readonly Uint8Array[]): Rows | null {

@@ -9,6 +9,7 @@ import { hnswPredicate } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 import { TopK, VectorSet, type VectorHit } from './vector-sets.js';
+import { ChunkRows, type ChunkRowInput } from './chunk-rows.js';
 
 export { decodeVector, encodeVector, TopK, VectorSet, type VectorHit } from './vector-sets.js';
 
@@ -33,7 +34,9 @@ export { decodeVector, encodeVector, TopK, VectorSet, type VectorHit } from './v
  *   chunks matching a query word meanwhile (`nearestAmong`).
  *
  * Which one serves is decided once per process (`vectorBackend`): `CREATE EXTENSION IF NOT EXISTS
- * vector` succeeding selects pgvector, anything else the exact path.
+ * vector` succeeding selects pgvector, anything else the exact path. With pgvector the exact path's cache
+ * is kept too (`PgvectorBackend.cache`): an index whose vectors fit its budget is loaded in the background
+ * at its first search and then ranked by the exact scan; HNSW ranks the others.
  */
 /** The two implementations; `kind` tells them apart. */
 export type VectorBackend = ExactVectorBackend | PgvectorBackend;
@@ -47,10 +50,43 @@ export interface VectorSearch {
   k: number;
 }
 
-/** A chunk whose vector changed since a cached set's generation: its current vector, or null when deleted. */
+/**
+ * A chunk whose vector changed since a cached set's generation: its current vector and row (position,
+ * text, document; `row` may be left out by a reader that keeps no rows), or null when deleted.
+ */
 export interface VectorChange {
   chunk_id: string;
   vec: Uint8Array | null;
+  row?: ChunkRowInput | null;
+}
+
+/** The columns a load or a catch-up reads with each vector: the chunk's row (`ChunkRowInput`). */
+interface StoredChunk {
+  chunk_id: string;
+  vec: Buffer;
+  seq: number;
+  text: string;
+  document_id: string;
+  path: string;
+}
+
+const rowOf = (r: StoredChunk): ChunkRowInput => ({
+  seq: Number(r.seq),
+  text: r.text,
+  documentId: r.document_id,
+  path: r.path,
+});
+
+/** Applies changes to a set: vectors, and rows where the set keeps them (a change without its row drops them). */
+function applyChanges(set: VectorSet, changes: readonly VectorChange[]): void {
+  for (const c of changes) {
+    if (c.vec) set.upsert(c.chunk_id, c.vec);
+    else set.remove(c.chunk_id);
+    if (!set.chunks) continue;
+    if (c.vec && c.row) set.chunks.set(c.chunk_id, c.row);
+    else if (c.vec) set.chunks = null;
+    else set.chunks.delete(c.chunk_id);
+  }
 }
 
 /** A vector ranking as a CTE `vec(id, rank)` of a larger statement, with its parameters in order. */
@@ -68,24 +104,36 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
       ]);
       if (!gen[0]) return null;
       // Page by page into the set: a load never holds the index's stored vectors whole beside the set.
-      let set: VectorSet | undefined;
+      const set = new VectorSet(BigInt(gen[0].g));
+      const chunks = (set.chunks = new ChunkRows());
+      // The documents' paths first (far fewer rows than chunks), so the pages join only the chunks.
+      const paths = new Map(
+        (
+          await sql<{ id: string; path: string }>(tx, 'select id, path from doc_documents where index_id = ?', [
+            indexId,
+          ])
+        ).map((d) => [d.id, d.path]),
+      );
       let after = '00000000-0000-0000-0000-000000000000';
       for (;;) {
-        const page = await sql<{ chunk_id: string; vec: Buffer }>(
+        const page = await sql<Omit<StoredChunk, 'path'>>(
           tx,
-          `select chunk_id, vec from doc_embeddings where collection = ? and index_id = ? and chunk_id > ?
-             order by chunk_id limit ?`,
+          `select e.chunk_id, e.vec, c.seq, c.text, c.document_id
+             from doc_embeddings e join doc_chunks c on c.id = e.chunk_id
+             where e.collection = ? and e.index_id = ? and e.chunk_id > ?
+             order by e.chunk_id limit ?`,
           [collection, indexId, after, CHUNK_PAGE],
         );
-        const ids = page.map((r) => r.chunk_id);
-        const raw = page.map((r) => r.vec);
-        if (set) set.append(ids, raw);
-        else set = VectorSet.of(BigInt(gen[0].g), ids, raw);
+        set.append(
+          page.map((r) => r.chunk_id),
+          page.map((r) => r.vec),
+        );
+        for (const r of page) chunks.set(r.chunk_id, rowOf({ ...r, path: paths.get(r.document_id)! }));
         if (page.length < CHUNK_PAGE) break;
         after = page[page.length - 1]!.chunk_id;
       }
-      set!.trim(); // the growth headroom of the last pages given back
-      return set!;
+      set.trim(); // the growth headroom of the last pages given back
+      return set;
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ },
   );
@@ -98,23 +146,29 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
  * reaches back to the set's generation (pruned), true when applied; null when the index is gone.
  */
 async function catchUp(em: EntityManager, indexId: string, collection: string, set: VectorSet) {
-  const rows = await sql<{ g: string; floor: string; chunk_id: string | null; vec: Buffer | null }>(
+  const rows = await sql<{ g: string; floor: string } & (StoredChunk | { [K in keyof StoredChunk]: null })>(
     em,
-    `select i.vector_generation::text as g, i.vector_log_floor::text as floor, l.chunk_id, e.vec
+    `select i.vector_generation::text as g, i.vector_log_floor::text as floor, l.chunk_id, e.vec,
+         c.seq, c.text, c.document_id, d.path
        from doc_indexes i
        left join lateral (select distinct chunk_id from doc_vector_log
            where index_id = i.id and collection = ? and gen > ?::bigint) l on i.vector_log_floor <= ?::bigint
        left join doc_embeddings e on e.collection = ? and e.chunk_id = l.chunk_id
+       left join doc_chunks c on c.id = e.chunk_id
+       left join doc_documents d on d.id = c.document_id
        where i.id = ?`,
     [collection, set.generation.toString(), set.generation.toString(), collection, indexId],
   );
   if (!rows[0]) return null;
   if (BigInt(rows[0].floor) > set.generation) return false;
-  for (const r of rows) {
-    if (!r.chunk_id) continue;
-    if (r.vec) set.upsert(r.chunk_id, r.vec);
-    else set.remove(r.chunk_id);
-  }
+  applyChanges(
+    set,
+    rows.flatMap((r) =>
+      r.chunk_id === null
+        ? []
+        : [{ chunk_id: r.chunk_id, vec: r.vec, row: r.vec && r.document_id !== null ? rowOf(r as StoredChunk) : null }],
+    ),
+  );
   set.generation = BigInt(rows[0].g);
   return true;
 }
@@ -133,6 +187,9 @@ export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<
   );
 }
 
+/** How long a set found larger than the cache's budget is not loaded in the background again. */
+const OVERSIZED_RETRY_MS = 10 * 60_000;
+
 /**
  * The exact path: an LRU of (index, collection) vector sets within a byte budget
  * (`PLATFORM_DOCUMENT_INDEX_VECTOR_CACHE_MB`, default an eighth of the memory, at least 512 MB). A set is loaded whole once, then kept
@@ -147,6 +204,8 @@ export class ExactVectorBackend {
   private readonly refreshing = new Map<string, Promise<VectorSet | null>>();
   private bytes = 0;
   private readonly warming = new Set<Promise<void>>();
+  /** Sets found larger than the budget (key to when): not loaded in the background again for a while. */
+  private readonly oversized = new Map<string, number>();
   /** Whole loads from PostgreSQL, searches served from memory as cached, and incremental catch-ups (tests, benchmark). */
   readonly stats = { loads: 0, hits: 0, catchUps: 0 };
   /** Searches answered among a candidate set while an index was not cached (`nearestAmong`). */
@@ -208,6 +267,16 @@ export class ExactVectorBackend {
         return top.hits;
       },
       generations: () => new Map(sets.map(([id, set]) => [id, set.generation])),
+      /** Every set keeps its chunks' rows (`VectorSet.chunks`), so `row` answers for every cached chunk. */
+      hasRows: () => sets.every(([, set]) => set.chunks !== null),
+      /** A cached chunk's row and index, or undefined (not in the sets, or a set keeps no rows). */
+      row: (chunkId: string) => {
+        for (const [indexId, set] of sets) {
+          const row = set.chunks?.get(chunkId);
+          if (row) return { indexId, ...row };
+        }
+        return undefined;
+      },
       /**
        * A ranking (`scan`'s, taken before `changed` chunks were applied) brought up to date without a whole
        * scan: when none of the changed chunks was among its hits, the hits are still the best of the
@@ -225,10 +294,7 @@ export class ExactVectorBackend {
       apply: (indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean => {
         const set = sets.find(([id]) => id === indexId)?.[1];
         if (!set || generation <= set.generation) return false;
-        for (const c of changes) {
-          if (c.vec) set.upsert(c.chunk_id, c.vec);
-          else set.remove(c.chunk_id);
-        }
+        applyChanges(set, changes);
         set.generation = generation;
         this.stats.catchUps++;
         const key = `${indexId}|${collection}`;
@@ -238,8 +304,15 @@ export class ExactVectorBackend {
     };
   }
 
-  /** Loads (or catches up) the listed indexes' sets in the background; `settled()` waits for them. */
+  /**
+   * Loads (or catches up) the listed indexes' sets in the background; `settled()` waits for them. Not when
+   * one of them was found larger than the budget in the last `OVERSIZED_RETRY_MS` (its load would be thrown
+   * away again).
+   */
   warm(em: EntityManager, tenant: string, indexIds: string[], collection: string): void {
+    const now = Date.now();
+    if (indexIds.some((id) => now - (this.oversized.get(`${id}|${collection}`) ?? -Infinity) < OVERSIZED_RETRY_MS))
+      return;
     const work = this.nearest(em.fork(), tenant, indexIds, collection, [], 0).then(
       () => undefined,
       () => undefined, // a failed load is retried by the next search
@@ -248,9 +321,16 @@ export class ExactVectorBackend {
     void work.finally(() => this.warming.delete(work));
   }
 
-  /** The cached sets: each one's layout, chunks and bytes, and the bytes of all (benchmark, tests). */
+  /** The cached sets: each one's layout, chunks and bytes (rows included), and the bytes of all (benchmark, tests). */
   usage() {
-    const sets = [...this.entries].map(([key, set]) => ({ key, layout: set.layout, size: set.size, bytes: set.bytes }));
+    const sets = [...this.entries].map(([key, set]) => ({
+      key,
+      layout: set.layout,
+      size: set.size,
+      bytes: set.bytes,
+      /** The chunks' rows' share of `bytes`, null when the set keeps no rows. */
+      rowBytes: set.chunks?.bytes ?? null,
+    }));
     return { sets, bytes: this.bytes, budgetBytes: this.budgetBytes };
   }
 
@@ -341,7 +421,13 @@ export class ExactVectorBackend {
 
   private keep(key: string, set: VectorSet): void {
     this.forget(key);
-    if (set.bytes > this.budgetBytes) return;
+    // The chunks' rows are kept only where the budget holds them with the vectors; the vectors come first.
+    if (set.bytes > this.budgetBytes) set.chunks = null;
+    if (set.bytes > this.budgetBytes) {
+      this.oversized.set(key, Date.now());
+      return;
+    }
+    this.oversized.delete(key);
     while (this.bytes + set.bytes > this.budgetBytes && this.entries.size) {
       const k0 = this.entries.keys().next().value as string;
       this.forget(k0);
@@ -371,6 +457,12 @@ export class PgvectorBackend {
   constructor(
     readonly iterativeScan: boolean,
     readonly efSearch = DEFAULT_EF_SEARCH,
+    /**
+     * The in-process exact cache (as on the embedded PostgreSQL) for the indexes that fit its budget: once an
+     * index is cached there, SEARCH ranks it by the exact scan (faster than the HNSW scan, and exact); null
+     * (`PLATFORM_DOCUMENT_INDEX_HNSW_ONLY`): PostgreSQL ranks every search.
+     */
+    readonly cache: ExactVectorBackend | null = null,
   ) {}
 
   async nearest(
@@ -464,6 +556,7 @@ export async function detectVectorBackend(
   em: EntityManager,
   budgetBytes: number,
   efSearch = DEFAULT_EF_SEARCH,
+  hnswOnly = false,
 ): Promise<VectorBackend> {
   try {
     await sql(em.fork(), 'create extension if not exists vector');
@@ -478,7 +571,11 @@ export async function detectVectorBackend(
     }
     if (!(await hasNativeColumn(em))) throw new Error('doc_embeddings.emb missing');
     const [major, minor] = (v[0]?.extversion ?? '0.0').split('.').map(Number);
-    return new PgvectorBackend(major! > 0 || minor! >= 8, efSearch);
+    return new PgvectorBackend(
+      major! > 0 || minor! >= 8,
+      efSearch,
+      hnswOnly ? null : new ExactVectorBackend(budgetBytes),
+    );
   } catch {
     return new ExactVectorBackend(budgetBytes);
   }
@@ -500,8 +597,8 @@ onProcessReset('shared/document-index/vectors.ts#shared', () => {
 
 /** The process's vector backend, detected once. */
 export function vectorBackend(em: EntityManager, config: AppConfig): Promise<VectorBackend> {
-  const { vectorCacheMb, hnswEfSearch: ef } = config.documentIndex;
-  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef).catch((err: unknown) => {
+  const { vectorCacheMb, hnswEfSearch: ef, hnswOnly } = config.documentIndex;
+  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef, hnswOnly).catch((err: unknown) => {
     shared = undefined;
     throw err;
   });

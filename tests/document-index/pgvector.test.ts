@@ -67,6 +67,9 @@ describe('pgvector backend', () => {
   let index: IndexRow;
   let pgv: VectorBackend;
   const em = () => orm.em.fork() as EntityManager;
+  /** A text document added to the suite's index `kb`. */
+  const addText = (path: string, content: string) =>
+    ingestDocument(em(), index, { path, kind: 'text', content }, NO_CHUNKING, embedder);
 
   beforeAll(async () => {
     const configured = process.env.PLATFORM_TEST_PGVECTOR_URL;
@@ -85,7 +88,8 @@ describe('pgvector backend', () => {
     index = await createIndex(em(), TENANT, 'kb', NO_CHUNKING);
     for (const [i, text] of CORPUS.entries())
       await ingestDocument(em(), index, { path: `doc${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
-    pgv = await detectVectorBackend(em(), 1024 * 1024);
+    // These cases are about PostgreSQL's ranking: HNSW only (the in-process cache has its own case below).
+    pgv = await detectVectorBackend(em(), 1024 * 1024, undefined, true);
   }, 120_000);
   afterAll(async () => {
     await orm?.close();
@@ -337,16 +341,43 @@ describe('pgvector backend', () => {
     }
   });
 
+  it('ranks an index that fits the vector cache by the exact in-process scan once cached (HNSW before, and for an index too large)', async () => {
+    const routed = await detectVectorBackend(em(), 64 * 1024 * 1024);
+    if (routed.kind !== 'pgvector') throw new Error('pgvector expected');
+    expect((pgv as typeof routed).cache).toBeNull();
+    const cache = routed.cache!;
+    const exact = new ExactVectorBackend(64 * 1024 * 1024);
+    await exact.nearest(em(), TENANT, [index.id], embedder.collection, [1], 1); // cached: its searches scan all
+    const search = (b: VectorBackend, q: string) =>
+      hybridSearch(em(), TENANT, [{ id: index.id, name: 'kb' }], q, 5, embedder, b);
+    // The first search: PostgreSQL ranks (HNSW or its exact scan), the index's vectors load meanwhile.
+    expect((await search(routed, 'restore a backup'))[0]).toBeDefined();
+    await cache.settled();
+    expect(cache.stats.loads).toBe(1);
+    expect(cache.usage().sets.map((s) => s.key)).toEqual([`${index.id}|${embedder.collection}`]);
+    // Then the cache answers: the exact path's results, rows and snippets included.
+    for (const q of QUERIES) expect(await search(routed, q), q).toEqual(await search(exact, q));
+    const added = await addText('heron', 'A grey heron waits by the backup pond.');
+    const seen = await search(routed, 'grey heron pond');
+    expect(seen[0]).toMatchObject({ file_id: added.file_id, lexical_rank: 1, vector_rank: 1 });
+    expect(cache.stats).toMatchObject({ loads: 1, catchUps: 1 });
+    await sql(em(), 'delete from doc_documents where id = ?', [added.file_id]);
+
+    // An index larger than the budget: loaded once in the background, found too large, not loaded again.
+    const small = await detectVectorBackend(em(), 64);
+    if (small.kind !== 'pgvector') throw new Error('pgvector expected');
+    for (let i = 0; i < 3; i++) {
+      expect((await search(small, 'restore a backup'))[0]).toBeDefined();
+      await small.cache!.settled();
+    }
+    expect(small.cache!.stats.loads).toBe(1);
+    expect(small.cache!.usage().sets).toEqual([]);
+  });
+
   it('sees a write at the next search', async () => {
     const v = localEmbed('zebra crossing near the school');
     const before = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, v, 5);
-    const added = await ingestDocument(
-      em(),
-      index,
-      { path: 'zebra', kind: 'text', content: 'A zebra crossing near the school.' },
-      NO_CHUNKING,
-      embedder,
-    );
+    const added = await addText('zebra', 'A zebra crossing near the school.');
     const chunk = await em()
       .getConnection()
       .execute('select id from doc_chunks where document_id = ?', [added.file_id]);

@@ -8,6 +8,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../shared/db/orm.js';
 import { cosine, currentEmbedder, type Embedder } from '../../shared/document-index/embedder.js';
+import { deleteIndexAction, renameDocumentAction } from '../../shared/document-index/actions.js';
 import { hybridSearch, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import {
@@ -262,6 +263,51 @@ describe('SEARCH after writes', () => {
     expect(pathsOf(afterDelete)).not.toContain(top.filepath);
     expect(warm.stats.loads).toBe(1);
     expect(warm.stats.catchUps).toBe(2);
+  });
+});
+
+describe('SEARCH from the cached rows', () => {
+  it('answers what the statement path answers (rows, paths, snippets), with and without changes to apply', async () => {
+    const { index, backend: withRows } = await warmCorpus('rows-parity');
+    const set = withRows.usage().sets.find((s) => s.key.startsWith(`${index.id}|`))!;
+    expect(set.rowBytes).toBeGreaterThan(0);
+    // A budget that holds the vectors but not their rows: the set is kept without rows.
+    const noRows = new ExactVectorBackend(set.bytes - set.rowBytes! / 2);
+    await search(noRows, index, 'restore a backup');
+    await noRows.settled();
+    expect(noRows.usage().sets.map((s) => s.rowBytes)).toEqual([null]);
+    const both = async () => {
+      for (const q of [...QUERIES, '?!'])
+        expect(await search(withRows, index, q), q).toEqual(await search(noRows, index, q));
+    };
+    await both();
+    await add(otherEm(), index, 'extra', 'Every backup of the scratch database is restored on Mondays.');
+    await both();
+    expect(withRows.stats).toMatchObject({ loads: 1, catchUps: 1 });
+    expect(noRows.stats).toMatchObject({ loads: 1, catchUps: 1 });
+  });
+
+  it("answers a renamed document's new path in a process that cached its rows (RENAME_DOCUMENT marks its chunks changed)", async () => {
+    const { index, backend } = await warmCorpus('rows-rename');
+    const before = await search(backend, index, 'restore a backup');
+    const top = before[0]!;
+    const renamed = await renameDocumentAction(
+      { em: otherEm(), config: stack.config, tenant },
+      { index_name: index.name, filepath: top.filepath, new_filename: 'renamed.md' },
+    );
+    expect(renamed.filepath).toBe('renamed.md');
+    const after = await search(backend, index, 'restore a backup');
+    expect(after[0]).toEqual({ ...top, filepath: 'renamed.md' });
+    expect(after.slice(1)).toEqual(before.slice(1));
+    expect(backend.stats).toMatchObject({ loads: 1, catchUps: 1 });
+  });
+
+  it('answers nothing from an index deleted by another process, though its rows stay cached', async () => {
+    const { index, backend } = await warmCorpus('rows-gone');
+    expect((await search(backend, index, 'restore a backup')).length).toBeGreaterThan(0);
+    await deleteIndexAction({ em: otherEm(), config: stack.config, tenant }, index.name);
+    expect(await search(backend, index, 'restore a backup')).toEqual([]);
+    expect(backend.usage().sets.some((s) => s.key.startsWith(`${index.id}|`) && s.rowBytes)).toBe(true);
   });
 });
 
