@@ -4,6 +4,7 @@ import {
   ChildWorkflowFailure,
   ParentClosePolicy,
   executeChild,
+  isCancellation,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -102,7 +103,8 @@ async function prepare(input: SourceSyncInput): Promise<PrepareAnswer> {
     const quick = await shortcut.managedSyncQuick(input);
     if (quick.prepared) return quick.prepared;
     listing = quick.listing;
-  } catch {
+  } catch (err) {
+    if (isCancellation(err)) throw err; // the sync was cancelled: not a failed shortcut
     // managedSyncPrepare resolves again below.
   }
   return await gitOps.managedSyncPrepare({ ...input, listing });
