@@ -4,7 +4,7 @@ import { resolveChunkConfig, type ChunkConfig, type ChunkParams } from './chunki
 import { currentEmbedder } from './embedder.js';
 import { dropHnswIndexes } from './hnsw.js';
 import { hybridSearch, type SearchHit } from './search.js';
-import { vectorBackend } from './vectors.js';
+import { logDocumentChanged, vectorBackend } from './vectors.js';
 import {
   configOf,
   createIndex,
@@ -313,19 +313,14 @@ export async function renameDocumentAction(c: Ctx, a: { index_name: string; file
   if (clash.length)
     throw new ConflictError(`A document "${next}" already exists in index "${a.index_name}".`, { filepath: next });
   await c.em.fork().transactional(async (tx) => {
+    await lockIndex(tx, index.id);
     await sql(
       tx,
       `update doc_documents set path = ?, metadata = metadata || jsonb_build_object('filename', ?::text) where id = ?`,
       [next, a.new_filename, doc.id],
     );
-    // The document's chunks marked changed (their vectors rewritten as they are): the vector log's triggers
-    // record them, so an API process that caches the chunks' rows with their paths reads the new path with
-    // its next search's changes.
-    await sql(
-      tx,
-      'update doc_embeddings set vec = vec where chunk_id in (select id from doc_chunks where document_id = ?)',
-      [doc.id],
-    );
+    // An API process caching the chunks' rows with their paths reads the new path with its next search's changes.
+    await logDocumentChanged(tx, index.id, doc.id as string);
   });
   return { Success: true, file_id: doc.id, filepath: next, previous_filepath: old };
 }

@@ -27,6 +27,10 @@ export { parseTokens } from './ts-parser.js';
 
 /** The options SEARCH passes (`MaxWords=40, MinWords=15, MaxFragments=1`) and `ShortWord`'s default, 3 bytes. */
 const [MAX_WORDS, MIN_WORDS, MAX_FRAGMENTS, SHORT_WORD] = [40, 15, 1, 3] as const;
+/** Those options as `ts_headline` takes them (SEARCH's statements that write snippets in SQL). */
+export const HEADLINE_OPTIONS = `MaxWords=${MAX_WORDS}, MinWords=${MIN_WORDS}, MaxFragments=${MAX_FRAGMENTS}`;
+/** Characters of a chunk's text a snippet shows when the query has no words (`left(text, 300)` in SQL). */
+export const PLAIN_SNIPPET_CHARS = 300;
 /**
  * PostgreSQL's limits: tokens of 2,047 bytes or more are dropped (`MAXSTRLEN`, "word is too long"),
  * words over 1,000 bytes are lower-cased but not stemmed (`dsnowball_lexize`), and positions past

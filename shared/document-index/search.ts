@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
 import type { Embedder } from './embedder.js';
-import { headline, tsqueryLexemes } from './headline.js';
+import { HEADLINE_OPTIONS, headline, PLAIN_SNIPPET_CHARS, tsqueryLexemes } from './headline.js';
 import { onProcessReset } from '../process-state.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
@@ -180,10 +180,17 @@ function fusionSql(tenant: string, indexIds: string[], query: string, topN: numb
          order by score desc, c.id limit ?)`,
     rows: `select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
          i.name as index_name,
-         ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
+         ${snippetSql(q)} as snippet
        from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id`,
     params: [tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
   };
+}
+
+/** The snippet of a row `f` in SQL: `ts_headline` for a query with words (its `?` the OR query), else the text's start. */
+function snippetSql(q: string | null): string {
+  return q
+    ? `ts_headline('english', f.text, to_tsquery('english', ?), '${HEADLINE_OPTIONS}')`
+    : `left(f.text, ${PLAIN_SNIPPET_CHARS})`;
 }
 
 function hitOf(r: FusedRow): SearchHit {
@@ -267,6 +274,12 @@ onProcessReset('shared/document-index/search.ts#namedStatements', () => {
   namedStatements = new Map();
 });
 
+/**
+ * Changed chunks the cached path's statement carries per index (each with its vector and text, a few KB of
+ * JSON): past it the answer says only that there are more, and the set catches up row by row instead.
+ */
+const CHANGES_IN_ANSWER = 1000;
+
 /** What the statement of the cached exact path answers (one row). */
 interface LexicalRow {
   /** The lexical ranking's chunk ids, best first. */
@@ -295,7 +308,8 @@ interface LexicalRow {
  * - or not: the query's lexemes, for the snippets the caller writes from the cached rows; the statement is
  *   sent before the scan and runs while it does.
  *
- * The statement is prepared, so its plan is generic (parameter values unknown): the log is read by a bounded
+ * At most `CHANGES_IN_ANSWER` + 1 changed chunks per index come with the answer. The statement is prepared,
+ * so its plan is generic (parameter values unknown): the log is read by a bounded
  * generation range (its `(index_id, gen)` index) and each changed chunk by its primary key (a scalar subquery),
  * so no plan can join the changes to a whole-table scan (with a join, a 1M-chunk index's first SEARCH after a
  * write took 2.5 to 4 s).
@@ -325,7 +339,7 @@ function lexicalAndChanges(
                where e.collection = ? and e.chunk_id = l.chunk_id)))
           from cur x
           cross join lateral (select distinct chunk_id from doc_vector_log
-              where index_id = x.id and collection = ? and gen > x.cached and gen <= x.g) l
+              where index_id = x.id and collection = ? and gen > x.cached and gen <= x.g limit ?) l
           where x.g > x.cached and x.floor <= x.cached) as changes${
             fused
               ? `,
@@ -344,6 +358,7 @@ function lexicalAndChanges(
       ...(fused?.params ?? []),
       collection,
       collection,
+      CHANGES_IN_ANSWER + 1,
       ...(!fused && q ? [q] : []),
     ],
   );
@@ -386,7 +401,7 @@ function fusedRowsOf(
          join doc_chunks c on c.id = f.id and c.tenant = ? and c.index_id = any(?::uuid[])
          order by f.ord limit ?)
      select f.id, f.seq, f.text, d.id as file_id, d.path, i.name as index_name,
-         ${q ? `ts_headline('english', f.text, to_tsquery('english', ?), 'MaxWords=40, MinWords=15, MaxFragments=1')` : 'left(f.text, 300)'} as snippet
+         ${snippetSql(q)} as snippet
        from f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
        order by f.ord`,
     [pgArray(ranked.map((r) => r.id)), tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
@@ -468,8 +483,14 @@ async function updatedRanking(
   scanned: VectorHit[],
 ): Promise<{ hits: VectorHit[]; reloaded: boolean }> {
   const gens = row.gens ?? {};
-  if (Object.entries(gens).some(([id, [, floor]]) => BigInt(floor) > before.get(id)!)) {
-    // The log was pruned past a cached set: reload it (the generations as read with the ranking).
+  const changesOf = (id: string) => (row.changes ?? []).filter(([index]) => index === id);
+  if (
+    Object.entries(gens).some(
+      ([id, [, floor]]) => BigInt(floor) > before.get(id)! || changesOf(id).length > CHANGES_IN_ANSWER,
+    )
+  ) {
+    // The log was pruned past a cached set, or more chunks changed than an answer carries (a large
+    // ingestion): bring the set up to date by a catch-up read row by row, or a reload.
     const at = Object.fromEntries(Object.entries(gens).map(([id, [g]]) => [id, g]));
     return { hits: await backend.nearestAt(em, at, v.collection, v.query, v.k), reloaded: true };
   }
@@ -477,17 +498,15 @@ async function updatedRanking(
   const applied = new Map<string, bigint>();
   for (const [id, [g]] of Object.entries(gens)) {
     if (BigInt(g) <= before.get(id)!) continue;
-    const changes: VectorChange[] = (row.changes ?? [])
-      .filter(([index]) => index === id)
-      .map(([, chunk, stored]) =>
-        stored === null
-          ? { chunk_id: chunk, vec: null }
-          : {
-              chunk_id: chunk,
-              vec: Buffer.from(stored[0], 'base64'),
-              row: { seq: Number(stored[1]), text: stored[2], documentId: stored[3], path: stored[4] },
-            },
-      );
+    const changes: VectorChange[] = changesOf(id).map(([, chunk, stored]) =>
+      stored === null
+        ? { chunk_id: chunk, vec: null }
+        : {
+            chunk_id: chunk,
+            vec: Buffer.from(stored[0], 'base64'),
+            row: { seq: Number(stored[1]), text: stored[2], documentId: stored[3], path: stored[4] },
+          },
+    );
     if (cached.apply(id, BigInt(g), changes)) applied.set(id, BigInt(g));
     changed.push(...changes.map((c) => c.chunk_id));
   }
@@ -517,7 +536,9 @@ function fromCache(
       file_id: c.documentId,
       path: c.path,
       index_name: gens[c.indexId]![2],
-      snippet: terms ? headline(c.text, terms) : [...c.text].slice(0, 300).join(''),
+      snippet: terms
+        ? headline(c.text, terms)
+        : [...c.text.slice(0, 2 * PLAIN_SNIPPET_CHARS)].slice(0, PLAIN_SNIPPET_CHARS).join(''),
     });
   }
   return rows;

@@ -523,6 +523,19 @@ export function density(raw: readonly Uint8Array[], dim: number): number {
 }
 
 /**
+ * The bytes a set of `rows` vectors like `sample` (stored float4 bytes) takes in the layout their density
+ * chooses, as the layouts count them (`bytes`), without the rows' text: an estimate for deciding before a
+ * whole load whether the set can be kept at all.
+ */
+export function estimatedSetBytes(rows: number, sample: readonly Uint8Array[]): number {
+  const dim = sample.reduce((m, b) => Math.max(m, b.length >> 2), 0);
+  if (!rows || !dim) return 0;
+  const share = density(sample, dim);
+  if (share > SPARSE_DENSITY) return Math.ceil(rows / BLOCK) * BLOCK * dim * 4 + rows * 80; // whole blocks
+  return rows * (share * dim * 8 + 1.25 * 8 + 80); // list entries, the scan's sums, the ids
+}
+
+/**
  * One (index, collection) vector set in memory at a vector generation. Its layout (`DenseRows` or
  * `SparseRows`) is chosen from the density of the first rows it receives (a whole load's first page, or
  * the first written vector of an empty set), and chosen again whenever the set becomes empty; the dimension

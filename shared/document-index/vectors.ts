@@ -8,7 +8,7 @@ import { forgetNativeVectorType } from './native-vector-writer.js';
 import { hnswPredicate } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
-import { TopK, VectorSet, type VectorHit } from './vector-sets.js';
+import { estimatedSetBytes, TopK, VectorSet, type VectorHit } from './vector-sets.js';
 import { ChunkRows, type ChunkRowInput } from './chunk-rows.js';
 
 export { decodeVector, encodeVector, TopK, VectorSet, type VectorHit } from './vector-sets.js';
@@ -187,6 +187,25 @@ export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<
   );
 }
 
+/**
+ * Records a document's chunks as changed without a vector write (RENAME_DOCUMENT: their rows' path changed):
+ * the index's generation bumped and the chunks logged under it, as the vector triggers do for a write
+ * (`VECTOR_LOG_TRIGGER`; an index that is not active is bumped, not logged), so every process caching the
+ * index's rows reads them again with its next search's changes. The caller holds the index's lock.
+ */
+export async function logDocumentChanged(tx: EntityManager, indexId: string, documentId: string): Promise<void> {
+  await sql(
+    tx,
+    `with bumped as (
+       update doc_indexes set vector_generation = vector_generation + 1 where id = ? returning id, vector_generation, state)
+     insert into doc_vector_log (index_id, gen, collection, chunk_id)
+       select b.id, b.vector_generation, e.collection, e.chunk_id
+         from bumped b, doc_chunks c join doc_embeddings e on e.chunk_id = c.id
+         where c.document_id = ? and b.state = 'active'`,
+    [indexId, documentId],
+  );
+}
+
 /** How long a set found larger than the cache's budget is not loaded in the background again. */
 const OVERSIZED_RETRY_MS = 10 * 60_000;
 
@@ -201,15 +220,21 @@ const OVERSIZED_RETRY_MS = 10 * 60_000;
 export class ExactVectorBackend {
   readonly kind = 'exact' as const;
   private readonly entries = new Map<string, VectorSet>();
+  /** Each kept set's bytes as counted in `bytes` when it was kept. */
+  private readonly counted = new Map<string, number>();
   private readonly refreshing = new Map<string, Promise<VectorSet | null>>();
   private bytes = 0;
   private readonly warming = new Set<Promise<void>>();
   /** Sets found larger than the budget (key to when): not loaded in the background again for a while. */
   private readonly oversized = new Map<string, number>();
+  /** Sets a background warm-up is sizing or loading now. */
+  private readonly sizing = new Set<string>();
   /** Whole loads from PostgreSQL, searches served from memory as cached, and incremental catch-ups (tests, benchmark). */
   readonly stats = { loads: 0, hits: 0, catchUps: 0 };
   /** Searches answered among a candidate set while an index was not cached (`nearestAmong`). */
   amongSearches = 0;
+  /** Catch-ups applied from the changes a search's answer carried (`peek().apply`; tests). */
+  appliedFromAnswers = 0;
 
   constructor(private readonly budgetBytes: number) {}
 
@@ -297,8 +322,9 @@ export class ExactVectorBackend {
         applyChanges(set, changes);
         set.generation = generation;
         this.stats.catchUps++;
+        this.appliedFromAnswers++;
         const key = `${indexId}|${collection}`;
-        if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget, as it is now
+        if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget as it is now
         return true;
       },
     };
@@ -307,16 +333,46 @@ export class ExactVectorBackend {
   /**
    * Loads (or catches up) the listed indexes' sets in the background; `settled()` waits for them. Not when
    * one of them was found larger than the budget in the last `OVERSIZED_RETRY_MS` (its load would be thrown
-   * away again).
+   * away again), nor when its size estimated from its row count and a sample of its vectors
+   * (`estimatedSetBytes`) is, nor twice at once.
    */
   warm(em: EntityManager, tenant: string, indexIds: string[], collection: string): void {
     const now = Date.now();
-    if (indexIds.some((id) => now - (this.oversized.get(`${id}|${collection}`) ?? -Infinity) < OVERSIZED_RETRY_MS))
-      return;
-    const work = this.nearest(em.fork(), tenant, indexIds, collection, [], 0).then(
-      () => undefined,
-      () => undefined, // a failed load is retried by the next search
-    );
+    const key = (id: string) => `${id}|${collection}`;
+    if (indexIds.some((id) => now - (this.oversized.get(key(id)) ?? -Infinity) < OVERSIZED_RETRY_MS)) return;
+    if (indexIds.some((id) => this.sizing.has(key(id)))) return; // a warm-up of these is under way
+    for (const id of indexIds) this.sizing.add(key(id));
+    const work = (async () => {
+      // A set estimated larger than the budget from its row count and a sample is not loaded at all (a
+      // large index of a dense model's vectors would be read whole only to be thrown away).
+      for (const id of indexIds) {
+        if (this.entries.has(key(id)) || this.refreshing.has(key(id))) continue;
+        const [{ n }] = await sql<{ n: number }>(
+          em.fork(),
+          'select count(*)::int as n from doc_embeddings where index_id = ? and collection = ?',
+          [id, collection],
+        );
+        const sample = await sql<{ vec: Buffer }>(
+          em.fork(),
+          'select vec from doc_embeddings where index_id = ? and collection = ? limit 200',
+          [id, collection],
+        );
+        if (
+          estimatedSetBytes(
+            n,
+            sample.map((r) => r.vec),
+          ) > this.budgetBytes
+        ) {
+          this.oversized.set(key(id), Date.now());
+          return;
+        }
+      }
+      await this.nearest(em.fork(), tenant, indexIds, collection, [], 0);
+    })()
+      .catch(() => undefined) // a failed load is retried by the next search
+      .finally(() => {
+        for (const id of indexIds) this.sizing.delete(key(id));
+      });
     this.warming.add(work);
     void work.finally(() => this.warming.delete(work));
   }
@@ -413,10 +469,10 @@ export class ExactVectorBackend {
   }
 
   private forget(key: string): void {
-    const old = this.entries.get(key);
-    if (!old) return;
-    this.entries.delete(key);
-    this.bytes -= old.bytes;
+    if (!this.entries.delete(key)) return;
+    // The bytes counted when it was kept: a set changed in place since (a catch-up) is larger now.
+    this.bytes -= this.counted.get(key) ?? 0;
+    this.counted.delete(key);
   }
 
   private keep(key: string, set: VectorSet): void {
@@ -432,8 +488,10 @@ export class ExactVectorBackend {
       const k0 = this.entries.keys().next().value as string;
       this.forget(k0);
     }
+    const bytes = set.bytes;
     this.entries.set(key, set);
-    this.bytes += set.bytes;
+    this.counted.set(key, bytes);
+    this.bytes += bytes;
   }
 }
 

@@ -263,6 +263,31 @@ describe('SEARCH after writes', () => {
     expect(pathsOf(afterDelete)).not.toContain(top.filepath);
     expect(warm.stats.loads).toBe(1);
     expect(warm.stats.catchUps).toBe(2);
+    expect(warm.appliedFromAnswers).toBe(2);
+    // The budget counts each set as it is after the catch-ups (they grew it in place).
+    const usage = warm.usage();
+    expect(usage.bytes).toBe(usage.sets.reduce((n, s) => n + s.bytes, 0));
+  });
+
+  it('catches a set up row by row after a write larger than an answer carries, and ranks like a fresh load', async () => {
+    const { index, backend: warm } = await warmCorpus('after-large-write');
+    const q = 'harbour crane backup';
+    await search(warm, index, q);
+    const docs = Array.from({ length: 1001 }, (_, i) => ({
+      path: `bulk${i}`,
+      kind: 'text' as const,
+      content: `Harbour crane ${i} lifts the backup containers; shift ${i % 7} logs the tonnage.`,
+    }));
+    await ingestDocuments(otherEm(), index, docs, NO_CHUNKING, embedder);
+    const fresh = new ExactVectorBackend(64 * MB);
+    await fresh.nearest(em(), tenant, [index.id], embedder.collection, [1], 1);
+    const got = await search(warm, index, q);
+    expect(got).toEqual(await search(fresh, index, q));
+    expect(pathsOf(got).filter((p) => p.startsWith('bulk')).length).toBeGreaterThan(0);
+    expect(warm.stats).toMatchObject({ loads: 1, catchUps: 1 });
+    expect(warm.appliedFromAnswers).toBe(0); // not from the answer: a catch-up read row by row
+    const usage = warm.usage();
+    expect(usage.bytes).toBe(usage.sets.reduce((n, s) => n + s.bytes, 0));
   });
 });
 
