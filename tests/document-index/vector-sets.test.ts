@@ -132,6 +132,38 @@ describe('sparse posting lists against dense blocks', () => {
     }
   });
 
+  it('keep the smaller chunk ids among equal scores at the cut, in ids written in any order, across two sets', () => {
+    const dim = 16;
+    const rnd = random(11);
+    // 40 distinct vectors, each written 30 times under shuffled ids: every score is tied 30 ways.
+    const distinct = Array.from({ length: 40 }, () => vectorOf(rnd, dim, 0.4));
+    const order = Array.from({ length: 1200 }, (_, i) => i).sort(() => rnd());
+    const rows = new Map(order.map((i) => [id(i), distinct[i % 40]!]));
+    const [first, second] = [new Map([...rows].slice(0, 700)), new Map([...rows].slice(700))];
+    for (const q of [vectorOf(rnd, dim, 0.5), vectorOf(rnd, dim, 1)]) {
+      if (!q.some((x) => x !== 0)) q[0] = 1;
+      const want = brute(rows, q, dim);
+      for (const k of [1, 7, 30, 45, 200]) {
+        const t = new TopK(k);
+        for (const part of [first, second]) {
+          const sparse = new SparseRows(dim);
+          const dense = new DenseRows(dim);
+          sparse.append(
+            [...part.keys()],
+            [...part.values()].map((v) => encodeVector(v)),
+          );
+          dense.append(
+            [...part.keys()],
+            [...part.values()].map((v) => encodeVector(v)),
+          );
+          expect(top(sparse, q, k), `k ${k}`).toEqual(top(dense, q, k));
+          sparse.scan(unit(q, dim), t);
+        }
+        expect(t.hits, `k ${k}`).toEqual(want.slice(0, k));
+      }
+    }
+  });
+
   it('stay equal through incremental appends, overwrites and deletions (with the compaction they trigger)', () => {
     const dim = 32;
     const { rnd, rows, dense, sparse, put, drop } = twins(dim, 17, (r) => vectorOf(r, dim, 0.25));
