@@ -22,6 +22,7 @@ import { compactionCheckpoint } from '../shared/document-index/ingest.js';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
 import { hybridSearch, lexicalRanking, vectorRanking, RRF_K } from '../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql } from '../shared/document-index/store.js';
+import { addTextAction } from '../shared/document-index/actions.js';
 import {
   ExactVectorBackend,
   hnswEfSearch,
@@ -380,21 +381,34 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     // half also brings the chunks changed since the cached generation, so a write costs no reload and
     // no extra round trip. As for the warm figures, a running process's: the first WARMUP_WRITES writes
     // and their searches are not timed (the code that applies changes compiled by the JIT).
-    const cold: number[] = [];
-    for (let i = 0; i < WARMUP_WRITES + writes; i++) {
-      await ingestDocument(
+    // Two kinds of write: another process's (the worker's ingestion, another API replica: the store's
+    // ingestion called directly, the changes reach the search with its statement's answer), and one through
+    // this API (ADD_TEXT's action, which catches this process's cached sets up before it answers).
+    const afterWrites = async (write: (i: number) => Promise<unknown>) => {
+      const cold: number[] = [];
+      for (let i = 0; i < WARMUP_WRITES + writes; i++) {
+        await write(i);
+        const t0 = performance.now();
+        await search(i);
+        if (i >= WARMUP_WRITES) cold.push(performance.now() - t0);
+      }
+      return cold;
+    };
+    const cold = await afterWrites((i) =>
+      ingestDocument(
         em(),
         index,
         { path: `extra${i}.txt`, kind: 'file', content: docText(makers[0]!) },
         chunkCfg,
         embedder,
-      );
-      const t0 = performance.now();
-      await search(i);
-      if (i >= WARMUP_WRITES) cold.push(performance.now() - t0);
-    }
+      ),
+    );
+    const own = await afterWrites((i) =>
+      addTextAction({ em: em(), config, tenant }, name, docText(makers[1]!), { filepath: `own${i}.txt` }, {}),
+    );
     const worst = Math.max(...cold);
-    const afterWrite = Math.max(worst / hybrid.p50, worst / hybrid.p95);
+    const worstOwn = Math.max(...own);
+    const afterWrite = Math.max(worst, worstOwn) / hybrid.p50;
     out.push(
       (cacheOf
         ? `first SEARCH of the index in the process: ${firstSearch.toFixed(1)} ms ` +
@@ -407,9 +421,11 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
               `(budget ${config.documentIndex.vectorCacheMb} MB); `
             : `vector cache: the index is not cached (larger than the ${config.documentIndex.vectorCacheMb} MB budget); `)
         : `first SEARCH of the index (its HNSW index built at the checkpoint before): ${firstSearch.toFixed(1)} ms; `) +
-        `first SEARCH after a write (${cacheOf ? 'changed vectors applied from the change log' : 'pgvector: no cache'}), ` +
-        `${writes} writes: ${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst **${(worst / hybrid.p50).toFixed(2)}x the warm p50**, ` +
-        `**${(worst / hybrid.p95).toFixed(2)}x the warm p95** (goal <= 2x both: ${afterWrite <= 2 ? 'met' : 'not met'})`,
+        `first SEARCH after another process's write (${cacheOf ? 'changed vectors applied from the change log with its answer' : 'pgvector: no cache'}), ` +
+        `${writes} writes: ${cold.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst **${(worst / hybrid.p50).toFixed(2)}x the warm p50** ` +
+        `(${(worst / hybrid.p95).toFixed(2)}x the warm p95); after a write through this API (ADD_TEXT), ${writes} writes: ` +
+        `${own.map((ms) => ms.toFixed(1)).join(' / ')} ms, worst **${(worstOwn / hybrid.p50).toFixed(2)}x the warm p50** ` +
+        `(goal <= 2x the warm p50, both kinds: ${afterWrite <= 2 ? 'met' : 'not met'})`,
       '',
     );
     if (withRechunk) {

@@ -154,6 +154,7 @@ export async function addTextAction(
     config,
     embedder,
   );
+  if (r.status !== 'unchanged') await cachedSetsCaughtUp(c, index.id);
   return {
     Success: true,
     file_id: r.file_id,
@@ -294,6 +295,7 @@ export async function deleteDocumentAction(c: Ctx, a: { index_name: string; file
     await lockIndex(tx, index.id);
     await sql(tx, 'delete from doc_documents where id = ?', [doc.id]);
   });
+  await cachedSetsCaughtUp(c, index.id);
   return { Success: true, file_id: doc.id, filepath: doc.path, Message: 'Document deleted.' };
 }
 
@@ -322,7 +324,17 @@ export async function renameDocumentAction(c: Ctx, a: { index_name: string; file
     // An API process caching the chunks' rows with their paths reads the new path with its next search's changes.
     await logDocumentChanged(tx, index.id, doc.id as string);
   });
+  await cachedSetsCaughtUp(c, index.id);
   return { Success: true, file_id: doc.id, filepath: next, previous_filepath: old };
+}
+
+/**
+ * After a write through this API, this process's cached vectors of the index caught up with it
+ * (`ExactVectorBackend.afterWrite`), so the caller's next SEARCH costs what a warm one does.
+ */
+async function cachedSetsCaughtUp(c: Ctx, indexId: string): Promise<void> {
+  const backend = await vectorBackend(c.em, c.config);
+  await (backend.kind === 'exact' ? backend : backend.cache)?.afterWrite(c.em, indexId);
 }
 
 async function searchIndexes(c: Ctx, indexName: string | undefined, query: string, topN: number): Promise<SearchHit[]> {

@@ -146,6 +146,7 @@ async function loadVectors(em: EntityManager, indexId: string, collection: strin
  * reaches back to the set's generation (pruned), true when applied; null when the index is gone.
  */
 async function catchUp(em: EntityManager, indexId: string, collection: string, set: VectorSet) {
+  const from = set.generation;
   const rows = await sql<{ g: string; floor: string } & (StoredChunk | { [K in keyof StoredChunk]: null })>(
     em,
     `select i.vector_generation::text as g, i.vector_log_floor::text as floor, l.chunk_id, e.vec,
@@ -157,10 +158,12 @@ async function catchUp(em: EntityManager, indexId: string, collection: string, s
        left join doc_chunks c on c.id = e.chunk_id
        left join doc_documents d on d.id = c.document_id
        where i.id = ?`,
-    [collection, set.generation.toString(), set.generation.toString(), collection, indexId],
+    [collection, from.toString(), from.toString(), collection, indexId],
   );
   if (!rows[0]) return null;
-  if (BigInt(rows[0].floor) > set.generation) return false;
+  if (BigInt(rows[0].floor) > from) return false;
+  // A search applied newer changes from its answer meanwhile: these are no news (and older states).
+  if (BigInt(rows[0].g) <= set.generation) return true;
   applyChanges(
     set,
     rows.flatMap((r) =>
@@ -235,6 +238,8 @@ export class ExactVectorBackend {
   amongSearches = 0;
   /** Catch-ups applied from the changes a search's answer carried (`peek().apply`; tests). */
   appliedFromAnswers = 0;
+  /** Catch-ups made after this process's own writes (`afterWrite`; tests). */
+  appliedAfterWrites = 0;
 
   constructor(private readonly budgetBytes: number) {}
 
@@ -388,6 +393,27 @@ export class ExactVectorBackend {
       rowBytes: set.chunks?.bytes ?? null,
     }));
     return { sets, bytes: this.bytes, budgetBytes: this.budgetBytes };
+  }
+
+  /**
+   * Brings this process's cached sets of an index up to date after a write this process made (ADD_TEXT,
+   * DELETE_DOCUMENT, RENAME_DOCUMENT through this API): the changes since each set's generation read from
+   * the vector log and applied in place, so the writer's next SEARCH finds its set current and carries no
+   * changes. Sets not cached here, or being loaded or caught up, are left to the next search. Other
+   * processes' writes (the worker's ingestions, another API replica) still reach a search with its
+   * statement's answer. Never throws: a failed catch-up only leaves the work to that search.
+   */
+  async afterWrite(em: EntityManager, indexId: string): Promise<void> {
+    for (const [key, set] of [...this.entries]) {
+      if (!key.startsWith(`${indexId}|`) || this.refreshing.has(key)) continue;
+      const collection = key.slice(indexId.length + 1);
+      const before = set.generation;
+      const applied = await catchUp(em.fork(), indexId, collection, set).catch(() => false);
+      if (!applied || set.generation === before) continue;
+      this.stats.catchUps++;
+      this.appliedAfterWrites++;
+      if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget as it is now
+    }
   }
 
   /** Resolves when every background load started so far has ended. */

@@ -8,7 +8,12 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../shared/db/orm.js';
 import { cosine, currentEmbedder, type Embedder } from '../../shared/document-index/embedder.js';
-import { deleteIndexAction, renameDocumentAction } from '../../shared/document-index/actions.js';
+import {
+  addTextAction,
+  deleteDocumentAction,
+  deleteIndexAction,
+  renameDocumentAction,
+} from '../../shared/document-index/actions.js';
 import { hybridSearch, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import {
@@ -16,6 +21,7 @@ import {
   ExactVectorBackend,
   pruneVectorLog,
   TopK,
+  vectorBackend,
   VectorSet,
   type VectorHit,
 } from '../../shared/document-index/vectors.js';
@@ -333,6 +339,61 @@ describe('SEARCH from the cached rows', () => {
     await deleteIndexAction({ em: otherEm(), config: stack.config, tenant }, index.name);
     expect(await search(backend, index, 'restore a backup')).toEqual([]);
     expect(backend.usage().sets.some((s) => s.key.startsWith(`${index.id}|`) && s.rowBytes)).toBe(true);
+  });
+});
+
+describe('SEARCH after a write through this API', () => {
+  it("finds its cached set caught up by ADD_TEXT, RENAME_DOCUMENT and DELETE_DOCUMENT (the answer carries no changes), another process's write still applied from the answer", async () => {
+    const index = await corpusIndex('own-writes');
+    // The process's own backend: the one the actions catch up (the default install's exact backend).
+    const own = await vectorBackend(em(), stack.config);
+    if (own.kind !== 'exact') throw new Error(`expected the exact backend, got ${own.kind}`);
+    const q = 'scratch database backup every night';
+    await search(own, index, q);
+    await own.settled();
+    const fresh = async () => {
+      const backend = new ExactVectorBackend(64 * MB);
+      await backend.nearest(em(), tenant, [index.id], embedder.collection, [1], 1);
+      return search(backend, index, q);
+    };
+    const c = () => ({ em: em(), config: stack.config, tenant });
+    const [afterWrites, fromAnswers] = [own.appliedAfterWrites, own.appliedFromAnswers];
+
+    const added = await addTextAction(
+      c(),
+      index.name,
+      'A backup of the scratch database is taken every night.',
+      { filepath: 'ops/own.md' },
+      {},
+    );
+    expect(added.status).toBe('added');
+    expect(own.appliedAfterWrites).toBe(afterWrites + 1);
+    const afterAdd = await search(own, index, q);
+    expect(pathsOf(afterAdd)).toContain('ops/own.md');
+    expect(afterAdd).toEqual(await fresh());
+
+    await renameDocumentAction(c(), { index_name: index.name, filepath: 'ops/own.md', new_filename: 'mine.md' });
+    expect(own.appliedAfterWrites).toBe(afterWrites + 2);
+    const afterRename = await search(own, index, q);
+    expect(pathsOf(afterRename)).toContain('ops/mine.md');
+    expect(pathsOf(afterRename)).not.toContain('ops/own.md');
+    expect(afterRename).toEqual(await fresh());
+
+    await deleteDocumentAction(c(), { index_name: index.name, filepath: 'ops/mine.md' });
+    expect(own.appliedAfterWrites).toBe(afterWrites + 3);
+    const afterDelete = await search(own, index, q);
+    expect(pathsOf(afterDelete)).not.toContain('ops/mine.md');
+    expect(afterDelete).toEqual(await fresh());
+    // None of those searches applied changes from its answer: the writes had caught the set up.
+    expect(own.appliedFromAnswers).toBe(fromAnswers);
+
+    // Another process's write (its own pool, not this API's actions) reaches the next search's answer.
+    await add(otherEm(), index, 'theirs', 'Their backup of the scratch database runs every night.');
+    expect(own.appliedAfterWrites).toBe(afterWrites + 3);
+    const afterTheirs = await search(own, index, q);
+    expect(pathsOf(afterTheirs)).toContain('theirs');
+    expect(afterTheirs).toEqual(await fresh());
+    expect(own.appliedFromAnswers).toBe(fromAnswers + 1);
   });
 });
 
