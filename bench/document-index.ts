@@ -6,7 +6,7 @@
  * `BENCH_DOCIDX_CHUNKS` (default `10000,100000` chunks; `1000000` is the opt-in large size); and search
  * quality (recall@10, MRR) of lexical only, vector only and fused rankings on a small labelled corpus.
  * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
- * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 100) the SEARCH and plain
+ * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 300: a p95 of 100 samples is the fifth-worst, one stall of the machine) the SEARCH and plain
  * query operations measured per size, `BENCH_DOCIDX_WRITES` (default 5) the writes each followed by a timed
  * SEARCH (after 50 untimed searches of other queries and 5 untimed writes: a running process's figures). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
@@ -211,7 +211,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   const cacheOf = backend.kind === 'exact' ? backend : backend.cache;
   const sizes = (process.env.BENCH_DOCIDX_CHUNKS ?? '10000,100000').split(',').map(Number);
   const withRechunk = process.env.BENCH_DOCIDX_RECHUNK !== '0';
-  const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 100);
+  const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 300);
   const writes = Number(process.env.BENCH_DOCIDX_WRITES ?? 5);
   const out: string[] = [
     '## Document indexes',
