@@ -447,31 +447,40 @@ async function cachedSearch(
   const gens = row?.gens ?? {};
   const moved = Object.entries(gens).some(([id, [g]]) => BigInt(g) !== before.get(id));
   if (!withRows && !moved) return row?.rows ?? [];
-  const { hits, reloaded } = moved
+  const { hits, reloaded, later } = moved
     ? await updatedRanking(em, backend, cached, v, before, row!, scanned)
-    : { hits: scanned, reloaded: false };
+    : { hits: scanned, reloaded: false, later: undefined };
+  // Changes ranked from the answer are written to the sets once this search has answered.
+  if (later) backend.deferApply(later.apply);
+  // The changed chunks' rows as the answer read them (null: deleted), before the cached ones.
+  const changedRows = new Map(
+    (later?.changed ?? []).map(([indexId, c]) => [c.chunk_id, c.vec && c.row ? { indexId, ...c.row } : null]),
+  );
+  const rowOf = (id: string) => (changedRows.has(id) ? (changedRows.get(id) ?? undefined) : cached.row(id));
   // The cached rows serve while the sets searched keep them (a change can drop them, a reload replaces the
   // sets); the chunks of an index gone since (deleted, or not this tenant's) are then left out here, as the
   // statements' joins leave them out otherwise.
   const rowsKept = withRows && !reloaded && cached.hasRows();
   const gone = rowsKept && ids.some((id) => !(id in gens));
-  const live = gone ? hits.filter((h) => (cached.row(h.id)?.indexId ?? '') in gens) : hits;
+  const live = gone ? hits.filter((h) => (rowOf(h.id)?.indexId ?? '') in gens) : hits;
   const ranked = fuse(row?.lex ?? [], live);
   if (!ranked.length) return [];
   const byId = new Map(ranked.map((r) => [r.id, r]));
   const best = ranked.slice(0, topN);
   const rows =
-    (rowsKept && fromCache(best, cached, gens, row?.lexemes ?? null)) ||
+    (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null)) ||
     fromStatement(best, row?.rows ?? []) ||
     (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
   return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
 }
 
 /**
- * The vector ranking brought up to the generations the statement read (`row.gens`): the changes applied to
- * the cached sets and the ranking updated from the changed chunks' scores alone when that is exact
- * (`rerank`), else the sets scanned again; a set older than the pruned log is reloaded (`reloaded`: the
- * cached sets in `cached` are no longer the backend's).
+ * The vector ranking brought up to the generations the statement read (`row.gens`). Usually none of the
+ * changed chunks was among the scan's hits: the ranking is then the hits and the changed chunks' scores,
+ * computed from their vectors (`rankWith`), and the changes are written to the cached sets after the search
+ * has answered (`later`). Otherwise the changes are applied first and the ranking updated from the changed
+ * chunks' scores alone when that is exact (`rerank`), else the sets scanned again; a set older than the
+ * pruned log is reloaded (`reloaded`: the cached sets in `cached` are no longer the backend's).
  */
 async function updatedRanking(
   em: EntityManager,
@@ -481,7 +490,12 @@ async function updatedRanking(
   before: Map<string, bigint>,
   row: LexicalRow,
   scanned: VectorHit[],
-): Promise<{ hits: VectorHit[]; reloaded: boolean }> {
+): Promise<{
+  hits: VectorHit[];
+  reloaded: boolean;
+  /** Changes ranked from the answer but not written yet: `apply` writes them (after the search answers). */
+  later?: { changed: Array<[string, VectorChange]>; apply: () => void };
+}> {
   const gens = row.gens ?? {};
   const changesOf = (id: string) => (row.changes ?? []).filter(([index]) => index === id);
   if (
@@ -494,8 +508,7 @@ async function updatedRanking(
     const at = Object.fromEntries(Object.entries(gens).map(([id, [g]]) => [id, g]));
     return { hits: await backend.nearestAt(em, at, v.collection, v.query, v.k), reloaded: true };
   }
-  const changed: string[] = [];
-  const applied = new Map<string, bigint>();
+  const pending: Array<[string, bigint, VectorChange[]]> = [];
   for (const [id, [g]] of Object.entries(gens)) {
     if (BigInt(g) <= before.get(id)!) continue;
     const changes: VectorChange[] = changesOf(id).map(([, chunk, stored]) =>
@@ -507,27 +520,43 @@ async function updatedRanking(
             row: { seq: Number(stored[1]), text: stored[2], documentId: stored[3], path: stored[4] },
           },
     );
-    if (cached.apply(id, BigInt(g), changes)) applied.set(id, BigInt(g));
-    changed.push(...changes.map((c) => c.chunk_id));
+    pending.push([id, BigInt(g), changes]);
   }
+  const applyAll = () => {
+    const applied = new Map<string, bigint>();
+    for (const [id, g, changes] of pending) if (cached.apply(id, g, changes)) applied.set(id, g);
+    return applied;
+  };
+  const changed = pending.flatMap(([id, , changes]) => changes.map((c): [string, VectorChange] => [id, c]));
+  const ranked = cached.rankWith(v.query, v.k, scanned, changed);
+  if (ranked) return { hits: ranked, reloaded: false, later: { changed, apply: applyAll } };
+  const applied = applyAll();
   const moved = [...cached.generations()].filter(([id, g]) => g !== before.get(id));
   if (!moved.length) return { hits: scanned, reloaded: false };
   const onlyOurs = moved.every(([id, g]) => applied.get(id) === g);
-  const hits = (onlyOurs && cached.rerank(v.query, v.k, scanned, changed)) || cached.scan(v.query, v.k);
+  const hits =
+    (onlyOurs &&
+      cached.rerank(
+        v.query,
+        v.k,
+        scanned,
+        changed.map(([, c]) => c.chunk_id),
+      )) ||
+    cached.scan(v.query, v.k);
   return { hits, reloaded: false };
 }
 
-/** The best rows from the cached sets' rows, with their snippets; null when one is not cached. */
+/** The best rows from the cached sets' rows (`rowOf`), with their snippets; null when one is not cached. */
 function fromCache(
   best: ReturnType<typeof fuse>,
-  cached: NonNullable<ReturnType<ExactVectorBackend['peek']>>,
+  rowOf: (chunkId: string) => ReturnType<NonNullable<ReturnType<ExactVectorBackend['peek']>>['row']>,
   gens: NonNullable<LexicalRow['gens']>,
   lexemes: string | null,
 ): FusedRow[] | null {
   const terms = lexemes === null ? null : tsqueryLexemes(lexemes);
   const rows: FusedRow[] = [];
   for (const r of best) {
-    const c = cached.row(r.id);
+    const c = rowOf(r.id);
     if (!c || !(c.indexId in gens)) return null;
     rows.push({
       ...r,

@@ -65,6 +65,26 @@ function unitInto(v: Float32Array, out: Float32Array, at: number): void {
   for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
 }
 
+/**
+ * Scores stored vectors against the unit query `q` exactly as a scan of either layout does: each vector's
+ * first `dim` float4 values scaled to unit length as `unitInto` writes them (the squares summed in
+ * order, each value times the inverse root, rounded to float4), the products of the query's non-zero
+ * dimensions summed in ascending dimension order from zero, in doubles. Only the query's dimensions are
+ * scaled.
+ */
+function storedScorer(q: Float32Array, dim: number): (raw: Uint8Array) => number {
+  const dims = nonZero(q);
+  return (raw) => {
+    const v = decodeVector(raw).subarray(0, dim);
+    let n = 0;
+    for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+    const inv = n > 0 ? 1 / Math.sqrt(n) : 0;
+    let s = 0;
+    for (const d of dims) s = s + q[d]! * Math.fround((d < v.length ? v[d]! : 0) * inv);
+    return s;
+  };
+}
+
 /** Keeps the best `k` hits, ordered by similarity (higher first), then chunk id. */
 export class TopK {
   readonly hits: VectorHit[] = [];
@@ -713,6 +733,14 @@ export class VectorSet {
   /** Offers every row with a positive cosine to `top`. */
   scan(query: readonly number[], top: TopK): void {
     if (this.rows?.size) this.rows.scan(unit(query, this.rows.dim), top);
+  }
+
+  /**
+   * Gives the score `scan` would give a chunk of vector `raw` (stored float4 bytes) once written to the set,
+   * without writing it; null while the set has no rows (its layout and dimension are not chosen yet).
+   */
+  scorer(query: readonly number[]): ((raw: Uint8Array) => number) | null {
+    return this.rows?.size ? storedScorer(unit(query, this.rows.dim), this.rows.dim) : null;
   }
 
   /** Offers the listed chunks (those in the set) to `top`, each scored as `scan` scores it (the same double). */

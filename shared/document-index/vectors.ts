@@ -226,6 +226,8 @@ export class ExactVectorBackend {
   /** Each kept set's bytes as counted in `bytes` when it was kept. */
   private readonly counted = new Map<string, number>();
   private readonly refreshing = new Map<string, Promise<VectorSet | null>>();
+  /** Changes from searches' answers waiting to be written to the sets (`deferApply`). */
+  private readonly applying = new Set<Promise<void>>();
   private bytes = 0;
   private readonly warming = new Set<Promise<void>>();
   /** Sets found larger than the budget (key to when): not loaded in the background again for a while. */
@@ -319,6 +321,32 @@ export class ExactVectorBackend {
         const top = new TopK(k);
         for (const h of hits) top.offer(h.id, h.sim);
         for (const [, set] of sets) set.scanRows(query, changed, top);
+        return top.hits;
+      },
+      /**
+       * `rerank` without writing the changes first: a ranking (`scan`'s) brought up to date with changed chunks
+       * (index id and change) scored from their vectors as the sets will score them once written, when none
+       * of them was among its hits; otherwise (or when a changed chunk's set has no rows) null. The changes
+       * can then be applied after the search has answered (`deferApply`).
+       */
+      rankWith: (
+        query: readonly number[],
+        k: number,
+        hits: readonly VectorHit[],
+        changes: ReadonlyArray<[string, VectorChange]>,
+      ) => {
+        const ids = new Set(changes.map(([, c]) => c.chunk_id));
+        if (hits.some((h) => ids.has(h.id))) return null;
+        const top = new TopK(k);
+        for (const h of hits) top.offer(h.id, h.sim);
+        const scorers = new Map(sets.map(([id, set]) => [id, set.scorer(query)]));
+        for (const [indexId, c] of changes) {
+          if (!c.vec) continue;
+          const score = scorers.get(indexId);
+          if (!score) return null;
+          const s = score(c.vec);
+          if (s > 0) top.offer(c.chunk_id, s);
+        }
         return top.hits;
       },
       apply: (indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean => {
@@ -416,9 +444,27 @@ export class ExactVectorBackend {
     }
   }
 
-  /** Resolves when every background load started so far has ended. */
+  /**
+   * Runs `apply` (changes a search's answer carried, written to the cached sets) once the search has answered:
+   * on the event loop's next check phase, after the response is on its way. `settled()` waits for it.
+   */
+  deferApply(apply: () => void): void {
+    const done: Promise<void> = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        try {
+          apply();
+        } finally {
+          this.applying.delete(done);
+          resolve();
+        }
+      }),
+    );
+    this.applying.add(done);
+  }
+
+  /** Resolves when every background load and deferred write started so far has ended. */
   async settled(): Promise<void> {
-    while (this.warming.size) await Promise.all([...this.warming]);
+    while (this.warming.size || this.applying.size) await Promise.all([...this.warming, ...this.applying]);
   }
 
   /**

@@ -360,6 +360,7 @@ describe('pgvector backend', () => {
     const added = await addText('heron', 'A grey heron waits by the backup pond.');
     const seen = await search(routed, 'grey heron pond');
     expect(seen[0]).toMatchObject({ file_id: added.file_id, lexical_rank: 1, vector_rank: 1 });
+    await cache.settled(); // the answer's changes are written to the cached set after the search answers
     expect(cache.stats).toMatchObject({ loads: 1, catchUps: 1 });
     await sql(em(), 'delete from doc_documents where id = ?', [added.file_id]);
 

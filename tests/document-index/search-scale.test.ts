@@ -229,8 +229,14 @@ describe('SEARCH in two API processes', () => {
     const added = await add(otherEm(), index, 'kiwi', 'Kiwis are flightless birds.');
     const seen = await search(a, index, q);
     expect(seen[0]).toMatchObject({ filepath: 'kiwi', lexical_rank: 1, vector_rank: 1 });
+    // Ranked from the answer's changes; written to A's set once the search has answered.
+    expect(a.stats.catchUps).toBe(0);
+    await a.settled();
+    expect(a.stats.catchUps).toBe(1);
+    expect(await search(a, index, q)).toEqual(seen);
     await sql(em(), 'delete from doc_documents where id = ?', [added.file_id]);
     expect(pathsOf(await search(b, index, q, otherEm()))).not.toContain('kiwi');
+    await b.settled();
     expect(a.stats.loads).toBe(1);
     expect(b.stats.loads).toBe(1);
     expect(a.stats.catchUps).toBe(1);
@@ -393,6 +399,7 @@ describe('SEARCH after a write through this API', () => {
     const afterTheirs = await search(own, index, q);
     expect(pathsOf(afterTheirs)).toContain('theirs');
     expect(afterTheirs).toEqual(await fresh());
+    await own.settled();
     expect(own.appliedFromAnswers).toBe(fromAnswers + 1);
   });
 });

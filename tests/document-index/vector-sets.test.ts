@@ -292,6 +292,42 @@ describe('a trimmed posting list', () => {
   });
 });
 
+describe('VectorSet.scorer', () => {
+  it("gives a vector not written yet the double the set's scan gives it once written, sparse and dense", () => {
+    const rnd = random(21);
+    for (const [dim, share] of [
+      [384, 0.15],
+      [32, 1],
+    ] as const) {
+      const vs = Array.from({ length: 300 }, () => vectorOf(rnd, dim, share));
+      const set = VectorSet.of(
+        0n,
+        vs.map((_, i) => id(i)),
+        vs.map((v) => encodeVector(v)),
+      );
+      expect(set.layout).toBe(share < 0.5 ? 'sparse' : 'dense');
+      for (let n = 0; n < 20; n++) {
+        const q = vectorOf(rnd, dim, n % 2 ? 0.05 : 0.6);
+        if (!q.some((x) => x !== 0)) q[1] = 1;
+        // A new chunk and a changed one (shorter than the set's dimension: zero-padded as written).
+        const fresh = vectorOf(rnd, dim, share);
+        const short = vectorOf(rnd, dim - 3, share);
+        const score = set.scorer(q)!;
+        const [sFresh, sShort] = [score(encodeVector(fresh)), score(encodeVector(short))];
+        set.upsert('new', encodeVector(fresh));
+        set.upsert(id(n), encodeVector(short));
+        const t = new TopK(1e6);
+        set.scan(q, t);
+        const got = new Map(t.hits.map((h) => [h.id, h.sim]));
+        // The scan offers positive scores only.
+        expect(got.get('new')).toBe(sFresh! > 0 ? sFresh : undefined);
+        expect(got.get(id(n))).toBe(sShort! > 0 ? sShort : undefined);
+      }
+    }
+    expect(new VectorSet(0n).scorer([1])).toBeNull();
+  });
+});
+
 describe('VectorSet layout', () => {
   it('is chosen from the stored vectors` density, and chosen again once the set is empty', () => {
     const rnd = random(3);
