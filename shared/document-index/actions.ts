@@ -4,7 +4,7 @@ import { resolveChunkConfig, type ChunkConfig, type ChunkParams } from './chunki
 import { currentEmbedder } from './embedder.js';
 import { dropHnswIndexes } from './hnsw.js';
 import { hybridSearch, type SearchHit } from './search.js';
-import { logDocumentChanged, vectorBackend } from './vectors.js';
+import { detectedVectorBackend, logDocumentChanged, vectorBackend } from './vectors.js';
 import {
   configOf,
   createIndex,
@@ -330,11 +330,12 @@ export async function renameDocumentAction(c: Ctx, a: { index_name: string; file
 
 /**
  * After a write through this API, this process's cached vectors of the index caught up with it
- * (`ExactVectorBackend.afterWrite`), so the caller's next SEARCH costs what a warm one does.
+ * (`ExactVectorBackend.afterWrite`), so the caller's next SEARCH costs what a warm one does. A process
+ * whose backend is not detected yet has nothing cached; a failure here leaves the work to that search.
  */
 async function cachedSetsCaughtUp(c: Ctx, indexId: string): Promise<void> {
-  const backend = await vectorBackend(c.em, c.config);
-  await (backend.kind === 'exact' ? backend : backend.cache)?.afterWrite(c.em, indexId);
+  const backend = detectedVectorBackend();
+  await (backend?.kind === 'exact' ? backend : backend?.cache)?.afterWrite(c.em, indexId).catch(() => undefined);
 }
 
 async function searchIndexes(c: Ctx, indexName: string | undefined, query: string, topN: number): Promise<SearchHit[]> {

@@ -450,28 +450,32 @@ async function cachedSearch(
   const { hits, reloaded, later } = moved
     ? await updatedRanking(em, backend, cached, v, before, row!, scanned)
     : { hits: scanned, reloaded: false, later: undefined };
-  // Changes ranked from the answer are written to the sets once this search has answered.
-  if (later) backend.deferApply(later.apply);
-  // The changed chunks' rows as the answer read them (null: deleted), before the cached ones.
-  const changedRows = new Map(
-    (later?.changed ?? []).map(([indexId, c]) => [c.chunk_id, c.vec && c.row ? { indexId, ...c.row } : null]),
-  );
-  const rowOf = (id: string) => (changedRows.has(id) ? (changedRows.get(id) ?? undefined) : cached.row(id));
-  // The cached rows serve while the sets searched keep them (a change can drop them, a reload replaces the
-  // sets); the chunks of an index gone since (deleted, or not this tenant's) are then left out here, as the
-  // statements' joins leave them out otherwise.
-  const rowsKept = withRows && !reloaded && cached.hasRows();
-  const gone = rowsKept && ids.some((id) => !(id in gens));
-  const live = gone ? hits.filter((h) => (rowOf(h.id)?.indexId ?? '') in gens) : hits;
-  const ranked = fuse(row?.lex ?? [], live);
-  if (!ranked.length) return [];
-  const byId = new Map(ranked.map((r) => [r.id, r]));
-  const best = ranked.slice(0, topN);
-  const rows =
-    (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null)) ||
-    fromStatement(best, row?.rows ?? []) ||
-    (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
-  return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
+  try {
+    // The changed chunks' rows as the answer read them (null: deleted), before the cached ones.
+    const changedRows = new Map(
+      (later?.changed ?? []).map(([indexId, c]) => [c.chunk_id, c.vec && c.row ? { indexId, ...c.row } : null]),
+    );
+    const rowOf = (id: string) => (changedRows.has(id) ? (changedRows.get(id) ?? undefined) : cached.row(id));
+    // The cached rows serve while the sets searched keep them (a change can drop them, a reload replaces the
+    // sets); the chunks of an index gone since (deleted, or not this tenant's) are then left out here, as the
+    // statements' joins leave them out otherwise.
+    const rowsKept = withRows && !reloaded && cached.hasRows();
+    const gone = rowsKept && ids.some((id) => !(id in gens));
+    const live = gone ? hits.filter((h) => (rowOf(h.id)?.indexId ?? '') in gens) : hits;
+    const ranked = fuse(row?.lex ?? [], live);
+    if (!ranked.length) return [];
+    const byId = new Map(ranked.map((r) => [r.id, r]));
+    const best = ranked.slice(0, topN);
+    const rows =
+      (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null)) ||
+      fromStatement(best, row?.rows ?? []) ||
+      (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
+    return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
+  } finally {
+    // Changes ranked from the answer are written to the sets once this search has answered (registered after
+    // its last await, so the write never lands inside it).
+    if (later) backend.deferApply(later.apply);
+  }
 }
 
 /**

@@ -90,7 +90,7 @@ export class TopK {
   readonly hits: VectorHit[] = [];
   constructor(readonly k: number) {}
   get floor(): number {
-    return this.hits.length < this.k ? 0 : this.hits[this.hits.length - 1]!.sim;
+    return this.k <= 0 || this.hits.length < this.k ? 0 : this.hits[this.hits.length - 1]!.sim;
   }
   offer(id: string, sim: number): void {
     if (sim <= 0 || this.k <= 0) return;

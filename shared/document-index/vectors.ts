@@ -163,17 +163,29 @@ async function catchUp(em: EntityManager, indexId: string, collection: string, s
   if (!rows[0]) return null;
   if (BigInt(rows[0].floor) > from) return false;
   // A search applied newer changes from its answer meanwhile: these are no news (and older states).
-  if (BigInt(rows[0].g) <= set.generation) return true;
-  applyChanges(
-    set,
-    rows.flatMap((r) =>
-      r.chunk_id === null
-        ? []
-        : [{ chunk_id: r.chunk_id, vec: r.vec, row: r.vec && r.document_id !== null ? rowOf(r as StoredChunk) : null }],
-    ),
-  );
+  if (BigInt(rows[0].g) <= set.generation) return 'current';
+  try {
+    applyChanges(
+      set,
+      rows.flatMap((r) =>
+        r.chunk_id === null
+          ? []
+          : [
+              {
+                chunk_id: r.chunk_id,
+                vec: r.vec,
+                row: r.vec && r.document_id !== null ? rowOf(r as StoredChunk) : null,
+              },
+            ],
+      ),
+    );
+  } catch (err) {
+    // Half-written: behind every logged generation, so the next search reloads the set whole.
+    set.generation = -1n;
+    throw err;
+  }
   set.generation = BigInt(rows[0].g);
-  return true;
+  return 'applied';
 }
 
 /**
@@ -274,7 +286,10 @@ export class ExactVectorBackend {
     k: number,
   ): Promise<VectorHit[]> {
     const top = new TopK(k);
-    for (const [id, g] of Object.entries(gens)) (await this.entry(em, id, collection, BigInt(g)))?.scan(query, top);
+    for (const [id, g] of Object.entries(gens)) {
+      const set = await this.entry(em, id, collection, BigInt(g));
+      if (k > 0) set?.scan(query, top); // k 0: a warm-up, the sets loaded and nothing ranked
+    }
     return top.hits;
   }
 
@@ -352,11 +367,17 @@ export class ExactVectorBackend {
       apply: (indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean => {
         const set = sets.find(([id]) => id === indexId)?.[1];
         if (!set || generation <= set.generation) return false;
-        applyChanges(set, changes);
+        const key = `${indexId}|${collection}`;
+        try {
+          applyChanges(set, changes);
+        } catch (err) {
+          // A set left half-written is no longer the index's: dropped, the next search loads it again.
+          if (this.entries.get(key) === set) this.forget(key);
+          throw err;
+        }
         set.generation = generation;
         this.stats.catchUps++;
         this.appliedFromAnswers++;
-        const key = `${indexId}|${collection}`;
         if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget as it is now
         return true;
       },
@@ -436,8 +457,8 @@ export class ExactVectorBackend {
       if (!key.startsWith(`${indexId}|`) || this.refreshing.has(key)) continue;
       const collection = key.slice(indexId.length + 1);
       const before = set.generation;
-      const applied = await catchUp(em.fork(), indexId, collection, set).catch(() => false);
-      if (!applied || set.generation === before) continue;
+      const outcome = await catchUp(em.fork(), indexId, collection, set).catch(() => false);
+      if (outcome !== 'applied' || set.generation === before) continue;
       this.stats.catchUps++;
       this.appliedAfterWrites++;
       if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget as it is now
@@ -453,6 +474,9 @@ export class ExactVectorBackend {
       setImmediate(() => {
         try {
           apply();
+        } catch {
+          // Nothing to answer any more: a set that failed to take the changes was dropped (`apply`), and the
+          // next search of its index loads it again.
         } finally {
           this.applying.delete(done);
           resolve();
@@ -725,12 +749,28 @@ onProcessReset('shared/document-index/vectors.ts#shared', () => {
   shared = undefined;
 });
 
+/**
+ * The process's vector backend if it has been detected (a search or a write needing it ran), else undefined:
+ * for work that only matters to a process that already has one (its cached sets), so it never starts a
+ * detection (`CREATE EXTENSION`, the native column's backfill) inside a request that does not need it.
+ */
+export function detectedVectorBackend(): VectorBackend | undefined {
+  return detected;
+}
+let detected: VectorBackend | undefined;
+onProcessReset('shared/document-index/vectors.ts#detected', () => {
+  detected = undefined;
+});
+
 /** The process's vector backend, detected once. */
 export function vectorBackend(em: EntityManager, config: AppConfig): Promise<VectorBackend> {
   const { vectorCacheMb, hnswEfSearch: ef, hnswOnly } = config.documentIndex;
-  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef, hnswOnly).catch((err: unknown) => {
-    shared = undefined;
-    throw err;
-  });
+  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef, hnswOnly).then(
+    (backend) => (detected = backend),
+    (err: unknown) => {
+      shared = undefined;
+      throw err;
+    },
+  );
   return shared;
 }

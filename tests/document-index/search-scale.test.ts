@@ -348,6 +348,30 @@ describe('SEARCH from the cached rows', () => {
   });
 });
 
+describe('SEARCH over two indexes after a write to one', () => {
+  it('ranks like a fresh load of both, the changed index written after the answer, the other untouched', async () => {
+    const [one, two] = [await corpusIndex('multi-one'), await corpusIndex('multi-two')];
+    const both = [one, two].map((i) => ({ id: i.id, name: i.name }));
+    const q = 'scratch database backup every night';
+    const searchBoth = (backend: ExactVectorBackend) => hybridSearch(em(), tenant, both, q, 10, embedder, backend);
+    const warm = new ExactVectorBackend(64 * MB);
+    await searchBoth(warm);
+    await warm.settled();
+    const before = await searchBoth(warm);
+    await add(otherEm(), two, 'extra', 'A backup of the scratch database is taken every night, and checked.');
+    const after = await searchBoth(warm);
+    expect(after.find((h) => h.filepath === 'extra')).toMatchObject({ index_name: two.name });
+    const fresh = new ExactVectorBackend(64 * MB);
+    await fresh.nearest(em(), tenant, [one.id, two.id], embedder.collection, [1], 1);
+    expect(after).toEqual(await searchBoth(fresh));
+    expect(after).not.toEqual(before);
+    await warm.settled();
+    expect(warm.stats).toMatchObject({ loads: 2, catchUps: 1 });
+    expect(warm.appliedFromAnswers).toBe(1);
+    expect(await searchBoth(warm)).toEqual(after);
+  });
+});
+
 describe('SEARCH after a write through this API', () => {
   it("finds its cached set caught up by ADD_TEXT, RENAME_DOCUMENT and DELETE_DOCUMENT (the answer carries no changes), another process's write still applied from the answer", async () => {
     const index = await corpusIndex('own-writes');

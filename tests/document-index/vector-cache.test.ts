@@ -323,6 +323,40 @@ describe('exact backend with its cache', () => {
   });
 });
 
+describe('a set that fails to take changes', () => {
+  it('is dropped and loaded again whole by the next search; a deferred write that fails is swallowed', async () => {
+    const index = await createIndex(em(), tenant, 'broken-apply', NO_CHUNKING);
+    const a = await add(index, 'a', 'Otters hold hands while they sleep.');
+    const [chunkA] = await chunkIds(a.file_id);
+    const backend = new ExactVectorBackend(64 * 1024 * 1024);
+    const search = async () =>
+      (await backend.nearest(em(), tenant, [index.id], embedder.collection, await qv('otters sleep'), 5)).map(
+        (h) => h.id,
+      );
+    expect(await search()).toEqual([chunkA]);
+    const cached = backend.peek([index.id], embedder.collection)!;
+    // A change whose vector cannot be read: the set is left half-written, so the cache drops it.
+    const unreadable = new Proxy(new Uint8Array(8), {
+      get() {
+        throw new Error('unreadable vector');
+      },
+    });
+    const change = { chunk_id: 'x', vec: unreadable, row: null };
+    expect(() => cached.apply(index.id, 1_000_000n, [change])).toThrow('unreadable vector');
+    expect(backend.peek([index.id], embedder.collection)).toBeNull();
+    // The same failure in a write deferred after a search's answer: no uncaught exception, settled() resolves.
+    backend.deferApply(() => {
+      throw new Error('deferred failure');
+    });
+    await backend.settled();
+    // The next search loads the index whole and answers its current vectors.
+    const b = await add(index, 'b', 'Sea otters sleep holding hands.');
+    const [chunkB] = await chunkIds(b.file_id);
+    expect((await search()).sort()).toEqual([chunkA, chunkB].sort());
+    expect(backend.stats.loads).toBe(2);
+  });
+});
+
 describe('SEARCH over HTTP after writes', () => {
   it('a search after ADD_TEXT and DELETE_DOCUMENT sees each write (the API process keeps its cache warm)', async () => {
     await ok({ action: 'CREATE_INDEX', index_name: 'api' });

@@ -292,6 +292,24 @@ describe('a trimmed posting list', () => {
   });
 });
 
+describe('a TopK of 0', () => {
+  it('takes nothing from either layout (a warm-up ranks nothing), without reading a floor it has not got', () => {
+    const rnd = random(3);
+    for (const share of [0.1, 1]) {
+      const vs = Array.from({ length: 50 }, () => vectorOf(rnd, 24, share));
+      const set = VectorSet.of(
+        0n,
+        vs.map((_, i) => id(i)),
+        vs.map((v) => encodeVector(v)),
+      );
+      const t = new TopK(0);
+      expect(t.floor).toBe(0);
+      set.scan(vectorOf(rnd, 24, 1), t);
+      expect(t.hits).toEqual([]);
+    }
+  });
+});
+
 describe('VectorSet.scorer', () => {
   it("gives a vector not written yet the double the set's scan gives it once written, sparse and dense", () => {
     const rnd = random(21);
