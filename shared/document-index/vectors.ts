@@ -354,9 +354,12 @@ export class ExactVectorBackend {
         if (hits.some((h) => ids.has(h.id))) return null;
         const top = new TopK(k);
         for (const h of hits) top.offer(h.id, h.sim);
-        const scorers = new Map(sets.map(([id, set]) => [id, set.scorer(query)]));
+        // A scorer per changed set only (the unit query and its dimensions, made once per set).
+        const scorers = new Map<string, ReturnType<VectorSet['scorer']>>();
         for (const [indexId, c] of changes) {
           if (!c.vec) continue;
+          if (!scorers.has(indexId))
+            scorers.set(indexId, sets.find(([id]) => id === indexId)?.[1].scorer(query) ?? null);
           const score = scorers.get(indexId);
           if (!score) return null;
           const s = score(c.vec);
