@@ -192,11 +192,11 @@ async function sendCancel(state: CodeAgentRunState, follow: CloudFollow): Promis
 async function pollOnce(state: CodeAgentRunState, follow: CloudFollow): Promise<CodeAgentRunStatus | null> {
   const { input, live } = state;
   const backedOff = Math.min(follow.delay * 2, input.pollSeconds * MAX_BACKOFF_FACTOR);
-  live.polls++;
   let seen;
   try {
     seen = await poll.codeAgentCloudPoll({ runId: input.runId });
   } catch (err) {
+    live.polls++;
     const cause = err instanceof ActivityFailure ? err.cause : err;
     if (cause instanceof ApplicationFailure && cause.type === CODE_AGENT_REFUSED)
       return await end(state, 'failed', `The provider refused the status request: ${cause.message}`);
@@ -205,6 +205,7 @@ async function pollOnce(state: CodeAgentRunState, follow: CloudFollow): Promise<
     follow.delay = backedOff;
     return null;
   }
+  live.polls++;
   live.last_poll_error = null;
   live.remote_status = seen.remoteStatus;
   live.pr_url = seen.prUrl;

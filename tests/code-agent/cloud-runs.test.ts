@@ -138,7 +138,11 @@ describe('cloud runs', () => {
 
   it('shows status and steps while the run goes on (row and workflow query), then the outcome', async () => {
     const runId = await start('hold until released');
-    const running = await waitStatus(runId, (r) => r.status === 'running' && r.live?.polls >= 1);
+    // The row is written by the poll activity, the query by the workflow once the poll answers: wait for both.
+    const running = await waitStatus(
+      runId,
+      (r) => r.status === 'running' && r.live?.polls >= 1 && r.live?.status === 'running',
+    );
     expect(running).toMatchObject({ remote_status: 'RUNNING', pr_url: null, finished_at: null });
     expect(running.live).toMatchObject({ status: 'running', remote_status: 'RUNNING' });
     fake.release(fake.runs.find((r) => r.key === `code-agent-${runId}`)!.runId);
