@@ -163,16 +163,22 @@ export class QueryLexemes extends Set<string> {
   readonly operands = new Map<string, number>();
 }
 
-/** A token of the text as the headline sees it (`HeadlineWordEntry`). */
-interface HeadlineWord {
-  type: number;
-  text: string;
-  pos: number;
-  /** Matches a query operand. */
-  item: boolean;
-  /** A copy for a further operand naming the same lexeme (never printed, still counted). */
-  repeated: boolean;
-  in: boolean;
+/**
+ * The text's tokens as the headline sees them (`HeadlineWordEntry`), one array per field and word `i` at
+ * index `i` of each: a snippet of a new chunk reads about a hundred tokens, and an object per token was
+ * most of its time and garbage. Without copies (below) `types`, `texts` and `pos` are the memoized
+ * `LexizedText`'s own arrays, never written.
+ */
+interface Words {
+  readonly types: readonly number[];
+  readonly texts: readonly string[];
+  readonly pos: readonly number[];
+  /** 1: matches a query operand. */
+  readonly item: Uint8Array;
+  /** 1: a copy for a further operand naming the same lexeme (never printed, still counted). */
+  readonly repeated: Uint8Array;
+  /** 1: in the snippet. */
+  readonly in: Uint8Array;
 }
 
 /** A text's tokens with what the query does not change: type, text, lexeme (null: none), position. */
@@ -238,26 +244,43 @@ function withoutDropped(text: LexizedText): LexizedText {
   };
 }
 
-/** The text's tokens with positions and query matches (`hlparsetext`). */
-function headlineWords(text: string, query: ReadonlySet<string>): HeadlineWord[] {
+/**
+ * The text's tokens with positions and query matches (`hlparsetext`): a token matching a lexeme the query
+ * names n times is followed by n - 1 copies of it.
+ */
+function headlineWords(text: string, query: ReadonlySet<string>): Words {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
-  const { types, texts: tokens, lexemes, positions } = lexized(text);
-  const words: HeadlineWord[] = [];
-  for (let i = 0; i < tokens.length; i++) {
+  const { types, texts, lexemes, positions } = lexized(text);
+  const n = types.length;
+  const item = new Uint8Array(n);
+  let copies = 0;
+  for (let i = 0; i < n; i++) {
     const lexeme = lexemes[i]!;
-    const item = lexeme !== null && query.has(lexeme);
-    const word: HeadlineWord = {
-      type: types[i]!,
-      text: tokens[i]!,
-      pos: positions[i]!,
-      item,
-      repeated: false,
-      in: false,
-    };
-    words.push(word);
-    if (item) for (let n = operands?.get(lexeme) ?? 1; n > 1; n--) words.push({ ...word, repeated: true });
+    if (lexeme === null || !query.has(lexeme)) continue;
+    item[i] = 1;
+    if (operands) copies += (operands.get(lexeme) ?? 1) - 1;
   }
-  return words;
+  if (copies === 0) return { types, texts, pos: positions, item, repeated: new Uint8Array(n), in: new Uint8Array(n) };
+  const w = {
+    types: [] as number[],
+    texts: [] as string[],
+    pos: [] as number[],
+    item: new Uint8Array(n + copies),
+    repeated: new Uint8Array(n + copies),
+    in: new Uint8Array(n + copies),
+  };
+  for (let i = 0; i < n; i++) {
+    const copiesOf = item[i] ? (operands!.get(lexemes[i]!) ?? 1) - 1 : 0;
+    for (let c = 0; c <= copiesOf; c++) {
+      const at = w.types.length;
+      w.types.push(types[i]!);
+      w.texts.push(texts[i]!);
+      w.pos.push(positions[i]!);
+      w.item[at] = item[i]!;
+      w.repeated[at] = c > 0 ? 1 : 0;
+    }
+  }
+  return w;
 }
 
 interface Cover {
@@ -270,28 +293,30 @@ interface Cover {
   excluded: boolean;
 }
 
-const interesting = (w: HeadlineWord) => w.item && !w.repeated;
-const counts = (w: HeadlineWord) => !NON_WORD[w.type];
+const interesting = (w: Words, i: number) => w.item[i] === 1 && w.repeated[i] === 0;
+const counts = (w: Words, i: number) => !NON_WORD[w.types[i]!];
 /** `BADENDPOINT` (a token of at most 3 bytes has at most 3 UTF-16 units). */
-const badEnd = (w: HeadlineWord) =>
-  (NO_END[w.type] || (w.text.length <= SHORT_WORD && byteLength(w.text) <= SHORT_WORD)) && !interesting(w);
+const badEnd = (w: Words, i: number) =>
+  (NO_END[w.types[i]!] || (w.texts[i]!.length <= SHORT_WORD && byteLength(w.texts[i]!) <= SHORT_WORD)) &&
+  !interesting(w, i);
 
 /**
  * The covers of an OR query (`hlCover`), cut into fragments: from each position holding a query word,
  * the words from its first to its last query word at that position (the word and its copies).
  */
-function covers(words: readonly HeadlineWord[]): Cover[] {
+function covers(words: Words): Cover[] {
   const found: Cover[] = [];
-  for (let i = 0; i < words.length;) {
-    if (!words[i]!.item) {
+  const { item, pos: positions } = words;
+  for (let i = 0; i < item.length;) {
+    if (!item[i]) {
       i++;
       continue;
     }
-    const pos = words[i]!.pos;
+    const pos = positions[i]!;
     let end = i;
-    for (let j = i + 1; j < words.length; j++) {
-      if (!words[j]!.item) continue;
-      if (words[j]!.pos > pos) break;
+    for (let j = i + 1; j < item.length; j++) {
+      if (!item[j]) continue;
+      if (positions[j]! > pos) break;
       end = j;
     }
     found.push(...fragments(words, i, end));
@@ -301,7 +326,7 @@ function covers(words: readonly HeadlineWord[]): Cover[] {
 }
 
 /** A cover cut into fragments of at most `MAX_WORDS` words that start and end on query words (`get_next_fragment`). */
-function fragments(words: readonly HeadlineWord[], p: number, q: number): Cover[] {
+function fragments(words: Words, p: number, q: number): Cover[] {
   const out: Cover[] = [];
   let start = p;
   let end = q;
@@ -309,20 +334,20 @@ function fragments(words: readonly HeadlineWord[], p: number, q: number): Cover[
     let i = start;
     for (; i <= end; i++) {
       start = i;
-      if (interesting(words[i]!)) break;
+      if (interesting(words, i)) break;
     }
     let n = 0;
     let hits = 0;
     for (i = start; i <= end && n < MAX_WORDS; i++) {
-      if (counts(words[i]!)) n++;
-      if (interesting(words[i]!)) hits++;
+      if (counts(words, i)) n++;
+      if (interesting(words, i)) hits++;
     }
     if (end > i) {
       end = i;
       for (i = end; i >= start; i--) {
         end = i;
-        if (interesting(words[i]!)) break;
-        if (counts(words[i]!)) n--;
+        if (interesting(words, i)) break;
+        if (counts(words, i)) n--;
       }
     }
     out.push({ start, end, interesting: hits, words: n, chosen: false, excluded: false });
@@ -333,7 +358,7 @@ function fragments(words: readonly HeadlineWord[], p: number, q: number): Cover[
 }
 
 /** Marks the chosen fragments' words (`mark_hl_fragments`); false when no cover was chosen. */
-function markFragments(words: HeadlineWord[], found: Cover[]): boolean {
+function markFragments(words: Words, found: Cover[]): boolean {
   let marked = 0;
   for (let f = 0; f < MAX_FRAGMENTS; f++) {
     let best: Cover | undefined;
@@ -350,7 +375,7 @@ function markFragments(words: HeadlineWord[], found: Cover[]): boolean {
     if (!best) break;
     best.chosen = true;
     stretch(words, best);
-    for (let i = best.start; i <= best.end; i++) words[i]!.in = !words[i]!.repeated;
+    for (let i = best.start; i <= best.end; i++) words.in[i] = words.repeated[i] ? 0 : 1;
     marked++;
     for (const other of found) {
       if (other === best) continue;
@@ -367,28 +392,28 @@ function markFragments(words: HeadlineWord[], found: Cover[]): boolean {
 }
 
 /** Widens a chosen cover to about `MAX_WORDS` words, ends cut back to good end points. */
-function stretch(words: readonly HeadlineWord[], cover: Cover): void {
+function stretch(words: Words, cover: Cover): void {
   let { start, end, words: n } = cover;
   if (n < MAX_WORDS) {
     const most = Math.floor((MAX_WORDS - n) / 2);
     let stretched = 0;
     let marker = start;
-    for (let i = start - 1; i >= 0 && stretched < most && !words[i]!.in; i--) {
-      if (counts(words[i]!)) {
+    for (let i = start - 1; i >= 0 && stretched < most && !words.in[i]; i--) {
+      if (counts(words, i)) {
         n++;
         stretched++;
       }
       marker = i;
     }
     let i = marker;
-    for (; i < start && badEnd(words[i]!); i++) if (counts(words[i]!)) n--;
+    for (; i < start && badEnd(words, i); i++) if (counts(words, i)) n--;
     start = i;
     marker = end;
-    for (i = end + 1; i < words.length && n < MAX_WORDS && !words[i]!.in; i++) {
-      if (counts(words[i]!)) n++;
+    for (i = end + 1; i < words.in.length && n < MAX_WORDS && !words.in[i]; i++) {
+      if (counts(words, i)) n++;
       marker = i;
     }
-    for (i = marker; i > end && badEnd(words[i]!); i--) if (counts(words[i]!)) n--;
+    for (i = marker; i > end && badEnd(words, i); i--) if (counts(words, i)) n--;
     end = i;
   }
   Object.assign(cover, { start, end, words: n });
@@ -401,19 +426,21 @@ function stretch(words: readonly HeadlineWord[], cover: Cover): void {
  */
 export function headline(text: string, lexemes: ReadonlySet<string>): string {
   const words = headlineWords(text, lexemes);
+  const { types, texts, item, repeated } = words;
+  const n = item.length;
   if (!markFragments(words, covers(words))) {
-    let n = 0;
-    for (let i = 0; i < words.length && n < MIN_WORDS; i++) {
-      if (counts(words[i]!)) n++;
-      words[i]!.in = !words[i]!.repeated;
+    let counted = 0;
+    for (let i = 0; i < n && counted < MIN_WORDS; i++) {
+      if (counts(words, i)) counted++;
+      words.in[i] = repeated[i] ? 0 : 1;
     }
   }
   let out = '';
   let fragments = 0;
   let inFragment = false;
-  for (const w of words) {
-    if (w.repeated) continue;
-    if (!w.in) {
+  for (let i = 0; i < n; i++) {
+    if (repeated[i]) continue;
+    if (!words.in[i]) {
       inFragment = false;
       continue;
     }
@@ -421,8 +448,9 @@ export function headline(text: string, lexemes: ReadonlySet<string>): string {
       inFragment = true;
       if (++fragments > 1) out += ' ... ';
     }
-    if (w.type === Y.TAG) out += ' ';
-    else if (!SKIPPED[w.type]) out += w.item ? `<b>${w.text}</b>` : w.text;
+    const type = types[i]!;
+    if (type === Y.TAG) out += ' ';
+    else if (!SKIPPED[type]) out += item[i] ? `<b>${texts[i]!}</b>` : texts[i]!;
   }
   return out;
 }
