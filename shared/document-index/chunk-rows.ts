@@ -40,7 +40,8 @@ export class ChunkRows {
   get(chunkId: string): (ChunkRow & { path: string }) | undefined {
     const row = this.rows.get(chunkId);
     const doc = row && this.documents.get(row.documentId);
-    return row && doc ? { ...row, path: doc.path } : undefined;
+    // A literal, not a spread: SEARCH reads ten rows a search, and a spread of these rows took V8's slow path.
+    return row && doc ? { seq: row.seq, text: row.text, documentId: row.documentId, path: doc.path } : undefined;
   }
 
   set(chunkId: string, input: ChunkRowInput): void {

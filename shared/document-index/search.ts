@@ -470,7 +470,7 @@ async function cachedSearch(
       (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null)) ||
       fromStatement(best, row?.rows ?? []) ||
       (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
-    return rows.map((r) => ({ ...r, ...byId.get(r.id)! }));
+    return rows.map((r) => withRanks(r, byId.get(r.id)!));
   } finally {
     // Changes ranked from the answer are written to the sets once this search has answered (registered after
     // its last await, so the write never lands inside it).
@@ -563,7 +563,10 @@ function fromCache(
     const c = rowOf(r.id);
     if (!c || !(c.indexId in gens)) return null;
     rows.push({
-      ...r,
+      id: r.id,
+      score: r.score,
+      lexical_rank: r.lexical_rank,
+      vector_rank: r.vector_rank,
       seq: c.seq,
       text: c.text,
       file_id: c.documentId,
@@ -575,6 +578,26 @@ function fromCache(
     });
   }
   return rows;
+}
+
+/**
+ * A row with the fusion's score and ranks. Object literals, not spreads, here and in `fromCache`: they run
+ * for every row SEARCH answers, and spreading these rows (here, in `ChunkRows.get` and in the cache's `row`)
+ * took V8's slow path: SEARCH's ten rows took 190 µs with the spreads and 110 µs without at 100k chunks.
+ */
+function withRanks(r: FusedRow, f: ReturnType<typeof fuse>[number]): FusedRow {
+  return {
+    id: r.id,
+    score: f.score,
+    lexical_rank: f.lexical_rank,
+    vector_rank: f.vector_rank,
+    seq: r.seq,
+    text: r.text,
+    file_id: r.file_id,
+    path: r.path,
+    index_name: r.index_name,
+    snippet: r.snippet,
+  };
 }
 
 /** The best rows from those the statement read (the same snapshot as the changes), or null when one is missing. */
