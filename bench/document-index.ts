@@ -6,9 +6,10 @@
  * `BENCH_DOCIDX_CHUNKS` (default `10000,100000` chunks; `1000000` is the opt-in large size); and search
  * quality (recall@10, MRR) of lexical only, vector only and fused rankings on a small labelled corpus.
  * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
- * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 300: a p95 of 100 samples is the fifth-worst, one stall of the machine) the SEARCH and plain
- * query operations measured per size, `BENCH_DOCIDX_WRITES` (default 5) the writes each followed by a timed
- * SEARCH (after 50 untimed searches of other queries and 5 untimed writes: a running process's figures). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
+ * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 2000, each a different query: a p95 of 300 samples is the 15th-worst, a
+ * few stalls of the machine) the SEARCH and plain query operations measured per size, `BENCH_DOCIDX_WRITES`
+ * (default 5) the writes each followed by a timed SEARCH (after 1000 untimed searches and plain queries of
+ * other queries and 5 untimed writes: a running process's figures). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
@@ -80,8 +81,14 @@ export function benchVectorCacheMb(env: NodeJS.ProcessEnv = process.env): string
   return mb > defaultVectorCacheMb() ? String(mb) : undefined;
 }
 
-/** Untimed searches of other queries before the timed ones at each size (the process's code warmed up). */
-const WARMUP_SEARCHES = 50;
+/**
+ * Untimed searches and plain queries (of other queries) before the timed ones at each size, so the timed
+ * figures are a running process's: with 50, V8 was still compiling the search's code during the timed
+ * operations (`--trace-opt`: `hybridSearch` first optimized after about a hundred searches, its compile
+ * 20 ms), and those compiles run on V8's worker threads, which on 2 cores take a core from PostgreSQL's
+ * backend or the main thread (`perf sched`: stalls of 3 to 5 ms in about 3% of the searches).
+ */
+const WARMUP_SEARCHES = 1000;
 /** Untimed writes, each followed by a search, before the timed ones. */
 const WARMUP_WRITES = 5;
 
@@ -211,7 +218,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
   const cacheOf = backend.kind === 'exact' ? backend : backend.cache;
   const sizes = (process.env.BENCH_DOCIDX_CHUNKS ?? '10000,100000').split(',').map(Number);
   const withRechunk = process.env.BENCH_DOCIDX_RECHUNK !== '0';
-  const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 300);
+  const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 2000);
   const writes = Number(process.env.BENCH_DOCIDX_WRITES ?? 5);
   const out: string[] = [
     '## Document indexes',
@@ -294,7 +301,9 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
         : []),
     );
     const q = sentenceMaker(chunks * 10);
-    const queries = Array.from({ length: 50 }, () => q().split(' ').slice(0, 3).join(' '));
+    // One query per timed operation (as an agent's searches differ), so the snippet writer's memo of chunks
+    // seen before serves only where two queries share a chunk.
+    const queries = Array.from({ length: Math.max(50, searches) }, () => q().split(' ').slice(0, 3).join(' '));
     const search = (i: number) =>
       hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder, backend);
     // The first search of the index in this process (exact backend): ranked among the chunks matching a
@@ -305,27 +314,23 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     await cacheOf?.settled();
     const firstLoad = performance.now() - t0;
     const cache = cacheOf?.usage().sets.find((c) => c.key.startsWith(`${index.id}|`));
-    // Warm-up, untimed: searches of 50 other queries (another seed), so the timed figures are a running
-    // process's (its code compiled by the JIT, e.g. the snippet writer's parser), not its first minute's, and
-    // the timed queries' chunks are new to the snippet writer's memo of chunks seen before.
-    const other = sentenceMaker(chunks * 10 + 1);
-    for (let i = 0; i < WARMUP_SEARCHES; i++)
-      await hybridSearch(
-        em(),
-        tenant,
-        [{ id: index.id, name }],
-        other().split(' ').slice(0, 3).join(' '),
-        10,
-        embedder,
-        backend,
-      );
-    const plainTop10 = (i: number) =>
+    const plainQuery = (text: string) =>
       sql(
         em(),
         `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
            order by ts_rank_cd(c.tsv, q) desc limit 10`,
-        [queries[i % queries.length], index.id],
+        [text, index.id],
       );
+    const plainTop10 = (i: number) => plainQuery(queries[i % queries.length]!);
+    // Warm-up, untimed: searches and plain queries of other queries (another seed), so the timed figures are a
+    // running process's (both paths' code compiled by the JIT; see WARMUP_SEARCHES), not its first minute's, and
+    // the timed queries' chunks are new to the snippet writer's memo of chunks seen before.
+    const other = sentenceMaker(chunks * 10 + 1);
+    for (let i = 0; i < WARMUP_SEARCHES; i++) {
+      const text = other().split(' ').slice(0, 3).join(' ');
+      await hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
+      await plainQuery(text);
+    }
     const [hybrid, plain] = await measurePair(
       {
         label: 'SEARCH (hybrid)',
