@@ -195,12 +195,28 @@ interface LexizedText {
  */
 const TEXT_MEMO_SIZE = 2_000;
 
-/** The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped). Memoized. */
-function lexized(text: string): LexizedText {
-  let found = memo.texts.get(text);
-  if (found) return found;
+/**
+ * The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped), the second time it
+ * is seen (then memoized), or only `query`'s candidates lexized the first time (`firstLexized`).
+ */
+function lexized(text: string, query: ReadonlySet<string>): LexizedText {
+  const known = memo.texts.get(text);
+  if (known) return known;
+  if (!memo.seen.has(text)) {
+    if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
+    memo.seen.add(text);
+    return firstLexized(text, query);
+  }
+  const found = lexizedWhole(text);
+  if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
+  memo.texts.set(text, found);
+  return found;
+}
+
+/** Every token of the text lexized and numbered. */
+function lexizedWhole(text: string): LexizedText {
   const { types, texts: tokens } = readTokens(text);
-  found = {
+  let found: LexizedText = {
     types,
     texts: tokens,
     lexemes: new Array<string | null>(types.length),
@@ -223,14 +239,49 @@ function lexized(text: string): LexizedText {
     found.positions[i] = lexeme === null ? 0 : Math.min(position, MAX_POSITION);
   }
   if (found.positions.includes(-1)) found = withoutDropped(found);
-  if (!memo.seen.has(text)) {
-    if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
-    memo.seen.add(text);
-  } else {
-    if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
-    memo.texts.set(text, found);
-  }
   return found;
+}
+
+/**
+ * The text's tokens as `lexizedWhole` gives them for a headline of `query` alone, without the memos' cost
+ * of a text seen once: only the tokens that can match one of the query's lexemes are lexized, those
+ * whose first character lower-cased is a lexeme's first (a lexeme keeps its word's first character:
+ * `simple` lower-cases, `english_stem` lower-cases and then changes only endings; the tests hold
+ * `englishStem` to it). The others get a null lexeme and position 0, which the headline reads as it reads
+ * a word outside the query (it compares the positions of query words only).
+ */
+function firstLexized(text: string, query: ReadonlySet<string>): LexizedText {
+  const firsts = new Set<number>();
+  for (const lexeme of query) firsts.add(lexeme.codePointAt(0)!);
+  const { types, texts: tokens } = readTokens(text);
+  const lexemes = new Array<string | null>(types.length).fill(null);
+  const positions = new Array<number>(types.length);
+  let position = 0;
+  let dropped = false;
+  for (let i = 0; i < types.length; i++) {
+    const t = tokens[i]!;
+    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) {
+      positions[i] = -1;
+      dropped = true;
+      continue;
+    }
+    positions[i] = 0;
+    if (IGNORED[types[i]!]) continue;
+    position++;
+    if (!firsts.has(lowerFirst(t))) continue;
+    const lexeme = lexize(types[i]!, t);
+    lexemes[i] = lexeme;
+    if (lexeme !== null) positions[i] = Math.min(position, MAX_POSITION);
+  }
+  const found = { types, texts: tokens, lexemes, positions };
+  return dropped ? withoutDropped(found) : found;
+}
+
+/** The first code point of `lower(t)`: `lower` maps each code point to the first of its lower case. */
+function lowerFirst(t: string): number {
+  const c = t.charCodeAt(0);
+  if (c < 0x80) return c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
+  return String.fromCodePoint(t.codePointAt(0)!).toLowerCase().codePointAt(0)!;
 }
 
 /** The text without the tokens marked dropped (position -1). */
@@ -250,7 +301,7 @@ function withoutDropped(text: LexizedText): LexizedText {
  */
 function headlineWords(text: string, query: ReadonlySet<string>): Words {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
-  const { types, texts, lexemes, positions } = lexized(text);
+  const { types, texts, lexemes, positions } = lexized(text, query);
   const n = types.length;
   const item = new Uint8Array(n);
   let copies = 0;

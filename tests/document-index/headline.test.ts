@@ -14,6 +14,7 @@ import {
   headline,
   parseTokens,
   QueryLexemes,
+  resetHeadlineMemos,
   tsqueryLexemes,
 } from '../../shared/document-index/headline.js';
 
@@ -87,6 +88,8 @@ describe('englishStem', () => {
       .filter((r) => englishStem(r.w) !== r.l![0])
       .map((r) => `${r.w}: ${r.l![0]} != ${englishStem(r.w)}`);
     expect(differ).toEqual([]);
+    // The snippet of a text seen once lexizes only the words whose first letter starts a query lexeme.
+    expect(stemmed.filter((r) => r.l![0]!.codePointAt(0) !== r.w.toLowerCase().codePointAt(0))).toEqual([]);
     // Several thousand compared; the rest are the 127 stop words (no lexeme) the docs use.
     expect(stemmed.length).toBeGreaterThan(3000);
     expect(rows.filter((r) => r.l?.length === 0).every((r) => ENGLISH_STOP_WORDS.has(r.w))).toBe(true);
@@ -166,6 +169,12 @@ describe('headline', () => {
       }))
       .filter((c) => c.ours !== c.pg);
     expect(differ).toEqual([]);
+    // Each chunk's first query above met it unseen; here every pair does (only the query's candidates lexized).
+    const firstSight = rows.filter((r) => {
+      resetHeadlineMemos('texts');
+      return headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq)) !== r.h;
+    });
+    expect(firstSight).toEqual([]);
     expect(cases.length).toBeGreaterThan(2000);
     expect(rows.filter((r) => r.h.includes('<b>')).length).toBeGreaterThan(1000);
     expect(rows.some((r) => /'(\w+)'.*'\1'/.test(r.tsq))).toBe(true);
