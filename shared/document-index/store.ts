@@ -105,15 +105,30 @@ export async function ingestDocument(
   config: ChunkConfig,
   embedder: Embedder,
 ): Promise<IngestOutcome> {
-  return (await ingestDocuments(em, index, [doc], config, embedder))[0]!;
+  return (
+    await ingestDocuments(em, index, [doc], config, embedder, { pendingListKb: SMALL_WRITE_PENDING_LIST_KB })
+  )[0]!;
 }
+
+/**
+ * The full-text index's pending list a write outside the checkpointed ingestions (ADD_TEXT) leaves at
+ * most, in kB: new tsvectors wait in the GIN index's pending list, which every full-text query scans
+ * linearly, until a checkpoint merges it (`compactionCheckpoint`), autovacuum does (after thousands of
+ * inserted rows), or it passes `gin_pending_list_limit` (4 MB by default). A write of one document past
+ * this limit merges the list itself (a few milliseconds), so SEARCH after a stream of ADD_TEXT calls does not
+ * scan up to 4 MB twice (its AND and OR tiers). At 100k chunks the first SEARCH after an ADD_TEXT waited
+ * 150 to 300 µs more for PostgreSQL without it.
+ */
+export const SMALL_WRITE_PENDING_LIST_KB = 64;
 
 /**
  * Adds (or replaces) documents: chunks each and embeds its chunks (before any write, so a provider
  * failure writes nothing), then in one transaction replaces the documents of the same paths and
  * inserts the documents, their chunks (one statement) and their vectors (64 per statement). Idempotent
  * per content hash: the same text at the same path is `unchanged` and writes nothing, so a retried
- * ingestion never duplicates chunks. Outcomes are in the order of `docs`.
+ * ingestion never duplicates chunks. Outcomes are in the order of `docs`. `pendingListKb`: the full-text
+ * index's pending list this write leaves at most (`SMALL_WRITE_PENDING_LIST_KB`); unset, PostgreSQL's
+ * setting (the checkpointed ingestions merge it at their checkpoints).
  */
 export async function ingestDocuments(
   em: EntityManager,
@@ -121,11 +136,12 @@ export async function ingestDocuments(
   docs: IngestInput[],
   config: ChunkConfig,
   embedder: Embedder,
+  options: { pendingListKb?: number } = {},
 ): Promise<IngestOutcome[]> {
   if (new Set(docs.map((d) => d.path)).size < docs.length) {
     // The same path twice: one after the other, so the later text replaces the earlier one.
     const out: IngestOutcome[] = [];
-    for (const d of docs) out.push(...(await ingestDocuments(em, index, [d], config, embedder)));
+    for (const d of docs) out.push(...(await ingestDocuments(em, index, [d], config, embedder, options)));
     return out;
   }
   const existing = await sql<{ id: string; path: string; content_hash: string; chunk_count: number }>(
@@ -159,6 +175,8 @@ export async function ingestDocuments(
   const writes = planned.filter((p) => !p.unchanged);
   if (writes.length)
     await em.fork().transactional(async (tx) => {
+      if (options.pendingListKb !== undefined)
+        await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(options.pendingListKb))}`);
       await lockIndex(tx, index.id);
       await sqlBound(tx, 'delete from doc_documents where index_id = $1 and path = any($2::text[])', [
         index.id,

@@ -15,7 +15,14 @@ import {
   renameDocumentAction,
 } from '../../shared/document-index/actions.js';
 import { hybridSearch, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
-import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
+import {
+  createIndex,
+  ingestDocument,
+  ingestDocuments,
+  SMALL_WRITE_PENDING_LIST_KB,
+  sql,
+  type IndexRow,
+} from '../../shared/document-index/store.js';
 import {
   encodeVector,
   ExactVectorBackend,
@@ -620,5 +627,36 @@ describe('batched ingestion', () => {
       [index.id],
     );
     expect(texts.map((t) => t.text).join(' ')).toContain('"quotes" and {braces}');
+  });
+});
+
+describe("the full-text index's pending list", () => {
+  it('stays within SMALL_WRITE_PENDING_LIST_KB after one-document writes (ADD_TEXT), while a batch leaves its entries to the checkpoint', async () => {
+    const index = await createIndex(em(), tenant, 'pending-list', NO_CHUNKING);
+    // Pages taken off the pending list by merging it (8 kB each).
+    const merge = async () =>
+      Number(
+        (await sql<{ pages: string }>(em(), `select gin_clean_pending_list('doc_chunks_tsv'::regclass) as pages`))[0]!
+          .pages,
+      );
+    await merge();
+    // 400 words no other document has: about 400 pending entries a document.
+    const text = (n: number) => Array.from({ length: 400 }, (_, i) => `w${n}x${i}`).join(' ');
+    for (let n = 0; n < 30; n++) await add(em(), index, `small${n}.txt`, text(n));
+    const afterSmall = await merge();
+    expect(afterSmall).toBeLessThanOrEqual(SMALL_WRITE_PENDING_LIST_KB / 8 + 1);
+    // The same amount in one batch (the checkpointed ingestions' writes): PostgreSQL's 4 MB limit applies.
+    await ingestDocuments(
+      em(),
+      index,
+      Array.from({ length: 30 }, (_, n) => ({ path: `batch${n}.txt`, kind: 'text', content: text(100 + n) })),
+      NO_CHUNKING,
+      embedder,
+    );
+    const afterBatch = await merge();
+    expect(afterBatch).toBeGreaterThan(3 * (SMALL_WRITE_PENDING_LIST_KB / 8 + 1));
+    // Every word is still found.
+    expect(await lexicalRanking(em(), tenant, [index.id], 'w7x399')).toHaveLength(1);
+    expect(await lexicalRanking(em(), tenant, [index.id], 'w107x0')).toHaveLength(1);
   });
 });
