@@ -6,8 +6,8 @@
  * `BENCH_DOCIDX_CHUNKS` (default `10000,100000` chunks; `1000000` is the opt-in large size); and search
  * quality (recall@10, MRR) of lexical only, vector only and fused rankings on a small labelled corpus.
  * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
- * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 2000, each a different query: a p95 of 300 samples is the 15th-worst, a
- * few stalls of the machine) the SEARCH and plain query operations measured per size, `BENCH_DOCIDX_WRITES`
+ * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 2000, each a different query: a p95 of 2,000 samples is the
+ * 100th-worst, where one of 300 was the 15th, a few stalls of the machine) the SEARCH and plain query operations measured per size, `BENCH_DOCIDX_WRITES`
  * (default 5) the writes each followed by a timed SEARCH (after 1000 untimed searches and plain queries of
  * other queries and 5 untimed writes: a running process's figures). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
@@ -303,7 +303,11 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     const q = sentenceMaker(chunks * 10);
     // One query per timed operation (as an agent's searches differ), so the snippet writer's memo of chunks
     // seen before serves only where two queries share a chunk.
-    const queries = Array.from({ length: Math.max(50, searches) }, () => q().split(' ').slice(0, 3).join(' '));
+    // The goal's pair takes queries 0 to searches - 1, the reference pair the next `searches`, the searches
+    // after writes the ones after those.
+    const queries = Array.from({ length: Math.max(50, 2 * searches + 2 * (WARMUP_WRITES + writes)) }, () =>
+      q().split(' ').slice(0, 3).join(' '),
+    );
     const search = (i: number) =>
       hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder, backend);
     // The first search of the index in this process (exact backend): ranked among the chunks matching a
@@ -352,12 +356,12 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
       '',
     );
     // For reference only (not the goal): the plain query returning what SEARCH returns, the top 10 with
-    // their path, text and a ts_headline snippet.
+    // their path, text and a ts_headline snippet; queries the goal's pair did not take.
     const [hybrid2, plainRich] = await measurePair(
       {
         label: 'SEARCH (hybrid)',
         op: async (i) => {
-          await search(i);
+          await search(searches + i);
         },
       },
       {
@@ -371,7 +375,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
                        from doc_chunks c, plainto_tsquery('english', ?) q
                        where c.index_id = ? and c.tsv @@ q order by r desc limit 10) t
                join doc_documents d on d.id = t.document_id order by t.r desc`,
-            [queries[i % queries.length], index.id],
+            [queries[(searches + i) % queries.length], index.id],
           );
         },
       },
@@ -386,20 +390,22 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
     // half also brings the chunks changed since the cached generation, so a write costs no reload and
     // no extra round trip. As for the warm figures, a running process's: the first WARMUP_WRITES writes
     // and their searches are not timed (the code that applies changes compiled by the JIT).
-    // Two kinds of write: another process's (the worker's ingestion, another API replica: the store's
-    // ingestion called directly, the changes reach the search with its statement's answer), and one through
-    // this API (ADD_TEXT's action, which catches this process's cached sets up before it answers).
-    const afterWrites = async (write: (i: number) => Promise<unknown>) => {
+    // Two kinds of write: another process's (another API replica's ADD_TEXT: the store's one-document
+    // ingestion called directly, the changes reach the search with its statement's answer; the worker's
+    // batched ingestion merges the full-text pending list at its checkpoints), and one through this API
+    // (ADD_TEXT's action, which catches this process's cached sets up before it answers). Each search a
+    // query no other timed search took.
+    const afterWrites = async (from: number, write: (i: number) => Promise<unknown>) => {
       const cold: number[] = [];
       for (let i = 0; i < WARMUP_WRITES + writes; i++) {
         await write(i);
         const t0 = performance.now();
-        await search(i);
+        await search(from + i);
         if (i >= WARMUP_WRITES) cold.push(performance.now() - t0);
       }
       return cold;
     };
-    const cold = await afterWrites((i) =>
+    const cold = await afterWrites(2 * searches, (i) =>
       ingestDocument(
         em(),
         index,
@@ -408,7 +414,7 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
         embedder,
       ),
     );
-    const own = await afterWrites((i) =>
+    const own = await afterWrites(2 * searches + WARMUP_WRITES + writes, (i) =>
       addTextAction({ em: em(), config, tenant }, name, docText(makers[1]!), { filepath: `own${i}.txt` }, {}),
     );
     const worst = Math.max(...cold);

@@ -49,7 +49,7 @@ export interface CodeAgentLiveStatus {
   status: CodeAgentRunStatus;
   remote_status: string | null;
   pr_url: string | null;
-  /** Polls answered (or failed): counted with the answer, so a count never runs ahead of `status`. */
+  /** Polls answered (or failed), counted when the answer arrives: a good poll's count comes with its `status`. */
   polls: number;
   /** The last failed poll (the provider unreachable); cleared by the next good one. */
   last_poll_error: string | null;

@@ -279,6 +279,7 @@ function firstLexized(text: string, query: ReadonlySet<string>): LexizedText {
 
 /** The first code point of `lower(t)`: `lower` maps each code point to the first of its lower case. */
 function lowerFirst(t: string): number {
+  if (t.length === 0) return -1;
   const c = t.charCodeAt(0);
   if (c < 0x80) return c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
   return String.fromCodePoint(t.codePointAt(0)!).toLowerCase().codePointAt(0)!;
@@ -309,7 +310,7 @@ function headlineWords(text: string, query: ReadonlySet<string>): Words {
     const lexeme = lexemes[i]!;
     if (lexeme === null || !query.has(lexeme)) continue;
     item[i] = 1;
-    if (operands) copies += (operands.get(lexeme) ?? 1) - 1;
+    if (operands) copies += Math.max(0, (operands.get(lexeme) ?? 1) - 1);
   }
   if (copies === 0) return { types, texts, pos: positions, item, repeated: new Uint8Array(n), in: new Uint8Array(n) };
   const w = {
@@ -321,7 +322,7 @@ function headlineWords(text: string, query: ReadonlySet<string>): Words {
     in: new Uint8Array(n + copies),
   };
   for (let i = 0; i < n; i++) {
-    const copiesOf = item[i] ? (operands!.get(lexemes[i]!) ?? 1) - 1 : 0;
+    const copiesOf = item[i] ? Math.max(0, (operands!.get(lexemes[i]!) ?? 1) - 1) : 0;
     for (let c = 0; c <= copiesOf; c++) {
       const at = w.types.length;
       w.types.push(types[i]!);

@@ -115,7 +115,9 @@ export async function ingestDocument(
  * most, in kB: new tsvectors wait in the GIN index's pending list, which every full-text query scans
  * linearly, until a checkpoint merges it (`compactionCheckpoint`), autovacuum does (after thousands of
  * inserted rows), or it passes `gin_pending_list_limit` (4 MB by default). A write of one document past
- * this limit merges the list itself (a few milliseconds), so SEARCH after a stream of ADD_TEXT calls does not
+ * this limit merges the whole list itself: a few milliseconds when small writes built it, more when a
+ * running batch ingestion left up to 50 documents' entries since its last checkpoint (the merge then does
+ * that checkpoint's work early, under this write's index lock). So SEARCH after a stream of ADD_TEXT calls does not
  * scan up to 4 MB twice (its AND and OR tiers). At 100k chunks the first SEARCH after an ADD_TEXT waited
  * 150 to 300 µs more for PostgreSQL without it.
  */
@@ -175,8 +177,9 @@ export async function ingestDocuments(
   const writes = planned.filter((p) => !p.unchanged);
   if (writes.length)
     await em.fork().transactional(async (tx) => {
-      if (options.pendingListKb !== undefined)
-        await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(options.pendingListKb))}`);
+      const pendingKb = options.pendingListKb;
+      if (pendingKb !== undefined && Number.isFinite(pendingKb))
+        await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(pendingKb))}`);
       await lockIndex(tx, index.id);
       await sqlBound(tx, 'delete from doc_documents where index_id = $1 and path = any($2::text[])', [
         index.id,

@@ -199,7 +199,12 @@ describe('headline', () => {
          from unnest($1::text[], $2::text[]) with ordinality as t(chunk, q, ord)`,
       [cases.map((c) => c.chunk), cases.map((c) => c.query), OPTIONS],
     );
-    for (const r of rows) expect(headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq))).toBe(r.h);
+    // Twice each: the first sighting (only the query's candidates lexized), then the whole text lexized.
+    for (const r of rows) {
+      resetHeadlineMemos('texts');
+      for (let sighting = 0; sighting < 2; sighting++)
+        expect(headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq))).toBe(r.h);
+    }
   });
 
   it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
