@@ -300,14 +300,21 @@ export async function benchDocumentIndex(stack: BenchStack): Promise<string> {
           ]
         : []),
     );
-    const q = sentenceMaker(chunks * 10);
-    // One query per timed operation (as an agent's searches differ), so the snippet writer's memo of chunks
-    // seen before serves only where two queries share a chunk.
-    // The goal's pair takes queries 0 to searches - 1, the reference pair the next `searches`, the searches
-    // after writes the ones after those.
-    const queries = Array.from({ length: Math.max(50, 2 * searches + 2 * (WARMUP_WRITES + writes)) }, () =>
-      q().split(' ').slice(0, 3).join(' '),
-    );
+    // The queries: the first three words of the corpus's sentences (each generator replays one of the
+    // `makers`' streams from its start, so every query has a chunk holding all its words, as at every size),
+    // one per timed operation (as an agent's searches differ), so the snippet writer's memo of chunks seen
+    // before serves only where two queries share a chunk. The goal's pair takes the first stream's, the
+    // reference pair the third's and the searches after writes the fourth's (the writes extend the first
+    // two streams, so their new chunks are not these searches' best; the warm-up takes the second's).
+    const sentencesOf = (k: number, n: number) => {
+      const q = sentenceMaker(chunks * 10 + k);
+      return Array.from({ length: n }, () => q().split(' ').slice(0, 3).join(' '));
+    };
+    const queries = [
+      ...sentencesOf(0, searches),
+      ...sentencesOf(2, searches),
+      ...sentencesOf(3, 2 * (WARMUP_WRITES + writes)),
+    ];
     const search = (i: number) =>
       hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder, backend);
     // The first search of the index in this process (exact backend): ranked among the chunks matching a
