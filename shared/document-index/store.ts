@@ -112,14 +112,14 @@ export async function ingestDocument(
 
 /**
  * The full-text index's pending list a write outside the checkpointed ingestions (ADD_TEXT) leaves at
- * most, in kB: new tsvectors wait in the GIN index's pending list, which every full-text query scans
+ * most, in kB. New tsvectors wait in the GIN index's pending list, which every full-text query scans
  * linearly, until a checkpoint merges it (`compactionCheckpoint`), autovacuum does (after thousands of
  * inserted rows), or it passes `gin_pending_list_limit` (4 MB by default). A write of one document past
  * this limit merges the whole list itself: a few milliseconds when small writes built it, more when a
  * running batch ingestion left up to 50 documents' entries since its last checkpoint (the merge then does
- * that checkpoint's work early, under this write's index lock). So SEARCH after a stream of ADD_TEXT calls does not
- * scan up to 4 MB twice (its AND and OR tiers). At 100k chunks the first SEARCH after an ADD_TEXT waited
- * 150 to 300 µs more for PostgreSQL without it.
+ * that checkpoint's work early, under this write's index lock). So SEARCH after a stream of ADD_TEXT calls
+ * does not scan up to 4 MB (once for each of its AND and OR tiers that runs). At 100k chunks the first
+ * SEARCH after an ADD_TEXT waited 150 to 300 µs more for PostgreSQL without it.
  */
 export const SMALL_WRITE_PENDING_LIST_KB = 64;
 
