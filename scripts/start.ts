@@ -100,8 +100,23 @@ async function runChild(script: string, env: NodeJS.ProcessEnv): Promise<Run & {
   };
 }
 
+/** True when `GET /healthz` at `base` answers this API's liveness document. */
+async function answersHealth(base: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2_000) });
+    if (res.status !== 200) return false;
+    const body = (await res.json()) as { status?: unknown };
+    return body.status === 'ok';
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before anything starts: a port held by another process would leave the API restarting on EADDRINUSE.
+  if (await portOpen('127.0.0.1', config.port))
+    throw new Error(`port ${config.port} is in use; stop what listens there, or set PORT`);
   const env: NodeJS.ProcessEnv = { ...process.env };
 
   if (process.env.TEMPORAL_ADDRESS) {
@@ -187,9 +202,15 @@ async function main(): Promise<void> {
   }
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
-  const [, workerReady] = await Promise.all([
+  const [apiReady, workerReady] = await Promise.all([
     (async () => {
-      for (let i = 0; i < 120 && !(await portOpen('127.0.0.1', config.port)); i++) await sleep(250);
+      // This API's own liveness answer, not just an open port (another listener could hold it).
+      for (let i = 0; i < 120; i++) {
+        if (await answersHealth(apiUrl)) return true;
+        if (shuttingDown) return false;
+        await sleep(250);
+      }
+      return false;
     })(),
     // Workflow-backed requests run only once the worker polls (it bundles the workflows first).
     waitForWorkerPolling({
@@ -202,6 +223,10 @@ async function main(): Promise<void> {
     }),
   ]);
   if (shuttingDown) return stopAll();
+  if (!apiReady)
+    say(
+      `the API does not answer ${apiUrl}/healthz after 30 s: requests fail until it does (see its log above; PORT=${config.port})`,
+    );
   if (!workerReady)
     say(
       `the worker is not polling task queue ${config.temporal.taskQueue} after ${WORKER_READY_TIMEOUT_MS / 1000} s: workflow-backed requests wait until it does (see its log above)`,

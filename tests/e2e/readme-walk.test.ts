@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Connection, Client as TemporalClient } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../scripts/lib/net.js';
+import { portOutsideEphemeralRange } from '../helpers/ports.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { http } from '../helpers/stack.js';
 import { callPlatform, connectMcp } from '../mcp/support.js';
@@ -47,7 +47,12 @@ beforeAll(async () => {
   await chmod(path.join(root, '.data'), 0o755);
   await chmod(path.join(root, relativeDataDir), 0o755);
   gitServer = await startGitServer({ username: 'bot', password: 'walk-token' });
-  const [port, temporalPort, uiPort, pgPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [port, temporalPort, uiPort, pgPort] = [
+    await portOutsideEphemeralRange(),
+    await portOutsideEphemeralRange(),
+    await portOutsideEphemeralRange(),
+    await portOutsideEphemeralRange(),
+  ];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PLATFORM_DATA_DIR: relativeDataDir,

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../scripts/lib/net.js';
+import { portOutsideEphemeralRange } from '../helpers/ports.js';
 import { http } from '../helpers/stack.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -96,10 +96,10 @@ describe('npm start', () => {
       dataDir = await mkdtemp(path.join(os.tmpdir(), 'platform-start-'));
       await chmod(dataDir, 0o755);
       const [port, temporalPort, uiPort, pgPort] = [
-        await freePort(),
-        await freePort(),
-        await freePort(),
-        await freePort(),
+        await portOutsideEphemeralRange(),
+        await portOutsideEphemeralRange(),
+        await portOutsideEphemeralRange(),
+        await portOutsideEphemeralRange(),
       ];
       const env: NodeJS.ProcessEnv = {
         ...process.env,
@@ -243,7 +243,7 @@ describe('npm start', () => {
         ...process.env,
         TEMPORAL_DEV_PORT: String(busyPort),
         TEMPORAL_CLI_PATH: inject('temporalCliPath'),
-        PORT: String(await freePort()),
+        PORT: String(await portOutsideEphemeralRange()),
       };
       for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS']) delete env[name];
       const failing = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
@@ -257,6 +257,19 @@ describe('npm start', () => {
       const [code] = (await once(failing, 'exit')) as [number | null];
       expect(code).toBe(1);
       expect(output).toContain(`port ${busyPort} is in use`);
+      // The API's port taken: refused before anything starts.
+      const apiBusy = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
+        cwd: root,
+        env: { ...env, TEMPORAL_DEV_PORT: String(await portOutsideEphemeralRange()), PORT: String(busyPort) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let apiOutput = '';
+      apiBusy.stdout!.on('data', (d) => (apiOutput += d));
+      apiBusy.stderr!.on('data', (d) => (apiOutput += d));
+      const [apiCode] = (await once(apiBusy, 'exit')) as [number | null];
+      expect(apiCode).toBe(1);
+      expect(apiOutput).toContain(`port ${busyPort} is in use; stop what listens there, or set PORT`);
+      expect(apiOutput).not.toContain('starting Temporal dev server');
     } finally {
       busy.close();
     }
