@@ -92,6 +92,12 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
   };
 }
 
+/**
+ * How long a stop may take before the process exits anyway. Found in a CI run: an API whose `npm start`
+ * had been killed, with PostgreSQL and Temporal gone too, was still listening 20 minutes later.
+ */
+const STOP_DEADLINE_MS = 10_000;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ level: config.logLevel, base: { service: 'api' } });
@@ -104,6 +110,11 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('api stopping', { reason });
+    // A close that hangs (PostgreSQL or Temporal gone with the parent) must not leave the process listening.
+    setTimeout(() => {
+      log.warn('api stop timed out; exiting', { reason, after_ms: STOP_DEADLINE_MS });
+      process.exit(0);
+    }, STOP_DEADLINE_MS).unref();
     await api.close().catch((err: unknown) => log.error('api stop failed', describeError(err)));
     await tracing?.shutdown().catch((err: unknown) => log.warn('trace flush failed', describeError(err)));
     process.exit(0);

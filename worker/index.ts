@@ -113,6 +113,13 @@ async function main(): Promise<void> {
   process.on('disconnect', () => {
     log.info('worker stopping', { reason: 'parent exited' });
     if (worker.getState() === 'RUNNING') worker.shutdown();
+    // Its Temporal server and database may be gone with the parent: a shutdown that hangs must not leave
+    // an orphan (the grace time for running activities, then a little for the closes).
+    const deadline = config.temporal.workerShutdownGraceSeconds * 1000 + 15_000;
+    setTimeout(() => {
+      log.warn('worker stop timed out; exiting', { reason: 'parent exited', after_ms: deadline });
+      process.exit(0);
+    }, deadline).unref();
   });
   await worker.run();
   await tools.close();
