@@ -246,32 +246,34 @@ describe('npm start', () => {
         PORT: String(await portOutsideEphemeralRange()),
       };
       for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS']) delete env[name];
-      const failing = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
-        cwd: root,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      failing.stdout!.on('data', (d) => (output += d));
-      failing.stderr!.on('data', (d) => (output += d));
-      const [code] = (await once(failing, 'exit')) as [number | null];
-      expect(code).toBe(1);
-      expect(output).toContain(`port ${busyPort} is in use`);
+      const failing = await startToExit(env);
+      expect(failing.code).toBe(1);
+      expect(failing.output).toContain(`port ${busyPort} is in use`);
       // The API's port taken: refused before anything starts.
-      const apiBusy = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
-        cwd: root,
-        env: { ...env, TEMPORAL_DEV_PORT: String(await portOutsideEphemeralRange()), PORT: String(busyPort) },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const apiBusy = await startToExit({
+        ...env,
+        TEMPORAL_DEV_PORT: String(await portOutsideEphemeralRange()),
+        PORT: String(busyPort),
       });
-      let apiOutput = '';
-      apiBusy.stdout!.on('data', (d) => (apiOutput += d));
-      apiBusy.stderr!.on('data', (d) => (apiOutput += d));
-      const [apiCode] = (await once(apiBusy, 'exit')) as [number | null];
-      expect(apiCode).toBe(1);
-      expect(apiOutput).toContain(`port ${busyPort} is in use; stop what listens there, or set PORT`);
-      expect(apiOutput).not.toContain('starting Temporal dev server');
+      expect(apiBusy.code).toBe(1);
+      expect(apiBusy.output).toContain(`port ${busyPort} is in use; stop what listens there, or set PORT`);
+      expect(apiBusy.output).not.toContain('starting Temporal dev server');
     } finally {
       busy.close();
     }
   });
 });
+
+/** Runs `npm start`'s script until it exits: its exit code and everything it printed. */
+async function startToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const run = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  run.stdout!.on('data', (d) => (output += d));
+  run.stderr!.on('data', (d) => (output += d));
+  const [code] = (await once(run, 'exit')) as [number | null];
+  return { code, output };
+}
