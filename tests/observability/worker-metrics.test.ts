@@ -39,23 +39,31 @@ describe('worker Prometheus endpoint', () => {
   it('serves the SDK metrics after a job, including those the dashboard queries', async () => {
     const res = await http(stack.url, 'POST', '/api/jobs/echo', { body: { message: 'measured' } });
     expect(res.status).toBe(200);
-    const scraped = await fetch(metricsUrl);
-    expect(scraped.status).toBe(200);
-    const text = await scraped.text();
-    const families = new Set(
-      text
-        .split('\n')
-        .filter((l) => l.startsWith('# TYPE '))
-        .map((l) => l.split(' ')[2]!),
-    );
-    for (const name of [
+    const expected = [
       'temporal_worker_task_slots_available',
       'temporal_activity_schedule_to_start_latency_seconds',
       'temporal_workflow_task_schedule_to_start_latency_seconds',
       'temporal_activity_execution_latency_seconds',
       'temporal_workflow_completed_total',
-    ])
-      expect(families, name).toContain(name);
+    ];
+    // The job's result reaches the API when the server has recorded the completion, which can be a moment
+    // before the worker counts it: scrape until every expected family is served (10 s at most).
+    let text = '';
+    let families = new Set<string>();
+    for (let i = 0; i < 100; i++) {
+      const scraped = await fetch(metricsUrl);
+      expect(scraped.status).toBe(200);
+      text = await scraped.text();
+      families = new Set(
+        text
+          .split('\n')
+          .filter((l) => l.startsWith('# TYPE '))
+          .map((l) => l.split(' ')[2]!),
+      );
+      if (expected.every((name) => families.has(name))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const name of expected) expect(families, name).toContain(name);
     expect(text).toContain(`task_queue="${stack.config.temporal.taskQueue}"`);
 
     // The dashboard's worker panels: histogram and counter families the endpoint serves (failure
