@@ -197,7 +197,7 @@ const TEXT_MEMO_SIZE = 2_000;
 
 /**
  * The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped), the second time it
- * is seen (then memoized), or only `query`'s candidates lexized the first time (`firstLexized`).
+ * is seen (then memoized), or only `query`'s candidates lexized the first time (`lexizedTokens`).
  */
 function lexized(text: string, query: ReadonlySet<string>): LexizedText {
   const known = memo.texts.get(text);
@@ -205,54 +205,24 @@ function lexized(text: string, query: ReadonlySet<string>): LexizedText {
   if (!memo.seen.has(text)) {
     if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
     memo.seen.add(text);
-    return firstLexized(text, query);
+    const firsts = new Set<number>();
+    for (const lexeme of query) firsts.add(lexeme.codePointAt(0)!);
+    return lexizedTokens(text, firsts);
   }
-  const found = lexizedWhole(text);
+  const found = lexizedTokens(text);
   if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
   memo.texts.set(text, found);
   return found;
 }
 
-/** Every token of the text lexized and numbered. */
-function lexizedWhole(text: string): LexizedText {
-  const { types, texts: tokens } = readTokens(text);
-  let found: LexizedText = {
-    types,
-    texts: tokens,
-    lexemes: new Array<string | null>(types.length),
-    positions: new Array<number>(types.length),
-  };
-  let position = 0;
-  for (let i = 0; i < types.length; i++) {
-    const t = tokens[i]!;
-    let lexeme: string | null = null;
-    if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) {
-      // PostgreSQL drops the token: marked here, taken out below.
-      found.positions[i] = -1;
-      continue;
-    }
-    if (!IGNORED[types[i]!]) {
-      position++;
-      lexeme = lexize(types[i]!, t);
-    }
-    found.lexemes[i] = lexeme;
-    found.positions[i] = lexeme === null ? 0 : Math.min(position, MAX_POSITION);
-  }
-  if (found.positions.includes(-1)) found = withoutDropped(found);
-  return found;
-}
-
 /**
- * The text's tokens as `lexizedWhole` gives them for a headline of `query` alone, without the memos' cost
- * of a text seen once: only the tokens that can match one of the query's lexemes are lexized, those
- * whose first character lower-cased is a lexeme's first (a lexeme keeps its word's first character:
+ * The text's tokens lexized and numbered: every token, or with `firsts` only those whose first character
+ * lower-cased is in it (a query's lexemes' first characters: a lexeme keeps its word's first character,
  * `simple` lower-cases, `english_stem` lower-cases and then changes only endings; the tests hold
- * `englishStem` to it). The others get a null lexeme and position 0, which the headline reads as it reads
- * a word outside the query (it compares the positions of query words only).
+ * `englishStem` to it). A token left out gets a null lexeme and position 0, which the headline reads as it
+ * reads a word outside the query (it compares the positions of query words only).
  */
-function firstLexized(text: string, query: ReadonlySet<string>): LexizedText {
-  const firsts = new Set<number>();
-  for (const lexeme of query) firsts.add(lexeme.codePointAt(0)!);
+function lexizedTokens(text: string, firsts?: ReadonlySet<number>): LexizedText {
   const { types, texts: tokens } = readTokens(text);
   const lexemes = new Array<string | null>(types.length).fill(null);
   const positions = new Array<number>(types.length);
@@ -261,6 +231,7 @@ function firstLexized(text: string, query: ReadonlySet<string>): LexizedText {
   for (let i = 0; i < types.length; i++) {
     const t = tokens[i]!;
     if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) {
+      // PostgreSQL drops the token: marked here, taken out below.
       positions[i] = -1;
       dropped = true;
       continue;
@@ -268,7 +239,7 @@ function firstLexized(text: string, query: ReadonlySet<string>): LexizedText {
     positions[i] = 0;
     if (IGNORED[types[i]!]) continue;
     position++;
-    if (!firsts.has(lowerFirst(t))) continue;
+    if (firsts && !firsts.has(lowerFirst(t))) continue;
     const lexeme = lexize(types[i]!, t);
     lexemes[i] = lexeme;
     if (lexeme !== null) positions[i] = Math.min(position, MAX_POSITION);
