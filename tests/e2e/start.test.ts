@@ -113,14 +113,8 @@ describe('npm start', () => {
         LOG_LEVEL: 'warn',
       };
       for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE']) delete env[name];
-      child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
-        cwd: root,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
       let output = '';
-      child.stdout!.on('data', (d) => (output += d));
-      child.stderr!.on('data', (d) => (output += d));
+      child = spawnStart(env, (d) => (output += d));
 
       for (let i = 0; i < 240 && !output.includes('Ctrl-C stops everything'); i++) {
         if (child.exitCode !== null) break;
@@ -264,16 +258,22 @@ describe('npm start', () => {
   });
 });
 
-/** Runs `npm start`'s script until it exits: its exit code and everything it printed. */
-async function startToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+/** Starts `npm start`'s script with `env`, handing everything it prints to `onOutput`. */
+function spawnStart(env: NodeJS.ProcessEnv, onOutput: (chunk: string) => void): ChildProcess {
   const run = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/start.ts')], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  run.stdout!.on('data', (d) => onOutput(String(d)));
+  run.stderr!.on('data', (d) => onOutput(String(d)));
+  return run;
+}
+
+/** Runs `npm start`'s script until it exits: its exit code and everything it printed. */
+async function startToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   let output = '';
-  run.stdout!.on('data', (d) => (output += d));
-  run.stderr!.on('data', (d) => (output += d));
+  const run = spawnStart(env, (d) => (output += d));
   const [code] = (await once(run, 'exit')) as [number | null];
   return { code, output };
 }
