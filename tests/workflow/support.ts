@@ -101,3 +101,14 @@ export function gate() {
   const opened = new Promise<void>((resolve) => (open = resolve));
   return { opened, open };
 }
+
+/** The kind of each event in the workflow's history, in order (`activityTaskCompleted`, `timerStarted`, …). */
+export async function eventKinds(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.map((event) => {
+    const key = Object.keys(event).find(
+      (k) => k.endsWith('EventAttributes') && (event as Record<string, unknown>)[k] != null,
+    );
+    return key?.slice(0, -'EventAttributes'.length) ?? 'unknown';
+  });
+}

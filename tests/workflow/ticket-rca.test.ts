@@ -8,7 +8,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ticketRcaWorkflowId, type TicketRcaInput } from '../../workflows/ticket-rca-definitions.js';
 import { startTimeSkipping } from '../helpers/temporal.js';
-import { recorded, stubWorker, timerSeconds } from './support.js';
+import { eventKinds, recorded, stubWorker, timerSeconds } from './support.js';
 
 let env: TestWorkflowEnvironment;
 
@@ -17,16 +17,26 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.teardown());
 
-/** Stubs: the run is followed `pendingPolls` times before it ends with `finalStatus`. */
-function vignetteStubs(opts: { pendingPolls: number; finalStatus?: string; fileTicket?: () => Promise<unknown> }) {
+/**
+ * Stubs: the run is followed `pendingPolls` times before it ends with `finalStatus`; each poll answers
+ * once `pollsHeld` has settled, if given.
+ */
+function vignetteStubs(opts: {
+  pendingPolls: number;
+  finalStatus?: string;
+  fileTicket?: () => Promise<unknown>;
+  pollsHeld?: Promise<void>;
+}) {
   let polls = 0;
   return recorded({
     ticketRcaFileTicket: opts.fileTicket ?? (async () => ({ ok: true, ticketKey: 'OPS-1' })),
     ticketRcaStartRun: async () => ({ ok: true, runId: 'run_1' }),
-    ticketRcaFollowRun: async () =>
-      ++polls > opts.pendingPolls
+    ticketRcaFollowRun: async () => {
+      await opts.pollsHeld;
+      return ++polls > opts.pendingPolls
         ? { terminal: true, status: opts.finalStatus ?? 'finished' }
-        : { terminal: false, status: 'running' },
+        : { terminal: false, status: 'running' };
+    },
     ticketRcaFinish: async () => undefined,
   });
 }
@@ -101,20 +111,34 @@ describe('ticketRcaWorkflow', () => {
     ]);
   });
 
-  it('answers cancelled when a reset cancels it while it follows the run', async () => {
-    const stubs = vignetteStubs({ pendingPolls: Number.MAX_SAFE_INTEGER });
+  it('answers cancelled when a reset cancels it while it follows the run, after the poll in flight ends', async () => {
+    // The poll is held until the workflow has asked to cancel it: cancelling while the activity's
+    // completion races the cancel request makes the time-skipping test server refuse the workflow
+    // task (ACTIVITY_UNKNOWN; the real server accepts it) and the test hang. Held, the order is fixed.
+    let release!: () => void;
+    const pollsHeld = new Promise<void>((resolve) => (release = resolve));
+    const stubs = vignetteStubs({ pendingPolls: Number.MAX_SAFE_INTEGER, pollsHeld });
     const { worker, taskQueue } = await stubWorker(env, stubs.activities);
-    const result = await worker.runUntil(async () => {
+    const { handle, result } = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start('ticketRcaWorkflow', {
         taskQueue,
         workflowId: ticketRcaWorkflowId('t1', 's_reset'),
         args: [input('s_reset')],
       });
-      await expect.poll(() => stubs.count('ticketRcaFollowRun')).toBeGreaterThan(0);
+      await expect.poll(() => stubs.count('ticketRcaFollowRun')).toBe(1);
       await handle.cancel();
-      return handle.result();
+      await expect.poll(async () => (await eventKinds(handle)).includes('activityTaskCancelRequested')).toBe(true);
+      release();
+      return { handle, result: await handle.result() };
     });
     expect(result).toBe('cancelled');
+    // WAIT_CANCELLATION_COMPLETED: the workflow closed only after the poll it had asked to cancel ended.
+    const kinds = await eventKinds(handle);
+    const pollEnded = kinds.lastIndexOf('activityTaskCompleted');
+    expect(kinds.indexOf('activityTaskCancelRequested')).toBeGreaterThan(0);
+    expect(kinds.indexOf('activityTaskCancelRequested')).toBeLessThan(pollEnded);
+    expect(pollEnded).toBeLessThan(kinds.indexOf('workflowExecutionCompleted'));
+    expect(stubs.count('ticketRcaFollowRun')).toBe(1);
     expect(stubs.count('ticketRcaFinish')).toBe(0);
   });
 });
