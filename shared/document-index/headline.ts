@@ -164,6 +164,36 @@ export class QueryLexemes extends Set<string> {
 }
 
 /**
+ * What `to_tsquery('english', …)` of `words` OR-ed together holds, as `tsqueryLexemes` reads it back: each
+ * word's tokens lexized as the headline lexizes a text's. A guess, to write snippets before PostgreSQL's
+ * lexemes arrive; only a guess `sameLexemes` finds equal to them may be used, for `headline` reads nothing
+ * else of the query.
+ */
+export function guessQueryLexemes(words: readonly string[]): QueryLexemes {
+  const out = new QueryLexemes();
+  for (const word of words) {
+    const { types, texts } = readTokens(word);
+    for (let i = 0; i < types.length; i++) {
+      const t = texts[i]!;
+      if (IGNORED[types[i]!] || (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES)) continue;
+      const lexeme = lexize(types[i]!, t);
+      if (lexeme === null) continue;
+      out.add(lexeme);
+      out.operands.set(lexeme, (out.operands.get(lexeme) ?? 0) + 1);
+    }
+  }
+  return out;
+}
+
+/** The same lexemes, each named by as many operands: `headline` writes the same snippet for either. */
+export function sameLexemes(a: QueryLexemes, b: QueryLexemes): boolean {
+  if (a.size !== b.size || a.operands.size !== b.operands.size) return false;
+  for (const [lexeme, n] of a.operands) if (b.operands.get(lexeme) !== n) return false;
+  for (const lexeme of a) if (!b.has(lexeme)) return false;
+  return true;
+}
+
+/**
  * The text's tokens as the headline sees them (`HeadlineWordEntry`), one array per field and word `i` at
  * index `i` of each: a snippet of a new chunk reads about a hundred tokens, and an object per token was
  * most of its time and garbage. Without copies (below) `types`, `texts` and `pos` are the memoized

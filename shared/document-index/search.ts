@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
 import type { Embedder } from './embedder.js';
-import { HEADLINE_OPTIONS, headline, PLAIN_SNIPPET_CHARS, tsqueryLexemes } from './headline.js';
+import {
+  guessQueryLexemes,
+  HEADLINE_OPTIONS,
+  headline,
+  PLAIN_SNIPPET_CHARS,
+  type QueryLexemes,
+  sameLexemes,
+  tsqueryLexemes,
+} from './headline.js';
 import { onProcessReset } from '../process-state.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
@@ -411,9 +419,10 @@ function fusedRowsOf(
 /**
  * The exact path with every searched index cached. When the cached sets keep their chunks' rows (the
  * usual case, `ChunkRows`), one statement (`lexicalAndChanges`: the lexical ranking, the generations and
- * the changes since the cached ones) is sent first and the sets are scanned while PostgreSQL runs it; the
- * two rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes
- * them) come from the cache: one round trip, overlapped with the scan. When a set keeps no rows (the
+ * the changes since the cached ones) is sent first and the sets are scanned while PostgreSQL runs it (and
+ * the vector ranking's best rows' snippets written, `earlySnippets`); the two rankings are fused here, and
+ * the best rows and their snippets (`headline`, as `ts_headline` writes them) come from the cache: one round
+ * trip, overlapped with the scan. When a set keeps no rows (the
  * budget holds only its vectors) the scan comes first and the statement also fuses and reads the best rows
  * with their snippets.
  *
@@ -436,9 +445,14 @@ async function cachedSearch(
   const withRows = cached.hasRows();
   let row: LexicalRow | undefined;
   let scanned: VectorHit[];
+  let early: EarlySnippets | null = null;
   if (withRows) {
     const statement = lexicalAndChanges(tenant, query, v.collection, before, null);
-    [[row], scanned] = await sqlBoundWhile<LexicalRow, VectorHit[]>(em, statement, () => cached.scan(v.query, v.k));
+    [[row], scanned] = await sqlBoundWhile<LexicalRow, VectorHit[]>(em, statement, () => {
+      const hits = cached.scan(v.query, v.k);
+      early = earlySnippets(query, hits.slice(0, topN), cached.row);
+      return hits;
+    });
   } else {
     scanned = cached.scan(v.query, v.k);
     const statement = lexicalAndChanges(tenant, query, v.collection, before, { hits: scanned, topN });
@@ -467,7 +481,7 @@ async function cachedSearch(
     const byId = new Map(ranked.map((r) => [r.id, r]));
     const best = ranked.slice(0, topN);
     const rows =
-      (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null)) ||
+      (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null, early)) ||
       fromStatement(best, row?.rows ?? []) ||
       (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
     return rows.map((r) => withRanks(r, byId.get(r.id)!));
@@ -550,14 +564,57 @@ async function updatedRanking(
   return { hits, reloaded: false };
 }
 
+/** Snippets written while PostgreSQL ran the statement: for the query's guessed lexemes, by chunk id with the text they are of. */
+export interface EarlySnippets {
+  lexemes: QueryLexemes;
+  snippets: Map<string, { text: string; snippet: string }>;
+}
+
+/**
+ * The snippets of the vector ranking's best rows, written while the main thread would otherwise wait for
+ * PostgreSQL's answer (the scan usually ends first), for the lexemes `guessQueryLexemes` expects the
+ * statement to report; the rows the fusion keeps are then ready when the answer comes. `fromCache` uses
+ * them only when the reported lexemes are the guessed ones and the row's text is the one written, so a
+ * snippet is always what `headline` writes for the answer's lexemes. Null for a query without words.
+ */
+export function earlySnippets(
+  query: string,
+  hits: readonly VectorHit[],
+  rowOf: (chunkId: string) => { text: string } | undefined,
+): EarlySnippets | null {
+  const words = queryWords(query);
+  if (!words.length) return null;
+  const lexemes = guessQueryLexemes(words);
+  const snippets = new Map<string, { text: string; snippet: string }>();
+  for (const h of hits) {
+    const text = rowOf(h.id)?.text;
+    if (text !== undefined) snippets.set(h.id, { text, snippet: headline(text, lexemes) });
+  }
+  return { lexemes, snippets };
+}
+
+/**
+ * The snippet of a chunk's text for the answer's lexemes (`terms`): the one written early when it was written
+ * for these lexemes (each named by as many operands) and this text, else `headline`'s.
+ */
+export function snippetWriter(terms: QueryLexemes, early: EarlySnippets | null) {
+  const ready = early && sameLexemes(terms, early.lexemes) ? early.snippets : null;
+  return (chunkId: string, text: string): string => {
+    const written = ready?.get(chunkId);
+    return written && written.text === text ? written.snippet : headline(text, terms);
+  };
+}
+
 /** The best rows from the cached sets' rows (`rowOf`), with their snippets; null when one is not cached. */
 function fromCache(
   best: ReturnType<typeof fuse>,
   rowOf: (chunkId: string) => ReturnType<NonNullable<ReturnType<ExactVectorBackend['peek']>>['row']>,
   gens: NonNullable<LexicalRow['gens']>,
   lexemes: string | null,
+  early: EarlySnippets | null = null,
 ): FusedRow[] | null {
   const terms = lexemes === null ? null : tsqueryLexemes(lexemes);
+  const snippetOf = terms && snippetWriter(terms, early);
   const rows: FusedRow[] = [];
   for (const r of best) {
     const c = rowOf(r.id);
@@ -572,8 +629,8 @@ function fromCache(
       file_id: c.documentId,
       path: c.path,
       index_name: gens[c.indexId]![2],
-      snippet: terms
-        ? headline(c.text, terms)
+      snippet: snippetOf
+        ? snippetOf(r.id, c.text)
         : [...c.text.slice(0, 2 * PLAIN_SNIPPET_CHARS)].slice(0, PLAIN_SNIPPET_CHARS).join(''),
     });
   }

@@ -11,10 +11,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   ENGLISH_STOP_WORDS,
   englishStem,
+  guessQueryLexemes,
   headline,
   parseTokens,
   QueryLexemes,
   resetHeadlineMemos,
+  sameLexemes,
   tsqueryLexemes,
 } from '../../shared/document-index/headline.js';
 
@@ -127,6 +129,50 @@ describe('tsqueryLexemes', () => {
     expect(q.operands.get('run')).toBe(2);
     expect(q.operands.get('x')).toBe(1);
     expect([...tsqueryLexemes('')]).toEqual([]);
+  });
+});
+
+describe('guessQueryLexemes', () => {
+  it("guesses what to_tsquery('english', …) holds for SEARCH's OR query of the docs' words, operands counted", async () => {
+    const vocabulary = [...new Set([...wordsOf(TEXT), ...HARD_CASES.map((w) => w.toLowerCase())])];
+    // Every word alone; runs of three; pairs naming one lexeme twice; stop words; parser-ish words.
+    const queries = [
+      ...vocabulary.map((w) => [w]),
+      ...vocabulary
+        .slice(0, 1500)
+        .map((w, i) => [
+          w,
+          vocabulary[(i * 7 + 1) % vocabulary.length]!,
+          vocabulary[(i * 13 + 2) % vocabulary.length]!,
+        ]),
+      ['run', 'runs', 'running'],
+      ['index', 'indexes', 'indexing', 'the'],
+      ['the', 'and', 'of'],
+      ['v1', '2', 'a1b2', 'café', 'naïve', 'µs', 'x²'],
+      ['ﬁle', 'İstanbul', 'straße'],
+    ];
+    const { rows } = await db.query<{ ord: string; q: string }>(
+      `select t.ord, to_tsquery('english', t.x)::text as q from unnest($1::text[]) with ordinality as t(x, ord)`,
+      [queries.map((q) => q.join(' | '))],
+    );
+    const differ = rows
+      .map((r) => ({ words: queries[Number(r.ord) - 1]!, pg: tsqueryLexemes(r.q) }))
+      .filter(({ words, pg }) => !sameLexemes(guessQueryLexemes(words), pg))
+      .map(
+        ({ words, pg }) => `${words.join(' | ')}: ${[...pg].join(' ')} != ${[...guessQueryLexemes(words)].join(' ')}`,
+      );
+    expect(differ).toEqual([]);
+    expect(rows.length).toBe(queries.length);
+    expect(guessQueryLexemes(['run', 'runs', 'running']).operands.get('run')).toBe(3);
+    expect([...guessQueryLexemes(['the', 'and', 'of'])]).toEqual([]);
+  });
+
+  it('finds lexemes the same only when the same are each named by as many operands', () => {
+    expect(sameLexemes(tsqueryLexemes("'run' | 'fast'"), tsqueryLexemes("'fast' | 'run'"))).toBe(true);
+    expect(sameLexemes(tsqueryLexemes("'run' | 'run'"), tsqueryLexemes("'run'"))).toBe(false);
+    expect(sameLexemes(tsqueryLexemes("'run' | 'fast'"), tsqueryLexemes("'run' | 'slow'"))).toBe(false);
+    expect(sameLexemes(tsqueryLexemes("'run'"), tsqueryLexemes("'run' | 'fast'"))).toBe(false);
+    expect(sameLexemes(tsqueryLexemes(''), new QueryLexemes())).toBe(true);
   });
 });
 

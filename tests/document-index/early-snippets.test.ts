@@ -1,0 +1,65 @@
+/**
+ * SEARCH's snippets written early (while PostgreSQL runs the statement, for the lexemes the query is expected
+ * to have): used only for the lexemes the answer reports and the text the row has; otherwise `headline`
+ * writes the snippet from the answer's lexemes. PostgreSQL's own lexemes and snippets are compared with these
+ * in headline.test.ts and search-scale.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { guessQueryLexemes, headline, tsqueryLexemes } from '../../shared/document-index/headline.js';
+import { earlySnippets, snippetWriter, type EarlySnippets } from '../../shared/document-index/search.js';
+
+const TEXTS: Record<string, string> = {
+  c1: 'Every backup of the scratch database is restored on Mondays, and the restore is checked.',
+  c2: 'Indexes are rebuilt at night; nothing here mentions the weekly drill.',
+};
+const rowOf = (id: string) => (id in TEXTS ? { text: TEXTS[id]! } : undefined);
+/** Early snippets marked, so a test can tell them from the ones `headline` writes. */
+const marked = (early: EarlySnippets): EarlySnippets => ({
+  lexemes: early.lexemes,
+  snippets: new Map([...early.snippets].map(([id, s]) => [id, { text: s.text, snippet: `early: ${s.snippet}` }])),
+});
+
+describe('early snippets', () => {
+  it("are written for the vector ranking's rows the cache holds, with the query's guessed lexemes", () => {
+    const early = earlySnippets(
+      'Backups restored',
+      [
+        { id: 'c1', sim: 0.9 },
+        { id: 'gone', sim: 0.5 },
+      ],
+      rowOf,
+    )!;
+    expect([...early.lexemes]).toEqual(['backup', 'restor']);
+    expect([...early.snippets.keys()]).toEqual(['c1']);
+    expect(early.snippets.get('c1')).toEqual({ text: TEXTS.c1, snippet: headline(TEXTS.c1!, early.lexemes) });
+    expect(early.snippets.get('c1')!.snippet).toContain('<b>backup</b>');
+    expect(earlySnippets('?! …', [{ id: 'c1', sim: 0.9 }], rowOf)).toBeNull();
+  });
+
+  it("serve a row only for the answer's lexemes and the row's text; otherwise headline writes it", () => {
+    const early = marked(earlySnippets('backups restored', [{ id: 'c1', sim: 0.9 }], rowOf)!);
+    const answer = tsqueryLexemes("'backup' | 'restor'");
+    const write = snippetWriter(answer, early);
+    expect(write('c1', TEXTS.c1!)).toBe(`early: ${headline(TEXTS.c1!, answer)}`);
+    // Not written early: the fusion kept a row the vector ranking did not rank high.
+    expect(write('c2', TEXTS.c2!)).toBe(headline(TEXTS.c2!, answer));
+    // The row's text is not the one written for (a change the answer carried).
+    const changed = 'A backup is restored weekly.';
+    expect(write('c1', changed)).toBe(headline(changed, answer));
+    // Other lexemes, or one named by more operands, than guessed: none of the early snippets serves.
+    for (const other of ["'backup' | 'restor' | 'monday'", "'backup'", "'backup' | 'backup' | 'restor'"]) {
+      const terms = tsqueryLexemes(other);
+      expect(snippetWriter(terms, early)('c1', TEXTS.c1!), other).toBe(headline(TEXTS.c1!, terms));
+    }
+    expect(snippetWriter(answer, null)('c1', TEXTS.c1!)).toBe(headline(TEXTS.c1!, answer));
+  });
+
+  it('guess a word named twice as two operands, as to_tsquery prints it', () => {
+    const lexemes = guessQueryLexemes(['restore', 'restored']);
+    expect([...lexemes]).toEqual(['restor']);
+    expect(lexemes.operands.get('restor')).toBe(2);
+    const early = marked(earlySnippets('restore restored', [{ id: 'c1', sim: 0.9 }], rowOf)!);
+    const answer = tsqueryLexemes("'restor' | 'restor'");
+    expect(snippetWriter(answer, early)('c1', TEXTS.c1!)).toBe(`early: ${headline(TEXTS.c1!, answer)}`);
+  });
+});
