@@ -21,7 +21,7 @@ import { chunkText } from '../shared/document-index/chunking.js';
 import { buildHnswIndexes, buildHnswIndexesOf, hnswBuildSettings } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint } from '../shared/document-index/ingest.js';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
-import { hybridSearch, lexicalRanking, vectorRanking, RRF_K } from '../shared/document-index/search.js';
+import { hybridSearch, lexicalRanking, orQuery, vectorRanking, RRF_K } from '../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql } from '../shared/document-index/store.js';
 import { addTextAction } from '../shared/document-index/actions.js';
 import {
@@ -233,6 +233,7 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
   const withRechunk = process.env.BENCH_DOCIDX_RECHUNK !== '0';
   const searches = Number(process.env.BENCH_DOCIDX_SEARCHES ?? 2000);
   const writes = Number(process.env.BENCH_DOCIDX_WRITES ?? 5);
+  const orSearches = Number(process.env.BENCH_DOCIDX_OR_SEARCHES ?? 300);
   const out: string[] = [
     '## Document indexes',
     '',
@@ -328,8 +329,9 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       ...sentencesOf(2, searches),
       ...sentencesOf(3, 4 * (WARMUP_WRITES + writes)),
     ];
-    const search = (i: number) =>
-      hybridSearch(em(), tenant, [{ id: index.id, name }], queries[i % queries.length]!, 10, embedder, backend);
+    const searchText = (text: string) =>
+      hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
+    const search = (i: number) => searchText(queries[i % queries.length]!);
     // The first search of the index in this process (exact backend): ranked among the chunks matching a
     // query word while the index's vectors load in the background; the load is timed apart.
     const t0 = performance.now();
@@ -404,6 +406,43 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
     );
     out.push(
       report(`SEARCH at ${stored} chunks beside a plain query with the same output (reference)`, hybrid2, plainRich),
+    );
+    // Queries no chunk matches in full (three words of three different sentences; each word is in about one chunk
+    // in a hundred): SEARCH's lexical half ranks the chunks holding any of them (its OR tier, at most
+    // LEXICAL_CANDIDATE_CAP), beside the plain query ranking every chunk that holds any of them. A measure,
+    // not the goal's pair: both rank thousands of matches at 100k chunks.
+    const looseMaker = sentenceMaker(chunks * 10 + 5);
+    const loose = Array.from({ length: orSearches }, () =>
+      [looseMaker(), looseMaker(), looseMaker()].map((sentence) => sentence.split(' ')[3]!).join(' '),
+    );
+    const [hybridOr, plainOr] = await measurePair(
+      { label: 'SEARCH (hybrid), no full match', op: async (i) => void (await searchText(loose[i]!)) },
+      {
+        label: 'plain full-text query of any of the words (`to_tsquery` OR, `ts_rank_cd`, top 10 ids)',
+        op: async (i) =>
+          void (await sql(
+            em(),
+            `select c.id from doc_chunks c, to_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
+               order by ts_rank_cd(c.tsv, q) desc limit 10`,
+            [orQuery(loose[i]!), index.id],
+          )),
+      },
+      orSearches,
+      1,
+    );
+    const [full] = await sql<{ n: string; m: string }>(
+      em(),
+      `select count(*) filter (where exists (select 1 from doc_chunks c
+           where c.index_id = ? and c.tsv @@ plainto_tsquery('english', q))) as n,
+         avg((select count(*) from doc_chunks c where c.index_id = ? and c.tsv @@ to_tsquery('english', replace(q, ' ', ' | ')))) as m
+       from unnest(?::text[]) q`,
+      [index.id, index.id, pgArray(loose)],
+    );
+    out.push(
+      report(`SEARCH at ${stored} chunks, queries no chunk holds in full (the OR tier; a measure)`, hybridOr, plainOr),
+      `(${full!.n} of the ${loose.length} queries had a chunk holding all three words; a query's words were held by ` +
+        `${Number(full!.m).toFixed(0)} chunks on average)`,
+      '',
     );
     // The first search after a write, measured once the warm figures are taken (so it pays what a write
     // costs, not the warm-up of a process that has searched once): the statement that ranks the lexical

@@ -73,14 +73,17 @@ export const AND_MATCHES_ENOUGH = 1;
  * ranked after them (the OR ranking is not even evaluated otherwise: a one-time filter). Each tier
  * scores at most `LEXICAL_CANDIDATE_CAP` matches. Words are letters and digits only, so they are safe in a tsquery.
  */
-function lexicalCte(tenant: string, indexIds: string[], query: string): { text: string; params: unknown[] } {
+export function lexicalCte(tenant: string, indexIds: string[], query: string): { text: string; params: unknown[] } {
   const and = andQuery(query);
   const or = orQuery(query);
   if (!and || !or) return { text: 'lex as (select null::uuid as id, null::bigint as rank where false)', params: [] };
   const scope = [tenant, pgArray(indexIds), LEXICAL_CANDIDATE_CAP];
-  const tier = (tsq: string) => `select m.id, ts_rank_cd(m.tsv, to_tsquery('english', ?)) as r from (
-       select c.id, c.tsv from doc_chunks c
-         where c.tsv @@ to_tsquery('english', ?) and c.tenant = ? and c.index_id = any(?::uuid[]) limit ?
+  // The tsquery is a row of the FROM list, made once: written into the expressions instead, a prepared
+  // statement's generic plan (its text unknown at planning) parsed it again for every matching row's
+  // `ts_rank_cd` (3 ms of 8 for a query whose words a thousand chunks hold at 100k).
+  const tier = (tsq: string) => `select m.id, ts_rank_cd(m.tsv, m.q) as r from (
+       select c.id, c.tsv, q.q from to_tsquery('english', ?) q(q), doc_chunks c
+         where c.tsv @@ q.q and c.tenant = ? and c.index_id = any(?::uuid[]) limit ?
      ) m${tsq}`;
   return {
     text: `lex_and as materialized (${tier('')} order by r desc, m.id limit ?),
@@ -92,8 +95,8 @@ function lexicalCte(tenant: string, indexIds: string[], query: string): { text: 
          select id, 1 as t, r from lex_or where id not in (select id from lex_and)
        ) u order by rank limit ?)`,
     params: [
-      ...[and, and, ...scope, CANDIDATES],
-      ...[or, or, ...scope, AND_MATCHES_ENOUGH, CANDIDATES + AND_MATCHES_ENOUGH],
+      ...[and, ...scope, CANDIDATES],
+      ...[or, ...scope, AND_MATCHES_ENOUGH, CANDIDATES + AND_MATCHES_ENOUGH],
       CANDIDATES,
     ],
   };

@@ -5,6 +5,7 @@
  * cosine after in-place updates and removals, and `ingestDocuments` writes a batch of documents at once.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../shared/db/orm.js';
 import { cosine, currentEmbedder, type Embedder } from '../../shared/document-index/embedder.js';
@@ -14,7 +15,7 @@ import {
   deleteIndexAction,
   renameDocumentAction,
 } from '../../shared/document-index/actions.js';
-import { hybridSearch, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
+import { hybridSearch, lexicalCte, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
 import {
   createIndex,
   ingestDocument,
@@ -202,6 +203,42 @@ describe('SEARCH: the fused statement', () => {
     const scores = got.map((p) => some.get(p)!);
     expect(scores).toEqual([...scores].sort((x, y) => y - x));
     expect(await lexicalRanking(em(), tenant, [index.id], '?!')).toEqual([]);
+  });
+});
+
+describe("SEARCH: the lexical ranking's generic plan", () => {
+  it('parses the query once per tier, not once per matching row (the tsquery a row of the FROM list)', async () => {
+    const index = await corpusIndex('plan');
+    const lex = lexicalCte(tenant, [index.id], 'restore a backup');
+    let n = 0;
+    const text = `with ${lex.text} select id from lex`.replace(/\?/g, () => `$${++n}`);
+    const literal = (v: unknown) => `'${String(v).replace(/'/g, "''")}'`;
+    const client = new pg.Client({ connectionString: stack.db.url });
+    await client.connect();
+    try {
+      // What SEARCH's prepared statement runs once PostgreSQL settles on a plan for any parameters.
+      await client.query('set plan_cache_mode = force_generic_plan');
+      await client.query(`prepare lex_plan as ${text}`);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `explain (verbose, costs off) execute lex_plan(${lex.params.map(literal).join(', ')})`,
+      );
+      const plan = rows.map((r) => r['QUERY PLAN']);
+      const parsed = plan.filter((line) => line.includes('to_tsquery'));
+      expect(parsed.filter((line) => /Function Scan on pg_catalog\.to_tsquery/.test(line))).toHaveLength(2);
+      expect(
+        parsed.filter((line) => line.includes('ts_rank_cd')),
+        plan.join('\n'),
+      ).toEqual([]);
+      expect(plan.filter((line) => line.includes('ts_rank_cd')).length).toBeGreaterThan(0);
+      // The ranking it plans is the one SEARCH answers.
+      const ranked = await client.query<{ id: string }>(`execute lex_plan(${lex.params.map(literal).join(', ')})`);
+      expect(ranked.rows.map((r) => r.id)).toEqual(
+        (await lexicalRanking(em(), tenant, [index.id], 'restore a backup')).map((r) => r.id),
+      );
+      expect(ranked.rows.length).toBeGreaterThan(0);
+    } finally {
+      await client.end();
+    }
   });
 });
 
