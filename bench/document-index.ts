@@ -8,8 +8,11 @@
  * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
  * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 2000, each a different query: a p95 of 2,000 samples is the
  * 100th-worst, where one of 300 was the 15th, a few stalls of the machine) the SEARCH and plain query operations measured per size, `BENCH_DOCIDX_WRITES`
- * (default 5) the writes each followed by a timed SEARCH (after 1000 untimed searches and plain queries of
- * other queries and 5 untimed writes: a running process's figures). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
+ * (default 5) the writes of each kind (another process's: ADD_TEXT through a second API process; this API's
+ * ADD_TEXT) each followed by a timed SEARCH and by a control (the same write to another index, then a timed
+ * SEARCH) (after 1000 untimed searches and plain queries of other queries and 5 untimed writes: a running
+ * process's figures), `BENCH_DOCIDX_OR_SEARCHES` (default 300) the searches of queries no chunk holds in full
+ * (SEARCH's OR tier) beside the plain OR ranking. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
