@@ -182,6 +182,7 @@ function fusedStatement(tenant: string, indexIds: string[], query: string, topN:
  */
 function fusionSql(tenant: string, indexIds: string[], query: string, topN: number) {
   const q = orQuery(query);
+  const snippet = snippetSql(q);
   return {
     fused: `fused as (
        select c.id, c.seq, c.text, c.document_id, c.index_id, l.rank as lexical_rank, v.rank as vector_rank,
@@ -191,17 +192,24 @@ function fusionSql(tenant: string, indexIds: string[], query: string, topN: numb
          order by score desc, c.id limit ?)`,
     rows: `select f.id, f.score, f.lexical_rank, f.vector_rank, f.seq, f.text, d.id as file_id, d.path,
          i.name as index_name,
-         ${snippetSql(q)} as snippet
-       from fused f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id`,
+         ${snippet.column} as snippet
+       from fused f ${snippet.join} join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id`,
     params: [tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
   };
 }
 
-/** The snippet of a row `f` in SQL: `ts_headline` for a query with words (its `?` the OR query), else the text's start. */
-function snippetSql(q: string | null): string {
+/**
+ * The snippet of a row `f` in SQL (`column`): `ts_headline` for a query with words, else the text's start. With
+ * words, `join` (written after `f` in the FROM list) makes the OR query's tsquery (its `?`) once, a row `hq`:
+ * inside `ts_headline` a prepared statement's generic plan would parse it again for every row.
+ */
+function snippetSql(q: string | null): { column: string; join: string } {
   return q
-    ? `ts_headline('english', f.text, to_tsquery('english', ?), '${HEADLINE_OPTIONS}')`
-    : `left(f.text, ${PLAIN_SNIPPET_CHARS})`;
+    ? {
+        column: `ts_headline('english', f.text, hq.q, '${HEADLINE_OPTIONS}')`,
+        join: `cross join to_tsquery('english', ?) hq(q)`,
+      }
+    : { column: `left(f.text, ${PLAIN_SNIPPET_CHARS})`, join: '' };
 }
 
 function hitOf(r: FusedRow): SearchHit {
@@ -404,6 +412,7 @@ function fusedRowsOf(
   ranked: ReturnType<typeof fuse>,
 ): Promise<FusedRow[]> {
   const q = orQuery(query);
+  const snippet = snippetSql(q);
   return prepared<FusedRow>(
     em,
     `with f as (
@@ -412,8 +421,8 @@ function fusedRowsOf(
          join doc_chunks c on c.id = f.id and c.tenant = ? and c.index_id = any(?::uuid[])
          order by f.ord limit ?)
      select f.id, f.seq, f.text, d.id as file_id, d.path, i.name as index_name,
-         ${snippetSql(q)} as snippet
-       from f join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
+         ${snippet.column} as snippet
+       from f ${snippet.join} join doc_documents d on d.id = f.document_id join doc_indexes i on i.id = f.index_id
        order by f.ord`,
     [pgArray(ranked.map((r) => r.id)), tenant, pgArray(indexIds), topN, ...(q ? [q] : [])],
   );
