@@ -171,17 +171,12 @@ export class QueryLexemes extends Set<string> {
  */
 export function guessQueryLexemes(words: readonly string[]): QueryLexemes {
   const out = new QueryLexemes();
-  for (const word of words) {
-    const { types, texts } = readTokens(word);
-    for (let i = 0; i < types.length; i++) {
-      const t = texts[i]!;
-      if (IGNORED[types[i]!] || (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES)) continue;
-      const lexeme = lexize(types[i]!, t);
+  for (const word of words)
+    for (const lexeme of lexizedTokens(word).lexemes) {
       if (lexeme === null) continue;
       out.add(lexeme);
       out.operands.set(lexeme, (out.operands.get(lexeme) ?? 0) + 1);
     }
-  }
   return out;
 }
 
