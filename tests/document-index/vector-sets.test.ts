@@ -386,3 +386,44 @@ describe('estimatedSetBytes', () => {
     expect(estimatedSetBytes(0, [])).toBe(0);
   });
 });
+
+describe('a sparse scan over several tiles of slots', () => {
+  it('ranks and scores rows as the dense blocks and the brute force do, at tile edges, after deletions and compaction', () => {
+    const dim = 4;
+    const { rnd, rows, dense, sparse, put, drop } = twins(dim, 47, (r, i) => {
+      const v = vectorOf(r, dim, 0.4);
+      v[i % dim] = r() || 0.5;
+      return v;
+    });
+    for (let i = 0; i < 80_000; i++) put(i); // 32,768 slots a tile: three tiles
+    sparse.trim();
+    const check = (what: string, listed: string[]) => {
+      for (let n = 0; n < 3; n++) {
+        const q = vectorOf(rnd, dim, 0.6);
+        q[n] = 0.7;
+        const exact = brute(rows, q, dim);
+        expect(top(sparse, q, 300), what).toEqual(exact.slice(0, 300));
+        expect(top(sparse, q, 25), what).toEqual(top(dense, q, 25));
+        const scores = new Map(exact.map((h) => [h.id, h.sim]));
+        const t = new TopK(listed.length);
+        sparse.scanRows(unit(q, dim), listed, t);
+        expect(t.hits, what).toEqual(
+          listed
+            .filter((x) => scores.has(x))
+            .map((x) => ({ id: x, sim: scores.get(x)! }))
+            .sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1)),
+        );
+      }
+    };
+    // Slots on both sides of the tiles' edges (32,767 | 32,768 and 65,535 | 65,536), and one tile with none.
+    const spread = Array.from({ length: 1_000 }, (_, n) => id(n * 80 + (n % 80))); // a row in every tile's stretch
+    check('loaded', [id(32_767), id(32_768), id(65_535), id(65_536), id(79_999)]);
+    check('a thousand rows listed, in every tile', spread);
+    check('listed in the last tile only', [id(70_001), id(79_998)]);
+    for (let i = 1; i < 80_000; i += 7) drop(i); // retired slots, not compacted yet (a seventh)
+    check('a seventh deleted', [id(32_766), id(32_768), id(65_537)]);
+    for (let i = 0; i < 80_000; i += 5) drop(i); // now past a quarter: compacted, slots renumbered
+    for (let i = 80_000; i < 80_500; i++) put(i);
+    check('compacted, then appended', [id(32_769), id(50_003), id(80_499)]);
+  });
+});
