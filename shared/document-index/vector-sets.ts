@@ -444,7 +444,7 @@ const TILE = 1 << 15;
  * time than one a pass, the loop's bookkeeping and bounds checks shared.
  */
 function addInto(sums: Float64Array, base: number, list: Posting, weight: number, from: number, end: number): void {
-  for (let i = from; i < end; ) {
+  for (let i = from; i < end;) {
     const seg = i >>> SEGMENT_BITS;
     const slots = list.slots[seg]!;
     const vals = list.vals[seg]!;
