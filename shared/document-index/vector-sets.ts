@@ -469,9 +469,9 @@ function addInto(sums: Float64Array, base: number, list: Posting, weight: number
 }
 
 /**
- * Offers a tile's live slots (`base` to `end`) whose sums reach the kept floor (and `atLeast`) to `best`: four sums a pass
- * tested at once (one predictable branch for four slots once the floor has settled, about a third less time
- * than one a pass).
+ * Offers a tile's live slots (`base` to `end`) whose sums reach the kept floor (and `atLeast`) to `best`:
+ * four sums a pass tested at once (one predictable branch for four slots once the floor has settled, about
+ * a third less time than one a pass).
  */
 function offerTile(
   sums: Float64Array,

@@ -415,8 +415,9 @@ describe('a sparse scan over several tiles of slots', () => {
         );
       }
     };
-    // Slots on both sides of the tiles' edges (32,767 | 32,768 and 65,535 | 65,536), and one tile with none.
-    const spread = Array.from({ length: 1_000 }, (_, n) => id(n * 80 + (n % 80))); // a row in every tile's stretch
+    // Slots on both sides of the tiles' edges (32,767 | 32,768 and 65,535 | 65,536); a thousand spread over
+    // every tile; and rows of the last tile alone (the first two tiles add nothing for them).
+    const spread = Array.from({ length: 1_000 }, (_, n) => id(n * 80 + (n % 80)));
     check('loaded', [id(32_767), id(32_768), id(65_535), id(65_536), id(79_999)]);
     check('a thousand rows listed, in every tile', spread);
     check('listed in the last tile only', [id(70_001), id(79_998)]);
