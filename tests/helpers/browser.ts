@@ -1,6 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
+import { runToEnd } from './run-to-end.js';
 
 /** The system Chromium (Debian package `chromium`); CHROMIUM_PATH overrides. No browser is downloaded. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -9,22 +10,6 @@ const INSTALL_HINT =
   'The console browser tests drive the system Chromium through playwright-core. Install it with ' +
   '`sudo apt-get update && sudo apt-get install -y chromium` (Debian/Ubuntu package "chromium"), ' +
   'or set CHROMIUM_PATH to a Chromium or Chrome executable.';
-
-/** Runs a command to its end; answers its exit code and the tail of its output. */
-function run(command: string, args: string[]): Promise<{ code: number | null; tail: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let tail = '';
-    const keep = (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-4000));
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, tail }));
-  });
-}
 
 /** Long enough for `apt-get update && apt-get install chromium` on a fresh machine (give it to the hook). */
 export const CHROMIUM_INSTALL_TIMEOUT_MS = 20 * 60_000;
@@ -40,7 +25,7 @@ export async function ensureChromium(): Promise<string> {
   if (!root || !apt || process.env.CHROMIUM_PATH)
     throw new Error(`Chromium was not found at ${CHROMIUM_PATH}. ${INSTALL_HINT}`);
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {
-    const result = await run('apt-get', args);
+    const result = await runToEnd('apt-get', args);
     if (result.code !== 0)
       throw new Error(`apt-get ${args.join(' ')} failed (exit ${result.code}): ${result.tail}\n${INSTALL_HINT}`);
   }
