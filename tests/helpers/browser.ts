@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
-import { runToEnd } from './run-to-end.js';
+import { aptGet } from './run-to-end.js';
 
 /** The system Chromium (Debian package `chromium`); CHROMIUM_PATH overrides. No browser is downloaded. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -21,11 +21,11 @@ export const CHROMIUM_INSTALL_TIMEOUT_MS = 20 * 60_000;
 export async function ensureChromium(): Promise<string> {
   if (existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
-  const apt = spawnSync('sh', ['-c', 'command -v apt-get'], { encoding: 'utf8' }).status === 0;
+  const apt = spawnSync('sh', ['-c', 'command -v apt-get && command -v flock'], { encoding: 'utf8' }).status === 0;
   if (!root || !apt || process.env.CHROMIUM_PATH)
     throw new Error(`Chromium was not found at ${CHROMIUM_PATH}. ${INSTALL_HINT}`);
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {
-    const result = await runToEnd('apt-get', args);
+    const result = await aptGet(args);
     if (result.code !== 0)
       throw new Error(`apt-get ${args.join(' ')} failed (exit ${result.code}): ${result.tail}\n${INSTALL_HINT}`);
   }

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { toolsDir } from '../../scripts/lib/paths.js';
-import { runToEnd as run } from './run-to-end.js';
+import { aptGet, runToEnd } from './run-to-end.js';
 
 /**
  * Prometheus's `promtool`, for checking the compose stack's Prometheus configuration: `PROMTOOL_PATH`, else
@@ -36,23 +36,25 @@ export async function ensurePromtool(): Promise<string> {
   if (works('promtool')) return 'promtool';
   if (existsSync(UNPACKED) && works(UNPACKED)) return UNPACKED;
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
-  const apt = spawnSync('sh', ['-c', 'command -v apt-get && command -v dpkg-deb'], { encoding: 'utf8' }).status === 0;
+  const apt =
+    spawnSync('sh', ['-c', 'command -v apt-get && command -v dpkg-deb && command -v flock'], { encoding: 'utf8' })
+      .status === 0;
   if (!root || !apt) throw new Error(`promtool was not found. ${INSTALL_HINT}`);
   await mkdir(toolsDir, { recursive: true });
   const work = await mkdtemp(path.join(toolsDir, 'promtool-'));
   try {
-    let download = await run('apt-get', ['download', 'prometheus'], work);
+    let download = await aptGet(['download', 'prometheus'], work);
     if (download.code !== 0) {
-      const update = await run('apt-get', ['update'], work);
+      const update = await aptGet(['update'], work);
       if (update.code !== 0)
         throw new Error(`apt-get update failed (exit ${update.code}): ${update.tail}\n${INSTALL_HINT}`);
-      download = await run('apt-get', ['download', 'prometheus'], work);
+      download = await aptGet(['download', 'prometheus'], work);
     }
     const deb = (await readdir(work)).find((f) => f.endsWith('.deb'));
     if (download.code !== 0 || !deb)
       throw new Error(`apt-get download prometheus failed (exit ${download.code}): ${download.tail}\n${INSTALL_HINT}`);
     const unpacked = path.join(work, 'root');
-    const extract = await run('dpkg-deb', ['-x', deb, unpacked], work);
+    const extract = await runToEnd('dpkg-deb', ['-x', deb, unpacked], work);
     if (extract.code !== 0) throw new Error(`dpkg-deb -x ${deb} failed (exit ${extract.code}): ${extract.tail}`);
     // Moved into place whole, so a run stopped midway leaves no half-unpacked tool behind.
     await rm(path.join(toolsDir, 'promtool'), { recursive: true, force: true });
