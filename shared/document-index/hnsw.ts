@@ -60,8 +60,8 @@ export interface HnswBuild {
 /**
  * Builds the HNSW index of each collection of a document index that has none yet and at least `minRows`
  * vectors, in bulk: one transaction per collection with `SET LOCAL maintenance_work_mem` (the graph of
- * 100k vectors of 384 floats needs about 250 MB; with less, pgvector finishes the build on disk, much
- * slower) and `max_parallel_maintenance_workers`. Idempotent (an index that exists and is valid is
+ * 100k vectors of 384 floats needed about 250 MB, and a vector of 1,536 floats is 4x larger; with less,
+ * pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers`. Idempotent (an index that exists and is valid is
  * kept; an invalid one is dropped and rebuilt). Nothing to do without pgvector's native column.
  * The build holds a SHARE lock on `doc_embeddings`: writes wait for it, searches do not.
  */

@@ -7,7 +7,7 @@
  *   vectors, non-zero in nearly every dimension).
  * - `SparseRows`: per-dimension posting lists (slot ids and float32 values of the non-zero entries), a
  *   query scored by walking only its own non-zero dimensions' lists (the local hashing embedder: a chunk
- *   is non-zero in about a fifth of its 384 buckets, a query of a few words in a handful).
+ *   is non-zero in about 4% of its 1,536 buckets, a query of a few words in a handful).
  *
  * Both score a row exactly as a row-by-row dot product of the unit vectors does: the products of the
  * query's non-zero dimensions summed in ascending dimension order from zero, in doubles. The sparse
@@ -24,8 +24,40 @@ export interface VectorHit {
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
-/** A vector as stored in `doc_embeddings.vec`: little-endian float4 bytes. */
+/** The first byte of a sparse stored vector ('s'). */
+const SPARSE_TAG = 0x73;
+/** A sparse stored vector's bytes before its entries: the tag and the dimension (uint32). */
+const SPARSE_HEAD = 5;
+/** A sparse entry: the dimension (uint16) and the float4 value. */
+const SPARSE_ENTRY = 6;
+/** `encodeVector`'s scratch: the non-zero dimensions of the vector being encoded. */
+let nonZeroAt = new Uint16Array(0);
+
+/**
+ * A vector as stored in `doc_embeddings.vec`, in the shorter of two forms. Dense: its float4 values,
+ * little-endian, 4 bytes a dimension. Sparse (fewer than about two thirds of the values non-zero, e.g. the
+ * local embedder's vectors, and at most 65,536 dimensions): the tag byte `s`, the dimension as a
+ * little-endian uint32, then each non-zero value's dimension (uint16) and float4 value, dimensions
+ * ascending: 5 + 6n bytes, an odd length, where a dense vector's is a multiple of 4. Both decode to the same
+ * float4 values (`decodeVector`; in SQL `doc_vec_floats`).
+ */
 export function encodeVector(v: readonly number[]): Buffer {
+  if (v.length <= 65_536) {
+    if (nonZeroAt.length < v.length) nonZeroAt = new Uint16Array(v.length);
+    let nz = 0;
+    for (let i = 0; i < v.length; i++) if (v[i] !== 0) nonZeroAt[nz++] = i;
+    if (SPARSE_HEAD + SPARSE_ENTRY * nz < 4 * v.length) {
+      const b = Buffer.allocUnsafe(SPARSE_HEAD + SPARSE_ENTRY * nz);
+      const view = new DataView(b.buffer, b.byteOffset, b.length);
+      view.setUint8(0, SPARSE_TAG);
+      view.setUint32(1, v.length, true);
+      for (let k = 0, at = SPARSE_HEAD; k < nz; k++, at += SPARSE_ENTRY) {
+        view.setUint16(at, nonZeroAt[k]!, true);
+        view.setFloat32(at + 2, v[nonZeroAt[k]!]!, true);
+      }
+      return b;
+    }
+  }
   if (LITTLE_ENDIAN) {
     const f = Float32Array.from(v);
     return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
@@ -35,7 +67,21 @@ export function encodeVector(v: readonly number[]): Buffer {
   return b;
 }
 
+const isSparse = (b: Uint8Array) => (b.length & 1) === 1 && b[0] === SPARSE_TAG;
+
+/** The dimension of a stored vector (either form) without decoding it. */
+export function storedDim(b: Uint8Array): number {
+  return isSparse(b) ? new DataView(b.buffer, b.byteOffset, b.length).getUint32(1, true) : b.length >> 2;
+}
+
 export function decodeVector(b: Uint8Array): Float32Array {
+  if (isSparse(b)) {
+    const view = new DataView(b.buffer, b.byteOffset, b.length);
+    const out = new Float32Array(view.getUint32(1, true));
+    for (let at = SPARSE_HEAD; at + SPARSE_ENTRY <= b.length; at += SPARSE_ENTRY)
+      out[view.getUint16(at, true)] = view.getFloat32(at + 2, true);
+    return out;
+  }
   const out = new Float32Array(b.length >> 2);
   new Uint8Array(out.buffer).set(b.subarray(0, out.length * 4));
   if (!LITTLE_ENDIAN) for (let i = 0; i < out.length; i++) out[i] = Buffer.from(b).readFloatLE(i * 4);
@@ -63,6 +109,28 @@ function unitInto(v: Float32Array, out: Float32Array, at: number): void {
   for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
   const s = n > 0 ? 1 / Math.sqrt(n) : 0;
   for (let i = 0; i < v.length; i++) out[at + i] = v[i]! * s;
+}
+
+/**
+ * Calls `fn` with each non-zero value below dimension `dim` of a sparse stored vector, scaled to unit
+ * length as `unitInto` scales the decoded vector (the squares summed in ascending dimension order, a zero
+ * adding nothing; each value times the inverse root, rounded to float4), dimensions ascending.
+ */
+function forEachSparseUnit(b: Uint8Array, dim: number, fn: (d: number, x: number) => void): void {
+  const view = new DataView(b.buffer, b.byteOffset, b.length);
+  let n = 0;
+  for (let at = SPARSE_HEAD; at + SPARSE_ENTRY <= b.length; at += SPARSE_ENTRY) {
+    if (view.getUint16(at, true) >= dim) break;
+    const x = view.getFloat32(at + 2, true);
+    n += x * x;
+  }
+  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  for (let at = SPARSE_HEAD; at + SPARSE_ENTRY <= b.length; at += SPARSE_ENTRY) {
+    const d = view.getUint16(at, true);
+    if (d >= dim) break;
+    const x = Math.fround(view.getFloat32(at + 2, true) * s);
+    if (x !== 0) fn(d, x);
+  }
 }
 
 /**
@@ -544,11 +612,16 @@ export class SparseRows implements Rows {
   append(ids: string[], raw: Uint8Array[]): void {
     const v = new Float32Array(this.dim);
     ids.forEach((id, i) => {
-      v.fill(0);
-      unitInto(decodeVector(raw[i]!).subarray(0, this.dim), v, 0);
       const slot = this.ids.length;
       this.ids.push(id);
       this.rowOf.set(id, slot);
+      const b = raw[i]!;
+      if (isSparse(b)) {
+        forEachSparseUnit(b, this.dim, (d, x) => this.lists[d]!.push(slot, x));
+        return;
+      }
+      v.fill(0);
+      unitInto(decodeVector(b).subarray(0, this.dim), v, 0);
       for (let d = 0; d < this.dim; d++) if (v[d] !== 0) this.lists[d]!.push(slot, v[d]!);
     });
   }
@@ -689,7 +762,7 @@ export function density(raw: readonly Uint8Array[], dim: number): number {
  * whole load whether the set can be kept at all.
  */
 export function estimatedSetBytes(rows: number, sample: readonly Uint8Array[]): number {
-  const dim = sample.reduce((m, b) => Math.max(m, b.length >> 2), 0);
+  const dim = sample.reduce((m, b) => Math.max(m, storedDim(b)), 0);
   if (!rows || !dim) return 0;
   const share = density(sample, dim);
   if (share > SPARSE_DENSITY) return Math.ceil(rows / BLOCK) * BLOCK * dim * 4 + rows * 80; // whole blocks
@@ -740,7 +813,7 @@ export class VectorSet {
   private rowsFor(raw: readonly Uint8Array[]): Rows | null {
     if (this.rows?.size === 0) this.rows = null;
     if (!this.rows) {
-      const dim = this.dim || raw.reduce((m, b) => Math.max(m, b.length >> 2), 0);
+      const dim = this.dim || raw.reduce((m, b) => Math.max(m, storedDim(b)), 0);
       if (!dim) return null;
       this.rows = density(raw, dim) <= SPARSE_DENSITY ? new SparseRows(dim) : new DenseRows(dim);
     }

@@ -262,8 +262,8 @@ describe('a fixed corpus', () => {
       file_count: 4,
       chunk_count: 4,
       needs_reindex: false,
-      embedding_collection: 'local_hashing_384_v1_index',
-      collections: ['local_hashing_384_v1_index'],
+      embedding_collection: 'local_hashing_1536_v1_index',
+      collections: ['local_hashing_1536_v1_index'],
     });
   });
 

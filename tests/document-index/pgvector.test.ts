@@ -14,6 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPgvectorPostgres, type ThrowawayPostgres } from '../../scripts/lib/pgvector-postgres.js';
 import { initOrm, migrate } from '../../shared/db/orm.js';
+import { LOCAL_1536, LOCAL_384 } from '../../shared/db/migrations/Migration20261130010000LocalHashing1536.js';
 import { collectionOf, type Embedder } from '../../shared/document-index/embedder.js';
 import { LOCAL_EMBEDDING_IDENTITY, localEmbed } from '../../shared/document-index/local-embedding.js';
 import { loadConfig } from '../../shared/config.js';
@@ -147,7 +148,7 @@ describe('pgvector backend', () => {
       const q = `[${localEmbed('backup').join(',')}]`;
       return tx.getConnection().execute(
         `explain select chunk_id from doc_embeddings e where ${hnswPredicate(index.id, embedder.collection, 'e.')}
-             order by emb::vector(384) <=> ?::vector(384) limit 5`,
+             order by emb::vector(1536) <=> ?::vector(1536) limit 5`,
         [q],
         'all',
         tx.getTransactionContext(),
@@ -243,7 +244,7 @@ describe('pgvector backend', () => {
       const plan = await sql(
         fem(),
         `explain select chunk_id from doc_embeddings e where ${hnswPredicate(many.id, embedder.collection, 'e.')}
-           order by emb::vector(384) <=> ?::vector(384) limit 50`,
+           order by emb::vector(1536) <=> ?::vector(1536) limit 50`,
         [`[${v.join(',')}]`],
       );
       expect(plan.map((r) => String(r['QUERY PLAN'])).join('\n')).toMatch(/Index Scan using doc_hnsw_/);
@@ -303,7 +304,7 @@ describe('pgvector backend', () => {
     );
     expect(rows.length).toBe(added.reduce((n, a) => n + a.chunks, 0));
     expect(rows.length).toBeGreaterThan(2);
-    for (const r of rows) expect(r).toEqual({ set: true, equal: true, dims: 384 });
+    for (const r of rows) expect(r).toEqual({ set: true, equal: true, dims: 1536 });
     // A row written by another path (vec alone, as the re-embedding consumer writes) still gets emb from the trigger.
     await exec(
       `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec)
@@ -387,5 +388,38 @@ describe('pgvector backend', () => {
     expect(before.map((h) => h.id)).not.toContain(chunk[0]!.id);
     expect(after[0]!.id).toBe(chunk[0]!.id);
     expect(after[0]!.sim).toBeCloseTo(1, 4);
+  });
+  it('moves the local vectors between embedder widths (migration): emb equal to vec, the HNSW index with them', async () => {
+    const migrator = orm.getMigrator();
+    const names = [hnswIndexName(index.id, LOCAL_384), hnswIndexName(index.id, LOCAL_1536)];
+    const state = async () => ({
+      rows: await sql<{ collection: string; n: number; equal: boolean; dims: number }>(
+        em(),
+        `select collection, count(*)::int as n, bool_and(emb is not null and emb::real[] = doc_vec_floats(vec)) as equal,
+            min(vector_dims(emb)) as dims
+           from doc_embeddings where index_id = ? and collection like 'local%' group by 1`,
+        [index.id],
+      ),
+      hnsw: (
+        await sql<{ name: string }>(
+          em(),
+          `select indexname as name from pg_indexes where tablename = 'doc_embeddings' and indexname = any(?::text[])`,
+          [`{${names.join(',')}}`],
+        )
+      ).map((r) => r.name),
+    });
+    await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 0, minRows: 0 });
+    const before = await state();
+    const n = before.rows[0]!.n;
+    expect(before).toEqual({ rows: [{ collection: LOCAL_1536, n, equal: true, dims: 1536 }], hnsw: [names[1]] });
+    expect((await migrator.down()).map((m) => m.name)).toEqual(['Migration20261130010000LocalHashing1536']);
+    try {
+      expect(await state()).toEqual({ rows: [{ collection: LOCAL_384, n, equal: true, dims: 384 }], hnsw: [names[0]] });
+    } finally {
+      await migrator.up();
+    }
+    expect(await state()).toEqual(before);
+    const hits = await pgv.nearest(em(), TENANT, [index.id], embedder.collection, localEmbed('restore a backup'), 5);
+    expect(hits.length).toBeGreaterThan(0);
   });
 });

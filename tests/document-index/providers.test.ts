@@ -214,7 +214,7 @@ describe('document indexes with providers', () => {
 
   it('an embedding identity change strands the index until re-embedding fills the new collection', async () => {
     const before = (await ok({ action: 'GET_INDICES_STATS' })).Indices[0];
-    expect(before).toMatchObject({ needs_reindex: false, collections: ['local_hashing_384_v1_index'] });
+    expect(before).toMatchObject({ needs_reindex: false, collections: ['local_hashing_1536_v1_index'] });
     // Re-embedding cannot start while the fake's embeddings hang: the stranded state is observable.
     llm.embeddingsHang = true;
     const set = await call('PUT', '/api/config/models/embeddings/config', {
@@ -241,7 +241,7 @@ describe('document indexes with providers', () => {
     expect(after).toMatchObject({
       needs_reindex: false,
       chunk_config: { chunk_size: 64, chunk_overlap: 8, chunk_strategy: 'sentence' },
-      collections: ['local_hashing_384_v1_index', 'other_acme_embed_a_index'],
+      collections: ['local_hashing_1536_v1_index', 'other_acme_embed_a_index'],
     });
     // Search now embeds the query through the provider and still ranks lexically.
     const hits = (await ok({ action: 'SEARCH', query: 'rotate keys' })).results;

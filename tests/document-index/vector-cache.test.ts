@@ -25,6 +25,8 @@ import {
   vectorBackend,
 } from '../../shared/document-index/vectors.js';
 import { realArrayToBytes } from '../../shared/db/migrations/Migration20261125050000DocVectorsBinary.js';
+import { LOCAL_EMBEDDING_DIMENSIONS, localEmbed, localEmbedAt } from '../../shared/document-index/local-embedding.js';
+import { LOCAL_1536, LOCAL_384 } from '../../shared/db/migrations/Migration20261130010000LocalHashing1536.js';
 import { query } from '../helpers/db.js';
 import { http, startStack, type Stack } from '../helpers/stack.js';
 
@@ -76,15 +78,45 @@ describe('binary vectors', () => {
     expect(empty[0]!.f).toEqual([]);
   });
 
-  it('stores every ingested vector as 4 bytes per dimension', async () => {
+  it('stores a vector with few non-zero values sparse (odd length), the same floats in JS and in SQL', async () => {
+    const entries: [number, number][] = [
+      [0, 0.5],
+      [7, -1.25],
+      [300, 3.0e-39],
+      [1535, 123456.789],
+      [1000, -0.000123],
+    ];
+    // 4 entries: 29 bytes; 5 entries: 35 bytes (odd lengths of both remainders mod 4).
+    for (const n of [4, 5]) {
+      const v = new Array<number>(1536).fill(0);
+      for (const [d, x] of entries.slice(0, n)) v[d] = x;
+      const b = encodeVector(v);
+      expect(b.length).toBe(5 + 6 * n);
+      expect(b[0]).toBe(0x73);
+      expect(Array.from(decodeVector(b))).toEqual(v.map((x) => Math.fround(x)));
+      const rows = await sql<{ f: number[] }>(em(), 'select doc_vec_floats(?) as f', [b]);
+      expect(rows[0]!.f.map((x) => Math.fround(Number(x)))).toEqual(v.map((x) => Math.fround(x)));
+    }
+    // At two thirds non-zero the dense form is the shorter: 4 bytes a dimension, as before.
+    const dense = Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? 0 : i + 1));
+    expect(encodeVector(dense).length).toBe(48);
+    expect(Array.from(decodeVector(encodeVector(dense)))).toEqual(dense);
+  });
+
+  it('stores every ingested local vector sparse: 5 bytes and 6 per non-zero value, fewer than dense', async () => {
     const index = await createIndex(em(), tenant, 'bytes', NO_CHUNKING);
-    await add(index, 'a', 'Binary storage of float vectors.');
+    await add(index, 'a', 'Binary storage of float vectors, sparse where most values are zero.');
     const rows = await query<{ n: number }>(
       stack.db.url,
       'select length(vec) as n from doc_embeddings where index_id = $1',
       [index.id],
     );
-    expect(rows.map((r) => Number(r.n))).toEqual([(await qv('x')).length * 4]);
+    const v = await qv('Binary storage of float vectors, sparse where most values are zero.');
+    const nonZero = v.filter((x) => x !== 0).length;
+    expect(v.length).toBe(LOCAL_EMBEDDING_DIMENSIONS);
+    expect(nonZero).toBeGreaterThan(10);
+    expect(rows.map((r) => Number(r.n))).toEqual([5 + 6 * nonZero]);
+    expect(5 + 6 * nonZero).toBeLessThan(384 * 4);
   });
 });
 
@@ -379,5 +411,49 @@ describe('SEARCH over HTTP after writes', () => {
     await ok({ action: 'DELETE_DOCUMENT', index_name: 'api', filepath: 'otters' });
     const third = await ok({ action: 'SEARCH', index_name: 'api', query: 'otters sleeping' });
     expect(third.results.map((r: { filepath: string }) => r.filepath)).toEqual(['kelp']);
+  });
+});
+
+describe('the local embedder at 1,536 buckets (Migration20261130010000LocalHashing1536)', () => {
+  it('down re-embeds local vectors at 384 buckets, dense; up brings them back at 1,536, sparse and searched', async () => {
+    await ok({ action: 'CREATE_INDEX', index_name: 'upgrade' });
+    const texts = [
+      'Quarterly revenue grew in the northern region.',
+      'The backup job restores nightly snapshots.',
+      'Invoices are reconciled each month.',
+    ];
+    for (const [i, text] of texts.entries())
+      await ok({ action: 'ADD_TEXT', index_name: 'upgrade', text, metadata: { filepath: `d${i}` } });
+    const stored = () =>
+      query<{ collection: string; text: string; vec: Buffer }>(
+        stack.db.url,
+        `select e.collection, c.text, e.vec from doc_embeddings e join doc_chunks c on c.id = e.chunk_id
+           join doc_indexes i on i.id = e.index_id where i.name = 'upgrade' order by c.text`,
+      );
+    const dense = (v: number[]) => Buffer.from(Float32Array.from(v).buffer);
+    const migrator = stack.api.deps.orm.getMigrator();
+    const reverted = await migrator.down();
+    try {
+      expect(reverted.map((m) => m.name)).toEqual(['Migration20261130010000LocalHashing1536']);
+      const old = await stored();
+      expect(old.map((r) => r.collection)).toEqual(texts.map(() => LOCAL_384));
+      for (const r of old) {
+        expect(r.vec.length).toBe(384 * 4);
+        expect(Buffer.compare(r.vec, dense(localEmbedAt(r.text, 384)))).toBe(0);
+      }
+      // The reader of before (dense only) is back.
+      const back = await sql<{ f: number[] }>(em(), 'select doc_vec_floats(?) as f', [dense([1, 0, 2])]);
+      expect(back[0]!.f.map(Number)).toEqual([1, 0, 2]);
+    } finally {
+      const applied = await migrator.up();
+      expect(applied.map((m) => m.name)).toEqual(['Migration20261130010000LocalHashing1536']);
+    }
+    const now = await stored();
+    expect(now.map((r) => r.collection)).toEqual(texts.map(() => LOCAL_1536));
+    for (const r of now) expect(Buffer.compare(r.vec, encodeVector(localEmbed(r.text)))).toBe(0);
+    const found = await ok({ action: 'SEARCH', index_name: 'upgrade', query: 'backup snapshots' });
+    expect(found.results[0]).toMatchObject({ filepath: 'd1', lexical_rank: 1, vector_rank: 1 });
+    const stats = await ok({ action: 'GET_INDICES_STATS' });
+    expect(JSON.stringify(stats)).not.toContain(LOCAL_384);
   });
 });

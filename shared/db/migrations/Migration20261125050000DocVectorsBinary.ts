@@ -15,6 +15,17 @@ export const realArrayToBytes = (column: string) => `coalesce((
       || substring(b from 1 for 1), ''::bytea order by u.o)
     from unnest(${column}) with ordinality u(x, o), lateral float4send(u.x) b), ''::bytea)`;
 
+/** `doc_vec_floats`'s definition after its name: dense float4 bytes to `real[]` (later migrations restore it in `down`). */
+export const DOC_VEC_FLOATS_DENSE = `returns real[] language sql immutable strict parallel safe as $$
+      select coalesce(array_agg(((case when (w >> 31) = 1 then -1 else 1 end) * case when ((w >> 23) & 255) = 0
+            then (w & 8388607) * power(2::float8, -149)
+            else (1 + (w & 8388607) / 8388608.0::float8) * power(2::float8, ((w >> 23) & 255) - 127) end)::real
+          order by i), '{}')
+        from generate_series(0, length(v) / 4 - 1) i,
+          lateral (select (get_byte(v, 4 * i + 3)::bigint << 24) | (get_byte(v, 4 * i + 2)::bigint << 16)
+            | (get_byte(v, 4 * i + 1)::bigint << 8) | get_byte(v, 4 * i)::bigint as w) x
+      $$`;
+
 export class Migration20261125050000DocVectorsBinary extends Migration {
   override async up(): Promise<void> {
     this.addSql('alter table doc_embeddings add column vec bytea null');
@@ -23,16 +34,7 @@ export class Migration20261125050000DocVectorsBinary extends Migration {
     this.addSql('alter table doc_embeddings drop column vector');
     // The stored bytes back to numbers (normal and subnormal values; vectors hold no NaN or infinity):
     // pgvector's expression indexes (`doc_vec_floats(vec)::vector(n)`) and the down migration use it.
-    this
-      .addSql(`create function doc_vec_floats(v bytea) returns real[] language sql immutable strict parallel safe as $$
-      select coalesce(array_agg(((case when (w >> 31) = 1 then -1 else 1 end) * case when ((w >> 23) & 255) = 0
-            then (w & 8388607) * power(2::float8, -149)
-            else (1 + (w & 8388607) / 8388608.0::float8) * power(2::float8, ((w >> 23) & 255) - 127) end)::real
-          order by i), '{}')
-        from generate_series(0, length(v) / 4 - 1) i,
-          lateral (select (get_byte(v, 4 * i + 3)::bigint << 24) | (get_byte(v, 4 * i + 2)::bigint << 16)
-            | (get_byte(v, 4 * i + 1)::bigint << 8) | get_byte(v, 4 * i)::bigint as w) x
-      $$`);
+    this.addSql(`create function doc_vec_floats(v bytea) ${DOC_VEC_FLOATS_DENSE}`);
     this.addSql('alter table doc_indexes add column vector_generation bigint not null default 0');
     this.addSql(`create function doc_embeddings_bump_generation() returns trigger language plpgsql as $$
       begin
