@@ -117,19 +117,22 @@ function unitInto(v: Float32Array, out: Float32Array, at: number): void {
  * adding nothing; each value times the inverse root, rounded to float4), dimensions ascending.
  */
 function forEachSparseUnit(b: Uint8Array, dim: number, fn: (d: number, x: number) => void): void {
-  const view = new DataView(b.buffer, b.byteOffset, b.length);
   let n = 0;
-  for (let at = SPARSE_HEAD; at + SPARSE_ENTRY <= b.length; at += SPARSE_ENTRY) {
-    if (view.getUint16(at, true) >= dim) break;
-    const x = view.getFloat32(at + 2, true);
-    n += x * x;
-  }
+  forEachSparseValue(b, dim, (_, x) => (n += x * x));
   const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  forEachSparseValue(b, dim, (d, x) => {
+    const u = Math.fround(x * s);
+    if (u !== 0) fn(d, u);
+  });
+}
+
+/** Calls `fn` with each stored value below dimension `dim` of a sparse stored vector, dimensions ascending. */
+function forEachSparseValue(b: Uint8Array, dim: number, fn: (d: number, x: number) => void): void {
+  const view = new DataView(b.buffer, b.byteOffset, b.length);
   for (let at = SPARSE_HEAD; at + SPARSE_ENTRY <= b.length; at += SPARSE_ENTRY) {
     const d = view.getUint16(at, true);
     if (d >= dim) break;
-    const x = Math.fround(view.getFloat32(at + 2, true) * s);
-    if (x !== 0) fn(d, x);
+    fn(d, view.getFloat32(at + 2, true));
   }
 }
 
@@ -750,6 +753,10 @@ export const SPARSE_DENSITY = 0.5;
 export function density(raw: readonly Uint8Array[], dim: number): number {
   let nz = 0;
   for (const b of raw) {
+    if (isSparse(b)) {
+      forEachSparseValue(b, dim, () => nz++);
+      continue;
+    }
     const v = decodeVector(b).subarray(0, dim);
     for (let d = 0; d < v.length; d++) if (v[d] !== 0) nz++;
   }
