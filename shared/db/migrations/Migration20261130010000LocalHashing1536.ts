@@ -77,12 +77,13 @@ export async function reembedLocalCollection(
       await execute(`select 1 from pg_attribute
         where attrelid = 'doc_embeddings'::regclass and attname = 'emb' and not attisdropped`)
     ).length > 0;
-  let after: string | null = null;
+  // Both sides of the join bounded by the cursor (else a merge join reads doc_chunks from its start each page).
+  let after = '00000000-0000-0000-0000-000000000000';
   let moved = 0;
   for (;;) {
     const rows = (await execute(
       `select e.chunk_id::text as id, c.text from doc_embeddings e join doc_chunks c on c.id = e.chunk_id
-         where e.collection = ? and (?::uuid is null or e.chunk_id > ?::uuid) order by e.chunk_id limit ?`,
+         where e.collection = ? and e.chunk_id > ?::uuid and c.id > ?::uuid order by e.chunk_id limit ?`,
       [from, after, after, PAGE],
     )) as { id: string; text: string }[];
     if (!rows.length) break;
