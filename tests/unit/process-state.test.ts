@@ -27,6 +27,8 @@ const NOT_APP_STATE: Record<string, string> = {
     'a bounded cache of a pure function of the word (stop word, stem, hash): the same for every app',
   'shared/document-index/local-embedding.ts#stems':
     'stem ids naming features within one embedding call: any numbering gives the same vectors',
+  'shared/document-index/vector-sets.ts#nonZeroAt':
+    'a scratch array filled and read within one encodeVector call: nothing carries from one call to the next',
 };
 
 const STATE = [
