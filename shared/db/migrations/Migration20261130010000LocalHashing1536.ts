@@ -20,6 +20,8 @@ import { encodeVector } from '../../document-index/vector-sets.js';
 export const LOCAL_384 = 'local_hashing_384_v1_index';
 export const LOCAL_1536 = 'local_hashing_1536_v1_index';
 const PAGE = 1000;
+/** Progress lines only for a migration that takes a while (about 7 s and more). */
+const PROGRESS_FROM = 20_000;
 
 /** SQL: the float4 at byte `o` of `v`, little-endian (normal and subnormal values; vectors hold no NaN or infinity). */
 const FLOAT_AT = `create or replace function doc_vec_float_at(v bytea, o int) returns real
@@ -77,6 +79,12 @@ export async function reembedLocalCollection(
       await execute(`select 1 from pg_attribute
         where attrelid = 'doc_embeddings'::regclass and attname = 'emb' and not attisdropped`)
     ).length > 0;
+  const total = Number(
+    (await execute('select count(*)::int as n from doc_embeddings where collection = ?', [from]))[0]!.n,
+  );
+  // About 3,000 vectors a second (100k in 34 s): a large install is told what the start is waiting for.
+  const say = (line: string) => total >= PROGRESS_FROM && process.stdout.write(`[migration] ${line}\n`);
+  say(`embedding ${total} local vectors again (${from} to ${to}), about ${Math.ceil(total / 3000)} s`);
   // Both sides of the join bounded by the cursor (else a merge join reads doc_chunks from its start each page).
   let after = '00000000-0000-0000-0000-000000000000';
   let moved = 0;
@@ -108,7 +116,9 @@ export async function reembedLocalCollection(
     );
     moved += rows.length;
     after = rows[rows.length - 1]!.id;
+    if (moved % (PAGE * 100) === 0) say(`${moved} of ${total} local vectors embedded again`);
   }
+  say(`${moved} local vectors embedded again`);
   if (native) {
     const indexes = (await execute(`select distinct index_id::text as id from doc_embeddings where collection = ?`, [
       from,
