@@ -25,18 +25,29 @@ export interface Embedder {
   collection: string;
   /** Embeds whole texts in batches of 64; warnings name texts beyond the provider's input window. */
   embed(texts: string[]): Promise<{ vectors: number[][]; warnings: string[] }>;
+  /**
+   * `embed` done in this thread at once, without I/O (the local hashing embedder only; a provider's embedder
+   * has none). An ingestion runs it while PostgreSQL writes the chunks' rows (`ingestDocuments`), as it can
+   * neither fail on a provider nor wait on one while the index is locked.
+   */
+  embedNow?(texts: string[]): { vectors: number[][]; warnings: string[] };
 }
+
+/** The local hashing embedder (no provider configured). */
+const localEmbedder = (): Embedder => {
+  const embedNow = (texts: string[]) => ({ vectors: texts.map(localEmbed), warnings: [] });
+  return {
+    identity: LOCAL_EMBEDDING_IDENTITY,
+    collection: collectionOf(LOCAL_EMBEDDING_IDENTITY),
+    embed: (texts) => Promise.resolve(embedNow(texts)),
+    embedNow,
+  };
+};
 
 /** The tenant's embedding identity: the configured provider (OpenAI-compatible `/v1/embeddings` and the others), else the local hashing provider. */
 export async function currentEmbedder(em: EntityManager, config: AppConfig, tenant: string): Promise<Embedder> {
   const target = await resolveEmbeddings(em, config, tenant);
-  if (!target) {
-    return {
-      identity: LOCAL_EMBEDDING_IDENTITY,
-      collection: collectionOf(LOCAL_EMBEDDING_IDENTITY),
-      embed: (texts) => Promise.resolve({ vectors: texts.map(localEmbed), warnings: [] }),
-    };
-  }
+  if (!target) return localEmbedder();
   const identity = { provider_kind: target.kind, sub_provider: target.subProvider, model_name: target.model };
   return {
     identity,

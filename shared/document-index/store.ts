@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import type { Embedder } from './embedder.js';
 import { encodeVector, pruneVectorLog } from './vectors.js';
-import { sql, sqlBound } from '../db/sql.js';
+import { type BoundStatement, sql, sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
 import { encodeNativeVectorArray, nativeVectorType } from './native-vector-writer.js';
 
 export type Row = Record<string, unknown>;
@@ -124,9 +124,12 @@ export async function ingestDocument(
 export const SMALL_WRITE_PENDING_LIST_KB = 64;
 
 /**
- * Adds (or replaces) documents: chunks each and embeds its chunks (before any write, so a provider
- * failure writes nothing), then in one transaction replaces the documents of the same paths and
- * inserts the documents, their chunks (one statement) and their vectors (64 per statement). Idempotent
+ * Adds (or replaces) documents: chunks each and embeds its chunks with a provider's embedder before any
+ * write (so a provider failure writes nothing and no provider call holds the index's lock), then in one
+ * transaction replaces the documents of the same paths and inserts the documents, their chunks (one
+ * statement) and their vectors (one statement). The local embedder (`embedNow`) embeds while PostgreSQL
+ * inserts the chunks' rows instead (their full-text vectors and indexes: most of the write's time there),
+ * so neither side waits for the other. Idempotent
  * per content hash: the same text at the same path is `unchanged` and writes nothing, so a retried
  * ingestion never duplicates chunks. Outcomes are in the order of `docs`. `pendingListKb`: the full-text
  * index's pending list this write leaves at most (`SMALL_WRITE_PENDING_LIST_KB`); unset, PostgreSQL's
@@ -162,7 +165,8 @@ export async function ingestDocuments(
       continue;
     }
     const chunks = chunkText(doc.content, config);
-    const { vectors, warnings } = await embedder.embed(chunks);
+    // A provider's vectors before any write; the local embedder's while PostgreSQL writes the chunks (below).
+    const { vectors, warnings } = embedder.embedNow ? { vectors: [], warnings: [] } : await embedder.embed(chunks);
     planned.push({
       doc,
       hash,
@@ -175,6 +179,23 @@ export async function ingestDocuments(
     });
   }
   const writes = planned.filter((p) => !p.unchanged);
+  // The statements' parameters before the index is locked.
+  const documentRows = JSON.stringify(
+    writes.map((w) => ({
+      id: w.id,
+      path: w.doc.path,
+      kind: w.doc.kind,
+      content: w.doc.content,
+      content_hash: w.hash,
+      metadata: w.doc.metadata ?? {},
+      chunk_count: w.chunks.length,
+      managed_source_id: w.doc.managedSourceId ?? null,
+    })),
+  );
+  const chunks = chunkRows(
+    index,
+    writes.map((w) => ({ documentId: w.id, chunks: w.chunks })),
+  );
   if (writes.length)
     await em.fork().transactional(async (tx) => {
       const pendingKb = options.pendingListKb;
@@ -185,16 +206,6 @@ export async function ingestDocuments(
         index.id,
         writes.map((w) => w.doc.path),
       ]);
-      const rows = writes.map((w) => ({
-        id: w.id,
-        path: w.doc.path,
-        kind: w.doc.kind,
-        content: w.doc.content,
-        content_hash: w.hash,
-        metadata: w.doc.metadata ?? {},
-        chunk_count: w.chunks.length,
-        managed_source_id: w.doc.managedSourceId ?? null,
-      }));
       await sqlBound(
         tx,
         `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
@@ -202,13 +213,22 @@ export async function ingestDocuments(
            select r.id, $1, $2, r.path, r.kind, r.content, r.content_hash, r.metadata, r.chunk_count, r.managed_source_id
              from jsonb_to_recordset($3::jsonb) as r(id uuid, path text, kind text, content text, content_hash text,
                metadata jsonb, chunk_count integer, managed_source_id text)`,
-        [index.tenant, index.id, JSON.stringify(rows)],
+        [index.tenant, index.id, documentRows],
       );
-      await insertChunks(
+      const embedNow = embedder.embedNow?.bind(embedder);
+      const [, encoded] = embedNow
+        ? await sqlBoundWhile(tx, chunks.statement, () => {
+            for (const w of writes) Object.assign(w, embedNow(w.chunks));
+            return writes.flatMap((w) => w.vectors.map((v) => encodeVector(v)));
+          })
+        : [await sqlBoundStatement(tx, chunks.statement), undefined];
+      await insertVectors(
         tx,
         index,
-        writes.map((w) => ({ documentId: w.id, chunks: w.chunks, vectors: w.vectors })),
+        chunks.ids,
+        writes.flatMap((w) => w.vectors),
         embedder.collection,
+        encoded,
       );
     });
   // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
@@ -228,40 +248,52 @@ export async function ingestDocuments(
 }
 
 /**
- * Inserts documents' chunks and their vectors: two statements with bound parameters (the chunks as
- * arrays, the vectors as one binary string cut by offsets), whatever the number of chunks, so a batch
- * costs two round trips and the vector triggers (generation bump, change log) run once.
+ * The statement inserting documents' chunks (one statement with bound parameters, the chunks as arrays,
+ * whatever their number) and the new chunks' ids in the order of their rows (each document's, in order).
  */
-export async function insertChunks(
-  tx: EntityManager,
+export function chunkRows(
   index: IndexRow,
-  docs: Array<{ documentId: string; chunks: string[]; vectors: number[][] }>,
-  collection: string,
-): Promise<void> {
+  docs: ReadonlyArray<{ documentId: string; chunks: readonly string[] }>,
+): { statement: BoundStatement; ids: string[] } {
   const ids: string[] = [];
   const documents: string[] = [];
   const seqs: number[] = [];
   const texts: string[] = [];
-  const vectors: Buffer[] = [];
   for (const d of docs)
     d.chunks.forEach((text, seq) => {
       ids.push(randomUUID());
       documents.push(d.documentId);
       seqs.push(seq);
       texts.push(text);
-      vectors.push(encodeVector(d.vectors[seq]!));
     });
-  if (!ids.length) return;
-  await sqlBound(
-    tx,
-    `insert into doc_chunks (id, tenant, index_id, document_id, seq, text)
+  return {
+    ids,
+    statement: {
+      text: `insert into doc_chunks (id, tenant, index_id, document_id, seq, text)
        select u.id, $1, $2, u.d, u.s, u.t from unnest($3::uuid[], $4::uuid[], $5::int[], $6::text[]) u(id, d, s, t)`,
-    [index.tenant, index.id, ids, documents, seqs, texts],
-  );
+      params: [index.tenant, index.id, ids, documents, seqs, texts],
+    },
+  };
+}
+
+/**
+ * Inserts the vectors of chunks (`ids[i]`'s is `vectors[i]`, stored as `encoded[i]`, `encodeVector`'s bytes
+ * unless given) in `collection`: one statement with bound parameters (the vectors as one binary string cut by
+ * offsets), whatever their number, so the vector triggers (generation bump, change log) run once.
+ */
+export async function insertVectors(
+  tx: EntityManager,
+  index: IndexRow,
+  ids: readonly string[],
+  vectors: readonly number[][],
+  collection: string,
+  encoded: readonly Buffer[] = vectors.map((v) => encodeVector(v)),
+): Promise<void> {
+  if (!ids.length) return;
   // Each vector's byte offset in the concatenation (vectors of one embedder have one length; offsets keep it general).
   const offsets: number[] = [];
   let at = 1;
-  for (const v of vectors) {
+  for (const v of encoded) {
     offsets.push(at);
     at += v.length;
   }
@@ -269,10 +301,10 @@ export async function insertChunks(
     collection,
     index.tenant,
     index.id,
-    Buffer.concat(vectors),
+    Buffer.concat(encoded),
     ids,
     offsets,
-    vectors.map((v) => v.length),
+    encoded.map((v) => v.length),
   ];
   // With pgvector the native column is written here too (the same float4 values), so its trigger decodes nothing.
   const native = await nativeVectorType(tx);
@@ -282,7 +314,7 @@ export async function insertChunks(
       `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec, emb)
          select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l), u.e
            from unnest($5::uuid[], $6::int[], $7::int[], $8::${native.name}[]) u(id, o, l, e)`,
-      [...params, encodeNativeVectorArray(vectorsOf(docs), native.oid)],
+      [...params, encodeNativeVectorArray(vectors, native.oid)],
     );
   else
     await sqlBound(
@@ -293,10 +325,6 @@ export async function insertChunks(
       params,
     );
 }
-
-/** The documents' vectors in chunk order (as `insertChunks` lays out its rows). */
-const vectorsOf = (docs: Array<{ chunks: string[]; vectors: number[][] }>) =>
-  docs.flatMap((d) => d.chunks.map((_, seq) => d.vectors[seq]!));
 
 export interface IndexStats {
   name: string;

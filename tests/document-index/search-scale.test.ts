@@ -33,6 +33,8 @@ import {
   VectorSet,
   type VectorHit,
 } from '../../shared/document-index/vectors.js';
+import { chunkText } from '../../shared/document-index/chunking.js';
+import { localEmbed } from '../../shared/document-index/local-embedding.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -664,6 +666,76 @@ describe('batched ingestion', () => {
       [index.id],
     );
     expect(texts.map((t) => t.text).join(' ')).toContain('"quotes" and {braces}');
+  });
+
+  it("embeds locally while the chunks' rows are written: each stored vector is its own chunk's, and a failure there writes nothing", async () => {
+    const cfg = { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+    const index = await createIndex(em(), tenant, 'batch-embed-now', cfg);
+    const doc = (path: string, content: string) => ({ path, kind: 'text' as const, content });
+    expect(embedder.embedNow, 'the default install embeds locally').toBeTypeOf('function');
+    const calls: string[][] = [];
+    const counted: Embedder = {
+      ...embedder,
+      embed: () => Promise.reject(new Error('embed() is not called when embedNow is there')),
+      embedNow: (texts) => (calls.push(texts), embedder.embedNow!(texts)),
+    };
+    const docs = [
+      doc('p', 'Pears ripen off the tree. Pears bruise easily when ripe.'),
+      doc('q', 'Quinces are hard and sour. Quinces turn pink when cooked slowly.'),
+    ];
+    const out = await ingestDocuments(em(), index, docs, cfg, counted);
+    const chunked = docs.map((d) => chunkText(d.content, cfg));
+    expect(chunked.every((c) => c.length >= 2)).toBe(true);
+    expect(out.map((o) => [o.filepath, o.status, o.chunks])).toEqual(
+      docs.map((d, i) => [d.path, 'added', chunked[i]!.length]),
+    );
+    expect(calls).toEqual(chunked);
+    const stored = await sql<{ path: string; seq: number; text: string; vec: Buffer }>(
+      em(),
+      `select d.path, c.seq, c.text, e.vec from doc_chunks c join doc_documents d on d.id = c.document_id
+         join doc_embeddings e on e.chunk_id = c.id and e.collection = ?
+         where c.index_id = ? order by d.path, c.seq`,
+      [embedder.collection, index.id],
+    );
+    expect(stored.map((r) => [r.path, r.seq, r.text])).toEqual(
+      docs.flatMap((d, i) => chunked[i]!.map((text, seq) => [d.path, seq, text])),
+    );
+    for (const r of stored) expect(Buffer.compare(r.vec, encodeVector(localEmbed(r.text))), r.text).toBe(0);
+
+    // The embedder failing inside the transaction: the batch's replacement of `p` and its new `r` are rolled back.
+    const broken: Embedder = {
+      ...embedder,
+      embedNow: () => {
+        throw new Error('embedder broke');
+      },
+    };
+    await expect(
+      ingestDocuments(em(), index, [doc('p', 'Pears replaced.'), doc('r', 'Raspberries.')], cfg, broken),
+    ).rejects.toThrow('embedder broke');
+    const after = await sql<{ path: string; content: string; chunks: string; vectors: string }>(
+      em(),
+      `select d.path, d.content, count(distinct c.id) as chunks, count(e.chunk_id) as vectors from doc_documents d
+         join doc_chunks c on c.document_id = d.id left join doc_embeddings e on e.chunk_id = c.id
+         where d.index_id = ? group by d.path, d.content order by d.path`,
+      [index.id],
+    );
+    expect(after.map((a) => [a.path, a.content, Number(a.chunks), Number(a.vectors)])).toEqual(
+      docs.map((d, i) => [d.path, d.content, chunked[i]!.length, chunked[i]!.length]),
+    );
+    // A provider's embedder (no `embedNow`) failing: nothing written either, and the index still takes writes.
+    const provider: Embedder = {
+      ...embedder,
+      embedNow: undefined,
+      embed: () => Promise.reject(new Error('provider down')),
+    };
+    await expect(ingestDocuments(em(), index, [doc('r', 'Raspberries.')], cfg, provider)).rejects.toThrow(
+      'provider down',
+    );
+    const ok = await ingestDocuments(em(), index, [doc('r', 'Raspberries.')], cfg, {
+      ...embedder,
+      embedNow: undefined,
+    });
+    expect(ok.map((o) => [o.filepath, o.status, o.chunks])).toEqual([['r', 'added', 1]]);
   });
 });
 
