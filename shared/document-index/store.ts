@@ -5,7 +5,7 @@ import { chunkText, type ChunkConfig, type ChunkStrategy } from './chunking.js';
 import type { Embedder } from './embedder.js';
 import { encodeVector, pruneVectorLog } from './vectors.js';
 import { type BoundStatement, sql, sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
-import { encodeNativeVectorArray, nativeVectorType } from './native-vector-writer.js';
+import { encodeNativeVectorArray, type NativeVectorType, nativeVectorType } from './native-vector-writer.js';
 
 export type Row = Record<string, unknown>;
 
@@ -196,6 +196,14 @@ export async function ingestDocuments(
     index,
     writes.map((w) => ({ documentId: w.id, chunks: w.chunks })),
   );
+  const native = writes.length ? await nativeVectorType(em) : null;
+  // A provider's vectors are known: their bytes too, before the lock.
+  const provided = embedder.embedNow
+    ? null
+    : vectorPayload(
+        writes.flatMap((w) => w.vectors),
+        native,
+      );
   if (writes.length)
     await em.fork().transactional(async (tx) => {
       const pendingKb = options.pendingListKb;
@@ -216,20 +224,16 @@ export async function ingestDocuments(
         [index.tenant, index.id, documentRows],
       );
       const embedNow = embedder.embedNow?.bind(embedder);
-      const [, encoded] = embedNow
+      const [, payload] = embedNow
         ? await sqlBoundWhile(tx, chunks.statement, () => {
             for (const w of writes) Object.assign(w, embedNow(w.chunks));
-            return writes.flatMap((w) => w.vectors.map((v) => encodeVector(v)));
+            return vectorPayload(
+              writes.flatMap((w) => w.vectors),
+              native,
+            );
           })
-        : [await sqlBoundStatement(tx, chunks.statement), undefined];
-      await insertVectors(
-        tx,
-        index,
-        chunks.ids,
-        writes.flatMap((w) => w.vectors),
-        embedder.collection,
-        encoded,
-      );
+        : [await sqlBoundStatement(tx, chunks.statement), provided!];
+      await insertVectors(tx, index, chunks.ids, payload, embedder.collection);
     });
   // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
   // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.
@@ -276,18 +280,32 @@ export function chunkRows(
   };
 }
 
+/** What `insertVectors` writes: each vector's `encodeVector` bytes, and pgvector's `vector[]` where its column exists. */
+export interface VectorPayload {
+  encoded: Buffer[];
+  native: { name: string; array: Buffer } | null;
+}
+
+/** `vectors` as `insertVectors` writes them (`native`: `nativeVectorType`'s answer). */
+export function vectorPayload(vectors: readonly number[][], native: NativeVectorType | null): VectorPayload {
+  return {
+    encoded: vectors.map((v) => encodeVector(v)),
+    native: native && { name: native.name, array: encodeNativeVectorArray(vectors, native.oid) },
+  };
+}
+
 /**
- * Inserts the vectors of chunks (`ids[i]`'s is `vectors[i]`, stored as `encoded[i]`, `encodeVector`'s bytes
- * unless given) in `collection`: one statement with bound parameters (the vectors as one binary string cut by
- * offsets), whatever their number, so the vector triggers (generation bump, change log) run once.
+ * Inserts the vectors of chunks (`ids[i]`'s is the payload's `i`th) in `collection`: one statement with bound
+ * parameters (the vectors as one binary string cut by offsets), whatever their number, so the vector
+ * triggers (generation bump, change log) run once. With pgvector the native column is written here too
+ * (the same float4 values), so its trigger decodes nothing.
  */
 export async function insertVectors(
   tx: EntityManager,
   index: IndexRow,
   ids: readonly string[],
-  vectors: readonly number[][],
+  { encoded, native }: VectorPayload,
   collection: string,
-  encoded: readonly Buffer[] = vectors.map((v) => encodeVector(v)),
 ): Promise<void> {
   if (!ids.length) return;
   // Each vector's byte offset in the concatenation (vectors of one embedder have one length; offsets keep it general).
@@ -306,15 +324,13 @@ export async function insertVectors(
     offsets,
     encoded.map((v) => v.length),
   ];
-  // With pgvector the native column is written here too (the same float4 values), so its trigger decodes nothing.
-  const native = await nativeVectorType(tx);
   if (native)
     await sqlBound(
       tx,
       `insert into doc_embeddings (collection, chunk_id, tenant, index_id, vec, emb)
          select $1, u.id, $2, $3, substring($4::bytea from u.o for u.l), u.e
            from unnest($5::uuid[], $6::int[], $7::int[], $8::${native.name}[]) u(id, o, l, e)`,
-      [...params, encodeNativeVectorArray(vectors, native.oid)],
+      [...params, native.array],
     );
   else
     await sqlBound(
