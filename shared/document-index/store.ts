@@ -72,10 +72,25 @@ export async function createIndex(
   return rows[0];
 }
 
-/** Serialises writers of one index (ingestion, deletion, the rechunk swap) inside a transaction. */
-export async function lockIndex(tx: EntityManager, indexId: string): Promise<void> {
-  await sql(tx, `select pg_advisory_xact_lock(hashtextextended(?, 13))`, [indexId]);
+/**
+ * Serialises writers of one index (deletion, renames, the rechunk swap, adoption; ingestion of a batch
+ * whose paths another writer touched meanwhile) inside a transaction. Batch ingestions take it shared
+ * (`ingestDocuments`), so two of them write their chunks at once.
+ */
+export async function lockIndex(tx: EntityManager, indexId: string, mode: 'exclusive' | 'shared' = 'exclusive') {
+  const fn = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+  await sql(tx, `select ${fn}(hashtextextended(?, 13))`, [indexId]);
 }
+
+/** A batch ingestion under the shared lock met another writer of one of its paths: it runs again under the exclusive lock. */
+class PathRaced extends Error {
+  constructor() {
+    super("another writer stored one of the batch's paths meanwhile");
+  }
+}
+
+/** PostgreSQL's `deadlock_detected` (two writers of the same paths, each waiting on the other's rows). */
+const isDeadlock = (err: unknown) => (err as { code?: string } | null)?.code === '40P01';
 
 export interface IngestInput {
   path: string;
@@ -129,7 +144,9 @@ export const SMALL_WRITE_PENDING_LIST_KB = 64;
  * transaction replaces the documents of the same paths and inserts the documents, their chunks (one
  * statement) and their vectors (one statement). The local embedder (`embedNow`) embeds while PostgreSQL
  * inserts the chunks' rows instead (their full-text vectors and indexes: most of the write's time there),
- * so neither side waits for the other. Idempotent
+ * so neither side waits for the other. The transaction holds the index's lock shared, so batches of
+ * other paths (ADD_DOCUMENTS' two activities at once) write their chunks side by side; a batch that meets
+ * another writer of one of its paths runs again under the exclusive lock. Idempotent
  * per content hash: the same text at the same path is `unchanged` and writes nothing, so a retried
  * ingestion never duplicates chunks. Outcomes are in the order of `docs`. `pendingListKb`: the full-text
  * index's pending list this write leaves at most (`SMALL_WRITE_PENDING_LIST_KB`); unset, PostgreSQL's
@@ -204,25 +221,31 @@ export async function ingestDocuments(
         writes.flatMap((w) => w.vectors),
         native,
       );
-  if (writes.length)
-    await em.fork().transactional(async (tx) => {
+  // Under the index's shared lock first, so batches of other paths write at once (the generation bump of
+  // `doc_embeddings`' trigger still orders their commits); a batch that met another writer of its paths
+  // (its documents' insert found one taken, or the two deadlocked) runs again under the exclusive lock.
+  const write = (mode: 'shared' | 'exclusive') =>
+    em.fork().transactional(async (tx) => {
       const pendingKb = options.pendingListKb;
       if (pendingKb !== undefined && Number.isFinite(pendingKb))
         await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(pendingKb))}`);
-      await lockIndex(tx, index.id);
+      await lockIndex(tx, index.id, mode);
       await sqlBound(tx, 'delete from doc_documents where index_id = $1 and path = any($2::text[])', [
         index.id,
         writes.map((w) => w.doc.path),
       ]);
-      await sqlBound(
+      const inserted = await sqlBound(
         tx,
         `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
              managed_source_id)
            select r.id, $1, $2, r.path, r.kind, r.content, r.content_hash, r.metadata, r.chunk_count, r.managed_source_id
              from jsonb_to_recordset($3::jsonb) as r(id uuid, path text, kind text, content text, content_hash text,
-               metadata jsonb, chunk_count integer, managed_source_id text)`,
+               metadata jsonb, chunk_count integer, managed_source_id text)
+           on conflict (index_id, path) do nothing
+           returning id`,
         [index.tenant, index.id, documentRows],
       );
+      if (inserted.length < writes.length) throw new PathRaced();
       const embedNow = embedder.embedNow?.bind(embedder);
       const [, payload] = embedNow
         ? await sqlBoundWhile(tx, chunks.statement, () => {
@@ -234,6 +257,11 @@ export async function ingestDocuments(
           })
         : [await sqlBoundStatement(tx, chunks.statement), provided!];
       await insertVectors(tx, index, chunks.ids, payload, embedder.collection);
+    });
+  if (writes.length)
+    await write('shared').catch((err: unknown) => {
+      if (err instanceof PathRaced || isDeadlock(err)) return write('exclusive');
+      throw err;
     });
   // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
   // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.

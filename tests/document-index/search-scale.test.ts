@@ -739,6 +739,69 @@ describe('batched ingestion', () => {
   });
 });
 
+describe('batched ingestions at once', () => {
+  it('write other paths side by side, and the same paths one after the other: every path stored once, with its chunks and vectors, and caches caught up', async () => {
+    const cfg = { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+    const index = await createIndex(em(), tenant, 'batches-at-once', cfg);
+    const cached = new ExactVectorBackend(64 * MB);
+    const nearest = async (backend: ExactVectorBackend, text: string) =>
+      (await backend.nearest(em(), tenant, [index.id], embedder.collection, await qv(text), 10)).map((h) => h.id);
+    await ingestDocuments(
+      em(),
+      index,
+      [{ path: 'seed', kind: 'text', content: 'Seed text about orchards.' }],
+      cfg,
+      embedder,
+    );
+    expect(await nearest(cached, 'orchards')).toHaveLength(1);
+
+    const fruit = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape', 'hazel'];
+    const text = (path: string, writer: number) =>
+      `${path} written by writer ${writer}. The ${path} trees of writer ${writer} grow in rows. ${path} harvest ${writer}.`;
+    // Six writers: three of their own paths, three of the same eight paths in different orders (so two of them
+    // may each wait on the other's rows).
+    const batches = [0, 1, 2, 3, 4, 5].map((w) => {
+      const paths = w < 3 ? fruit.map((f) => `own-${w}/${f}`) : w === 4 ? [...fruit].reverse() : fruit;
+      return paths.map((path) => ({ path, kind: 'text' as const, content: text(path, w) }));
+    });
+    const outcomes = await Promise.all(batches.map((b) => ingestDocuments(em(), index, b, cfg, embedder)));
+    for (const [w, out] of outcomes.entries()) {
+      expect(out.map((o) => o.filepath)).toEqual(batches[w]!.map((d) => d.path));
+      for (const o of out) expect(['added', 'updated']).toContain(o.status);
+    }
+
+    const stored = await sql<{ path: string; content: string; chunk_count: number; chunks: string; vectors: string }>(
+      em(),
+      `select d.path, d.content, d.chunk_count, count(distinct c.id) as chunks, count(e.chunk_id) as vectors
+         from doc_documents d join doc_chunks c on c.document_id = d.id
+         left join doc_embeddings e on e.chunk_id = c.id and e.collection = ?
+         where d.index_id = ? group by d.id order by d.path`,
+      [embedder.collection, index.id],
+    );
+    const paths = [...new Set(batches.flat().map((d) => d.path)), 'seed'].sort();
+    expect(stored.map((d) => d.path)).toEqual(paths);
+    for (const d of stored) {
+      const written = batches
+        .flat()
+        .filter((b) => b.path === d.path)
+        .map((b) => b.content);
+      if (d.path !== 'seed') expect(written).toContain(d.content);
+      expect([Number(d.chunks), Number(d.vectors)], d.path).toEqual([d.chunk_count, d.chunk_count]);
+      expect(d.chunk_count, d.path).toBe(chunkText(d.content, cfg).length);
+    }
+    const orphans = await sql<{ n: string }>(
+      em(),
+      `select count(*) as n from doc_embeddings e where e.index_id = ? and not exists (select 1 from doc_chunks c where c.id = e.chunk_id)`,
+      [index.id],
+    );
+    expect(Number(orphans[0]!.n)).toBe(0);
+
+    // The cache loaded before the writes catches up from the change log and ranks like a fresh load.
+    for (const q of ['cherry trees in rows', 'writer 4 harvest', 'own fig', 'orchards'])
+      expect(await nearest(cached, q), q).toEqual(await nearest(new ExactVectorBackend(64 * MB), q));
+  });
+});
+
 describe("the full-text index's pending list", () => {
   it('stays within SMALL_WRITE_PENDING_LIST_KB after one-document writes (ADD_TEXT), while a batch leaves its entries to the checkpoint', async () => {
     const index = await createIndex(em(), tenant, 'pending-list', NO_CHUNKING);
