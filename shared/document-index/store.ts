@@ -283,7 +283,7 @@ export async function ingestDocuments(
  * The statement inserting documents' chunks (one statement with bound parameters, the chunks as arrays,
  * whatever their number) and the new chunks' ids in the order of their rows (each document's, in order).
  */
-export function chunkRows(
+function chunkRows(
   index: IndexRow,
   docs: ReadonlyArray<{ documentId: string; chunks: readonly string[] }>,
 ): { statement: BoundStatement; ids: string[] } {
@@ -309,13 +309,13 @@ export function chunkRows(
 }
 
 /** What `insertVectors` writes: each vector's `encodeVector` bytes, and pgvector's `vector[]` where its column exists. */
-export interface VectorPayload {
+interface VectorPayload {
   encoded: Buffer[];
   native: { name: string; array: Buffer } | null;
 }
 
 /** `vectors` as `insertVectors` writes them (`native`: `nativeVectorType`'s answer). */
-export function vectorPayload(vectors: readonly number[][], native: NativeVectorType | null): VectorPayload {
+function vectorPayload(vectors: readonly number[][], native: NativeVectorType | null): VectorPayload {
   return {
     encoded: vectors.map((v) => encodeVector(v)),
     native: native && { name: native.name, array: encodeNativeVectorArray(vectors, native.oid) },
@@ -328,7 +328,7 @@ export function vectorPayload(vectors: readonly number[][], native: NativeVector
  * triggers (generation bump, change log) run once. With pgvector the native column is written here too
  * (the same float4 values), so its trigger decodes nothing.
  */
-export async function insertVectors(
+async function insertVectors(
   tx: EntityManager,
   index: IndexRow,
   ids: readonly string[],
