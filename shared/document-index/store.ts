@@ -132,7 +132,7 @@ export async function ingestDocument(
  * inserted rows), or it passes `gin_pending_list_limit` (4 MB by default). A write of one document past
  * this limit merges the whole list itself: a few milliseconds when small writes built it, more when a
  * running batch ingestion left up to 50 documents' entries since its last checkpoint (the merge then does
- * that checkpoint's work early, under this write's index lock). So SEARCH after a stream of ADD_TEXT calls
+ * that checkpoint's work early, inside this write's transaction). So SEARCH after a stream of ADD_TEXT calls
  * does not scan up to 4 MB (once for each of its AND and OR tiers that runs). At 100k chunks the first
  * SEARCH after an ADD_TEXT waited 150 to 300 µs more for PostgreSQL without it.
  */
@@ -230,10 +230,11 @@ export async function ingestDocuments(
       if (pendingKb !== undefined && Number.isFinite(pendingKb))
         await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(pendingKb))}`);
       await lockIndex(tx, index.id, mode);
-      await sqlBound(tx, 'delete from doc_documents where index_id = $1 and path = any($2::text[])', [
-        index.id,
-        writes.map((w) => w.doc.path),
-      ]);
+      const replaced = await sqlBound<{ path: string }>(
+        tx,
+        'delete from doc_documents where index_id = $1 and path = any($2::text[]) returning path',
+        [index.id, writes.map((w) => w.doc.path)],
+      );
       const inserted = await sqlBound(
         tx,
         `insert into doc_documents (id, tenant, index_id, path, kind, content, content_hash, metadata, chunk_count,
@@ -257,12 +258,15 @@ export async function ingestDocuments(
           })
         : [await sqlBoundStatement(tx, chunks.statement), provided!];
       await insertVectors(tx, index, chunks.ids, payload, embedder.collection);
+      return new Set(replaced.map((r) => r.path));
     });
-  if (writes.length)
-    await write('shared').catch((err: unknown) => {
-      if (err instanceof PathRaced || isDeadlock(err)) return write('exclusive');
-      throw err;
-    });
+  // The paths whose documents the committed write replaced (`updated`; another writer's may have come meanwhile).
+  const replaced = writes.length
+    ? await write('shared').catch((err: unknown) => {
+        if (err instanceof PathRaced || isDeadlock(err)) return write('exclusive');
+        throw err;
+      })
+    : new Set<string>();
   // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
   // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.
   if (writes.length) await pruneVectorLog(em);
@@ -272,7 +276,7 @@ export async function ingestDocuments(
       : {
           file_id: p.id,
           filepath: p.doc.path,
-          status: p.before ? 'updated' : 'added',
+          status: replaced.has(p.doc.path) ? 'updated' : 'added',
           chunks: p.chunks.length,
           warnings: p.warnings,
         },
