@@ -12,7 +12,8 @@ import {
   findIndex,
   indexStats,
   ingestDocument,
-  lockIndex,
+  lockResolvedIndex,
+  onCurrentIndex,
   requireIndex,
   sql,
   trimSlashes,
@@ -90,18 +91,21 @@ export async function renameIndexAction(c: Ctx, name: string, next: string) {
  * in one transaction; then checks that nothing survives. Anything left is named (retry).
  */
 export async function deleteIndexAction(c: Ctx, name: string) {
-  const index = await requireIndex(c.em, c.tenant, name);
-  if (index.managed_source_id) managedRepoGuard('DELETE_INDEX', name);
-  await c.em.fork().transactional(async (tx) => {
-    await lockIndex(tx, index.id);
-    await sql(tx, 'delete from doc_embeddings where index_id = ?', [index.id]);
-    await sql(tx, 'delete from doc_indexes where id = ?', [index.id]);
-    // A later index of the same name is not silently in the old bundles.
-    await sql(
-      tx,
-      'update knowledge_bases set index_names = array_remove(index_names, ?), updated_at = now() where tenant = ? and ? = any(index_names)',
-      [name, c.tenant, name],
-    );
+  const index = await onCurrentIndex(async () => {
+    const index = await requireIndex(c.em, c.tenant, name);
+    if (index.managed_source_id) managedRepoGuard('DELETE_INDEX', name);
+    await c.em.fork().transactional(async (tx) => {
+      await lockResolvedIndex(tx, index);
+      await sql(tx, 'delete from doc_embeddings where index_id = ?', [index.id]);
+      await sql(tx, 'delete from doc_indexes where id = ?', [index.id]);
+      // A later index of the same name is not silently in the old bundles.
+      await sql(
+        tx,
+        'update knowledge_bases set index_names = array_remove(index_names, ?), updated_at = now() where tenant = ? and ? = any(index_names)',
+        [name, c.tenant, name],
+      );
+    });
+    return index;
   });
   // pgvector's HNSW index of the index's rows, dropped after the commit (a brief exclusive lock on the table).
   await dropHnswIndexes(c.em, index.id);
@@ -140,20 +144,24 @@ export async function addTextAction(
   metadata: Record<string, unknown> | undefined,
   params: ChunkParams,
 ) {
-  const index = await requireIndex(c.em, c.tenant, indexName);
-  if (index.managed_source_id) managedRepoGuard('ADD_TEXT', indexName);
-  const config = chunkConfigOrRefuse(configOf(index), params);
-  const embedder = await currentEmbedder(c.em, c.config, c.tenant);
   const id = crypto.randomUUID();
   const name =
     typeof metadata?.filepath === 'string' && metadata.filepath.trim() ? trimSlashes(metadata.filepath) : `text/${id}`;
-  const r = await ingestDocument(
-    c.em,
-    index,
-    { id, path: name, kind: 'text', content: text, metadata },
-    config,
-    embedder,
-  );
+  // A rechunk swap while the write waited: chunked again with the new index's parameters, written there.
+  const { index, r } = await onCurrentIndex(async () => {
+    const index = await requireIndex(c.em, c.tenant, indexName);
+    if (index.managed_source_id) managedRepoGuard('ADD_TEXT', indexName);
+    const config = chunkConfigOrRefuse(configOf(index), params);
+    const embedder = await currentEmbedder(c.em, c.config, c.tenant);
+    const r = await ingestDocument(
+      c.em,
+      index,
+      { id, path: name, kind: 'text', content: text, metadata },
+      config,
+      embedder,
+    );
+    return { index, r };
+  });
   if (r.status !== 'unchanged') await cachedSetsCaughtUp(c, index.id);
   return {
     Success: true,
@@ -287,42 +295,48 @@ export async function getDocumentAction(
 }
 
 export async function deleteDocumentAction(c: Ctx, a: { index_name: string; file_id?: string; filepath?: string }) {
-  const index = await requireIndex(c.em, c.tenant, a.index_name);
-  const doc = await findDocument(c.em, index, a);
-  if (!doc) throw new NotFoundError(`No document ${a.file_id ?? a.filepath} in index "${a.index_name}".`);
-  if (doc.managed_source_id != null) managedRepoGuard('DELETE_DOCUMENT', a.index_name, doc.path as string);
-  await c.em.fork().transactional(async (tx) => {
-    await lockIndex(tx, index.id);
-    await sql(tx, 'delete from doc_documents where id = ?', [doc.id]);
+  const { index, doc } = await onCurrentIndex(async () => {
+    const index = await requireIndex(c.em, c.tenant, a.index_name);
+    const doc = await findDocument(c.em, index, a);
+    if (!doc) throw new NotFoundError(`No document ${a.file_id ?? a.filepath} in index "${a.index_name}".`);
+    if (doc.managed_source_id != null) managedRepoGuard('DELETE_DOCUMENT', a.index_name, doc.path as string);
+    await c.em.fork().transactional(async (tx) => {
+      await lockResolvedIndex(tx, index);
+      await sql(tx, 'delete from doc_documents where id = ?', [doc.id]);
+    });
+    return { index, doc };
   });
   await cachedSetsCaughtUp(c, index.id);
   return { Success: true, file_id: doc.id, filepath: doc.path, Message: 'Document deleted.' };
 }
 
 export async function renameDocumentAction(c: Ctx, a: { index_name: string; filepath: string; new_filename: string }) {
-  const index = await requireIndex(c.em, c.tenant, a.index_name);
-  const doc = await findDocument(c.em, index, { filepath: a.filepath });
-  if (!doc) throw new NotFoundError(`No document ${a.filepath} in index "${a.index_name}".`);
-  if (doc.managed_source_id != null) managedRepoGuard('RENAME_DOCUMENT', a.index_name, doc.path as string);
-  const old = doc.path as string;
-  const cut = old.lastIndexOf('/');
-  const next = cut >= 0 ? `${old.slice(0, cut + 1)}${a.new_filename}` : a.new_filename;
-  const clash = await sql(c.em, 'select 1 from doc_documents where index_id = ? and path = ? and id <> ?', [
-    index.id,
-    next,
-    doc.id,
-  ]);
-  if (clash.length)
-    throw new ConflictError(`A document "${next}" already exists in index "${a.index_name}".`, { filepath: next });
-  await c.em.fork().transactional(async (tx) => {
-    await lockIndex(tx, index.id);
-    await sql(
-      tx,
-      `update doc_documents set path = ?, metadata = metadata || jsonb_build_object('filename', ?::text) where id = ?`,
-      [next, a.new_filename, doc.id],
-    );
-    // An API process caching the chunks' rows with their paths reads the new path with its next search's changes.
-    await logDocumentChanged(tx, index.id, doc.id as string);
+  const { index, doc, old, next } = await onCurrentIndex(async () => {
+    const index = await requireIndex(c.em, c.tenant, a.index_name);
+    const doc = await findDocument(c.em, index, { filepath: a.filepath });
+    if (!doc) throw new NotFoundError(`No document ${a.filepath} in index "${a.index_name}".`);
+    if (doc.managed_source_id != null) managedRepoGuard('RENAME_DOCUMENT', a.index_name, doc.path as string);
+    const old = doc.path as string;
+    const cut = old.lastIndexOf('/');
+    const next = cut >= 0 ? `${old.slice(0, cut + 1)}${a.new_filename}` : a.new_filename;
+    const clash = await sql(c.em, 'select 1 from doc_documents where index_id = ? and path = ? and id <> ?', [
+      index.id,
+      next,
+      doc.id,
+    ]);
+    if (clash.length)
+      throw new ConflictError(`A document "${next}" already exists in index "${a.index_name}".`, { filepath: next });
+    await c.em.fork().transactional(async (tx) => {
+      await lockResolvedIndex(tx, index);
+      await sql(
+        tx,
+        `update doc_documents set path = ?, metadata = metadata || jsonb_build_object('filename', ?::text) where id = ?`,
+        [next, a.new_filename, doc.id],
+      );
+      // An API process caching the chunks' rows with their paths reads the new path with its next search's changes.
+      await logDocumentChanged(tx, index.id, doc.id as string);
+    });
+    return { index, doc, old, next };
   });
   await cachedSetsCaughtUp(c, index.id);
   return { Success: true, file_id: doc.id, filepath: next, previous_filepath: old };

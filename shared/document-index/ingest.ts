@@ -5,7 +5,7 @@ import type { AppConfig } from '../config.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { ChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
-import { findIndex, ingestDocuments, sql, type IngestInput, type IngestOutcome } from './store.js';
+import { findIndex, ingestDocuments, onCurrentIndex, sql, type IngestInput, type IngestOutcome } from './store.js';
 import { pruneVectorLog } from './vectors.js';
 
 const EXCLUDED_SEGMENTS = new Set(['__pycache__', 'node_modules', '.git', 'target', 'build', 'dist', '.venv', '.tox']);
@@ -109,16 +109,23 @@ export interface IngestReport {
 export async function ingestFiles(
   em: EntityManager,
   config: AppConfig,
-  input: {
-    tenant: string;
-    indexName: string;
-    root: string;
-    files: string[];
-    chunkConfig: ChunkConfig;
-    /** Set by a managed source's document feed: the documents are Git-backed (the guard does not apply). */
-    managedSourceId?: string;
-  },
+  input: IngestFilesInput,
 ): Promise<IngestReport> {
+  // A rechunk swap or deletion while the batch waited for the index: read again under the name's index now.
+  return onCurrentIndex(() => ingestFilesInto(em, config, input));
+}
+
+interface IngestFilesInput {
+  tenant: string;
+  indexName: string;
+  root: string;
+  files: string[];
+  chunkConfig: ChunkConfig;
+  /** Set by a managed source's document feed: the documents are Git-backed (the guard does not apply). */
+  managedSourceId?: string;
+}
+
+async function ingestFilesInto(em: EntityManager, config: AppConfig, input: IngestFilesInput): Promise<IngestReport> {
   const report: IngestReport = { added: [], skipped: [], warnings: [] };
   const index = await findIndex(em, input.tenant, input.indexName);
   if (!index) {

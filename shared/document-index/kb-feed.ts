@@ -15,7 +15,7 @@ import type {
 import { kbEditBranch } from './kb-edits.js';
 import { excludedBy } from './ingest.js';
 import { KB_EDIT_EXTENSIONS } from './kb-edits.js';
-import { configOf, contentHash, lockIndex, sql, SYSTEM_INDEXES, type IndexRow } from './store.js';
+import { configOf, contentHash, lockIndex, lockResolvedIndex, sql, SYSTEM_INDEXES, type IndexRow } from './store.js';
 
 /**
  * A synced managed source's documents feed document indexes (issue 13). Rule: one index per
@@ -155,7 +155,7 @@ export async function planDocumentFeed(
     const gone = docs.filter((d) => !present.has(d.path)).map((d) => d.path);
     if (gone.length)
       await em.fork().transactional(async (tx) => {
-        await lockIndex(tx, index.id);
+        await lockResolvedIndex(tx, index);
         for (const p of gone)
           await sql(tx, 'delete from doc_documents where index_id = ? and managed_source_id = ? and path = ?', [
             index.id,

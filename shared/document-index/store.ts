@@ -82,6 +82,46 @@ export async function lockIndex(tx: EntityManager, indexId: string, mode: 'exclu
   await sql(tx, `select ${fn}(hashtextextended(?, 13))`, [indexId]);
 }
 
+/**
+ * The index a writer resolved changed while it waited for the index's lock: a rechunk swap retired it (its
+ * rows are dropped next, with anything written to them) or it was deleted. The writer writes nothing;
+ * `onCurrentIndex` runs it again on the index the name now resolves to. A 409 if it keeps happening.
+ */
+export class IndexReplaced extends ConflictError {
+  override name = 'IndexReplaced';
+  constructor(index: Pick<IndexRow, 'name'>) {
+    super(
+      `Index "${index.name}" was rechunked or deleted while this write waited for it; nothing was written. Retry the call.`,
+      { index_name: index.name },
+    );
+  }
+}
+
+/**
+ * Locks an index the caller resolved (`lockIndex`) and checks, in a statement after the lock (a fresh
+ * snapshot), that it is still in the state it was resolved in; else `IndexReplaced`.
+ */
+export async function lockResolvedIndex(
+  tx: EntityManager,
+  index: Pick<IndexRow, 'id' | 'name' | 'state'>,
+  mode: 'exclusive' | 'shared' = 'exclusive',
+): Promise<void> {
+  await lockIndex(tx, index.id, mode);
+  const [now] = await sql<{ state: string }>(tx, 'select state from doc_indexes where id = ?', [index.id]);
+  if (now?.state !== index.state) throw new IndexReplaced(index);
+}
+
+/** Runs a write that resolves its index by name again (up to three times) while `IndexReplaced` says it changed meanwhile. */
+export async function onCurrentIndex<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (!(err instanceof IndexReplaced) || attempt >= 3) throw err;
+    }
+  }
+}
+
 /** A batch ingestion under the shared lock met another writer of one of its paths: it runs again under the exclusive lock. */
 class PathRaced extends Error {
   constructor() {
@@ -146,7 +186,8 @@ export const SMALL_WRITE_PENDING_LIST_KB = 64;
  * inserts the chunks' rows instead (their full-text vectors and indexes: most of the write's time there),
  * so neither side waits for the other. The transaction holds the index's lock shared, so batches of
  * other paths (ADD_DOCUMENTS' two activities at once) write their chunks side by side; a batch that meets
- * another writer of one of its paths runs again under the exclusive lock. Idempotent
+ * another writer of one of its paths runs again under the exclusive lock. An index a rechunk swap retired
+ * or a deletion removed while the write waited for the lock: `IndexReplaced`, nothing written. Idempotent
  * per content hash: the same text at the same path is `unchanged` and writes nothing, so a retried
  * ingestion never duplicates chunks. Outcomes are in the order of `docs`. `pendingListKb`: the full-text
  * index's pending list this write leaves at most (`SMALL_WRITE_PENDING_LIST_KB`); unset, PostgreSQL's
@@ -229,7 +270,7 @@ export async function ingestDocuments(
       const pendingKb = options.pendingListKb;
       if (pendingKb !== undefined && Number.isFinite(pendingKb))
         await sql(tx, `set local gin_pending_list_limit = ${Math.max(64, Math.floor(pendingKb))}`);
-      await lockIndex(tx, index.id, mode);
+      await lockResolvedIndex(tx, index, mode);
       const replaced = await sqlBound<{ path: string }>(
         tx,
         'delete from doc_documents where index_id = $1 and path = any($2::text[]) returning path',

@@ -6,6 +6,7 @@
  * path on the embedded PostgreSQL (which has no pgvector).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentEmbedder, cosine, type Embedder } from '../../shared/document-index/embedder.js';
 import { documentIndexConsumer } from '../../shared/document-index/consumer.js';
@@ -337,6 +338,113 @@ describe('exact backend with its cache', () => {
     expect(await logged(begun.sourceId)).toBe(sourceLogged);
     await dropBuildingIndex(em(), begun.tempId);
     expect((await sql(em(), 'select 1 from doc_indexes where id = ?', [begun.tempId])).length).toBe(1);
+  });
+
+  it('writes that waited for the index while a rechunk swap retired it land in the new index (ADD_TEXT, DELETE_DOCUMENT, RENAME_DOCUMENT)', async () => {
+    const index = await createIndex(em(), tenant, 'swap-race', NO_CHUNKING);
+    await add(index, 'keep.md', 'Harbours shelter boats from storms.');
+    await add(index, 'drop.md', 'Tides rise twice a day along the coast.');
+    await add(index, 'old-name.md', 'Lighthouses warn ships of rocks.');
+    const config = { chunk_size: 4, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+    const begun = await beginRechunk(em(), { tenant, indexName: 'swap-race', runId: 'race', config });
+    if ('missing' in begun) throw new Error('index missing');
+    const copy = { tenant, sourceId: begun.sourceId, tempId: begun.tempId, limit: 10, chunkConfig: config };
+    expect(await rechunkCopyBatch(em(), stack.config, { ...copy, afterId: null })).toMatchObject({
+      docs: 3,
+      done: true,
+    });
+    // The swap takes the index's lock, then waits on the temporary index's row held here: the writes queue
+    // behind the lock (found waiting in pg_locks, not by timing) and take it after the swap commits.
+    const holder = new pg.Client({ connectionString: stack.db.url });
+    await holder.connect();
+    const waiting = async () =>
+      (
+        await query<{ n: number }>(
+          stack.db.url,
+          `select count(*)::int as n from pg_locks where not granted and (locktype = 'advisory' or locktype = 'transactionid')`,
+        )
+      )[0]!.n;
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from doc_indexes where id = $1 for update', [begun.tempId]);
+      const swap = swapRechunk(em(), {
+        tenant,
+        indexName: 'swap-race',
+        sourceId: begun.sourceId,
+        tempId: begun.tempId,
+      });
+      await expect.poll(waiting).toBe(1);
+      const writes = Promise.all([
+        ok({
+          action: 'ADD_TEXT',
+          index_name: 'swap-race',
+          text: 'Pilots guide large ships into the harbour at dawn.',
+          metadata: { filepath: 'new.md' },
+        }),
+        ok({ action: 'DELETE_DOCUMENT', index_name: 'swap-race', filepath: 'drop.md' }),
+        ok({ action: 'RENAME_DOCUMENT', index_name: 'swap-race', filepath: 'old-name.md', new_filename: 'renamed.md' }),
+      ]);
+      await expect.poll(waiting).toBe(4);
+      await holder.query('rollback');
+      expect(await swap).toMatchObject({ swapped: true, docs: 3 });
+      const [added, deleted, renamed] = await writes;
+      expect(added).toMatchObject({ Success: true, filepath: 'new.md', status: 'added' });
+      expect(deleted).toMatchObject({ Success: true, filepath: 'drop.md' });
+      expect(renamed).toMatchObject({ Success: true, filepath: 'renamed.md', previous_filepath: 'old-name.md' });
+    } finally {
+      await holder.end();
+    }
+    // The name's index is the rebuilt one, holding every write; the retired index is gone with its rows.
+    const [now] = await sql<IndexRow>(em(), `select * from doc_indexes where tenant = ? and name = 'swap-race'`, [
+      tenant,
+    ]);
+    expect(now).toMatchObject({ id: begun.tempId, state: 'active', chunk_size: 4 });
+    const docs = await sql<{ path: string; chunk_count: number }>(
+      em(),
+      'select path, chunk_count from doc_documents where index_id = ? order by path',
+      [begun.tempId],
+    );
+    expect(docs.map((d) => d.path)).toEqual(['keep.md', 'new.md', 'renamed.md']);
+    // ADD_TEXT chunked its text with the new index's parameters (4-token sentences), not the retired one's.
+    expect(docs.find((d) => d.path === 'new.md')!.chunk_count).toBeGreaterThan(1);
+    expect((await sql(em(), 'select 1 from doc_indexes where id = ?', [begun.sourceId])).length).toBe(0);
+    const search = await ok({ action: 'SEARCH', index_name: 'swap-race', query: 'pilots harbour dawn' });
+    expect(search.results[0]).toMatchObject({ filepath: 'new.md' });
+  });
+
+  it('a write that waited for the index while DELETE_INDEX removed it answers 404 not_found and writes nothing', async () => {
+    const index = await createIndex(em(), tenant, 'delete-race', NO_CHUNKING);
+    await add(index, 'a.md', 'Ferries cross the bay hourly.');
+    const holder = new pg.Client({ connectionString: stack.db.url });
+    await holder.connect();
+    const waiting = async () =>
+      (
+        await query<{ n: number }>(
+          stack.db.url,
+          `select count(*)::int as n from pg_locks where not granted and locktype = 'advisory'`,
+        )
+      )[0]!.n;
+    try {
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock(hashtextextended($1, 13))', [index.id]);
+      const writing = tool({
+        action: 'ADD_TEXT',
+        index_name: 'delete-race',
+        text: 'Late ferry.',
+        metadata: { filepath: 'b.md' },
+      });
+      await expect.poll(waiting).toBe(1);
+      // What DELETE_INDEX does under the lock (its vectors, then the row; documents and chunks cascade).
+      await holder.query('delete from doc_embeddings where index_id = $1', [index.id]);
+      await holder.query('delete from doc_indexes where id = $1', [index.id]);
+      await holder.query('commit');
+      const res = await writing;
+      expect(res.status, res.text).toBe(404);
+      expect(res.body).toMatchObject({ error_type: 'not_found' });
+    } finally {
+      await holder.end();
+    }
+    expect(await sql(em(), 'select 1 from doc_documents where index_id = ?', [index.id])).toEqual([]);
   });
 
   it('keeps within its byte budget: a set larger than the budget is scanned, not kept', async () => {
