@@ -192,12 +192,18 @@ async function catchUp(em: EntityManager, indexId: string, collection: string, s
 
 /**
  * Deletes log rows older than `seconds` (and those of deleted indexes with them) and raises each
- * index's `vector_log_floor` to the newest generation deleted, so a cache older than that reloads.
+ * index's `vector_log_floor` to the newest generation deleted, so a cache older than that reloads. One
+ * pruner at a time (a transaction-scoped try-lock in the statement): another one running meanwhile
+ * deletes the same rows, so this one does nothing. Two at once updated the same indexes' rows in their
+ * own orders and could deadlock, failing the ingestion (already committed) that ran one.
  */
 export async function pruneVectorLog(em: EntityManager, seconds = 600): Promise<void> {
   await sql(
     em,
-    `with d as (delete from doc_vector_log where logged_at < now() - make_interval(secs => ?) returning index_id, gen),
+    `with pruner as (select pg_try_advisory_xact_lock(hashtextextended('doc_vector_log', 15)) as alone),
+       d as (delete from doc_vector_log
+               where logged_at < now() - make_interval(secs => ?) and (select alone from pruner)
+               returning index_id, gen),
        m as (select index_id, max(gen) as gen from d group by index_id)
      update doc_indexes i set vector_log_floor = greatest(i.vector_log_floor, m.gen) from m where i.id = m.index_id`,
     [seconds],

@@ -109,6 +109,44 @@ describe('two API processes over one database', () => {
     expect(await search('bats night')).toContain(await chunkOf(added.file_id));
     expect(backend.stats).toEqual({ loads: 2, hits: 0, catchUps: 0 });
   });
+
+  it('prunes the log one pruner at a time: a prune while another runs does nothing and fails nothing', async () => {
+    const index = await createIndex(em(), tenant, 'one-pruner', NO_CHUNKING);
+    await add(em(), index, 'a', 'Moths fly towards light.');
+    const logged = async () =>
+      Number(
+        (await sql<{ n: string }>(em(), 'select count(*) as n from doc_vector_log where index_id = ?', [index.id]))[0]!
+          .n,
+      );
+    const before = await logged();
+    expect(before).toBeGreaterThan(0);
+    const [floor] = await sql<{ vector_log_floor: string }>(
+      em(),
+      'select vector_log_floor from doc_indexes where id = ?',
+      [index.id],
+    );
+    // Another pruner's transaction holds the pruners' lock: this prune (and an ingestion running one) goes on.
+    const other = new pg.Client({ connectionString: stack.db.url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query(`select pg_advisory_xact_lock(hashtextextended('doc_vector_log', 15))`);
+      await pruneVectorLog(em(), 0);
+      expect(await logged()).toBe(before);
+      expect(await add(em(), index, 'b', 'Beetles crawl under stones.')).toMatchObject({ status: 'added' });
+      await other.query('commit');
+    } finally {
+      await other.end();
+    }
+    await pruneVectorLog(em(), 0);
+    expect(await logged()).toBe(0);
+    const [raised] = await sql<{ vector_log_floor: string }>(
+      em(),
+      'select vector_log_floor from doc_indexes where id = ?',
+      [index.id],
+    );
+    expect(BigInt(raised!.vector_log_floor)).toBeGreaterThan(BigInt(floor!.vector_log_floor));
+  });
 });
 
 /*
