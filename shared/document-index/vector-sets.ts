@@ -7,7 +7,8 @@
  *   vectors, non-zero in nearly every dimension).
  * - `SparseRows`: per-dimension posting lists (slot ids and float32 values of the non-zero entries), a
  *   query scored by walking only its own non-zero dimensions' lists (the local hashing embedder: a chunk
- *   is non-zero in about 4% of its 1,536 buckets, a query of a few words in a handful).
+ *   is non-zero in about 4% of its 1,536 buckets, a query of a few words in a handful). A full scan's
+ *   two inner loops run in a WebAssembly kernel where the runtime has one (`scan-kernel.ts`).
  *
  * Both score a row exactly as a row-by-row dot product of the unit vectors does: the products of the
  * query's non-zero dimensions summed in ascending dimension order from zero, in doubles. The sparse
@@ -16,6 +17,7 @@
  */
 
 import type { ChunkRows } from './chunk-rows.js';
+import { KERNEL_TILE, scanKernel, type ScanKernel } from './scan-kernel.js';
 
 export interface VectorHit {
   id: string;
@@ -507,7 +509,7 @@ export class Posting {
 }
 
 /** Slots per tile of a sparse scan: 32K doubles (256 KB), which stay in a core's L2 cache. */
-const TILE = 1 << 15;
+const TILE = KERNEL_TILE;
 
 /**
  * Adds `weight` times entries `from` to `end` of `list` into `sums` (indexed by slot minus `base`): four
@@ -592,7 +594,11 @@ export class SparseRows implements Rows {
   /** The scan's sums of one tile of slots (`score`), all zero between tiles. */
   private sums = new Float64Array(0);
 
-  constructor(readonly dim: number) {
+  /** `kernel`: the WebAssembly scan kernel (`scan-kernel.ts`), or null for the JavaScript loops alone. */
+  constructor(
+    readonly dim: number,
+    private readonly kernel: ScanKernel | null = scanKernel(),
+  ) {
     this.lists = Array.from({ length: dim }, () => new Posting());
   }
 
@@ -695,6 +701,7 @@ export class SparseRows implements Rows {
       weights.push(q[d]!);
       at.push(from > 0 ? this.lists[d]!.lowerBound(from) : 0);
     }
+    if (!only && this.kernel) return this.scoreInKernel(this.kernel, lists, weights, at, from, top);
     const best = only ? null : new SlotHeap(top.k, total - from, ids);
     for (let lo = from; lo < total; lo += sums.length) {
       const hi = Math.min(total, lo + sums.length);
@@ -714,6 +721,61 @@ export class SparseRows implements Rows {
       sums.fill(0, 0, hi - lo); // one memset for the next tile, not a store per slot
     }
     best?.drainInto(top);
+  }
+
+  /**
+   * `score` of every slot from `from` on, with the WebAssembly kernel: per tile, each list's entries of the
+   * tile are copied into the kernel's memory and added there (`add`, the same doubles in the same order),
+   * then the kernel's `sweep` finds the sums at least the kept floor, 64 at most at a time, and those are
+   * offered here (the floor rising with each offer, as in `offerTile`); the tile's sums are then zeroed.
+   */
+  private scoreInKernel(
+    kernel: ScanKernel,
+    lists: readonly Posting[],
+    weights: readonly number[],
+    at: number[],
+    from: number,
+    top: TopK,
+  ): void {
+    const { ids } = this;
+    const total = ids.length;
+    const { sums, slots, vals, out } = kernel;
+    const best = new SlotHeap(top.k, total - from, ids);
+    for (let lo = from; lo < total; lo += KERNEL_TILE) {
+      const hi = Math.min(total, lo + KERNEL_TILE);
+      for (let j = 0; j < lists.length; j++) {
+        const list = lists[j]!;
+        const end = hi >= total ? list.n : list.lowerBound(hi, at[j]!);
+        let n = 0;
+        for (let i = at[j]!; i < end;) {
+          const seg = i >>> SEGMENT_BITS;
+          const r = i & (SEGMENT - 1);
+          const stop = Math.min(SEGMENT, end - seg * SEGMENT);
+          slots.set(list.slots[seg]!.subarray(r, stop), n);
+          vals.set(list.vals[seg]!.subarray(r, stop), n);
+          n += stop - r;
+          i = seg * SEGMENT + stop;
+        }
+        if (n) kernel.add(n, weights[j]!, lo);
+        at[j] = end;
+      }
+      let floor = Math.max(top.floor, best.floor);
+      const end8 = (hi - lo + 7) & ~7; // the sums past the tile's slots are zero, never found
+      for (let pos = 0; pos < end8;) {
+        pos = kernel.sweep(pos, end8, Math.max(floor, Number.MIN_VALUE));
+        const found = kernel.found();
+        for (let i = 0; i < found; i++) {
+          const slot = out[i]!;
+          const s = sums[slot]!;
+          if (s >= floor && ids[lo + slot] !== undefined) {
+            best.offer(lo + slot, s);
+            floor = Math.max(floor, best.floor);
+          }
+        }
+      }
+      sums.fill(0, 0, hi - lo);
+    }
+    best.drainInto(top);
   }
 
   /** The scan's sums of one tile: a tile's, or the set's slots' (with a quarter to grow) while fewer. */

@@ -1,0 +1,61 @@
+;; The sparse scan's kernel (`scan-kernel.ts` loads it; `npm run build:scan-kernel` compiles this file into
+;; `scan-kernel-bytes.ts`, and a test checks the two agree). One page layout, fixed:
+;;   SUMS  at 0:       a tile's sums, 32,768 doubles (256 KB), zero between tiles;
+;;   SLOTS at 262144:  one list's entries of the tile, uint32 slots (128 KB);
+;;   VALS  at 393216:  their float32 values (128 KB);
+;;   OUT   at 524288:  the slots `sweep` found, up to 64 uint32.
+(module
+  (memory (export "memory") 9)
+  (global $found (mut i32) (i32.const 0))
+
+  ;; Adds weight * VALS[i] into SUMS[SLOTS[i] - base] for i < n: the product in doubles (the float32 value
+  ;; promoted), added to the sum, as `addInto` in JavaScript does, so the sums are the same doubles. `$p`
+  ;; walks the entries' byte offset (4 a step), `$k` is a sum's byte address.
+  (func (export "add") (param $n i32) (param $w f64) (param $base i32)
+    (local $p i32) (local $end i32) (local $k i32)
+    (local.set $end (i32.shl (local.get $n) (i32.const 2)))
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $k
+          (i32.shl (i32.sub (i32.load offset=262144 (local.get $p)) (local.get $base)) (i32.const 3)))
+        (f64.store (local.get $k)
+          (f64.add (f64.load (local.get $k))
+                   (f64.mul (local.get $w) (f64.promote_f32 (f32.load offset=393216 (local.get $p))))))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $each))))
+
+  ;; Finds the sums at least `floor` (a positive double) among SUMS[from, end), eight at a time (from and end
+  ;; multiples of 8), writing their slots to OUT in order: returns where it stopped, when done or when OUT
+  ;; could not take another eight (the count in `found`).
+  (func (export "sweep") (param $from i32) (param $end i32) (param $floor f64) (result i32)
+    (local $i i32) (local $f v128) (local $a i32) (local $j i32) (local $n i32)
+    (local.set $f (f64x2.splat (local.get $floor)))
+    (local.set $i (local.get $from))
+    (block $done
+      (loop $eight
+        (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
+        (br_if $done (i32.gt_u (local.get $n) (i32.const 56)))
+        (local.set $a (i32.shl (local.get $i) (i32.const 3)))
+        (if (v128.any_true
+              (v128.or
+                (v128.or (f64x2.ge (v128.load (local.get $a)) (local.get $f))
+                         (f64x2.ge (v128.load offset=16 (local.get $a)) (local.get $f)))
+                (v128.or (f64x2.ge (v128.load offset=32 (local.get $a)) (local.get $f))
+                         (f64x2.ge (v128.load offset=48 (local.get $a)) (local.get $f)))))
+          (then
+            (local.set $j (i32.const 0))
+            (loop $each
+              (if (f64.ge (f64.load (i32.add (local.get $a) (i32.shl (local.get $j) (i32.const 3)))) (local.get $floor))
+                (then
+                  (i32.store offset=524288 (i32.shl (local.get $n) (i32.const 2)) (i32.add (local.get $i) (local.get $j)))
+                  (local.set $n (i32.add (local.get $n) (i32.const 1)))))
+              (local.set $j (i32.add (local.get $j) (i32.const 1)))
+              (br_if $each (i32.lt_u (local.get $j) (i32.const 8))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (br $eight)))
+    (global.set $found (local.get $n))
+    (local.get $i))
+
+  (func (export "found") (result i32) (global.get $found))
+)
