@@ -236,7 +236,10 @@ export async function ingestDocuments(
       warnings,
     });
   }
-  const writes = planned.filter((p) => !p.unchanged);
+  // In path order: batches writing the same new paths insert them in one order, so one waits for the
+  // other (then runs again under the exclusive lock) instead of each waiting on the other's rows until
+  // PostgreSQL's deadlock check (a second) picks one to fail.
+  const writes = planned.filter((p) => !p.unchanged).sort((a, b) => (a.doc.path < b.doc.path ? -1 : 1));
   // The statements' parameters before the index is locked.
   const documentRows = JSON.stringify(
     writes.map((w) => ({
