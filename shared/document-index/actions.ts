@@ -295,11 +295,14 @@ export async function getDocumentAction(
 }
 
 export async function deleteDocumentAction(c: Ctx, a: { index_name: string; file_id?: string; filepath?: string }) {
+  // Run again on a rechunked index: the document found first, by its path (the rebuilt index's ids are new).
+  let target: { file_id?: string; filepath?: string } = a;
   const { index, doc } = await onCurrentIndex(async () => {
     const index = await requireIndex(c.em, c.tenant, a.index_name);
-    const doc = await findDocument(c.em, index, a);
+    const doc = await findDocument(c.em, index, target);
     if (!doc) throw new NotFoundError(`No document ${a.file_id ?? a.filepath} in index "${a.index_name}".`);
     if (doc.managed_source_id != null) managedRepoGuard('DELETE_DOCUMENT', a.index_name, doc.path as string);
+    target = { filepath: doc.path as string };
     await c.em.fork().transactional(async (tx) => {
       await lockResolvedIndex(tx, index);
       await sql(tx, 'delete from doc_documents where id = ?', [doc.id]);

@@ -15,7 +15,16 @@ import type {
 import { kbEditBranch } from './kb-edits.js';
 import { excludedBy } from './ingest.js';
 import { KB_EDIT_EXTENSIONS } from './kb-edits.js';
-import { configOf, contentHash, lockIndex, lockResolvedIndex, sql, SYSTEM_INDEXES, type IndexRow } from './store.js';
+import {
+  configOf,
+  contentHash,
+  lockIndex,
+  lockResolvedIndex,
+  onCurrentIndex,
+  sql,
+  SYSTEM_INDEXES,
+  type IndexRow,
+} from './store.js';
 
 /**
  * A synced managed source's documents feed document indexes (issue 13). Rule: one index per
@@ -123,9 +132,19 @@ async function pullRequestFor(em: EntityManager, row: ManagedSourceRow, prefix: 
 /**
  * Plans the feed after a checkout: per folder finds or creates the index, removes the source's
  * documents whose files are gone, and lists the new or changed files for an ingestion child
- * workflow (the ingestion itself is idempotent per content hash).
+ * workflow (the ingestion itself is idempotent per content hash). An index a rechunk swap replaced
+ * while the plan waited for its lock: the plan runs again (`onCurrentIndex`; its removals are idempotent).
  */
 export async function planDocumentFeed(
+  em: EntityManager,
+  config: AppConfig,
+  row: ManagedSourceRow,
+  input: { jobId: string; workdir: string; overwriteIndexes?: boolean },
+): Promise<DocumentFeedPlan> {
+  return onCurrentIndex(() => planFeedOnce(em, config, row, input));
+}
+
+async function planFeedOnce(
   em: EntityManager,
   config: AppConfig,
   row: ManagedSourceRow,

@@ -6,6 +6,9 @@ import type { Embedder } from './embedder.js';
 import { encodeVector, pruneVectorLog } from './vectors.js';
 import { type BoundStatement, sql, sqlBound, sqlBoundStatement, sqlBoundWhile } from '../db/sql.js';
 import { encodeNativeVectorArray, type NativeVectorType, nativeVectorType } from './native-vector-writer.js';
+import { createLogger } from '../log.js';
+
+const log = createLogger({ base: { component: 'document-index' } });
 
 export type Row = Record<string, unknown>;
 
@@ -84,7 +87,8 @@ export async function lockIndex(tx: EntityManager, indexId: string, mode: 'exclu
 
 /**
  * The index a writer resolved changed while it waited for the index's lock: a rechunk swap retired it (its
- * rows are dropped next, with anything written to them) or it was deleted. The writer writes nothing;
+ * rows are dropped next, with anything written to them), it was deleted, renamed, or adopted by a managed
+ * source. The writer writes nothing;
  * `onCurrentIndex` runs it again on the index the name now resolves to. A 409 if it keeps happening.
  */
 export class IndexReplaced extends ConflictError {
@@ -99,16 +103,27 @@ export class IndexReplaced extends ConflictError {
 
 /**
  * Locks an index the caller resolved (`lockIndex`) and checks, in a statement after the lock (a fresh
- * snapshot), that it is still in the state it was resolved in; else `IndexReplaced`.
+ * snapshot), that it is still as it was resolved: same state, name and managed source (a rechunk swap,
+ * a deletion, a rename or a source's adoption meanwhile: `IndexReplaced`, so the caller's checks, such as
+ * the managed-repository guard, run again on the index as it is).
  */
 export async function lockResolvedIndex(
   tx: EntityManager,
-  index: Pick<IndexRow, 'id' | 'name' | 'state'>,
+  index: Pick<IndexRow, 'id' | 'name' | 'state' | 'managed_source_id'>,
   mode: 'exclusive' | 'shared' = 'exclusive',
 ): Promise<void> {
   await lockIndex(tx, index.id, mode);
-  const [now] = await sql<{ state: string }>(tx, 'select state from doc_indexes where id = ?', [index.id]);
-  if (now?.state !== index.state) throw new IndexReplaced(index);
+  const [now] = await sql<Pick<IndexRow, 'name' | 'state' | 'managed_source_id'>>(
+    tx,
+    'select state, name, managed_source_id from doc_indexes where id = ?',
+    [index.id],
+  );
+  if (
+    now?.state !== index.state ||
+    now.name !== index.name ||
+    (now.managed_source_id ?? null) !== (index.managed_source_id ?? null)
+  )
+    throw new IndexReplaced(index);
 }
 
 /** Runs a write that resolves its index by name again (up to three times) while `IndexReplaced` says it changed meanwhile. */
@@ -313,7 +328,12 @@ export async function ingestDocuments(
     : new Set<string>();
   // The vector change log's old rows (usually none: one index range on `logged_at`), so writers that never
   // reach an ingestion checkpoint (ADD_TEXT) do not grow it without bound.
-  if (writes.length) await pruneVectorLog(em);
+  // Housekeeping after the commit: a failure (a deadlock with a rechunk swap's log deletion) is logged, and
+  // the write, committed, still answers (the next prune deletes the rows).
+  if (writes.length)
+    await pruneVectorLog(em).catch((err: unknown) =>
+      log.warn('pruning the vector change log after an ingestion failed', { error: String(err) }),
+    );
   return planned.map((p) =>
     p.unchanged
       ? { file_id: p.before.id, filepath: p.doc.path, status: 'unchanged', chunks: p.before.chunk_count, warnings: [] }

@@ -737,10 +737,28 @@ export class SparseRows implements Rows {
     from: number,
     top: TopK,
   ): void {
+    const best = new SlotHeap(top.k, this.ids.length - from, this.ids);
+    try {
+      this.kernelTiles(kernel, lists, weights, at, from, best, top);
+    } catch (err) {
+      kernel.sums.fill(0); // the kernel's sums are every set's: zero again after a scan that threw
+      throw err;
+    }
+    best.drainInto(top);
+  }
+
+  private kernelTiles(
+    kernel: ScanKernel,
+    lists: readonly Posting[],
+    weights: readonly number[],
+    at: number[],
+    from: number,
+    best: SlotHeap,
+    top: TopK,
+  ): void {
     const { ids } = this;
     const total = ids.length;
     const { sums, slots, vals, out } = kernel;
-    const best = new SlotHeap(top.k, total - from, ids);
     for (let lo = from; lo < total; lo += KERNEL_TILE) {
       const hi = Math.min(total, lo + KERNEL_TILE);
       for (let j = 0; j < lists.length; j++) {
@@ -775,7 +793,6 @@ export class SparseRows implements Rows {
       }
       sums.fill(0, 0, hi - lo);
     }
-    best.drainInto(top);
   }
 
   /** The scan's sums of one tile: a tile's, or the set's slots' (with a quarter to grow) while fewer. */

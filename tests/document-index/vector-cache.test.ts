@@ -57,6 +57,33 @@ afterAll(async () => {
 async function add(index: IndexRow, path: string, content: string) {
   return ingestDocument(em(), index, { path, kind: 'text', content }, NO_CHUNKING, embedder);
 }
+/** This test database's sessions waiting for a lock (other test files' databases share the server). */
+const sessionsWaitingOnLocks = async () =>
+  (
+    await query<{ n: number }>(
+      stack.db.url,
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+  )[0]!.n;
+/**
+ * ADD_TEXT through the API while a transaction holds the index's lock: once the request waits for the
+ * lock (found in pg_stat_activity, not by timing), `change` runs in that transaction, which then commits.
+ */
+async function addTextBehindLock(index: IndexRow, text: string, change: (holder: pg.Client) => Promise<void>) {
+  const holder = new pg.Client({ connectionString: stack.db.url });
+  await holder.connect();
+  try {
+    await holder.query('begin');
+    await holder.query('select pg_advisory_xact_lock(hashtextextended($1, 13))', [index.id]);
+    const writing = tool({ action: 'ADD_TEXT', index_name: index.name, text, metadata: { filepath: 'late.md' } });
+    await expect.poll(sessionsWaitingOnLocks).toBe(1);
+    await change(holder);
+    await holder.query('commit');
+    return await writing;
+  } finally {
+    await holder.end();
+  }
+}
 const chunkIds = async (documentId: string) =>
   (await sql<{ id: string }>(em(), 'select id from doc_chunks where document_id = ? order by seq', [documentId])).map(
     (r) => r.id,
@@ -343,7 +370,7 @@ describe('exact backend with its cache', () => {
   it('writes that waited for the index while a rechunk swap retired it land in the new index (ADD_TEXT, DELETE_DOCUMENT, RENAME_DOCUMENT)', async () => {
     const index = await createIndex(em(), tenant, 'swap-race', NO_CHUNKING);
     await add(index, 'keep.md', 'Harbours shelter boats from storms.');
-    await add(index, 'drop.md', 'Tides rise twice a day along the coast.');
+    const dropped = await add(index, 'drop.md', 'Tides rise twice a day along the coast.');
     await add(index, 'old-name.md', 'Lighthouses warn ships of rocks.');
     const config = { chunk_size: 4, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
     const begun = await beginRechunk(em(), { tenant, indexName: 'swap-race', runId: 'race', config });
@@ -357,13 +384,7 @@ describe('exact backend with its cache', () => {
     // behind the lock (found waiting in pg_locks, not by timing) and take it after the swap commits.
     const holder = new pg.Client({ connectionString: stack.db.url });
     await holder.connect();
-    const waiting = async () =>
-      (
-        await query<{ n: number }>(
-          stack.db.url,
-          `select count(*)::int as n from pg_locks where not granted and (locktype = 'advisory' or locktype = 'transactionid')`,
-        )
-      )[0]!.n;
+    const waiting = sessionsWaitingOnLocks;
     try {
       await holder.query('begin');
       await holder.query('select 1 from doc_indexes where id = $1 for update', [begun.tempId]);
@@ -381,7 +402,8 @@ describe('exact backend with its cache', () => {
           text: 'Pilots guide large ships into the harbour at dawn.',
           metadata: { filepath: 'new.md' },
         }),
-        ok({ action: 'DELETE_DOCUMENT', index_name: 'swap-race', filepath: 'drop.md' }),
+        // By its id: the rebuilt index gave the document a new one, so the run again finds it by its path.
+        ok({ action: 'DELETE_DOCUMENT', index_name: 'swap-race', file_id: dropped.file_id }),
         ok({ action: 'RENAME_DOCUMENT', index_name: 'swap-race', filepath: 'old-name.md', new_filename: 'renamed.md' }),
       ]);
       await expect.poll(waiting).toBe(4);
@@ -415,35 +437,23 @@ describe('exact backend with its cache', () => {
   it('a write that waited for the index while DELETE_INDEX removed it answers 404 not_found and writes nothing', async () => {
     const index = await createIndex(em(), tenant, 'delete-race', NO_CHUNKING);
     await add(index, 'a.md', 'Ferries cross the bay hourly.');
-    const holder = new pg.Client({ connectionString: stack.db.url });
-    await holder.connect();
-    const waiting = async () =>
-      (
-        await query<{ n: number }>(
-          stack.db.url,
-          `select count(*)::int as n from pg_locks where not granted and locktype = 'advisory'`,
-        )
-      )[0]!.n;
-    try {
-      await holder.query('begin');
-      await holder.query('select pg_advisory_xact_lock(hashtextextended($1, 13))', [index.id]);
-      const writing = tool({
-        action: 'ADD_TEXT',
-        index_name: 'delete-race',
-        text: 'Late ferry.',
-        metadata: { filepath: 'b.md' },
-      });
-      await expect.poll(waiting).toBe(1);
+    const res = await addTextBehindLock(index, 'Late ferry.', async (holder) => {
       // What DELETE_INDEX does under the lock (its vectors, then the row; documents and chunks cascade).
       await holder.query('delete from doc_embeddings where index_id = $1', [index.id]);
       await holder.query('delete from doc_indexes where id = $1', [index.id]);
-      await holder.query('commit');
-      const res = await writing;
-      expect(res.status, res.text).toBe(404);
-      expect(res.body).toMatchObject({ error_type: 'not_found' });
-    } finally {
-      await holder.end();
-    }
+    });
+    expect(res.status, res.text).toBe(404);
+    expect(res.body).toMatchObject({ error_type: 'not_found' });
+    expect(await sql(em(), 'select 1 from doc_documents where index_id = ?', [index.id])).toEqual([]);
+  });
+
+  it('a write that waited for the index while it was renamed runs again under the name it gave: 404 when no index has it now', async () => {
+    const index = await createIndex(em(), tenant, 'rename-race', NO_CHUNKING);
+    const res = await addTextBehindLock(index, 'Kites fly on windy days.', async (holder) => {
+      await holder.query(`update doc_indexes set name = 'renamed-meanwhile' where id = $1`, [index.id]);
+    });
+    expect(res.status, res.text).toBe(404);
+    expect(res.body).toMatchObject({ error_type: 'not_found' });
     expect(await sql(em(), 'select 1 from doc_documents where index_id = ?', [index.id])).toEqual([]);
   });
 
