@@ -691,7 +691,6 @@ export class SparseRows implements Rows {
     const { ids } = this;
     const total = ids.length;
     if (from >= total) return;
-    const sums = this.tileSums();
     const lists: Posting[] = [];
     const weights: number[] = [];
     const at: number[] = [];
@@ -702,6 +701,7 @@ export class SparseRows implements Rows {
       at.push(from > 0 ? this.lists[d]!.lowerBound(from) : 0);
     }
     if (!only && this.kernel) return this.scoreInKernel(this.kernel, lists, weights, at, from, top);
+    const sums = this.tileSums();
     const best = only ? null : new SlotHeap(top.k, total - from, ids);
     for (let lo = from; lo < total; lo += sums.length) {
       const hi = Math.min(total, lo + sums.length);
