@@ -430,8 +430,9 @@ describe('exact backend with its cache', () => {
     // ADD_TEXT chunked its text with the new index's parameters (4-token sentences), not the retired one's.
     expect(docs.find((d) => d.path === 'new.md')!.chunk_count).toBeGreaterThan(1);
     expect((await sql(em(), 'select 1 from doc_indexes where id = ?', [begun.sourceId])).length).toBe(0);
-    const search = await ok({ action: 'SEARCH', index_name: 'swap-race', query: 'pilots harbour dawn' });
-    expect(search.results[0]).toMatchObject({ filepath: 'new.md' });
+    // One of its new 4-token chunks holds every word of the query: the only full match, first in both rankings.
+    const search = await ok({ action: 'SEARCH', index_name: 'swap-race', query: 'pilots guide large ships' });
+    expect(search.results[0]).toMatchObject({ filepath: 'new.md', lexical_rank: 1 });
   });
 
   it('a write that waited for the index while DELETE_INDEX removed it answers 404 not_found and writes nothing', async () => {
