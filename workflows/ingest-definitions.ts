@@ -3,7 +3,7 @@
  * it, so it holds only definitions and plain types.
  */
 import { defineQuery } from '@temporalio/workflow';
-import type { ChunkConfig } from '../shared/document-index/chunking.js';
+import type { ChunkConfig, ChunkParams } from '../shared/document-index/chunking.js';
 
 /** One workflow per ADD_DOCUMENTS call of a directory. */
 export const ingestWorkflowId = (indexName: string, id: string) => `ingest/${indexName}/${id}`;
@@ -16,7 +16,13 @@ export interface IngestInput {
   files: string[];
   /** Excluded paths found while planning, reported with the result. */
   skipped: Array<{ filepath: string; reason: string }>;
+  /** The chunking the call resolved when it began. */
   chunkConfig: ChunkConfig;
+  /**
+   * The call's own chunk parameters (`{}`: none): each batch resolves them against the index it finds, whose
+   * defaults a rechunk swap may have changed meanwhile. Absent in workflows started before it.
+   */
+  chunkParams?: ChunkParams;
   /** Files per activity. */
   batchSize: number;
   /** Compaction checkpoint every `checkpointInterval` documents, after a durable pause of `checkpointSleepMs`. */

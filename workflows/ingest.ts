@@ -33,6 +33,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestResult> 
         root: input.root,
         files,
         chunkConfig: input.chunkConfig,
+        ...(input.chunkParams ? { chunkParams: input.chunkParams } : {}),
         ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
       });
       // A batch retried after a crash reports the files its first attempt stored as unchanged.

@@ -38,6 +38,7 @@ export async function addDocumentsAction(
       root: plan.root,
       files: plan.files,
       chunkConfig,
+      chunkParams: params,
     });
     if (report.skipped[0]?.reason.startsWith('managed_repo_guard'))
       managedRepoGuard('ADD_DOCUMENTS', indexName, plan.files[0]);
@@ -55,6 +56,7 @@ export async function addDocumentsAction(
           files: plan.files,
           skipped: plan.skipped,
           chunkConfig,
+          chunkParams: params,
           batchSize: INGEST_BATCH,
           checkpointInterval: compactionInterval,
           checkpointSleepMs: Math.round(compactionSleepS * 1000),

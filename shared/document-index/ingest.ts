@@ -3,9 +3,18 @@ import { basename, join, sep } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
-import type { ChunkConfig } from './chunking.js';
+import { type ChunkConfig, type ChunkParams, resolveChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
-import { findIndex, ingestDocuments, onCurrentIndex, sql, type IngestInput, type IngestOutcome } from './store.js';
+import {
+  configOf,
+  findIndex,
+  ingestDocuments,
+  onCurrentIndex,
+  sql,
+  type IndexRow,
+  type IngestInput,
+  type IngestOutcome,
+} from './store.js';
 import { pruneVectorLog } from './vectors.js';
 
 const EXCLUDED_SEGMENTS = new Set(['__pycache__', 'node_modules', '.git', 'target', 'build', 'dist', '.venv', '.tox']);
@@ -120,7 +129,14 @@ interface IngestFilesInput {
   indexName: string;
   root: string;
   files: string[];
+  /** The chunking the call resolved at its start (against the index's defaults then). */
   chunkConfig: ChunkConfig;
+  /**
+   * The call's own chunk parameters (`{}`: none, the index's defaults): resolved again against the index the
+   * batch finds, whose defaults a rechunk swap may have changed since the call began, so its documents are
+   * chunked as the index's others. Absent in the batches of workflows started before it (`chunkConfig` serves).
+   */
+  chunkParams?: ChunkParams;
   /** Set by a managed source's document feed: the documents are Git-backed (the guard does not apply). */
   managedSourceId?: string;
 }
@@ -132,6 +148,8 @@ async function ingestFilesInto(em: EntityManager, config: AppConfig, input: Inge
     for (const f of input.files) report.skipped.push({ filepath: f, reason: 'index no longer exists' });
     return report;
   }
+  const chunking = chunkingFor(index, input);
+  if (chunking.warning) report.warnings.push(chunking.warning);
   const embedder = await currentEmbedder(em, config, input.tenant);
   // Each file's skip reason, or its document; the documents are ingested together (one transaction).
   const results: Array<{ path: string; skip?: string; doc?: number }> = [];
@@ -173,7 +191,7 @@ async function ingestFilesInto(em: EntityManager, config: AppConfig, input: Inge
       ...(input.managedSourceId ? { managedSourceId: input.managedSourceId } : {}),
     });
   }
-  const outcomes = await ingestDocuments(em, index, docs, input.chunkConfig, embedder);
+  const outcomes = await ingestDocuments(em, index, docs, chunking.config, embedder);
   for (const { path, skip, doc } of results) {
     if (skip) {
       report.skipped.push({ filepath: path, reason: skip });
@@ -185,6 +203,23 @@ async function ingestFilesInto(em: EntityManager, config: AppConfig, input: Inge
     else report.added.push({ file_id: r.file_id, filepath: r.filepath, status: r.status, chunks: r.chunks });
   }
   return report;
+}
+
+/**
+ * The chunking of a batch in `index`: the call's parameters over the index's defaults now. When the index's
+ * defaults changed since the call began (a rechunk swap) and no longer accept the call's parameters (an
+ * overlap not below the new size), the chunking the call resolved at its start, with a warning.
+ */
+function chunkingFor(index: IndexRow, input: IngestFilesInput): { config: ChunkConfig; warning?: string } {
+  if (!input.chunkParams) return { config: input.chunkConfig };
+  const r = resolveChunkConfig(configOf(index), input.chunkParams);
+  if (!('error' in r)) return { config: r.config };
+  return {
+    config: input.chunkConfig,
+    warning:
+      `chunk parameters: the index's defaults changed while the call ran and no longer accept its parameters ` +
+      `(${r.error}); chunked with the parameters resolved when the call began`,
+  };
 }
 
 /**

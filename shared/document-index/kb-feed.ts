@@ -206,6 +206,7 @@ async function planFeedOnce(
           files: changed,
           skipped: [],
           chunkConfig: configOf(index),
+          chunkParams: {}, // the index's defaults, as each batch finds them
           batchSize: FEED_BATCH,
           checkpointInterval: compactionInterval,
           checkpointSleepMs: Math.round(compactionSleepS * 1000),
