@@ -303,13 +303,15 @@ const CHANGES_IN_ANSWER = 1000;
 interface LexicalRow {
   /** The lexical ranking's chunk ids, best first. */
   lex: string[] | null;
-  /** Index id to [vector generation, log floor, name], the numbers as text. */
-  gens: Record<string, [string, string, string]> | null;
   /**
-   * The chunks changed since the cached sets' generations: [index id, chunk id, [base64 vector, position, text,
-   * document id, document path] or null when deleted].
+   * Index id to [vector generation, log floor, name, changes], the numbers as text; the changes are the chunks
+   * changed since the cached set's generation ([chunk id, [base64 vector, position, text, document id, document
+   * path] or null when deleted]), null when it has not moved (or the log was pruned past it).
    */
-  changes: Array<[string, string, [string, number, string, string, string] | null]> | null;
+  gens: Record<
+    string,
+    [string, string, string, Array<[string, [string, number, string, string, string] | null]> | null]
+  > | null;
   /** The best rows of the fusion with the vector ranking passed in, with their documents and snippets. */
   rows?: FusedRow[] | null;
   /** The query's lexemes (`to_tsquery('english', …)` as text) for the snippets written here; null without words. */
@@ -319,7 +321,8 @@ interface LexicalRow {
 /**
  * The exact path's statement: the lexical ranking; the indexes' vector generations, log floors and names; and
  * the chunks changed since the generations the cached sets have (none in the usual case; after a write by any
- * process they come with this answer), each with its vector and row. Then either
+ * process they come with this answer), each with its vector and row, read by `doc_vector_changes` (migration
+ * `Migration20261130020000DocVectorChanges`) only for an index whose generation moved. Then either
  *
  * - `fusion` given (the vector ranking, chunk ids in rank order, when the cached sets keep no rows): the two
  *   rankings' fusion (as `fusedSearch` fuses them) and its best `topN` rows with their documents and
@@ -327,11 +330,10 @@ interface LexicalRow {
  * - or not: the query's lexemes, for the snippets the caller writes from the cached rows; the statement is
  *   sent before the scan and runs while it does.
  *
- * At most `CHANGES_IN_ANSWER` + 1 changed chunks per index come with the answer. The statement is prepared,
- * so its plan is generic (parameter values unknown): the log is read by a bounded
- * generation range (its `(index_id, gen)` index) and each changed chunk by its primary key (a scalar subquery),
- * so no plan can join the changes to a whole-table scan (with a join, a 1M-chunk index's first SEARCH after a
- * write took 2.5 to 4 s).
+ * At most `CHANGES_IN_ANSWER` + 1 changed chunks per index come with the answer. The function reads the log by
+ * a bounded generation range (its `(index_id, gen)` index) and each changed chunk by its primary key (a scalar
+ * subquery), so no plan can join the changes to a whole-table scan (with a join, a 1M-chunk index's first
+ * SEARCH after a write took 2.5 to 4 s).
  */
 function lexicalAndChanges(
   tenant: string,
@@ -346,20 +348,12 @@ function lexicalAndChanges(
   const fused = fusion && fusionSql(tenant, ids, query, fusion.topN);
   const q = orQuery(query);
   return preparedStatement(
-    `with ${lex.text}, ${vec ? `${vec.text},` : ''}
-     cur as (select i.id, i.name, i.vector_generation as g, i.vector_log_floor as floor, c.g as cached
-         from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?)
-     ${fused ? `, ${fused.fused}, top as (${fused.rows})` : ''}
+    `with ${lex.text}${vec ? `, ${vec.text}` : ''}${fused ? `, ${fused.fused}, top as (${fused.rows})` : ''}
      select (select json_agg(id order by rank) from lex) as lex,
-       (select json_object_agg(id, json_build_array(g::text, floor::text, name)) from cur) as gens,
-       (select json_agg(json_build_array(x.id, l.chunk_id,
-            (select json_build_array(encode(e.vec, 'base64'), c.seq, c.text, c.document_id, d.path)
-               from doc_embeddings e join doc_chunks c on c.id = e.chunk_id join doc_documents d on d.id = c.document_id
-               where e.collection = ? and e.chunk_id = l.chunk_id)))
-          from cur x
-          cross join lateral (select distinct chunk_id from doc_vector_log
-              where index_id = x.id and collection = ? and gen > x.cached and gen <= x.g limit ?) l
-          where x.g > x.cached and x.floor <= x.cached) as changes${
+       (select json_object_agg(i.id, json_build_array(i.vector_generation::text, i.vector_log_floor::text, i.name,
+            case when i.vector_generation > c.g and i.vector_log_floor <= c.g
+              then doc_vector_changes(i.id, ?, c.g, i.vector_generation, ?) end))
+          from unnest(?::uuid[], ?::bigint[]) c(id, g) join doc_indexes i on i.id = c.id and i.tenant = ?) as gens${
             fused
               ? `,
        (select json_agg(t order by t.score desc, t.id) from top t) as rows`
@@ -371,13 +365,12 @@ function lexicalAndChanges(
     [
       ...lex.params,
       ...(vec?.params ?? []),
+      ...(fused?.params ?? []),
+      collection,
+      CHANGES_IN_ANSWER + 1,
       pgArray(ids),
       pgArray([...cachedAt.values()].map(String)),
       tenant,
-      ...(fused?.params ?? []),
-      collection,
-      collection,
-      CHANGES_IN_ANSWER + 1,
       ...(!fused && q ? [q] : []),
     ],
   );
@@ -527,7 +520,7 @@ async function updatedRanking(
   later?: { changed: Array<[string, VectorChange]>; apply: () => void };
 }> {
   const gens = row.gens ?? {};
-  const changesOf = (id: string) => (row.changes ?? []).filter(([index]) => index === id);
+  const changesOf = (id: string) => gens[id]?.[3] ?? [];
   if (
     Object.entries(gens).some(
       ([id, [, floor]]) => BigInt(floor) > before.get(id)! || changesOf(id).length > CHANGES_IN_ANSWER,
@@ -541,7 +534,7 @@ async function updatedRanking(
   const pending: Array<[string, bigint, VectorChange[]]> = [];
   for (const [id, [g]] of Object.entries(gens)) {
     if (BigInt(g) <= before.get(id)!) continue;
-    const changes: VectorChange[] = changesOf(id).map(([, chunk, stored]) =>
+    const changes: VectorChange[] = changesOf(id).map(([chunk, stored]) =>
       stored === null
         ? { chunk_id: chunk, vec: null }
         : {

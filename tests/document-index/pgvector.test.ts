@@ -412,7 +412,9 @@ describe('pgvector backend', () => {
     const before = await state();
     const n = before.rows[0]!.n;
     expect(before).toEqual({ rows: [{ collection: LOCAL_1536, n, equal: true, dims: 1536 }], hnsw: [names[1]] });
-    expect((await migrator.down()).map((m) => m.name)).toEqual(['Migration20261130010000LocalHashing1536']);
+    expect((await migrator.down('Migration20261130010000LocalHashing1536')).map((m) => m.name)).toEqual([
+      'Migration20261130010000LocalHashing1536',
+    ]);
     try {
       expect(await state()).toEqual({ rows: [{ collection: LOCAL_384, n, equal: true, dims: 384 }], hnsw: [names[0]] });
     } finally {
