@@ -39,7 +39,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestResult> 
       // A batch retried after a crash reports the files its first attempt stored as unchanged.
       result.added.push(...r.added);
       result.skipped.push(...r.skipped);
-      result.warnings.push(...r.warnings);
+      // A warning every batch gives (the chunking one after a rechunk swap) is reported once.
+      for (const w of r.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
       progress.files_done += files.length;
       progress.added = result.added.length;
       progress.skipped = result.skipped.length - input.skipped.length;

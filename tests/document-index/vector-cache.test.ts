@@ -21,7 +21,7 @@ import {
   swapRechunk,
 } from '../../shared/document-index/rechunk.js';
 import { createIndex, ingestDocument, sql, type IndexRow } from '../../shared/document-index/store.js';
-import type { ChunkParams } from '../../shared/document-index/chunking.js';
+import { type ChunkParams, resolveChunkConfig } from '../../shared/document-index/chunking.js';
 import { ingestFiles } from '../../shared/document-index/ingest.js';
 import {
   decodeVector,
@@ -444,53 +444,66 @@ describe('exact backend with its cache', () => {
     const index = await createIndex(em(), tenant, 'swap-ingest', NO_CHUNKING);
     await add(index, 'seed.md', 'Harbours shelter boats from storms.');
     const root = await mkdtemp(join(tmpdir(), 'swap-ingest-'));
-    const sentences = 'Pilots guide large ships into the harbour. Tugs push them to the quay. Cranes unload the cargo.';
-    for (const name of ['a.md', 'b.md', 'c.md', 'd.md']) await writeFile(join(root, name), sentences);
-    // What the call resolved when it began (the old index has no defaults): the whole text one chunk.
-    const atStart = NO_CHUNKING;
-    const config = { chunk_size: 4, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
-    const begun = await beginRechunk(em(), { tenant, indexName: 'swap-ingest', runId: 'ingest', config });
-    if ('missing' in begun) throw new Error('index missing');
-    await rechunkCopyBatch(em(), stack.config, {
-      tenant,
-      sourceId: begun.sourceId,
-      tempId: begun.tempId,
-      limit: 10,
-      chunkConfig: config,
-      afterId: null,
-    });
-    await swapRechunk(em(), { tenant, indexName: 'swap-ingest', sourceId: begun.sourceId, tempId: begun.tempId });
-    const batch = (files: string[], chunkParams?: ChunkParams) =>
-      ingestFiles(em(), stack.config, {
+    try {
+      const sentences =
+        'Pilots guide large ships into the harbour. Tugs push them to the quay. Cranes unload the cargo.';
+      for (const name of ['a.md', 'b.md', 'c.md', 'd.md']) await writeFile(join(root, name), sentences);
+      const config = { chunk_size: 4, chunk_overlap: 0, chunk_strategy: 'sentence' as const };
+      const begun = await beginRechunk(em(), { tenant, indexName: 'swap-ingest', runId: 'ingest', config });
+      if ('missing' in begun) throw new Error('index missing');
+      await rechunkCopyBatch(em(), stack.config, {
         tenant,
-        indexName: 'swap-ingest',
-        root,
-        files,
-        chunkConfig: atStart,
-        ...(chunkParams ? { chunkParams } : {}),
+        sourceId: begun.sourceId,
+        tempId: begun.tempId,
+        limit: 10,
+        chunkConfig: config,
+        afterId: null,
       });
-    // No parameters of its own: the new index's defaults (4-token sentences), as its other documents.
-    const plain = await batch(['a.md'], {});
-    // Its own size: that size, the new index's strategy and overlap for the rest.
-    const sized = await batch(['b.md'], { chunk_size: 8 });
-    // An overlap the new defaults' size refuses: what the call resolved when it began, with a warning.
-    const refused = await batch(['c.md'], { chunk_overlap: 6 });
-    // A batch of a workflow started before the parameters were carried: what the call resolved.
-    const legacy = await batch(['d.md']);
-    const chunks = Object.fromEntries(
-      [plain, sized, refused, legacy].flatMap((r) => r.added.map((a) => [a.filepath, a.chunks])),
-    );
-    expect(chunks['a.md']).toBeGreaterThan(chunks['b.md']!);
-    expect(chunks['b.md']).toBeGreaterThan(1);
-    expect(chunks['c.md']).toBe(1);
-    expect(chunks['d.md']).toBe(1);
-    expect(plain.warnings).toEqual([]);
-    expect(refused.warnings).toEqual([expect.stringMatching(/^chunk parameters: the index's defaults changed/)]);
-    const docs = await sql<{ path: string }>(em(), 'select path from doc_documents where index_id = ? order by path', [
-      begun.tempId,
-    ]);
-    expect(docs.map((d) => d.path)).toEqual(['a.md', 'b.md', 'c.md', 'd.md', 'seed.md']);
-    await rm(root, { recursive: true, force: true });
+      await swapRechunk(em(), { tenant, indexName: 'swap-ingest', sourceId: begun.sourceId, tempId: begun.tempId });
+      // A batch of a call that began on the old index (no defaults): what the call resolved then, and its own
+      // parameters when it carries them.
+      const batch = (file: string, chunkParams?: ChunkParams) => {
+        const atStart = resolveChunkConfig(NO_CHUNKING, chunkParams ?? {});
+        if ('error' in atStart) throw new Error(atStart.error);
+        return ingestFiles(em(), stack.config, {
+          tenant,
+          indexName: 'swap-ingest',
+          root,
+          files: [file],
+          chunkConfig: atStart.config,
+          ...(chunkParams ? { chunkParams } : {}),
+        });
+      };
+      // No parameters of its own: the new index's defaults (4-token sentences), as its other documents.
+      const plain = await batch('a.md', {});
+      // Its own size and overlap: those, over the new defaults.
+      const sized = await batch('b.md', { chunk_size: 8, chunk_overlap: 0 });
+      // An overlap the new defaults' size refuses: what the call resolved when it began (1,024 tokens), with a warning.
+      const refused = await batch('c.md', { chunk_overlap: 6 });
+      // A batch of a workflow started before the parameters were carried: what the call resolved.
+      const legacy = await batch('d.md');
+      const chunks = Object.fromEntries(
+        [plain, sized, refused, legacy].flatMap((r) => r.added.map((a) => [a.filepath, a.chunks])),
+      );
+      expect(chunks['a.md']).toBeGreaterThan(chunks['b.md']!);
+      expect(chunks['b.md']).toBeGreaterThan(1);
+      expect(chunks['c.md']).toBe(1);
+      expect(chunks['d.md']).toBe(1);
+      expect([plain.warnings, sized.warnings, legacy.warnings]).toEqual([[], [], []]);
+      expect(refused.warnings).toEqual([
+        expect.stringMatching(
+          /^chunk parameters: the index's defaults changed .*chunked with the parameters resolved when the call began$/,
+        ),
+      ]);
+      const docs = await sql<{ path: string }>(
+        em(),
+        'select path from doc_documents where index_id = ? order by path',
+        [begun.tempId],
+      );
+      expect(docs.map((d) => d.path)).toEqual(['a.md', 'b.md', 'c.md', 'd.md', 'seed.md']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it('a write that waited for the index while DELETE_INDEX removed it answers 404 not_found and writes nothing', async () => {

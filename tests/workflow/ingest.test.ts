@@ -33,7 +33,7 @@ function ingestStubs(failFirst = 0) {
           .filter((f) => !f.endsWith('.bin'))
           .map((f) => ({ file_id: `f-${f}`, filepath: f, status: 'added', chunks: 1 })),
         skipped: files.filter((f) => f.endsWith('.bin')).map((f) => ({ filepath: f, reason: 'binary' })),
-        warnings: [],
+        warnings: [] as string[],
       };
     },
     compactDocumentChunks: async () => undefined,
@@ -95,6 +95,29 @@ describe('ingestWorkflow', () => {
     const { handle } = await ingest(stubs, input(files(6), { checkpointSleepMs: 0 }));
     expect(stubs.count('compactDocumentChunks')).toBe(1);
     expect(await timerSeconds(handle)).toEqual([]);
+  });
+
+  it("passes the call's chunk parameters to every batch (none when the input has none) and reports a warning every batch gives once", async () => {
+    const chunkParams = { chunk_size: 8, chunk_overlap: 0, chunk_strategy: null };
+    const repeated = "chunk parameters: the index's defaults changed while the call ran";
+    const stubs = recorded({
+      ingestDocumentBatch: async ({ files }: { files: string[] }) => ({
+        added: files.map((f) => ({ file_id: `f-${f}`, filepath: f, status: 'added', chunks: 1 })),
+        skipped: [] as Array<{ filepath: string; reason: string }>,
+        warnings: [repeated, `${files[0]}: empty paragraph dropped`],
+      }),
+      compactDocumentChunks: async () => undefined,
+      buildDocumentVectorIndexes: async () => ({ built: 1 }),
+    });
+    const { result } = await ingest(stubs, input(['a.md', 'b.md', 'c.md', 'd.md'], { chunkParams }));
+    expect(stubs.calls.ingestDocumentBatch).toEqual([
+      expect.objectContaining({ files: ['a.md', 'b.md'], chunkParams }),
+      expect.objectContaining({ files: ['c.md', 'd.md'], chunkParams }),
+    ]);
+    expect(result.warnings).toEqual([repeated, 'a.md: empty paragraph dropped', 'c.md: empty paragraph dropped']);
+    const legacy = ingestStubs();
+    await ingest(legacy, input(['a.md']));
+    expect(legacy.calls.ingestDocumentBatch![0]).not.toHaveProperty('chunkParams');
   });
 
   it('retries a failing batch until it answers; its files are counted once', async () => {

@@ -6,15 +6,16 @@ import { Migration } from '@mikro-orm/migrations';
  * `shared/document-index/search.ts`), in a function the statement calls only when the index's generation
  * moved. Written inline, that read was a subplan of every SEARCH (three joined tables and the log's index),
  * which PostgreSQL sets up at each execution even when it does not run it: about 40 µs of a 100k-chunk
- * index's 440 µs statement. `stable`, so it reads the calling statement's snapshot (the generation it is
- * given and the log rows up to it are the same snapshot's).
+ * index's 481 µs statement. `stable`, so it reads the calling statement's snapshot (the generation it is
+ * given and the log rows up to it are the same snapshot's); `parallel restricted`, so a statement calling it
+ * may still have a parallel plan (the function itself runs in the leader).
  *
  * Each changed chunk: [chunk id, [base64 vector, position, text, document id, document path] or null when
  * its vector is gone], at most `p_limit` chunks (the caller asks one more than it takes).
  */
 export const DOC_VECTOR_CHANGES = `create or replace function doc_vector_changes(
     p_index uuid, p_collection text, p_from bigint, p_to bigint, p_limit int)
-  returns json language plpgsql stable as $$
+  returns json language plpgsql stable parallel restricted as $$
   begin
     return (select json_agg(json_build_array(l.chunk_id,
         (select json_build_array(encode(e.vec, 'base64'), c.seq, c.text, c.document_id, d.path)
