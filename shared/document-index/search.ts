@@ -34,10 +34,24 @@ export interface SearchHit {
   text: string;
 }
 
-/** The query's distinct words (letters and digits), lower-cased. */
-function queryWords(query: string): string[] {
-  return [...new Set([...query.matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0].toLowerCase()))];
+/** The query's distinct words (letters and digits), lower-cased; the last query's kept (read-only). */
+function queryWords(query: string): readonly string[] {
+  if (lastWords.query !== query)
+    lastWords = {
+      query,
+      words: [...new Set([...query.matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0].toLowerCase()))],
+    };
+  return lastWords.words;
 }
+
+/**
+ * The last query's words: a search reads them four times (its AND and OR expressions, the snippets' query, the
+ * early snippets), and the Unicode pattern cost about 3 µs a time.
+ */
+let lastWords: { query: string | null; words: readonly string[] } = { query: null, words: [] };
+onProcessReset('shared/document-index/search.ts#lastWords', () => {
+  lastWords = { query: null, words: [] };
+});
 
 /** The query's words OR-ed into a `to_tsquery` expression (null when it has none). */
 export function orQuery(query: string): string | null {
@@ -254,10 +268,27 @@ export async function hybridSearch(
 ): Promise<SearchHit[]> {
   if (!indexes.length || !query.trim()) return [];
   const ids = indexes.map((i) => i.id);
-  const [qv] = (await embedder.embed([query])).vectors;
-  const v = { tenant, indexIds: ids, collection: embedder.collection, query: qv!, k: CANDIDATES };
-  const rows = await fusedRows(em, backend, v, query, topN);
+  const search = { tenant, indexIds: ids, collection: embedder.collection, k: CANDIDATES };
+  const rows = await fusedRows(em, backend, search, queryVector(embedder, query), query, topN);
   return rows.map(hitOf);
+}
+
+/**
+ * The query's vector: computed at once when the embedder embeds synchronously (the local one), so the cached
+ * path computes it while PostgreSQL runs the statement, which needs no vector (`now`); else a provider's
+ * request, awaited first (`later`).
+ */
+interface QueryVector {
+  now: (() => number[]) | null;
+  later: () => Promise<number[]>;
+}
+
+function queryVector(embedder: Embedder, query: string): QueryVector {
+  const embedNow = embedder.embedNow?.bind(embedder);
+  return {
+    now: embedNow ? () => embedNow([query]).vectors[0]! : null,
+    later: async () => (await embedder.embed([query])).vectors[0]!,
+  };
 }
 
 /**
@@ -270,7 +301,10 @@ function prepared<T extends object>(em: EntityManager, text: string, params: unk
   return sqlBound<T>(em, s.text, s.params, s.name);
 }
 
-function preparedStatement(text: string, params: unknown[]) {
+function preparedStatement(text: string, params: unknown[], key?: string) {
+  // A statement whose text depends only on `key` is found by it, without hashing its text (a few KB) again.
+  const byKey = key === undefined ? undefined : keyedStatements.get(key);
+  if (byKey && byKey.source.length === text.length) return { text: byKey.text, name: byKey.name, params };
   let named = namedStatements.get(text);
   if (!named) {
     let n = 0;
@@ -281,6 +315,7 @@ function preparedStatement(text: string, params: unknown[]) {
     if (namedStatements.size >= 256) namedStatements.clear();
     namedStatements.set(text, named);
   }
+  if (key !== undefined) keyedStatements.set(key, { ...named, source: text });
   return { ...named, params };
 }
 
@@ -289,8 +324,13 @@ function preparedStatement(text: string, params: unknown[]) {
  * are a few per searched index count; 256 at most).
  */
 let namedStatements = new Map<string, { text: string; name: string }>();
+/** `lexicalAndChanges`' statements by their shape (a few keys), with the text each was made from. */
+let keyedStatements = new Map<string, { text: string; name: string; source: string }>();
 onProcessReset('shared/document-index/search.ts#namedStatements', () => {
   namedStatements = new Map();
+});
+onProcessReset('shared/document-index/search.ts#keyedStatements', () => {
+  keyedStatements = new Map();
 });
 
 /**
@@ -373,6 +413,8 @@ function lexicalAndChanges(
       tenant,
       ...(!fused && q ? [q] : []),
     ],
+    // The text depends on whether the query has words and whether the statement fuses, nothing else.
+    `lexicalAndChanges:${q ? 'words' : 'none'}:${fused ? 'fused' : 'lexical'}`,
   );
 }
 
@@ -441,26 +483,33 @@ async function cachedSearch(
   em: EntityManager,
   backend: ExactVectorBackend,
   cached: NonNullable<ReturnType<ExactVectorBackend['peek']>>,
-  v: VectorSearch,
+  search: Omit<VectorSearch, 'query'>,
+  vector: QueryVector,
   query: string,
   topN: number,
 ): Promise<FusedRow[]> {
-  const { tenant, indexIds: ids } = v;
+  const { tenant, indexIds: ids } = search;
   const before = cached.generations();
   const withRows = cached.hasRows();
   let row: LexicalRow | undefined;
   let scanned: VectorHit[];
   let early: EarlySnippets | null = null;
+  let v: VectorSearch;
   if (withRows) {
-    const statement = lexicalAndChanges(tenant, query, v.collection, before, null);
-    [[row], scanned] = await sqlBoundWhile<LexicalRow, VectorHit[]>(em, statement, () => {
-      const hits = cached.scan(v.query, v.k);
+    // The statement needs no vector: it is sent first, and the query embedded meanwhile when that is
+    // synchronous (else before).
+    const embedded = vector.now ? null : await vector.later();
+    const statement = lexicalAndChanges(tenant, query, search.collection, before, null);
+    [[row], [v, scanned]] = await sqlBoundWhile<LexicalRow, [VectorSearch, VectorHit[]]>(em, statement, () => {
+      const ranked = { ...search, query: embedded ?? vector.now!() };
+      const hits = cached.scan(ranked.query, ranked.k);
       early = earlySnippets(query, hits.slice(0, topN), cached.row);
-      return hits;
+      return [ranked, hits];
     });
   } else {
+    v = { ...search, query: await vector.later() };
     scanned = cached.scan(v.query, v.k);
-    const statement = lexicalAndChanges(tenant, query, v.collection, before, { hits: scanned, topN });
+    const statement = lexicalAndChanges(tenant, query, search.collection, before, { hits: scanned, topN });
     [row] = await sqlBoundStatement<LexicalRow>(em, statement);
   }
   const gens = row?.gens ?? {};
@@ -671,28 +720,31 @@ function fromStatement(best: ReturnType<typeof fuse>, read: readonly FusedRow[])
 async function fusedRows(
   em: EntityManager,
   backend: VectorBackend,
-  v: VectorSearch,
+  search: Omit<VectorSearch, 'query'>,
+  vector: QueryVector,
   query: string,
   topN: number,
 ): Promise<FusedRow[]> {
-  const { tenant, indexIds: ids } = v;
+  const { tenant, indexIds: ids } = search;
   if (backend.kind === 'pgvector') {
     // An index cached in this process (it fits the budget) is ranked by the exact scan; the others by HNSW,
     // and their vectors loaded in the background for the next searches.
-    const cached = backend.cache?.peek(ids, v.collection);
-    if (cached) return cachedSearch(em, backend.cache!, cached, v, query, topN);
-    backend.cache?.warm(em, tenant, ids, v.collection);
+    const cached = backend.cache?.peek(ids, search.collection);
+    if (cached) return cachedSearch(em, backend.cache!, cached, search, vector, query, topN);
+    backend.cache?.warm(em, tenant, ids, search.collection);
+    const v = { ...search, query: await vector.later() };
     return backend.inSearch<FusedRow>(em, v, (vec) => {
       // One prepared statement (its text is fixed per searched index set and collection).
       const s = fusedStatement(tenant, ids, query, topN, vec);
       return preparedStatement(s.text, s.params);
     });
   }
-  const cached = backend.peek(ids, v.collection);
+  const cached = backend.peek(ids, search.collection);
   if (!cached) {
-    backend.warm(em, tenant, ids, v.collection);
+    backend.warm(em, tenant, ids, search.collection);
+    const v = { ...search, query: await vector.later() };
     const hits = await backend.nearestAmong(em, v, orQuery(query));
     return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
   }
-  return cachedSearch(em, backend, cached, v, query, topN);
+  return cachedSearch(em, backend, cached, search, vector, query, topN);
 }
