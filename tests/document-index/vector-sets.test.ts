@@ -327,19 +327,26 @@ describe('VectorSet.scorer', () => {
       for (let n = 0; n < 20; n++) {
         const q = vectorOf(rnd, dim, n % 2 ? 0.05 : 0.6);
         if (!q.some((x) => x !== 0)) q[1] = 1;
-        // A new chunk and a changed one (shorter than the set's dimension: zero-padded as written).
+        // A new chunk and changed ones: shorter than the set's dimension (zero-padded as written), longer (cut
+        // to it), and stored in the other form (a dense vector in a sparse set, a sparse one in a dense set).
         const fresh = vectorOf(rnd, dim, share);
         const short = vectorOf(rnd, dim - 3, share);
+        const long = vectorOf(rnd, dim + 3, share);
+        const other = vectorOf(rnd, dim, share < 0.5 ? 1 : 0.1);
         const score = set.scorer(q)!;
-        const [sFresh, sShort] = [score(encodeVector(fresh)), score(encodeVector(short))];
-        set.upsert('new', encodeVector(fresh));
-        set.upsert(id(n), encodeVector(short));
+        const written: Array<[string, number[]]> = [
+          ['new', fresh],
+          [id(n), short],
+          [id(n + 100), long],
+          [id(n + 200), other],
+        ];
+        const expected = written.map(([, v]) => score(encodeVector(v)));
+        for (const [chunk, v] of written) set.upsert(chunk, encodeVector(v));
         const t = new TopK(1e6);
         set.scan(q, t);
         const got = new Map(t.hits.map((h) => [h.id, h.sim]));
         // The scan offers positive scores only.
-        expect(got.get('new')).toBe(sFresh! > 0 ? sFresh : undefined);
-        expect(got.get(id(n))).toBe(sShort! > 0 ? sShort : undefined);
+        written.forEach(([chunk], i) => expect(got.get(chunk)).toBe(expected[i]! > 0 ? expected[i] : undefined));
       }
     }
     expect(new VectorSet(0n).scorer([1])).toBeNull();
