@@ -8,7 +8,9 @@ import { SCAN_KERNEL_BASE64 } from './scan-kernel-bytes.js';
  *
  * - `add(n, w, base)`: `sums[slots[i] - base] += w * vals[i]` for `i < n`, in doubles, as `addInto` does.
  * - `sweep(from, end, floor)`: the slots of `sums[from, end)` (multiples of 8) whose sum is at least `floor`
- *   (positive), written to `out` in order, at most 64: returns where it stopped; `found()` says how many.
+ *   (positive), written to `out` and their sums to `scores` in order, at most 64, the sums it passes zeroed
+ *   (so the next tile starts from zero without a pass of its own): returns where it stopped; `found()` says
+ *   how many.
  *
  * One instance per process, its memory fixed (never grown, so the views stay valid); a scan is synchronous,
  * so no two use it at once.
@@ -19,6 +21,8 @@ export interface ScanKernel {
   readonly slots: Uint32Array;
   readonly vals: Float32Array;
   readonly out: Uint32Array;
+  /** The sums of the slots in `out`. */
+  readonly scores: Float64Array;
   add(n: number, w: number, base: number): void;
   sweep(from: number, end: number, floor: number): number;
   found(): number;
@@ -30,6 +34,7 @@ const SLOTS_AT = 262144;
 const VALS_AT = 393216;
 const OUT_AT = 524288;
 const OUT_CAP = 64;
+const SCORES_AT = OUT_AT + OUT_CAP * 4;
 
 interface Exports {
   memory: { buffer: ArrayBuffer };
@@ -59,6 +64,7 @@ export function scanKernel(): ScanKernel | null {
       slots: new Uint32Array(buffer, SLOTS_AT, KERNEL_TILE),
       vals: new Float32Array(buffer, VALS_AT, KERNEL_TILE),
       out: new Uint32Array(buffer, OUT_AT, OUT_CAP),
+      scores: new Float64Array(buffer, SCORES_AT, OUT_CAP),
       add: x.add,
       sweep: x.sweep,
       found: x.found,

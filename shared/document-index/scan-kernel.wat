@@ -3,7 +3,8 @@
 ;;   SUMS  at 0:       a tile's sums, 32,768 doubles (256 KB), zero between tiles;
 ;;   SLOTS at 262144:  one list's entries of the tile, uint32 slots (128 KB);
 ;;   VALS  at 393216:  their float32 values (128 KB);
-;;   OUT   at 524288:  the slots `sweep` found, up to 64 uint32.
+;;   OUT   at 524288:  the slots `sweep` found, up to 64 uint32;
+;;   FOUND at 524544:  their sums, up to 64 doubles.
 (module
   (memory (export "memory") 9)
   (global $found (mut i32) (i32.const 0))
@@ -25,11 +26,12 @@
         (local.set $p (i32.add (local.get $p) (i32.const 4)))
         (br $each))))
 
-  ;; Finds the sums at least `floor` (a positive double) among SUMS[from, end), eight at a time (from and end
-  ;; multiples of 8), writing their slots to OUT in order: returns where it stopped, when done or when OUT
-  ;; could not take another eight (the count in `found`).
+;; Finds the sums at least `floor` (a positive double) among SUMS[from, end), eight at a time (from and end
+  ;; multiples of 8), writing their slots to OUT and the sums to FOUND, in order, and zeroing the eight
+  ;; (the next tile's sums start from zero, with no pass of their own): returns where it stopped, when done
+  ;; or when OUT could not take another eight (the count in `found`).
   (func (export "sweep") (param $from i32) (param $end i32) (param $floor f64) (result i32)
-    (local $i i32) (local $f v128) (local $a i32) (local $j i32) (local $n i32)
+    (local $i i32) (local $f v128) (local $a i32) (local $j i32) (local $n i32) (local $x f64)
     (local.set $f (f64x2.splat (local.get $floor)))
     (local.set $i (local.get $from))
     (block $done
@@ -46,12 +48,18 @@
           (then
             (local.set $j (i32.const 0))
             (loop $each
-              (if (f64.ge (f64.load (i32.add (local.get $a) (i32.shl (local.get $j) (i32.const 3)))) (local.get $floor))
+              (local.set $x (f64.load (i32.add (local.get $a) (i32.shl (local.get $j) (i32.const 3)))))
+              (if (f64.ge (local.get $x) (local.get $floor))
                 (then
                   (i32.store offset=524288 (i32.shl (local.get $n) (i32.const 2)) (i32.add (local.get $i) (local.get $j)))
+                  (f64.store offset=524544 (i32.shl (local.get $n) (i32.const 3)) (local.get $x))
                   (local.set $n (i32.add (local.get $n) (i32.const 1)))))
               (local.set $j (i32.add (local.get $j) (i32.const 1)))
               (br_if $each (i32.lt_u (local.get $j) (i32.const 8))))))
+        (v128.store (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=16 (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=32 (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=48 (local.get $a) (v128.const i64x2 0 0))
         (local.set $i (i32.add (local.get $i) (i32.const 8)))
         (br $eight)))
     (global.set $found (local.get $n))
