@@ -11,6 +11,10 @@ import { SCAN_KERNEL_BASE64 } from './scan-kernel-bytes.js';
  *   (positive), written to `out` and their sums to `scores` in order, at most 64, the sums it passes zeroed
  *   (so the next tile starts from zero without a pass of its own): returns where it stopped; `found()` says
  *   how many.
+ * - `kth(end, k)`: the k-th largest positive maximum of `sums[0, end)`'s blocks of 64 sums (`k` at most
+ *   `KERNEL_KTH_MAX`), or 0 when fewer than `k` are positive: at least `k` sums reach it (each maximum is
+ *   another slot's), so it is a floor for the tile's sweep, near the tile's k-th largest sum when the tile
+ *   has many more blocks than `k`.
  *
  * One instance per process, its memory fixed (never grown, so the views stay valid); a scan is synchronous,
  * so no two use it at once.
@@ -25,8 +29,12 @@ export interface ScanKernel {
   readonly scores: Float64Array;
   add(n: number, w: number, base: number): void;
   sweep(from: number, end: number, floor: number): number;
+  kth(end: number, k: number): number;
   found(): number;
 }
+
+/** The `k` that `kth` takes at most (its heap's 8 KB). */
+export const KERNEL_KTH_MAX = 1024;
 
 /** The kernel's tile: 32,768 slots (its sums 256 KB), and the entries of one list a tile holds at most. */
 export const KERNEL_TILE = 1 << 15;
@@ -40,6 +48,7 @@ interface Exports {
   memory: { buffer: ArrayBuffer };
   add(n: number, w: number, base: number): void;
   sweep(from: number, end: number, floor: number): number;
+  kth(end: number, k: number): number;
   found(): number;
 }
 
@@ -67,6 +76,7 @@ export function scanKernel(): ScanKernel | null {
       scores: new Float64Array(buffer, SCORES_AT, OUT_CAP),
       add: x.add,
       sweep: x.sweep,
+      kth: x.kth,
       found: x.found,
     };
   } catch {

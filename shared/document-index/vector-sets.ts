@@ -17,7 +17,7 @@
  */
 
 import type { ChunkRows } from './chunk-rows.js';
-import { KERNEL_TILE, scanKernel, type ScanKernel } from './scan-kernel.js';
+import { KERNEL_KTH_MAX, KERNEL_TILE, scanKernel, type ScanKernel } from './scan-kernel.js';
 
 export interface VectorHit {
   id: string;
@@ -200,7 +200,7 @@ export class TopK {
 class SlotHeap {
   private readonly scores: Float64Array;
   private readonly slots: Int32Array;
-  private readonly k: number;
+  readonly k: number;
   private n = 0;
 
   /** Keeps `k` slots, at most `candidates` (the slots the scan may offer: a `k` of "every row" allocates no more). */
@@ -603,6 +603,9 @@ export class SparseRows implements Rows {
   private readonly rowOf = new Map<string, number>();
   private readonly lists: Posting[];
   private retired = 0;
+  /** The retired slots (`retired` of them), ascending once `sortRetired` has run since the last retirement. */
+  private retiredSlots: number[] = [];
+  private retiredSorted = true;
   /** The scan's sums of one tile of slots (`score`), all zero between tiles. */
   private sums = new Float64Array(0);
 
@@ -669,6 +672,8 @@ export class SparseRows implements Rows {
     this.rowOf.delete(id);
     this.ids[slot] = undefined;
     this.retired++;
+    this.retiredSlots.push(slot);
+    this.retiredSorted = false;
   }
 
   private compactIfWorthIt(): void {
@@ -688,6 +693,8 @@ export class SparseRows implements Rows {
     for (const l of this.lists) l.compact(renum);
     this.ids = live;
     this.retired = 0;
+    this.retiredSlots = [];
+    this.retiredSorted = true;
   }
 
   /**
@@ -793,6 +800,14 @@ export class SparseRows implements Rows {
       let floor = Math.max(top.floor, best.floor);
       // The sweep zeroes the sums it passes: past the tile's slots they are zero, never found.
       const end8 = (hi - lo + 7) & ~7;
+      if (best.floor === 0 && best.k > 0 && best.k <= KERNEL_KTH_MAX) {
+        // Until `k` slots are kept the floor is 0, and the sweep offered a few hundred slots whose sums the
+        // tile's best soon passed. The kernel's `kth` gives a floor first (the k-th largest of the maxima of
+        // the tile's blocks of 64 sums, the retired slots' sums zeroed first): at least `k` live slots reach
+        // it, so none of the best `k` is below it.
+        this.zeroRetired(kernel.sums, lo, hi);
+        floor = Math.max(floor, kernel.kth(end8, best.k));
+      }
       for (let pos = 0; pos < end8;) {
         pos = kernel.sweep(pos, end8, Math.max(floor, Number.MIN_VALUE));
         const found = kernel.found();
@@ -806,6 +821,23 @@ export class SparseRows implements Rows {
         }
       }
     }
+  }
+
+  /** Zeroes the sums (`sums`, indexed by slot minus `lo`) of the retired slots from `lo` to `hi`. */
+  private zeroRetired(sums: Float64Array, lo: number, hi: number): void {
+    const r = this.retiredSlots;
+    if (!r.length) return;
+    if (!this.retiredSorted) {
+      r.sort((a, b) => a - b);
+      this.retiredSorted = true;
+    }
+    let i = 0;
+    for (let top = r.length; i < top;) {
+      const mid = (i + top) >>> 1;
+      if (r[mid]! < lo) i = mid + 1;
+      else top = mid;
+    }
+    for (; i < r.length && r[i]! < hi; i++) sums[r[i]! - lo] = 0;
   }
 
   /** The scan's sums of one tile: a tile's, or the set's slots' (with a quarter to grow) while fewer. */

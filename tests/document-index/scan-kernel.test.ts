@@ -93,4 +93,64 @@ describe('the sparse scan kernel', () => {
       for (const k of [1, 50, 1e9]) expect(hits(a, uq, k)).toEqual(hits(b, uq, k));
     }
   });
+
+  it("gives a tile's floor: the k-th largest positive maximum of its blocks of 64 sums, or 0 when fewer", () => {
+    const kernel = scanKernel()!;
+    const rnd = random(5);
+    try {
+      for (const [n, k, share] of [
+        [KERNEL_TILE, 50, 0.3],
+        [KERNEL_TILE, 50, 0.002],
+        [4000, 1, 0.5],
+        [4000, 60, 0.5],
+        [4000, 63, 0.5],
+        [801, 7, 0.5],
+        [64, 1, 1],
+        [KERNEL_TILE, 512, 0.5],
+        [KERNEL_TILE, 1024, 0.05],
+      ] as const) {
+        const sums = Array.from({ length: n }, () =>
+          // Some negative and zero sums, and many equal ones (a few values repeated).
+          rnd() < share ? Math.floor(rnd() * 40) / 8 - 1 : 0,
+        );
+        kernel.sums.set(sums);
+        const maxima: number[] = [];
+        for (let b = 0; b < n; b += 64) maxima.push(Math.max(...sums.slice(b, b + 64)));
+        const positive = maxima.filter((x) => x > 0).sort((a, b) => b - a);
+        const want = positive.length >= k ? positive[k - 1]! : 0;
+        expect(kernel.kth((n + 7) & ~7, k), `n ${n}, k ${k}`).toBe(want);
+        kernel.sums.fill(0);
+      }
+    } finally {
+      kernel.sums.fill(0);
+    }
+  });
+
+  it("leaves out retired slots when it raises a tile's floor: a retired chunk's high score never hides a live one", () => {
+    const dim = 8;
+    const rows = new SparseRows(dim);
+    const plain = new SparseRows(dim, null);
+    const rnd = random(9);
+    const query = [1, 0, 0, 0, 0, 0, 0, 0];
+    const n = 3000;
+    const vectors = Array.from({ length: n }, (_, i) =>
+      // The first 40 chunks lie on the query (score 1); the others below it.
+      i < 40 ? query : [0.2 + rnd() * 0.3, ...Array.from({ length: dim - 1 }, () => rnd())],
+    );
+    for (const r of [rows, plain]) {
+      r.append(
+        vectors.map((_, i) => id(i)),
+        vectors.map((v) => encodeVector(v)),
+      );
+      // The best chunks deleted, and some written again elsewhere (their old slots retired too).
+      for (let i = 0; i < 30; i++) r.remove(id(i));
+      for (let i = 30; i < 40; i++) r.upsert(id(i), encodeVector(vectors[100 + i]!));
+    }
+    for (const k of [5, 50]) {
+      const want = hits(plain, unit(query, dim), k);
+      expect(want).toHaveLength(k);
+      expect(want.every((h) => h.sim < 1)).toBe(true);
+      expect(hits(rows, unit(query, dim), k)).toEqual(want);
+    }
+  });
 });
