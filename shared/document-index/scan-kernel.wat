@@ -28,25 +28,30 @@
         (local.set $p (i32.add (local.get $p) (i32.const 4)))
         (br $each))))
 
-;; Finds the sums at least `floor` (a positive double) among SUMS[from, end), eight at a time (from and end
-  ;; multiples of 8), writing their slots to OUT and the sums to FOUND, in order, and zeroing the eight
+  ;; Finds the sums at least `floor` (a positive double) among SUMS[from, end), sixteen at a time (from and
+  ;; end multiples of 16), writing their slots to OUT and the sums to FOUND, in order, and zeroing the sixteen
   ;; (the next tile's sums start from zero, with no pass of their own): returns where it stopped, when done
-  ;; or when OUT could not take another eight (the count in `found`).
+  ;; or when OUT could not take another sixteen (the count in `found`). The sixteen are tested at once: their
+  ;; pairwise maximum (`pmax`, one instruction each) against the floor.
   (func (export "sweep") (param $from i32) (param $end i32) (param $floor f64) (result i32)
     (local $i i32) (local $f v128) (local $a i32) (local $j i32) (local $n i32) (local $x f64)
     (local.set $f (f64x2.splat (local.get $floor)))
     (local.set $i (local.get $from))
     (block $done
-      (loop $eight
+      (loop $sixteen
         (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
-        (br_if $done (i32.gt_u (local.get $n) (i32.const 56)))
+        (br_if $done (i32.gt_u (local.get $n) (i32.const 48)))
         (local.set $a (i32.shl (local.get $i) (i32.const 3)))
         (if (v128.any_true
-              (v128.or
-                (v128.or (f64x2.ge (v128.load (local.get $a)) (local.get $f))
-                         (f64x2.ge (v128.load offset=16 (local.get $a)) (local.get $f)))
-                (v128.or (f64x2.ge (v128.load offset=32 (local.get $a)) (local.get $f))
-                         (f64x2.ge (v128.load offset=48 (local.get $a)) (local.get $f)))))
+              (f64x2.ge
+                (f64x2.pmax
+                  (f64x2.pmax
+                    (f64x2.pmax (v128.load (local.get $a)) (v128.load offset=16 (local.get $a)))
+                    (f64x2.pmax (v128.load offset=32 (local.get $a)) (v128.load offset=48 (local.get $a))))
+                  (f64x2.pmax
+                    (f64x2.pmax (v128.load offset=64 (local.get $a)) (v128.load offset=80 (local.get $a)))
+                    (f64x2.pmax (v128.load offset=96 (local.get $a)) (v128.load offset=112 (local.get $a)))))
+                (local.get $f)))
           (then
             (local.set $j (i32.const 0))
             (loop $each
@@ -57,17 +62,21 @@
                   (f64.store offset=524544 (i32.shl (local.get $n) (i32.const 3)) (local.get $x))
                   (local.set $n (i32.add (local.get $n) (i32.const 1)))))
               (local.set $j (i32.add (local.get $j) (i32.const 1)))
-              (br_if $each (i32.lt_u (local.get $j) (i32.const 8))))))
+              (br_if $each (i32.lt_u (local.get $j) (i32.const 16))))))
         (v128.store (local.get $a) (v128.const i64x2 0 0))
         (v128.store offset=16 (local.get $a) (v128.const i64x2 0 0))
         (v128.store offset=32 (local.get $a) (v128.const i64x2 0 0))
         (v128.store offset=48 (local.get $a) (v128.const i64x2 0 0))
-        (local.set $i (i32.add (local.get $i) (i32.const 8)))
-        (br $eight)))
+        (v128.store offset=64 (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=80 (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=96 (local.get $a) (v128.const i64x2 0 0))
+        (v128.store offset=112 (local.get $a) (v128.const i64x2 0 0))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $sixteen)))
     (global.set $found (local.get $n))
     (local.get $i))
 
-;; A floor for a tile's sweep: the k-th largest of the maxima of SUMS' blocks of 64 among [0, end) (end a
+  ;; A floor for a tile's sweep: the k-th largest of the maxima of SUMS' blocks of 64 among [0, end) (end a
   ;; multiple of 8, 1 <= k <= 1024), counting positive maxima only, or 0 when fewer than k are positive. Each
   ;; such maximum is a different slot's sum, so at least k sums of the tile reach it: no slot of the tile's
   ;; best k is below it, and with far more blocks than k it is close to the tile's k-th largest sum. The

@@ -799,17 +799,17 @@ export class SparseRows implements Rows {
       }
       let floor = Math.max(top.floor, best.floor);
       // The sweep zeroes the sums it passes: past the tile's slots they are zero, never found.
-      const end8 = (hi - lo + 7) & ~7;
+      const end16 = (hi - lo + 15) & ~15;
       if (best.floor === 0 && best.k > 0 && best.k <= KERNEL_KTH_MAX) {
         // Until `k` slots are kept the floor is 0, and the sweep offered a few hundred slots whose sums the
         // tile's best soon passed. The kernel's `kth` gives a floor first (the k-th largest of the maxima of
         // the tile's blocks of 64 sums, the retired slots' sums zeroed first): at least `k` live slots reach
         // it, so none of the best `k` is below it.
         this.zeroRetired(kernel.sums, lo, hi);
-        floor = Math.max(floor, kernel.kth(end8, best.k));
+        floor = Math.max(floor, kernel.kth(end16, best.k));
       }
-      for (let pos = 0; pos < end8;) {
-        pos = kernel.sweep(pos, end8, Math.max(floor, Number.MIN_VALUE));
+      for (let pos = 0; pos < end16;) {
+        pos = kernel.sweep(pos, end16, Math.max(floor, Number.MIN_VALUE));
         const found = kernel.found();
         for (let i = 0; i < found; i++) {
           const slot = out[i]!;
