@@ -15,8 +15,35 @@
   ;; promoted), added to the sum, as `addInto` in JavaScript does, so the sums are the same doubles. `$p`
   ;; walks the entries' byte offset (4 a step), `$k` is a sum's byte address.
   (func (export "add") (param $n i32) (param $w f64) (param $base i32)
-    (local $p i32) (local $end i32) (local $k i32)
+    (local $p i32) (local $end i32) (local $k i32) (local $end4 i32)
     (local.set $end (i32.shl (local.get $n) (i32.const 2)))
+    ;; Four entries a pass while four remain (a list holds a slot once, so the four sums are different ones).
+    (local.set $end4 (i32.and (local.get $end) (i32.const -16)))
+    (block $fours
+      (loop $four
+        (br_if $fours (i32.ge_u (local.get $p) (local.get $end4)))
+        (local.set $k
+          (i32.shl (i32.sub (i32.load offset=262144 (local.get $p)) (local.get $base)) (i32.const 3)))
+        (f64.store (local.get $k)
+          (f64.add (f64.load (local.get $k))
+                   (f64.mul (local.get $w) (f64.promote_f32 (f32.load offset=393216 (local.get $p))))))
+        (local.set $k
+          (i32.shl (i32.sub (i32.load offset=262148 (local.get $p)) (local.get $base)) (i32.const 3)))
+        (f64.store (local.get $k)
+          (f64.add (f64.load (local.get $k))
+                   (f64.mul (local.get $w) (f64.promote_f32 (f32.load offset=393220 (local.get $p))))))
+        (local.set $k
+          (i32.shl (i32.sub (i32.load offset=262152 (local.get $p)) (local.get $base)) (i32.const 3)))
+        (f64.store (local.get $k)
+          (f64.add (f64.load (local.get $k))
+                   (f64.mul (local.get $w) (f64.promote_f32 (f32.load offset=393224 (local.get $p))))))
+        (local.set $k
+          (i32.shl (i32.sub (i32.load offset=262156 (local.get $p)) (local.get $base)) (i32.const 3)))
+        (f64.store (local.get $k)
+          (f64.add (f64.load (local.get $k))
+                   (f64.mul (local.get $w) (f64.promote_f32 (f32.load offset=393228 (local.get $p))))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $four)))
     (block $done
       (loop $each
         (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
