@@ -3,18 +3,19 @@ import { SCAN_KERNEL_BASE64 } from './scan-kernel-bytes.js';
 /**
  * The sparse scan's WebAssembly kernel (`scan-kernel.wat`): the two loops of `SparseRows`' scan that touch
  * every entry or slot, about three times faster than in JavaScript on this project's machines (no bounds
- * checks; the sweep tests eight sums at once with SIMD). The posting lists stay in JavaScript; a scan copies
+ * checks; the sweep tests sixteen sums at once with SIMD). The posting lists stay in JavaScript; a scan copies
  * each list's entries of a tile into `slots` and `vals` (a memory copy) before `add`.
  *
  * - `add(n, w, base)`: `sums[slots[i] - base] += w * vals[i]` for `i < n`, in doubles, as `addInto` does.
- * - `sweep(from, end, floor)`: the slots of `sums[from, end)` (multiples of 8) whose sum is at least `floor`
+ * - `sweep(from, end, floor)`: the slots of `sums[from, end)` (multiples of 16) whose sum is at least `floor`
  *   (positive), written to `out` and their sums to `scores` in order, at most 64, the sums it passes zeroed
  *   (so the next tile starts from zero without a pass of its own): returns where it stopped; `found()` says
- *   how many.
- * - `kth(end, k)`: the k-th largest positive maximum of `sums[0, end)`'s blocks of 64 sums (`k` at most
- *   `KERNEL_KTH_MAX`), or 0 when fewer than `k` are positive: at least `k` sums reach it (each maximum is
- *   another slot's), so it is a floor for the tile's sweep, near the tile's k-th largest sum when the tile
- *   has many more blocks than `k`.
+ *   how many. No sum may be NaN: the sixteen are tested by their pairwise maximum, which a NaN can hide (the
+ *   lists and the query's weights leave NaN out).
+ * - `kth(end, k)`: the k-th largest positive maximum of `sums[0, end)`'s blocks of 64 sums (`end` a multiple
+ *   of 8, `k` from 1 to `KERNEL_KTH_MAX`), or 0 when fewer than `k` are positive: at least `k` sums reach it
+ *   (each maximum is another slot's), so it is a floor for the tile's sweep, near the tile's k-th largest sum
+ *   when the tile has many more blocks than `k`.
  *
  * One instance per process, its memory fixed (never grown, so the views stay valid); a scan is synchronous,
  * so no two use it at once.

@@ -124,7 +124,7 @@ function forEachSparseUnit(b: Uint8Array, dim: number, fn: (d: number, x: number
   const s = n > 0 ? 1 / Math.sqrt(n) : 0;
   forEachSparseValue(b, dim, (d, x) => {
     const u = Math.fround(x * s);
-    if (u !== 0) fn(d, u);
+    if (u !== 0 && !Number.isNaN(u)) fn(d, u); // a NaN (a stored NaN or infinity) is kept out of the lists
   });
 }
 
@@ -156,7 +156,7 @@ function storedScorer(q: Float32Array, dim: number): (raw: Uint8Array) => number
       const inv = n > 0 ? 1 / Math.sqrt(n) : 0;
       let s = 0;
       forEachSparseValue(raw, dim, (d, x) => {
-        if (q[d] !== 0) s = s + q[d]! * Math.fround(x * inv);
+        if (q[d] !== 0 && !Number.isNaN(q[d])) s = s + q[d]! * Math.fround(x * inv);
       });
       return s;
     }
@@ -268,10 +268,13 @@ class SlotHeap {
   }
 }
 
-/** The query's non-zero dimensions, ascending. */
+/**
+ * The query's non-zero dimensions, ascending. A NaN one is left out (it adds nothing, in every layout and in
+ * the kernel, whose sweep tests sums sixteen at a time and must never meet a NaN sum).
+ */
 function nonZero(q: Float32Array): number[] {
   const dims: number[] = [];
-  for (let d = 0; d < q.length; d++) if (q[d] !== 0) dims.push(d);
+  for (let d = 0; d < q.length; d++) if (q[d] !== 0 && !Number.isNaN(q[d])) dims.push(d);
   return dims;
 }
 
@@ -603,7 +606,7 @@ export class SparseRows implements Rows {
   private readonly rowOf = new Map<string, number>();
   private readonly lists: Posting[];
   private retired = 0;
-  /** The retired slots (`retired` of them), ascending once `sortRetired` has run since the last retirement. */
+  /** The retired slots (`retired` of them); `zeroRetired` sorts them when a retirement came since it last did. */
   private retiredSlots: number[] = [];
   private retiredSorted = true;
   /** The scan's sums of one tile of slots (`score`), all zero between tiles. */
@@ -646,7 +649,7 @@ export class SparseRows implements Rows {
       }
       v.fill(0);
       unitInto(decodeVector(b).subarray(0, this.dim), v, 0);
-      for (let d = 0; d < this.dim; d++) if (v[d] !== 0) this.lists[d]!.push(slot, v[d]!);
+      for (let d = 0; d < this.dim; d++) if (v[d] !== 0 && !Number.isNaN(v[d])) this.lists[d]!.push(slot, v[d]!);
     });
   }
 
@@ -714,7 +717,7 @@ export class SparseRows implements Rows {
     const weights: number[] = [];
     const at: number[] = [];
     for (let d = 0; d < q.length; d++) {
-      if (q[d] === 0 || !this.lists[d]!.n) continue;
+      if (q[d] === 0 || Number.isNaN(q[d]) || !this.lists[d]!.n) continue; // as `nonZero`
       lists.push(this.lists[d]!);
       weights.push(q[d]!);
       at.push(from > 0 ? this.lists[d]!.lowerBound(from) : 0);

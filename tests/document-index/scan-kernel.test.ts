@@ -132,25 +132,67 @@ describe('the sparse scan kernel', () => {
     const plain = new SparseRows(dim, null);
     const rnd = random(9);
     const query = [1, 0, 0, 0, 0, 0, 0, 0];
-    const n = 3000;
+    // Two tiles. The first slot of each of the first 60 blocks of 64 lies on the query (score 1), so each of
+    // those blocks' maxima is a chunk retired below; the others score below 1.
+    const n = 40_000;
+    const onQuery = (i: number) => i % 64 === 0 && i < 64 * 60;
     const vectors = Array.from({ length: n }, (_, i) =>
-      // The first 40 chunks lie on the query (score 1); the others below it.
-      i < 40 ? query : [0.2 + rnd() * 0.3, ...Array.from({ length: dim - 1 }, () => rnd())],
+      onQuery(i) ? query : [0.2 + rnd() * 0.3, ...Array.from({ length: dim - 1 }, () => rnd())],
     );
     for (const r of [rows, plain]) {
       r.append(
         vectors.map((_, i) => id(i)),
         vectors.map((v) => encodeVector(v)),
       );
-      // The best chunks deleted, and some written again elsewhere (their old slots retired too).
-      for (let i = 0; i < 30; i++) r.remove(id(i));
-      for (let i = 30; i < 40; i++) r.upsert(id(i), encodeVector(vectors[100 + i]!));
+      // The best chunks deleted, and some written again (appended: their old slots retired too).
+      vectors.forEach((_, i) => {
+        if (!onQuery(i)) return;
+        if (i % 256 === 0) r.upsert(id(i), encodeVector(vectors[i + 1]!));
+        else r.remove(id(i));
+      });
     }
-    for (const k of [5, 50]) {
+    for (const k of [5, 40]) {
       const want = hits(plain, unit(query, dim), k);
       expect(want).toHaveLength(k);
       expect(want.every((h) => h.sim < 1)).toBe(true);
       expect(hits(rows, unit(query, dim), k)).toEqual(want);
     }
+  });
+
+  it('leaves NaN out as the JavaScript loops do: a stored NaN or infinity, and a NaN in the query', () => {
+    const dim = 16;
+    const rnd = random(21);
+    const n = KERNEL_TILE + 3000;
+    const vectors = Array.from({ length: n }, (_, i) => {
+      const v = Array.from({ length: dim }, () => (rnd() < 0.3 ? rnd() : 0));
+      // Every 50th chunk holds a NaN or an infinity (a provider's bad vector), some of them dense-encoded.
+      if (i % 50 === 0) v[i % dim] = i % 100 === 0 ? Number.NaN : Number.POSITIVE_INFINITY;
+      if (i % 150 === 0) v.fill(0.5);
+      return v;
+    });
+    const withKernel = new SparseRows(dim);
+    const plain = new SparseRows(dim, null);
+    for (const rows of [withKernel, plain])
+      rows.append(
+        vectors.map((_, i) => id(i)),
+        vectors.map((v) => encodeVector(v)),
+      );
+    for (let t = 0; t < 4; t++) {
+      const q = Array.from({ length: dim }, () => (rnd() < 0.5 ? rnd() : 0));
+      q[t] = 0.8;
+      const queries = [unit(q, dim)];
+      // A query holding a NaN (its other weights as they are).
+      const bad = unit(q, dim);
+      bad[(t + 3) % dim] = Number.NaN;
+      queries.push(bad);
+      for (const uq of queries)
+        for (const k of [1, 50, 700]) {
+          const want = hits(plain, uq, k);
+          expect(want.length).toBeGreaterThan(0);
+          expect(want.every((h) => Number.isFinite(h.sim))).toBe(true);
+          expect(hits(withKernel, uq, k)).toEqual(want);
+        }
+    }
+    expect(scanKernel()!.sums.every((x) => x === 0)).toBe(true);
   });
 });
