@@ -177,13 +177,13 @@ describe('guessQueryLexemes', () => {
 });
 
 describe('headline', () => {
-  it('writes what ts_headline writes for chunks of 40 and 150 words and queries of 1 to 3 words', async () => {
+  it('writes what ts_headline writes for chunks of 40, 150 and 600 words and queries of 1 to 3 words', async () => {
     const vocabulary = wordsOf(TEXT);
     let seed = 42;
     const pick = <T>(list: readonly T[]) => list[(seed = (seed * 1103515245 + 12345) % 2147483648) % list.length]!;
     const stops = [...ENGLISH_STOP_WORDS];
     const cases: { chunk: string; query: string }[] = [];
-    for (const chunk of [...chunks(40, 131), ...chunks(150, 401)]) {
+    for (const chunk of [...chunks(40, 131), ...chunks(150, 401), ...chunks(600, 2003)]) {
       const own = wordsOf(chunk);
       const digit = own.find((w) => /\d/.test(w)) ?? 'v2';
       const queries = [
@@ -251,6 +251,47 @@ describe('headline', () => {
       for (let sighting = 0; sighting < 2; sighting++)
         expect(headline(cases[Number(r.ord) - 1]!.chunk, tsqueryLexemes(r.tsq))).toBe(r.h);
     }
+  });
+
+  it('reads a text seen the first time only as far as its fragment, and writes what reading it whole writes', () => {
+    // The first sighting reads up to 40 words past the first match of the fewest operands; the second reads
+    // the whole text (and keeps it): the two must agree for every kind of match the rules treat apart.
+    const filler = (n: number, salt: number) =>
+      Array.from({ length: n }, (_, i) => ['alpha', 'beta', 'gamma', 'Delta', 'epsilon'][(i + salt) % 5]).join(' ');
+    const texts = [
+      `${filler(10, 0)} needle ${filler(500, 1)}`,
+      `${filler(300, 2)} needle ${filler(30, 3)}`,
+      `needle ${filler(45, 4)} needle`,
+      `${filler(100, 0)} runs ${filler(7, 4)} running ${filler(80, 1)} run ${filler(90, 2)}`,
+      `${filler(10, 0)} runs ${filler(60, 1)} needle ${filler(200, 2)}`,
+      `${filler(20, 1)} state-of-the-art needle re-index ${filler(200, 3)}`,
+      `${filler(20, 1)} see http://example.com/needle and me@needle.org ${filler(200, 3)}`,
+      `${filler(15, 2)} <b>needle</b> <script>needle</script> &amp; ${filler(200, 4)}`,
+      `${filler(12, 0)} ${'a'.repeat(2100)} needle ${filler(120, 1)}`,
+      `${filler(12, 0)} naïve café needle résumé ${filler(120, 2)} 😀 needle`,
+      `${filler(60, 3)}. ${filler(3, 0)}, a to of needle. It is so. ${filler(200, 4)}`,
+      filler(700, 1),
+    ];
+    const queries = [
+      new QueryLexemes(['needl']),
+      new QueryLexemes(['zzz']),
+      new QueryLexemes(['run', 'needl', 'gamma']),
+      new QueryLexemes(['art', 'index', 'needl']),
+      new QueryLexemes(['exampl', 'needl']),
+      tsqueryLexemes("'run' | 'run' | 'needl'"), // run named twice: a needle (once) is chosen over an earlier run
+      tsqueryLexemes("'needl' | 'needl' | 'alpha'"),
+      tsqueryLexemes("'needl' | 'needl'"),
+    ];
+    let compared = 0;
+    for (const text of texts)
+      for (const query of queries) {
+        resetHeadlineMemos('texts');
+        const first = headline(text, query);
+        const whole = headline(text, query); // the second sighting reads and keeps the whole text
+        expect(first, `${query.size} lexemes over ${text.slice(0, 60)}`).toBe(whole);
+        compared++;
+      }
+    expect(compared).toBe(texts.length * queries.length);
   });
 
   it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
