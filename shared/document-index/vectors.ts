@@ -328,7 +328,8 @@ export class ExactVectorBackend {
       row: (chunkId: string) => {
         for (const [indexId, set] of sets) {
           const row = set.chunks?.get(chunkId);
-          if (row) return { indexId, seq: row.seq, text: row.text, documentId: row.documentId, path: row.path };
+          if (row)
+            return { indexId, seq: row.seq, text: row.text, documentId: row.documentId, path: row.document.path };
         }
         return undefined;
       },
