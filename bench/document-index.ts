@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { defaultVectorCacheMb } from '../shared/config.js';
-import { chunkText } from '../shared/document-index/chunking.js';
+import { chunkText, NO_CHUNK_CONFIG } from '../shared/document-index/chunking.js';
 import { buildHnswIndexes, buildHnswIndexesOf, hnswBuildSettings } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint } from '../shared/document-index/ingest.js';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
@@ -52,6 +52,13 @@ function rng(seed: number) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * Chunks of the index created with the default chunk size (`BENCH_DOCIDX_DEFAULT_CHUNKS`, 0: not measured), and
+ * the searches timed on it.
+ */
+const DEFAULT_CHUNKS = Number(process.env.BENCH_DOCIDX_DEFAULT_CHUNKS ?? 5000);
+const DEFAULT_SEARCHES = 1000;
 
 /** Operations of each kind whose CPU in this process is measured (SEARCH and the plain query, alternating). */
 const CPU_OPS = 1000;
@@ -581,8 +588,80 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       '',
     );
   }
+  if (DEFAULT_CHUNKS > 0) out.push(await defaultChunkSize(stack, embedder, backend, cacheOf));
   out.push(await quality(stack, embedder));
   return out.join('\n');
+}
+
+/**
+ * SEARCH over an index created as a user creates one (CREATE_INDEX without chunk parameters: chunks of up to
+ * 1,024 tokens, about 4,000 characters), beside the plain query, at `DEFAULT_CHUNKS` chunks. The sizes above
+ * use chunks of 40 tokens, where a snippet reads a short text; here the snippets read long ones.
+ */
+async function defaultChunkSize(
+  stack: BenchStack,
+  embedder: Awaited<ReturnType<typeof currentEmbedder>>,
+  backend: Awaited<ReturnType<typeof vectorBackend>>,
+  cacheOf: { settled(): Promise<unknown> } | null,
+): Promise<string> {
+  const { orm, config } = stack.api.deps;
+  const tenant = config.auth.deploymentTenant;
+  const em = () => orm.em.fork();
+  const name = `bench-default-${randomUUID().slice(0, 8)}`;
+  const index = await createIndex(em(), tenant, name, NO_CHUNK_CONFIG);
+  // Documents of 60 paragraphs of 3 sentences (about 14,000 characters: three or four chunks each).
+  const docText = (next: () => string) =>
+    Array.from({ length: 60 }, () => `${next()} ${next()} ${next()}`).join('\n\n');
+  const sample = sentenceMaker(3);
+  const perDoc =
+    Array.from({ length: 10 }, () => chunkText(docText(sample), NO_CHUNK_CONFIG).length).reduce((a, b) => a + b) / 10;
+  const maker = sentenceMaker(DEFAULT_CHUNKS * 10 + 7);
+  const docs = Math.ceil(DEFAULT_CHUNKS / perDoc);
+  const started = performance.now();
+  for (let b = 0; b * INGEST_BATCH < docs; b++) {
+    const batch = [];
+    for (let i = b * INGEST_BATCH; i < Math.min(docs, (b + 1) * INGEST_BATCH); i++)
+      batch.push({ path: `long${i}.txt`, kind: 'file' as const, content: docText(maker) });
+    await ingestDocuments(em(), index, batch, NO_CHUNK_CONFIG, embedder);
+  }
+  const ingestS = (performance.now() - started) / 1000;
+  await compactionCheckpoint(em(), config);
+  const [{ n, chars }] = (await sql<{ n: string; chars: string }>(
+    em(),
+    'select count(*) as n, avg(length(text))::int as chars from doc_chunks where index_id = ?',
+    [index.id],
+  )) as [{ n: string; chars: string }];
+  // The queries: the first three words of the corpus's sentences (the stream replayed from its start).
+  const replay = sentenceMaker(DEFAULT_CHUNKS * 10 + 7);
+  const queries = Array.from({ length: DEFAULT_SEARCHES + 200 }, () => replay().split(' ').slice(0, 3).join(' '));
+  const searchText = (text: string) =>
+    hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
+  const plainQuery = (text: string) =>
+    sql(
+      em(),
+      `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
+         order by ts_rank_cd(c.tsv, q) desc limit 10`,
+      [text, index.id],
+    );
+  await searchText(queries[0]!);
+  await cacheOf?.settled();
+  // Warm-up, untimed, on the last 200 queries.
+  for (const text of queries.slice(DEFAULT_SEARCHES)) {
+    await searchText(text);
+    await plainQuery(text);
+  }
+  const [hybrid, plain] = await measurePair(
+    { label: 'SEARCH (hybrid)', op: async (i) => void (await searchText(queries[i]!)) },
+    { label: 'plain full-text query', op: async (i) => void (await plainQuery(queries[i]!)) },
+    DEFAULT_SEARCHES,
+    1,
+  );
+  return [
+    report(`SEARCH at ${n} chunks of the default size (CREATE_INDEX without chunk parameters)`, hybrid, plain),
+    `chunks of ${chars} characters on average; ingest ${(Number(n) / ingestS).toFixed(0)} chunks/s; ` +
+      `SEARCH p95 / plain p95: **${(hybrid.p95 / plain.p95).toFixed(2)}x**; load average ${loadavg()}`,
+    '',
+  ].join('\n');
 }
 
 interface Replica {
