@@ -220,6 +220,12 @@ interface LexizedText {
  * searches; a text is kept the second time it is seen, so one-off texts cost no memo churn.
  */
 const TEXT_MEMO_SIZE = 2_000;
+/**
+ * Texts longer than this (in UTF-16 units) are never kept: each sighting reads them as a first one does, up to
+ * its fragment (`prefixWords`). Kept, a chunk of the default size (about 4,000 characters, 1,200 tokens) held
+ * about 70 KB of token arrays and strings, and a memo of them most of the garbage collector's work.
+ */
+const MEMO_MAX_CHARS = 1_000;
 
 /**
  * The text's tokens, lexized and numbered as `hlparsetext` does (long tokens dropped): memoized from the second
@@ -235,8 +241,12 @@ function lexized(text: string, query: ReadonlySet<string>, first: boolean): Lexi
   return found;
 }
 
-/** Whether the text is seen for the first time (no memo holds it); it is remembered as seen from now on. */
+/**
+ * Whether the text is read as at its first sight: seen for the first time (no memo holds it; it is remembered as
+ * seen from now on), or longer than `MEMO_MAX_CHARS` (never kept).
+ */
 function firstSight(text: string): boolean {
+  if (text.length > MEMO_MAX_CHARS) return true;
   if (memo.texts.has(text) || memo.seen.has(text)) return false;
   if (memo.seen.size >= TEXT_MEMO_SIZE) memo.seen = new Set();
   memo.seen.add(text);
@@ -545,7 +555,19 @@ function stretch(words: Words, cover: Cover): void {
  */
 export function headline(text: string, lexemes: ReadonlySet<string>): string {
   const first = firstSight(text);
-  const words = (first && prefixWords(text, lexemes)) || headlineWords(text, lexemes, first);
+  return written((first && prefixWords(text, lexemes)) || headlineWords(text, lexemes, first));
+}
+
+/**
+ * `headline` reading the whole text every time (its query's candidates lexized, nothing kept): the reading the
+ * tests hold `headline`'s shorter and kept readings to.
+ */
+export function headlineOfWholeText(text: string, lexemes: ReadonlySet<string>): string {
+  return written(headlineWords(text, lexemes, true));
+}
+
+/** The snippet of a text's words: the fragment chosen (`markFragments`), else the first `MIN_WORDS` words. */
+function written(words: Words): string {
   const { types, texts, item, repeated } = words;
   const n = item.length;
   if (!markFragments(words, covers(words))) {

@@ -13,6 +13,7 @@ import {
   englishStem,
   guessQueryLexemes,
   headline,
+  headlineOfWholeText,
   parseTokens,
   QueryLexemes,
   resetHeadlineMemos,
@@ -253,9 +254,10 @@ describe('headline', () => {
     }
   });
 
-  it('reads a text seen the first time only as far as its fragment, and writes what reading it whole writes', () => {
-    // The first sighting reads up to 40 words past the first match of the fewest operands; the second reads
-    // the whole text (and keeps it): the two must agree for every kind of match the rules treat apart.
+  it('reads a text only as far as its fragment, and writes what reading it whole writes', () => {
+    // A first sighting, and every sighting of a text of over 1,000 characters, reads up to 40 words past the
+    // first match of the fewest operands; a short text's second sighting reads it whole and keeps it. Each must
+    // write what reading the whole text writes, for every kind of match the rules treat apart.
     const filler = (n: number, salt: number) =>
       Array.from({ length: n }, (_, i) => ['alpha', 'beta', 'gamma', 'Delta', 'epsilon'][(i + salt) % 5]).join(' ');
     const texts = [
@@ -271,6 +273,9 @@ describe('headline', () => {
       `${filler(12, 0)} naïve café needle résumé ${filler(120, 2)} 😀 needle`,
       `${filler(60, 3)}. ${filler(3, 0)}, a to of needle. It is so. ${filler(200, 4)}`,
       filler(700, 1),
+      // Short texts (kept from their second sighting).
+      `${filler(8, 0)} needle ${filler(60, 1)} needle`,
+      `${filler(6, 2)} runs ${filler(50, 1)} needle ${filler(20, 2)}`,
     ];
     const queries = [
       new QueryLexemes(['needl']),
@@ -286,9 +291,11 @@ describe('headline', () => {
     for (const text of texts)
       for (const query of queries) {
         resetHeadlineMemos('texts');
-        const first = headline(text, query);
-        const whole = headline(text, query); // the second sighting reads and keeps the whole text
-        expect(first, `${query.size} lexemes over ${text.slice(0, 60)}`).toBe(whole);
+        const whole = headlineOfWholeText(text, query);
+        for (let sighting = 0; sighting < 3; sighting++)
+          expect(headline(text, query), `sighting ${sighting}, ${query.size} lexemes over ${text.slice(0, 60)}`).toBe(
+            whole,
+          );
         compared++;
       }
     expect(compared).toBe(texts.length * queries.length);
