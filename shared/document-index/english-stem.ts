@@ -19,7 +19,7 @@ export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set(
 );
 
 /** Words stemmed as a whole (exception1): the stem, or the word itself. */
-const EXCEPTIONS = new Map<string, string>([
+export const EXCEPTIONS: ReadonlyMap<string, string> = new Map<string, string>([
   ['skis', 'ski'],
   ['skies', 'sky'],
   ['dying', 'die'],

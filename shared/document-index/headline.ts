@@ -19,7 +19,7 @@
  * from the second time it is seen (2,000 texts): a search's best chunks often come back. The first time, the
  * text is read only up to the end of the fragment when a match settles it (`prefixWords`).
  */
-import { snowballEnglish, ENGLISH_STOP_WORDS } from './english-stem.js';
+import { snowballEnglish, ENGLISH_STOP_WORDS, EXCEPTIONS } from './english-stem.js';
 import { onProcessReset } from '../process-state.js';
 import { readTokens, TokenStream, TokenType as Y } from './ts-parser.js';
 
@@ -234,7 +234,7 @@ const MEMO_MAX_CHARS = 1_000;
 function lexized(text: string, query: ReadonlySet<string>, first: boolean): LexizedText {
   const known = memo.texts.get(text);
   if (known) return known;
-  if (first) return lexizedTokens(text, firstsOf(query));
+  if (first) return lexizedTokens(text, Candidates.of(query));
   const found = lexizedTokens(text);
   if (memo.texts.size >= TEXT_MEMO_SIZE) memo.texts = new Map();
   memo.texts.set(text, found);
@@ -253,21 +253,76 @@ function firstSight(text: string): boolean {
   return true;
 }
 
-/** The first characters of the query's lexemes (`lexizedTokens`' `firsts`). */
-function firstsOf(query: ReadonlySet<string>): Set<number> {
-  const firsts = new Set<number>();
-  for (const lexeme of query) firsts.add(lexeme.codePointAt(0)!);
-  return firsts;
+/**
+ * Which tokens can be lexized to one of a query's lexemes, told from their first characters, so the others are
+ * never lexized (`mayMatch`). A lexeme keeps its word's first character (`simple` lower-cases; `english_stem`
+ * lower-cases and then rewrites endings: the tests hold `englishStem` to it). A stem of three or more characters
+ * also keeps its word's first two, but for the whole-word exceptions that change them (dying: die): every step
+ * rewrites a suffix inside R1, which starts at the third character or later, or leaves a word of two. So an
+ * ASCII token of two or more characters is a candidate when its first two, lower-cased, begin such a lexeme (or
+ * a word an exception stems to it); any other token when its first character begins a lexeme.
+ */
+class Candidates {
+  /** First code points of the lexemes. */
+  readonly firsts = new Set<number>();
+  /** ASCII pairs (first * 128 + second, lower-cased) that may begin a candidate. */
+  private readonly pairs = new Uint8Array(128 * 128);
+  /** What an ASCII text must hold (lower-cased) for a token of it to match: each lexeme's pair or first character. */
+  readonly starts: string[] = [];
+
+  private constructor(query: ReadonlySet<string>) {
+    for (const lexeme of query) {
+      const c0 = lexeme.charCodeAt(0);
+      this.firsts.add(lexeme.codePointAt(0)!);
+      if (c0 >= 128) continue; // no ASCII token is lexized to it
+      const c1 = lexeme.length >= 3 ? lexeme.charCodeAt(1) : 128;
+      if (c1 < 128) this.addPair(lexeme.slice(0, 2));
+      else {
+        this.pairs.fill(1, c0 * 128, c0 * 128 + 128); // a short lexeme: any token of its first character
+        this.starts.push(lexeme[0]!);
+      }
+      for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) this.addPair(word.slice(0, 2));
+    }
+  }
+
+  /** The query's candidates: a search writes ten snippets or more for one query, so the last query's are kept. */
+  static of(query: ReadonlySet<string>): Candidates {
+    if (lastCandidates?.query !== query) lastCandidates = { query, candidates: new Candidates(query) };
+    return lastCandidates.candidates;
+  }
+
+  private addPair(pair: string): void {
+    this.pairs[pair.charCodeAt(0) * 128 + pair.charCodeAt(1)] = 1;
+    this.starts.push(pair);
+  }
+
+  /** Whether token `t` may be lexized to a lexeme of the query. */
+  mayMatch(t: string): boolean {
+    const c0 = t.charCodeAt(0);
+    const c1 = t.charCodeAt(1); // NaN for a token of one character
+    if (c0 < 128 && c1 < 128) return this.pairs[lowerAscii(c0) * 128 + lowerAscii(c1)] === 1;
+    return this.firsts.has(lowerFirst(t));
+  }
 }
 
+const lowerAscii = (c: number) => (c >= 0x41 && c <= 0x5a ? c + 0x20 : c);
+
+/** The whole-word exceptions whose stem does not begin with the word's first two characters, by stem. */
+const EXCEPTIONAL_STARTS = new Map<string, string[]>();
+for (const [word, stem] of EXCEPTIONS)
+  if (word.slice(0, 2) !== stem.slice(0, 2))
+    EXCEPTIONAL_STARTS.set(stem, [...(EXCEPTIONAL_STARTS.get(stem) ?? []), word]);
+
+/** The last query's candidates (`Candidates.of`); a query's lexemes are never changed once read. */
+let lastCandidates: { query: ReadonlySet<string>; candidates: Candidates } | null = null;
+onProcessReset('shared/document-index/headline.ts#lastCandidates', () => (lastCandidates = null));
+
 /**
- * The text's tokens lexized and numbered: every token, or with `firsts` only those whose first character
- * lower-cased is in it (a query's lexemes' first characters: a lexeme keeps its word's first character,
- * `simple` lower-cases, `english_stem` lower-cases and then changes only endings; the tests hold
- * `englishStem` to it). A token left out gets a null lexeme and position 0, which the headline reads as it
+ * The text's tokens lexized and numbered: every token, or with `candidates` only those that may match the query
+ * (`Candidates.mayMatch`). A token left out gets a null lexeme and position 0, which the headline reads as it
  * reads a word outside the query (it compares the positions of query words only).
  */
-function lexizedTokens(text: string, firsts?: ReadonlySet<number>): LexizedText {
+function lexizedTokens(text: string, candidates?: Candidates): LexizedText {
   const { types, texts: tokens } = readTokens(text);
   const lexemes = new Array<string | null>(types.length).fill(null);
   const positions = new Array<number>(types.length);
@@ -284,7 +339,7 @@ function lexizedTokens(text: string, firsts?: ReadonlySet<number>): LexizedText 
     positions[i] = 0;
     if (IGNORED[types[i]!]) continue;
     position++;
-    if (firsts && !firsts.has(lowerFirst(t))) continue;
+    if (candidates && !candidates.mayMatch(t)) continue;
     const lexeme = lexize(types[i]!, t);
     lexemes[i] = lexeme;
     if (lexeme !== null) positions[i] = Math.min(position, MAX_POSITION);
@@ -317,8 +372,13 @@ function withoutDropped(text: LexizedText): LexizedText {
  * names n times is followed by n - 1 copies of it.
  */
 function headlineWords(text: string, query: ReadonlySet<string>, first: boolean): Words {
+  return wordsOf(lexized(text, query, first), query);
+}
+
+/** `headlineWords` of a text's tokens lexized and numbered. */
+function wordsOf(lexizedText: LexizedText, query: ReadonlySet<string>): Words {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
-  const { types, texts, lexemes, positions } = lexized(text, query, first);
+  const { types, texts, lexemes, positions } = lexizedText;
   const n = types.length;
   const item = new Uint8Array(n);
   let copies = 0;
@@ -366,23 +426,26 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
   let fewest = Infinity;
   for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
-  const firsts = firstsOf(query);
+  const candidates = Candidates.of(query);
   const types: number[] = [];
   const texts: string[] = [];
   const pos: number[] = [];
   const item: number[] = [];
   const repeated: number[] = [];
   const stream = new TokenStream(text);
+  // An ASCII text holding none of the starts a match needs matches nothing: its first `MIN_WORDS` words answer.
+  const lower = stream.ascii && text.toLowerCase();
+  const none = lower !== false && !candidates.starts.some((start) => lower.includes(start));
   let position = 0;
-  /** Counted words read after the chosen cover (-1: none chosen yet). */
-  let after = -1;
-  while (after < MAX_WORDS && stream.next()) {
+  /** Counted words read after the chosen cover (-1: none chosen yet), or, when `none`, from the start. */
+  let after = none ? 0 : -1;
+  while (after < (none ? MIN_WORDS : MAX_WORDS) && stream.next()) {
     const { type, text: t } = stream;
     if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) continue; // dropped, as PostgreSQL drops it
     let lexeme: string | null = null;
     if (!IGNORED[type]) {
       position++;
-      if (firsts.has(lowerFirst(t))) lexeme = lexize(type, t);
+      if (!none && candidates.mayMatch(t)) lexeme = lexize(type, t);
     }
     const matches = lexeme !== null && query.has(lexeme);
     const at = Math.min(position, MAX_POSITION);
@@ -559,11 +622,11 @@ export function headline(text: string, lexemes: ReadonlySet<string>): string {
 }
 
 /**
- * `headline` reading the whole text every time (its query's candidates lexized, nothing kept): the reading the
- * tests hold `headline`'s shorter and kept readings to.
+ * `headline` reading the whole text and lexizing every token, nothing kept: the reading the tests hold
+ * `headline`'s shorter, filtered and kept readings to.
  */
 export function headlineOfWholeText(text: string, lexemes: ReadonlySet<string>): string {
-  return written(headlineWords(text, lexemes, true));
+  return written(wordsOf(lexizedTokens(text), lexemes));
 }
 
 /** The snippet of a text's words: the fragment chosen (`markFragments`), else the first `MIN_WORDS` words. */

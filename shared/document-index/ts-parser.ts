@@ -560,7 +560,7 @@ const encoder = new TextEncoder();
  * The text's code points (in `buffer`, `length` of them), and where each starts in the string (null
  * when every one is a single UTF-16 unit).
  */
-function codePoints(text: string): { cps: Uint32Array; length: number; offsets: Uint32Array | null } {
+function codePoints(text: string): { cps: Uint32Array; length: number; offsets: Uint32Array | null; ascii: boolean } {
   if (buffer.length < text.length) buffer = new Uint32Array(text.length * 2);
   if (asciiBytes.length < text.length) asciiBytes = new Uint8Array(text.length * 2);
   // An ASCII text's UTF-8 bytes are its code points: a native encode and a widening copy, about 20 times
@@ -569,7 +569,7 @@ function codePoints(text: string): { cps: Uint32Array; length: number; offsets: 
   const { read, written } = encoder.encodeInto(text, asciiBytes.subarray(0, text.length));
   if (read === text.length && written === text.length) {
     buffer.set(asciiBytes.subarray(0, written));
-    return { cps: buffer, length: text.length, offsets: null };
+    return { cps: buffer, length: text.length, offsets: null, ascii: true };
   }
   const cps = buffer;
   let astral = false;
@@ -581,7 +581,7 @@ function codePoints(text: string): { cps: Uint32Array; length: number; offsets: 
     }
     cps[i] = unit;
   }
-  if (!astral) return { cps, length: text.length, offsets: null };
+  if (!astral) return { cps, length: text.length, offsets: null, ascii: false };
   const offsets: number[] = [];
   let n = 0;
   for (let i = 0; i < text.length;) {
@@ -591,7 +591,7 @@ function codePoints(text: string): { cps: Uint32Array; length: number; offsets: 
     i += cp > 0xffff ? 2 : 1;
   }
   offsets.push(text.length);
-  return { cps, length: n, offsets: Uint32Array.from(offsets) };
+  return { cps, length: n, offsets: Uint32Array.from(offsets), ascii: false };
 }
 
 /** The tokens of `text` as PostgreSQL's default parser reads them (`ts_parse('default', text)`). */
@@ -621,13 +621,16 @@ export class TokenStream {
   /** The current token's type and text (after `next` answered true). */
   type = 0;
   text = '';
+  /** Whether every character of the text is ASCII. */
+  readonly ascii: boolean;
   private readonly parser: Parser;
   private readonly offsets: Uint32Array | null;
 
   constructor(private readonly source: string) {
-    const { cps, length, offsets } = codePoints(source);
+    const { cps, length, offsets, ascii } = codePoints(source);
     this.parser = new Parser(cps, 0, length);
     this.offsets = offsets;
+    this.ascii = ascii;
   }
 
   /** Reads the next token; false at the end of the text. */

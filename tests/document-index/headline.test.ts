@@ -123,6 +123,36 @@ describe('parseTokens', () => {
   });
 });
 
+describe('englishStem and the snippet reader', () => {
+  it("keeps a word's first two letters in a stem of three or more, but for the exceptions the reader knows", () => {
+    // The snippet reader lexizes only the tokens whose first two letters begin a query lexeme (or a word an
+    // exception stems to it): every other word must stem to something else. Random words with the suffixes
+    // the steps rewrite, and the hard cases.
+    let seed = 7;
+    const next = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const suffixes = ['', 's', 'es', 'ies', 'ied', 'ing', 'ed', 'eed', 'edly', 'ingly', 'ly', 'y', 'e', 'ational'];
+    suffixes.push(...['izer', 'ization', 'ation', 'fulness', 'ousness', 'ical', 'ement', 'ment', 'ance', 'ence']);
+    suffixes.push(...['able', 'ible', 'ism', 'ate', 'iti', 'ous', 'ive', 'ize', 'ion', 'al', 'er', 'll', "'s", 'sses']);
+    const words = [...HARD_CASES, 'dying', 'lying', 'tying', 'aing', 'aed', 'ies', 'yes', 'yelling'];
+    for (let i = 0; i < 200_000; i++) {
+      let w = '';
+      for (let j = 1 + Math.floor(next() * 6); j > 0; j--)
+        w += next() < 0.4 ? 'aeiouy'[Math.floor(next() * 6)] : 'abcdefghijklmnopqrstuvwxyz'[Math.floor(next() * 26)];
+      words.push(w + suffixes[Math.floor(next() * suffixes.length)]);
+    }
+    const broken = words.filter((w) => {
+      const stem = englishStem(w.toLowerCase());
+      return stem.length >= 3 && !w.toLowerCase().startsWith(stem.slice(0, 2));
+    });
+    expect([...new Set(broken)].sort()).toEqual(['dying', 'lying', 'tying']);
+  });
+});
+
 describe('tsqueryLexemes', () => {
   it("reads a tsquery's text form: quotes doubled, operators and marks skipped, operands counted", () => {
     const q = tsqueryLexemes("'run' | 'run' & !'it''s' <-> 'a\\\\b':* | 'x':AB");
@@ -236,6 +266,8 @@ describe('headline', () => {
       { chunk: long, query: 'zzz' },
       { chunk: `${huge} needle gamma`, query: 'gamma' },
       { chunk: 'I run and running and runs fast, fast and quick', query: 'run | running | fast' },
+      // Words whose stem does not begin with their first two letters (dying: die), in an ASCII text.
+      { chunk: `${'Calm words here. '.repeat(30)}The plant was dying, lying low.`, query: 'die | lie' },
       {
         chunk: 'See <b>http://example.com/a?b=1</b> &amp; state-of-the-art re-index at v1.2.3',
         query: 'art | index | example',
@@ -271,6 +303,7 @@ describe('headline', () => {
       `${filler(15, 2)} <b>needle</b> <script>needle</script> &amp; ${filler(200, 4)}`,
       `${filler(12, 0)} ${'a'.repeat(2100)} needle ${filler(120, 1)}`,
       `${filler(12, 0)} naïve café needle résumé ${filler(120, 2)} 😀 needle`,
+      `${filler(90, 1)} the plant was dying ${filler(70, 2)} lying needle ${filler(10, 3)}`,
       `${filler(60, 3)}. ${filler(3, 0)}, a to of needle. It is so. ${filler(200, 4)}`,
       filler(700, 1),
       // Short texts (kept from their second sighting).
@@ -286,6 +319,8 @@ describe('headline', () => {
       tsqueryLexemes("'run' | 'run' | 'needl'"), // run named twice: a needle (once) is chosen over an earlier run
       tsqueryLexemes("'needl' | 'needl' | 'alpha'"),
       tsqueryLexemes("'needl' | 'needl'"),
+      new QueryLexemes(['die', 'zzz']),
+      new QueryLexemes(['li']),
     ];
     let compared = 0;
     for (const text of texts)

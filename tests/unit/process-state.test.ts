@@ -29,6 +29,8 @@ const NOT_APP_STATE: Record<string, string> = {
     'stem ids naming features within one embedding call: any numbering gives the same vectors',
   'shared/document-index/vector-sets.ts#nonZeroAt':
     'a scratch array filled and read within one encodeVector call: nothing carries from one call to the next',
+  'shared/document-index/headline.ts#EXCEPTIONAL_STARTS':
+    'filled once at load from the stemmer’s fixed exceptions, never written after: the same for every app',
   'shared/document-index/scan-kernel.ts#kernel':
     'the compiled scan kernel, the same for every app; its memory is zero between scans (a scan zeroes what it wrote)',
 };
