@@ -12,7 +12,9 @@
  * ADD_TEXT) each followed by a timed SEARCH and by a control (the same write to another index, then a timed
  * SEARCH) (after 1000 untimed searches and plain queries of other queries and 5 untimed writes: a running
  * process's figures), `BENCH_DOCIDX_OR_SEARCHES` (default 300) the searches of queries no chunk holds in full
- * (SEARCH's OR tier) beside the plain OR ranking. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
+ * (SEARCH's OR tier) beside the plain OR ranking, `BENCH_DOCIDX_DEFAULT_CHUNKS` (default 5000, 0: not measured) the
+ * chunks of an index created as a user creates one (no chunk parameters: chunks of about 3,700 characters), its
+ * SEARCH beside the plain query. Each size also reports this process's CPU per SEARCH and per plain query. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
