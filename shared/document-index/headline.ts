@@ -15,9 +15,10 @@
  * past tokens of 3 bytes or less and past non-words and numbers. With no match, the first 15 words.
  * Tags print as a space; hyphenated words and URLs print through their parts, which follow them.
  *
- * Cost: words' lexemes are memoized (50,000 words), and a text's tokens with their lexemes are kept
- * from the second time it is seen (2,000 texts): a search's best chunks often come back. The first time, the
- * text is read only up to the end of the fragment when a match settles it (`prefixWords`).
+ * Cost: words' lexemes are memoized (50,000 words), and a text of up to 1,000 characters has its tokens with
+ * their lexemes kept from the second time it is seen (2,000 texts): a search's best chunks often come back. A
+ * text not kept (the first time, and every time past 1,000 characters) is read only up to the end of its
+ * fragment when a match settles it (`prefixWords`), and only the tokens that may match are lexized.
  */
 import { snowballEnglish, ENGLISH_STOP_WORDS, EXCEPTIONS } from './english-stem.js';
 import { onProcessReset } from '../process-state.js';
@@ -257,8 +258,9 @@ function firstSight(text: string): boolean {
  * Which tokens can be lexized to one of a query's lexemes, told from their first characters, so the others are
  * never lexized (`mayMatch`). A lexeme keeps its word's first character (`simple` lower-cases; `english_stem`
  * lower-cases and then rewrites endings: the tests hold `englishStem` to it). A stem of three or more characters
- * also keeps its word's first two, but for the whole-word exceptions that change them (dying: die): every step
- * rewrites a suffix inside R1, which starts at the third character or later, or leaves a word of two. So an
+ * also keeps its word's first two, but for the whole-word exceptions that change them (dying: die): the steps
+ * rewrite endings, those of Step 1 included, never one of the first two characters of a stem that keeps three or
+ * more (a test holds `englishStem` to it over 200,000 words). So an
  * ASCII token of two or more characters is a candidate when its first two, lower-cased, begin such a lexeme (or
  * a word an exception stems to it); any other token when its first character begins a lexeme.
  */
@@ -269,8 +271,11 @@ class Candidates {
   private readonly pairs = new Uint8Array(128 * 128);
   /** What an ASCII text must hold (lower-cased) for a token of it to match: each lexeme's pair or first character. */
   readonly starts: string[] = [];
+  /** Whether every lexeme is letters and digits only (no hyphenated word or URL can match it). */
+  readonly wordsOnly: boolean;
 
   private constructor(query: ReadonlySet<string>) {
+    this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
     for (const lexeme of query) {
       const c0 = lexeme.charCodeAt(0);
       this.firsts.add(lexeme.codePointAt(0)!);
@@ -412,21 +417,24 @@ function wordsOf(lexizedText: LexizedText, query: ReadonlySet<string>): Words {
 }
 
 /**
- * `headlineWords` of a text seen for the first time, read only as far as the snippet needs (`TokenStream`), or
- * null when the whole text must be read. For an OR query every cover is one matching word with its copies,
- * each holding one interesting word; the fragment chosen is the first cover of the fewest words, which for a
- * counted word are the operands naming its lexeme. So once a match named by the fewest operands of any
+ * `headlineWords` of a text not kept, read only as far as the snippet needs (`TokenStream`), or null when the
+ * whole text must be read. For an OR query every cover is the matching words at one position (a word and its
+ * copies), each holding one interesting word; the fragment chosen is the first cover of the fewest words, which
+ * for a counted word are the operands naming its lexeme. So once a match named by the fewest operands of any
  * query lexeme is read, no later cover can be chosen, and the fragment reaches at most `MAX_WORDS` counted
  * words past it (`stretch`): the text after those is never read. A 4,000-character chunk took about 75 µs to
- * read whole. Without such a match the text is read to its end (all of its words). Null (read again by
- * `headlineWords`) when a match is of a type not counted as a word (its cover would hold no words) or when
- * positions reach PostgreSQL's cap: both rare, and left to the reading that handles them.
+ * read whole. Without such a match the text is read to its end (all of its words). Two kinds of later cover
+ * would still win, so their texts are read whole (null, read again by `headlineWords`): a match of a type not
+ * counted as a word (a hyphenated word or a URL: a cover of no words), possible only when a query lexeme holds
+ * other than letters and digits (SEARCH's never do); and words past PostgreSQL's position cap, which share one
+ * position and so one cover, possible only in a text of `MAX_POSITION` characters or more.
  */
 function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
   const operands = query instanceof QueryLexemes ? query.operands : undefined;
   let fewest = Infinity;
   for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
   const candidates = Candidates.of(query);
+  if (!candidates.wordsOnly) return null;
   const types: number[] = [];
   const texts: string[] = [];
   const pos: number[] = [];
@@ -436,6 +444,8 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
   // An ASCII text holding none of the starts a match needs matches nothing: its first `MIN_WORDS` words answer.
   const lower = stream.ascii && text.toLowerCase();
   const none = lower !== false && !candidates.starts.some((start) => lower.includes(start));
+  // A position takes a character at least: a shorter text never reaches the cap.
+  if (!none && text.length >= MAX_POSITION) return null;
   let position = 0;
   /** Counted words read after the chosen cover (-1: none chosen yet), or, when `none`, from the start. */
   let after = none ? 0 : -1;
@@ -458,7 +468,7 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
     if (!matches) continue;
     // A match not counted as a word would be a cover of no words, chosen before any other: read it all.
     if (NON_WORD[type] || position >= MAX_POSITION) return null;
-    const copies = (operands?.get(lexeme!) ?? 1) - 1;
+    const copies = Math.max(0, (operands?.get(lexeme!) ?? 1) - 1);
     for (let c = 0; c < copies; c++) {
       types.push(type);
       texts.push(t);

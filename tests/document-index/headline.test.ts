@@ -265,6 +265,8 @@ describe('headline', () => {
       { chunk: long, query: 'needle' },
       { chunk: long, query: 'zzz' },
       { chunk: `${huge} needle gamma`, query: 'gamma' },
+      // An early match, and two past the cap: those share one position, so one cover of two words wins.
+      { chunk: `alpha needle ${huge} needle needle end`, query: 'needle' },
       { chunk: 'I run and running and runs fast, fast and quick', query: 'run | running | fast' },
       // Words whose stem does not begin with their first two letters (dying: die), in an ASCII text.
       { chunk: `${'Calm words here. '.repeat(30)}The plant was dying, lying low.`, query: 'die | lie' },
@@ -304,6 +306,8 @@ describe('headline', () => {
       `${filler(12, 0)} ${'a'.repeat(2100)} needle ${filler(120, 1)}`,
       `${filler(12, 0)} naïve café needle résumé ${filler(120, 2)} 😀 needle`,
       `${filler(90, 1)} the plant was dying ${filler(70, 2)} lying needle ${filler(10, 3)}`,
+      // A hyphenated word and a URL late in the text: covers of no words, chosen over an early match.
+      `needle ${filler(100, 1)} foo-bar ${filler(5, 2)} http://example.com/x ${filler(5, 3)}`,
       `${filler(60, 3)}. ${filler(3, 0)}, a to of needle. It is so. ${filler(200, 4)}`,
       filler(700, 1),
       // Short texts (kept from their second sighting).
@@ -320,6 +324,8 @@ describe('headline', () => {
       tsqueryLexemes("'needl' | 'needl' | 'alpha'"),
       tsqueryLexemes("'needl' | 'needl'"),
       new QueryLexemes(['die', 'zzz']),
+      new QueryLexemes(['needl', 'foo-bar']),
+      new QueryLexemes(['needl', 'example.com/x']),
       new QueryLexemes(['li']),
     ];
     let compared = 0;
