@@ -342,6 +342,63 @@ describe('headline', () => {
     expect(compared).toBe(texts.length * queries.length);
   });
 
+  it('writes what reading the whole text writes for 1,500 random texts and queries, each sighted twice', () => {
+    // Seeded: words, stop words, the stemmer's exceptions, numbers, versions, hosts, URLs, e-mail addresses, paths,
+    // hyphenated words, entities, tags, long tokens and non-ASCII letters, joined by assorted blanks; queries of
+    // one to three lexemes of the text's words or others, some named twice.
+    let seed = 20261128;
+    const next = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
+    const words = ['needle', 'Needles', 'run', 'running', 'Runs', 'dying', 'lying', 'tie', 'skies', 'early', 'hope'];
+    words.push(...['alpha', 'beta', 'Gamma', 'the', 'a', 'of', 'is', 'it', 'and', 'x', 'I', 'ok', 'was', 'generously']);
+    const odd = [
+      '123',
+      '1.5',
+      '-3',
+      '+7',
+      '1e5',
+      'v1.2.3',
+      '1.2.3.4',
+      'example.com',
+      'http://ex.com/a/b',
+      'me@host.org',
+    ];
+    odd.push(...['/usr/bin/x', './a/b.txt', 'state-of-the-art', 're-index-2', 'foo--bar', '&amp;', '&#65;', 'a1b2']);
+    odd.push(
+      ...["it's", '(x)', 'x_y', '<b>', '</p>', '<a href="x y">', '<script>needle run</script>', 'naïve', 'café'],
+    );
+    odd.push(...['İstanbul', '😀', 'x²', 'a'.repeat(2050), `needle${'x'.repeat(1000)}`]);
+    const blanks = [' ', ' ', ' ', ', ', '. ', '\n', '\n\n', '\t', ' - ', ' / ', '-', '/', ''];
+    let compared = 0;
+    for (let c = 0; c < 1500; c++) {
+      const parts: string[] = [];
+      const length = 20 + Math.floor(next() ** 2 * 900);
+      for (let i = 0; i < length; i++) parts.push(next() < 0.15 ? pick(odd) : pick(words));
+      let text = parts.map((p) => p + pick(blanks)).join('');
+      if (next() < 0.5) text = text.replace(/[^\x00-\x7f]/g, 'q');
+      const query = new QueryLexemes();
+      for (let k = 1 + Math.floor(next() * 3); k > 0; k--)
+        for (const lexeme of guessQueryLexemes([
+          next() < 0.8 ? pick(parts).toLowerCase() : pick(['zzz', 'die', 'lie']),
+        ])) {
+          query.add(lexeme);
+          query.operands.set(lexeme, (query.operands.get(lexeme) ?? 0) + (next() < 0.2 ? 2 : 1));
+        }
+      resetHeadlineMemos('texts');
+      const whole = headlineOfWholeText(text, query);
+      for (let sighting = 0; sighting < 2; sighting++) {
+        expect(headline(text, query), `case ${c}, sighting ${sighting}`).toBe(whole);
+        compared++;
+      }
+    }
+    expect(compared).toBe(3000);
+  });
+
   it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
     const text = 'Indexes hold chunks; each chunk is indexed once, and the index answers SEARCH with its best chunks.';
     expect(headline(text, new Set(['zzz']))).toBe(
