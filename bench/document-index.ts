@@ -45,6 +45,16 @@ import { spawnApiProcess } from '../tests/helpers/api-process.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** A deterministic pseudo-random generator (mulberry32), so every run indexes the same text. */
+/** The goal's plain PostgreSQL full-text query: the top 10 chunk ids of an index by `ts_rank_cd`. */
+function plainFullText(em: EntityManager, indexId: string, text: string) {
+  return sql(
+    em,
+    `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
+       order by ts_rank_cd(c.tsv, q) desc limit 10`,
+    [text, indexId],
+  );
+}
+
 function rng(seed: number) {
   let a = seed;
   return () => {
@@ -355,13 +365,7 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
     await cacheOf?.settled();
     const firstLoad = performance.now() - t0;
     const cache = cacheOf?.usage().sets.find((c) => c.key.startsWith(`${index.id}|`));
-    const plainQuery = (text: string) =>
-      sql(
-        em(),
-        `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
-           order by ts_rank_cd(c.tsv, q) desc limit 10`,
-        [text, index.id],
-      );
+    const plainQuery = (text: string) => plainFullText(em(), index.id, text);
     const plainTop10 = (i: number) => plainQuery(queries[i % queries.length]!);
     // Warm-up, untimed: searches and plain queries of other queries (another seed), so the timed figures are a
     // running process's (both paths' code compiled by the JIT; see WARMUP_SEARCHES), not its first minute's, and
@@ -638,13 +642,7 @@ async function defaultChunkSize(
   const queries = Array.from({ length: DEFAULT_SEARCHES + 200 }, () => replay().split(' ').slice(0, 3).join(' '));
   const searchText = (text: string) =>
     hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
-  const plainQuery = (text: string) =>
-    sql(
-      em(),
-      `select c.id from doc_chunks c, plainto_tsquery('english', ?) q where c.index_id = ? and c.tsv @@ q
-         order by ts_rank_cd(c.tsv, q) desc limit 10`,
-      [text, index.id],
-    );
+  const plainQuery = (text: string) => plainFullText(em(), index.id, text);
   await searchText(queries[0]!);
   await cacheOf?.settled();
   // Warm-up, untimed, on the last 200 queries.

@@ -68,6 +68,16 @@ afterAll(async () => {
   await db.end();
 });
 
+/** A seeded generator of numbers in [0, 1) (mulberry32, as the benchmark's corpus uses). */
+function seeded(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** The text's distinct words (letters and digits), lower-cased, as SEARCH splits a query. */
 const wordsOf = (text: string) => [...new Set([...text.matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0].toLowerCase()))];
 
@@ -128,13 +138,7 @@ describe('englishStem and the snippet reader', () => {
     // The snippet reader lexizes only the tokens whose first two letters begin a query lexeme (or a word an
     // exception stems to it): every other word must stem to something else. Random words with the suffixes
     // the steps rewrite, and the hard cases.
-    let seed = 7;
-    const next = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const next = seeded(7);
     const suffixes = ['', 's', 'es', 'ies', 'ied', 'ing', 'ed', 'eed', 'edly', 'ingly', 'ly', 'y', 'e', 'ational'];
     suffixes.push(...['izer', 'ization', 'ation', 'fulness', 'ousness', 'ical', 'ement', 'ment', 'ance', 'ence']);
     suffixes.push(...['able', 'ible', 'ism', 'ate', 'iti', 'ous', 'ive', 'ize', 'ion', 'al', 'er', 'll', "'s", 'sses']);
@@ -346,13 +350,7 @@ describe('headline', () => {
     // Seeded: words, stop words, the stemmer's exceptions, numbers, versions, hosts, URLs, e-mail addresses, paths,
     // hyphenated words, entities, tags, long tokens and non-ASCII letters, joined by assorted blanks; queries of
     // one to three lexemes of the text's words or others, some named twice.
-    let seed = 20261128;
-    const next = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const next = seeded(20261128);
     const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
     const words = ['needle', 'Needles', 'run', 'running', 'Runs', 'dying', 'lying', 'tie', 'skies', 'early', 'hope'];
     words.push(...['alpha', 'beta', 'Gamma', 'the', 'a', 'of', 'is', 'it', 'and', 'x', 'I', 'ok', 'was', 'generously']);
