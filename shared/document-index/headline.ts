@@ -428,27 +428,64 @@ function wordsOf(lexizedText: LexizedText, query: ReadonlySet<string>): Words {
  * counted as a word (a hyphenated word or a URL: a cover of no words), possible only when a query lexeme holds
  * other than letters and digits (SEARCH's never do); and words past PostgreSQL's position cap, which share one
  * position and so one cover, possible only in a text of `MAX_POSITION` characters or more.
+ *
+ * A long text is also read from shortly before its first possible match (`readingStart`) when it can be: the
+ * words before are never shown, and only the positions of matches are compared (their order), never their
+ * numbers, so the reading gives the same words from there on.
  */
 function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
-  const operands = query instanceof QueryLexemes ? query.operands : undefined;
-  let fewest = Infinity;
-  for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
   const candidates = Candidates.of(query);
   if (!candidates.wordsOnly) return null;
-  const types: number[] = [];
-  const texts: string[] = [];
-  const pos: number[] = [];
-  const item: number[] = [];
-  const repeated: number[] = [];
   const stream = new TokenStream(text);
   // An ASCII text holding none of the starts a match needs matches nothing: its first `MIN_WORDS` words answer.
   const lower = stream.ascii && text.toLowerCase();
   const none = lower !== false && !candidates.starts.some((start) => lower.includes(start));
   // A position takes a character at least: a shorter text never reaches the cap.
   if (!none && text.length >= MAX_POSITION) return null;
+  const from =
+    !none && text.length >= SKIP_MIN_CHARS && stream.seekable
+      ? readingStart(text, lower || text.toLowerCase(), query, candidates)
+      : 0;
+  if (from > 0) {
+    const found = readWords(stream.seek(from), text, query, false, true);
+    if (found !== AGAIN) return found;
+    stream.seek(0);
+  }
+  const words = readWords(stream, text, query, none || from < 0, false);
+  return words === AGAIN ? null : words;
+}
+
+/** `readWords` read from past the text's start and not far enough back: to be read again from the start. */
+const AGAIN = Symbol('again');
+
+/**
+ * The words of `prefixWords` from the stream, or null (the whole text to be read), or, when `partial` (the
+ * stream began past the text's start), `AGAIN` unless the fragment chosen lies far enough past that start.
+ * `none`: nothing matches (the first `MIN_WORDS` words answer).
+ */
+function readWords(
+  stream: TokenStream,
+  text: string,
+  query: ReadonlySet<string>,
+  none: boolean,
+  partial: boolean,
+): Words | null | typeof AGAIN {
+  const operands = query instanceof QueryLexemes ? query.operands : undefined;
+  let fewest = Infinity;
+  for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
+  const candidates = Candidates.of(query);
+  // The tokens read, by where they are in the text: their texts are cut only for the part the snippet can show.
+  const types: number[] = [];
+  const ts: string[] = [];
+  const pos: number[] = [];
+  const item: number[] = [];
+  const repeated: number[] = [];
   let position = 0;
   /** Counted words read after the chosen cover (-1: none chosen yet), or, when `none`, from the start. */
   let after = none ? 0 : -1;
+  /** The chosen cover's first token, and whether any token matched. */
+  let chosen = -1;
+  let matched = false;
   while (after < (none ? MIN_WORDS : MAX_WORDS) && stream.next()) {
     const { type, text: t } = stream;
     if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) continue; // dropped, as PostgreSQL drops it
@@ -460,7 +497,7 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
     const matches = lexeme !== null && query.has(lexeme);
     const at = Math.min(position, MAX_POSITION);
     types.push(type);
-    texts.push(t);
+    ts.push(t);
     pos.push(lexeme === null ? 0 : at);
     item.push(matches ? 1 : 0);
     repeated.push(0);
@@ -468,21 +505,121 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
     if (!matches) continue;
     // A match not counted as a word would be a cover of no words, chosen before any other: read it all.
     if (NON_WORD[type] || position >= MAX_POSITION) return null;
+    matched = true;
     const copies = Math.max(0, (operands?.get(lexeme!) ?? 1) - 1);
     for (let c = 0; c < copies; c++) {
       types.push(type);
-      texts.push(t);
+      ts.push(t);
       pos.push(at);
       item.push(1);
       repeated.push(1);
     }
     if (after >= 0)
       after += copies; // copies are counted words too
-    else if (copies + 1 === fewest) after = 0;
+    else if (copies + 1 === fewest) {
+      after = 0;
+      chosen = types.length - copies - 1;
+    }
   }
-  // No match of the fewest operands: the text was read to its end, so these are all its words.
-  const n = types.length;
-  return { types, texts, pos, item: Uint8Array.from(item), repeated: Uint8Array.from(repeated), in: new Uint8Array(n) };
+  // Without a match of the fewest operands the text was read to its end, so these are all its words.
+  let [lo, hi] = [0, types.length];
+  if (chosen >= 0) {
+    // `stretch` widens the chosen cover back by fewer than MAX_WORDS / 2 counted words: the tokens before those
+    // are never shown (no earlier cover is chosen: each has more words).
+    let counted = 0;
+    for (lo = chosen; lo > 0 && counted < MAX_WORDS / 2;) if (!NON_WORD[types[--lo]!]) counted++;
+    if (partial && counted < MAX_WORDS / 2) return AGAIN;
+  } else if (partial) {
+    // Nothing matched from the start given, and nothing before it can: nothing matches. Else the covers
+    // found may need words from before.
+    return matched ? AGAIN : readWords(stream.seek(0), text, query, true, false);
+  } else if (!matched) {
+    // No cover: the first `MIN_WORDS` counted words answer.
+    let counted = 0;
+    for (hi = 0; hi < types.length && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
+  }
+  const part = <T>(list: T[]) => (lo === 0 && hi === list.length ? list : list.slice(lo, hi));
+  return {
+    types: part(types),
+    texts: part(ts),
+    pos: part(pos),
+    item: Uint8Array.from(part(item)),
+    repeated: Uint8Array.from(part(repeated)),
+    in: new Uint8Array(hi - lo),
+  };
+}
+
+/** Where `headline` begins reading a text for `lexemes` at its first sight (tests: the reading from there is exact). */
+export function readingStartOf(text: string, lexemes: ReadonlySet<string>): number {
+  const seekable = new TokenStream(text).seekable;
+  return seekable && text.length >= SKIP_MIN_CHARS
+    ? readingStart(text, text.toLowerCase(), lexemes, Candidates.of(lexemes))
+    : 0;
+}
+
+/** Texts at least this long (UTF-16 units) are read from shortly before their first possible match. */
+const SKIP_MIN_CHARS = 1_000;
+/** Words (runs of letters and digits) kept before the first possible match: more than `MAX_WORDS` / 2 counted ones. */
+const WORDS_BEFORE = 30;
+
+const isLetter = (c: number) => c >= 0x61 && c <= 0x7a; // of a lower-cased ASCII text
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+const isSpace = (c: number) => c === 0x20 || (c >= 0x09 && c <= 0x0d);
+const isAsciiLetter = (c: number) => isLetter(c | 0x20);
+
+/**
+ * Where to begin reading a text for `query` (`lower`: the text lower-cased): -1 when no token can match, else 0,
+ * or an offset `WORDS_BEFORE` words or more before the first token that may match, where the parser is back in
+ * its base state. Two facts of the parser make this exact, and a test holds the parser to both over random
+ * texts of every kind of token:
+ *
+ * - no token begins with a letter or digit right after an ASCII letter, so a match begins at a start of the
+ *   query (`Candidates.starts`) not preceded by one; if it is a run of ASCII letters there, the match is that
+ *   run (a longer token holds other characters, never all of a lexeme of letters and digits); a run next to a
+ *   digit or a non-ASCII character is taken to match;
+ * - a token never spans a blank but in a tag, and an ASCII letter after a blank begins a token read as from the
+ *   text's start, when no tag (`<`) comes before it (a `<script>` or `<style>` tag changes how the rest is read).
+ *
+ * A text whose lower-casing changes its length (İ), or that is not ASCII while a query lexeme begins with other
+ * than an ASCII character (the starts would not find it), is read from its start.
+ */
+function readingStart(text: string, lower: string, query: ReadonlySet<string>, candidates: Candidates): number {
+  if (lower.length !== text.length) return 0;
+  for (const lexeme of query) if (lexeme.charCodeAt(0) >= 0x80) return 0;
+  let first = -1;
+  for (const start of candidates.starts)
+    for (let i = lower.indexOf(start); i >= 0 && (first < 0 || i < first); i = lower.indexOf(start, i + 1))
+      if ((i === 0 || !isLetter(lower.charCodeAt(i - 1))) && mayMatchRun(lower, i, query)) {
+        first = i;
+        break;
+      }
+  if (first < 0) return -1;
+  let i = first;
+  for (let words = 0; i > 0 && words < WORDS_BEFORE;) {
+    i--;
+    if (isLetter(lower.charCodeAt(i)) || isDigit(lower.charCodeAt(i))) {
+      const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
+      if (!isLetter(before) && !isDigit(before)) words++;
+    }
+  }
+  const tag = lower.indexOf('<');
+  if (tag >= 0 && tag < i) i = tag;
+  for (; i > 0; i--) if (isSpace(text.charCodeAt(i - 1)) && isAsciiLetter(text.charCodeAt(i))) return i;
+  return 0;
+}
+
+/** Whether the token at `i` of a lower-cased text may be lexized to one of `query`'s (`readingStart`). */
+function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>): boolean {
+  const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
+  if (isDigit(before) || before >= 0x80) return true;
+  let j = i;
+  for (; j < lower.length; j++) {
+    const c = lower.charCodeAt(j);
+    if (isDigit(c) || c >= 0x80) return true;
+    if (!isLetter(c)) break;
+  }
+  const lexeme = lexize(Y.ASCIIWORD, lower.slice(i, j));
+  return lexeme !== null && query.has(lexeme);
 }
 
 interface Cover {

@@ -555,6 +555,14 @@ onProcessReset('shared/document-index/ts-parser.ts#buffer', () => (buffer = new 
 let asciiBytes = new Uint8Array(4096);
 onProcessReset('shared/document-index/ts-parser.ts#asciiBytes', () => (asciiBytes = new Uint8Array(4096)));
 const encoder = new TextEncoder();
+/** A text's UTF-16 units (`codePoints`' scratch), and their bytes, where `Buffer#write` writes them. */
+const unitsOf = (length: number) => {
+  const u16 = new Uint16Array(length);
+  return { u16, bytes: Buffer.from(u16.buffer) };
+};
+let units = unitsOf(4096);
+onProcessReset('shared/document-index/ts-parser.ts#units', () => (units = unitsOf(4096)));
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/;
 
 /**
  * The text's code points (in `buffer`, `length` of them), and where each starts in the string (null
@@ -572,16 +580,14 @@ function codePoints(text: string): { cps: Uint32Array; length: number; offsets: 
     return { cps: buffer, length: text.length, offsets: null, ascii: true };
   }
   const cps = buffer;
-  let astral = false;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0xd800 && unit < 0xdc00 && i + 1 < text.length) {
-      const low = text.charCodeAt(i + 1);
-      if (low >= 0xdc00 && low < 0xe000) astral = true;
-    }
-    cps[i] = unit;
+  // Without surrogate pairs the code points are the UTF-16 units: a native write and a widening copy (a
+  // 4,000-character text: about 1 µs, against 20 for a loop over its units).
+  if (!SURROGATE_PAIR.test(text)) {
+    if (units.u16.length < text.length) units = unitsOf(text.length * 2);
+    units.bytes.write(text, 0, text.length * 2, 'utf16le');
+    cps.set(units.u16.subarray(0, text.length));
+    return { cps, length: text.length, offsets: null, ascii: false };
   }
-  if (!astral) return { cps, length: text.length, offsets: null, ascii: false };
   const offsets: number[] = [];
   let n = 0;
   for (let i = 0; i < text.length;) {
@@ -618,12 +624,14 @@ export function readTokens(text: string): { types: number[]; texts: string[] } {
  * stream is read before another text is parsed, and not after.
  */
 export class TokenStream {
-  /** The current token's type and text (after `next` answered true). */
+  /** The current token's type, and where its text is in the source (UTF-16 offsets), after `next` answered true. */
   type = 0;
-  text = '';
-  /** Whether every character of the text is ASCII. */
+  from = 0;
+  to = 0;
+  /** Whether every character of the text is ASCII, and whether it holds no surrogate pair (`seek` needs none). */
   readonly ascii: boolean;
-  private readonly parser: Parser;
+  readonly seekable: boolean;
+  private parser: Parser;
   private readonly offsets: Uint32Array | null;
 
   constructor(private readonly source: string) {
@@ -631,16 +639,33 @@ export class TokenStream {
     this.parser = new Parser(cps, 0, length);
     this.offsets = offsets;
     this.ascii = ascii;
+    this.seekable = offsets === null;
+  }
+
+  /**
+   * Reads on from `start` (a UTF-16 offset) as a parser that begins there, in a text without surrogate pairs
+   * (its code points are its UTF-16 units). The tokens are those of the whole text from `start` only where
+   * the whole text's parser is back in its base state there: the caller knows where (`headline`'s
+   * `readingStart`).
+   */
+  seek(start: number): this {
+    if (this.offsets) throw new Error('a stream seeks only in a text without surrogate pairs');
+    this.parser = new Parser(this.parser.cps, start, this.parser.end);
+    return this;
+  }
+
+  /** The current token's text: cut from the source when asked, so a reader that skips a token never copies it. */
+  get text(): string {
+    return this.source.slice(this.from, this.to);
   }
 
   /** Reads the next token; false at the end of the text. */
   next(): boolean {
     const { parser, offsets } = this;
     if (!parser.next()) return false;
-    const from = offsets ? offsets[parser.start]! : parser.start;
-    const to = offsets ? offsets[parser.start + parser.length]! : parser.start + parser.length;
+    this.from = offsets ? offsets[parser.start]! : parser.start;
+    this.to = offsets ? offsets[parser.start + parser.length]! : parser.start + parser.length;
     this.type = parser.type;
-    this.text = this.source.slice(from, to);
     return true;
   }
 }

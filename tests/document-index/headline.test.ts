@@ -16,10 +16,12 @@ import {
   headlineOfWholeText,
   parseTokens,
   QueryLexemes,
+  readingStartOf,
   resetHeadlineMemos,
   sameLexemes,
   tsqueryLexemes,
 } from '../../shared/document-index/headline.js';
+import { TokenStream } from '../../shared/document-index/ts-parser.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const DOCS = [
@@ -130,6 +132,69 @@ describe('parseTokens', () => {
       return JSON.stringify(mine) !== JSON.stringify(r.toks ?? []);
     });
     expect(differ.map((r) => texts[Number(r.ord) - 1])).toEqual([]);
+  });
+});
+
+describe('TokenStream', () => {
+  // The two facts `headline` relies on to read a long text from shortly before its first possible match.
+  const PIECES = [
+    ...['abc', 'Xyz', 'e', 'de', '12', '3.14', '1,000', '1.2.3', '1e5', '-5', '+3', 'v1.2', '1.2abc', '2nd', 'a1b2'],
+    ...['www.', '.com', '.org', '@', 'me@host.org', 'a.b.c', 'ex.com/run', 'foo-bar', 'e-mail', 'x_y', '_a', '-a'],
+    ...['/usr/bin', './a', '../b', '~user', '?q=1', '#frag', '&amp;', '&#x41;', '&', '&a', '&#', 'http://a.com/b c'],
+    ...['https://', 'ftp://', 'http:/', 'mailto:', ':/', '//', '.a', '/a', 'a.', '1a', '9.a', 'é', 'ß', 'Ω', '×', '—'],
+    ...['ﬁ', 'naïve', '\u00a0', '٣', '\u212a', ' ', '  ', '\n', '\t', '-', '.', '/', ':', "'", '"', '(', ')', '|'],
+  ];
+  const TAGS = ['<b>', '</b>', '<a href="x y">', '<!-- c d -->', '<script>', '</script>', '<style>', '<p class=a b>'];
+  const tokens = (text: string, start = 0) => {
+    const stream = new TokenStream(text);
+    if (start) stream.seek(start);
+    const out: string[] = [];
+    while (stream.next()) out.push(`${stream.type}@${stream.from}-${stream.to}`);
+    return out;
+  };
+  const letter = (c: number) => /[A-Za-z]/.test(String.fromCharCode(c));
+
+  it('never begins a token with a letter or digit right after an ASCII letter, tags and URLs included', () => {
+    const next = seeded(11);
+    let read = 0;
+    for (let n = 0; n < 4000; n++) {
+      const pieces = [...PIECES, ...TAGS];
+      let text = '';
+      for (let i = 5 + Math.floor(next() * 60); i > 0; i--) text += pieces[Math.floor(next() * pieces.length)];
+      const stream = new TokenStream(text);
+      while (stream.next()) {
+        read++;
+        const [c, before] = [text.charCodeAt(stream.from), stream.from ? text.charCodeAt(stream.from - 1) : 0];
+        if (/[A-Za-z0-9]/.test(String.fromCharCode(c)) && letter(before))
+          expect.fail(`token at ${stream.from} of ${JSON.stringify(text)} begins after a letter`);
+      }
+    }
+    expect(read).toBeGreaterThan(100_000);
+  });
+
+  it('reads from an ASCII letter after a blank as from the start, when no tag comes before it', () => {
+    const next = seeded(12);
+    let compared = 0;
+    for (let n = 0; n < 6000; n++) {
+      let text = '';
+      for (let i = 5 + Math.floor(next() * 60); i > 0; i--) text += PIECES[Math.floor(next() * PIECES.length)];
+      if (next() < 0.3) text += TAGS[Math.floor(next() * TAGS.length)] + text; // a tag past the starts tried
+      const whole = tokens(text);
+      const firstTag = text.indexOf('<');
+      for (let start = 1; start < text.length && (firstTag < 0 || start < firstTag); start++) {
+        if (!/\s/.test(text[start - 1]!) || !letter(text.charCodeAt(start))) continue;
+        const fromHere = whole.filter((t) => Number(t.split('@')[1]!.split('-')[0]) >= start);
+        expect(tokens(text, start), `${JSON.stringify(text)} from ${start}`).toEqual(fromHere);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(6_000);
+  });
+
+  it('reads a tag spanning a blank as one token: a reading must not start inside it', () => {
+    const text = 'x <a href="x y"> b';
+    expect(tokens(text)).toEqual(['1@0-1', '12@1-2', '13@2-16', '12@16-17', '1@17-18']);
+    expect(tokens(text, 14)).not.toEqual(['1@14-15', '12@16-17', '1@17-18']);
   });
 });
 
@@ -395,6 +460,122 @@ describe('headline', () => {
       }
     }
     expect(compared).toBe(3000);
+  });
+
+  it('reads a long text from shortly before its first possible match, and writes what reading it whole writes', () => {
+    // Texts of 1,000 characters or more: some with the query's words rare (read from far in), some with false
+    // starts (a run next to a digit, a stop word, a word of the same two letters), tags, URLs and non-ASCII
+    // text; queries of one to three lexemes, some named twice, some of non-ASCII words.
+    const next = seeded(20261128 + 1);
+    const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
+    const words = ['needle', 'Needles', 'run', 'running', 'Runs', 'dying', 'lying', 'tie', 'skies', 'early', 'hope'];
+    words.push(...['ne', 'nee', 'needled', 'ru', 'runner', 'backup', 'backups', 'nightly', 'night', 'go', 'going']);
+    const filler = [
+      'alpha',
+      'beta',
+      'Gamma',
+      'the',
+      'a',
+      'of',
+      'is',
+      'it',
+      'and',
+      'x',
+      'I',
+      'ok',
+      'was',
+      'delta',
+      'zeta',
+    ];
+    const odd = ['123', '1.5', '-3', 'v1.2.3', 'example.com', 'me@host.org', '/usr/bin/x', 'state-of-the-art', '&amp;'];
+    odd.push(...['needle2', '2needle', '1.5needle', 'needle-run', 'run.needle', 'nEEdle', 'RUNS', '_run', '-needle']);
+    odd.push(
+      ...['a'.repeat(2050), `needle${'x'.repeat(1000)}`, '<b>needle</b>', '<a href="x needle">', '<!-- run -->'],
+    );
+    odd.push(...['<script>needle run</script>', 'http://ex.com/needle', 'https://needle.org/a b', 'café', 'naïve']);
+    odd.push(
+      ...['needleé', 'éneedle', 'İstanbul', '\u212aelvin', 'ﬁle', 'Ωmega', '—', '\u00a0needle', '😀', '٣needle'],
+    );
+    const blanks = [' ', ' ', ' ', ', ', '. ', '\n', '\n\n', '\t', ' - ', ' / ', '-', '/', '', '  ', '\r\n', ';', '('];
+    let [compared, fromFurther, nothing] = [0, 0, 0];
+    for (let c = 0; c < 1500; c++) {
+      const parts: string[] = [];
+      const rare = next() < 0.6;
+      for (let i = 150 + Math.floor(next() * 1200); i > 0; i--)
+        parts.push(
+          rare
+            ? next() < 0.004
+              ? pick(odd)
+              : next() < 0.006
+                ? pick(words)
+                : pick(filler)
+            : next() < 0.1
+              ? pick(odd)
+              : pick(words),
+        );
+      let text = parts.map((p) => p + pick(blanks)).join('');
+      if (next() < 0.4) text = text.replace(/[\u0080-\uffff]/g, 'q');
+      const query = new QueryLexemes();
+      for (let k = 1 + Math.floor(next() * 3); k > 0; k--) {
+        const word = rare ? pick(words) : next() < 0.7 ? pick(parts) : pick(['zzz', 'die', 'café', 'kelvin', 'file']);
+        for (const lexeme of guessQueryLexemes([word.toLowerCase().replace(/[^\p{L}\p{N}]/gu, '') || 'zzz'])) {
+          query.add(lexeme);
+          query.operands.set(lexeme, (query.operands.get(lexeme) ?? 0) + (next() < 0.2 ? 2 : 1));
+        }
+      }
+      const start = readingStartOf(text, query);
+      if (start > 0) fromFurther++;
+      if (start < 0) nothing++;
+      resetHeadlineMemos('texts');
+      const whole = headlineOfWholeText(text, query);
+      for (let sighting = 0; sighting < 2; sighting++) {
+        expect(headline(text, query), `case ${c}, sighting ${sighting}, read from ${start}`).toBe(whole);
+        compared++;
+      }
+    }
+    expect(compared).toBe(3000);
+    expect(fromFurther).toBeGreaterThan(150);
+    expect(nothing).toBeGreaterThan(150);
+  });
+
+  it('reads from the start a text it cannot read from further in', () => {
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => ['alpha', 'beta', 'gamma'][i % 3]).join(' ');
+    const needle = new QueryLexemes(['needl']);
+    const late = `${filler(400)} needle ${filler(50)}`;
+    const start = readingStartOf(late, needle);
+    // Far in: more than 20 words before the match, at a letter after a blank.
+    expect(start).toBeGreaterThan(late.indexOf('needle') - 400);
+    expect(start).toBeLessThan(late.indexOf('needle') - 20 * 5);
+    expect(late[start - 1]).toBe(' ');
+    // A tag before it: no further than the tag.
+    const tagged = `${filler(100)} <b class="a b">x</b> ${filler(300)} needle ${filler(50)}`;
+    expect(readingStartOf(tagged, needle)).toBeLessThanOrEqual(tagged.indexOf('<'));
+    // Lower-casing that changes the length, surrogate pairs, a lexeme of a non-ASCII first letter: from the start.
+    expect(readingStartOf(`İ ${late}`, needle)).toBe(0);
+    expect(readingStartOf(`😀 ${late}`, needle)).toBe(0);
+    expect(readingStartOf(`é ${late}`, new QueryLexemes(['needl', 'éclair']))).toBe(0);
+    // No possible match: -1; the first 15 words answer.
+    expect(readingStartOf(late, new QueryLexemes(['zzz']))).toBe(-1);
+    // A false start (a run next to a digit) before the match: read from before the false start.
+    const falseStart = `${filler(200)} needle2 ${filler(200)} needle ${filler(50)}`;
+    expect(readingStartOf(falseStart, needle)).toBeLessThan(falseStart.indexOf('needle2'));
+    // A query word of non-ASCII letters after ASCII ones: its run of ASCII letters is taken to match.
+    const cafe = `${filler(300)} Cafés ${filler(50)}`;
+    expect(readingStartOf(cafe, new QueryLexemes(['café']))).toBeGreaterThan(0);
+    expect(headline(cafe, new QueryLexemes(['café']))).toContain('<b>Cafés</b>');
+    for (const text of [
+      late,
+      tagged,
+      `İ ${late}`,
+      `😀 ${late}`,
+      falseStart,
+      `${filler(10)} needle ${filler(400)}`,
+      cafe,
+    ])
+      for (const query of [needle, new QueryLexemes(['zzz']), new QueryLexemes(['needl', 'gamma'])]) {
+        resetHeadlineMemos('texts');
+        expect(headline(text, query)).toBe(headlineOfWholeText(text, query));
+      }
   });
 
   it('answers the first 15 words when nothing matches, and marks every spelling of a lexeme', () => {
