@@ -273,6 +273,12 @@ class Candidates {
   readonly starts: string[] = [];
   /** Whether every lexeme is letters and digits only (no hyphenated word or URL can match it). */
   readonly wordsOnly: boolean;
+  /**
+   * What a word of ASCII letters begins with if it stems to a lexeme of ASCII letters: the lexeme but its last
+   * letter (the stemmer rewrites endings by one letter at most beyond what it cuts: happy, happi; using, use),
+   * or the whole word of an exception (dying, die). A test holds `englishStem` to it over 200,000 words.
+   */
+  readonly stemPrefixes: string[] = [];
 
   private constructor(query: ReadonlySet<string>) {
     this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
@@ -287,6 +293,8 @@ class Candidates {
         this.starts.push(lexeme[0]!);
       }
       for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) this.addPair(word.slice(0, 2));
+      if (/^[a-z]+$/.test(lexeme))
+        this.stemPrefixes.push(lexeme.slice(0, -1), ...(EXCEPTIONAL_STARTS.get(lexeme) ?? []));
     }
   }
 
@@ -589,7 +597,7 @@ function readingStart(text: string, lower: string, query: ReadonlySet<string>, c
   let first = -1;
   for (const start of candidates.starts)
     for (let i = lower.indexOf(start); i >= 0 && (first < 0 || i < first); i = lower.indexOf(start, i + 1))
-      if ((i === 0 || !isLetter(lower.charCodeAt(i - 1))) && mayMatchRun(lower, i, query)) {
+      if ((i === 0 || !isLetter(lower.charCodeAt(i - 1))) && mayMatchRun(lower, i, query, candidates)) {
         first = i;
         break;
       }
@@ -609,7 +617,7 @@ function readingStart(text: string, lower: string, query: ReadonlySet<string>, c
 }
 
 /** Whether the token at `i` of a lower-cased text may be lexized to one of `query`'s (`readingStart`). */
-function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>): boolean {
+function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>, candidates: Candidates): boolean {
   const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
   if (isDigit(before) || before >= 0x80) return true;
   let j = i;
@@ -618,6 +626,8 @@ function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>): bool
     if (isDigit(c) || c >= 0x80) return true;
     if (!isLetter(c)) break;
   }
+  // A run that begins with no stem's prefix is no lexeme's word: told without cutting the run out.
+  if (!candidates.stemPrefixes.some((prefix) => lower.startsWith(prefix, i))) return false;
   const lexeme = lexize(Y.ASCIIWORD, lower.slice(i, j));
   return lexeme !== null && query.has(lexeme);
 }

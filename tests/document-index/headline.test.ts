@@ -199,7 +199,7 @@ describe('TokenStream', () => {
 });
 
 describe('englishStem and the snippet reader', () => {
-  it("keeps a word's first two letters in a stem of three or more, but for the exceptions the reader knows", () => {
+  it("keeps a word's first two letters in a stem of three or more, and all but its last, but for the exceptions the reader knows", () => {
     // The snippet reader lexizes only the tokens whose first two letters begin a query lexeme (or a word an
     // exception stems to it): every other word must stem to something else. Random words with the suffixes
     // the steps rewrite, and the hard cases.
@@ -207,7 +207,13 @@ describe('englishStem and the snippet reader', () => {
     const suffixes = ['', 's', 'es', 'ies', 'ied', 'ing', 'ed', 'eed', 'edly', 'ingly', 'ly', 'y', 'e', 'ational'];
     suffixes.push(...['izer', 'ization', 'ation', 'fulness', 'ousness', 'ical', 'ement', 'ment', 'ance', 'ence']);
     suffixes.push(...['able', 'ible', 'ism', 'ate', 'iti', 'ous', 'ive', 'ize', 'ion', 'al', 'er', 'll', "'s", 'sses']);
-    const words = [...HARD_CASES, 'dying', 'lying', 'tying', 'aing', 'aed', 'ies', 'yes', 'yelling'];
+    suffixes.push(
+      ...['biliti', 'bli', 'alli', 'entli', 'eli', 'ousli', 'ogi', 'li', 'iciti', 'ative', 'alize', 'icate'],
+    );
+    suffixes.push(
+      ...['ful', 'ness', 'ant', 'ent', 'eedly', 'at', 'bl', 'iz', 'ying', 'ys', 'yed', 'us', 'ss', 'i', 'ie'],
+    );
+    const words = [...HARD_CASES, 'dying', 'lying', 'tying', 'aing', 'aed', 'ies', 'yes', 'yelling', 'using', 'cry'];
     for (let i = 0; i < 200_000; i++) {
       let w = '';
       for (let j = 1 + Math.floor(next() * 6); j > 0; j--)
@@ -219,6 +225,9 @@ describe('englishStem and the snippet reader', () => {
       return stem.length >= 3 && !w.toLowerCase().startsWith(stem.slice(0, 2));
     });
     expect([...new Set(broken)].sort()).toEqual(['dying', 'lying', 'tying']);
+    // Nor more than the stem's last letter (`Candidates.stemPrefixes`): happy, happi; using, use.
+    const rewritten = words.filter((w) => !w.toLowerCase().startsWith(englishStem(w.toLowerCase()).slice(0, -1)));
+    expect([...new Set(rewritten)].sort()).toEqual(['dying', 'lying', 'tying']);
   });
 });
 
