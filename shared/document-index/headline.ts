@@ -274,11 +274,13 @@ class Candidates {
   /** Whether every lexeme is letters and digits only (no hyphenated word or URL can match it). */
   readonly wordsOnly: boolean;
   /**
-   * What a word of ASCII letters begins with if it stems to a lexeme of ASCII letters: the lexeme but its last
-   * letter (the stemmer rewrites endings by one letter at most beyond what it cuts: happy, happi; using, use),
-   * or the whole word of an exception (dying, die). A test holds `englishStem` to it over 200,000 words.
+   * Where in a lower-cased text a token may begin that matches (`readingStart`): a place not after an ASCII
+   * letter where a lexeme's word may begin. A word of ASCII letters that stems to a lexeme of ASCII letters
+   * begins with all of the lexeme but its last letter (the stemmer rewrites endings by one letter at most beyond
+   * what it cuts: happy, happi; using, use) or is an exception (dying, die): a test holds `englishStem` to it
+   * over 200,000 words. Other lexemes: their starts. Null when no lexeme begins with an ASCII character.
    */
-  readonly stemPrefixes: string[] = [];
+  readonly possibleStart: RegExp | null;
 
   private constructor(query: ReadonlySet<string>) {
     this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
@@ -293,9 +295,17 @@ class Candidates {
         this.starts.push(lexeme[0]!);
       }
       for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) this.addPair(word.slice(0, 2));
-      if (/^[a-z]+$/.test(lexeme))
-        this.stemPrefixes.push(lexeme.slice(0, -1), ...(EXCEPTIONAL_STARTS.get(lexeme) ?? []));
     }
+    const begins = new Set<string>();
+    for (const lexeme of query) {
+      if (/^[a-z]+$/.test(lexeme)) {
+        begins.add(lexeme.length > 1 ? lexeme.slice(0, -1) : lexeme);
+        for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) begins.add(word);
+      } else if (lexeme.charCodeAt(0) < 0x80)
+        begins.add(lexeme.length >= 3 && lexeme.charCodeAt(1) < 0x80 ? lexeme.slice(0, 2) : lexeme[0]!);
+    }
+    const escaped = [...begins].map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+    this.possibleStart = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'g') : null;
   }
 
   /** The query's candidates: a search writes ten snippets or more for one query, so the last query's are kept. */
@@ -594,13 +604,15 @@ const isAsciiLetter = (c: number) => isLetter(c | 0x20);
 function readingStart(text: string, lower: string, query: ReadonlySet<string>, candidates: Candidates): number {
   if (lower.length !== text.length) return 0;
   for (const lexeme of query) if (lexeme.charCodeAt(0) >= 0x80) return 0;
+  const possible = candidates.possibleStart;
+  if (!possible) return -1;
   let first = -1;
-  for (const start of candidates.starts)
-    for (let i = lower.indexOf(start); i >= 0 && (first < 0 || i < first); i = lower.indexOf(start, i + 1))
-      if ((i === 0 || !isLetter(lower.charCodeAt(i - 1))) && mayMatchRun(lower, i, query, candidates)) {
-        first = i;
-        break;
-      }
+  possible.lastIndex = 0;
+  for (let found = possible.exec(lower); found; found = possible.exec(lower))
+    if (mayMatchRun(lower, found.index, query)) {
+      first = found.index;
+      break;
+    }
   if (first < 0) return -1;
   let i = first;
   for (let words = 0; i > 0 && words < WORDS_BEFORE;) {
@@ -617,7 +629,7 @@ function readingStart(text: string, lower: string, query: ReadonlySet<string>, c
 }
 
 /** Whether the token at `i` of a lower-cased text may be lexized to one of `query`'s (`readingStart`). */
-function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>, candidates: Candidates): boolean {
+function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>): boolean {
   const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
   if (isDigit(before) || before >= 0x80) return true;
   let j = i;
@@ -626,8 +638,6 @@ function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>, candi
     if (isDigit(c) || c >= 0x80) return true;
     if (!isLetter(c)) break;
   }
-  // A run that begins with no stem's prefix is no lexeme's word: told without cutting the run out.
-  if (!candidates.stemPrefixes.some((prefix) => lower.startsWith(prefix, i))) return false;
   const lexeme = lexize(Y.ASCIIWORD, lower.slice(i, j));
   return lexeme !== null && query.has(lexeme);
 }
