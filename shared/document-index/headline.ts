@@ -499,12 +499,16 @@ function readWords(
   const item: number[] = [];
   const repeated: number[] = [];
   let position = 0;
-  /** Counted words read after the chosen cover (-1: none chosen yet), or, when `none`, from the start. */
+  /** Counted words read after the chosen cover's first word (-1: none chosen yet), or, when `none`, from the start. */
   let after = none ? 0 : -1;
+  /** How many `after` may reach: as far as the fragment can, once the cover is chosen. */
+  let limit = none ? MIN_WORDS : MAX_WORDS;
   /** The chosen cover's first token, and whether any token matched. */
   let chosen = -1;
   let matched = false;
-  while (after < (none ? MIN_WORDS : MAX_WORDS) && stream.next()) {
+  /** Where the fragment may begin at the earliest: the tokens before are never shown. */
+  let lo = 0;
+  while (after < limit && stream.next()) {
     const { type, text: t } = stream;
     if (t.length * 3 >= MAX_TOKEN_BYTES && byteLength(t) >= MAX_TOKEN_BYTES) continue; // dropped, as PostgreSQL drops it
     let lexeme: string | null = null;
@@ -535,18 +539,28 @@ function readWords(
     if (after >= 0)
       after += copies; // copies are counted words too
     else if (copies + 1 === fewest) {
-      after = 0;
+      after = copies;
       chosen = types.length - copies - 1;
+      // `stretch` widens the cover back by up to (MAX_WORDS - its words) / 2 counted words, cuts the new start
+      // forward past bad end points, then widens it forward to MAX_WORDS words in all: how far it reaches past
+      // the cover is known now. No earlier cover is chosen (each has more words).
+      const most = Math.floor((MAX_WORDS - copies - 1) / 2);
+      let [words, back] = [copies + 1, 0];
+      for (lo = chosen; lo > 0 && back < most;)
+        if (!NON_WORD[types[--lo]!]) {
+          words++;
+          back++;
+        }
+      if (partial && back < most) return AGAIN; // begun too late to know
+      for (let i = lo; i < chosen && badEndToken(types[i]!, ts[i]!, item[i] === 1 && repeated[i] === 0); i++)
+        if (!NON_WORD[types[i]!]) words--;
+      limit = copies + MAX_WORDS - words;
     }
   }
   // Without a match of the fewest operands the text was read to its end, so these are all its words.
-  let [lo, hi] = [0, types.length];
+  let hi = types.length;
   if (chosen >= 0) {
-    // `stretch` widens the chosen cover back by fewer than MAX_WORDS / 2 counted words: the tokens before those
-    // are never shown (no earlier cover is chosen: each has more words).
-    let counted = 0;
-    for (lo = chosen; lo > 0 && counted < MAX_WORDS / 2;) if (!NON_WORD[types[--lo]!]) counted++;
-    if (partial && counted < MAX_WORDS / 2) return AGAIN;
+    // Read as far as the fragment reaches.
   } else if (partial) {
     // Nothing matched from the start given, and nothing before it can: nothing matches. Else the covers
     // found may need words from before.
@@ -578,7 +592,7 @@ export function readingStartOf(text: string, lexemes: ReadonlySet<string>): numb
 /** Texts at least this long (UTF-16 units) are read from shortly before their first possible match. */
 const SKIP_MIN_CHARS = 1_000;
 /** Words (runs of letters and digits) kept before the first possible match: more than `MAX_WORDS` / 2 counted ones. */
-const WORDS_BEFORE = 30;
+const WORDS_BEFORE = 24;
 
 const isLetter = (c: number) => c >= 0x61 && c <= 0x7a; // of a lower-cased ASCII text
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -655,9 +669,9 @@ interface Cover {
 const interesting = (w: Words, i: number) => w.item[i] === 1 && w.repeated[i] === 0;
 const counts = (w: Words, i: number) => !NON_WORD[w.types[i]!];
 /** `BADENDPOINT` (a token of at most 3 bytes has at most 3 UTF-16 units). */
-const badEnd = (w: Words, i: number) =>
-  (NO_END[w.types[i]!] || (w.texts[i]!.length <= SHORT_WORD && byteLength(w.texts[i]!) <= SHORT_WORD)) &&
-  !interesting(w, i);
+const badEnd = (w: Words, i: number) => badEndToken(w.types[i]!, w.texts[i]!, interesting(w, i));
+const badEndToken = (type: number, text: string, interesting: boolean) =>
+  (NO_END[type] || (text.length <= SHORT_WORD && byteLength(text) <= SHORT_WORD)) && !interesting;
 
 /**
  * The covers of an OR query (`hlCover`), cut into fragments: from each position holding a query word,
