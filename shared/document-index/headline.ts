@@ -53,6 +53,8 @@ const STEMMED = types(Y.ASCIIWORD, Y.WORD, Y.PARTHWORD, Y.ASCIIPARTHWORD, Y.ASCI
 /** Token types `english` does not lexize (no dictionary). */
 const IGNORED = types(Y.SPACE, Y.TAG, Y.PROTOCOL, Y.XMLENTITY);
 const NON_WORD_TYPES = [Y.SPACE, Y.TAG, Y.URL, Y.NUMHWORD, Y.ASCIIHWORD, Y.HWORD];
+/** Token types of ASCII letters only. */
+const ASCII_LETTERS = types(Y.ASCIIWORD, Y.ASCIIPARTHWORD);
 /** `NONWORDTOKEN`: not counted as words. */
 const NON_WORD = types(...NON_WORD_TYPES);
 /** `NOENDTOKEN`: never a fragment's end unless a query word. */
@@ -281,6 +283,8 @@ class Candidates {
    * over 200,000 words. Other lexemes: their starts. Null when no lexeme begins with an ASCII character.
    */
   readonly possibleStart: RegExp | null;
+  /** What a word of ASCII letters begins with, lower-cased, if it stems to a lexeme (`possibleStart`'s). */
+  readonly wordBegins: string[] = [];
 
   private constructor(query: ReadonlySet<string>) {
     this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
@@ -299,24 +303,45 @@ class Candidates {
     const begins = new Set<string>();
     for (const lexeme of query) {
       if (/^[a-z]+$/.test(lexeme)) {
-        begins.add(lexeme.length > 1 ? lexeme.slice(0, -1) : lexeme);
-        for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) begins.add(word);
+        const wordBegins = [
+          lexeme.length > 1 ? lexeme.slice(0, -1) : lexeme,
+          ...(EXCEPTIONAL_STARTS.get(lexeme) ?? []),
+        ];
+        for (const word of wordBegins) begins.add(word);
+        this.wordBegins.push(...wordBegins);
       } else if (lexeme.charCodeAt(0) < 0x80)
         begins.add(lexeme.length >= 3 && lexeme.charCodeAt(1) < 0x80 ? lexeme.slice(0, 2) : lexeme[0]!);
     }
     const escaped = [...begins].map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
-    this.possibleStart = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'g') : null;
+    this.possibleStart = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'gi') : null;
   }
 
   /** The query's candidates: a search writes ten snippets or more for one query, so the last query's are kept. */
   static of(query: ReadonlySet<string>): Candidates {
-    if (lastCandidates?.query !== query) lastCandidates = { query, candidates: new Candidates(query) };
+    const last = lastCandidates;
+    if (last?.query === query) return last.candidates;
+    // The same lexemes come as two sets in a search (guessed for the early snippets, then read back).
+    const same = last && last.query.size === query.size && [...query].every((lexeme) => last.query.has(lexeme));
+    lastCandidates = { query, candidates: same ? last.candidates : new Candidates(query) };
     return lastCandidates.candidates;
   }
 
   private addPair(pair: string): void {
     this.pairs[pair.charCodeAt(0) * 128 + pair.charCodeAt(1)] = 1;
     this.starts.push(pair);
+  }
+
+  /**
+   * Whether token `t`, of ASCII letters (an `asciiword` or a part of a hyphenated one), may stem to a lexeme of
+   * the query: whether it begins with one of `wordBegins`, told without lower-casing it.
+   */
+  mayBeWord(t: string): boolean {
+    next: for (const begin of this.wordBegins) {
+      if (begin.length > t.length) continue;
+      for (let k = 0; k < begin.length; k++) if ((t.charCodeAt(k) | 0x20) !== begin.charCodeAt(k)) continue next;
+      return true;
+    }
+    return false;
   }
 
   /** Whether token `t` may be lexized to a lexeme of the query. */
@@ -455,21 +480,21 @@ function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
   const candidates = Candidates.of(query);
   if (!candidates.wordsOnly) return null;
   const stream = new TokenStream(text);
-  // An ASCII text holding none of the starts a match needs matches nothing: its first `MIN_WORDS` words answer.
-  const lower = stream.ascii && text.toLowerCase();
-  const none = lower !== false && !candidates.starts.some((start) => lower.includes(start));
+  // A long text is read from shortly before its first possible match (-1: none; an ASCII text's case is told by
+  // the pattern, not by lower-casing it). Else an ASCII text holding none of the starts a match needs matches
+  // nothing. Either way, with no match the first `MIN_WORDS` words answer.
+  const long = text.length >= SKIP_MIN_CHARS && stream.seekable;
+  const from = long ? readingStart(text, stream.ascii ? text : text.toLowerCase(), query, candidates) : 0;
+  const lower = !long && stream.ascii && text.toLowerCase();
+  const none = from < 0 || (lower !== false && !candidates.starts.some((start) => lower.includes(start)));
   // A position takes a character at least: a shorter text never reaches the cap.
   if (!none && text.length >= MAX_POSITION) return null;
-  const from =
-    !none && text.length >= SKIP_MIN_CHARS && stream.seekable
-      ? readingStart(text, lower || text.toLowerCase(), query, candidates)
-      : 0;
   if (from > 0) {
     const found = readWords(stream.seek(from), text, query, false, true);
     if (found !== AGAIN) return found;
     stream.seek(0);
   }
-  const words = readWords(stream, text, query, none || from < 0, false);
+  const words = readWords(stream, text, query, none, false);
   return words === AGAIN ? null : words;
 }
 
@@ -514,7 +539,8 @@ function readWords(
     let lexeme: string | null = null;
     if (!IGNORED[type]) {
       position++;
-      if (!none && candidates.mayMatch(t)) lexeme = lexize(type, t);
+      if (!none && candidates.mayMatch(t) && (!ASCII_LETTERS[type] || candidates.mayBeWord(t)))
+        lexeme = lexize(type, t);
     }
     const matches = lexeme !== null && query.has(lexeme);
     const at = Math.min(position, MAX_POSITION);
@@ -570,22 +596,26 @@ function readWords(
     let counted = 0;
     for (hi = 0; hi < types.length && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
   }
-  const part = <T>(list: T[]) => (lo === 0 && hi === list.length ? list : list.slice(lo, hi));
   return {
-    types: part(types),
-    texts: part(ts),
-    pos: part(pos),
-    item: Uint8Array.from(part(item)),
-    repeated: Uint8Array.from(part(repeated)),
+    types: part(types, lo, hi),
+    texts: part(ts, lo, hi),
+    pos: part(pos, lo, hi),
+    item: Uint8Array.from(part(item, lo, hi)),
+    repeated: Uint8Array.from(part(repeated, lo, hi)),
     in: new Uint8Array(hi - lo),
   };
 }
 
+/** `list.slice(lo, hi)`, or the list itself when that is all of it. */
+function part<T>(list: T[], lo: number, hi: number): T[] {
+  return lo === 0 && hi === list.length ? list : list.slice(lo, hi);
+}
+
 /** Where `headline` begins reading a text for `lexemes` at its first sight (tests: the reading from there is exact). */
 export function readingStartOf(text: string, lexemes: ReadonlySet<string>): number {
-  const seekable = new TokenStream(text).seekable;
+  const { seekable, ascii } = new TokenStream(text);
   return seekable && text.length >= SKIP_MIN_CHARS
-    ? readingStart(text, text.toLowerCase(), lexemes, Candidates.of(lexemes))
+    ? readingStart(text, ascii ? text : text.toLowerCase(), lexemes, Candidates.of(lexemes))
     : 0;
 }
 
@@ -594,10 +624,11 @@ const SKIP_MIN_CHARS = 1_000;
 /** Words (runs of letters and digits) kept before the first possible match: more than `MAX_WORDS` / 2 counted ones. */
 const WORDS_BEFORE = 24;
 
-const isLetter = (c: number) => c >= 0x61 && c <= 0x7a; // of a lower-cased ASCII text
+/** ASCII letters (either case), digits, blanks. */
+const isLetter = (c: number) => (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+const isAlnum = (c: number) => isLetter(c) || isDigit(c);
 const isSpace = (c: number) => c === 0x20 || (c >= 0x09 && c <= 0x0d);
-const isAsciiLetter = (c: number) => isLetter(c | 0x20);
 
 /**
  * Where to begin reading a text for `query` (`lower`: the text lower-cased): -1 when no token can match, else 0,
@@ -631,14 +662,11 @@ function readingStart(text: string, lower: string, query: ReadonlySet<string>, c
   let i = first;
   for (let words = 0; i > 0 && words < WORDS_BEFORE;) {
     i--;
-    if (isLetter(lower.charCodeAt(i)) || isDigit(lower.charCodeAt(i))) {
-      const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
-      if (!isLetter(before) && !isDigit(before)) words++;
-    }
+    if (isAlnum(lower.charCodeAt(i)) && (i === 0 || !isAlnum(lower.charCodeAt(i - 1)))) words++;
   }
   const tag = lower.indexOf('<');
   if (tag >= 0 && tag < i) i = tag;
-  for (; i > 0; i--) if (isSpace(text.charCodeAt(i - 1)) && isAsciiLetter(text.charCodeAt(i))) return i;
+  for (; i > 0; i--) if (isSpace(text.charCodeAt(i - 1)) && isLetter(text.charCodeAt(i))) return i;
   return 0;
 }
 
