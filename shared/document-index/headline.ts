@@ -18,7 +18,8 @@
  * Cost: words' lexemes are memoized (50,000 words), and a text of up to 1,000 characters has its tokens with
  * their lexemes kept from the second time it is seen (2,000 texts): a search's best chunks often come back. A
  * text not kept (the first time, and every time past 1,000 characters) is read only up to the end of its
- * fragment when a match settles it (`prefixWords`), and only the tokens that may match are lexized.
+ * fragment when a match settles it (`prefixWords`), a long one from shortly before its first possible match
+ * (`readingStart`), and only the tokens that may match are lexized.
  */
 import { snowballEnglish, ENGLISH_STOP_WORDS, EXCEPTIONS } from './english-stem.js';
 import { onProcessReset } from '../process-state.js';
@@ -262,9 +263,9 @@ function firstSight(text: string): boolean {
  * lower-cases and then rewrites endings: the tests hold `englishStem` to it). A stem of three or more characters
  * also keeps its word's first two, but for the whole-word exceptions that change them (dying: die): the steps
  * rewrite endings, those of Step 1 included, never one of the first two characters of a stem that keeps three or
- * more (a test holds `englishStem` to it over 200,000 words). So an
- * ASCII token of two or more characters is a candidate when its first two, lower-cased, begin such a lexeme (or
- * a word an exception stems to it); any other token when its first character begins a lexeme.
+ * more (a test holds `englishStem` to it over 200,000 words). So an ASCII token of two or more characters is a
+ * candidate when its first two, lower-cased, begin such a lexeme (or a word an exception stems to it); any other
+ * token when its first character begins a lexeme.
  */
 class Candidates {
   /** First code points of the lexemes. */
@@ -276,15 +277,18 @@ class Candidates {
   /** Whether every lexeme is letters and digits only (no hyphenated word or URL can match it). */
   readonly wordsOnly: boolean;
   /**
-   * Where in a lower-cased text a token may begin that matches (`readingStart`): a place not after an ASCII
-   * letter where a lexeme's word may begin. A word of ASCII letters that stems to a lexeme of ASCII letters
-   * begins with all of the lexeme but its last letter (the stemmer rewrites endings by one letter at most beyond
-   * what it cuts: happy, happi; using, use) or is an exception (dying, die): a test holds `englishStem` to it
-   * over 200,000 words. Other lexemes: their starts. Null when no lexeme begins with an ASCII character.
+   * What a word of ASCII letters begins with, lower-cased, if it stems to one of the lexemes of ASCII letters: all
+   * of the lexeme but its last letter (the stemmer rewrites endings by one letter at most beyond what it cuts:
+   * happy, happi; using, use), the lexeme itself when it is one letter, or an exception's word (dying, die). The
+   * same test holds `englishStem` to it.
+   */
+  readonly wordBegins: string[];
+  /**
+   * Where in a text (either case) a token may begin that matches (`readingStart`), not after an ASCII letter: a
+   * lexeme's word beginning (`wordBegins`), or for a lexeme of other characters (a digit, a non-ASCII letter
+   * after its first) its start. Null when no lexeme begins with an ASCII character.
    */
   readonly possibleStart: RegExp | null;
-  /** What a word of ASCII letters begins with, lower-cased, if it stems to a lexeme (`possibleStart`'s). */
-  readonly wordBegins: string[] = [];
 
   private constructor(query: ReadonlySet<string>) {
     this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
@@ -300,19 +304,18 @@ class Candidates {
       }
       for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) this.addPair(word.slice(0, 2));
     }
-    const begins = new Set<string>();
+    const wordBegins = new Set<string>();
+    const otherStarts = new Set<string>();
     for (const lexeme of query) {
       if (/^[a-z]+$/.test(lexeme)) {
-        const wordBegins = [
-          lexeme.length > 1 ? lexeme.slice(0, -1) : lexeme,
-          ...(EXCEPTIONAL_STARTS.get(lexeme) ?? []),
-        ];
-        for (const word of wordBegins) begins.add(word);
-        this.wordBegins.push(...wordBegins);
+        wordBegins.add(lexeme.length > 1 ? lexeme.slice(0, -1) : lexeme);
+        for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) wordBegins.add(word);
       } else if (lexeme.charCodeAt(0) < 0x80)
-        begins.add(lexeme.length >= 3 && lexeme.charCodeAt(1) < 0x80 ? lexeme.slice(0, 2) : lexeme[0]!);
+        otherStarts.add(lexeme.length >= 3 && lexeme.charCodeAt(1) < 0x80 ? lexeme.slice(0, 2) : lexeme[0]!);
     }
-    const escaped = [...begins].map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+    this.wordBegins = [...wordBegins];
+    const begins = [...wordBegins, ...otherStarts];
+    const escaped = begins.map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
     this.possibleStart = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'gi') : null;
   }
 
@@ -479,6 +482,9 @@ function wordsOf(lexizedText: LexizedText, query: ReadonlySet<string>): Words {
 function prefixWords(text: string, query: ReadonlySet<string>): Words | null {
   const candidates = Candidates.of(query);
   if (!candidates.wordsOnly) return null;
+  // A lexeme named by `MAX_WORDS` operands or more makes a cover whose words `fragments` no longer counts as
+  // its operands (a tie at 40, none past it), so the first cover of the fewest operands may not be the one chosen.
+  if (query instanceof QueryLexemes && [...query.operands.values()].some((n) => n >= MAX_WORDS)) return null;
   const stream = new TokenStream(text);
   // A long text is read from shortly before its first possible match (-1: none; an ASCII text's case is told by
   // the pattern, not by lower-casing it). Else an ASCII text holding none of the starts a match needs matches
@@ -583,15 +589,14 @@ function readWords(
       limit = copies + MAX_WORDS - words;
     }
   }
-  // Without a match of the fewest operands the text was read to its end, so these are all its words.
+  // The fragment chosen ends where the reading stopped. Without a match of the fewest operands the text was read
+  // to its end, so these are all its words.
   let hi = types.length;
-  if (chosen >= 0) {
-    // Read as far as the fragment reaches.
-  } else if (partial) {
+  if (chosen < 0 && partial) {
     // Nothing matched from the start given, and nothing before it can: nothing matches. Else the covers
     // found may need words from before.
     return matched ? AGAIN : readWords(stream.seek(0), text, query, true, false);
-  } else if (!matched) {
+  } else if (chosen < 0 && !matched) {
     // No cover: the first `MIN_WORDS` counted words answer.
     let counted = 0;
     for (hi = 0; hi < types.length && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
@@ -621,7 +626,11 @@ export function readingStartOf(text: string, lexemes: ReadonlySet<string>): numb
 
 /** Texts at least this long (UTF-16 units) are read from shortly before their first possible match. */
 const SKIP_MIN_CHARS = 1_000;
-/** Words (runs of letters and digits) kept before the first possible match: more than `MAX_WORDS` / 2 counted ones. */
+/**
+ * Words (runs of letters and digits) read before the first possible match. `stretch` takes fewer than
+ * `MAX_WORDS` / 2 counted words back; prose holds as many runs as counted words, and a reading that finds fewer
+ * (a version number is runs of one word, a tag runs of none) is read again from the start (`AGAIN`).
+ */
 const WORDS_BEFORE = 24;
 
 /** ASCII letters (either case), digits, blanks. */
@@ -631,20 +640,21 @@ const isAlnum = (c: number) => isLetter(c) || isDigit(c);
 const isSpace = (c: number) => c === 0x20 || (c >= 0x09 && c <= 0x0d);
 
 /**
- * Where to begin reading a text for `query` (`lower`: the text lower-cased): -1 when no token can match, else 0,
+ * Where to begin reading a text for `query` (`lower`: the text lower-cased, or an ASCII text as it is, read in
+ * either case): -1 when no token can match, else 0,
  * or an offset `WORDS_BEFORE` words or more before the first token that may match, where the parser is back in
  * its base state. Two facts of the parser make this exact, and a test holds the parser to both over random
  * texts of every kind of token:
  *
- * - no token begins with a letter or digit right after an ASCII letter, so a match begins at a start of the
- *   query (`Candidates.starts`) not preceded by one; if it is a run of ASCII letters there, the match is that
+ * - no token begins with a letter or digit right after an ASCII letter, so a match begins where
+ *   `Candidates.possibleStart` finds one not preceded by one; if it is a run of ASCII letters there, the match is that
  *   run (a longer token holds other characters, never all of a lexeme of letters and digits); a run next to a
  *   digit or a non-ASCII character is taken to match;
  * - a token never spans a blank but in a tag, and an ASCII letter after a blank begins a token read as from the
  *   text's start, when no tag (`<`) comes before it (a `<script>` or `<style>` tag changes how the rest is read).
  *
- * A text whose lower-casing changes its length (İ), or that is not ASCII while a query lexeme begins with other
- * than an ASCII character (the starts would not find it), is read from its start.
+ * A text whose lower-casing changes its length (İ), and any text for a query with a lexeme that begins with other
+ * than an ASCII character (the pattern would not find it), is read from its start.
  */
 function readingStart(text: string, lower: string, query: ReadonlySet<string>, candidates: Candidates): number {
   if (lower.length !== text.length) return 0;
@@ -670,7 +680,7 @@ function readingStart(text: string, lower: string, query: ReadonlySet<string>, c
   return 0;
 }
 
-/** Whether the token at `i` of a lower-cased text may be lexized to one of `query`'s (`readingStart`). */
+/** Whether the token at `i` of `readingStart`'s text (lower-cased, or ASCII in either case) may be lexized to one of `query`'s. */
 function mayMatchRun(lower: string, i: number, query: ReadonlySet<string>): boolean {
   const before = i > 0 ? lower.charCodeAt(i - 1) : 0;
   if (isDigit(before) || before >= 0x80) return true;
