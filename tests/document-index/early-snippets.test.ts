@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { guessQueryLexemes, headline, tsqueryLexemes } from '../../shared/document-index/headline.js';
-import { earlySnippets, snippetWriter, type EarlySnippets } from '../../shared/document-index/search.js';
+import { EarlyRows, earlySnippets, snippetWriter, type EarlySnippets } from '../../shared/document-index/search.js';
 
 const TEXTS: Record<string, string> = {
   c1: 'Every backup of the scratch database is restored on Mondays, and the restore is checked.',
@@ -61,5 +61,51 @@ describe('early snippets', () => {
     const early = marked(earlySnippets('restore restored', [{ id: 'c1', sim: 0.9 }], rowOf)!);
     const answer = tsqueryLexemes("'restor' | 'restor'");
     expect(snippetWriter(answer, early)('c1', TEXTS.c1!)).toBe(`early: ${headline(TEXTS.c1!, answer)}`);
+  });
+
+  describe('how many are written (EarlyRows)', () => {
+    const hits = Array.from({ length: 50 }, (_, i) => ({ id: `v${i + 1}`, sim: 1 - i / 100 }));
+    /** An answer of 10 rows: the vector ranking's first `fromVector`, then rows only the lexical ranking found. */
+    const answer = (fromVector: number) => [
+      ...hits.slice(0, fromVector),
+      ...Array.from({ length: 10 - fromVector }, (_, i) => ({ id: `lex${i}` })),
+    ];
+
+    it("are the whole answer's worth at first, and while the vector ranking's second half is returned", () => {
+      const rows = new EarlyRows();
+      expect(rows.count(10)).toBe(10);
+      for (let s = 0; s < 50; s++) rows.learn(hits, answer(10), 10);
+      expect(rows.count(10)).toBe(10);
+      expect(rows.count(5)).toBe(5);
+    });
+
+    it('fall to the first half once the second half is seldom returned, and come back when it is again', () => {
+      const rows = new EarlyRows();
+      let searches = 0;
+      while (rows.count(10) === 10 && searches < 100) {
+        rows.learn(hits, answer(5), 10); // ranks 6 to 10 never returned
+        searches++;
+      }
+      expect(rows.count(10)).toBe(5);
+      expect(rows.count(7)).toBe(4);
+      expect(searches).toBeGreaterThan(5); // a moving average: one search does not decide it
+      expect(searches).toBeLessThan(20);
+      // One search in ten returning them all (a share of 0.1) keeps it at the first half.
+      for (let s = 0; s < 100; s++) rows.learn(hits, answer(s % 10 === 0 ? 10 : 5), 10);
+      expect(rows.count(10)).toBe(5);
+      searches = 0;
+      while (rows.count(10) === 5 && searches < 100) {
+        rows.learn(hits, answer(10), 10);
+        searches++;
+      }
+      expect(rows.count(10)).toBe(10);
+      expect(searches).toBeLessThan(10);
+    });
+
+    it('learn nothing from a vector ranking shorter than the first half', () => {
+      const rows = new EarlyRows();
+      for (let s = 0; s < 50; s++) rows.learn(hits.slice(0, 5), answer(0), 10);
+      expect(rows.count(10)).toBe(10);
+    });
   });
 });
