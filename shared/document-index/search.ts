@@ -467,8 +467,8 @@ function fusedRowsOf(
  * The exact path with every searched index cached. When the cached sets keep their chunks' rows (the
  * usual case, `ChunkRows`), one statement (`lexicalAndChanges`: the lexical ranking, the generations and
  * the changes since the cached ones) is sent first and the sets are scanned while PostgreSQL runs it (and
- * the vector ranking's best rows' snippets written, `earlySnippets`, as many as `EarlyRows` counts); the two
- * rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes them) come from the cache: one round
+ * the vector ranking's best rows' snippets written, `earlySnippets`, as many as `EarlyRows` counts); the
+ * two rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes them) come from the cache: one round
  * trip, overlapped with the scan. When a set keeps no rows (the
  * budget holds only its vectors) the scan comes first and the statement also fuses and reads the best rows
  * with their snippets.
@@ -547,7 +547,7 @@ async function cachedSearch(
     if (!ranked.length) return [];
     const byId = new Map(ranked.map((r) => [r.id, r]));
     const best = ranked.slice(0, topN);
-    if (withRows) earlyRows.learn(scanned, best, topN);
+    if (withRows && queryWords(query).length) earlyRows.learn(scanned, best, topN);
     const rows =
       (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null, early)) ||
       fromStatement(best, row?.rows ?? []) ||
@@ -634,15 +634,17 @@ async function updatedRanking(
 
 /**
  * How many of the vector ranking's best rows get their snippets written while PostgreSQL runs the statement
- * (`earlySnippets`): the first half of the answer's rows always, the second half while such rows have lately been
- * returned. Reciprocal rank fusion takes its best rows from both rankings: where they share few rows, about half
+ * (`earlySnippets`): its first `topN / 2` rows always, its next `topN / 2` (ranks 6 to 10 of an answer of ten) while
+ * such rows have lately been returned. Reciprocal rank fusion takes its best rows from both rankings: where they share few rows, about half
  * from each, so the vector ranking's ranks 6 to 10 are seldom returned (SEARCH at the default chunk size, chunks
  * of about 3,700 characters, 2,000 searches: ranks 1 to 5 were returned 99, 98, 94, 84 and 61 times in a
  * hundred, ranks 6 to 10 25, 15, 14, 12 and 12); where they share most (chunks of 40 tokens: a query's words
  * are in the few chunks both rank first), nearly all ten are. A snippet not returned took a core from
  * PostgreSQL's backend while it ran the statement on a machine of two cores: with ten written, SEARCH's p95 at
  * the default chunk size was about 1.7x the plain query's, with five about 1.5x, the median unchanged. How
- * often the second half was returned is seen after every search, whether its snippets were written or not.
+ * often the second half was returned is seen after every search from the cached rows of a query with words
+ * (one without has no lexical ranking: all of the vector ranking is returned), whether its snippets were
+ * written or not.
  */
 export class EarlyRows {
   /** How often the vector ranking's second half was returned lately (a moving average over about ten searches). */
@@ -672,6 +674,11 @@ export class EarlyRows {
 const LATER_RETURNED_ENOUGH = 0.3;
 let earlyRows = new EarlyRows();
 onProcessReset('shared/document-index/search.ts#earlyRows', () => (earlyRows = new EarlyRows()));
+
+/** How many of the vector ranking's best rows a search of `topN` rows writes snippets for early now (`EarlyRows`). */
+export function earlySnippetRows(topN: number): number {
+  return earlyRows.count(topN);
+}
 
 /** Snippets written while PostgreSQL ran the statement: for the query's guessed lexemes, by chunk id with the text they are of. */
 export interface EarlySnippets {

@@ -102,6 +102,15 @@ describe('early snippets', () => {
       expect(searches).toBeLessThan(10);
     });
 
+    it('settle by the share of the second half returned: from 0.3 up it is written early', () => {
+      // Two of ranks 6 to 10 returned in every search (0.4), then one (0.2).
+      const rows = new EarlyRows();
+      for (let s = 0; s < 100; s++) rows.learn(hits, answer(7), 10);
+      expect(rows.count(10)).toBe(10);
+      for (let s = 0; s < 100; s++) rows.learn(hits, answer(6), 10);
+      expect(rows.count(10)).toBe(5);
+    });
+
     it('learn nothing from a vector ranking shorter than the first half', () => {
       const rows = new EarlyRows();
       for (let s = 0; s < 50; s++) rows.learn(hits.slice(0, 5), answer(0), 10);

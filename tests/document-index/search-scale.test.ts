@@ -15,7 +15,15 @@ import {
   deleteIndexAction,
   renameDocumentAction,
 } from '../../shared/document-index/actions.js';
-import { hybridSearch, lexicalCte, lexicalRanking, RRF_K, type SearchHit } from '../../shared/document-index/search.js';
+import {
+  earlySnippetRows,
+  hybridSearch,
+  lexicalCte,
+  lexicalRanking,
+  RRF_K,
+  type SearchHit,
+} from '../../shared/document-index/search.js';
+import { headline, tsqueryLexemes } from '../../shared/document-index/headline.js';
 import {
   createIndex,
   ingestDocument,
@@ -336,6 +344,43 @@ async function warmCorpus(name: string) {
   await backend.settled();
   return { index, backend };
 }
+
+describe('SEARCH: the snippets written while PostgreSQL runs the statement', () => {
+  it("are the vector ranking's first five of ten once its ranks 6 to 10 are seldom returned, and all ten once they are again", async () => {
+    const index = await createIndex(em(), tenant, 'early-rows', NO_CHUNKING);
+    // Six long chunks hold both "alpha" and "beta" among many other words: the lexical ranking's own (all of
+    // its rows), far down the vector ranking. Twelve short ones hold one of them and "delta": the vector
+    // ranking's best. Fused, the six in both rankings and the vector ranking's first four are returned.
+    const filler = (n: number) =>
+      Array.from(
+        { length: 150 },
+        (_, i) =>
+          `${'bcdfghjklmnprstvwz'[(n * 7 + i) % 18]}o${'bcdfghjklmnprstvwz'[i % 18]}u${'bcdfghjklmnprstvwz'[(i * 5 + n) % 18]}i`,
+      ).join(' ');
+    for (let n = 0; n < 6; n++) await add(em(), index, `long${n}`, `${filler(n)} alpha beta ${filler(n + 9)}`);
+    for (let n = 0; n < 12; n++)
+      await add(em(), index, `short${n}`, `${n % 2 ? 'alpha' : 'beta'} delta ${'x'.repeat(n + 3)}`);
+    const backend = new ExactVectorBackend(64 * MB);
+    await search(backend, index, 'alpha beta');
+    await backend.settled();
+
+    const checked = (hits: SearchHit[], q: string) => {
+      // Written early or after the answer, each snippet is the one `headline` writes for the query's lexemes.
+      const lexemes = tsqueryLexemes(q === 'alpha beta' ? "'alpha' | 'beta'" : "'delta'");
+      for (const h of hits) expect(h.snippet, h.filepath).toBe(headline(h.text, lexemes));
+      return hits;
+    };
+    for (let s = 0; s < 20; s++) {
+      const hits = checked(await search(backend, index, 'alpha beta'), 'alpha beta');
+      expect(pathsOf(hits).filter((p) => p.startsWith('long')).length).toBe(6);
+      expect(hits).toHaveLength(10);
+    }
+    expect(earlySnippetRows(10)).toBe(5);
+    // "delta": both rankings are the twelve short chunks, and the vector ranking's ranks 6 to 10 are returned.
+    for (let s = 0; s < 20; s++) checked(await search(backend, index, 'delta'), 'delta');
+    expect(earlySnippetRows(10)).toBe(10);
+  });
+});
 
 describe('SEARCH after writes', () => {
   it('ranks exactly like a fresh load after chunks are added (changed scores merged) and after a top hit is deleted (scanned again)', async () => {
