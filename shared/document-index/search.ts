@@ -468,10 +468,10 @@ function fusedRowsOf(
  * usual case, `ChunkRows`), one statement (`lexicalAndChanges`: the lexical ranking, the generations and
  * the changes since the cached ones) is sent first and the sets are scanned while PostgreSQL runs it (and
  * the vector ranking's best rows' snippets written, `earlySnippets`, as many as `EarlyRows` counts); the
- * two rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes them) come from the cache: one round
- * trip, overlapped with the scan. When a set keeps no rows (the
- * budget holds only its vectors) the scan comes first and the statement also fuses and reads the best rows
- * with their snippets.
+ * two rankings are fused here, and the best rows and their snippets (`headline`, as `ts_headline` writes
+ * them) come from the cache: one round trip, overlapped with the scan. When a set keeps no rows (the budget
+ * holds only its vectors) the scan comes first and the statement also fuses and reads the best rows with
+ * their snippets.
  *
  * Either way, when the statement reports changes (writes since the sets' generations) they are applied and
  * the vector ranking brought up to date (from the changed chunks' scores alone when that is exact, else by a
@@ -634,9 +634,10 @@ async function updatedRanking(
 
 /**
  * How many of the vector ranking's best rows get their snippets written while PostgreSQL runs the statement
- * (`earlySnippets`): its first `topN / 2` rows always, its next `topN / 2` (ranks 6 to 10 of an answer of ten) while
- * such rows have lately been returned. Reciprocal rank fusion takes its best rows from both rankings: where they share few rows, about half
- * from each, so the vector ranking's ranks 6 to 10 are seldom returned (SEARCH at the default chunk size, chunks
+ * (`earlySnippets`): its first `topN / 2` rows always, its next `topN / 2` (ranks 6 to 10 of an answer of
+ * ten) while such rows have lately been returned. Reciprocal rank fusion takes its best rows from both
+ * rankings: where they share few rows, about half from each, so the vector ranking's ranks 6 to 10 are
+ * seldom returned (SEARCH at the default chunk size, chunks
  * of about 3,700 characters, 2,000 searches: ranks 1 to 5 were returned 99, 98, 94, 84 and 61 times in a
  * hundred, ranks 6 to 10 25, 15, 14, 12 and 12); where they share most (chunks of 40 tokens: a query's words
  * are in the few chunks both rank first), nearly all ten are. A snippet not returned took a core from
@@ -655,7 +656,7 @@ export class EarlyRows {
     return this.laterReturned >= LATER_RETURNED_ENOUGH ? topN : Math.ceil(topN / 2);
   }
 
-  /** Notes which of the vector ranking's second half (ranks `topN / 2 + 1` to `topN` of `hits`) the answer (`best`) returned. */
+  /** Notes which of the vector ranking's ranks `topN / 2 + 1` to `topN` the answer (`best`) returned. */
   learn(hits: readonly VectorHit[], best: ReadonlyArray<{ id: string }>, topN: number): void {
     const later = hits.slice(Math.ceil(topN / 2), topN);
     if (!later.length) return;
