@@ -118,3 +118,21 @@ export async function sqlBoundWhile<T extends object, R>(
     await lender.releaseConnection(connection);
   }
 }
+
+/**
+ * `work` on one pooled connection of its own, outside any transaction: for statements PostgreSQL refuses
+ * in a transaction block (`CREATE INDEX CONCURRENTLY`, `DROP INDEX CONCURRENTLY`) and the session settings
+ * beside them (`work` resets what it set: the connection goes back to the pool). Refused for an `em` in a
+ * transaction, whose rows and locks such work would neither see nor share.
+ */
+export async function onOwnConnection<R>(em: EntityManager, work: (connection: ClientBase) => Promise<R>): Promise<R> {
+  if (em.getTransactionContext())
+    throw new Error('onOwnConnection: called inside a transaction; this work runs outside any transaction');
+  const lender = (em.getConnection().getKnex() as unknown as { client: ConnectionLender }).client;
+  const connection = await lender.acquireConnection();
+  try {
+    return await work(connection);
+  } finally {
+    await lender.releaseConnection(connection);
+  }
+}

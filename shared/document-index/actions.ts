@@ -107,7 +107,7 @@ export async function deleteIndexAction(c: Ctx, name: string) {
     });
     return index;
   });
-  // pgvector's HNSW index of the index's rows, dropped after the commit (a brief exclusive lock on the table).
+  // pgvector's HNSW index of the index's rows, dropped after the commit (concurrently: no lock that stops searches).
   await dropHnswIndexes(c.em, index.id);
   const surviving = await sql<{ collection: string }>(
     c.em,

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { sql } from '../db/sql.js';
+import { onOwnConnection, sql } from '../db/sql.js';
 import { nativeVectorType } from './native-vector-writer.js';
 
 /**
@@ -59,11 +59,13 @@ export interface HnswBuild {
 
 /**
  * Builds the HNSW index of each collection of a document index that has none yet and at least `minRows`
- * vectors, in bulk: one transaction per collection with `SET LOCAL maintenance_work_mem` (the graph of
- * 100k vectors of 384 floats needed about 250 MB, and a vector of 1,536 floats is 4x larger; with less,
- * pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers`. Idempotent (an index that exists and is valid is
- * kept; an invalid one is dropped and rebuilt). Nothing to do without pgvector's native column.
- * The build holds a SHARE lock on `doc_embeddings`: writes wait for it, searches do not.
+ * vectors, in bulk: `CREATE INDEX CONCURRENTLY` on a connection of its own, with `maintenance_work_mem` (the
+ * graph of 100k vectors of 384 floats needed about 250 MB, and a vector of 1,536 floats is 4x larger; with
+ * less, pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers` set for it.
+ * Writes to `doc_embeddings` and searches go on during the build; two builds on the table run one after the
+ * other (their locks conflict), and a build first waits for transactions older than it to end. Idempotent (an
+ * index that exists and is valid is kept; an invalid one, left by a build that failed or was cut off, is
+ * dropped and rebuilt). Nothing to do without pgvector's native column. Never inside a transaction.
  */
 export async function buildHnswIndexes(
   em: EntityManager,
@@ -98,18 +100,24 @@ export async function buildHnswIndexes(
       done('small');
       continue;
     }
-    await em.fork().transactional(async (tx) => {
-      if (state[0]) await sql(tx, `drop index if exists ${name}`);
-      await sql(
-        tx,
-        `select set_config('maintenance_work_mem', ?, true), set_config('max_parallel_maintenance_workers', ?, true)`,
+    // Concurrently: the build takes a SHARE UPDATE EXCLUSIVE lock, so writes to `doc_embeddings` (every
+    // index's) go on while it runs, and rows written meanwhile are added before the index becomes valid.
+    // Its settings are the session's for the build, then reset (the connection returns to the pool).
+    await onOwnConnection(em, async (connection) => {
+      if (state[0]) await connection.query(`drop index concurrently if exists ${name}`);
+      await connection.query(
+        `select set_config('maintenance_work_mem', $1, false), set_config('max_parallel_maintenance_workers', $2, false)`,
         [`${Math.max(64, Math.floor(settings.memoryMb))}MB`, String(Math.max(0, Math.floor(settings.workers)))],
       );
-      await sql(
-        tx,
-        `create index if not exists ${name} on doc_embeddings
-           using hnsw ((emb::vector(${Number(c.dim)})) vector_cosine_ops) where ${hnswPredicate(indexId, c.collection)}`,
-      );
+      try {
+        await connection.query(
+          `create index concurrently if not exists ${name} on doc_embeddings
+             using hnsw ((emb::vector(${Number(c.dim)})) vector_cosine_ops) where ${hnswPredicate(indexId, c.collection)}`,
+        );
+      } finally {
+        await connection.query('reset maintenance_work_mem').catch(() => undefined);
+        await connection.query('reset max_parallel_maintenance_workers').catch(() => undefined);
+      }
     });
     done('built');
   }
@@ -117,8 +125,11 @@ export async function buildHnswIndexes(
 }
 
 /**
- * Drops a document index's HNSW indexes (every collection): before its rows are deleted (a rechunk's
- * retired or abandoned index), so the deletion does not leave an index over nothing behind.
+ * Drops a document index's HNSW indexes (every collection), concurrently: before its rows are deleted (a
+ * rechunk's retired or abandoned index) or after (DELETE_INDEX), so no index over nothing is left behind.
+ * A plain `DROP INDEX` would take an ACCESS EXCLUSIVE lock on `doc_embeddings`, and while it waited (for a
+ * build, or a long write) every search and write of every index would queue behind it. Never inside a
+ * transaction.
  */
 export async function dropHnswIndexes(em: EntityManager, indexId: string): Promise<void> {
   const prefix = `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
@@ -128,7 +139,11 @@ export async function dropHnswIndexes(em: EntityManager, indexId: string): Promi
        where schemaname = current_schema() and tablename = 'doc_embeddings' and starts_with(indexname, ?)`,
     [prefix],
   );
-  for (const r of rows) await sql(em, `drop index if exists ${r.name.replace(/[^a-z0-9_]/g, '')}`);
+  if (!rows.length) return;
+  await onOwnConnection(em, async (connection) => {
+    for (const r of rows)
+      await connection.query(`drop index concurrently if exists ${r.name.replace(/[^a-z0-9_]/g, '')}`);
+  });
 }
 
 /**

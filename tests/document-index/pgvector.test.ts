@@ -21,6 +21,7 @@ import { loadConfig } from '../../shared/config.js';
 import {
   buildHnswIndexes,
   buildHnswIndexesOf,
+  dropHnswIndexes,
   hnswIndexName,
   hnswPredicate,
 } from '../../shared/document-index/hnsw.js';
@@ -28,6 +29,7 @@ import { beginRechunk, rechunkCopyBatch, swapRechunk } from '../../shared/docume
 import { hybridSearch } from '../../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql, type IndexRow } from '../../shared/document-index/store.js';
 import { nativeVectorType } from '../../shared/document-index/native-vector-writer.js';
+import { waitFor } from '../helpers/worker-env.js';
 import { detectVectorBackend, ExactVectorBackend, type VectorBackend } from '../../shared/document-index/vectors.js';
 
 const TENANT = 'pgv';
@@ -69,8 +71,10 @@ describe('pgvector backend', () => {
   let pgv: VectorBackend;
   const em = () => orm.em.fork() as EntityManager;
   /** A text document added to the suite's index `kb`. */
-  const addText = (path: string, content: string) =>
-    ingestDocument(em(), index, { path, kind: 'text', content }, NO_CHUNKING, embedder);
+  const addText = (path: string, content: string) => addTo(index, path, content);
+  /** A text document added to `target`. */
+  const addTo = (target: IndexRow, path: string, content: string) =>
+    ingestDocument(em(), target, { path, kind: 'text', content }, NO_CHUNKING, embedder);
 
   beforeAll(async () => {
     const configured = process.env.PLATFORM_TEST_PGVECTOR_URL;
@@ -214,6 +218,97 @@ describe('pgvector backend', () => {
       pgv,
     );
     expect(hits[0]?.filepath).toMatch(/^r(1|10)$/);
+  });
+
+  it('builds and drops HNSW indexes concurrently: writes and searches of every index go on meanwhile', async () => {
+    const built = await createIndex(em(), TENANT, 'kb-concurrent', NO_CHUNKING);
+    for (const [i, text] of CORPUS.entries())
+      await ingestDocument(em(), built, { path: `c${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
+    const beside = await createIndex(em(), TENANT, 'kb-beside', NO_CHUNKING);
+    const connect = async () => {
+      const c = new pg.Client({ connectionString: adminUrl.replace(/\/[^/]*$/, `/${dbName}`) });
+      await c.connect();
+      return c;
+    };
+    // `writer` holds a write open (the lock every insert takes) until told; `probe` takes the locks a write
+    // and a search take, giving up after 5 s: behind a queued SHARE or ACCESS EXCLUSIVE request they would wait.
+    const writer = await connect();
+    const probe = await connect();
+    await probe.query(`set lock_timeout = '5s'`);
+    const waiting = async (statement: string) =>
+      (
+        await probe.query(
+          `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'
+             and query ilike $1`,
+          [`${statement}%`],
+        )
+      ).rowCount === 1 || undefined;
+    const locksTaken = async () => {
+      await probe.query('begin');
+      await probe.query('lock table doc_embeddings in row exclusive mode');
+      await probe.query('lock table doc_embeddings in access share mode');
+      await probe.query('rollback');
+    };
+    const named = async () =>
+      (
+        await sql<{ valid: boolean }>(
+          em(),
+          `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = ?`,
+          [hnswIndexName(built.id, embedder.collection)],
+        )
+      ).map((r) => r.valid);
+    try {
+      await writer.query('begin');
+      await writer.query('lock table doc_embeddings in row exclusive mode');
+      const build = buildHnswIndexes(em(), built.id, { memoryMb: 64, workers: 0, minRows: 0 });
+      await waitFor('the build to wait for the open write', () => waiting('create index'));
+      await locksTaken();
+      // The product's own writes, to the index being built and beside it, and a search, while the build waits.
+      await addTo(built, 'during', 'Lighthouse keepers log the lamp hours every evening.');
+      await addTo(beside, 'beside', 'Lighthouse keepers log the lamp hours every evening.');
+      const hits = await hybridSearch(
+        em(),
+        TENANT,
+        [{ id: beside.id, name: 'kb-beside' }],
+        'lamp hours',
+        5,
+        embedder,
+        pgv,
+      );
+      expect(hits.map((h) => h.filepath)).toEqual(['beside']);
+      expect(await waiting('create index')).toBe(true);
+      await writer.query('commit');
+      expect(await build).toEqual([expect.objectContaining({ outcome: 'built', rows: CORPUS.length })]);
+      expect(await named()).toEqual([true]);
+      // The row written while the build waited is in the index: PostgreSQL's HNSW scan (the only plan left with
+      // sorting and sequential scans off) answers every row of the index.
+      const answered = await em().transactional(async (tx) => {
+        for (const setting of ['enable_seqscan = off', 'enable_sort = off', 'hnsw.ef_search = 100'])
+          await sql(tx, `set local ${setting}`);
+        const q = `[${localEmbed('lamp hours').join(',')}]`;
+        const scan = `select chunk_id from doc_embeddings e where ${hnswPredicate(built.id, embedder.collection, 'e.')}
+             order by emb::vector(1536) <=> ?::vector(1536) limit 50`;
+        const plan = (await sql(tx, `explain ${scan}`, [q])).map((r) => String(r['QUERY PLAN'])).join('\n');
+        return { plan, rows: (await sql(tx, scan, [q])).length };
+      });
+      expect(answered.plan).toMatch(/Index Scan using doc_hnsw_/);
+      expect(answered.rows).toBe(CORPUS.length + 1);
+
+      // The drop: it waits for the open write too, and writes and searches go on meanwhile.
+      await writer.query('begin');
+      await writer.query('lock table doc_embeddings in row exclusive mode');
+      const drop = dropHnswIndexes(em(), built.id);
+      await waitFor('the drop to wait for the open write', () => waiting('drop index'));
+      await locksTaken();
+      await addTo(beside, 'beside-2', 'Harbour pilots board ships at the outer buoy.');
+      expect(await waiting('drop index')).toBe(true);
+      await writer.query('commit');
+      await drop;
+      expect(await named()).toEqual([]);
+    } finally {
+      await writer.end();
+      await probe.end();
+    }
   });
 
   it('ranks 50 candidates through the HNSW index (its candidate list raised above the default 40), in a transaction too', async () => {
