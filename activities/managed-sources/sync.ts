@@ -205,8 +205,9 @@ async function resolveSync(deps: ManagedSourceDeps, input: PrepareInput) {
   const em = deps.orm.em.fork();
   await setSyncPhase(em, input.jobId, 'resolving');
   const row = await loadSyncing(em, input);
-  // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing.
-  const opened = await openRemote(em, deps.config, row);
+  // One remote for the resolve and the fetch: the fetch reuses the resolve's ref listing. Its requests end
+  // when the activity is cancelled (a heartbeating one's cancel, a local one's timeout).
+  const opened = await openRemote(em, deps.config, row, { signal: Context.current().cancellationSignal });
   const http = refListingOnce(opened.remote.http, input.listing ?? null);
   opened.remote.http = http;
   const resolved = await resolveFor(em, deps, input, row, opened);
@@ -239,7 +240,14 @@ export type QuickAnswer = { prepared: PrepareAnswer } | { prepared: null; listin
  * null with the ref listing, and the workflow runs `managedSyncPrepare`, which replays that listing.
  */
 export async function managedSyncQuick(deps: ManagedSourceDeps, input: SourceSyncInput): Promise<QuickAnswer> {
-  const sync = await resolveSync(deps, input);
+  // Past its timeout the workflow has moved on to managedSyncPrepare: the SDK cancels this attempt, which
+  // ends its ref listing and records nothing (the cancellation's CancelledFailure, not the listing's error).
+  const cancelled = Context.current().cancellationSignal;
+  const sync = await resolveSync(deps, input).catch((err: unknown) => {
+    cancelled.throwIfAborted();
+    throw err;
+  });
+  cancelled.throwIfAborted();
   if (sync.resolved.refusal) return { prepared: { refusal: sync.resolved.refusal, result: null } };
   const { row } = sync;
   const ref = sync.resolved.ref;
@@ -248,6 +256,7 @@ export async function managedSyncQuick(deps: ManagedSourceDeps, input: SourceSyn
     syncedAlready(row, ref.commitSha) &&
     (await workingTreeExists(sourcePaths(deps.config, row.id).workdir));
   if (!quick) return { prepared: null, listing: sync.listing() };
+  cancelled.throwIfAborted();
   return { prepared: await prepareResolved(deps, input, sync, ref) };
 }
 

@@ -15,7 +15,10 @@ const ignore = ((ignoreModule as unknown as { default?: typeof ignoreModule }).d
   ignoreModule) as unknown as typeof ignoreModule.default;
 
 /** Git over HTTP(S), every request through the egress client (policy-checked, size-capped, one deadline). */
-export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; maxResponseBytes?: number } = {}) {
+export function egressGitHttp(
+  policy: EgressPolicy,
+  opts: { timeoutMs?: number; maxResponseBytes?: number; signal?: AbortSignal } = {},
+) {
   const client: HttpClient = {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const body = req.body ? await collectBody(req.body) : undefined;
@@ -26,6 +29,7 @@ export function egressGitHttp(policy: EgressPolicy, opts: { timeoutMs?: number; 
         body,
         timeoutMs: opts.timeoutMs ?? 5 * 60_000,
         maxResponseBytes: opts.maxResponseBytes ?? 512 * 1024 * 1024,
+        signal: opts.signal,
       });
       const headers: Record<string, string> = {};
       res.headers.forEach((v, k) => {

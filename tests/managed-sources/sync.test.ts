@@ -1,10 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../helpers/db.js';
 import type { GitRepo, GitServer } from '../helpers/git-server.js';
 import { http, type Stack } from '../helpers/stack.js';
 import { recordHistory } from '../helpers/histories.js';
+import { managedSyncQuick } from '../../activities/managed-sources/sync.js';
+import type { SourceSyncInput } from '../../workflows/source-sync-definitions.js';
 import { GIT_AUTH as AUTH, managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
 
 let env: GitStack;
@@ -155,6 +162,48 @@ describe('managed sources over a real Git server', () => {
       [changed.body.data.job_id],
     );
     expect(job).toEqual({ status: 'complete', phase: 'done', files_scanned: 3 });
+  });
+
+  it('a quick resync cut off (its local activity timed out) ends its ref listing and goes no further', async () => {
+    // A remote that takes the ref listing's request and never answers it.
+    let requests = 0;
+    let onAsked = () => {};
+    let onClosed = () => {};
+    const asked = new Promise<void>((resolve) => (onAsked = resolve));
+    const closed = new Promise<void>((resolve) => (onClosed = resolve));
+    const remote = createServer((req) => {
+      requests++;
+      onAsked();
+      req.socket.once('close', onClosed);
+    });
+    await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = remote.address() as AddressInfo;
+      const created = await create({ url: `http://127.0.0.1:${port}/silent.git` } as GitRepo);
+      expect(created.status).toBe(201);
+      const sourceId = created.body.source.source_id as string;
+      const [row] = await query<{ tenant: string }>(stack.db.url, 'select tenant from managed_sources where id = $1', [
+        sourceId,
+      ]);
+      const deps = { orm: stack.api.deps.orm, config: stack.api.deps.config };
+      const activity = new MockActivityEnvironment({ isLocal: true, activityType: 'managedSyncQuick' });
+      const input: SourceSyncInput = { tenant: row!.tenant, sourceId, jobId: randomUUID(), trigger: 'api' };
+      const run = activity.run(managedSyncQuick, deps, input);
+      const outcome = run.then(
+        () => 'answered',
+        (err: unknown) => err,
+      );
+      await asked;
+      // What the worker does when a local activity's start-to-close timeout passes.
+      activity.cancel('TIMED_OUT');
+      expect(await outcome).toBeInstanceOf(CancelledFailure);
+      // The request was ended (its socket closed) rather than left waiting for the egress client's 5 minutes.
+      await closed;
+      expect(requests).toBe(1);
+    } finally {
+      remote.closeAllConnections();
+      await new Promise((resolve) => remote.close(resolve));
+    }
   });
 
   it('refuses a force-moved release tag until acknowledged, applying nothing meanwhile', async () => {
