@@ -42,8 +42,12 @@ export interface CheckoutSummary {
   paths_excluded: number;
 }
 
-/** Git failures become ApplicationFailures typed by their code; only transient ones are retried. */
+/**
+ * Git failures become ApplicationFailures typed by their code; only transient ones are retried. A request
+ * ended by the activity's cancellation is that cancellation (its CancelledFailure), not a Git failure.
+ */
 function toFailure(err: unknown, url: string, credKind?: GitCredentials['kind'] | null): never {
+  Context.current().cancellationSignal.throwIfAborted();
   const g = classifyGitError(err, gitHostOf(url), credKind);
   throw g.retryable
     ? ApplicationFailure.retryable(g.message, g.code)
@@ -369,6 +373,8 @@ async function recordFor(
   row: ManagedSourceRow,
   input: SyncRecordInput,
 ): Promise<SourceSyncResult> {
+  // A cancelled activity records nothing (a local one past its timeout: the workflow has moved on).
+  Context.current().cancellationSignal.throwIfAborted();
   const { resolved, checkout, scan } = input;
   const { documentFeed, documentFeedError } = await feedSummaryOf(em, row, input);
   const hydration = await hydrateSync(em, deps, row, { apply: input.apply, commitSha: resolved.commitSha, scan });

@@ -107,8 +107,9 @@ export async function deleteIndexAction(c: Ctx, name: string) {
     });
     return index;
   });
-  // pgvector's HNSW index of the index's rows, dropped after the commit (concurrently: no lock that stops searches).
-  await dropHnswIndexes(c.em, index.id);
+  // pgvector's HNSW index of the index's rows, dropped after the commit (concurrently: no lock that stops
+  // searches); during a build, by that build when it ends (this request does not wait minutes for it).
+  await dropHnswIndexes(c.em, index.id, false);
   const surviving = await sql<{ collection: string }>(
     c.em,
     'select distinct collection from doc_embeddings where index_id = ? order by collection',

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
-import { onOwnConnection, sql } from '../db/sql.js';
+import type { ClientBase } from 'pg';
+import { onOwnConnection, sql, sqlBound } from '../db/sql.js';
 import { nativeVectorType } from './native-vector-writer.js';
 
 /**
@@ -57,15 +58,28 @@ export interface HnswBuild {
   ms: number;
 }
 
+/** Whether the HNSW index `name` exists, and is valid (null: none). */
+async function hnswState(query: (text: string, params: unknown[]) => Promise<{ valid: boolean }[]>, name: string) {
+  const rows = await query(
+    `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
+       where c.relname = $1 and c.relnamespace = current_schema()::regnamespace`,
+    [name],
+  );
+  return rows[0] ? rows[0].valid : null;
+}
+
 /**
  * Builds the HNSW index of each collection of a document index that has none yet and at least `minRows`
  * vectors, in bulk: `CREATE INDEX CONCURRENTLY` on a connection of its own, with `maintenance_work_mem` (the
  * graph of 100k vectors of 384 floats needed about 250 MB, and a vector of 1,536 floats is 4x larger; with
- * less, pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers` set for it.
- * Writes to `doc_embeddings` and searches go on during the build; two builds on the table run one after the
- * other (their locks conflict), and a build first waits for transactions older than it to end. Idempotent (an
- * index that exists and is valid is kept; an invalid one, left by a build that failed or was cut off, is
- * dropped and rebuilt). Nothing to do without pgvector's native column. Never inside a transaction.
+ * less, pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers` set for it,
+ * then reset. Writes to `doc_embeddings` and searches go on during the build, and rows written meanwhile
+ * are in the index when it becomes valid; a build first waits for the transactions older than it. Builds and
+ * drops run one at a time (`withHnswDdl`). Idempotent: an index that exists and is valid is kept; an invalid
+ * one (a build that failed or was cut off leaves one, which writes keep up to date and no search uses) is
+ * dropped and built again. Then the HNSW indexes of deleted document indexes are dropped (a DELETE_INDEX
+ * during a build leaves its drop to the build). Nothing to do without pgvector's native column. Never inside
+ * a transaction.
  */
 export async function buildHnswIndexes(
   em: EntityManager,
@@ -80,31 +94,31 @@ export async function buildHnswIndexes(
     [indexId],
   );
   const out: HnswBuild[] = [];
+  const byEm = (text: string, params: unknown[]) => sqlBound<{ valid: boolean }>(em, text, params);
+  const toBuild: typeof collections = [];
   for (const c of collections) {
-    const started = performance.now();
     const rows = Number(c.n);
-    const name = hnswIndexName(indexId, c.collection);
-    const done = (outcome: HnswBuild['outcome']) =>
-      out.push({ collection: c.collection, rows, outcome, ms: performance.now() - started });
-    const state = await sql<{ valid: boolean }>(
-      em,
-      `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
-         where c.relname = ? and c.relnamespace = current_schema()::regnamespace`,
-      [name],
-    );
-    if (state[0]?.valid) {
-      done('exists');
-      continue;
-    }
-    if (rows < settings.minRows) {
-      done('small');
-      continue;
-    }
-    // Concurrently: the build takes a SHARE UPDATE EXCLUSIVE lock, so writes to `doc_embeddings` (every
-    // index's) go on while it runs, and rows written meanwhile are added before the index becomes valid.
-    // Its settings are the session's for the build, then reset (the connection returns to the pool).
-    await onOwnConnection(em, async (connection) => {
-      if (state[0]) await connection.query(`drop index concurrently if exists ${name}`);
+    const valid = await hnswState(byEm, hnswIndexName(indexId, c.collection));
+    if (valid) out.push({ collection: c.collection, rows, outcome: 'exists', ms: 0 });
+    else if (rows < settings.minRows) out.push({ collection: c.collection, rows, outcome: 'small', ms: 0 });
+    else toBuild.push(c);
+  }
+  if (!toBuild.length) return out;
+  await withHnswDdl(em, true, async (connection) => {
+    const byConnection = async (text: string, params: unknown[]) =>
+      (await connection.query<{ valid: boolean }>(text, params)).rows;
+    for (const c of toBuild) {
+      const started = performance.now();
+      const name = hnswIndexName(indexId, c.collection);
+      const done = (outcome: HnswBuild['outcome']) =>
+        out.push({ collection: c.collection, rows: Number(c.n), outcome, ms: performance.now() - started });
+      // Again under the lock: another attempt of this build may have finished it meanwhile.
+      const valid = await hnswState(byConnection, name);
+      if (valid) {
+        done('exists');
+        continue;
+      }
+      if (valid === false) await connection.query(`drop index concurrently if exists ${name}`);
       await connection.query(
         `select set_config('maintenance_work_mem', $1, false), set_config('max_parallel_maintenance_workers', $2, false)`,
         [`${Math.max(64, Math.floor(settings.memoryMb))}MB`, String(Math.max(0, Math.floor(settings.workers)))],
@@ -118,20 +132,67 @@ export async function buildHnswIndexes(
         await connection.query('reset maintenance_work_mem').catch(() => undefined);
         await connection.query('reset max_parallel_maintenance_workers').catch(() => undefined);
       }
-    });
-    done('built');
-  }
+      done('built');
+    }
+    // The HNSW indexes of document indexes deleted meanwhile (this one's too, if it was).
+    const orphans = await connection.query<{ name: string }>(
+      `select i.indexname as name from pg_indexes i
+         where i.schemaname = current_schema() and i.tablename = 'doc_embeddings'
+           and i.indexname ~ '^doc_hnsw_[0-9a-f]{32}_[0-9a-f]{8}$'
+           and not exists (select 1 from doc_indexes d where replace(d.id::text, '-', '') = substr(i.indexname, 10, 32))`,
+    );
+    for (const r of orphans.rows) await dropConcurrently(connection, r.name);
+  });
   return out;
+}
+
+/** The session advisory lock every concurrent build and drop of an HNSW index on `doc_embeddings` holds. */
+const HNSW_DDL_LOCK = `hashtextextended('doc_embeddings hnsw ddl', 32)`;
+
+/**
+ * `work` on a connection of its own that holds the HNSW DDL lock: one concurrent build or drop at a time.
+ * Two at once deadlock (PostgreSQL then cancels one): the one queued for the table's SHARE UPDATE EXCLUSIVE
+ * lock holds a snapshot while it waits, and the running one's last phase waits for every older snapshot. So
+ * the lock is tried between pauses (50 ms, doubling up to 1 s), never waited for inside a statement, which
+ * would hold a snapshot too. With `wait` false a held lock answers null at once. The lock is released with the
+ * work (or with the session, should the connection die).
+ */
+async function withHnswDdl<R>(
+  em: EntityManager,
+  wait: boolean,
+  work: (connection: ClientBase) => Promise<R>,
+): Promise<R | null> {
+  return onOwnConnection(em, async (connection) => {
+    for (let pause = 50; ; pause = Math.min(2 * pause, 1_000)) {
+      const { rows } = await connection.query<{ held: boolean }>(
+        `select pg_try_advisory_lock(${HNSW_DDL_LOCK}) as held`,
+      );
+      if (rows[0]?.held) break;
+      if (!wait) return null;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+    try {
+      return await work(connection);
+    } finally {
+      await connection.query(`select pg_advisory_unlock(${HNSW_DDL_LOCK})`);
+    }
+  });
+}
+
+function dropConcurrently(connection: ClientBase, name: string) {
+  return connection.query(`drop index concurrently if exists ${name.replace(/[^a-z0-9_]/g, '')}`);
 }
 
 /**
  * Drops a document index's HNSW indexes (every collection), concurrently: before its rows are deleted (a
  * rechunk's retired or abandoned index) or after (DELETE_INDEX), so no index over nothing is left behind.
  * A plain `DROP INDEX` would take an ACCESS EXCLUSIVE lock on `doc_embeddings`, and while it waited (for a
- * build, or a long write) every search and write of every index would queue behind it. Never inside a
- * transaction.
+ * build, or a long write) every search and write of every index would queue behind it. With `wait` false
+ * (a request, which must not wait minutes for a build) a build or drop in progress leaves it to that build,
+ * which drops the HNSW indexes of deleted document indexes when it ends (or to the next build); answers
+ * whether it dropped them. Never inside a transaction.
  */
-export async function dropHnswIndexes(em: EntityManager, indexId: string): Promise<void> {
+export async function dropHnswIndexes(em: EntityManager, indexId: string, wait = true): Promise<boolean> {
   const prefix = `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
   const rows = await sql<{ name: string }>(
     em,
@@ -139,11 +200,12 @@ export async function dropHnswIndexes(em: EntityManager, indexId: string): Promi
        where schemaname = current_schema() and tablename = 'doc_embeddings' and starts_with(indexname, ?)`,
     [prefix],
   );
-  if (!rows.length) return;
-  await onOwnConnection(em, async (connection) => {
-    for (const r of rows)
-      await connection.query(`drop index concurrently if exists ${r.name.replace(/[^a-z0-9_]/g, '')}`);
+  if (!rows.length) return true;
+  const dropped = await withHnswDdl(em, wait, async (connection) => {
+    for (const r of rows) await dropConcurrently(connection, r.name);
+    return true;
   });
+  return dropped === true;
 }
 
 /**

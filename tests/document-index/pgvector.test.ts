@@ -72,6 +72,12 @@ describe('pgvector backend', () => {
   const em = () => orm.em.fork() as EntityManager;
   /** A text document added to the suite's index `kb`. */
   const addText = (path: string, content: string) => addTo(index, path, content);
+  /** A connection of its own to the suite's database. */
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: adminUrl.replace(/\/[^/]*$/, `/${dbName}`) });
+    await c.connect();
+    return c;
+  };
   /** A text document added to `target`. */
   const addTo = (target: IndexRow, path: string, content: string) =>
     ingestDocument(em(), target, { path, kind: 'text', content }, NO_CHUNKING, embedder);
@@ -225,11 +231,6 @@ describe('pgvector backend', () => {
     for (const [i, text] of CORPUS.entries())
       await ingestDocument(em(), built, { path: `c${i}`, kind: 'text', content: text }, NO_CHUNKING, embedder);
     const beside = await createIndex(em(), TENANT, 'kb-beside', NO_CHUNKING);
-    const connect = async () => {
-      const c = new pg.Client({ connectionString: adminUrl.replace(/\/[^/]*$/, `/${dbName}`) });
-      await c.connect();
-      return c;
-    };
     // `writer` holds a write open (the lock every insert takes) until told; `probe` takes the locks a write
     // and a search take, giving up after 5 s: behind a queued SHARE or ACCESS EXCLUSIVE request they would wait.
     const writer = await connect();
@@ -308,6 +309,92 @@ describe('pgvector backend', () => {
     } finally {
       await writer.end();
       await probe.end();
+    }
+  });
+
+  it('runs HNSW builds and drops one at a time (two at once would deadlock); a drop a request cannot wait for is left to the build', async () => {
+    const corpusIndex = async (name: string) => {
+      const target = await createIndex(em(), TENANT, name, NO_CHUNKING);
+      await ingestDocuments(
+        em(),
+        target,
+        CORPUS.map((content, i) => ({ path: `${name}-${i}`, kind: 'text' as const, content })),
+        NO_CHUNKING,
+        embedder,
+      );
+      return target;
+    };
+    const [first, second, dropped, deleted, other] = [
+      await corpusIndex('kb-first'),
+      await corpusIndex('kb-second'),
+      await corpusIndex('kb-dropped'),
+      await corpusIndex('kb-deleted'),
+      await createIndex(em(), TENANT, 'kb-other', NO_CHUNKING),
+    ];
+    const settings = { memoryMb: 64, workers: 0, minRows: 0 };
+    for (const target of [dropped, deleted])
+      expect(await buildHnswIndexes(em(), target.id, settings)).toEqual([
+        expect.objectContaining({ outcome: 'built' }),
+      ]);
+    const hnswOf = async (target: IndexRow) =>
+      (
+        await sql<{ valid: boolean }>(
+          em(),
+          `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = ?`,
+          [hnswIndexName(target.id, embedder.collection)],
+        )
+      ).map((r) => r.valid);
+    const writer = await connect();
+    try {
+      // The first build waits for an open write; a second build and a drop come meanwhile.
+      await writer.query('begin');
+      await writer.query('lock table doc_embeddings in row exclusive mode');
+      const firstBuild = buildHnswIndexes(em(), first.id, settings);
+      await waitFor('the first build to wait for the open write', async () =>
+        (
+          await sql(
+            em(),
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'
+               and query ilike 'create index concurrently%'`,
+          )
+        ).length === 1
+          ? true
+          : undefined,
+      );
+      const secondBuild = buildHnswIndexes(em(), second.id, settings);
+      const drop = dropHnswIndexes(em(), dropped.id);
+      // Both have come to their wait (for the lock the first build holds, or, were they not serialized, for the
+      // table's lock that the first build holds: then with a snapshot the first build's last phase waits for).
+      await waitFor('the second build and the drop to wait', async () => {
+        const waiting = await sql(
+          em(),
+          `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+             and (query ilike 'select pg_try_advisory_lock%' or query ilike 'create index concurrently%'
+                  or query ilike 'drop index concurrently%')`,
+        );
+        return waiting.length >= 3 ? true : undefined;
+      });
+      // A DELETE_INDEX meanwhile: its rows and registry row go, and its HNSW index is left to the build.
+      await sql(em(), 'delete from doc_embeddings where index_id = ?', [deleted.id]);
+      await sql(em(), 'delete from doc_indexes where id = ?', [deleted.id]);
+      expect(await dropHnswIndexes(em(), deleted.id, false)).toBe(false);
+      expect(await hnswOf(deleted)).toEqual([true]);
+      // Transactions begin and end (an ingestion elsewhere) before the write ends.
+      await addTo(other, 'meanwhile', 'Lighthouse keepers log the lamp hours every evening.');
+      await writer.query('commit');
+      const settled = await Promise.allSettled([firstBuild, secondBuild, drop]);
+      expect(settled.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok', 'ok']);
+      expect(await firstBuild).toEqual([expect.objectContaining({ outcome: 'built' })]);
+      expect(await secondBuild).toEqual([expect.objectContaining({ outcome: 'built' })]);
+      expect(await drop).toBe(true);
+      expect([await hnswOf(first), await hnswOf(second), await hnswOf(dropped)]).toEqual([[true], [true], []]);
+      // The deleted index's HNSW index went with the last build (it or the second ran last).
+      expect(await hnswOf(deleted)).toEqual([]);
+      // Nothing holds the lock now: a drop asked not to wait does its work.
+      expect(await dropHnswIndexes(em(), second.id, false)).toBe(true);
+      expect(await hnswOf(second)).toEqual([]);
+    } finally {
+      await writer.end();
     }
   });
 

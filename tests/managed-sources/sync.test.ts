@@ -10,7 +10,8 @@ import { query } from '../helpers/db.js';
 import type { GitRepo, GitServer } from '../helpers/git-server.js';
 import { http, type Stack } from '../helpers/stack.js';
 import { recordHistory } from '../helpers/histories.js';
-import { managedSyncQuick } from '../../activities/managed-sources/sync.js';
+import { managedSyncPrepare, managedSyncQuick } from '../../activities/managed-sources/sync.js';
+import { waitFor } from '../helpers/worker-env.js';
 import type { SourceSyncInput } from '../../workflows/source-sync-definitions.js';
 import { GIT_AUTH as AUTH, managedSources, startGitStack, tokenCredentials, type GitStack } from './support.js';
 
@@ -164,17 +165,11 @@ describe('managed sources over a real Git server', () => {
     expect(job).toEqual({ status: 'complete', phase: 'done', files_scanned: 3 });
   });
 
-  it('a quick resync cut off (its local activity timed out) ends its ref listing and goes no further', async () => {
-    // A remote that takes the ref listing's request and never answers it.
-    let requests = 0;
-    let onAsked = () => {};
-    let onClosed = () => {};
-    const asked = new Promise<void>((resolve) => (onAsked = resolve));
-    const closed = new Promise<void>((resolve) => (onClosed = resolve));
+  it('a sync cut off (a local activity past its timeout, a cancelled one) ends its ref listing and goes no further', async () => {
+    // A remote that takes the ref listing's request and never answers it; each request's socket is watched.
+    const asked: Array<Promise<void>> = [];
     const remote = createServer((req) => {
-      requests++;
-      onAsked();
-      req.socket.once('close', onClosed);
+      asked.push(new Promise<void>((resolve) => req.socket.once('close', () => resolve())));
     });
     await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
     try {
@@ -186,20 +181,27 @@ describe('managed sources over a real Git server', () => {
         sourceId,
       ]);
       const deps = { orm: stack.api.deps.orm, config: stack.api.deps.config };
-      const activity = new MockActivityEnvironment({ isLocal: true, activityType: 'managedSyncQuick' });
       const input: SourceSyncInput = { tenant: row!.tenant, sourceId, jobId: randomUUID(), trigger: 'api' };
-      const run = activity.run(managedSyncQuick, deps, input);
-      const outcome = run.then(
-        () => 'answered',
-        (err: unknown) => err,
-      );
-      await asked;
-      // What the worker does when a local activity's start-to-close timeout passes.
-      activity.cancel('TIMED_OUT');
-      expect(await outcome).toBeInstanceOf(CancelledFailure);
-      // The request was ended (its socket closed) rather than left waiting for the egress client's 5 minutes.
-      await closed;
-      expect(requests).toBe(1);
+      const cases = [
+        // What the worker does when a local activity's start-to-close timeout passes.
+        { activity: managedSyncQuick, isLocal: true, reason: 'TIMED_OUT' as const },
+        // A heartbeating activity cancelled (its workflow cancelled, or its heartbeat timed out).
+        { activity: managedSyncPrepare, isLocal: false, reason: 'CANCELLED' as const },
+      ];
+      for (const [i, c] of cases.entries()) {
+        const env = new MockActivityEnvironment({ isLocal: c.isLocal, activityType: c.activity.name });
+        const outcome = env.run(c.activity, deps, input).then(
+          () => 'answered',
+          (err: unknown) => err,
+        );
+        await waitFor('the ref listing to reach the remote', async () => (asked.length > i ? true : undefined));
+        env.cancel(c.reason);
+        // The cancellation itself, not a Git failure (GIT_UNREACHABLE would be retried and end the sync so).
+        expect(await outcome).toBeInstanceOf(CancelledFailure);
+        // The request was ended (its socket closed) rather than left to the egress client's 5 minutes.
+        await asked[i];
+      }
+      expect(asked).toHaveLength(cases.length);
     } finally {
       remote.closeAllConnections();
       await new Promise((resolve) => remote.close(resolve));
