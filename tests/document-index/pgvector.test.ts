@@ -393,6 +393,22 @@ describe('pgvector backend', () => {
       // Nothing holds the lock now: a drop asked not to wait does its work.
       expect(await dropHnswIndexes(em(), second.id, false)).toBe(true);
       expect(await hnswOf(second)).toEqual([]);
+      expect(await sql(em(), `select 1 from pg_locks where locktype = 'advisory'`)).toEqual([]);
+      // A build's session settings do not stay with the pooled connection it used (a pool of one).
+      const single = await initOrm({ clientUrl: adminUrl.replace(/\/[^/]*$/, `/${dbName}`), poolMax: 1 });
+      try {
+        const show = async () =>
+          (await sql<{ v: string }>(single.em.fork(), 'select current_setting(?) as v', ['maintenance_work_mem']))[0]!
+            .v;
+        const before = await show();
+        expect(before).not.toBe('300MB');
+        expect(
+          await buildHnswIndexes(single.em.fork() as EntityManager, second.id, { ...settings, memoryMb: 300 }),
+        ).toEqual([expect.objectContaining({ outcome: 'built' })]);
+        expect(await show()).toBe(before);
+      } finally {
+        await single.close();
+      }
     } finally {
       await writer.end();
     }
