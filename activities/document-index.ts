@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
 import { buildHnswIndexesOf } from '../shared/document-index/hnsw.js';
@@ -33,7 +34,10 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
      * before its swap): pgvector's HNSW indexes built in bulk over the stored rows; nothing without pgvector.
      */
     async buildDocumentVectorIndexes(input: { tenant: string; indexName: string } | { indexId: string }) {
-      const built = await withHeartbeat(2_000, () => buildHnswIndexesOf(deps.orm.em.fork(), deps.config, input));
+      const { cancellationSignal } = Context.current();
+      const built = await withHeartbeat(2_000, () =>
+        buildHnswIndexesOf(deps.orm.em.fork(), deps.config, input, cancellationSignal),
+      );
       return { built: built.filter((b) => b.outcome === 'built').length };
     },
   };

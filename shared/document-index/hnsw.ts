@@ -75,16 +75,16 @@ async function hnswState(query: (text: string, params: unknown[]) => Promise<{ v
  * less, pgvector finishes the build on disk, much slower) and `max_parallel_maintenance_workers` set for it,
  * then reset. Writes to `doc_embeddings` and searches go on during the build, and rows written meanwhile
  * are in the index when it becomes valid; a build first waits for the transactions older than it. Builds and
- * drops run one at a time (`withHnswDdl`). Idempotent: an index that exists and is valid is kept; an invalid
- * one (a build that failed or was cut off leaves one, which writes keep up to date and no search uses) is
- * dropped and built again. Then the HNSW indexes of deleted document indexes are dropped (a DELETE_INDEX
- * during a build leaves its drop to the build). Nothing to do without pgvector's native column. Never inside
- * a transaction.
+ * drops run one at a time (`withHnswDdl`; `signal`, the activity's cancellation, ends a wait for the lock).
+ * Idempotent: an index that exists and is valid is kept; an invalid one (a build that failed or was cut off
+ * leaves one, which writes keep up to date and no search uses) is dropped and built again. Nothing to do
+ * without pgvector's native column. Never inside a transaction.
  */
 export async function buildHnswIndexes(
   em: EntityManager,
   indexId: string,
   settings: HnswBuildSettings,
+  signal?: AbortSignal,
 ): Promise<HnswBuild[]> {
   if (!(await nativeVectorType(em))) return [];
   const collections = await sql<{ collection: string; dim: number; n: string }>(
@@ -103,8 +103,12 @@ export async function buildHnswIndexes(
     else if (rows < settings.minRows) out.push({ collection: c.collection, rows, outcome: 'small', ms: 0 });
     else toBuild.push(c);
   }
-  if (!toBuild.length) return out;
-  await withHnswDdl(em, true, async (connection) => {
+  if (!toBuild.length) {
+    // Nothing to build: the deleted indexes' HNSW indexes are dropped all the same, if the lock is free.
+    await withHnswDdl(em, { wait: false }, async () => undefined);
+    return out;
+  }
+  await withHnswDdl(em, { wait: true, signal }, async (connection) => {
     const byConnection = async (text: string, params: unknown[]) =>
       (await connection.query<{ valid: boolean }>(text, params)).rows;
     for (const c of toBuild) {
@@ -134,14 +138,6 @@ export async function buildHnswIndexes(
       }
       done('built');
     }
-    // The HNSW indexes of document indexes deleted meanwhile (this one's too, if it was).
-    const orphans = await connection.query<{ name: string }>(
-      `select i.indexname as name from pg_indexes i
-         where i.schemaname = current_schema() and i.tablename = 'doc_embeddings'
-           and i.indexname ~ '^doc_hnsw_[0-9a-f]{32}_[0-9a-f]{8}$'
-           and not exists (select 1 from doc_indexes d where replace(d.id::text, '-', '') = substr(i.indexname, 10, 32))`,
-    );
-    for (const r of orphans.rows) await dropConcurrently(connection, r.name);
   });
   return out;
 }
@@ -154,29 +150,51 @@ const HNSW_DDL_LOCK = `hashtextextended('doc_embeddings hnsw ddl', 32)`;
  * Two at once deadlock (PostgreSQL then cancels one): the one queued for the table's SHARE UPDATE EXCLUSIVE
  * lock holds a snapshot while it waits, and the running one's last phase waits for every older snapshot. So
  * the lock is tried between pauses (50 ms, doubling up to 1 s), never waited for inside a statement, which
- * would hold a snapshot too. With `wait` false a held lock answers null at once. The lock is released with the
- * work (or with the session, should the connection die).
+ * would hold a snapshot too; between tries no pooled connection is kept, and an aborted `signal` (the
+ * activity's cancellation) ends the wait. With `wait` false a held lock answers null at once. Every holder,
+ * after its work, drops the HNSW indexes of deleted document indexes (a DELETE_INDEX that found the lock held
+ * left its drop to the holder). The lock is released with the work; should the release fail, the session is
+ * ended rather than handed back to the pool holding it.
  */
 async function withHnswDdl<R>(
   em: EntityManager,
-  wait: boolean,
+  options: { wait: boolean; signal?: AbortSignal },
   work: (connection: ClientBase) => Promise<R>,
 ): Promise<R | null> {
-  return onOwnConnection(em, async (connection) => {
-    for (let pause = 50; ; pause = Math.min(2 * pause, 1_000)) {
+  for (let pause = 50; ; pause = Math.min(2 * pause, 1_000)) {
+    options.signal?.throwIfAborted();
+    const attempt = await onOwnConnection(em, async (connection) => {
       const { rows } = await connection.query<{ held: boolean }>(
         `select pg_try_advisory_lock(${HNSW_DDL_LOCK}) as held`,
       );
-      if (rows[0]?.held) break;
-      if (!wait) return null;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-    try {
-      return await work(connection);
-    } finally {
-      await connection.query(`select pg_advisory_unlock(${HNSW_DDL_LOCK})`);
-    }
-  });
+      if (!rows[0]?.held) return null;
+      try {
+        const done = await work(connection);
+        await dropOrphans(connection).catch(() => undefined); // left to the next holder
+        return { done };
+      } finally {
+        const released = await connection
+          .query<{ unlocked: boolean }>(`select pg_advisory_unlock(${HNSW_DDL_LOCK}) as unlocked`)
+          .then((r) => r.rows[0]?.unlocked === true)
+          .catch(() => false);
+        if (!released) await (connection as unknown as { end(): Promise<void> }).end().catch(() => undefined);
+      }
+    });
+    if (attempt) return attempt.done;
+    if (!options.wait) return null;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
+/** Drops the HNSW indexes whose document index is gone (deleted while another build or drop held the lock). */
+async function dropOrphans(connection: ClientBase): Promise<void> {
+  const orphans = await connection.query<{ name: string }>(
+    `select i.indexname as name from pg_indexes i
+       where i.schemaname = current_schema() and i.tablename = 'doc_embeddings'
+         and i.indexname ~ '^doc_hnsw_[0-9a-f]{32}_[0-9a-f]{8}$'
+         and not exists (select 1 from doc_indexes d where replace(d.id::text, '-', '') = substr(i.indexname, 10, 32))`,
+  );
+  for (const r of orphans.rows) await dropConcurrently(connection, r.name);
 }
 
 function dropConcurrently(connection: ClientBase, name: string) {
@@ -188,9 +206,10 @@ function dropConcurrently(connection: ClientBase, name: string) {
  * rechunk's retired or abandoned index) or after (DELETE_INDEX), so no index over nothing is left behind.
  * A plain `DROP INDEX` would take an ACCESS EXCLUSIVE lock on `doc_embeddings`, and while it waited (for a
  * build, or a long write) every search and write of every index would queue behind it. With `wait` false
- * (a request, which must not wait minutes for a build) a build or drop in progress leaves it to that build,
- * which drops the HNSW indexes of deleted document indexes when it ends (or to the next build); answers
- * whether it dropped them. Never inside a transaction.
+ * (a request, or an activity that must not wait minutes for a build) a build or drop in progress leaves the
+ * drop to the lock's holder, which drops the HNSW indexes of deleted document indexes when its work ends (or
+ * to the next holder: every build, and every ingestion's checkpoint when the lock is free); answers whether it
+ * dropped them. Never inside a transaction.
  */
 export async function dropHnswIndexes(em: EntityManager, indexId: string, wait = true): Promise<boolean> {
   const prefix = `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
@@ -201,7 +220,7 @@ export async function dropHnswIndexes(em: EntityManager, indexId: string, wait =
     [prefix],
   );
   if (!rows.length) return true;
-  const dropped = await withHnswDdl(em, wait, async (connection) => {
+  const dropped = await withHnswDdl(em, { wait }, async (connection) => {
     for (const r of rows) await dropConcurrently(connection, r.name);
     return true;
   });
@@ -216,6 +235,7 @@ export async function buildHnswIndexesOf(
   em: EntityManager,
   config: AppConfig,
   target: { tenant: string; indexName: string } | { indexId: string },
+  signal?: AbortSignal,
 ): Promise<HnswBuild[]> {
   let indexId: string | undefined;
   if ('indexId' in target) indexId = target.indexId;
@@ -226,5 +246,5 @@ export async function buildHnswIndexesOf(
         target.indexName,
       ])
     )[0]?.id;
-  return indexId ? buildHnswIndexes(em, indexId, hnswBuildSettings(config)) : [];
+  return indexId ? buildHnswIndexes(em, indexId, hnswBuildSettings(config), signal) : [];
 }

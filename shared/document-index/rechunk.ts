@@ -189,8 +189,9 @@ export async function dropRechunkTemp(em: EntityManager, input: { tempId: string
 export async function dropBuildingIndex(em: EntityManager, indexId: string): Promise<void> {
   const building = `exists (select 1 from doc_indexes where id = ? and state = 'building')`;
   const state = await sql<{ state: string }>(em, 'select state from doc_indexes where id = ?', [indexId]);
-  // Its HNSW index (pgvector) first: the rows deleted next are then in no index that must skip them.
-  if (state[0]?.state === 'building') await dropHnswIndexes(em, indexId);
+  // Its HNSW index (pgvector) first: the rows deleted next are then in no index that must skip them. Not
+  // waited for while another build or drop runs (minutes): that one's holder drops it once the row is gone.
+  if (state[0]?.state === 'building') await dropHnswIndexes(em, indexId, false);
   await sql(em, `delete from doc_embeddings where index_id = ? and ${building}`, [indexId, indexId]);
   await sql(em, `delete from doc_chunks where index_id = ? and ${building}`, [indexId, indexId]);
   await sql(em, `delete from doc_indexes where id = ? and state = 'building'`, [indexId]);

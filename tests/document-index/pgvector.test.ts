@@ -324,11 +324,12 @@ describe('pgvector backend', () => {
       );
       return target;
     };
-    const [first, second, dropped, deleted, other] = [
+    const [first, second, dropped, deleted, unbuilt, other] = [
       await corpusIndex('kb-first'),
       await corpusIndex('kb-second'),
       await corpusIndex('kb-dropped'),
       await corpusIndex('kb-deleted'),
+      await corpusIndex('kb-unbuilt'),
       await createIndex(em(), TENANT, 'kb-other', NO_CHUNKING),
     ];
     const settings = { memoryMb: 64, workers: 0, minRows: 0 };
@@ -374,6 +375,12 @@ describe('pgvector backend', () => {
         );
         return waiting.length >= 3 ? true : undefined;
       });
+      // A build whose activity is cancelled while it waits for the lock stops waiting.
+      const cancel = new AbortController();
+      const cancelled = buildHnswIndexes(em(), unbuilt.id, settings, cancel.signal).catch((err: unknown) => err);
+      cancel.abort(new Error('activity cancelled'));
+      expect(String(await cancelled)).toBe('Error: activity cancelled');
+      expect(await hnswOf(unbuilt)).toEqual([]);
       // A DELETE_INDEX meanwhile: its rows and registry row go, and its HNSW index is left to the build.
       await sql(em(), 'delete from doc_embeddings where index_id = ?', [deleted.id]);
       await sql(em(), 'delete from doc_indexes where id = ?', [deleted.id]);
