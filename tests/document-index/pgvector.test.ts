@@ -362,19 +362,10 @@ describe('pgvector backend', () => {
           ? true
           : undefined,
       );
+      // A second build and a drop come meanwhile: they wait for the lock the first build holds (without it they
+      // would queue for the table's lock holding a snapshot, which the first build's last phase waits for).
       const secondBuild = buildHnswIndexes(em(), second.id, settings);
       const drop = dropHnswIndexes(em(), dropped.id);
-      // Both have come to their wait (for the lock the first build holds, or, were they not serialized, for the
-      // table's lock that the first build holds: then with a snapshot the first build's last phase waits for).
-      await waitFor('the second build and the drop to wait', async () => {
-        const waiting = await sql(
-          em(),
-          `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-             and (query ilike 'select pg_try_advisory_lock%' or query ilike 'create index concurrently%'
-                  or query ilike 'drop index concurrently%')`,
-        );
-        return waiting.length >= 3 ? true : undefined;
-      });
       // A build whose activity is cancelled while it waits for the lock stops waiting.
       const cancel = new AbortController();
       const cancelled = buildHnswIndexes(em(), unbuilt.id, settings, cancel.signal).catch((err: unknown) => err);
