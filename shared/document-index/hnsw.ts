@@ -122,7 +122,7 @@ export async function buildHnswIndexes(
         done('exists');
         continue;
       }
-      if (valid === false) await connection.query(`drop index concurrently if exists ${name}`);
+      if (valid === false) await dropConcurrently(connection, name);
       await connection.query(
         `select set_config('maintenance_work_mem', $1, false), set_config('max_parallel_maintenance_workers', $2, false)`,
         [`${Math.max(64, Math.floor(settings.memoryMb))}MB`, String(Math.max(0, Math.floor(settings.workers)))],

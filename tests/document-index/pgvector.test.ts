@@ -78,6 +78,15 @@ describe('pgvector backend', () => {
     await c.connect();
     return c;
   };
+  /** The HNSW index of `target`'s collection: `[valid]`, or `[]` when there is none. */
+  const hnswOf = async (target: IndexRow) =>
+    (
+      await sql<{ valid: boolean }>(
+        em(),
+        `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = ?`,
+        [hnswIndexName(target.id, embedder.collection)],
+      )
+    ).map((r) => r.valid);
   /** A text document added to `target`. */
   const addTo = (target: IndexRow, path: string, content: string) =>
     ingestDocument(em(), target, { path, kind: 'text', content }, NO_CHUNKING, embedder);
@@ -250,14 +259,6 @@ describe('pgvector backend', () => {
       await probe.query('lock table doc_embeddings in access share mode');
       await probe.query('rollback');
     };
-    const named = async () =>
-      (
-        await sql<{ valid: boolean }>(
-          em(),
-          `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = ?`,
-          [hnswIndexName(built.id, embedder.collection)],
-        )
-      ).map((r) => r.valid);
     try {
       await writer.query('begin');
       await writer.query('lock table doc_embeddings in row exclusive mode');
@@ -280,7 +281,7 @@ describe('pgvector backend', () => {
       expect(await waiting('create index')).toBe(true);
       await writer.query('commit');
       expect(await build).toEqual([expect.objectContaining({ outcome: 'built', rows: CORPUS.length })]);
-      expect(await named()).toEqual([true]);
+      expect(await hnswOf(built)).toEqual([true]);
       // The row written while the build waited is in the index: PostgreSQL's HNSW scan (the only plan left with
       // sorting and sequential scans off) answers every row of the index.
       const answered = await em().transactional(async (tx) => {
@@ -305,7 +306,7 @@ describe('pgvector backend', () => {
       expect(await waiting('drop index')).toBe(true);
       await writer.query('commit');
       await drop;
-      expect(await named()).toEqual([]);
+      expect(await hnswOf(built)).toEqual([]);
     } finally {
       await writer.end();
       await probe.end();
@@ -337,14 +338,6 @@ describe('pgvector backend', () => {
       expect(await buildHnswIndexes(em(), target.id, settings)).toEqual([
         expect.objectContaining({ outcome: 'built' }),
       ]);
-    const hnswOf = async (target: IndexRow) =>
-      (
-        await sql<{ valid: boolean }>(
-          em(),
-          `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = ?`,
-          [hnswIndexName(target.id, embedder.collection)],
-        )
-      ).map((r) => r.valid);
     const writer = await connect();
     try {
       // The first build waits for an open write; a second build and a drop come meanwhile.
