@@ -1,4 +1,13 @@
 /**
+ * The native column compressed where it can be (`extended`; pgvector declares its type `external`: out of line,
+ * never compressed). A local hashing vector is sparse (1,536 float4s, a few dozen of them non-zero): stored
+ * out of line it took 6,148 bytes in three TOAST rows, which ingestion wrote (and the WAL carried) with every
+ * chunk; compressed it takes about 180 bytes and stays in the row. A dense model's vector does not compress and
+ * is stored out of line as before.
+ */
+export const NATIVE_VECTOR_STORAGE = 'alter table doc_embeddings alter column emb set storage extended';
+
+/**
  * pgvector's native column (issue 32): where the `vector` extension exists, `doc_embeddings.emb` holds
  * each stored vector as a pgvector `vector`, kept equal to `vec` (the little-endian float4 bytes every
  * writer stores) by a row trigger, so the HNSW indexes and the search read it without decoding bytes
@@ -18,6 +27,7 @@ export const NATIVE_VECTOR_BLOCK = `do $block$
       return; -- no privilege: the exact path serves
     end;
     alter table doc_embeddings add column if not exists emb vector;
+    ${NATIVE_VECTOR_STORAGE};
     -- A writer that sets emb itself (from its numbers) spares the decode, about 1 ms a 384-float row.
     create or replace function doc_embeddings_emb() returns trigger language plpgsql as $f$
       begin

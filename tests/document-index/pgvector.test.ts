@@ -510,6 +510,42 @@ describe('pgvector backend', () => {
     await exec(`delete from doc_embeddings where collection = 'other_collection'`);
   });
 
+  it('stores a sparse vector compressed in its row and a dense one out of line, both equal to the stored bytes', async () => {
+    const exec = (text: string, params: unknown[] = []) => em().getConnection().execute(text, params);
+    const [column] = await exec(
+      `select attstorage as storage from pg_attribute where attrelid = 'doc_embeddings'::regclass and attname = 'emb'`,
+    );
+    expect(column).toEqual({ storage: 'x' }); // extended: compressed where it compresses (pgvector declares 'e')
+    // A dense model's vectors (random numbers, nothing to compress), in an index of their own.
+    const dense: Embedder = {
+      ...embedder,
+      embed: (texts) =>
+        Promise.resolve({
+          vectors: texts.map(() => Array.from({ length: 1536 }, () => Math.random() * 2 - 1)),
+          warnings: [],
+        }),
+    };
+    const denseIndex = await createIndex(em(), TENANT, 'dense', NO_CHUNKING);
+    await ingestDocument(em(), denseIndex, { path: 'd', kind: 'text', content: 'Dense numbers.' }, NO_CHUNKING, dense);
+    const sizes = await exec(
+      `select e.index_id = ?::uuid as dense, pg_column_size(e.emb) as bytes, e.emb::real[] = doc_vec_floats(e.vec) as equal
+         from doc_embeddings e where e.index_id = any(?::uuid[]) and e.collection = ?`,
+      [denseIndex.id, `{${index.id},${denseIndex.id}}`, embedder.collection],
+    );
+    const [sparse, denseRows] = [sizes.filter((r) => !r.dense), sizes.filter((r) => r.dense)];
+    expect(sparse.length).toBeGreaterThanOrEqual(CORPUS.length);
+    expect(denseRows.length).toBe(1);
+    // 1,536 float4s take 6,152 bytes uncompressed: a local hashing vector (a few dozen non-zero) compresses to
+    // a few hundred, a dense one not at all.
+    for (const r of sparse) {
+      expect(r.equal).toBe(true);
+      expect(Number(r.bytes)).toBeLessThan(1000);
+    }
+    expect(denseRows[0]!.equal).toBe(true);
+    expect(Number(denseRows[0]!.bytes)).toBeGreaterThan(6000);
+    await exec('delete from doc_indexes where id = ?', [denseIndex.id]);
+  });
+
   it('gives the same top results as the exact scan on a fixed corpus', async () => {
     const exact = new ExactVectorBackend(64 * 1024 * 1024);
     for (const q of QUERIES) {

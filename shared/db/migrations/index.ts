@@ -55,6 +55,7 @@ import { Migration20261129990000AgentKnowledgeBasesCascade } from './Migration20
 import { Migration20261129991700DocHnswPerIndex } from './Migration20261129991700DocHnswPerIndex.js';
 import { Migration20261130010000LocalHashing1536 } from './Migration20261130010000LocalHashing1536.js';
 import { Migration20261130020000DocVectorChanges } from './Migration20261130020000DocVectorChanges.js';
+import { Migration20261130030000DocNativeVectorsCompressed } from './Migration20261130030000DocNativeVectorsCompressed.js';
 import { Migration20261129130000DocVectorLogActiveOnly } from './Migration20261129130000DocVectorLogActiveOnly.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
@@ -130,4 +131,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261129991700DocHnswPerIndex', class: Migration20261129991700DocHnswPerIndex },
   { name: 'Migration20261130010000LocalHashing1536', class: Migration20261130010000LocalHashing1536 },
   { name: 'Migration20261130020000DocVectorChanges', class: Migration20261130020000DocVectorChanges },
+  {
+    name: 'Migration20261130030000DocNativeVectorsCompressed',
+    class: Migration20261130030000DocNativeVectorsCompressed,
+  },
 ];
