@@ -77,7 +77,8 @@ async function hnswState(query: (text: string, params: unknown[]) => Promise<{ v
  * are in the index when it becomes valid; a build first waits for the transactions older than it. Builds and
  * drops run one at a time (`withHnswDdl`; `signal`, the activity's cancellation, ends a wait for the lock).
  * Idempotent: an index that exists and is valid is kept; an invalid one (a build that failed or was cut off
- * leaves one, which writes keep up to date and no search uses) is dropped and built again. Nothing to do
+ * leaves one, which writes keep up to date and no search uses) is dropped and built again, or only dropped when
+ * its collection has fewer than `minRows` vectors now. Nothing to do
  * without pgvector's native column. Never inside a transaction.
  */
 export async function buildHnswIndexes(
@@ -96,14 +97,19 @@ export async function buildHnswIndexes(
   const out: HnswBuild[] = [];
   const byEm = (text: string, params: unknown[]) => sqlBound<{ valid: boolean }>(em, text, params);
   const toBuild: typeof collections = [];
+  /** Invalid indexes of collections now too small for one (a build failed, then rows were deleted): dropped. */
+  const toDrop: string[] = [];
   for (const c of collections) {
     const rows = Number(c.n);
-    const valid = await hnswState(byEm, hnswIndexName(indexId, c.collection));
+    const name = hnswIndexName(indexId, c.collection);
+    const valid = await hnswState(byEm, name);
     if (valid) out.push({ collection: c.collection, rows, outcome: 'exists', ms: 0 });
-    else if (rows < settings.minRows) out.push({ collection: c.collection, rows, outcome: 'small', ms: 0 });
-    else toBuild.push(c);
+    else if (rows < settings.minRows) {
+      out.push({ collection: c.collection, rows, outcome: 'small', ms: 0 });
+      if (valid === false) toDrop.push(name);
+    } else toBuild.push(c);
   }
-  if (!toBuild.length) {
+  if (!toBuild.length && !toDrop.length) {
     // Nothing to build: the deleted indexes' HNSW indexes are dropped all the same, if the lock is free.
     await withHnswDdl(em, { wait: false }, async () => undefined);
     return out;
@@ -111,6 +117,9 @@ export async function buildHnswIndexes(
   await withHnswDdl(em, { wait: true, signal }, async (connection) => {
     const byConnection = async (text: string, params: unknown[]) =>
       (await connection.query<{ valid: boolean }>(text, params)).rows;
+    // Still invalid under the lock (another attempt may have dropped it, or built it valid since).
+    for (const name of toDrop)
+      if ((await hnswState(byConnection, name)) === false) await dropConcurrently(connection, name);
     for (const c of toBuild) {
       const started = performance.now();
       const name = hnswIndexName(indexId, c.collection);
