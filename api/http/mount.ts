@@ -12,6 +12,7 @@ import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js
 import type { Principal } from '../../shared/auth/principal.js';
 import { multipartBody, type UploadedFile } from './multipart.js';
 import { bodyRequired, type AnyRoute } from './route.js';
+import type { ReadBody } from './body.js';
 import { RequestCodes } from '../../shared/http/error-codes.js';
 
 type Location = 'params' | 'query' | 'body';
@@ -96,8 +97,11 @@ function authorizePresenter(principal: Principal | null, deps: AppDeps): Princip
   return principal;
 }
 
-/** Registers every route on the router: validation, authentication and permission guard, then the handler. */
-export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): void {
+/**
+ * Registers every route on the router: authentication and permission guard, then the body read (`readBody`:
+ * none before the guard), validation, then the handler.
+ */
+export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, readBody: ReadBody): void {
   for (const route of routes) {
     if (route.access.kind === 'authenticated' && !('permission' in route.access))
       throw new Error(
@@ -134,6 +138,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps): 
           route.access.kind === 'presenter' ? authorizePresenter(principal, deps) : authorize(route, principal, deps);
         ctx.state.principal = principal;
       }
+      await readBody(ctx, route.body ? (route.bodyKind ?? 'json') : 'none');
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);
       // Uploads are read only from callers who passed the guard, into a folder removed when the request ends.

@@ -242,3 +242,61 @@ describe('RBAC', () => {
     expect(admin.permissions).toEqual(res.body.data.permissions);
   });
 });
+
+describe('a request body is read only after the guard', () => {
+  const url = '/api/action-review/proposals/no-such-proposal/approve';
+  const bodies: Array<[string, { raw: string; headers: Record<string, string> }]> = [
+    [
+      'a body that is not JSON (415 once past the guard)',
+      { raw: 'execute', headers: { 'content-type': 'text/plain' } },
+    ],
+    ['malformed JSON (400)', { raw: '{"comment":', headers: { 'content-type': 'application/json' } }],
+    [
+      'a body over the size limit (413)',
+      { raw: JSON.stringify({ comment: 'x'.repeat(1024 * 1024) }), headers: { 'content-type': 'application/json' } },
+    ],
+  ];
+
+  it.each(bodies)('answers 401 to a caller without credentials for %s', async (_name, body) => {
+    expect401(await http(stack.url, 'POST', url, body));
+  });
+
+  it.each(bodies)('answers 403 to a caller without the permission for %s', async (_name, body) => {
+    const token = await idp.sign({ sub: 'heidi', roles: [] });
+    const res = await http(stack.url, 'POST', url, {
+      ...body,
+      headers: { ...body.headers, authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body.payload).toMatchObject({ required_permission: 'APPROVE_AGENT_ACTION' });
+  });
+
+  it('refuses the body itself once the caller may call the route', async () => {
+    const token = await idp.sign({ sub: 'ivan', roles: ['reviewer'] });
+    const headers = (type: string) => ({ 'content-type': type, authorization: `Bearer ${token}` });
+    const text = await http(stack.url, 'POST', url, { raw: 'execute', headers: headers('text/plain') });
+    expect(text.status).toBe(415);
+    expect(text.body.error_type).toBe('unsupported_media_type');
+    const malformed = await http(stack.url, 'POST', url, { raw: '{"comment":', headers: headers('application/json') });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.payload).toEqual({ reason: 'malformed_json' });
+  });
+
+  it('ignores a body sent to a route that declares none', async () => {
+    const token = await idp.sign({ sub: 'ivan', roles: ['reviewer'] });
+    const res = await http(stack.url, 'POST', '/api/action-review/proposals/no-such-proposal/execute', {
+      raw: 'execute',
+      headers: { 'content-type': 'text/plain', authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(404);
+  });
+
+  it('answers 404 for a path no route answers, whatever its body', async () => {
+    const res = await http(stack.url, 'POST', '/api/no-such-route', {
+      raw: 'x',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(res.status).toBe(404);
+    expect(res.body.error_type).toBe('not_found');
+  });
+});
