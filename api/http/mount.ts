@@ -15,7 +15,7 @@ import { bodyRequired, type AnyRoute } from './route.js';
 import type { ReadBody } from './body.js';
 import { RequestCodes } from '../../shared/http/error-codes.js';
 
-type Location = 'params' | 'query' | 'body';
+type Location = 'params' | 'query' | 'headers' | 'body';
 
 function undeclaredKeys(location: Location, error: z.ZodError): string[] {
   // A union body (e.g. a list, or an object wrapping it) counts the undeclared keys of any branch.
@@ -141,9 +141,10 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
       await readBody(ctx, route.body ? (route.bodyKind ?? 'json') : 'none');
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);
+      const headers = (parsePart(route, 'headers', route.headers, ctx.headers) ?? {}) as Record<string, unknown>;
       // Uploads are read only from callers who passed the guard, into a folder removed when the request ends.
-      if (multipart) return multipart(ctx, () => respond(ctx, params, query, principal, em, needsBody));
-      return respond(ctx, params, query, principal, em, needsBody);
+      if (multipart) return multipart(ctx, () => respond(ctx, params, query, headers, principal, em, needsBody));
+      return respond(ctx, params, query, headers, principal, em, needsBody);
     });
   }
 
@@ -151,6 +152,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
     ctx: Koa.Context,
     params: unknown,
     query: unknown,
+    headers: Record<string, unknown>,
     principal: Principal | null,
     em: EntityManager,
     needsBody: boolean,
@@ -167,6 +169,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
     const result = await route.handler({
       params,
       query,
+      headers,
       body,
       principal: principal as Principal,
       deps,

@@ -121,7 +121,7 @@ function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Json): 
   return rewritten;
 }
 
-function parameters(location: 'path' | 'query', schema: z.ZodObject | undefined, components: Json): Json[] {
+function parameters(location: 'path' | 'query' | 'header', schema: z.ZodObject | undefined, components: Json): Json[] {
   if (!schema) return [];
   return Object.entries(schema.shape).map(([name, field]) => {
     const fieldSchema = field as z.ZodType;
@@ -192,7 +192,7 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
           }
         : { description: spec.description };
     }
-    if (route.params || route.query || route.body)
+    if (route.params || route.query || route.headers || route.body)
       responses['400'] ??= errorResponse(
         'Validation failure (`bad_request`); `payload.fields` lists the failing fields',
       );
@@ -245,7 +245,11 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
       security,
-      parameters: [...parameters('path', route.params, components), ...parameters('query', route.query, components)],
+      parameters: [
+        ...parameters('path', route.params, components),
+        ...parameters('query', route.query, components),
+        ...parameters('header', route.headers, components),
+      ],
       ...(route.body ? { requestBody: requestBody(route, components) } : {}),
       responses,
       // Where the spec has a 2xx say `success` false (all other refusals are 4xx/5xx envelopes).

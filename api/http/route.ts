@@ -41,6 +41,8 @@ type AnyObject = z.ZodObject<z.ZodRawShape>;
 export interface RouteContext<P, Q, B> {
   params: P;
   query: Q;
+  /** The headers the route declares (`RouteSpec.headers`), validated; empty when it declares none. */
+  headers: Record<string, unknown>;
   body: B;
   /** Present on every route but public and internal ones (and `presenter` routes called with the internal token). */
   principal: Principal;
@@ -64,6 +66,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   access: Access;
   params?: P;
   query?: Q;
+  /**
+   * Request headers the route reads (names lower-case, as Node gives them), validated like the query; others
+   * are not validated (credentials are the guard's). The handler gets them in `headers`.
+   */
+  headers?: AnyObject;
   body?: B;
   /**
    * The body as the OpenAPI document shows it, when the handler validates it more precisely than `body`

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ACTION_TYPES, ACTION_TYPE_DESCRIPTION, type ActionType } from '../../shared/action-review/action-types.js';
 import { PayloadSchemas } from '../../shared/action-review/payloads.js';
 import { PROPOSAL_STATUSES } from '../../shared/action-review/types.js';
-import { createProposal } from '../../shared/action-review/create.js';
+import { createProposal, createProposalIdempotently } from '../../shared/action-review/create.js';
 import { FULL_DETAIL, proposalDetail } from '../../shared/action-review/detail.js';
 import { listVisibleProposals } from '../../shared/action-review/list.js';
 import {
@@ -38,6 +38,23 @@ const proposalVariant = <T extends ActionType>(actionType: T) =>
     action_type: z.literal(actionType).describe(ACTION_TYPE_DESCRIPTION),
     payload: PayloadSchemas[actionType] as (typeof PayloadSchemas)[T],
   });
+
+/**
+ * A create's optional idempotency key (printable ASCII, 1 to 255 characters): a retry with the same key and the
+ * same proposal answers the proposal the first request created, so a create whose answer was lost (a dropped
+ * connection, an API replica that died) can be sent again without proposing twice.
+ */
+const CreateProposalHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'printable ASCII without spaces, 1 to 255 characters')
+    .optional()
+    .describe(
+      'Names this create for retries: the same key with the same proposal answers the proposal created first ' +
+        '(also while that request is still creating it); with a different proposal 409 `idempotency_key_reused`. ' +
+        "Keys are the caller's own: another caller's same key names another proposal.",
+    ),
+});
 
 /**
  * One variant per action type, each with that type's payload schema, so the published document is a
@@ -113,18 +130,26 @@ export const actionReviewRoutes = [
     description: `The body is one variant per action type, each with its payload schema. ${ACTION_TYPE_DESCRIPTION}`,
     tags,
     access,
+    headers: CreateProposalHeaders,
     body: CreateProposalBody,
     successStatus: 201,
     responses: {
       201: {
-        description: 'Created, status requested',
+        description:
+          'Created, status requested; with an `Idempotency-Key` already used for the same proposal, that proposal ' +
+          'again (response header `Idempotent-Replayed: true`)',
         schema: successEnvelope(ProposalDetailSchema),
       },
       404: { description: 'The subject or thread is not visible to the caller' },
+      409: {
+        description:
+          'The `Idempotency-Key` was used before for a different proposal of the caller (`conflict`, ' +
+          '`payload.code` `idempotency_key_reused`, `payload.proposal_id`); nothing written',
+      },
       413: { description: 'The stored form of the proposal exceeds ACTION_REVIEW_MAX_PROPOSAL_BYTES' },
     },
-    handler: async ({ body, principal, deps, em }) => {
-      const row = await createProposal(deps, em, principal, {
+    handler: async ({ headers, body, principal, deps, em, koa }) => {
+      const input = {
         actionType: body.action_type,
         payload: body.payload,
         expectedEffect: body.expected_effect,
@@ -133,7 +158,15 @@ export const actionReviewRoutes = [
         threadId: body.thread_id ?? null,
         subject: body.subject ?? null,
         executionOrigin: body.execution_origin ?? null,
-      });
+      };
+      const key = CreateProposalHeaders.parse(headers)['idempotency-key'];
+      let row;
+      if (key === undefined) row = await createProposal(deps, em, principal, input);
+      else {
+        const created = await createProposalIdempotently(deps, em, principal, input, key);
+        row = created.row;
+        if (created.replayed) koa.set('Idempotent-Replayed', 'true');
+      }
       return { success: true, data: await proposalDetail(em, principal, row, FULL_DETAIL, deps.config) };
     },
   }),

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { placeStatement } from './statements.js';
 import { WithStartWorkflowOperation } from '@temporalio/client';
@@ -9,7 +9,7 @@ import { checkProverSubject, proverSubjectOf, registerProverSubject } from './pr
 import type { ExecutionOrigin, ProposalRecord, ProposalSubject, ProposalWorkflowInput } from './types.js';
 import { principalRef, type Principal } from '../auth/principal.js';
 import { ConversationThreadEntity, ProposalRowEntity, type ProposalRow } from '../db/entities/index.js';
-import { BadRequestError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { parseInput } from '../validation.js';
 import { SearchAttributes } from '../temporal/search-attributes.js';
 import { createdUpdate, proposalWorkflowId } from '../../workflows/action-review-definitions.js';
@@ -111,6 +111,20 @@ async function checkSubject(em: EntityManager, principal: Principal, subject: Pr
   if (!(await probe(subject, viewerOf(principal)))) throw new NotFoundError(`No ${subject.kind} ${subject.id}.`);
 }
 
+/**
+ * The proposal id an idempotency key names: a UUID (version 8, RFC 9562) from SHA-256 of the caller's tenant,
+ * kind and id and the key, so the same caller's retry names the same proposal and another caller's key never does.
+ */
+export function idempotentProposalId(principal: Principal, key: string): string {
+  const h = createHash('sha256')
+    .update(['action-review idempotency key', principal.tenant, principal.kind, principal.id, key].join('\0'))
+    .digest();
+  h[6] = (h[6]! & 0x0f) | 0x80; // version 8
+  h[8] = (h[8]! & 0x3f) | 0x80; // variant 10
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 /** Validates, sizes and starts one proposal workflow; answers once its creation is in PostgreSQL. */
 export async function createProposal(
   deps: AppDeps,
@@ -118,27 +132,63 @@ export async function createProposal(
   principal: Principal,
   input: CreateProposalInput,
 ): Promise<ProposalRow> {
+  return (await createOrReplay(deps, em, principal, input, null)).row;
+}
+
+/**
+ * `createProposal` under a caller's idempotency key (REST `Idempotency-Key`): the first request creates the
+ * proposal whose id the key names (`idempotentProposalId`); a repeat of the same proposal (the same action type,
+ * payload, expected effect and subject: its digest) answers that proposal again (`replayed`), also while the
+ * first request is still creating it; the key used with a different proposal is refused (409
+ * `idempotency_key_reused`) and writes nothing.
+ */
+export async function createProposalIdempotently(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: CreateProposalInput,
+  key: string,
+): Promise<{ row: ProposalRow; replayed: boolean }> {
+  return createOrReplay(deps, em, principal, { ...input, proposalId: idempotentProposalId(principal, key) }, key);
+}
+
+function keyReused(row: ProposalRow): ConflictError {
+  return new ConflictError(
+    `This Idempotency-Key was used for another proposal (${row.proposalId}); send a new key for a different proposal.`,
+    { code: ActionReviewCodes.idempotency_key_reused, proposal_id: row.proposalId },
+  );
+}
+
+async function createOrReplay(
+  deps: AppDeps,
+  em: EntityManager,
+  principal: Principal,
+  input: CreateProposalInput,
+  key: string | null,
+): Promise<{ row: ProposalRow; replayed: boolean }> {
   const payload = withDefaults(input, parsePayload(input.actionType, input.payload));
   checkRunnable(deps.config, input.actionType, payload);
   if (input.subject) await checkSubject(em, principal, input.subject);
   const prover = proverSubjectOf(input.actionType, payload);
   if (prover) await checkProverSubject(em, principal, prover);
   const proposalId = input.proposalId ?? randomUUID();
+  const payloadDigest = proposalDigest({
+    actionType: input.actionType,
+    payload,
+    expectedEffect: input.expectedEffect,
+    subject: input.subject,
+  });
   if (input.proposalId) {
     const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
-    if (existing) return existing;
+    if (existing && key !== null && existing.payloadDigest !== payloadDigest) throw keyReused(existing);
+    if (existing) return { row: existing, replayed: true };
   }
   const record: ProposalRecord = {
     proposalId,
     tenant: principal.tenant,
     actionType: input.actionType,
     payload,
-    payloadDigest: proposalDigest({
-      actionType: input.actionType,
-      payload,
-      expectedEffect: input.expectedEffect,
-      subject: input.subject,
-    }),
+    payloadDigest,
     expectedEffect: input.expectedEffect,
     requestedStatement: input.requestedStatement,
     requester: principalRef(principal),
@@ -191,5 +241,9 @@ export async function createProposal(
       },
     }),
   });
-  return deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
+  const row = await deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
+  // Started by a concurrent request with the same id (USE_EXISTING joined its workflow): its proposal, not this one.
+  const replayed = row.createdAt.toISOString() !== record.createdAt;
+  if (replayed && key !== null && row.payloadDigest !== payloadDigest) throw keyReused(row);
+  return { row, replayed };
 }

@@ -48,6 +48,8 @@ export const ActionReviewCodes = {
   proposal_text_unavailable: 'proposal_text_unavailable',
   /** A proposed command outside the allowed list (create). */
   command_not_allowed: 'command_not_allowed',
+  /** 409: a create's Idempotency-Key already named a different proposal of the caller's. */
+  idempotency_key_reused: 'idempotency_key_reused',
   /** Why an executor did not apply an effect (`notApplied`, the outcome's `reason`). */
   invalid_payload: 'invalid_payload',
   temporal_unavailable: 'temporal_unavailable',

@@ -103,3 +103,65 @@ describe('create, approve, execute once', () => {
     ).toEqual([{ learning_id: 'learning-7', adopted_by: 'ravi' }]);
   });
 });
+
+describe('an Idempotency-Key makes a create safe to send again', () => {
+  const create = (token: string, key: string | undefined, body: Record<string, unknown>) =>
+    http(r.stack.url, 'POST', '/api/action-review/proposals', {
+      token,
+      body,
+      headers: key === undefined ? {} : { 'idempotency-key': key },
+    });
+  const proposals = async () =>
+    Number(
+      (await query<{ n: string }>(r.stack.db.url, 'select count(*)::text as n from action_review_proposals'))[0]!.n,
+    );
+
+  it('answers a repeat with the same proposal, once created, and refuses the key for another proposal', async () => {
+    const before = await proposals();
+    const first = await create(r.tokens.rita, 'retry-me-1', ticket('idempotent create'));
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const again = await create(r.tokens.rita, 'retry-me-1', ticket('idempotent create'));
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.proposal_id).toBe(first.body.data.proposal_id);
+    expect(again.body.data.events).toEqual([expect.objectContaining({ seq: 1, type: 'proposed' })]);
+    expect(await proposals()).toBe(before + 1);
+
+    const other = await create(r.tokens.rita, 'retry-me-1', ticket('a different ticket'));
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({
+      error_type: 'conflict',
+      payload: { code: 'idempotency_key_reused', proposal_id: first.body.data.proposal_id },
+    });
+    expect(await proposals()).toBe(before + 1);
+
+    // A key is its caller's own: another person's same key names another proposal.
+    const ravis = await create(r.tokens.ravi, 'retry-me-1', ticket('idempotent create'));
+    expect(ravis.status).toBe(201);
+    expect(ravis.body.data.proposal_id).not.toBe(first.body.data.proposal_id);
+    expect(await proposals()).toBe(before + 2);
+  });
+
+  it('creates one proposal from concurrent requests with the same key', async () => {
+    const before = await proposals();
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => create(r.tokens.rita, 'concurrent-key', ticket('one of three'))),
+    );
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201]);
+    expect(new Set(answers.map((a) => a.body.data.proposal_id)).size).toBe(1);
+    expect(answers.filter((a) => a.headers.get('idempotent-replayed') === null).length).toBeGreaterThanOrEqual(1);
+    expect(await proposals()).toBe(before + 1);
+  });
+
+  it('refuses a malformed key and writes nothing', async () => {
+    const before = await proposals();
+    for (const key of ['has a space', 'x'.repeat(256)]) {
+      const res = await create(r.tokens.rita, key, ticket('bad key'));
+      expect(res.status).toBe(400);
+      expect(res.body.error_type).toBe('bad_request');
+      expect(res.body.payload.fields.map((f: { field: string }) => f.field)).toEqual(['headers.idempotency-key']);
+    }
+    expect(await proposals()).toBe(before);
+  });
+});
