@@ -50,8 +50,8 @@ const CreateProposalHeaders = z.object({
     .regex(/^[\x21-\x7e]{1,255}$/, 'printable ASCII without spaces, 1 to 255 characters')
     .optional()
     .describe(
-      'Names this create for retries: the same key with the same proposal answers the proposal created first ' +
-        '(also while that request is still creating it); with a different proposal 409 `idempotency_key_reused`. ' +
+      'Names this create for retries: the same key with the same body answers the proposal created first ' +
+        '(also while that request is still creating it); with a different body 409 `idempotency_key_reused`. ' +
         "Keys are the caller's own: another caller's same key names another proposal.",
     ),
 });
@@ -143,7 +143,7 @@ export const actionReviewRoutes = [
       404: { description: 'The subject or thread is not visible to the caller' },
       409: {
         description:
-          'The `Idempotency-Key` was used before for a different proposal of the caller (`conflict`, ' +
+          'The `Idempotency-Key` was used before for a different create of the caller (`conflict`, ' +
           '`payload.code` `idempotency_key_reused`, `payload.proposal_id`); nothing written',
       },
       413: { description: 'The stored form of the proposal exceeds ACTION_REVIEW_MAX_PROPOSAL_BYTES' },

@@ -137,10 +137,10 @@ export async function createProposal(
 
 /**
  * `createProposal` under a caller's idempotency key (REST `Idempotency-Key`): the first request creates the
- * proposal whose id the key names (`idempotentProposalId`); a repeat of the same proposal (the same action type,
- * payload, expected effect and subject: its digest) answers that proposal again (`replayed`), also while the
- * first request is still creating it; the key used with a different proposal is refused (409
- * `idempotency_key_reused`) and writes nothing.
+ * proposal whose id the key names (`idempotentProposalId`); a repeat of the same create (the same action type,
+ * payload, expected effect, subject, thread, bot, statement and execution origin: `claimKey`) answers that
+ * proposal again (`replayed`), also while the first request is still creating it; the key used with a different
+ * create is refused (409 `idempotency_key_reused`) and writes nothing.
  */
 export async function createProposalIdempotently(
   deps: AppDeps,
@@ -152,10 +152,10 @@ export async function createProposalIdempotently(
   return createOrReplay(deps, em, principal, { ...input, proposalId: idempotentProposalId(principal, key) }, key);
 }
 
-function keyReused(row: ProposalRow): ConflictError {
+function keyReused(proposalId: string): ConflictError {
   return new ConflictError(
-    `This Idempotency-Key was used for another proposal (${row.proposalId}); send a new key for a different proposal.`,
-    { code: ActionReviewCodes.idempotency_key_reused, proposal_id: row.proposalId },
+    `This Idempotency-Key was used for another proposal (${proposalId}); send a new key for a different proposal.`,
+    { code: ActionReviewCodes.idempotency_key_reused, proposal_id: proposalId },
   );
 }
 
@@ -178,11 +178,6 @@ async function createOrReplay(
     expectedEffect: input.expectedEffect,
     subject: input.subject,
   });
-  if (input.proposalId) {
-    const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
-    if (existing && key !== null && existing.payloadDigest !== payloadDigest) throw keyReused(existing);
-    if (existing) return { row: existing, replayed: true };
-  }
   const record: ProposalRecord = {
     proposalId,
     tenant: principal.tenant,
@@ -206,6 +201,12 @@ async function createOrReplay(
       limit_bytes: limit,
       size_bytes: bytes,
     });
+  // The key is claimed for this create once it is known to be valid, before anything of it is written.
+  if (key !== null) await claimKey(em, principal, proposalId, input, payloadDigest);
+  if (input.proposalId) {
+    const existing = await em.findOne(ProposalRowEntity, { proposalId, tenant: principal.tenant });
+    if (existing) return { row: existing, replayed: true };
+  }
   if (input.threadId) await ensureThread(em, principal, input.threadId, input.botId);
   if (prover) await registerProverSubject(em, principal, prover, { ...input, proposalId });
   // A long statement is stored once by reference; the record (and the workflow's history) names it.
@@ -242,8 +243,42 @@ async function createOrReplay(
     }),
   });
   const row = await deps.orm.em.fork().findOneOrFail(ProposalRowEntity, { proposalId });
-  // Started by a concurrent request with the same id (USE_EXISTING joined its workflow): its proposal, not this one.
-  const replayed = row.createdAt.toISOString() !== record.createdAt;
-  if (replayed && key !== null && row.payloadDigest !== payloadDigest) throw keyReused(row);
-  return { row, replayed };
+  // Started by a concurrent request with the same id (USE_EXISTING joined its workflow): the proposal it created
+  // (the same one: the claimed key held the same create). Two requests stamped in the same millisecond both say
+  // they created it.
+  return { row, replayed: row.createdAt.toISOString() !== record.createdAt };
+}
+
+/**
+ * Claims an idempotency key's proposal id for this create (`action_review_idempotency_keys`): the first claim
+ * holds the digest of the whole create (the proposal's digest, and its thread, bot, statement and execution
+ * origin); a later one with the same digest goes on (a retry: it answers, or joins, the proposal), one with
+ * another digest is refused before it writes anything (409 `idempotency_key_reused`).
+ */
+async function claimKey(
+  em: EntityManager,
+  principal: Principal,
+  proposalId: string,
+  input: CreateProposalInput,
+  payloadDigest: string,
+): Promise<void> {
+  const requestDigest = createHash('sha256')
+    .update(
+      JSON.stringify([payloadDigest, input.threadId, input.botId, input.requestedStatement, input.executionOrigin]),
+    )
+    .digest('hex');
+  const claimed = await sql<{ request_digest: string }>(
+    em,
+    `insert into action_review_idempotency_keys (proposal_id, tenant, request_digest) values (?, ?, ?)
+       on conflict (proposal_id) do nothing returning request_digest`,
+    [proposalId, principal.tenant, requestDigest],
+  );
+  if (claimed.length) return;
+  // Claimed before (read in a statement of its own: the insert's snapshot may predate a concurrent claim's commit).
+  const [claim] = await sql<{ request_digest: string }>(
+    em,
+    'select request_digest from action_review_idempotency_keys where proposal_id = ?',
+    [proposalId],
+  );
+  if (claim && claim.request_digest !== requestDigest) throw keyReused(proposalId);
 }

@@ -154,6 +154,39 @@ describe('an Idempotency-Key makes a create safe to send again', () => {
     expect(await proposals()).toBe(before + 1);
   });
 
+  it('refuses the key for another create before writing anything, also when the creates race', async () => {
+    const before = await proposals();
+    const threads = async () =>
+      (
+        await query<{ id: string }>(
+          r.stack.db.url,
+          "select id from conversation_threads where id like 'idem-race-%' order by id",
+        )
+      ).map((t) => t.id);
+    const answers = await Promise.all(
+      [1, 2, 3].map((i) =>
+        create(r.tokens.rita, 'racing-key', { ...ticket(`racing ${i}`), thread_id: `idem-race-${i}` }),
+      ),
+    );
+    const won = answers.filter((a) => a.status === 201);
+    expect(won).toHaveLength(1);
+    const lost = answers.filter((a) => a.status === 409);
+    expect(lost).toHaveLength(2);
+    for (const a of lost)
+      expect(a.body.payload).toEqual({ code: 'idempotency_key_reused', proposal_id: won[0]!.body.data.proposal_id });
+    // Only the winner's thread was registered: the others were refused before writing.
+    expect(await threads()).toEqual([won[0]!.body.data.thread_id]);
+    expect(await proposals()).toBe(before + 1);
+    // The key covers the whole create, the requested statement too.
+    const i = answers.indexOf(won[0]!) + 1;
+    const winner = { ...ticket(`racing ${i}`), thread_id: `idem-race-${i}` };
+    const changed = await create(r.tokens.rita, 'racing-key', { ...winner, requested_statement: 'Other words.' });
+    expect(changed.status).toBe(409);
+    const repeated = await create(r.tokens.rita, 'racing-key', winner);
+    expect(repeated.status).toBe(201);
+    expect(repeated.body.data.proposal_id).toBe(won[0]!.body.data.proposal_id);
+  });
+
   it('refuses a malformed key and writes nothing', async () => {
     const before = await proposals();
     for (const key of ['has a space', 'x'.repeat(256)]) {
