@@ -41,7 +41,12 @@ function collectionTag(collection: string): string {
 
 /** The HNSW index of one (document index, collection): `doc_hnsw_<index uuid, hex>_<collection hash>`. */
 export function hnswIndexName(indexId: string, collection: string): string {
-  return `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_${collectionTag(collection)}`;
+  return `${hnswPrefix(indexId)}${collectionTag(collection)}`;
+}
+
+/** What the names of a document index's HNSW indexes start with. */
+function hnswPrefix(indexId: string): string {
+  return `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
 }
 
 /** The partial index's predicate, with the index id and collection as literals (uuid and `[a-z0-9_]`). */
@@ -109,6 +114,15 @@ export async function buildHnswIndexes(
       if (valid === false) toDrop.push(name);
     } else toBuild.push(c);
   }
+  // Invalid indexes of collections with no vectors left (the query above lists only collections that have some).
+  const listed = new Set(collections.map((c) => hnswIndexName(indexId, c.collection)));
+  const invalid = await sql<{ name: string }>(
+    em,
+    `select c.relname as name from pg_class c join pg_index i on i.indexrelid = c.oid
+       where starts_with(c.relname, ?) and c.relnamespace = current_schema()::regnamespace and not i.indisvalid`,
+    [hnswPrefix(indexId)],
+  );
+  for (const { name } of invalid) if (!listed.has(name)) toDrop.push(name);
   if (!toBuild.length && !toDrop.length) {
     // Nothing to build: the deleted indexes' HNSW indexes are dropped all the same, if the lock is free.
     await withHnswDdl(em, { wait: false }, async () => undefined);
@@ -151,7 +165,10 @@ export async function buildHnswIndexes(
   return out;
 }
 
-/** The session advisory lock every concurrent build and drop of an HNSW index on `doc_embeddings` holds. */
+/**
+ * The session advisory lock every concurrent build and drop of an HNSW index on `doc_embeddings` holds (and the
+ * migration `Migration20261130030000DocNativeVectorsCompressed`, spelled there, before it alters the table).
+ */
 const HNSW_DDL_LOCK = `hashtextextended('doc_embeddings hnsw ddl', 32)`;
 
 /**
@@ -221,7 +238,7 @@ function dropConcurrently(connection: ClientBase, name: string) {
  * dropped them. Never inside a transaction.
  */
 export async function dropHnswIndexes(em: EntityManager, indexId: string, wait = true): Promise<boolean> {
-  const prefix = `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
+  const prefix = hnswPrefix(indexId);
   const rows = await sql<{ name: string }>(
     em,
     `select indexname as name from pg_indexes

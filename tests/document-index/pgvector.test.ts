@@ -406,35 +406,35 @@ describe('pgvector backend', () => {
   });
 
   it('drops an invalid HNSW index (a failed build) of a collection now below the build threshold; builds it again above', async () => {
+    /** A build that fails part way, leaving its index invalid (here: the vectors cast to a width they do not have). */
+    const failedBuild = (target: IndexRow) =>
+      expect(
+        em()
+          .getConnection()
+          .execute(
+            `create index concurrently ${hnswIndexName(target.id, embedder.collection)} on doc_embeddings
+               using hnsw ((emb::vector(3)) vector_cosine_ops) where ${hnswPredicate(target.id, embedder.collection)}`,
+          ),
+      ).rejects.toThrow(/dimensions/);
     const few = await createIndex(em(), TENANT, 'kb-few', NO_CHUNKING);
     for (const [i, text] of CORPUS.slice(0, 3).entries()) await addTo(few, `f${i}`, text);
-    // A build that fails part way leaves its index invalid (here: the vectors cast to a width they do not have).
-    await expect(
-      em()
-        .getConnection()
-        .execute(
-          `create index concurrently ${hnswIndexName(few.id, embedder.collection)} on doc_embeddings
-             using hnsw ((emb::vector(3)) vector_cosine_ops) where ${hnswPredicate(few.id, embedder.collection)}`,
-        ),
-    ).rejects.toThrow(/dimensions/);
+    await failedBuild(few);
     expect(await hnswOf(few)).toEqual([false]);
     expect(await buildHnswIndexes(em(), few.id, { memoryMb: 64, workers: 0, minRows: 1000 })).toEqual([
       { collection: embedder.collection, rows: 3, outcome: 'small', ms: 0 },
     ]);
     expect(await hnswOf(few)).toEqual([]);
     // Above the threshold the same failed build is dropped and built again, valid.
-    await expect(
-      em()
-        .getConnection()
-        .execute(
-          `create index concurrently ${hnswIndexName(few.id, embedder.collection)} on doc_embeddings
-             using hnsw ((emb::vector(3)) vector_cosine_ops) where ${hnswPredicate(few.id, embedder.collection)}`,
-        ),
-    ).rejects.toThrow(/dimensions/);
+    await failedBuild(few);
     const [rebuilt] = await buildHnswIndexes(em(), few.id, { memoryMb: 64, workers: 0, minRows: 0 });
     expect(rebuilt).toMatchObject({ rows: 3, outcome: 'built' });
     expect(await hnswOf(few)).toEqual([true]);
     expect(await dropHnswIndexes(em(), few.id)).toBe(true);
+    // And when the collection has no vectors left at all (it is no longer listed among the index's collections).
+    await failedBuild(few);
+    await em().getConnection().execute('delete from doc_embeddings where index_id = ?', [few.id]);
+    expect(await buildHnswIndexes(em(), few.id, { memoryMb: 64, workers: 0, minRows: 0 })).toEqual([]);
+    expect(await hnswOf(few)).toEqual([]);
   });
 
   it('ranks 50 candidates through the HNSW index (its candidate list raised above the default 40), in a transaction too', async () => {
