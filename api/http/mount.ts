@@ -138,7 +138,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
           route.access.kind === 'presenter' ? authorizePresenter(principal, deps) : authorize(route, principal, deps);
         ctx.state.principal = principal;
       }
-      await readBody(ctx, route.body ? (route.bodyKind ?? 'json') : 'none');
+      await readBody(ctx, route.body || route.bodyKind ? (route.bodyKind ?? 'json') : 'none');
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);
       const headers = (parsePart(route, 'headers', route.headers, ctx.headers) ?? {}) as Record<string, unknown>;

@@ -5,8 +5,8 @@ import type { ApiMetrics } from '../../shared/observability/metrics.js';
 /**
  * Counts every answered request and its duration by method, route TEMPLATE (`/api/agents/:id`, never
  * the raw path) and final status. Outermost middleware, so refusals and 404s are counted as answered.
- * A request refused before the router ran (body too large, not JSON, malformed) is labelled by the
- * route `templateOf` finds for it; only a path no route declares is `unmatched`.
+ * A request refused before its handler ran (its body too large, not JSON, malformed; its caller refused)
+ * is labelled by the route `templateOf` finds for it; only a path no route declares is `unmatched`.
  */
 export function requestMetrics(
   metrics: ApiMetrics,

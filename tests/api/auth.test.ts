@@ -280,6 +280,12 @@ describe('a request body is read only after the guard', () => {
     const malformed = await http(stack.url, 'POST', url, { raw: '{"comment":', headers: headers('application/json') });
     expect(malformed.status).toBe(400);
     expect(malformed.body.payload).toEqual({ reason: 'malformed_json' });
+    const large = await http(stack.url, 'POST', url, {
+      raw: JSON.stringify({ comment: 'x'.repeat(1024 * 1024) }),
+      headers: headers('application/json'),
+    });
+    expect(large.status).toBe(413);
+    expect(large.body.error_type).toBe('payload_too_large');
   });
 
   it('ignores a body sent to a route that declares none', async () => {
@@ -289,6 +295,7 @@ describe('a request body is read only after the guard', () => {
       headers: { 'content-type': 'text/plain', authorization: `Bearer ${token}` },
     });
     expect(res.status).toBe(404);
+    expect(res.body.error).toContain('no-such-proposal'); // the route's answer, not an unknown path's
   });
 
   it('answers 404 for a path no route answers, whatever its body', async () => {
