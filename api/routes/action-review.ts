@@ -159,7 +159,8 @@ export const actionReviewRoutes = [
         subject: body.subject ?? null,
         executionOrigin: body.execution_origin ?? null,
       };
-      const key = CreateProposalHeaders.parse(headers)['idempotency-key'];
+      // Validated by the route's `headers` schema before the handler runs.
+      const key = headers['idempotency-key'] as string | undefined;
       let row;
       if (key === undefined) row = await createProposal(deps, em, principal, input);
       else {
