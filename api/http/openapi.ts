@@ -183,14 +183,19 @@ export function buildOpenApi(routes: AnyRoute[], info: OpenApiInfo): Json {
     const path = route.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
     const responses: Json = {};
     for (const [status, spec] of Object.entries(route.responses)) {
-      responses[status] = spec.schema
-        ? {
-            description: spec.description,
-            content: {
-              [spec.mediaType ?? 'application/json']: { schema: toSchema(spec.schema, 'output', components) },
-            },
-          }
-        : { description: spec.description };
+      const response: Json = { description: spec.description };
+      if (spec.headers)
+        response.headers = Object.fromEntries(
+          Object.entries(spec.headers).map(([name, h]) => [
+            name,
+            { description: h.description, schema: toSchema(h.schema, 'output', components) },
+          ]),
+        );
+      if (spec.schema)
+        response.content = {
+          [spec.mediaType ?? 'application/json']: { schema: toSchema(spec.schema, 'output', components) },
+        };
+      responses[status] = response;
     }
     if (route.params || route.query || route.headers || route.body)
       responses['400'] ??= errorResponse(

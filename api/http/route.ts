@@ -34,6 +34,8 @@ export interface ResponseSpec {
   schema?: z.ZodType;
   /** The media type the schema describes (`application/json` unless named, e.g. `text/event-stream`). */
   mediaType?: string;
+  /** Response headers this answer may carry (name as sent: description and schema), shown in the OpenAPI document. */
+  headers?: Record<string, { description: string; schema: z.ZodType }>;
 }
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
@@ -64,6 +66,12 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   description?: string;
   tags: string[];
   access: Access;
+  /**
+   * A `public` route's own check of its caller (the MCP gateway: the browser origin, then its credential with
+   * the MCP challenge), run where the guard runs: before the body is read. It may leave what it learned in
+   * `ctx.state` for the handler.
+   */
+  guard?: (ctx: Koa.Context, deps: AppDeps, em: EntityManager) => Promise<void>;
   params?: P;
   query?: Q;
   /**

@@ -139,6 +139,12 @@ export const actionReviewRoutes = [
           'Created, status requested; with an `Idempotency-Key` already used for the same proposal, that proposal ' +
           'again (response header `Idempotent-Replayed: true`)',
         schema: successEnvelope(ProposalDetailSchema),
+        headers: {
+          'Idempotent-Replayed': {
+            description: '`true` when this answer is the proposal an earlier create with the same key made (absent otherwise)',
+            schema: z.literal('true'),
+          },
+        },
       },
       404: { description: 'The subject or thread is not visible to the caller' },
       409: {

@@ -187,6 +187,18 @@ describe('an Idempotency-Key makes a create safe to send again', () => {
     expect(repeated.body.data.proposal_id).toBe(won[0]!.body.data.proposal_id);
   });
 
+  it('is declared in the OpenAPI document: the request header and the replay answer header', async () => {
+    const doc = (await http(r.stack.url, 'GET', '/openapi.json')).body;
+    const create = doc.paths['/api/action-review/proposals'].post;
+    expect(create.parameters).toContainEqual(
+      expect.objectContaining({ in: 'header', name: 'idempotency-key', required: false }),
+    );
+    expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({
+      description: expect.stringContaining('earlier create'),
+      schema: { type: 'string', const: 'true' },
+    });
+  });
+
   it('refuses a malformed key and writes nothing', async () => {
     const before = await proposals();
     for (const key of ['has a space', 'x'.repeat(256)]) {
