@@ -27,7 +27,7 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   deps.metrics ??= createApiMetrics();
   const readBody: ReadBody = bodyReader(deps.config.limits.jsonBodyBytes);
   // Built first so the metrics can name a route whose request the body checks refuse.
-  const consoleRoutes = consoleRouter(deps);
+  const consoleRoutes = consoleRouter(deps, readBody);
   const router = new Router();
   mountRoutes(router, routes, deps, readBody);
   app.use(requestMetrics(deps.metrics, (method, path) => routeTemplate([consoleRoutes, router], method, path)));
@@ -36,12 +36,8 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   app.use(errorEnvelope(deps.log));
   app.use((_ctx, next) => RequestContext.create(deps.orm.em, next));
   app.use(gatewayCors(deps.config));
-  // The review console: server-rendered HTML pages, not part of the JSON API or its OpenAPI document. Its forms
-  // carry the CSRF token its guard checks, so their bodies are read first.
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/console' || ctx.path.startsWith('/console/')) await readBody(ctx, null);
-    return next();
-  });
+  // The review console: server-rendered HTML pages, not part of the JSON API or its OpenAPI document (a page reads
+  // its form once the session is known, before the form's CSRF token is checked).
   app.use(consoleRoutes.routes());
   app.use(router.routes());
   app.use(methodNotAllowed);

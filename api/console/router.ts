@@ -23,6 +23,7 @@ import { approveApproval, rejectApproval } from '../../shared/crm/merge-decision
 import type { AppDeps } from '../../shared/app-deps.js';
 import { describeError, type Logger } from '../../shared/log.js';
 import { toPlatformError } from '../middleware/errors.js';
+import type { ReadBody } from '../http/body.js';
 import { html } from './html.js';
 import { CONSOLE_CSP, consoleAssets, layout, type PageContext } from './layout.js';
 import { mergePage, mergesPage } from './pages/merges.js';
@@ -155,9 +156,12 @@ async function resolveSession(deps: AppDeps, ctx: Koa.Context): Promise<ConsoleS
 
 type Handler = (c: Console) => Promise<void>;
 
-/** A signed-in console page: the session, CSRF on every POST, errors as HTML pages. */
-function page(deps: AppDeps, handler: Handler): Koa.Middleware {
-  return async (ctx) => {
+/**
+ * Signed-in console pages: the session, then the form's body (read only for a signed-in caller: `readBody`, a
+ * urlencoded form or JSON within the API's size limit), CSRF on every POST, errors as HTML pages.
+ */
+function pages(deps: AppDeps, readBody: ReadBody) {
+  return (handler: Handler): Koa.Middleware => async (ctx) => {
     let pageCtx = anonymous(deps);
     try {
       const session = await resolveSession(deps, ctx);
@@ -172,6 +176,7 @@ function page(deps: AppDeps, handler: Handler): Koa.Middleware {
         csrfToken: session.csrfToken,
         localAdmin: session.principal.credential === 'auth_disabled',
       };
+      await readBody(ctx, null);
       if (ctx.method === 'POST' && !csrfMatches(session, (ctx.request.body as Record<string, unknown>)?._csrf)) {
         errorPage(
           ctx,
@@ -273,8 +278,9 @@ async function ownThreads(manager: EntityManager, principal: Principal): Promise
 }
 
 /** The review console under /console: server-rendered pages over the same services the JSON routes use. */
-export function consoleRouter(deps: AppDeps): Router {
+export function consoleRouter(deps: AppDeps, readBody: ReadBody): Router {
   const router = new Router();
+  const page = pages(deps, readBody);
   const assets = consoleAssets();
 
   router.use(async (ctx, next) => {
@@ -361,7 +367,7 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.post(
     '/console/logout',
-    page(deps, async (c) => {
+    page(async (c) => {
       await deleteSession(c.em, c.ctx.cookies.get(SESSION_COOKIE));
       c.ctx.cookies.set(SESSION_COOKIE, '', { ...sessionCookieOptions(c.ctx), maxAge: 0, expires: new Date(0) });
       c.ctx.status = 303;
@@ -371,7 +377,7 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.get(
     '/console/proposals',
-    page(deps, async (c) => {
+    page(async (c) => {
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION');
       const q = parseForm(ListQuery, c.ctx.query);
       const limit = q.limit;
@@ -399,23 +405,23 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.get(
     '/console/proposals/:id',
-    page(deps, (c) => showProposal(c, String(c.ctx.params.id), noticeFrom(c.ctx))),
+    page((c) => showProposal(c, String(c.ctx.params.id), noticeFrom(c.ctx))),
   );
   router.post(
     '/console/proposals/:id/approve',
-    page(deps, (c) => decide(c, 'approve')),
+    page((c) => decide(c, 'approve')),
   );
   router.post(
     '/console/proposals/:id/reject',
-    page(deps, (c) => decide(c, 'reject')),
+    page((c) => decide(c, 'reject')),
   );
   router.post(
     '/console/proposals/:id/approve-and-execute',
-    page(deps, (c) => decide(c, 'approve-and-execute')),
+    page((c) => decide(c, 'approve-and-execute')),
   );
   router.post(
     '/console/proposals/:id/execute',
-    page(deps, async (c) => {
+    page(async (c) => {
       const id = String(c.ctx.params.id);
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION');
       const answer = await executeProposal(c.deps, c.em, c.principal, id, API);
@@ -433,7 +439,7 @@ export function consoleRouter(deps: AppDeps): Router {
   );
   router.post(
     '/console/proposals/:id/reconcile',
-    page(deps, async (c) => {
+    page(async (c) => {
       const id = String(c.ctx.params.id);
       const form = parseForm(ReconcileForm, c.ctx.request.body);
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION', true);
@@ -461,7 +467,7 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.get(
     '/console/merges',
-    page(deps, async (c) => {
+    page(async (c) => {
       requirePermission(c.principal, 'view_connections');
       const list = await listApprovals(c.deps, c.em, c.principal, { offset: 0, limit: 100 });
       sendHtml(c.ctx, 200, mergesPage(c.page, list));
@@ -481,12 +487,12 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.get(
     '/console/merges/:id',
-    page(deps, (c) => showMerge(c, String(c.ctx.params.id), noticeFrom(c.ctx))),
+    page((c) => showMerge(c, String(c.ctx.params.id), noticeFrom(c.ctx))),
   );
   for (const kind of ['approve', 'reject'] as const) {
     router.post(
       `/console/merges/:id/${kind}`,
-      page(deps, async (c) => {
+      page(async (c) => {
         const id = String(c.ctx.params.id);
         const form = parseForm(DecideForm.pick({ reason: true }), c.ctx.request.body);
         requirePermission(c.principal, 'APPROVE_AGENT_ACTION', true);
@@ -508,7 +514,7 @@ export function consoleRouter(deps: AppDeps): Router {
   }
   router.post(
     '/console/merges/:id/execute',
-    page(deps, async (c) => {
+    page(async (c) => {
       const id = String(c.ctx.params.id);
       const form = parseForm(ExecuteMergeForm, c.ctx.request.body);
       requirePermission(c.principal, 'APPROVE_AGENT_ACTION');
@@ -528,11 +534,11 @@ export function consoleRouter(deps: AppDeps): Router {
 
   router.get(
     '/console/threads',
-    page(deps, async (c) => sendHtml(c.ctx, 200, threadsPage(c.page, await ownThreads(c.em, c.principal)))),
+    page(async (c) => sendHtml(c.ctx, 200, threadsPage(c.page, await ownThreads(c.em, c.principal)))),
   );
   router.get(
     '/console/threads/:id',
-    page(deps, async (c) => {
+    page(async (c) => {
       const thread = await getOwnThread(c.em, c.principal, String(c.ctx.params.id));
       const [messages, proposals] = await Promise.all([
         listMessages(c.em.fork(), thread.id),

@@ -110,6 +110,8 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
     const needsBody = bodyRequired(route);
     if (route.bodyKind === 'multipart' && !route.multipart)
       throw new Error(`${route.path}: a multipart route declares its limits`);
+    if (route.guard && route.access.kind !== 'public')
+      throw new Error(`${route.path}: only a public route brings its own guard`);
     const multipart = route.multipart ? multipartBody(route.multipart) : undefined;
     router[route.method](route.path, async (ctx: Koa.Context) => {
       const em = RequestContext.getEntityManager() as EntityManager | undefined;
@@ -137,7 +139,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
         principal =
           route.access.kind === 'presenter' ? authorizePresenter(principal, deps) : authorize(route, principal, deps);
         ctx.state.principal = principal;
-      }
+      } else if (route.guard) await route.guard(ctx, deps, em);
       await readBody(ctx, route.body || route.bodyKind ? (route.bodyKind ?? 'json') : 'none');
       const params = parsePart(route, 'params', route.params, ctx.params);
       const query = parsePart(route, 'query', route.query, ctx.query);

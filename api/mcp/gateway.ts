@@ -25,6 +25,12 @@ export interface GatewayRequest {
   log: Logger;
 }
 
+/** Who called the gateway: the principal and the bearer token it presented (empty for other credentials). */
+export interface GatewayCaller {
+  principal: Principal;
+  token: string;
+}
+
 /** Refuses a browser Origin that is neither the public origin nor loopback (403, DNS-rebinding guard). */
 export function checkOrigin(ctx: Koa.Context, deps: AppDeps): void {
   const origin = ctx.get('origin');
@@ -37,9 +43,9 @@ export function checkOrigin(ctx: Koa.Context, deps: AppDeps): void {
  * plus `error="invalid_token"` when a credential was presented and did not hold.
  */
 export async function authenticateGateway(
-  req: GatewayRequest,
+  req: Pick<GatewayRequest, 'koa' | 'deps' | 'em'>,
   mountPath: string,
-): Promise<{ principal: Principal; token: string }> {
+): Promise<GatewayCaller> {
   const { koa: ctx, deps, em } = req;
   const metadata = resourceMetadataUrl(publicOrigin(ctx, deps.config), mountPath);
   const authorization = ctx.get('authorization') || undefined;
@@ -71,14 +77,27 @@ export async function authenticateGateway(
   return { principal, token };
 }
 
-/** POST on a gateway path: a new server and transport for this one request (stateless Streamable HTTP, JSON responses). */
+/**
+ * The POST route's guard, before its body is read: the browser origin, then the credential (`authenticateGateway`);
+ * the caller is left in `ctx.state.gatewayCaller` for `handleGatewayPost`.
+ */
+export async function guardGatewayPost(ctx: Koa.Context, deps: AppDeps, em: EntityManager, mountPath: string) {
+  checkOrigin(ctx, deps);
+  ctx.state.gatewayCaller = await authenticateGateway({ koa: ctx, deps, em }, mountPath);
+}
+
+/**
+ * POST on a gateway path, once `guardGatewayPost` passed: a new server and transport for this one request
+ * (stateless Streamable HTTP, JSON responses).
+ */
 export async function handleGatewayPost(
   req: GatewayRequest,
   mount: { path: string; version: GatewayVersion },
 ): Promise<void> {
   const { koa: ctx, deps } = req;
-  checkOrigin(ctx, deps);
-  const { principal, token } = await authenticateGateway(req, mount.path);
+  const caller = ctx.state.gatewayCaller as GatewayCaller | undefined;
+  if (!caller) throw new Error('handleGatewayPost runs after guardGatewayPost');
+  const { principal, token } = caller;
   const origin = publicOrigin(ctx, deps.config);
   const server = createPlatformServer({
     deps,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { handleGatewayPost, refuseGatewayMethod } from '../mcp/gateway.js';
+import { guardGatewayPost, handleGatewayPost, refuseGatewayMethod } from '../mcp/gateway.js';
 import { MCP_MOUNTS } from '../mcp/public-url.js';
 import { defineRoute, errorResponse, type AnyRoute } from '../http/route.js';
 
@@ -44,6 +44,7 @@ const postRoute = (mount: Mount, path: string, id: string) =>
     description: POST_DESCRIPTION,
     tags: ['mcp'],
     access: { kind: 'public' },
+    guard: (koa, deps, em) => guardGatewayPost(koa, deps, em, mount.path),
     body: JsonRpcBody,
     bodyKind: 'jsonrpc',
     responses: POST_RESPONSES,

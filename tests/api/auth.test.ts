@@ -271,6 +271,23 @@ describe('a request body is read only after the guard', () => {
     expect(res.body.payload).toMatchObject({ required_permission: 'APPROVE_AGENT_ACTION' });
   });
 
+  it.each(bodies)('the MCP gateway checks its origin and credential first, for %s', async (_name, body) => {
+    const mcp = (headers: Record<string, string>) =>
+      http(stack.url, 'POST', '/mcp', {
+        raw: body.raw,
+        headers: { ...body.headers, accept: 'application/json, text/event-stream', ...headers },
+      });
+    const anonymous = await mcp({});
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/.+\/mcp"$/);
+    const foreign = await mcp({ origin: 'https://elsewhere.example' });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.payload).toMatchObject({ reason: 'origin_not_allowed' });
+    const token = await idp.sign({ sub: 'ivan', roles: ['reviewer'] });
+    const signedIn = await mcp({ authorization: `Bearer ${token}` });
+    expect(signedIn.status).toBe(body.raw.startsWith('execute') ? 415 : body.raw.length > 1024 ? 413 : 400);
+  });
+
   it('refuses the body itself once the caller may call the route', async () => {
     const token = await idp.sign({ sub: 'ivan', roles: ['reviewer'] });
     const headers = (type: string) => ({ 'content-type': type, authorization: `Bearer ${token}` });

@@ -122,6 +122,36 @@ describe('console over plain HTTP', () => {
     expect(await proposalStatus(id)).toBe('rejected');
   });
 
+  it('reads a form only for a signed-in session: others go to sign-in whatever they sent', async () => {
+    const id = await propose(c.stack.url, c.tokens.rita, learning(1));
+    const raw = (cookie: string | undefined, body: string, type: string) =>
+      fetch(`${c.stack.url}/console/proposals/${id}/reject`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': type, ...(cookie ? { cookie: `platform_console_session=${cookie}` } : {}) },
+        body,
+      });
+    const large = `reason=${'x'.repeat(1024 * 1024)}`;
+    for (const [body, type] of [
+      [large, 'application/x-www-form-urlencoded'],
+      ['{"reason":', 'application/json'],
+      ['reject', 'text/plain'],
+    ] as const) {
+      const anonymous = await raw(undefined, body, type);
+      expect(anonymous.status).toBe(303);
+      expect(anonymous.headers.get('location')).toMatch(/^\/console\/login\?return_to=/);
+    }
+    const { cookie } = await signInOverHttp(c);
+    const tooLarge = await raw(cookie, large, 'application/x-www-form-urlencoded');
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.headers.get('content-type')).toMatch(/^text\/html/);
+    const malformed = await raw(cookie, '{"reason":', 'application/json');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).toContain('not valid JSON');
+    expect((await raw(cookie, 'reject', 'text/plain')).status).toBe(415);
+    expect(await proposalStatus(id)).toBe('requested');
+  });
+
   it('refuses a bad form with 400 and a decided proposal with its reason', async () => {
     const id = await propose(c.stack.url, c.tokens.rita, learning(2));
     const { cookie } = await signInOverHttp(c);
