@@ -167,9 +167,26 @@ export async function buildHnswIndexes(
 
 /**
  * The session advisory lock every concurrent build and drop of an HNSW index on `doc_embeddings` holds (and the
- * migration `Migration20261130030000DocNativeVectorsCompressed`, spelled there, before it alters the table).
+ * migrations that change the table or its HNSW indexes, as a transaction lock: `lockHnswDdlInTransaction`).
  */
 const HNSW_DDL_LOCK = `hashtextextended('doc_embeddings hnsw ddl', 32)`;
+
+/**
+ * For a migration that changes `doc_embeddings` or its HNSW indexes in its transaction: takes the HNSW DDL lock
+ * for the rest of that transaction, so it does not run beside a concurrent build or drop (a worker of the
+ * version before may be building). Call it before the migration's first statement on `doc_embeddings`. As in
+ * `withHnswDdl`, the lock is tried between pauses (50 ms, doubling up to 1 s) rather than waited for inside a
+ * statement: a waiting statement holds a snapshot, and the build's last phase waits for every older snapshot.
+ */
+export async function lockHnswDdlInTransaction(execute: (text: string) => Promise<unknown[]>): Promise<void> {
+  for (let pause = 50; ; pause = Math.min(2 * pause, 1_000)) {
+    const [row] = (await execute(`select pg_try_advisory_xact_lock(${HNSW_DDL_LOCK}) as held`)) as {
+      held: boolean;
+    }[];
+    if (row?.held) return;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
 
 /**
  * `work` on a connection of its own that holds the HNSW DDL lock: one concurrent build or drop at a time.

@@ -669,9 +669,34 @@ describe('pgvector backend', () => {
     const before = await state();
     const n = before.rows[0]!.n;
     expect(before).toEqual({ rows: [{ collection: LOCAL_1536, n, equal: true, dims: 1536 }], hnsw: [names[1]] });
-    expect((await migrator.down('Migration20261130010000LocalHashing1536')).map((m) => m.name)).toEqual([
-      'Migration20261130010000LocalHashing1536',
-    ]);
+    // A build or drop elsewhere holds the HNSW DDL lock: the migration waits for it before touching the table,
+    // between statements (no lock on doc_embeddings, no statement open meanwhile).
+    const holder = await connect();
+    let down: Promise<{ name: string }[]> | undefined;
+    try {
+      await holder.query(`select pg_advisory_lock(hashtextextended('doc_embeddings hnsw ddl', 32))`);
+      down = migrator.down('Migration20261130010000LocalHashing1536');
+      const waiting = await waitFor('the migration to try the HNSW DDL lock', async () => {
+        const [row] = await sql<{ pid: number; state: string }>(
+          em(),
+          `select pid, state from pg_stat_activity
+             where datname = current_database() and query like '%pg_try_advisory_xact_lock%' and pid <> ?`,
+          [(await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid],
+        );
+        // Between tries: idle in its transaction, no statement (and so no snapshot) held open.
+        return row?.state === 'idle in transaction' ? row : undefined;
+      });
+      expect(
+        await sql(
+          em(),
+          `select mode from pg_locks where pid = ? and relation = 'doc_embeddings'::regclass`,
+          [waiting.pid],
+        ),
+      ).toEqual([]);
+    } finally {
+      await holder.end();
+    }
+    expect((await down)?.map((m) => m.name)).toEqual(['Migration20261130010000LocalHashing1536']);
     try {
       expect(await state()).toEqual({ rows: [{ collection: LOCAL_384, n, equal: true, dims: 384 }], hnsw: [names[0]] });
     } finally {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 import { DOC_VEC_FLOATS_DENSE } from './Migration20261125050000DocVectorsBinary.js';
 import { localEmbedAt } from '../../document-index/local-embedding.js';
-import { hnswIndexName, hnswPredicate } from '../../document-index/hnsw.js';
+import { hnswIndexName, hnswPredicate, lockHnswDdlInTransaction } from '../../document-index/hnsw.js';
 import { encodeVector } from '../../document-index/vector-sets.js';
 
 /**
@@ -79,6 +79,8 @@ export async function reembedLocalCollection(
       await execute(`select 1 from pg_attribute
         where attrelid = 'doc_embeddings'::regclass and attname = 'emb' and not attisdropped`)
     ).length > 0;
+  // The HNSW indexes are replaced below in this transaction: not beside a concurrent build or drop.
+  if (native) await lockHnswDdlInTransaction((text) => execute(text));
   const total = Number(
     (await execute('select count(*)::int as n from doc_embeddings where collection = ?', [from]))[0]!.n,
   );
