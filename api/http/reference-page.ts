@@ -78,7 +78,13 @@ export function renderReferencePage(doc: Json): string {
               const schema = (r.content as { 'application/json'?: { schema: unknown } } | undefined)?.[
                 'application/json'
               ]?.schema;
-              return `<details><summary><code>${escapeHtml(status)}</code> ${escapeHtml(String(r.description))}</summary>${schema ? schemaBlock(schema) : ''}</details>`;
+              const headers = Object.entries((r.headers ?? {}) as Record<string, { description?: string }>)
+                .map(
+                  ([name, h]) =>
+                    `<p>Header <code>${escapeHtml(name)}</code>: ${escapeHtml(String(h.description ?? ''))}</p>`,
+                )
+                .join('');
+              return `<details><summary><code>${escapeHtml(status)}</code> ${escapeHtml(String(r.description))}</summary>${headers}${schema ? schemaBlock(schema) : ''}</details>`;
             })
             .join('');
           return `<section class="op" id="${escapeHtml(String(op.operationId))}">

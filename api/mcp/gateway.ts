@@ -83,7 +83,9 @@ export async function authenticateGateway(
  */
 export async function guardGatewayPost(ctx: Koa.Context, deps: AppDeps, em: EntityManager, mountPath: string) {
   checkOrigin(ctx, deps);
-  ctx.state.gatewayCaller = await authenticateGateway({ koa: ctx, deps, em }, mountPath);
+  const caller = await authenticateGateway({ koa: ctx, deps, em }, mountPath);
+  ctx.state.gatewayCaller = caller;
+  ctx.state.principal = caller.principal; // named in the access log, as on other routes
 }
 
 /**

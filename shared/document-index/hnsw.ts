@@ -177,13 +177,31 @@ const HNSW_DDL_LOCK = `hashtextextended('doc_embeddings hnsw ddl', 32)`;
  * version before may be building). Call it before the migration's first statement on `doc_embeddings`. As in
  * `withHnswDdl`, the lock is tried between pauses (50 ms, doubling up to 1 s) rather than waited for inside a
  * statement: a waiting statement holds a snapshot, and the build's last phase waits for every older snapshot.
+ * Migrations run in one transaction (`allOrNothing`): when an earlier one of the batch already holds a lock on
+ * `doc_embeddings` a build may be queued behind, polling could wait forever, so the lock is then waited for
+ * inside the statement, where PostgreSQL's deadlock detector ends a cycle. After 10 s of waiting it says so.
  */
-export async function lockHnswDdlInTransaction(execute: (text: string) => Promise<unknown[]>): Promise<void> {
+export async function lockHnswDdlInTransaction(
+  execute: (text: string) => Promise<unknown[]>,
+  say: (line: string) => void = (line) => process.stdout.write(`[migration] ${line}\n`),
+): Promise<void> {
+  const started = Date.now();
+  let said = false;
   for (let pause = 50; ; pause = Math.min(2 * pause, 1_000)) {
-    const [row] = (await execute(`select pg_try_advisory_xact_lock(${HNSW_DDL_LOCK}) as held`)) as {
-      held: boolean;
-    }[];
+    const [row] = (await execute(
+      `select pg_try_advisory_xact_lock(${HNSW_DDL_LOCK}) as held,
+         exists (select 1 from pg_locks where pid = pg_backend_pid() and locktype = 'relation'
+           and relation = 'doc_embeddings'::regclass) as holds_table`,
+    )) as { held: boolean; holds_table: boolean }[];
     if (row?.held) return;
+    if (row?.holds_table) {
+      await execute(`select pg_advisory_xact_lock(${HNSW_DDL_LOCK})`);
+      return;
+    }
+    if (!said && Date.now() - started >= 10_000) {
+      said = true;
+      say('waiting for a running HNSW index build on doc_embeddings to end (pgvector) before changing the table');
+    }
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }

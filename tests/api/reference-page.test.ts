@@ -73,6 +73,13 @@ describe('the /docs reference page', () => {
     expect(tooLarge.slice(0, tooLarge.indexOf('</details>'))).toContain('<code>error_type</code>');
   });
 
+  it("shows a response's declared headers (the proposal create's Idempotent-Replayed)", () => {
+    const section = html.slice(html.indexOf('id="createActionReviewProposal"'));
+    const start = section.indexOf('<code>201</code>');
+    const created = section.slice(start, section.indexOf('</details>', start));
+    expect(created).toContain('Header <code>Idempotent-Replayed</code>: `true` when this answer is the proposal');
+  });
+
   it('shows real integer limits, and the safe-integer limit a request keeps as 2^53 − 1, never as 9007199254740991', () => {
     const outsideRawSchemas = html.replace(/<pre class="schema">[\s\S]*?<\/pre>/g, '');
     expect(outsideRawSchemas).not.toContain('9007199254740991');

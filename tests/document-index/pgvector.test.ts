@@ -675,23 +675,23 @@ describe('pgvector backend', () => {
     let down: Promise<{ name: string }[]> | undefined;
     try {
       await holder.query(`select pg_advisory_lock(hashtextextended('doc_embeddings hnsw ddl', 32))`);
+      const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
       down = migrator.down('Migration20261130010000LocalHashing1536');
+      // Between tries: idle in its transaction, no statement (and so no snapshot) held open.
       const waiting = await waitFor('the migration to try the HNSW DDL lock', async () => {
-        const [row] = await sql<{ pid: number; state: string }>(
+        const [row] = await sql<{ pid: number }>(
           em(),
-          `select pid, state from pg_stat_activity
-             where datname = current_database() and query like '%pg_try_advisory_xact_lock%' and pid <> ?`,
-          [(await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid],
+          `select pid from pg_stat_activity
+             where datname = current_database() and state = 'idle in transaction' and pid not in (pg_backend_pid(), ?)
+               and query like 'select pg_try_advisory_xact_lock%'`,
+          [holderPid],
         );
-        // Between tries: idle in its transaction, no statement (and so no snapshot) held open.
-        return row?.state === 'idle in transaction' ? row : undefined;
+        return row;
       });
       expect(
-        await sql(
-          em(),
-          `select mode from pg_locks where pid = ? and relation = 'doc_embeddings'::regclass`,
-          [waiting.pid],
-        ),
+        await sql(em(), `select mode from pg_locks where pid = ? and relation = 'doc_embeddings'::regclass`, [
+          waiting.pid,
+        ]),
       ).toEqual([]);
     } finally {
       await holder.end();
