@@ -161,51 +161,52 @@ type Handler = (c: Console) => Promise<void>;
  * urlencoded form or JSON within the API's size limit), CSRF on every POST, errors as HTML pages.
  */
 function pages(deps: AppDeps, readBody: ReadBody) {
-  return (handler: Handler): Koa.Middleware => async (ctx) => {
-    let pageCtx = anonymous(deps);
-    try {
-      const session = await resolveSession(deps, ctx);
-      if (!session) {
-        const returnTo = ctx.method === 'GET' ? ctx.originalUrl : '/console/proposals';
-        ctx.status = 303;
-        ctx.redirect(`/console/login?return_to=${encodeURIComponent(returnTo)}`);
-        return;
-      }
-      pageCtx = {
-        principal: session.principal,
-        csrfToken: session.csrfToken,
-        localAdmin: session.principal.credential === 'auth_disabled',
-      };
-      await readBody(ctx, null);
-      if (ctx.method === 'POST' && !csrfMatches(session, (ctx.request.body as Record<string, unknown>)?._csrf)) {
+  return (handler: Handler): Koa.Middleware =>
+    async (ctx) => {
+      let pageCtx = anonymous(deps);
+      try {
+        const session = await resolveSession(deps, ctx);
+        if (!session) {
+          const returnTo = ctx.method === 'GET' ? ctx.originalUrl : '/console/proposals';
+          ctx.status = 303;
+          ctx.redirect(`/console/login?return_to=${encodeURIComponent(returnTo)}`);
+          return;
+        }
+        pageCtx = {
+          principal: session.principal,
+          csrfToken: session.csrfToken,
+          localAdmin: session.principal.credential === 'auth_disabled',
+        };
+        await readBody(ctx, null);
+        if (ctx.method === 'POST' && !csrfMatches(session, (ctx.request.body as Record<string, unknown>)?._csrf)) {
+          errorPage(
+            ctx,
+            pageCtx,
+            403,
+            'Request refused',
+            'The form’s security token is missing or does not match your session (CSRF protection). Reload the page and try again.',
+          );
+          return;
+        }
+        await handler({ deps, em: em(), ctx, session, page: pageCtx, principal: session.principal });
+      } catch (err) {
+        // The API's own classification: refusals keep their status, outages become 503, the rest 500.
+        const { error, unexpected } = toPlatformError(err);
+        const log = ctx.state.log as Logger;
+        if (unexpected) log.error('console page failed', describeError(err));
+        else if (error.status >= 500)
+          log.warn('dependency failure', { error_type: error.errorType, ...describeError(err) });
         errorPage(
           ctx,
           pageCtx,
-          403,
-          'Request refused',
-          'The form’s security token is missing or does not match your session (CSRF protection). Reload the page and try again.',
+          error.status,
+          error.status === 404 ? 'Not found' : error.status >= 500 ? 'Something went wrong' : 'Refused',
+          unexpected
+            ? `The page could not be built; the server log has request ${String(ctx.state.requestId)}.`
+            : error.message,
         );
-        return;
       }
-      await handler({ deps, em: em(), ctx, session, page: pageCtx, principal: session.principal });
-    } catch (err) {
-      // The API's own classification: refusals keep their status, outages become 503, the rest 500.
-      const { error, unexpected } = toPlatformError(err);
-      const log = ctx.state.log as Logger;
-      if (unexpected) log.error('console page failed', describeError(err));
-      else if (error.status >= 500)
-        log.warn('dependency failure', { error_type: error.errorType, ...describeError(err) });
-      errorPage(
-        ctx,
-        pageCtx,
-        error.status,
-        error.status === 404 ? 'Not found' : error.status >= 500 ? 'Something went wrong' : 'Refused',
-        unexpected
-          ? `The page could not be built; the server log has request ${String(ctx.state.requestId)}.`
-          : error.message,
-      );
-    }
-  };
+    };
 }
 
 const noticeFrom = (ctx: Koa.Context): Outcome | null => {

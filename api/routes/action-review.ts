@@ -141,7 +141,8 @@ export const actionReviewRoutes = [
         schema: successEnvelope(ProposalDetailSchema),
         headers: {
           'Idempotent-Replayed': {
-            description: '`true` when this answer is the proposal an earlier create with the same key made (absent otherwise)',
+            description:
+              '`true` when this answer is the proposal an earlier create with the same key made (absent otherwise)',
             schema: z.literal('true'),
           },
         },
