@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import coBody from 'co-body';
 import type Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
@@ -88,3 +89,27 @@ export function bodyReader(limitBytes: number) {
 
 /** Reads the body of the request being answered (`bodyReader`): `bodyKind` null for the review console's pages. */
 export type ReadBody = (ctx: Koa.Context, bodyKind: AnyRoute['bodyKind'] | null | 'none') => Promise<void>;
+
+/**
+ * A request answered before its body was read whole (a caller the guard refused, a body over the size limit, a
+ * route that reads none): Node reads and discards the rest so that the connection can carry the next request,
+ * for as long as the client goes on sending. This bounds it: once the answer is sent, at most `bytes` more of
+ * the body or `ms` milliseconds, then the connection is closed (the answer was written before; a client still
+ * sending gets a reset). A body read whole, or none, leaves the connection as it is.
+ */
+export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, bytes: number, ms: number): void {
+  res.once('finish', () => {
+    if (req.complete) return;
+    const socket = req.socket;
+    const from = socket.bytesRead;
+    const started = Date.now();
+    const check = setInterval(() => {
+      if (req.complete || socket.destroyed) clearInterval(check);
+      else if (socket.bytesRead - from > bytes || Date.now() - started > ms) {
+        clearInterval(check);
+        socket.destroy();
+      }
+    }, 50);
+    check.unref();
+  });
+}
