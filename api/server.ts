@@ -9,7 +9,8 @@ import { createLogger, describeError, type Logger } from '../shared/log.js';
 import { Settings } from '../shared/settings/store.js';
 import { startTracing, temporalClientInterceptors, type Tracing } from '../shared/observability/tracing.js';
 import { createApp } from './app.js';
-import { boundUnreadBody } from './http/body.js';
+import { boundUnreadBody, largestAcceptedBody } from './http/body.js';
+import { allRoutes } from './routes/index.js';
 import { createJwtVerifier } from '../shared/auth/jwt.js';
 import type { AppDeps } from '../shared/app-deps.js';
 import { EmbeddingSmokeTests } from '../shared/llm/embedding-smoke.js';
@@ -61,10 +62,10 @@ export async function startApi(config: AppConfig, log: Logger, deps?: AppDeps): 
   const app = createApp(d);
   const handle = app.callback();
   // Koa answers its own errors (the error middleware); the listener only starts the request. What is left of a
-  // body nobody read is discarded up to twice the body limit or 10 s after the answer, then the connection closed.
-  const unreadBytes = 2 * Math.max(d.config.limits.jsonBodyBytes, 1024 * 1024);
+  // body nobody read is discarded up to the largest body any route accepts, then the connection closed.
+  const unreadBytes = largestAcceptedBody(allRoutes(), d.config.limits.jsonBodyBytes);
   const server = createServer((req, res) => {
-    boundUnreadBody(req, res, unreadBytes, 10_000);
+    boundUnreadBody(req, res, unreadBytes);
     void handle(req, res);
   });
   server.keepAliveTimeout = 65_000;

@@ -91,21 +91,38 @@ export function bodyReader(limitBytes: number) {
 export type ReadBody = (ctx: Koa.Context, bodyKind: AnyRoute['bodyKind'] | null | 'none') => Promise<void>;
 
 /**
- * A request answered before its body was read whole (a caller the guard refused, a body over the size limit, a
- * route that reads none): Node reads and discards the rest so that the connection can carry the next request,
- * for as long as the client goes on sending. This bounds it: once the answer is sent, at most `bytes` more of
- * the body or `ms` milliseconds, then the connection is closed (the answer was written before; a client still
- * sending gets a reset). A body read whole, or none, leaves the connection as it is.
+ * The largest request body any of `routes` accepts: the JSON limit, or a multipart route's files with room for its
+ * fields (the JSON limit again).
  */
-export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, bytes: number, ms: number): void {
+export function largestAcceptedBody(routes: readonly AnyRoute[], jsonBodyBytes: number): number {
+  let largest = jsonBodyBytes;
+  for (const { multipart } of routes)
+    if (multipart)
+      largest = Math.max(
+        largest,
+        (multipart.maxTotalFileBytes ?? multipart.maxFileBytes * multipart.maxFiles) + jsonBodyBytes,
+      );
+  return largest;
+}
+
+/**
+ * A request answered before its body was read whole (a caller the guard refused, a body over the size limit, a
+ * route that reads none): Node reads and discards the rest so that the client gets the answer and the connection
+ * can carry the next request, for as long as the client goes on sending (within the server's `requestTimeout`,
+ * 300 s from the request's start). This bounds it in bytes too: once `bytes` more than had arrived at the answer
+ * have arrived, the connection is closed (the answer was written before; a client still sending gets a reset).
+ * With `bytes` the largest body any route accepts (`largestAcceptedBody`), a client refused part way through an
+ * upload of a size the server takes still gets its answer as before; only a body larger than anything accepted is
+ * cut. A body read whole, or none, leaves the connection as it is.
+ */
+export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, bytes: number): void {
   res.once('finish', () => {
     if (req.complete) return;
     const socket = req.socket;
     const from = socket.bytesRead;
-    const started = Date.now();
     const check = setInterval(() => {
       if (req.complete || socket.destroyed) clearInterval(check);
-      else if (socket.bytesRead - from > bytes || Date.now() - started > ms) {
+      else if (socket.bytesRead - from > bytes) {
         clearInterval(check);
         socket.destroy();
       }
