@@ -3,6 +3,7 @@ import coBody from 'co-body';
 import type Koa from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { BadRequestError, PayloadTooLargeError, PlatformError } from '../../shared/errors.js';
+import { totalFileBytes } from './multipart.js';
 import type { AnyRoute } from './route.js';
 
 /** Maps co-body's parse failures (plain errors carrying `status`) to the platform's refusals. */
@@ -17,6 +18,11 @@ function bodyParseError(err: Error, limitBytes: number): PlatformError {
 }
 
 const JSON_BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Whether the request carries a body (a positive Content-Length, or chunked). */
+export function hasRequestBody(ctx: Koa.Context): boolean {
+  return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
 
 /**
  * Parses JSON bodies (strict: an object or array at the root). Keys that would reach an object's
@@ -70,8 +76,7 @@ export function bodyReader(limitBytes: number) {
   const noop = () => Promise.resolve();
   return async (ctx: Koa.Context, bodyKind: AnyRoute['bodyKind'] | null | 'none'): Promise<void> => {
     if (bodyKind === 'none') return; // a route that declares no body ignores one sent (its 413 and 415 are not documented)
-    const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-    if (hasBody && ['POST', 'PUT', 'PATCH'].includes(ctx.method)) {
+    if (hasRequestBody(ctx) && ['POST', 'PUT', 'PATCH'].includes(ctx.method)) {
       if (bodyKind === 'multipart') {
         if (!ctx.is('multipart/form-data'))
           throw new PlatformError('unsupported_media_type', 'Send this request body as multipart/form-data.');
@@ -97,11 +102,7 @@ export type ReadBody = (ctx: Koa.Context, bodyKind: AnyRoute['bodyKind'] | null 
 export function largestAcceptedBody(routes: readonly AnyRoute[], jsonBodyBytes: number): number {
   let largest = jsonBodyBytes;
   for (const { multipart } of routes)
-    if (multipart)
-      largest = Math.max(
-        largest,
-        (multipart.maxTotalFileBytes ?? multipart.maxFileBytes * multipart.maxFiles) + jsonBodyBytes,
-      );
+    if (multipart) largest = Math.max(largest, totalFileBytes(multipart) + jsonBodyBytes);
   return largest;
 }
 

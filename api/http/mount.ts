@@ -12,7 +12,7 @@ import { invalidInput, issueFields, refuseNul } from '../../shared/validation.js
 import type { Principal } from '../../shared/auth/principal.js';
 import { multipartBody, type UploadedFile } from './multipart.js';
 import { bodyRequired, type AnyRoute } from './route.js';
-import type { ReadBody } from './body.js';
+import { hasRequestBody, type ReadBody } from './body.js';
 import { RequestCodes } from '../../shared/http/error-codes.js';
 
 type Location = 'params' | 'query' | 'headers' | 'body';
@@ -160,8 +160,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: AppDeps, r
     needsBody: boolean,
   ): Promise<void> {
     const route = ctx.state.route as AnyRoute;
-    const sent = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-    if (needsBody && !sent) {
+    if (needsBody && !hasRequestBody(ctx)) {
       throw invalidInput('request body', [
         { field: 'body', message: 'this request needs a JSON body', code: RequestCodes.body_required },
       ]);

@@ -26,6 +26,11 @@ export interface MultipartLimits {
   fileFields: readonly string[];
 }
 
+/** All files of one request together, in bytes: `maxTotalFileBytes`, else `maxFileBytes` × `maxFiles`. */
+export function totalFileBytes(limits: MultipartLimits): number {
+  return limits.maxTotalFileBytes ?? limits.maxFileBytes * limits.maxFiles;
+}
+
 /** One uploaded file as the handler sees it: readable at `path` until the request ends. */
 export interface UploadedFile {
   field: string;
@@ -53,7 +58,7 @@ function toRefusal(err: unknown, limits: MultipartLimits): Error {
       limit,
       limits: {
         max_file_bytes: limits.maxFileBytes,
-        max_total_file_bytes: limits.maxTotalFileBytes ?? limits.maxFileBytes * limits.maxFiles,
+        max_total_file_bytes: totalFileBytes(limits),
         max_files: limits.maxFiles,
         max_fields: limits.maxFields,
       },
@@ -76,7 +81,7 @@ export function multipartBody(limits: MultipartLimits): Koa.Middleware {
           uploadDir,
           keepExtensions: false,
           maxFileSize: limits.maxFileBytes,
-          maxTotalFileSize: limits.maxTotalFileBytes ?? limits.maxFileBytes * limits.maxFiles,
+          maxTotalFileSize: totalFileBytes(limits),
           maxFiles: limits.maxFiles,
           maxFields: limits.maxFields,
           maxFieldsSize: limits.maxFieldBytes ?? 64 * 1024,
