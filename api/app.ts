@@ -41,6 +41,7 @@ export function createApp(deps: AppDeps, routes: AnyRoute[] = allRoutes()): Koa 
   app.use(consoleRoutes.routes());
   app.use(router.routes());
   app.use(methodNotAllowed);
+  app.use(trailingSlashRedirect([consoleRoutes, router]));
   return app;
 }
 
@@ -54,6 +55,23 @@ function routeTemplate(routers: Router[], method: string, path: string): string 
     if (layer) return String(layer.path);
   }
   return undefined;
+}
+
+/**
+ * A path no route answers that one does with a trailing slash (the spec's `/api/blueprints/`, asked as
+ * `/api/blueprints`): 307 to it, query kept, so the method and body are sent again unchanged.
+ */
+function trailingSlashRedirect(routers: Router[]): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body != null || ctx.path.endsWith('/')) return;
+    // A path some route declares (with another method) is the 405's, not this.
+    if ((ctx as { matched?: Array<{ methods: string[] }> }).matched?.some((layer) => layer.methods.length)) return;
+    const slashed = `${ctx.path}/`;
+    if (!routeTemplate(routers, ctx.method, slashed)) return;
+    ctx.status = 307;
+    ctx.redirect(`${slashed}${ctx.search}`);
+  };
 }
 
 /**

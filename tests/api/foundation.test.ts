@@ -56,6 +56,21 @@ describe('error envelope', () => {
     expectEnvelope(res.body, res.status, 'method_not_allowed', res.headers);
   });
 
+  it('redirects a path asked without the trailing slash its route has (307, query kept); others stay 404', async () => {
+    const res = await fetch(`${stack.url}/api/blueprints?q=x`, { redirect: 'manual' });
+    expect(res.status).toBe(307);
+    expect(res.headers.get('location')).toBe('/api/blueprints/?q=x');
+    // Followed, it reaches the route itself: the same answer as the path with its slash.
+    const followed = await http(stack.url, 'GET', '/api/blueprints');
+    const direct = await http(stack.url, 'GET', '/api/blueprints/');
+    expect(followed.status).toBe(direct.status);
+    expect(followed.body).toEqual(direct.body);
+    const other = await fetch(`${stack.url}/api/blueprintz`, { redirect: 'manual' });
+    expect(other.status).toBe(404);
+    const wrongMethod = await fetch(`${stack.url}/api/blueprints`, { method: 'DELETE', redirect: 'manual' });
+    expect(wrongMethod.status).toBe(404);
+  });
+
   it('answers 400 bad_request for malformed JSON and writes nothing', async () => {
     const res = await http(stack.url, 'POST', '/api/jobs/echo', {
       raw: '{"message": ',
