@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
-import { buildHnswIndexesOf } from '../shared/document-index/hnsw.js';
+import { buildHnswIndexesOf, hnswBuildDue } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
 import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
 import { withHeartbeat } from './heartbeat.js';
@@ -16,8 +16,14 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
     copyIndexRechunkBatch(input: Parameters<typeof rechunkCopyBatch>[2]) {
       return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
     },
+    /** The swap; `vectorIndexBuild`: the new index is due an HNSW build (pgvector), which the rechunk starts next. */
     swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
-      return withHeartbeat(2_000, () => swapRechunk(deps.orm.em.fork(), input));
+      return withHeartbeat(2_000, async () => {
+        const em = deps.orm.em.fork();
+        const swap = await swapRechunk(em, input);
+        const due = swap.swapped && (await hnswBuildDue(em, input.tempId, deps.config.documentIndex.hnswMinRows));
+        return { ...swap, vectorIndexBuild: due };
+      });
     },
     dropIndexRechunkTemp(input: { tempId: string }) {
       return withHeartbeat(2_000, () => dropRechunkTemp(deps.orm.em.fork(), input));
@@ -30,8 +36,8 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
       return compactionCheckpoint(deps.orm.em.fork(), deps.config);
     },
     /**
-     * The ingestion checkpoint where an index becomes searchable (the end of an ingestion, a rechunk's copy
-     * before its swap): pgvector's HNSW indexes built in bulk over the stored rows; nothing without pgvector.
+     * pgvector's HNSW indexes built in bulk over the stored rows (nothing without pgvector): at the end of an
+     * ingestion, and after a rechunk's swap (`vectorIndexBuildWorkflow`; before it in older histories).
      */
     async buildDocumentVectorIndexes(input: { tenant: string; indexName: string } | { indexId: string }) {
       const { cancellationSignal } = Context.current();

@@ -12,6 +12,7 @@ export { flowRunWorkflow } from './flow-run.js';
 export { sourceDeleteWorkflow } from './source-delete.js';
 export { managedSourceAutoSyncWorkflow } from './managed-auto-sync.js';
 export { rechunkWorkflow } from './rechunk.js';
+export { vectorIndexBuildWorkflow } from './vector-index-build.js';
 export { ingestWorkflow } from './ingest.js';
 export { desktopDiagnosticsWorkflow } from './desktop-diagnostics.js';
 export { codeAgentRunWorkflow } from './code-agent.js';

@@ -1,9 +1,18 @@
-import { ActivityFailure, patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  startChild,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
 import type { RechunkInput, RechunkResult } from './rechunk-definitions.js';
-import { setLifecycleStatus, trackFailure } from './visibility.js';
+import { vectorIndexBuildWorkflowId } from './vector-index-build-definitions.js';
+import { vectorIndexBuildWorkflow } from './vector-index-build.js';
+import { childSearchAttributes, setLifecycleStatus, trackFailure } from './visibility.js';
 
 const { beginIndexRechunk } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.database);
 /**
@@ -16,8 +25,18 @@ const { swapIndexRechunk, dropIndexRechunkTemp } = proxyActivities<DocumentIndex
 
 /** A copy batch embeds its chunks (maybe through a remote provider): it heartbeats, and a dead worker's batch runs again elsewhere. */
 const { copyIndexRechunkBatch } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.documentBatchBounded);
-/** pgvector's HNSW index of the temporary index, built after its copy (minutes at a million vectors): it heartbeats. */
+/**
+ * pgvector's HNSW index of the temporary index, built after its copy and before the swap by histories recorded
+ * before the build moved after the swap (`vectorIndexBuildWorkflow`); minutes at a million vectors: it heartbeats.
+ */
 const { buildDocumentVectorIndexes } = proxyActivities<DocumentIndexActivities>(ActivityProfiles.databaseBuild);
+
+/**
+ * The new index's HNSW build runs after the swap, in a workflow of its own that outlives the rechunk: the index
+ * serves at once (each process's vector cache ranks it exactly, a process that has not cached it yet ranks among
+ * the chunks matching a query word), and the rechunk's time grows with its copy, not with the graph's build.
+ */
+const BUILD_AFTER_SWAP = 'docidx-vector-build-after-swap';
 
 /** How often the copy runs again when documents changed during it, before giving up. */
 const MAX_PASSES = 3;
@@ -78,13 +97,26 @@ export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResul
       return result('failed', { error: `No document index named "${indexName}".` });
     }
     const warnings: string[] = [];
+    const buildAfterSwap = patched(BUILD_AFTER_SWAP);
     try {
       for (let pass = 1; pass <= MAX_PASSES; pass++) {
         await copyAll(input, begun, warnings);
-        // The copied rows indexed at once before the swap makes them searchable (not row by row).
-        if (patched('docidx-hnsw-build')) await buildDocumentVectorIndexes({ indexId: begun.tempId });
+        // Before that change: the copied rows indexed at once before the swap made them searchable.
+        if (!buildAfterSwap && patched('docidx-hnsw-build'))
+          await buildDocumentVectorIndexes({ indexId: begun.tempId });
         const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
         if (swap.swapped) {
+          if (buildAfterSwap && swap.vectorIndexBuild)
+            await startChild(vectorIndexBuildWorkflow, {
+              workflowId: vectorIndexBuildWorkflowId(begun.tempId),
+              args: [{ tenant, indexName, indexId: begun.tempId }],
+              parentClosePolicy: ParentClosePolicy.ABANDON,
+              ...childSearchAttributes('vectorIndexBuildWorkflow', {
+                tenant,
+                resourceId: indexName,
+                status: 'running',
+              }),
+            });
           upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
           return result('completed', {
             docs_rechunked: swap.docs,

@@ -8,11 +8,13 @@ import { nativeVectorType } from './native-vector-writer.js';
  * pgvector's HNSW indexes (issue 32): one per (document index, collection), a partial index over the
  * native column, `emb::vector(dim)` with `where collection = '…' and index_id = '…'`. Built in bulk
  * (`CREATE INDEX` over rows already stored) at the ingestion checkpoint, never by a SEARCH: the ingestion
- * workflow's last activity, and a rechunk's after its copy (its temporary index's rows were stored with
- * no HNSW index to insert into, then indexed at once). A SEARCH of an index that has none yet runs the same
- * statement, which PostgreSQL then answers with an exact scan of that index's rows (by the
- * `(collection, index_id)` btree), so no SEARCH waits for a build. Rows written after the build go into
- * the index one by one (pgvector's incremental insert), as any write to an indexed table does.
+ * workflow's last activity, and `vectorIndexBuildWorkflow` after a rechunk's swap (its new index's rows were
+ * stored with no HNSW index to insert into, then indexed at once). No SEARCH waits for a build: a SEARCH of
+ * an index that has none yet is ranked by the process's vector cache once cached, before that among the chunks
+ * matching a query word when the index is large enough for one (`PgvectorBackend.awaitingHnsw`), else by the
+ * same statement, which PostgreSQL then answers with an exact scan of that index's rows (by the
+ * `(collection, index_id)` btree). Rows written after the build go into the index one by one (pgvector's
+ * incremental insert), as any write to an indexed table does.
  */
 
 /** What a build may use: `maintenance_work_mem` and parallel workers, and the rows below which none is built. */
@@ -163,6 +165,22 @@ export async function buildHnswIndexes(
     }
   });
   return out;
+}
+
+/**
+ * Whether `indexId` is due an HNSW build: pgvector's native column exists and the index holds at least
+ * `minRows` vectors (of its collections together; the build itself decides per collection, and keeps an index
+ * that exists). Reads at most `minRows` rows.
+ */
+export async function hnswBuildDue(em: EntityManager, indexId: string, minRows: number): Promise<boolean> {
+  if (!(await nativeVectorType(em))) return false;
+  const least = Math.max(1, Math.floor(minRows));
+  const [row] = await sql<{ n: number }>(
+    em,
+    `select count(*)::int as n from (select 1 from doc_embeddings where index_id = ? and emb is not null limit ?) x`,
+    [indexId, least],
+  );
+  return Number(row?.n ?? 0) >= least;
 }
 
 /**

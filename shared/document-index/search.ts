@@ -247,7 +247,8 @@ function hitOf(r: FusedRow): SearchHit {
  *
  * - pgvector: the vector ranking is a CTE of the same statement (HNSW over the native `emb` column), unless
  *   the indexes are cached in this process (`PgvectorBackend.cache`: they fit its budget, loaded in the
- *   background after their first search), then as below.
+ *   background after their first search), then as below; an index large enough for an HNSW index that has
+ *   none yet (a rechunk's is built after its swap) is ranked as an exact index not cached yet, below.
  * - exact, every searched index cached in this process (`cachedSearch`): one prepared statement (the
  *   lexical ranking, the indexes' generations and the chunks changed since the cached ones) is sent first
  *   and the cached sets are scanned while PostgreSQL runs it; the two rankings are fused here and the best
@@ -791,11 +792,17 @@ async function fusedRows(
   const { tenant, indexIds: ids } = search;
   if (backend.kind === 'pgvector') {
     // An index cached in this process (it fits the budget) is ranked by the exact scan; the others by HNSW,
-    // and their vectors loaded in the background for the next searches.
-    const cached = backend.cache?.peek(ids, search.collection);
-    if (cached) return cachedSearch(em, backend.cache!, cached, search, vector, query, topN);
-    backend.cache?.warm(em, tenant, ids, search.collection);
+    // and their vectors loaded in the background for the next searches. A large index whose HNSW index is not
+    // built yet is ranked among the chunks matching a query word, as on the embedded PostgreSQL.
+    const cache = backend.cache;
+    const cached = cache?.peek(ids, search.collection);
+    if (cached) return cachedSearch(em, cache!, cached, search, vector, query, topN);
+    cache?.warm(em, tenant, ids, search.collection);
     const v = { ...search, query: await vector.later() };
+    if (cache && (await backend.awaitingHnsw(em, ids, search.collection))) {
+      const hits = await cache.nearestAmong(em, v, orQuery(query));
+      return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
+    }
     return backend.inSearch<FusedRow>(em, v, (vec) => {
       // One prepared statement (its text is fixed per searched index set and collection).
       const s = fusedStatement(tenant, ids, query, topN, vec);

@@ -146,6 +146,13 @@ export const LIFECYCLE_VISIBILITY = {
     statuses: ['running', 'completed', FAILED],
     failures: [FAILED],
   },
+  vectorIndexBuildWorkflow: {
+    tenant: 'caller',
+    resourceId: 'document index name',
+    statusKey: 'PlatformStatus',
+    statuses: ['running', 'completed', FAILED],
+    failures: [FAILED],
+  },
   ingestWorkflow: {
     tenant: 'caller',
     resourceId: 'document index name',

@@ -35,6 +35,7 @@ import type { SourceSyncInput, SourceSyncResult } from '../../workflows/source-s
 import type { ThreadWorkflowInput } from '../../workflows/thread-definitions.js';
 import type { TicketRcaInput, TicketRcaState } from '../../workflows/ticket-rca-definitions.js';
 import type { TrackerPollInput, TrackerPollResult } from '../../workflows/tracker-poll-definitions.js';
+import type { VectorIndexBuildInput, VectorIndexBuildResult } from '../../workflows/vector-index-build-definitions.js';
 import type { ProposalWorkflowInput } from '../action-review/types.js';
 import type { CodeAgentRunStatus } from '../code-agent/runs.js';
 import type { EtlRunStatus } from '../etl/runs.js';
@@ -61,6 +62,7 @@ export interface Workflows {
   sourceDeleteWorkflow: (input: SourceDeleteInput) => Promise<SourceDeleteResult>;
   managedSourceAutoSyncWorkflow: (input?: AutoSyncInput) => Promise<AutoSyncSummary>;
   rechunkWorkflow: (input: RechunkInput) => Promise<RechunkResult>;
+  vectorIndexBuildWorkflow: (input: VectorIndexBuildInput) => Promise<VectorIndexBuildResult>;
   ingestWorkflow: (input: IngestInput) => Promise<IngestResult>;
   desktopDiagnosticsWorkflow: () => Promise<AutoDiagnosticsOutcome>;
   codeAgentRunWorkflow: (input: CodeAgentRunInput) => Promise<CodeAgentRunStatus>;

@@ -22,6 +22,7 @@ import {
   buildHnswIndexes,
   buildHnswIndexesOf,
   dropHnswIndexes,
+  hnswBuildDue,
   hnswIndexName,
   hnswPredicate,
 } from '../../shared/document-index/hnsw.js';
@@ -178,7 +179,7 @@ describe('pgvector backend', () => {
     expect(late.map((h) => h.id)).toEqual(early.map((h) => h.id));
   });
 
-  it("builds a rechunk's HNSW index after its copy (bulk, before the swap) and drops the replaced index's", async () => {
+  it("builds a rechunk's HNSW index after its swap (bulk); meanwhile a search the cache cannot answer ranks among the word matches", async () => {
     const config = loadConfig({ DATABASE_URL: adminUrl, PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS: '0' });
     const source = await createIndex(em(), TENANT, 'kb-rechunk', NO_CHUNKING);
     for (const [i, text] of CORPUS.entries())
@@ -206,13 +207,11 @@ describe('pgvector backend', () => {
       chunkConfig: { chunk_size: 8, chunk_overlap: 0, chunk_strategy: 'sentence' },
     });
     expect(copy).toMatchObject({ docs: CORPUS.length, done: true });
-    // The copy wrote its rows with no HNSW index of its own to insert into; the build indexes them at once.
+    // The copy wrote its rows with no HNSW index of its own to insert into; the swap does not wait for one.
     const tempName = hnswIndexName(begun.tempId, embedder.collection);
     expect(await named(tempName)).toBe(0);
-    expect(await buildHnswIndexesOf(em(), config, { indexId: begun.tempId })).toEqual([
-      expect.objectContaining({ outcome: 'built' }),
-    ]);
-    expect(await named(tempName)).toBe(1);
+    expect(await hnswBuildDue(em(), begun.tempId, 0)).toBe(true);
+    expect(await hnswBuildDue(em(), begun.tempId, 10_000)).toBe(false);
     const swap = await swapRechunk(em(), {
       tenant: TENANT,
       indexName: 'kb-rechunk',
@@ -220,19 +219,30 @@ describe('pgvector backend', () => {
       tempId: begun.tempId,
     });
     expect(swap.swapped).toBe(true);
-    // The new index serves with its HNSW index; the replaced one's went with its rows.
-    expect(await named(tempName)).toBe(1);
+    // The replaced index's HNSW index went with its rows; the new one serves before its own is built.
     expect(await named(sourceName)).toBe(0);
-    const hits = await hybridSearch(
-      em(),
-      TENANT,
-      [{ id: begun.tempId, name: 'kb-rechunk' }],
-      'restore a backup',
-      5,
-      embedder,
-      pgv,
-    );
-    expect(hits[0]?.filepath).toMatch(/^r(1|10)$/);
+    expect(await named(tempName)).toBe(0);
+    // Processes that cannot cache it (a 64-byte budget): with an HNSW threshold under its size, a search ranks
+    // among the chunks matching a query word; with one above, PostgreSQL's exact scan ranks it, as before.
+    const awaiting = await detectVectorBackend(em(), 64, undefined, false, 5);
+    const small = await detectVectorBackend(em(), 64, undefined, false, 1_000);
+    if (awaiting.kind !== 'pgvector' || small.kind !== 'pgvector') throw new Error('pgvector expected');
+    const search = (backend: VectorBackend) =>
+      hybridSearch(em(), TENANT, [{ id: begun.tempId, name: 'kb-rechunk' }], 'restore a backup', 5, embedder, backend);
+    const before = await search(awaiting);
+    expect(before[0]?.filepath).toMatch(/^r(1|10)$/);
+    expect(awaiting.cache!.amongSearches).toBe(1);
+    expect((await search(small))[0]?.filepath).toBe(before[0]?.filepath);
+    expect(small.cache!.amongSearches).toBe(0);
+    // The build after the swap (vectorIndexBuildWorkflow's activity): then PostgreSQL's HNSW scan ranks it.
+    expect(await buildHnswIndexesOf(em(), config, { indexId: begun.tempId })).toEqual([
+      expect.objectContaining({ outcome: 'built' }),
+    ]);
+    expect(await named(tempName)).toBe(1);
+    const after = await search(awaiting);
+    expect(awaiting.cache!.amongSearches).toBe(1);
+    expect(after[0]?.filepath).toBe(before[0]?.filepath);
+    expect((await search(pgv))[0]?.filepath).toBe(before[0]?.filepath);
   });
 
   it('builds and drops HNSW indexes concurrently: writes and searches of every index go on meanwhile', async () => {

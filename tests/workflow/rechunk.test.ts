@@ -4,10 +4,13 @@
  * a copy batch retried while embedding fails.
  */
 import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_CHUNK_CONFIG } from '../../shared/document-index/chunking.js';
 import { rechunkWorkflowId, type RechunkInput } from '../../workflows/rechunk-definitions.js';
+import { vectorIndexBuildWorkflowId } from '../../workflows/vector-index-build-definitions.js';
+import { recordHistory } from '../helpers/histories.js';
 import { startTimeSkipping } from '../helpers/temporal.js';
 import { recorded, stubWorker } from './support.js';
 
@@ -44,7 +47,11 @@ function rechunkStubs(opts: { docs: number; swaps: Swap[]; missing?: boolean; co
   });
 }
 
-async function rechunk(stubs: { activities: Parameters<typeof stubWorker>[1] }) {
+/** Runs a rechunk on a stub worker until `until` (given its handle; by default its result) resolves. */
+async function rechunk<T = unknown>(
+  stubs: { activities: Parameters<typeof stubWorker>[1] },
+  until: (handle: WorkflowHandle) => Promise<T> = (handle) => handle.result() as Promise<T>,
+): Promise<T> {
   const { worker, taskQueue } = await stubWorker(env, stubs.activities);
   const input: RechunkInput = {
     tenant: 't1',
@@ -58,7 +65,7 @@ async function rechunk(stubs: { activities: Parameters<typeof stubWorker>[1] }) 
     workflowId: rechunkWorkflowId('t1', `docs-${input.runId}`),
     args: [input],
   });
-  return worker.runUntil(handle.result());
+  return worker.runUntil(until(handle));
 }
 
 const swapped: Swap = { swapped: true, docs: 25, chunksAfter: 60 };
@@ -76,8 +83,48 @@ describe('rechunkWorkflow', () => {
     expect(stubs.count('copyIndexRechunkBatch')).toBe(3);
     expect(stubs.count('swapIndexRechunk')).toBe(1);
     expect(stubs.count('dropIndexRechunkTemp')).toBe(0);
-    // The temporary index's HNSW index (pgvector) built once, after its copy and before the swap.
+    // No HNSW build is due (no pgvector, or too few rows): none runs, before the swap or after it.
+    expect(stubs.count('buildDocumentVectorIndexes')).toBe(0);
+  });
+
+  it("answers at the swap and leaves the new index's HNSW build to a workflow of its own (pgvector)", async () => {
+    let release!: () => void;
+    const building = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const stubs = recorded({
+      beginIndexRechunk: async () => ({ sourceId: 'ix_src', tempId: 'ix_tmp', chunksBefore: 40 }),
+      copyIndexRechunkBatch: async () => ({ docs: 3, lastId: 'd3', warnings: [], done: true }),
+      swapIndexRechunk: async () => {
+        order.push('swap');
+        return { ...swapped, vectorIndexBuild: true };
+      },
+      dropIndexRechunkTemp: async () => undefined,
+      buildDocumentVectorIndexes: async () => {
+        order.push('build');
+        await building;
+        return { built: 1 };
+      },
+    });
+    let handle!: WorkflowHandle;
+    const [result, build] = await rechunk(stubs, async (h) => {
+      handle = h;
+      const r = await h.result();
+      const child = env.client.workflow.getHandle(vectorIndexBuildWorkflowId('ix_tmp'));
+      // The rechunk has answered while the build still runs; it ends on its own.
+      const running = (await child.describe()).status.name;
+      release();
+      return [r, { running, result: await child.result(), parent: (await child.describe()).parentExecution }] as const;
+    });
+    expect(result).toMatchObject({ status: 'completed', docs_rechunked: 25, chunks_after: 60 });
+    expect(build).toMatchObject({ running: 'RUNNING', result: { built: 1 } });
+    expect(build.parent?.workflowId).toBe(handle.workflowId);
+    expect(order).toEqual(['swap', 'build']);
     expect(stubs.calls.buildDocumentVectorIndexes).toEqual([{ indexId: 'ix_tmp' }]);
+    await recordHistory('rechunk-vector-build-after-swap', handle);
+    await recordHistory(
+      'vector-index-build-completed',
+      env.client.workflow.getHandle(vectorIndexBuildWorkflowId('ix_tmp')),
+    );
   });
 
   it('keeps copying after a batch cut short by its content budget, until a batch says done', async () => {
