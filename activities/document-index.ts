@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
-import { buildHnswIndexesOf, hnswBuildDue } from '../shared/document-index/hnsw.js';
+import { buildHnswIndexesOf, requestHnswBuild } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
 import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
 import { withHeartbeat } from './heartbeat.js';
@@ -16,12 +16,15 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
     copyIndexRechunkBatch(input: Parameters<typeof rechunkCopyBatch>[2]) {
       return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
     },
-    /** The swap; `vectorIndexBuild`: the new index is due an HNSW build (pgvector), which the rechunk starts next. */
+    /**
+     * The swap; `vectorIndexBuild`: the new index is due an HNSW build (pgvector; recorded on the index for
+     * searches), which the rechunk starts next.
+     */
     swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
       return withHeartbeat(2_000, async () => {
         const em = deps.orm.em.fork();
         const swap = await swapRechunk(em, input);
-        const due = swap.swapped && (await hnswBuildDue(em, input.tempId, deps.config.documentIndex.hnswMinRows));
+        const due = swap.swapped && (await requestHnswBuild(em, input.tempId, deps.config.documentIndex.hnswMinRows));
         return { ...swap, vectorIndexBuild: due };
       });
     },

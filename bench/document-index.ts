@@ -776,11 +776,13 @@ async function afterSwapBuild(
   const t0 = performance.now();
   const hits = await search(index.id);
   const firstSearchMs = performance.now() - t0;
+  const stillBuilding = (await handle.describe()).status.name === 'RUNNING';
   const result = await handle.result();
   const closed = (await handle.describe()).closeTime?.getTime() ?? Date.now();
   return (
     `HNSW build after the swap (vectorIndexBuildWorkflow): ${((closed - started) / 1000).toFixed(1)} s, ` +
-    `${result.built} index(es) built; the first SEARCH of the new index during it: ${firstSearchMs.toFixed(1)} ms (${hits.length} hits)`
+    `${result.built} index(es) built; the first SEARCH of the new index ${stillBuilding ? 'during it' : 'as it ended'}: ` +
+    `${firstSearchMs.toFixed(1)} ms (${hits.length} hits)`
   );
 }
 

@@ -6,6 +6,7 @@ import {
   startChild,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { DocumentIndexActivities } from '../activities/document-index.js';
 import { ActivityProfiles } from '../shared/temporal/activity-profiles.js';
 import { SearchAttributes } from '../shared/temporal/search-attributes.js';
@@ -82,6 +83,24 @@ async function copyAll(
 }
 
 /**
+ * Starts the new index's HNSW build, which outlives the rechunk. One already started under its id is the same
+ * build: the rechunk completes either way, its swap being done.
+ */
+async function startVectorIndexBuild(input: RechunkInput, indexId: string): Promise<void> {
+  const { tenant, indexName } = input;
+  try {
+    await startChild(vectorIndexBuildWorkflow, {
+      workflowId: vectorIndexBuildWorkflowId(indexId),
+      args: [{ tenant, indexName, indexId }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      ...childSearchAttributes('vectorIndexBuildWorkflow', { tenant, resourceId: indexName, status: 'running' }),
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/**
  * RECHUNK (id `rechunk/<tenant>/<index_name>`): rebuild into a temporary index, verify, swap atomically, drop the
  * old one. Any failure drops the temporary index; the original keeps serving throughout.
  */
@@ -106,17 +125,9 @@ export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResul
           await buildDocumentVectorIndexes({ indexId: begun.tempId });
         const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
         if (swap.swapped) {
-          if (buildAfterSwap && swap.vectorIndexBuild)
-            await startChild(vectorIndexBuildWorkflow, {
-              workflowId: vectorIndexBuildWorkflowId(begun.tempId),
-              args: [{ tenant, indexName, indexId: begun.tempId }],
-              parentClosePolicy: ParentClosePolicy.ABANDON,
-              ...childSearchAttributes('vectorIndexBuildWorkflow', {
-                tenant,
-                resourceId: indexName,
-                status: 'running',
-              }),
-            });
+          // A swap answered by a worker of the version before says nothing: the build is started all the same
+          // (it builds nothing where none is due).
+          if (buildAfterSwap && swap.vectorIndexBuild !== false) await startVectorIndexBuild(input, begun.tempId);
           upsertSearchAttributes([{ key: SearchAttributes.status, value: 'completed' }]);
           return result('completed', {
             docs_rechunked: swap.docs,

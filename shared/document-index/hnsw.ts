@@ -11,7 +11,8 @@ import { nativeVectorType } from './native-vector-writer.js';
  * workflow's last activity, and `vectorIndexBuildWorkflow` after a rechunk's swap (its new index's rows were
  * stored with no HNSW index to insert into, then indexed at once). No SEARCH waits for a build: a SEARCH of
  * an index that has none yet is ranked by the process's vector cache once cached, before that among the chunks
- * matching a query word when the index is large enough for one (`PgvectorBackend.awaitingHnsw`), else by the
+ * matching a query word when its build was requested after a rechunk's swap (`requestHnswBuild`,
+ * `PgvectorBackend.awaitingHnsw`), else by the
  * same statement, which PostgreSQL then answers with an exact scan of that index's rows (by the
  * `(collection, index_id)` btree). Rows written after the build go into the index one by one (pgvector's
  * incremental insert), as any write to an indexed table does.
@@ -95,6 +96,22 @@ export async function buildHnswIndexes(
   signal?: AbortSignal,
 ): Promise<HnswBuild[]> {
   if (!(await nativeVectorType(em))) return [];
+  const built = await buildEach(em, indexId, settings, signal);
+  // A build requested after a rechunk's swap (`requestHnswBuild`) has happened: searches may use it.
+  await sql(
+    em,
+    'update doc_indexes set hnsw_build_requested_at = null where id = ? and hnsw_build_requested_at is not null',
+    [indexId],
+  );
+  return built;
+}
+
+async function buildEach(
+  em: EntityManager,
+  indexId: string,
+  settings: HnswBuildSettings,
+  signal?: AbortSignal,
+): Promise<HnswBuild[]> {
   const collections = await sql<{ collection: string; dim: number; n: string }>(
     em,
     `select collection, vector_dims(emb) as dim, count(*) as n from doc_embeddings
@@ -168,19 +185,27 @@ export async function buildHnswIndexes(
 }
 
 /**
- * Whether `indexId` is due an HNSW build: pgvector's native column exists and the index holds at least
- * `minRows` vectors (of its collections together; the build itself decides per collection, and keeps an index
- * that exists). Reads at most `minRows` rows.
+ * After a rechunk's swap: whether its new index is due an HNSW build, which the rechunk then starts
+ * (`vectorIndexBuildWorkflow`). Due when pgvector's native column exists, the index holds at least `minRows`
+ * vectors (of its collections together; the build decides per collection) and has no valid HNSW index yet (a
+ * rechunk of the version before built one before its swap). A due build is recorded on the index
+ * (`hnsw_build_requested_at`, cleared when a build of it ends), so searches know one is coming
+ * (`PgvectorBackend.awaitingHnsw`). Reads at most `minRows` rows.
  */
-export async function hnswBuildDue(em: EntityManager, indexId: string, minRows: number): Promise<boolean> {
+export async function requestHnswBuild(em: EntityManager, indexId: string, minRows: number): Promise<boolean> {
   if (!(await nativeVectorType(em))) return false;
   const least = Math.max(1, Math.floor(minRows));
-  const [row] = await sql<{ n: number }>(
+  const [row] = await sql<{ due: boolean }>(
     em,
-    `select count(*)::int as n from (select 1 from doc_embeddings where index_id = ? and emb is not null limit ?) x`,
-    [indexId, least],
+    `update doc_indexes set hnsw_build_requested_at = coalesce(hnsw_build_requested_at, now())
+       where id = ?
+         and (select count(*) from (select 1 from doc_embeddings where index_id = ? and emb is not null limit ?) x) >= ?
+         and not exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
+           where starts_with(c.relname, ?) and c.relnamespace = current_schema()::regnamespace and i.indisvalid)
+       returning true as due`,
+    [indexId, indexId, least, least, hnswPrefix(indexId)],
   );
-  return Number(row?.n ?? 0) >= least;
+  return Boolean(row?.due);
 }
 
 /**

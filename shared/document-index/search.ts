@@ -14,6 +14,7 @@ import {
 import { onProcessReset } from '../process-state.js';
 import { pgArray } from './pages.js';
 import { sql } from './store.js';
+import { TopK } from './vector-sets.js';
 import type { ExactVectorBackend, VectorBackend, VectorChange, VectorCte, VectorHit, VectorSearch } from './vectors.js';
 
 /** Candidates each ranking contributes to the fusion. */
@@ -781,6 +782,29 @@ function fromStatement(best: ReturnType<typeof fuse>, read: readonly FusedRow[])
   return best.every((r) => byId.has(r.id)) ? best.map((r) => byId.get(r.id)!) : null;
 }
 
+/**
+ * A pgvector search of which some indexes (`awaiting`) have their HNSW build still to come and are not cached:
+ * those ranked among the chunks matching a query word (`nearestAmong`), the others by their HNSW indexes, the two
+ * merged by similarity, then fused with the lexical ranking in one statement.
+ */
+async function awaitingSearch(
+  em: EntityManager,
+  backend: Extract<VectorBackend, { kind: 'pgvector' }>,
+  search: VectorSearch,
+  awaiting: readonly string[],
+  query: string,
+  topN: number,
+): Promise<FusedRow[]> {
+  const { tenant, indexIds, collection, k } = search;
+  const others = indexIds.filter((id) => !awaiting.includes(id));
+  const among = await backend.cache!.nearestAmong(em, { ...search, indexIds: [...awaiting] }, orQuery(query));
+  const top = new TopK(k);
+  for (const h of among) top.offer(h.id, h.sim);
+  if (others.length)
+    for (const h of await backend.nearest(em, tenant, others, collection, search.query, k)) top.offer(h.id, h.sim);
+  return fusedSearch(em, tenant, indexIds, query, topN, rankedIds(top.hits));
+}
+
 async function fusedRows(
   em: EntityManager,
   backend: VectorBackend,
@@ -792,17 +816,15 @@ async function fusedRows(
   const { tenant, indexIds: ids } = search;
   if (backend.kind === 'pgvector') {
     // An index cached in this process (it fits the budget) is ranked by the exact scan; the others by HNSW,
-    // and their vectors loaded in the background for the next searches. A large index whose HNSW index is not
-    // built yet is ranked among the chunks matching a query word, as on the embedded PostgreSQL.
+    // and their vectors loaded in the background for the next searches. An index whose HNSW build is still to
+    // come (a rechunk's, after its swap) is ranked among the chunks matching a query word meanwhile.
     const cache = backend.cache;
     const cached = cache?.peek(ids, search.collection);
     if (cached) return cachedSearch(em, cache!, cached, search, vector, query, topN);
     cache?.warm(em, tenant, ids, search.collection);
-    const v = { ...search, query: await vector.later() };
-    if (cache && (await backend.awaitingHnsw(em, ids, search.collection))) {
-      const hits = await cache.nearestAmong(em, v, orQuery(query));
-      return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
-    }
+    const [queryVec, awaiting] = await Promise.all([vector.later(), cache ? backend.awaitingHnsw(em, ids) : []]);
+    const v = { ...search, query: queryVec };
+    if (awaiting.length) return awaitingSearch(em, backend, v, awaiting, query, topN);
     return backend.inSearch<FusedRow>(em, v, (vec) => {
       // One prepared statement (its text is fixed per searched index set and collection).
       const s = fusedStatement(tenant, ids, query, topN, vec);

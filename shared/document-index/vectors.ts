@@ -5,7 +5,7 @@ import type { ClientBase } from 'pg';
 import { sql, sqlBound, sqlBoundStatement } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
-import { hnswIndexName, hnswPredicate } from './hnsw.js';
+import { hnswPredicate } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 import { estimatedSetBytes, TopK, VectorSet, type VectorHit } from './vector-sets.js';
@@ -629,42 +629,21 @@ export class PgvectorBackend {
      * (`PLATFORM_DOCUMENT_INDEX_HNSW_ONLY`): PostgreSQL ranks every search.
      */
     readonly cache: ExactVectorBackend | null = null,
-    /** The rows from which a collection gets an HNSW index (`PLATFORM_DOCUMENT_INDEX_HNSW_MIN_ROWS`). */
-    readonly hnswMinRows = 2000,
   ) {}
 
-  /** `<index id>|<collection>` of the HNSW indexes this process has seen valid (one stays valid until dropped). */
-  private readonly hnswValid = new Set<string>();
-
   /**
-   * Whether one of `indexIds` has at least `hnswMinRows` vectors of `collection` and no valid HNSW index yet
-   * (its ingestion's or rechunk's build is still to come, or running): PostgreSQL would answer a search of it
-   * with an exact scan of all its rows, so a search the cache cannot answer yet ranks among the chunks matching
-   * a query word instead (`ExactVectorBackend.nearestAmong`, as on the embedded PostgreSQL). A smaller index
-   * without one keeps PostgreSQL's exact scan (cheap, and exact for any embedding model). Asked only by a search
-   * the cache does not answer; an index seen valid is not asked about again.
+   * Those of `indexIds` whose HNSW build is requested and not done yet (a rechunk's new index, built after its
+   * swap: `hnsw_build_requested_at`, `requestHnswBuild`): PostgreSQL would answer a search of one with an exact
+   * scan of all its rows, so a search the cache cannot answer yet ranks those among the chunks matching a query
+   * word instead (`ExactVectorBackend.nearestAmong`, as on the embedded PostgreSQL). Asked only by such a search.
    */
-  async awaitingHnsw(em: EntityManager, indexIds: readonly string[], collection: string): Promise<boolean> {
-    const open = [...new Set(indexIds)].filter((id) => !this.hnswValid.has(`${id}|${collection}`));
-    if (!open.length) return false;
-    const rows = await sql<{ id: string; valid: boolean; large: boolean }>(
+  async awaitingHnsw(em: EntityManager, indexIds: readonly string[]): Promise<string[]> {
+    const rows = await sql<{ id: string }>(
       em,
-      `select m.id::text as id,
-          exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
-                   where c.relname = m.name and i.indisvalid and c.relnamespace = current_schema()::regnamespace) as valid,
-          (select count(*) from (select 1 from doc_embeddings e
-             where e.collection = ? and e.index_id = m.id and e.emb is not null limit ?) x) >= ? as large
-         from unnest(?::uuid[], ?::text[]) as m(id, name)`,
-      [
-        collection,
-        this.hnswMinRows,
-        this.hnswMinRows,
-        pgArray(open),
-        pgArray(open.map((id) => hnswIndexName(id, collection))),
-      ],
+      'select id from doc_indexes where id = any(?::uuid[]) and hnsw_build_requested_at is not null',
+      [pgArray([...new Set(indexIds)])],
     );
-    for (const r of rows) if (r.valid) this.hnswValid.add(`${r.id}|${collection}`);
-    return rows.some((r) => !r.valid && r.large);
+    return rows.map((r) => r.id);
   }
 
   async nearest(
@@ -763,7 +742,6 @@ export async function detectVectorBackend(
   budgetBytes: number,
   efSearch = DEFAULT_EF_SEARCH,
   hnswOnly = false,
-  hnswMinRows?: number,
 ): Promise<VectorBackend> {
   try {
     await sql(em.fork(), 'create extension if not exists vector');
@@ -782,7 +760,6 @@ export async function detectVectorBackend(
       major! > 0 || minor! >= 8,
       efSearch,
       hnswOnly ? null : new ExactVectorBackend(budgetBytes),
-      hnswMinRows,
     );
   } catch {
     return new ExactVectorBackend(budgetBytes);
@@ -818,8 +795,8 @@ onProcessReset('shared/document-index/vectors.ts#detected', () => {
 
 /** The process's vector backend, detected once. */
 export function vectorBackend(em: EntityManager, config: AppConfig): Promise<VectorBackend> {
-  const { vectorCacheMb, hnswEfSearch: ef, hnswOnly, hnswMinRows } = config.documentIndex;
-  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef, hnswOnly, hnswMinRows).then(
+  const { vectorCacheMb, hnswEfSearch: ef, hnswOnly } = config.documentIndex;
+  shared ??= detectVectorBackend(em, vectorCacheMb * 1024 * 1024, ef, hnswOnly).then(
     (backend) => (detected = backend),
     (err: unknown) => {
       shared = undefined;

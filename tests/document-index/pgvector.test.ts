@@ -22,7 +22,7 @@ import {
   buildHnswIndexes,
   buildHnswIndexesOf,
   dropHnswIndexes,
-  hnswBuildDue,
+  requestHnswBuild,
   hnswIndexName,
   hnswPredicate,
 } from '../../shared/document-index/hnsw.js';
@@ -210,8 +210,15 @@ describe('pgvector backend', () => {
     // The copy wrote its rows with no HNSW index of its own to insert into; the swap does not wait for one.
     const tempName = hnswIndexName(begun.tempId, embedder.collection);
     expect(await named(tempName)).toBe(0);
-    expect(await hnswBuildDue(em(), begun.tempId, 0)).toBe(true);
-    expect(await hnswBuildDue(em(), begun.tempId, 10_000)).toBe(false);
+    // Too few rows for the threshold: no build is due, none recorded.
+    expect(await requestHnswBuild(em(), begun.tempId, 10_000)).toBe(false);
+    const requested = async () =>
+      (
+        await sql<{ at: Date | null }>(em(), 'select hnsw_build_requested_at as at from doc_indexes where id = ?', [
+          begun.tempId,
+        ])
+      )[0]!.at;
+    expect(await requested()).toBeNull();
     const swap = await swapRechunk(em(), {
       tenant: TENANT,
       indexName: 'kb-rechunk',
@@ -222,27 +229,37 @@ describe('pgvector backend', () => {
     // The replaced index's HNSW index went with its rows; the new one serves before its own is built.
     expect(await named(sourceName)).toBe(0);
     expect(await named(tempName)).toBe(0);
-    // Processes that cannot cache it (a 64-byte budget): with an HNSW threshold under its size, a search ranks
-    // among the chunks matching a query word; with one above, PostgreSQL's exact scan ranks it, as before.
-    const awaiting = await detectVectorBackend(em(), 64, undefined, false, 5);
-    const small = await detectVectorBackend(em(), 64, undefined, false, 1_000);
-    if (awaiting.kind !== 'pgvector' || small.kind !== 'pgvector') throw new Error('pgvector expected');
-    const search = (backend: VectorBackend) =>
-      hybridSearch(em(), TENANT, [{ id: begun.tempId, name: 'kb-rechunk' }], 'restore a backup', 5, embedder, backend);
-    const before = await search(awaiting);
-    expect(before[0]?.filepath).toMatch(/^r(1|10)$/);
-    expect(awaiting.cache!.amongSearches).toBe(1);
-    expect((await search(small))[0]?.filepath).toBe(before[0]?.filepath);
-    expect(small.cache!.amongSearches).toBe(0);
-    // The build after the swap (vectorIndexBuildWorkflow's activity): then PostgreSQL's HNSW scan ranks it.
+    // A process that cannot cache it (a 64-byte budget): with no build requested, PostgreSQL's exact scan ranks it.
+    const uncached = await detectVectorBackend(em(), 64);
+    if (uncached.kind !== 'pgvector') throw new Error('pgvector expected');
+    const search = (ids: Array<{ id: string; name: string }>) =>
+      hybridSearch(em(), TENANT, ids, 'restore a backup', 10, embedder, uncached);
+    const rechunked = { id: begun.tempId, name: 'kb-rechunk' };
+    const exactScan = await search([rechunked]);
+    expect(exactScan[0]?.filepath).toMatch(/^r(1|10)$/);
+    expect(uncached.cache!.amongSearches).toBe(0);
+    // The build requested (as the swap activity does when the index is large enough): until it is done, such a
+    // search ranks the index among the chunks matching a query word, and an index beside it by its HNSW index.
+    expect(await requestHnswBuild(em(), begun.tempId, 0)).toBe(true);
+    expect(await requested()).not.toBeNull();
+    const awaiting = await search([rechunked]);
+    expect(uncached.cache!.amongSearches).toBe(1);
+    expect(awaiting[0]?.filepath).toBe(exactScan[0]?.filepath);
+    await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 0, minRows: 0 });
+    const both = await search([rechunked, { id: index.id, name: 'kb' }]);
+    expect(uncached.cache!.amongSearches).toBe(2);
+    expect(new Set(both.map((h) => h.index_name))).toEqual(new Set(['kb-rechunk', 'kb']));
+    expect(both.find((h) => h.index_name === 'kb')?.vector_rank).not.toBeNull();
+    // The build after the swap (vectorIndexBuildWorkflow's activity) clears the request: PostgreSQL's HNSW scan ranks it.
     expect(await buildHnswIndexesOf(em(), config, { indexId: begun.tempId })).toEqual([
       expect.objectContaining({ outcome: 'built' }),
     ]);
     expect(await named(tempName)).toBe(1);
-    const after = await search(awaiting);
-    expect(awaiting.cache!.amongSearches).toBe(1);
-    expect(after[0]?.filepath).toBe(before[0]?.filepath);
-    expect((await search(pgv))[0]?.filepath).toBe(before[0]?.filepath);
+    expect(await requested()).toBeNull();
+    expect((await search([rechunked]))[0]?.filepath).toBe(exactScan[0]?.filepath);
+    expect(uncached.cache!.amongSearches).toBe(2);
+    // Built already: no build is due again.
+    expect(await requestHnswBuild(em(), begun.tempId, 0)).toBe(false);
   });
 
   it('builds and drops HNSW indexes concurrently: writes and searches of every index go on meanwhile', async () => {

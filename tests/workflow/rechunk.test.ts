@@ -22,7 +22,8 @@ beforeAll(async () => {
 afterAll(async () => env?.teardown());
 
 const BATCH = 10;
-type Swap = { swapped: true; docs: number; chunksAfter: number } | { swapped: false; reason: string };
+type Swap =
+  { swapped: true; docs: number; chunksAfter: number; vectorIndexBuild: boolean } | { swapped: false; reason: string };
 
 /** Stubs: each pass copies `docs` documents; the swaps answer in turn (the last repeats). */
 function rechunkStubs(opts: { docs: number; swaps: Swap[]; missing?: boolean; copyFailures?: number }) {
@@ -68,7 +69,7 @@ async function rechunk<T = unknown>(
   return worker.runUntil(until(handle));
 }
 
-const swapped: Swap = { swapped: true, docs: 25, chunksAfter: 60 };
+const swapped: Swap = { swapped: true, docs: 25, chunksAfter: 60, vectorIndexBuild: false };
 
 describe('rechunkWorkflow', () => {
   it('copies in batches, swaps and completes', async () => {
@@ -127,6 +128,16 @@ describe('rechunkWorkflow', () => {
     );
   });
 
+  it('starts the HNSW build after a swap answered by a worker of the version before (no vectorIndexBuild field)', async () => {
+    const stubs = rechunkStubs({ docs: 5, swaps: [{ swapped: true, docs: 5, chunksAfter: 9 } as Swap] });
+    const built = await rechunk(stubs, async (handle) => {
+      expect(await handle.result()).toMatchObject({ status: 'completed', chunks_after: 9 });
+      return env.client.workflow.getHandle(vectorIndexBuildWorkflowId('ix_tmp')).result();
+    });
+    expect(built).toEqual({ built: 1 });
+    expect(stubs.calls.buildDocumentVectorIndexes).toEqual([{ indexId: 'ix_tmp' }]);
+  });
+
   it('keeps copying after a batch cut short by its content budget, until a batch says done', async () => {
     let copied = 0;
     const stubs = recorded({
@@ -137,7 +148,7 @@ describe('rechunkWorkflow', () => {
         copied += docs;
         return { docs, lastId: `d${copied}`, warnings: [], done: copied === 8 };
       },
-      swapIndexRechunk: async () => ({ swapped: true, docs: 8, chunksAfter: 30 }),
+      swapIndexRechunk: async () => ({ swapped: true, docs: 8, chunksAfter: 30, vectorIndexBuild: false }),
       dropIndexRechunkTemp: async () => undefined,
       buildDocumentVectorIndexes: async () => ({ built: 1 }),
     });

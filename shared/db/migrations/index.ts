@@ -57,6 +57,7 @@ import { Migration20261130010000LocalHashing1536 } from './Migration202611300100
 import { Migration20261130020000DocVectorChanges } from './Migration20261130020000DocVectorChanges.js';
 import { Migration20261130030000DocNativeVectorsCompressed } from './Migration20261130030000DocNativeVectorsCompressed.js';
 import { Migration20261130040000ActionReviewIdempotencyKeys } from './Migration20261130040000ActionReviewIdempotencyKeys.js';
+import { Migration20261130050000DocHnswBuildRequested } from './Migration20261130050000DocHnswBuildRequested.js';
 import { Migration20261129130000DocVectorLogActiveOnly } from './Migration20261129130000DocVectorLogActiveOnly.js';
 import { Migration20261129550000DocVectorLog } from './Migration20261129550000DocVectorLog.js';
 import { Migration20261129560000DocNativeVectors } from './Migration20261129560000DocNativeVectors.js';
@@ -140,4 +141,5 @@ export const migrationsList: MigrationObject[] = [
     name: 'Migration20261130040000ActionReviewIdempotencyKeys',
     class: Migration20261130040000ActionReviewIdempotencyKeys,
   },
+  { name: 'Migration20261130050000DocHnswBuildRequested', class: Migration20261130050000DocHnswBuildRequested },
 ];
