@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { loadConfig } from '../../shared/config.js';
 import { createApiMetrics } from '../../shared/observability/metrics.js';
 import { ensurePromtool, PROMTOOL_INSTALL_TIMEOUT_MS } from '../helpers/promtool.js';
 
@@ -32,6 +33,7 @@ interface Service {
   volumes?: (string | { type?: string; source?: string; target?: string })[];
   profiles?: string[];
   ports?: string[];
+  shm_size?: string | number;
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -87,6 +89,26 @@ describe('docker-compose.yml', () => {
         expect(services, `${name} depends on undefined service ${target}`).toHaveProperty([target]);
       }
     }
+  });
+
+  it("gives PostgreSQL a /dev/shm above pgvector's parallel HNSW build memory (Docker's 64 MiB fails every build)", () => {
+    const postgres = services.postgres!;
+    // `${VAR:-default}` as Compose reads it with VAR unset.
+    const resolved = String(postgres.shm_size ?? '64mb').replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+    const match = /^(\d+)\s*([kmg]?)b?$/i.exec(resolved);
+    expect(match, `shm_size ${resolved}`).not.toBeNull();
+    const bytes = Number(match![1]) * 1024 ** ' kmg'.indexOf((match![2] || ' ').toLowerCase());
+    // The worker's build memory as configured for it (the default when Compose does not set it).
+    const worker = services.worker!;
+    const env = Array.isArray(worker.environment) ? {} : (worker.environment ?? {});
+    const buildMb = loadConfig({
+      DATABASE_URL: 'postgres://x@127.0.0.1/x',
+      ...(env.PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB
+        ? { PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB: String(env.PLATFORM_DOCUMENT_INDEX_HNSW_BUILD_MEMORY_MB) }
+        : {}),
+    }).documentIndex.hnswBuildMemoryMb;
+    expect(bytes).toBeGreaterThan(1.25 * buildMb * 2 ** 20);
+    expect(asText(postgres.command)).toMatch(/shared_buffers=/);
   });
 
   it('runs the API and the worker as separate services built from the Dockerfile, configured by environment', () => {
