@@ -141,6 +141,51 @@ async function serverCpu(em: () => EntityManager): Promise<Map<number, number>> 
   return out;
 }
 
+/**
+ * Samples `pg_stat_progress_vacuum` every 250 ms until stopped: which tables a (auto)vacuum was seen working on,
+ * and in how many samples, as `doc_embeddings 12/40 (phase …)`, or `none of N samples`.
+ */
+function watchVacuums(em: () => EntityManager): { stop: () => Promise<string> } {
+  const seen = new Map<string, { n: number; phases: Set<string> }>();
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const rows = await sql<{ rel: string; phase: string }>(
+        em(),
+        `select relid::regclass::text as rel, phase from pg_stat_progress_vacuum where datid = (
+           select oid from pg_database where datname = current_database())`,
+      ).catch(() => []);
+      samples++;
+      for (const r of rows) {
+        const entry = seen.get(r.rel) ?? { n: 0, phases: new Set<string>() };
+        entry.n++;
+        entry.phases.add(r.phase);
+        seen.set(r.rel, entry);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      if (!seen.size) return `none of ${samples} samples`;
+      return [...seen].map(([rel, e]) => `${rel} ${e.n}/${samples} (${[...e.phases].join(', ')})`).join('; ');
+    },
+  };
+}
+
+/** Autovacuum and autoanalyze runs of the document-index tables so far (PostgreSQL's statistics). */
+async function autovacuums(em: () => EntityManager): Promise<number> {
+  const [row] = await sql<{ n: string }>(
+    em(),
+    `select coalesce(sum(autovacuum_count + autoanalyze_count), 0) as n from pg_stat_user_tables
+       where relname in ('doc_embeddings', 'doc_chunks', 'doc_documents')`,
+  );
+  return Number(row?.n ?? 0);
+}
+
 /** CPU milliseconds the server's processes spent between two `serverCpu` readings (processes in the second). */
 const cpuBetween = (before: Map<number, number>, after: Map<number, number>) =>
   [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
@@ -551,8 +596,9 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       '',
     );
     if (withRechunk) {
-      const [rechunkCpu0, rechunkServer0] = [process.cpuUsage(), await serverCpu(em)];
+      const [rechunkCpu0, rechunkServer0, vacuums0] = [process.cpuUsage(), await serverCpu(em), await autovacuums(em)];
       const started = performance.now();
+      const vacuumWatch = watchVacuums(em);
       const r = await temporal.workflow.execute(workflowRef('rechunkWorkflow'), {
         workflowId: rechunkWorkflowId(tenant, name),
         taskQueue: config.temporal.taskQueue,
@@ -569,11 +615,15 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       const rechunkS = (performance.now() - started) / 1000;
       const rechunkCpu = process.cpuUsage(rechunkCpu0);
       const rechunkServerS = cpuBetween(rechunkServer0, await serverCpu(em)) / 1000;
+      const vacuumsDuring = (await autovacuums(em)) - vacuums0;
+      const vacuumsSeen = await vacuumWatch.stop();
       const rechunkProcessS = (rechunkCpu.user + rechunkCpu.system) / 1e6;
       rechunks.push([r.chunks_before, rechunkS, rechunkProcessS + rechunkServerS]);
       out.push(
         `rechunk (40 to 80 tokens): ${r.chunks_before} to ${r.chunks_after} chunks in ${rechunkS.toFixed(1)} s (${r.status}); ` +
-          `CPU: this process ${rechunkProcessS.toFixed(1)} s, PostgreSQL ${rechunkServerS.toFixed(1)} s; load average ${loadavg()}`,
+          `CPU: this process ${rechunkProcessS.toFixed(1)} s, PostgreSQL ${rechunkServerS.toFixed(1)} s ` +
+          `(autovacuums of the document tables ended during it: ${vacuumsDuring}; vacuums seen running, sampled ` +
+          `every 250 ms: ${vacuumsSeen}); load average ${loadavg()}`,
         '',
         await rechunkPhases(stack, rechunkWorkflowId(tenant, name), rechunkS),
         '',
@@ -594,6 +644,15 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       tenant,
       pgArray([name, `${name}-control`]),
     ]);
+    // And vacuumed, timed, so no autovacuum of this size's deleted rows runs during the next size's measures:
+    // with pgvector a vacuum of `doc_embeddings` scans every HNSW index of the table for them.
+    const vacuumed = performance.now();
+    await sql(em(), 'vacuum doc_embeddings, doc_chunks, doc_documents');
+    out.push(
+      `vacuum of the tables after this size's rows were deleted (not in any measure above): ` +
+        `${((performance.now() - vacuumed) / 1000).toFixed(1)} s; load average ${loadavg()}`,
+      '',
+    );
   }
   if (rechunks.length > 1) {
     const [c0, s0, cpu0] = rechunks[0]!;
