@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
 import type { AppConfig } from '../shared/config.js';
 import type { ChunkConfig } from '../shared/document-index/chunking.js';
-import { buildHnswIndexesOf, requestHnswBuild } from '../shared/document-index/hnsw.js';
+import { buildHnswIndexesOf } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint, ingestFiles } from '../shared/document-index/ingest.js';
 import { beginRechunk, dropRechunkTemp, rechunkCopyBatch, swapRechunk } from '../shared/document-index/rechunk.js';
 import { withHeartbeat } from './heartbeat.js';
@@ -17,16 +17,19 @@ export function createDocumentIndexActivities(deps: { orm: MikroORM; config: App
       return withHeartbeat(2_000, () => rechunkCopyBatch(deps.orm.em.fork(), deps.config, input));
     },
     /**
-     * The swap; `vectorIndexBuild`: the new index is due an HNSW build (pgvector; recorded on the index for
-     * searches), which the rechunk starts next.
+     * The swap; asked to (`requestVectorIndexBuild`), it records on the new index the HNSW build it is due
+     * (pgvector) in the swap's transaction and answers `vectorIndexBuild`, which the rechunk starts next.
      */
-    swapIndexRechunk(input: { tenant: string; indexName: string; sourceId: string; tempId: string }) {
-      return withHeartbeat(2_000, async () => {
-        const em = deps.orm.em.fork();
-        const swap = await swapRechunk(em, input);
-        const due = swap.swapped && (await requestHnswBuild(em, input.tempId, deps.config.documentIndex.hnswMinRows));
-        return { ...swap, vectorIndexBuild: due };
-      });
+    swapIndexRechunk(input: {
+      tenant: string;
+      indexName: string;
+      sourceId: string;
+      tempId: string;
+      requestVectorIndexBuild?: boolean;
+    }) {
+      const { requestVectorIndexBuild, ...swap } = input;
+      const minRows = requestVectorIndexBuild ? deps.config.documentIndex.hnswMinRows : null;
+      return withHeartbeat(2_000, () => swapRechunk(deps.orm.em.fork(), swap, minRows));
     },
     dropIndexRechunkTemp(input: { tempId: string }) {
       return withHeartbeat(2_000, () => dropRechunkTemp(deps.orm.em.fork(), input));

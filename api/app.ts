@@ -65,6 +65,8 @@ function trailingSlashRedirect(routers: Router[]): Koa.Middleware {
   return async (ctx, next) => {
     await next();
     if (ctx.status !== 404 || ctx.body != null || ctx.path.endsWith('/')) return;
+    // Never a Location a browser could read as another host (`//host`, `/\host`), whatever routes come.
+    if (ctx.path.startsWith('//') || ctx.path.includes('\\')) return;
     // A path some route declares (with another method) is the 405's, not this.
     if ((ctx as { matched?: Array<{ methods: string[] }> }).matched?.some((layer) => layer.methods.length)) return;
     const slashed = `${ctx.path}/`;

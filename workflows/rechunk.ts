@@ -123,7 +123,14 @@ export async function rechunkWorkflow(input: RechunkInput): Promise<RechunkResul
         // Before that change: the copied rows indexed at once before the swap made them searchable.
         if (!buildAfterSwap && patched('docidx-hnsw-build'))
           await buildDocumentVectorIndexes({ indexId: begun.tempId });
-        const swap = await swapIndexRechunk({ tenant, indexName, sourceId: begun.sourceId, tempId: begun.tempId });
+        const swap = await swapIndexRechunk({
+          tenant,
+          indexName,
+          sourceId: begun.sourceId,
+          tempId: begun.tempId,
+          // The swap records the build it requests on the index, so searches know one is coming.
+          ...(buildAfterSwap ? { requestVectorIndexBuild: true } : {}),
+        });
         if (swap.swapped) {
           // A swap answered by a worker of the version before says nothing: the build is started all the same
           // (it builds nothing where none is due).

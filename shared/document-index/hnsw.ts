@@ -185,12 +185,11 @@ async function buildEach(
 }
 
 /**
- * After a rechunk's swap: whether its new index is due an HNSW build, which the rechunk then starts
- * (`vectorIndexBuildWorkflow`). Due when pgvector's native column exists, the index holds at least `minRows`
- * vectors (of its collections together; the build decides per collection) and has no valid HNSW index yet (a
- * rechunk of the version before built one before its swap). A due build is recorded on the index
- * (`hnsw_build_requested_at`, cleared when a build of it ends), so searches know one is coming
- * (`PgvectorBackend.awaitingHnsw`). Reads at most `minRows` rows.
+ * In a rechunk's swap (its transaction, `tx`): whether its new index is due an HNSW build, which the rechunk then
+ * starts (`vectorIndexBuildWorkflow`). Due when pgvector's native column exists, the index holds at least `minRows`
+ * vectors (a rechunk's new index has one collection, its copy's embedder's) and has no valid HNSW index yet. A due
+ * build is recorded on the index (`hnsw_build_requested_at`, cleared when a build of it ends), so searches know
+ * one is coming from the moment the index serves (`PgvectorBackend.awaitingHnsw`). Reads at most `minRows` rows.
  */
 export async function requestHnswBuild(em: EntityManager, indexId: string, minRows: number): Promise<boolean> {
   if (!(await nativeVectorType(em))) return false;

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '../config.js';
 import type { ChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
-import { dropHnswIndexes } from './hnsw.js';
+import { dropHnswIndexes, requestHnswBuild } from './hnsw.js';
 import { ingestDocuments, lockIndex, sql, type IndexRow } from './store.js';
 
 /**
@@ -123,15 +123,20 @@ export async function rechunkCopyBatch(
 export async function swapRechunk(
   em: EntityManager,
   input: { tenant: string; indexName: string; sourceId: string; tempId: string },
-): Promise<{ swapped: boolean; docs: number; chunksAfter: number; reason?: string }> {
+  /** Given: the HNSW build the new index is due is recorded in the swap's transaction (`requestHnswBuild`). */
+  hnswMinRows: number | null = null,
+): Promise<{ swapped: boolean; docs: number; chunksAfter: number; reason?: string; vectorIndexBuild: boolean }> {
+  const due = (tx: EntityManager) =>
+    hnswMinRows === null ? Promise.resolve(false) : requestHnswBuild(tx, input.tempId, hnswMinRows);
   const outcome = await em.fork().transactional(async (tx) => {
     await lockIndex(tx, input.sourceId);
     const source = (await sql<IndexRow>(tx, 'select * from doc_indexes where id = ?', [input.sourceId]))[0];
     const temp = (await sql<IndexRow>(tx, 'select * from doc_indexes where id = ?', [input.tempId]))[0];
     if (source?.state !== 'active') {
       // Swapped already (a retried activity: the source is retired or gone) or deleted meanwhile.
-      if (temp?.state === 'active' && temp.name === input.indexName) return { swapped: true, ...(await counts(tx)) };
-      return { swapped: false, docs: 0, chunksAfter: 0, reason: 'index_deleted' };
+      if (temp?.state === 'active' && temp.name === input.indexName)
+        return { swapped: true, ...(await counts(tx)), vectorIndexBuild: await due(tx) };
+      return { swapped: false, docs: 0, chunksAfter: 0, reason: 'index_deleted', vectorIndexBuild: false };
     }
     const diff = await sql<{ n: string }>(
       tx,
@@ -142,7 +147,8 @@ export async function swapRechunk(
        ) x`,
       [input.sourceId, input.tempId, input.tempId, input.sourceId],
     );
-    if (Number(diff[0]!.n) > 0) return { swapped: false, docs: 0, chunksAfter: 0, reason: 'documents_changed' };
+    if (Number(diff[0]!.n) > 0)
+      return { swapped: false, docs: 0, chunksAfter: 0, reason: 'documents_changed', vectorIndexBuild: false };
     await sql(tx, `update doc_indexes set state = 'building', name = ? where id = ?`, [
       retiredIndexName(input.sourceId),
       input.sourceId,
@@ -156,7 +162,7 @@ export async function swapRechunk(
       `update doc_indexes set name = ?, state = 'active', managed_source_id = ?, adopted_at = ? where id = ?`,
       [input.indexName, source.managed_source_id, source.adopted_at, input.tempId],
     );
-    return { swapped: true, ...(await counts(tx)) };
+    return { swapped: true, ...(await counts(tx)), vectorIndexBuild: await due(tx) };
   });
   if (outcome.swapped) await dropBuildingIndex(em, input.sourceId);
   return outcome;

@@ -636,11 +636,16 @@ export class PgvectorBackend {
    * swap: `hnsw_build_requested_at`, `requestHnswBuild`): PostgreSQL would answer a search of one with an exact
    * scan of all its rows, so a search the cache cannot answer yet ranks those among the chunks matching a query
    * word instead (`ExactVectorBackend.nearestAmong`, as on the embedded PostgreSQL). Asked only by such a search.
+   * An index with a valid HNSW index is not awaiting, whatever the request says (a worker of the version before
+   * built it without clearing the request).
    */
   async awaitingHnsw(em: EntityManager, indexIds: readonly string[]): Promise<string[]> {
     const rows = await sql<{ id: string }>(
       em,
-      'select id from doc_indexes where id = any(?::uuid[]) and hnsw_build_requested_at is not null',
+      `select d.id from doc_indexes d where d.id = any(?::uuid[]) and d.hnsw_build_requested_at is not null
+         and not exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
+           where starts_with(c.relname, 'doc_hnsw_' || replace(d.id::text, '-', '') || '_')
+             and c.relnamespace = current_schema()::regnamespace and i.indisvalid)`,
       [pgArray([...new Set(indexIds)])],
     );
     return rows.map((r) => r.id);

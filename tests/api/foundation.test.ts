@@ -69,6 +69,9 @@ describe('error envelope', () => {
     expect(other.status).toBe(404);
     const wrongMethod = await fetch(`${stack.url}/api/blueprints`, { method: 'DELETE', redirect: 'manual' });
     expect(wrongMethod.status).toBe(404);
+    // Never a Location another host could be read from.
+    const doubled = await fetch(`${stack.url}//api/blueprints`, { redirect: 'manual' });
+    expect(doubled.status).toBe(404);
   });
 
   it('answers 400 bad_request for malformed JSON and writes nothing', async () => {

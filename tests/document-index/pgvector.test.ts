@@ -219,32 +219,34 @@ describe('pgvector backend', () => {
         ])
       )[0]!.at;
     expect(await requested()).toBeNull();
-    const swap = await swapRechunk(em(), {
-      tenant: TENANT,
-      indexName: 'kb-rechunk',
-      sourceId: begun.sourceId,
-      tempId: begun.tempId,
-    });
-    expect(swap.swapped).toBe(true);
+    // The swap, asked to record the build the new index is due (as the rechunk asks): recorded in its transaction,
+    // so the index never serves without it.
+    const swap = await swapRechunk(
+      em(),
+      { tenant: TENANT, indexName: 'kb-rechunk', sourceId: begun.sourceId, tempId: begun.tempId },
+      0,
+    );
+    expect(swap).toMatchObject({ swapped: true, vectorIndexBuild: true });
+    expect(await requested()).not.toBeNull();
     // The replaced index's HNSW index went with its rows; the new one serves before its own is built.
     expect(await named(sourceName)).toBe(0);
     expect(await named(tempName)).toBe(0);
-    // A process that cannot cache it (a 64-byte budget): with no build requested, PostgreSQL's exact scan ranks it.
+    // A process that cannot cache it (a 64-byte budget): until the build is done, such a search ranks the index
+    // among the chunks matching a query word.
     const uncached = await detectVectorBackend(em(), 64);
     if (uncached.kind !== 'pgvector') throw new Error('pgvector expected');
     const search = (ids: Array<{ id: string; name: string }>) =>
       hybridSearch(em(), TENANT, ids, 'restore a backup', 10, embedder, uncached);
     const rechunked = { id: begun.tempId, name: 'kb-rechunk' };
-    const exactScan = await search([rechunked]);
-    expect(exactScan[0]?.filepath).toMatch(/^r(1|10)$/);
-    expect(uncached.cache!.amongSearches).toBe(0);
-    // The build requested (as the swap activity does when the index is large enough): until it is done, such a
-    // search ranks the index among the chunks matching a query word, and an index beside it by its HNSW index.
-    expect(await requestHnswBuild(em(), begun.tempId, 0)).toBe(true);
-    expect(await requested()).not.toBeNull();
     const awaiting = await search([rechunked]);
+    expect(awaiting[0]?.filepath).toMatch(/^r(1|10)$/);
     expect(uncached.cache!.amongSearches).toBe(1);
-    expect(awaiting[0]?.filepath).toBe(exactScan[0]?.filepath);
+    // With no build requested (an index too small for one), PostgreSQL's exact scan ranks it, to the same top hit.
+    await sql(em(), 'update doc_indexes set hnsw_build_requested_at = null where id = ?', [begun.tempId]);
+    expect((await search([rechunked]))[0]?.filepath).toBe(awaiting[0]?.filepath);
+    expect(uncached.cache!.amongSearches).toBe(1);
+    expect(await requestHnswBuild(em(), begun.tempId, 0)).toBe(true);
+    // Beside an index with its HNSW index, only the awaiting one ranks among the word matches.
     await buildHnswIndexes(em(), index.id, { memoryMb: 128, workers: 0, minRows: 0 });
     const both = await search([rechunked, { id: index.id, name: 'kb' }]);
     expect(uncached.cache!.amongSearches).toBe(2);
@@ -256,10 +258,15 @@ describe('pgvector backend', () => {
     ]);
     expect(await named(tempName)).toBe(1);
     expect(await requested()).toBeNull();
-    expect((await search([rechunked]))[0]?.filepath).toBe(exactScan[0]?.filepath);
+    expect((await search([rechunked]))[0]?.filepath).toBe(awaiting[0]?.filepath);
     expect(uncached.cache!.amongSearches).toBe(2);
-    // Built already: no build is due again.
+    // Built already: no build is due again; a request left by a worker of the version before (which built without
+    // clearing it) is not waited on.
     expect(await requestHnswBuild(em(), begun.tempId, 0)).toBe(false);
+    await sql(em(), 'update doc_indexes set hnsw_build_requested_at = now() where id = ?', [begun.tempId]);
+    expect(await uncached.awaitingHnsw(em(), [begun.tempId, index.id])).toEqual([]);
+    await search([rechunked]);
+    expect(uncached.cache!.amongSearches).toBe(2);
   });
 
   it('builds and drops HNSW indexes concurrently: writes and searches of every index go on meanwhile', async () => {

@@ -1,11 +1,11 @@
 /**
  * The API in a process of its own (`node --import tsx api/server.ts`, as `npm run api` runs it), so a
  * test can run several replicas side by side on one database and one Temporal, and kill one for real.
- * It listens on a free loopback port; `ready` resolves once it logs `api listening`.
+ * It listens on a port the system picks (`PORT=0`: no port chosen here that another process could take before
+ * it binds); `ready` resolves once it logs `api listening` with its URL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../scripts/lib/net.js';
 import { stopChild } from './worker-process.js';
 
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -13,7 +13,8 @@ const serverPath = fileURLToPath(new URL('../../api/server.ts', import.meta.url)
 
 export interface ApiProcess {
   child: ChildProcess;
-  url: string;
+  /** Its base URL, known once `ready` resolved (read before, it throws). */
+  readonly url: string;
   /** Resolves once the API answers; rejects if the process ends first or `readyTimeoutMs` passes. */
   ready: Promise<void>;
   /** What the process wrote (both streams, the last 50,000 characters), for failure messages. */
@@ -25,8 +26,7 @@ export interface ApiProcess {
 }
 
 export async function spawnApiProcess(env: Record<string, string>, readyTimeoutMs = 90_000): Promise<ApiProcess> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  let url: string | undefined;
   const child = spawn(process.execPath, ['--import', 'tsx', serverPath], {
     cwd: projectRoot,
     env: {
@@ -35,7 +35,7 @@ export async function spawnApiProcess(env: Record<string, string>, readyTimeoutM
       PLATFORM_EGRESS_ALLOW_PRIVATE: 'true',
       CRM_ALLOW_INSECURE_LOOPBACK: 'true',
       ...env,
-      PORT: String(port),
+      PORT: '0',
       HOST: '127.0.0.1',
     },
     // An IPC channel only so that the API stops when its parent (the test run) is gone.
@@ -57,7 +57,9 @@ export async function spawnApiProcess(env: Record<string, string>, readyTimeoutM
       readyTimeoutMs,
     );
     const onData = () => {
-      if (!out.includes('"msg":"api listening"')) return;
+      const line = out.split('\n').find((l) => l.includes('"msg":"api listening"') && l.endsWith('}'));
+      if (!line) return;
+      url = (JSON.parse(line) as { url: string }).url;
       clearTimeout(timer);
       child.stdout!.off('data', onData);
       resolve();
@@ -71,7 +73,10 @@ export async function spawnApiProcess(env: Record<string, string>, readyTimeoutM
   ready.catch(() => undefined);
   return {
     child,
-    url,
+    get url() {
+      if (!url) throw new Error(`API process ${child.pid} is not ready: its URL is not known yet`);
+      return url;
+    },
     ready,
     output: () => out,
     stop: (graceMs = 10_000) => stopChild(child, exited, graceMs),
