@@ -89,48 +89,47 @@ export async function startPgvectorPostgres(
       ],
       { ...ids, env, maxBuffer: 4 * 1024 * 1024 },
     );
-    const port = await freePort();
-    child = spawn(
-      path.join(bin, 'postgres'),
-      [
-        '-D',
-        dataDir,
-        '-p',
-        String(port),
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        `unix_socket_directories=${dir}`,
-        '-c',
-        'fsync=off',
-        '-c',
-        'full_page_writes=off',
-        '-c',
-        'max_connections=50',
-        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-      ],
-      { ...ids, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    running.add(child);
-    const output = collect(child);
-    const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null)
+    // A port free a moment ago may be taken before PostgreSQL binds it (it cannot be given port 0): a start that
+    // fails to bind is tried again on another port.
+    let port = 0;
+    let adminUrl = '';
+    for (let attempt = 1; ; attempt++) {
+      port = await freePort();
+      child = spawn(
+        path.join(bin, 'postgres'),
+        [
+          '-D',
+          dataDir,
+          '-p',
+          String(port),
+          '-c',
+          'listen_addresses=127.0.0.1',
+          '-c',
+          `unix_socket_directories=${dir}`,
+          '-c',
+          'fsync=off',
+          '-c',
+          'full_page_writes=off',
+          '-c',
+          'max_connections=50',
+          ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+        ],
+        { ...ids, env, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      running.add(child);
+      const output = collect(child);
+      adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+      if (await acceptsConnections(child, adminUrl, output, bin)) break;
+      running.delete(child);
+      // Its last words arrive with the streams' close, which may follow the exit.
+      const ended = child;
+      await new Promise<void>((resolve) => {
+        if (ended.stdout?.destroyed !== false && ended.stderr?.destroyed !== false) resolve();
+        else ended.once('close', () => resolve());
+      });
+      if (attempt >= 3 || !/could not bind|address already in use/i.test(output()))
         throw new Error(`pgvector PostgreSQL (${bin}) exited while starting: ${output()}`);
-      const client = new pg.Client({ connectionString: adminUrl });
-      try {
-        await client.connect();
-        await client.end();
-        break;
-      } catch (err) {
-        await client.end().catch(() => undefined);
-        if (Date.now() > deadline)
-          throw new Error(`pgvector PostgreSQL did not accept connections: ${(err as Error).message}\n${output()}`, {
-            cause: err,
-          });
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      log(`pgvector PostgreSQL: port ${port} was taken meanwhile; trying another`);
     }
     const server = child;
     log(`pgvector PostgreSQL on 127.0.0.1:${port} (${bin})`);
@@ -146,6 +145,38 @@ export async function startPgvectorPostgres(
     await rm(dir, { recursive: true, force: true });
     const detail = (err as { stderr?: string }).stderr?.trim();
     throw detail ? new Error(`initdb of the pgvector PostgreSQL (${bin}) failed: ${detail}`, { cause: err }) : err;
+  }
+}
+
+/**
+ * Waits until the starting server accepts connections (true), or has exited (false: the caller reads why from its
+ * output); throws after 60 s.
+ */
+async function acceptsConnections(
+  child: ChildProcess,
+  adminUrl: string,
+  output: () => string,
+  bin: string,
+): Promise<boolean> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) return false;
+    const client = new pg.Client({ connectionString: adminUrl });
+    try {
+      await client.connect();
+      await client.end();
+      return true;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline)
+        throw new Error(
+          `pgvector PostgreSQL (${bin}) did not accept connections: ${(err as Error).message}\n${output()}`,
+          {
+            cause: err,
+          },
+        );
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }
 
