@@ -47,6 +47,16 @@ export function hnswIndexName(indexId: string, collection: string): string {
   return `${hnswPrefix(indexId)}${collectionTag(collection)}`;
 }
 
+/**
+ * SQL: whether the document index whose id is the SQL expression `indexId` has a valid HNSW index (its names start
+ * with `hnswPrefix`, spelled here in SQL).
+ */
+export function validHnswExistsSql(indexId: string): string {
+  return `exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
+    where starts_with(c.relname, 'doc_hnsw_' || replace((${indexId})::text, '-', '') || '_')
+      and c.relnamespace = current_schema()::regnamespace and i.indisvalid)`;
+}
+
 /** What the names of a document index's HNSW indexes start with. */
 function hnswPrefix(indexId: string): string {
   return `doc_hnsw_${indexId.replace(/-/g, '').toLowerCase()}_`;
@@ -199,10 +209,9 @@ export async function requestHnswBuild(em: EntityManager, indexId: string, minRo
     `update doc_indexes set hnsw_build_requested_at = coalesce(hnsw_build_requested_at, now())
        where id = ?
          and (select count(*) from (select 1 from doc_embeddings where index_id = ? and emb is not null limit ?) x) >= ?
-         and not exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
-           where starts_with(c.relname, ?) and c.relnamespace = current_schema()::regnamespace and i.indisvalid)
+         and not ${validHnswExistsSql('id')}
        returning true as due`,
-    [indexId, indexId, least, least, hnswPrefix(indexId)],
+    [indexId, indexId, least, least],
   );
   return Boolean(row?.due);
 }

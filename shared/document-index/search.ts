@@ -248,8 +248,8 @@ function hitOf(r: FusedRow): SearchHit {
  *
  * - pgvector: the vector ranking is a CTE of the same statement (HNSW over the native `emb` column), unless
  *   the indexes are cached in this process (`PgvectorBackend.cache`: they fit its budget, loaded in the
- *   background after their first search), then as below; an index large enough for an HNSW index that has
- *   none yet (a rechunk's is built after its swap) is ranked as an exact index not cached yet, below.
+ *   background after their first search), then as below; an index whose HNSW build a rechunk's swap requested
+ *   and that is not built yet (`awaitingSearch`) is ranked as an exact index not cached yet, below.
  * - exact, every searched index cached in this process (`cachedSearch`): one prepared statement (the
  *   lexical ranking, the indexes' generations and the chunks changed since the cached ones) is sent first
  *   and the cached sets are scanned while PostgreSQL runs it; the two rankings are fused here and the best

@@ -5,7 +5,7 @@ import type { ClientBase } from 'pg';
 import { sql, sqlBound, sqlBoundStatement } from '../db/sql.js';
 import { NATIVE_VECTOR_BLOCK } from './native-vectors.js';
 import { forgetNativeVectorType } from './native-vector-writer.js';
-import { hnswPredicate } from './hnsw.js';
+import { hnswPredicate, validHnswExistsSql } from './hnsw.js';
 import { CHUNK_PAGE, pgArray } from './pages.js';
 import { onProcessReset } from '../process-state.js';
 import { estimatedSetBytes, TopK, VectorSet, type VectorHit } from './vector-sets.js';
@@ -643,9 +643,7 @@ export class PgvectorBackend {
     const rows = await sql<{ id: string }>(
       em,
       `select d.id from doc_indexes d where d.id = any(?::uuid[]) and d.hnsw_build_requested_at is not null
-         and not exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
-           where starts_with(c.relname, 'doc_hnsw_' || replace(d.id::text, '-', '') || '_')
-             and c.relnamespace = current_schema()::regnamespace and i.indisvalid)`,
+         and not ${validHnswExistsSql('d.id')}`,
       [pgArray([...new Set(indexIds)])],
     );
     return rows.map((r) => r.id);
