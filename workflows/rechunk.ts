@@ -66,6 +66,7 @@ async function copyAll(
   warnings: string[],
 ): Promise<void> {
   let afterId: string | null = null;
+  let copied = 0;
   for (;;) {
     const r: Awaited<ReturnType<typeof copyIndexRechunkBatch>> = await copyIndexRechunkBatch({
       tenant: input.tenant,
@@ -74,9 +75,11 @@ async function copyAll(
       afterId,
       limit: input.batchSize,
       chunkConfig: input.config,
+      copied,
     });
     warnings.push(...r.warnings);
     afterId = r.lastId;
+    copied += r.docs;
     // `done` (a batch may stop short of `batchSize` at its content budget); results recorded before it had none.
     if (r.done ?? r.docs < input.batchSize) break;
   }

@@ -224,15 +224,19 @@ function chunkingFor(index: IndexRow, input: IngestFilesInput): { config: ChunkC
 
 /**
  * The compaction checkpoint (spec Limits: every 50 documents, 0.5 s, up to 3 retries): PostgreSQL has
- * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk and vector tables (ANALYZE),
- * merges the full-text index's pending list (`gin_clean_pending_list`), retried up to the limit, and prunes the vector change log (`pruneVectorLog`); the pause itself is the
- * caller's (a durable timer in the ingest workflow).
+ * no compaction to run, so the checkpoint refreshes the planner statistics of the chunk and vector tables and of
+ * the documents' index ids (ANALYZE), merges the full-text index's pending list (`gin_clean_pending_list`),
+ * retried up to the limit, and prunes the vector change log (`pruneVectorLog`); the pause itself is the caller's
+ * (a durable timer in the ingest workflow).
  */
 export async function compactionCheckpoint(em: EntityManager, config: AppConfig): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       // The vectors' statistics too: without them pgvector's planner may rank by a scan instead of the HNSW index.
-      await sql(em, 'analyze doc_chunks, doc_embeddings');
+      // And the documents' index ids (statistics.ts): a new index's lookups by path planned for its size.
+      // `skip_locked`: a table held by another session (an HNSW build holds `doc_embeddings` for minutes) is
+      // left to the next checkpoint instead of holding this one.
+      await sql(em, 'analyze (skip_locked) doc_chunks, doc_embeddings, doc_documents (index_id)');
       // New tsvectors wait in the GIN index's pending list, which every full-text query scans linearly.
       await sql(em, `select gin_clean_pending_list('doc_chunks_tsv'::regclass)`);
       await pruneVectorLog(em);

@@ -3,6 +3,7 @@ import type { AppConfig } from '../config.js';
 import type { ChunkConfig } from './chunking.js';
 import { currentEmbedder } from './embedder.js';
 import { dropHnswIndexes, requestHnswBuild } from './hnsw.js';
+import { analyzeIndexIds, statisticsDue } from './statistics.js';
 import { ingestDocuments, lockIndex, sql, type IndexRow } from './store.js';
 
 /**
@@ -70,6 +71,12 @@ export async function rechunkCopyBatch(
     chunkConfig: ChunkConfig;
     /** The content budget (default `RECHUNK_BATCH_BYTES`; tests use a small one). */
     maxBytes?: number;
+    /**
+     * Documents this pass copied before the batch: where the temporary index grows past a refresh point
+     * (`statisticsDue`), the batch refreshes the planner's statistics of its documents. Absent (a workflow
+     * of the version before): never.
+     */
+    copied?: number;
   },
 ): Promise<{ docs: number; lastId: string | null; warnings: string[]; done: boolean }> {
   const temp = (await sql<IndexRow>(em, 'select * from doc_indexes where id = ?', [input.tempId]))[0];
@@ -102,6 +109,9 @@ export async function rechunkCopyBatch(
     embedder,
   );
   const warnings = outcomes.flatMap((r) => r.warnings.map((w) => `${r.filepath}: ${w}`));
+  // The next batches' lookups by path, planned for the index's size rather than for an index of one row.
+  if (input.copied !== undefined && statisticsDue(input.copied, input.copied + docs.length))
+    await analyzeIndexIds(em, ['doc_documents']);
   const fetched = Number(docs[0]?.fetched ?? 0);
   return {
     docs: docs.length,
@@ -164,7 +174,11 @@ export async function swapRechunk(
     );
     return { swapped: true, ...(await counts(tx)), vectorIndexBuild: await due(tx) };
   });
-  if (outcome.swapped) await dropBuildingIndex(em, input.sourceId);
+  if (outcome.swapped) {
+    await dropBuildingIndex(em, input.sourceId);
+    // The new index's searches planned for its rows (its id was unknown to the statistics), the old one's gone.
+    await analyzeIndexIds(em);
+  }
   return outcome;
 
   async function counts(tx: EntityManager) {

@@ -1,0 +1,38 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql.js';
+
+/**
+ * The planner's statistics of the document tables' `index_id` column, for an index that grew past what they say.
+ *
+ * Every statement on the document tables is scoped by `index_id`. An index the last ANALYZE did not see (one
+ * created since, such as a rechunk's temporary index) is estimated at one row, so PostgreSQL plans for one row:
+ * the paths an ingestion batch looks up are then matched by reading every document of the index, once per path
+ * (a nested loop over the path list), and a rechunk's copy slowed batch after batch (40 ms at 2,400 documents, about
+ * 100 ms at 9,000) until autovacuum happened to analyze the table. Refreshed, the same lookup probes the
+ * `(index_id, path)` index once per path.
+ *
+ * `skip_locked`: a table another session holds (a running ANALYZE, or an HNSW index being built on
+ * `doc_embeddings`, for minutes) is skipped rather than waited for; its statistics stay as they were.
+ */
+export async function analyzeIndexIds(
+  em: EntityManager,
+  tables: readonly DocumentTable[] = DOCUMENT_TABLES,
+): Promise<void> {
+  await sql(em, `analyze (skip_locked) ${tables.map((t) => `${t} (index_id)`).join(', ')}`);
+}
+
+export type DocumentTable = 'doc_documents' | 'doc_chunks' | 'doc_embeddings';
+export const DOCUMENT_TABLES: readonly DocumentTable[] = ['doc_documents', 'doc_chunks', 'doc_embeddings'];
+
+/** The first document count at which a growing index's statistics are refreshed, then at every fourth power after it. */
+export const STATISTICS_FIRST_AT = 256;
+
+/**
+ * Whether an index that grew from `before` to `after` documents passed a refresh point (256, 1,024, 4,096, ...):
+ * the planner's estimate then stays within a factor of four of the index's size, for a handful of ANALYZEs
+ * whatever the size (three for 9,000 documents, five for 90,000).
+ */
+export function statisticsDue(before: number, after: number): boolean {
+  for (let at = STATISTICS_FIRST_AT; at <= after; at *= 4) if (at > before) return true;
+  return false;
+}
