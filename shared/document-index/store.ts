@@ -222,11 +222,12 @@ export async function ingestDocuments(
     for (const d of docs) out.push(...(await ingestDocuments(em, index, [d], config, embedder, options)));
     return out;
   }
-  const existing = await sql<{ id: string; path: string; content_hash: string; chunk_count: number }>(
+  // `path = any(array)`: probes of the (index_id, path) index; where the statistics do not know the index yet
+  // (statistics.ts) a hashed filter over its documents, where a subquery's path list was rescanned per document.
+  const existing = await sqlBound<{ id: string; path: string; content_hash: string; chunk_count: number }>(
     em,
-    `select id, path, content_hash, chunk_count from doc_documents
-       where index_id = ? and path in (select jsonb_array_elements_text(?::jsonb))`,
-    [index.id, JSON.stringify(docs.map((d) => d.path))],
+    `select id, path, content_hash, chunk_count from doc_documents where index_id = $1 and path = any($2::text[])`,
+    [index.id, docs.map((d) => d.path)],
   );
   const byPath = new Map(existing.map((r) => [r.path, r]));
   const planned = [];
