@@ -159,13 +159,17 @@ describe('rechunkWorkflow', () => {
       'd3',
       'd6',
     ]);
+    // Each batch is told how many documents the pass copied before it (its statistics refresh points).
+    expect(stubs.calls.copyIndexRechunkBatch!.map((c) => (c as { copied?: number }).copied)).toEqual([0, 3, 6]);
   });
 
   it('copies again when documents changed during the copy, then swaps', async () => {
-    const stubs = rechunkStubs({ docs: 5, swaps: [{ swapped: false, reason: 'documents_changed' }, swapped] });
+    const stubs = rechunkStubs({ docs: 15, swaps: [{ swapped: false, reason: 'documents_changed' }, swapped] });
     expect(await rechunk(stubs)).toMatchObject({ status: 'completed' });
-    expect(stubs.count('copyIndexRechunkBatch')).toBe(2);
+    expect(stubs.count('copyIndexRechunkBatch')).toBe(4);
     expect(stubs.count('swapIndexRechunk')).toBe(2);
+    // The second pass counts its copies from nought again.
+    expect(stubs.calls.copyIndexRechunkBatch!.map((c) => (c as { copied?: number }).copied)).toEqual([0, 10, 0, 10]);
   });
 
   it('gives up after three passes, drops the temporary index and leaves the original', async () => {
