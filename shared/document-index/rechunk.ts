@@ -175,9 +175,10 @@ export async function swapRechunk(
     return { swapped: true, ...(await counts(tx)), vectorIndexBuild: await due(tx) };
   });
   if (outcome.swapped) {
-    await dropBuildingIndex(em, input.sourceId);
-    // The new index's searches planned for its rows (its id was unknown to the statistics), the old one's gone.
+    // The new index serves now: its searches planned for its rows (its id was unknown to the statistics), before
+    // the retired index's rows are deleted (the longest step; autovacuum then counts the deletion).
     await analyzeIndexIds(em);
+    await dropBuildingIndex(em, input.sourceId);
   }
   return outcome;
 

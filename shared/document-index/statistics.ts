@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql.js';
+import { createLogger } from '../log.js';
+
+const log = createLogger({ base: { component: 'document-index' } });
 
 /**
  * The planner's statistics of the document tables' `index_id` column, for an index that grew past what they say.
@@ -12,13 +15,17 @@ import { sql } from '../db/sql.js';
  * `(index_id, path)` index once per path.
  *
  * `skip_locked`: a table another session holds (a running ANALYZE, or an HNSW index being built on
- * `doc_embeddings`, for minutes) is skipped rather than waited for; its statistics stay as they were.
+ * `doc_embeddings`, for minutes) is skipped rather than waited for; its statistics stay as they were, until
+ * autovacuum's (a column's ANALYZE leaves the table's count of changes for autovacuum as it was). Best-effort:
+ * it runs after writes that committed, so a failure is logged, never thrown.
  */
 export async function analyzeIndexIds(
   em: EntityManager,
   tables: readonly DocumentTable[] = DOCUMENT_TABLES,
 ): Promise<void> {
-  await sql(em, `analyze (skip_locked) ${tables.map((t) => `${t} (index_id)`).join(', ')}`);
+  await sql(em, `analyze (skip_locked) ${tables.map((t) => `${t} (index_id)`).join(', ')}`).catch((err: unknown) =>
+    log.warn("refreshing the document tables' planner statistics failed", { tables, error: String(err) }),
+  );
 }
 
 export type DocumentTable = 'doc_documents' | 'doc_chunks' | 'doc_embeddings';

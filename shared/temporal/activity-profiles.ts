@@ -37,9 +37,16 @@ export const ActivityProfiles = {
   databaseBatch: { ...database, startToCloseTimeout: '5 minutes', heartbeatTimeout: '10 seconds' },
   /**
    * A database build that grows with an index (pgvector's HNSW index of a million vectors takes minutes on two cores):
-   * it heartbeats, so a dead worker's build is retried after 30 s, and may run up to 2 hours.
+   * it heartbeats, so a dead worker's build is retried after 30 s, and may run up to 2 hours. Its retries back off to
+   * 10 minutes apart (not 30 s): each attempt loads both cores for as long as the build runs, so a build that keeps
+   * failing (a full disk, say) must not keep the database busy; it still lands once the cause is gone.
    */
-  databaseBuild: { ...database, startToCloseTimeout: '2 hours', heartbeatTimeout: '30 seconds' },
+  databaseBuild: {
+    ...database,
+    startToCloseTimeout: '2 hours',
+    heartbeatTimeout: '30 seconds',
+    retry: { ...database.retry, maximumInterval: '10 minutes' },
+  },
   /** Database work a workflow cancels and then waits for (a presenter's reset clears the session itself). */
   databaseAwaitingCancellation: { ...database, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED },
   /** A write to an external system that is not idempotent (filing a ticket): a few attempts for a lost connection. */

@@ -12,7 +12,7 @@ import { rechunkWorkflowId, type RechunkInput } from '../../workflows/rechunk-de
 import { vectorIndexBuildWorkflowId } from '../../workflows/vector-index-build-definitions.js';
 import { recordHistory } from '../helpers/histories.js';
 import { startTimeSkipping } from '../helpers/temporal.js';
-import { recorded, stubWorker } from './support.js';
+import { recorded, runStubbed, stubWorker } from './support.js';
 
 let env: TestWorkflowEnvironment;
 
@@ -136,6 +136,30 @@ describe('rechunkWorkflow', () => {
     });
     expect(built).toEqual({ built: 1 });
     expect(stubs.calls.buildDocumentVectorIndexes).toEqual([{ indexId: 'ix_tmp' }]);
+  });
+
+  it('retries a failing HNSW build without limit, backing off to 10 minutes apart, and it lands once the cause is gone', async () => {
+    let attempts = 0;
+    const stubs = recorded({
+      buildDocumentVectorIndexes: async () => {
+        if (++attempts <= 2) throw new Error('could not extend file: No space left on device');
+        return { built: 1 };
+      },
+    });
+    const { result, handle } = await runStubbed(env, stubs.activities, 'vectorIndexBuildWorkflow', {
+      workflowId: vectorIndexBuildWorkflowId(`ix_${randomUUID()}`),
+      args: [{ tenant: 't1', indexName: 'docs', indexId: 'ix_full' }],
+    });
+    expect(result).toEqual({ built: 1 });
+    expect(attempts).toBe(3);
+    // The retry policy the server follows (retry timers are real time even here, so not waited for): no attempt
+    // limit, each wait doubling up to 10 minutes, so a build that keeps failing runs a few times an hour.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const policy = events.find((e) => e.activityTaskScheduledEventAttributes)!.activityTaskScheduledEventAttributes!
+      .retryPolicy!;
+    expect(Number(policy.maximumInterval!.seconds)).toBe(600);
+    expect(policy.maximumAttempts ?? 0).toBe(0);
+    expect(policy.backoffCoefficient).toBe(2);
   });
 
   it('keeps copying after a batch cut short by its content budget, until a batch says done', async () => {
