@@ -10,8 +10,8 @@ const log = createLogger({ base: { component: 'document-index' } });
  * Every statement on the document tables is scoped by `index_id`. An index the last ANALYZE did not see (one
  * created since, such as a rechunk's temporary index) is estimated at one row, so PostgreSQL plans for one row:
  * the paths an ingestion batch looks up are then matched by reading every document of the index, once per path
- * (a nested loop over the path list), and a rechunk's copy slowed batch after batch (40 ms at 2,400 documents, about
- * 100 ms at 9,000) until autovacuum happened to analyze the table. Refreshed, the same lookup probes the
+ * (a nested loop over the path list), and a rechunk's copy slowed batch after batch (the lookup 16 ms at 1,300
+ * documents, 40 ms at 2,500; the batches 80 to 100 ms slower at 9,000) until autovacuum happened to analyze the table. Refreshed, the same lookup probes the
  * `(index_id, path)` index once per path.
  *
  * `skip_locked`: a table another session holds (a running ANALYZE, or an HNSW index being built on
