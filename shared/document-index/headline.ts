@@ -200,9 +200,9 @@ export function sameLexemes(a: QueryLexemes, b: QueryLexemes): boolean {
  * `LexizedText`'s own arrays, never written.
  */
 interface Words {
-  readonly types: readonly number[];
+  readonly types: ArrayLike<number>;
   readonly texts: readonly string[];
-  readonly pos: readonly number[];
+  readonly pos: ArrayLike<number>;
   /** 1: matches a query operand. */
   readonly item: Uint8Array;
   /** 1: a copy for a further operand naming the same lexeme (never printed, still counted). */
@@ -270,8 +270,11 @@ function firstSight(text: string): boolean {
 class Candidates {
   /** First code points of the lexemes. */
   readonly firsts = new Set<number>();
-  /** ASCII pairs (first * 128 + second, lower-cased) that may begin a candidate. */
-  private readonly pairs = new Uint8Array(128 * 128);
+  /**
+   * ASCII pairs (first * 128 + second, lower-cased) that may begin a candidate, one bit each: made for every
+   * query, where a byte each (16 KB to clear) was a measurable part of a search's ten snippets.
+   */
+  private readonly pairs = new Uint32Array((128 * 128) / 32);
   /** What an ASCII text must hold (lower-cased) for a token of it to match: each lexeme's pair or first character. */
   readonly starts: string[] = [];
   /** Whether every lexeme is letters and digits only (no hyphenated word or URL can match it). */
@@ -286,9 +289,19 @@ class Candidates {
   /**
    * Where in a text (either case) a token may begin that matches (`readingStart`), not after an ASCII letter: a
    * lexeme's word beginning (`wordBegins`), or for a lexeme of other characters (a digit, a non-ASCII letter
-   * after its first) its start. Null when no lexeme begins with an ASCII character.
+   * after its first) its start. Null when no lexeme begins with an ASCII character. Compiled at its first use:
+   * only a long text (`SKIP_MIN_CHARS`) reads it, and a search's texts are often all short.
    */
-  readonly possibleStart: RegExp | null;
+  get possibleStart(): RegExp | null {
+    if (this.pattern === undefined) {
+      const escaped = this.begins.map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+      this.pattern = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'gi') : null;
+    }
+    return this.pattern;
+  }
+  private pattern: RegExp | null | undefined;
+  /** `possibleStart`'s alternatives, unescaped. */
+  private readonly begins: string[];
 
   private constructor(query: ReadonlySet<string>) {
     this.wordsOnly = [...query].every((lexeme) => /^[\p{L}\p{N}]+$/u.test(lexeme));
@@ -299,7 +312,7 @@ class Candidates {
       const c1 = lexeme.length >= 3 ? lexeme.charCodeAt(1) : 128;
       if (c1 < 128) this.addPair(lexeme.slice(0, 2));
       else {
-        this.pairs.fill(1, c0 * 128, c0 * 128 + 128); // a short lexeme: any token of its first character
+        this.pairs.fill(~0, c0 * 4, c0 * 4 + 4); // a short lexeme: any token of its first character (128 bits)
         this.starts.push(lexeme[0]!);
       }
       for (const word of EXCEPTIONAL_STARTS.get(lexeme) ?? []) this.addPair(word.slice(0, 2));
@@ -314,9 +327,7 @@ class Candidates {
         otherStarts.add(lexeme.length >= 3 && lexeme.charCodeAt(1) < 0x80 ? lexeme.slice(0, 2) : lexeme[0]!);
     }
     this.wordBegins = [...wordBegins];
-    const begins = [...wordBegins, ...otherStarts];
-    const escaped = begins.map((b) => b.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
-    this.possibleStart = escaped.length ? new RegExp(`(?<![a-z])(?:${escaped.join('|')})`, 'gi') : null;
+    this.begins = [...wordBegins, ...otherStarts];
   }
 
   /** The query's candidates: a search writes ten snippets or more for one query, so the last query's are kept. */
@@ -330,7 +341,8 @@ class Candidates {
   }
 
   private addPair(pair: string): void {
-    this.pairs[pair.charCodeAt(0) * 128 + pair.charCodeAt(1)] = 1;
+    const at = pair.charCodeAt(0) * 128 + pair.charCodeAt(1);
+    this.pairs[at >>> 5]! |= 1 << (at & 31);
     this.starts.push(pair);
   }
 
@@ -351,7 +363,10 @@ class Candidates {
   mayMatch(t: string): boolean {
     const c0 = t.charCodeAt(0);
     const c1 = t.charCodeAt(1); // NaN for a token of one character
-    if (c0 < 128 && c1 < 128) return this.pairs[lowerAscii(c0) * 128 + lowerAscii(c1)] === 1;
+    if (c0 < 128 && c1 < 128) {
+      const at = lowerAscii(c0) * 128 + lowerAscii(c1);
+      return ((this.pairs[at >>> 5]! >>> (at & 31)) & 1) === 1;
+    }
     return this.firsts.has(lowerFirst(t));
   }
 }
@@ -523,12 +538,18 @@ function readWords(
   let fewest = Infinity;
   for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
   const candidates = Candidates.of(query);
-  // The tokens read, by where they are in the text: their texts are cut only for the part the snippet can show.
-  const types: number[] = [];
-  const ts: string[] = [];
-  const pos: number[] = [];
-  const item: number[] = [];
-  const repeated: number[] = [];
+  // The tokens read, by where they are in the text (`n` of them), in the reading's scratch arrays; the part the
+  // snippet can show is copied out at the end.
+  let { types, ts, pos, item, repeated } = scratch;
+  let n = 0;
+  const put = (type: number, t: string, at: number, matches: number, copy: number) => {
+    if (n === types.length) ({ types, ts, pos, item, repeated } = growScratch(n));
+    types[n] = type;
+    ts[n] = t;
+    pos[n] = at;
+    item[n] = matches;
+    repeated[n++] = copy;
+  };
   let position = 0;
   /** Counted words read after the chosen cover's first word (-1: none chosen yet), or, when `none`, from the start. */
   let after = none ? 0 : -1;
@@ -550,29 +571,19 @@ function readWords(
     }
     const matches = lexeme !== null && query.has(lexeme);
     const at = Math.min(position, MAX_POSITION);
-    types.push(type);
-    ts.push(t);
-    pos.push(lexeme === null ? 0 : at);
-    item.push(matches ? 1 : 0);
-    repeated.push(0);
+    put(type, t, lexeme === null ? 0 : at, matches ? 1 : 0, 0);
     if (after >= 0 && !NON_WORD[type]) after++;
     if (!matches) continue;
     // A match not counted as a word would be a cover of no words, chosen before any other: read it all.
     if (NON_WORD[type] || position >= MAX_POSITION) return null;
     matched = true;
     const copies = Math.max(0, (operands?.get(lexeme!) ?? 1) - 1);
-    for (let c = 0; c < copies; c++) {
-      types.push(type);
-      ts.push(t);
-      pos.push(at);
-      item.push(1);
-      repeated.push(1);
-    }
+    for (let c = 0; c < copies; c++) put(type, t, at, 1, 1);
     if (after >= 0)
       after += copies; // copies are counted words too
     else if (copies + 1 === fewest) {
       after = copies;
-      chosen = types.length - copies - 1;
+      chosen = n - copies - 1;
       // `stretch` widens the cover back by up to (MAX_WORDS - its words) / 2 counted words, cuts the new start
       // forward past bad end points, then widens it forward to MAX_WORDS words in all: how far it reaches past
       // the cover is known now. No earlier cover is chosen (each has more words).
@@ -591,7 +602,7 @@ function readWords(
   }
   // The fragment chosen ends where the reading stopped. Without a match of the fewest operands the text was read
   // to its end, so these are all its words.
-  let hi = types.length;
+  let hi = n;
   if (chosen < 0 && partial) {
     // Nothing matched from the start given, and nothing before it can: nothing matches. Else the covers
     // found may need words from before.
@@ -599,21 +610,41 @@ function readWords(
   } else if (chosen < 0 && !matched) {
     // No cover: the first `MIN_WORDS` counted words answer.
     let counted = 0;
-    for (hi = 0; hi < types.length && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
+    for (hi = 0; hi < n && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
   }
   return {
-    types: part(types, lo, hi),
-    texts: part(ts, lo, hi),
-    pos: part(pos, lo, hi),
-    item: Uint8Array.from(part(item, lo, hi)),
-    repeated: Uint8Array.from(part(repeated, lo, hi)),
+    types: types.slice(lo, hi),
+    texts: ts.slice(lo, hi),
+    pos: pos.slice(lo, hi),
+    item: item.slice(lo, hi),
+    repeated: repeated.slice(lo, hi),
     in: new Uint8Array(hi - lo),
   };
 }
 
-/** `list.slice(lo, hi)`, or the list itself when that is all of it. */
-function part<T>(list: T[], lo: number, hi: number): T[] {
-  return lo === 0 && hi === list.length ? list : list.slice(lo, hi);
+/**
+ * `readWords`' arrays, reused from one reading to the next (a reading copies out what it answers): grown by
+ * `push`, five arrays of a hundred tokens each took a few reallocations a snippet.
+ */
+const scratchOf = (size: number) => ({
+  types: new Uint8Array(size),
+  ts: new Array<string>(size).fill(''),
+  pos: new Int32Array(size),
+  item: new Uint8Array(size),
+  repeated: new Uint8Array(size),
+});
+let scratch = scratchOf(256);
+onProcessReset('shared/document-index/headline.ts#scratch', () => (scratch = scratchOf(256)));
+
+/** `scratch` twice as large, holding its first `n` tokens. */
+function growScratch(n: number): typeof scratch {
+  const grown = scratchOf(n * 2);
+  grown.types.set(scratch.types.subarray(0, n));
+  grown.pos.set(scratch.pos.subarray(0, n));
+  grown.item.set(scratch.item.subarray(0, n));
+  grown.repeated.set(scratch.repeated.subarray(0, n));
+  for (let i = 0; i < n; i++) grown.ts[i] = scratch.ts[i]!;
+  return (scratch = grown);
 }
 
 /** Where `headline` begins reading a text for `lexemes` at its first sight (tests: the reading from there is exact). */
