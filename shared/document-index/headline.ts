@@ -612,7 +612,7 @@ function readWords(
     let counted = 0;
     for (hi = 0; hi < n && counted < MIN_WORDS; hi++) if (!NON_WORD[types[hi]!]) counted++;
   }
-  return {
+  const words = {
     types: types.slice(lo, hi),
     texts: ts.slice(lo, hi),
     pos: pos.slice(lo, hi),
@@ -620,6 +620,9 @@ function readWords(
     repeated: repeated.slice(lo, hi),
     in: new Uint8Array(hi - lo),
   };
+  // A long text read to its end without a match grew the arrays to its size: not kept past it.
+  if (types.length > SCRATCH_KEPT) scratch = scratchOf(SCRATCH_SIZE);
+  return words;
 }
 
 /**
@@ -633,8 +636,10 @@ const scratchOf = (size: number) => ({
   item: new Uint8Array(size),
   repeated: new Uint8Array(size),
 });
-let scratch = scratchOf(256);
-onProcessReset('shared/document-index/headline.ts#scratch', () => (scratch = scratchOf(256)));
+/** The scratch arrays' first size (tokens), and the most kept after a reading grew them. */
+const [SCRATCH_SIZE, SCRATCH_KEPT] = [256, 4096] as const;
+let scratch = scratchOf(SCRATCH_SIZE);
+onProcessReset('shared/document-index/headline.ts#scratch', () => (scratch = scratchOf(SCRATCH_SIZE)));
 
 /** `scratch` twice as large, holding its first `n` tokens. */
 function growScratch(n: number): typeof scratch {
