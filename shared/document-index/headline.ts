@@ -538,18 +538,9 @@ function readWords(
   let fewest = Infinity;
   for (const lexeme of query) fewest = Math.min(fewest, operands?.get(lexeme) ?? 1);
   const candidates = Candidates.of(query);
-  // The tokens read, by where they are in the text (`n` of them), in the reading's scratch arrays; the part the
-  // snippet can show is copied out at the end.
-  let { types, ts, pos, item, repeated } = scratch;
+  // The tokens read, by where they are in the text (`n` of them), in the reading's scratch arrays (`putToken`); the
+  // part the snippet can show is copied out at the end.
   let n = 0;
-  const put = (type: number, t: string, at: number, matches: number, copy: number) => {
-    if (n === types.length) ({ types, ts, pos, item, repeated } = growScratch(n));
-    types[n] = type;
-    ts[n] = t;
-    pos[n] = at;
-    item[n] = matches;
-    repeated[n++] = copy;
-  };
   let position = 0;
   /** Counted words read after the chosen cover's first word (-1: none chosen yet), or, when `none`, from the start. */
   let after = none ? 0 : -1;
@@ -571,14 +562,14 @@ function readWords(
     }
     const matches = lexeme !== null && query.has(lexeme);
     const at = Math.min(position, MAX_POSITION);
-    put(type, t, lexeme === null ? 0 : at, matches ? 1 : 0, 0);
+    putToken(n++, type, t, lexeme === null ? 0 : at, matches ? 1 : 0, 0);
     if (after >= 0 && !NON_WORD[type]) after++;
     if (!matches) continue;
     // A match not counted as a word would be a cover of no words, chosen before any other: read it all.
     if (NON_WORD[type] || position >= MAX_POSITION) return null;
     matched = true;
     const copies = Math.max(0, (operands?.get(lexeme!) ?? 1) - 1);
-    for (let c = 0; c < copies; c++) put(type, t, at, 1, 1);
+    for (let c = 0; c < copies; c++) putToken(n++, type, t, at, 1, 1);
     if (after >= 0)
       after += copies; // copies are counted words too
     else if (copies + 1 === fewest) {
@@ -588,6 +579,7 @@ function readWords(
       // forward past bad end points, then widens it forward to MAX_WORDS words in all: how far it reaches past
       // the cover is known now. No earlier cover is chosen (each has more words).
       const most = Math.floor((MAX_WORDS - copies - 1) / 2);
+      const { types, ts, item, repeated } = scratch;
       let [words, back] = [copies + 1, 0];
       for (lo = chosen; lo > 0 && back < most;)
         if (!NON_WORD[types[--lo]!]) {
@@ -602,6 +594,7 @@ function readWords(
   }
   // The fragment chosen ends where the reading stopped. Without a match of the fewest operands the text was read
   // to its end, so these are all its words.
+  const { types, ts, pos, item, repeated } = scratch;
   let hi = n;
   if (chosen < 0 && partial) {
     // Nothing matched from the start given, and nothing before it can: nothing matches. Else the covers
@@ -640,6 +633,20 @@ const scratchOf = (size: number) => ({
 const [SCRATCH_SIZE, SCRATCH_KEPT] = [256, 4096] as const;
 let scratch = scratchOf(SCRATCH_SIZE);
 onProcessReset('shared/document-index/headline.ts#scratch', () => (scratch = scratchOf(SCRATCH_SIZE)));
+
+/**
+ * Writes a reading's token `n` into `scratch`, grown when full: a function of the module, not a closure of each
+ * reading (run through `tsx`, as `npm start` runs, each closure made is also named by `__name`, a property
+ * definition that cost about a microsecond a snippet).
+ */
+function putToken(n: number, type: number, t: string, at: number, matches: number, copy: number): void {
+  const s = n === scratch.types.length ? growScratch(n) : scratch;
+  s.types[n] = type;
+  s.ts[n] = t;
+  s.pos[n] = at;
+  s.item[n] = matches;
+  s.repeated[n] = copy;
+}
 
 /** `scratch` twice as large, holding its first `n` tokens. */
 function growScratch(n: number): typeof scratch {
