@@ -281,15 +281,22 @@ export async function hybridSearch(
  * request, awaited first (`later`).
  */
 interface QueryVector {
-  now: (() => number[]) | null;
-  later: () => Promise<number[]>;
+  /** Whether `now` computes it (the embedder embeds synchronously). */
+  readonly synchronous: boolean;
+  now(): number[];
+  later(): Promise<number[]>;
 }
 
+/** Methods, not arrow functions: run through `tsx` (as `npm start` runs), each closure made is also named by `__name`. */
 function queryVector(embedder: Embedder, query: string): QueryVector {
-  const embedNow = embedder.embedNow?.bind(embedder);
   return {
-    now: embedNow ? () => embedNow([query]).vectors[0]! : null,
-    later: async () => (await embedder.embed([query])).vectors[0]!,
+    synchronous: embedder.embedNow !== undefined,
+    now() {
+      return embedder.embedNow!([query]).vectors[0]!;
+    },
+    async later() {
+      return (await embedder.embed([query])).vectors[0]!;
+    },
   };
 }
 
@@ -508,10 +515,10 @@ async function cachedSearch(
   if (withRows) {
     // The statement needs no vector: it is sent first, and the query embedded meanwhile when that is
     // synchronous (else before).
-    const embedded = vector.now ? null : await vector.later();
+    const embedded = vector.synchronous ? null : await vector.later();
     const statement = lexicalAndChanges(tenant, query, search.collection, before, null);
     [[row], [v, scanned]] = await sqlBoundWhile<LexicalRow, [VectorSearch, VectorHit[]]>(em, statement, () => {
-      const ranked = { ...search, query: embedded ?? vector.now!() };
+      const ranked = { ...search, query: embedded ?? vector.now() };
       const hits = cached.scan(ranked.query, ranked.k);
       early = earlySnippets(query, hits.slice(0, earlyRows.count(topN)), readRow);
       return [ranked, hits];

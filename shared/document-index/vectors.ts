@@ -301,99 +301,30 @@ export class ExactVectorBackend {
     return top.hits;
   }
 
-  /**
-   * The cached sets of every listed index, without any I/O (null when one is not cached): `scan` ranks
-   * them, `generations` are the sets' generations now (index id to generation), and `apply` brings a set up to
-   * a generation from the changed chunks read with it (`VectorChange`, as SEARCH's lexical statement
-   * returns them): applied only when that generation is newer than the set's, so changes read in an older
-   * snapshot than one already applied are skipped (a set's generation never goes back).
-   */
-  peek(indexIds: string[], collection: string) {
+  /** The cached sets of every listed index (`CachedSets`), without any I/O; null when one is not cached. */
+  peek(indexIds: string[], collection: string): CachedSets | null {
     const sets: Array<[string, VectorSet]> = [];
     for (const id of indexIds) {
       const set = this.entries.get(`${id}|${collection}`);
       if (!set) return null;
       sets.push([id, set]);
     }
-    return {
-      scan: (query: readonly number[], k: number) => {
-        const top = new TopK(k);
-        for (const [, set] of sets) set.scan(query, top);
-        return top.hits;
-      },
-      generations: () => new Map(sets.map(([id, set]) => [id, set.generation])),
-      /** Every set keeps its chunks' rows (`VectorSet.chunks`), so `row` answers for every cached chunk. */
-      hasRows: () => sets.every(([, set]) => set.chunks !== null),
-      /** A cached chunk's row and index, or undefined (not in the sets, or a set keeps no rows). */
-      row: (chunkId: string) => {
-        for (const [indexId, set] of sets) {
-          const row = set.chunks?.get(chunkId);
-          if (row)
-            return { indexId, seq: row.seq, text: row.text, documentId: row.documentId, path: row.document.path };
-        }
-        return undefined;
-      },
-      /**
-       * A ranking (`scan`'s, taken before `changed` chunks were applied) brought up to date without a whole
-       * scan: when none of the changed chunks was among its hits, the hits are still the best of the
-       * unchanged rows, so the new best `k` are among them and the changed chunks' new scores; otherwise
-       * (or when the sets moved in other ways) null, and the caller scans again.
-       */
-      rerank: (query: readonly number[], k: number, hits: readonly VectorHit[], changed: readonly string[]) => {
-        const ids = new Set(changed);
-        if (hits.some((h) => ids.has(h.id))) return null;
-        const top = new TopK(k);
-        for (const h of hits) top.offer(h.id, h.sim);
-        for (const [, set] of sets) set.scanRows(query, changed, top);
-        return top.hits;
-      },
-      /**
-       * `rerank` without writing the changes first: a ranking (`scan`'s) brought up to date with changed chunks
-       * (index id and change) scored from their vectors as the sets will score them once written, when none
-       * of them was among its hits; otherwise (or when a changed chunk's set has no rows) null. The changes
-       * can then be applied after the search has answered (`deferApply`).
-       */
-      rankWith: (
-        query: readonly number[],
-        k: number,
-        hits: readonly VectorHit[],
-        changes: ReadonlyArray<[string, VectorChange]>,
-      ) => {
-        const ids = new Set(changes.map(([, c]) => c.chunk_id));
-        if (hits.some((h) => ids.has(h.id))) return null;
-        const top = new TopK(k);
-        for (const h of hits) top.offer(h.id, h.sim);
-        // A scorer per changed set only (the unit query and its dimensions, made once per set).
-        const scorers = new Map<string, ReturnType<VectorSet['scorer']>>();
-        for (const [indexId, c] of changes) {
-          if (!c.vec) continue;
-          if (!scorers.has(indexId))
-            scorers.set(indexId, sets.find(([id]) => id === indexId)?.[1].scorer(query) ?? null);
-          const score = scorers.get(indexId);
-          if (!score) return null;
-          const s = score(c.vec);
-          if (s > 0) top.offer(c.chunk_id, s);
-        }
-        return top.hits;
-      },
-      apply: (indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean => {
-        const set = sets.find(([id]) => id === indexId)?.[1];
-        if (!set || generation <= set.generation) return false;
-        const key = `${indexId}|${collection}`;
-        try {
-          applyChanges(set, changes);
-        } catch (err) {
-          // A set left half-written is no longer the index's: dropped, the next search loads it again.
-          if (this.entries.get(key) === set) this.forget(key);
-          throw err;
-        }
-        set.generation = generation;
-        this.stats.catchUps++;
-        this.appliedFromAnswers++;
-        if (this.entries.get(key) === set) this.keep(key, set); // its size in the budget as it is now
-        return true;
-      },
-    };
+    return new CachedSets(this, sets, collection);
+  }
+
+  /**
+   * `CachedSets.apply`'s bookkeeping, for a set still this backend's: applied (counted, and kept in the budget at
+   * its size now), or failed half-written (dropped: the next search loads it again).
+   */
+  appliedFromAnswer(key: string, set: VectorSet, failed: boolean): void {
+    const current = this.entries.get(key) === set;
+    if (failed) {
+      if (current) this.forget(key);
+      return;
+    }
+    this.stats.catchUps++;
+    this.appliedFromAnswers++;
+    if (current) this.keep(key, set);
   }
 
   /**
@@ -600,6 +531,107 @@ export class ExactVectorBackend {
     this.entries.set(key, set);
     this.counted.set(key, bytes);
     this.bytes += bytes;
+  }
+}
+
+/**
+ * The cached sets of the indexes a search reads (`ExactVectorBackend.peek`), without any I/O: `scan` ranks them,
+ * `generations` are the sets' generations now (index id to generation), and `apply` brings a set up to a
+ * generation from the changed chunks read with it (`VectorChange`, as SEARCH's lexical statement returns them):
+ * applied only when that generation is newer than the set's, so changes read in an older snapshot than one
+ * already applied are skipped (a set's generation never goes back). A class, not an object of closures: made
+ * for every search, and run through `tsx` (as `npm start` runs) each closure is also named by `__name`.
+ */
+export class CachedSets {
+  constructor(
+    private readonly backend: ExactVectorBackend,
+    private readonly sets: ReadonlyArray<readonly [string, VectorSet]>,
+    private readonly collection: string,
+  ) {}
+
+  scan(query: readonly number[], k: number): VectorHit[] {
+    const top = new TopK(k);
+    for (const [, set] of this.sets) set.scan(query, top);
+    return top.hits;
+  }
+
+  generations(): Map<string, bigint> {
+    return new Map(this.sets.map(([id, set]) => [id, set.generation]));
+  }
+
+  /** Every set keeps its chunks' rows (`VectorSet.chunks`), so `row` answers for every cached chunk. */
+  hasRows(): boolean {
+    return this.sets.every(([, set]) => set.chunks !== null);
+  }
+
+  /** A cached chunk's row and index, or undefined (not in the sets, or a set keeps no rows). */
+  row(chunkId: string) {
+    for (const [indexId, set] of this.sets) {
+      const row = set.chunks?.get(chunkId);
+      if (row) return { indexId, seq: row.seq, text: row.text, documentId: row.documentId, path: row.document.path };
+    }
+    return undefined;
+  }
+
+  /**
+   * A ranking (`scan`'s, taken before `changed` chunks were applied) brought up to date without a whole
+   * scan: when none of the changed chunks was among its hits, the hits are still the best of the
+   * unchanged rows, so the new best `k` are among them and the changed chunks' new scores; otherwise
+   * (or when the sets moved in other ways) null, and the caller scans again.
+   */
+  rerank(query: readonly number[], k: number, hits: readonly VectorHit[], changed: readonly string[]) {
+    const ids = new Set(changed);
+    if (hits.some((h) => ids.has(h.id))) return null;
+    const top = new TopK(k);
+    for (const h of hits) top.offer(h.id, h.sim);
+    for (const [, set] of this.sets) set.scanRows(query, changed, top);
+    return top.hits;
+  }
+
+  /**
+   * `rerank` without writing the changes first: a ranking (`scan`'s) brought up to date with changed chunks
+   * (index id and change) scored from their vectors as the sets will score them once written, when none
+   * of them was among its hits; otherwise (or when a changed chunk's set has no rows) null. The changes
+   * can then be applied after the search has answered (`deferApply`).
+   */
+  rankWith(
+    query: readonly number[],
+    k: number,
+    hits: readonly VectorHit[],
+    changes: ReadonlyArray<[string, VectorChange]>,
+  ) {
+    const ids = new Set(changes.map(([, c]) => c.chunk_id));
+    if (hits.some((h) => ids.has(h.id))) return null;
+    const top = new TopK(k);
+    for (const h of hits) top.offer(h.id, h.sim);
+    // A scorer per changed set only (the unit query and its dimensions, made once per set).
+    const scorers = new Map<string, ReturnType<VectorSet['scorer']>>();
+    for (const [indexId, c] of changes) {
+      if (!c.vec) continue;
+      if (!scorers.has(indexId))
+        scorers.set(indexId, this.sets.find(([id]) => id === indexId)?.[1].scorer(query) ?? null);
+      const score = scorers.get(indexId);
+      if (!score) return null;
+      const s = score(c.vec);
+      if (s > 0) top.offer(c.chunk_id, s);
+    }
+    return top.hits;
+  }
+
+  apply(indexId: string, generation: bigint, changes: readonly VectorChange[]): boolean {
+    const set = this.sets.find(([id]) => id === indexId)?.[1];
+    if (!set || generation <= set.generation) return false;
+    const key = `${indexId}|${this.collection}`;
+    try {
+      applyChanges(set, changes);
+    } catch (err) {
+      // A set left half-written is no longer the index's: dropped, the next search loads it again.
+      this.backend.appliedFromAnswer(key, set, true);
+      throw err;
+    }
+    set.generation = generation;
+    this.backend.appliedFromAnswer(key, set, false);
+    return true;
   }
 }
 
