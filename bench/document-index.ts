@@ -15,7 +15,8 @@
  * a running process's figures), `BENCH_DOCIDX_OR_SEARCHES` (default 300) the searches of queries no chunk holds in full
  * (SEARCH's OR tier) beside the plain OR ranking, `BENCH_DOCIDX_DEFAULT_CHUNKS` (default 5000, 0: not measured) the
  * chunks of an index created as a user creates one (no chunk parameters: chunks of about 3,700 characters), its
- * SEARCH beside the plain query. Each size also reports this process's CPU per SEARCH and per plain query. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
+ * SEARCH beside the plain query. Each size also reports this process's CPU per SEARCH and per plain query, and
+ * where the timed searches spent their time, phase by phase (`phasesReport`). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
@@ -27,7 +28,15 @@ import { chunkText, NO_CHUNK_CONFIG } from '../shared/document-index/chunking.js
 import { buildHnswIndexes, buildHnswIndexesOf, hnswBuildSettings } from '../shared/document-index/hnsw.js';
 import { compactionCheckpoint } from '../shared/document-index/ingest.js';
 import { currentEmbedder } from '../shared/document-index/embedder.js';
-import { hybridSearch, lexicalRanking, orQuery, vectorRanking, RRF_K } from '../shared/document-index/search.js';
+import {
+  hybridSearch,
+  lexicalRanking,
+  orQuery,
+  vectorRanking,
+  RRF_K,
+  tracePhases,
+  type SearchPhases,
+} from '../shared/document-index/search.js';
 import { createIndex, ingestDocument, ingestDocuments, sql } from '../shared/document-index/store.js';
 import { addTextAction } from '../shared/document-index/actions.js';
 import {
@@ -45,6 +54,33 @@ import { measure, measurePair, report } from './lib/measure.js';
 import type { BenchStack } from './lib/stack.js';
 import { spawnApiProcess } from '../tests/helpers/api-process.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
+/**
+ * Where the timed searches spent their time (`tracePhases`; the searches of the cached path with rows), p50 / p95
+ * of each phase in µs. PostgreSQL runs the statement from its sending until the answer is read; this process's work
+ * meanwhile is the embedding, the scan and the early snippets. When that work ends after PostgreSQL has answered,
+ * the wait after it is the driver's reading of the answer alone (about 60 to 80 µs here), and that work is on
+ * SEARCH's path; when it ends sooner, the statement is.
+ */
+function phasesReport(phases: readonly SearchPhases[]): string {
+  if (!phases.length) return 'phases of SEARCH: none traced (no search took the cached path with rows)';
+  const spans: Array<[string, (p: SearchPhases) => number]> = [
+    ['statement built', (p) => p.built - p.start],
+    ['acquired and sent', (p) => p.sent - p.built],
+    ['query embedded', (p) => p.embedded - p.sent],
+    ['sets scanned', (p) => p.scanned - p.embedded],
+    ['early snippets', (p) => p.written - p.scanned],
+    ['answer awaited after that', (p) => p.answered - p.written],
+    ['fusion, rows, other snippets', (p) => p.done - p.answered],
+    ['in all', (p) => p.done - p.start],
+  ];
+  const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const parts = spans.map(([label, of]) => {
+    const us = phases.map((p) => of(p) * 1000).sort((a, b) => a - b);
+    return `${label} ${pct(us, 0.5).toFixed(0)} / ${pct(us, 0.95).toFixed(0)}`;
+  });
+  return `phases of SEARCH (${phases.length} timed searches, p50 / p95 µs; PostgreSQL runs the statement from its sending to the answer): ${parts.join(', ')}`;
+}
 
 /** A deterministic pseudo-random generator (mulberry32), so every run indexes the same text. */
 /** The goal's plain PostgreSQL full-text query: the top 10 chunk ids of an index by `ts_rank_cd`. */
@@ -423,6 +459,8 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       await hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
       await plainQuery(text);
     }
+    const phases: SearchPhases[] = [];
+    tracePhases((p) => phases.push(p));
     const [hybrid, plain] = await measurePair(
       {
         label: 'SEARCH (hybrid)',
@@ -434,7 +472,9 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       searches,
       1,
     );
+    tracePhases(null);
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
+    out.push(phasesReport(phases));
     // The CPU this process spends on one operation, alternating (untimed queries of the goal pair's stream
     // after its own, so the snippet writer meets new texts as the goal pair's searches did): on 2 cores a
     // search's CPU is what its p95 pays when PostgreSQL's backend shares the API's core.

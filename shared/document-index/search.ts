@@ -269,10 +269,45 @@ export async function hybridSearch(
   backend: VectorBackend,
 ): Promise<SearchHit[]> {
   if (!indexes.length || !query.trim()) return [];
+  const trace: Partial<SearchPhases> | null = phaseSink && { start: performance.now() };
   const ids = indexes.map((i) => i.id);
   const search = { tenant, indexIds: ids, collection: embedder.collection, k: CANDIDATES };
-  const rows = await fusedRows(em, backend, search, queryVector(embedder, query), query, topN);
+  const rows = await fusedRows(em, backend, search, queryVector(embedder, query), query, topN, trace);
+  if (trace?.sent !== undefined && trace.done !== undefined) phaseSink?.(trace as SearchPhases);
   return rows.map(hitOf);
+}
+
+/**
+ * Where a search of the cached path with rows spent its time (`performance.now()` readings), for the benchmark:
+ * reported to the sink `tracePhases` sets, and read only while one is set.
+ */
+export interface SearchPhases {
+  start: number;
+  /** The statement built: the cached sets found, their generations read. */
+  built: number;
+  /** The statement written to the connection: PostgreSQL runs it from here. */
+  sent: number;
+  /** This process's work while PostgreSQL runs it: the query embedded, the sets scanned, the early snippets written. */
+  embedded: number;
+  scanned: number;
+  written: number;
+  /** The answer read. */
+  answered: number;
+  /** The rows ready: fused, read from the cache, the other snippets written. */
+  done: number;
+}
+
+let phaseSink: ((phases: SearchPhases) => void) | null = null;
+onProcessReset('shared/document-index/search.ts#phaseSink', () => (phaseSink = null));
+
+/** Reports each search's phases to `sink` from now on (null: no longer). */
+export function tracePhases(sink: ((phases: SearchPhases) => void) | null): void {
+  phaseSink = sink;
+}
+
+/** Notes the time a phase ended, when the search is traced. */
+function mark(trace: Partial<SearchPhases> | null, phase: Exclude<keyof SearchPhases, 'start'>): void {
+  if (trace) trace[phase] = performance.now();
 }
 
 /**
@@ -496,6 +531,7 @@ async function cachedSearch(
   vector: QueryVector,
   query: string,
   topN: number,
+  trace: Partial<SearchPhases> | null,
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = search;
   const before = cached.generations();
@@ -517,12 +553,18 @@ async function cachedSearch(
     // synchronous (else before).
     const embedded = vector.synchronous ? null : await vector.later();
     const statement = lexicalAndChanges(tenant, query, search.collection, before, null);
+    mark(trace, 'built');
     [[row], [v, scanned]] = await sqlBoundWhile<LexicalRow, [VectorSearch, VectorHit[]]>(em, statement, () => {
+      mark(trace, 'sent');
       const ranked = { ...search, query: embedded ?? vector.now() };
+      mark(trace, 'embedded');
       const hits = cached.scan(ranked.query, ranked.k);
+      mark(trace, 'scanned');
       early = earlySnippets(query, hits.slice(0, earlyRows.count(topN)), readRow);
+      mark(trace, 'written');
       return [ranked, hits];
     });
+    mark(trace, 'answered');
   } else {
     v = { ...search, query: await vector.later() };
     scanned = cached.scan(v.query, v.k);
@@ -561,6 +603,7 @@ async function cachedSearch(
       (rowsKept && fromCache(best, rowOf, gens, row?.lexemes ?? null, early)) ||
       fromStatement(best, row?.rows ?? []) ||
       (await fusedRowsOf(em, tenant, ids, query, topN, ranked));
+    mark(trace, 'done');
     return rows.map((r) => withRanks(r, byId.get(r.id)!));
   } finally {
     // Changes ranked from the answer are written to the sets once this search has answered (registered after
@@ -819,6 +862,7 @@ async function fusedRows(
   vector: QueryVector,
   query: string,
   topN: number,
+  trace: Partial<SearchPhases> | null = null,
 ): Promise<FusedRow[]> {
   const { tenant, indexIds: ids } = search;
   if (backend.kind === 'pgvector') {
@@ -827,7 +871,7 @@ async function fusedRows(
     // come (a rechunk's, after its swap) is ranked among the chunks matching a query word meanwhile.
     const cache = backend.cache;
     const cached = cache?.peek(ids, search.collection);
-    if (cached) return cachedSearch(em, cache!, cached, search, vector, query, topN);
+    if (cached) return cachedSearch(em, cache!, cached, search, vector, query, topN, trace);
     cache?.warm(em, tenant, ids, search.collection);
     const [queryVec, awaiting] = await Promise.all([vector.later(), cache ? backend.awaitingHnsw(em, ids) : []]);
     const v = { ...search, query: queryVec };
@@ -845,5 +889,5 @@ async function fusedRows(
     const hits = await backend.nearestAmong(em, v, orQuery(query));
     return fusedSearch(em, tenant, ids, query, topN, rankedIds(hits));
   }
-  return cachedSearch(em, backend, cached, search, vector, query, topN);
+  return cachedSearch(em, backend, cached, search, vector, query, topN, trace);
 }

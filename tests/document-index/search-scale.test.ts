@@ -22,6 +22,8 @@ import {
   lexicalRanking,
   RRF_K,
   type SearchHit,
+  tracePhases,
+  type SearchPhases,
 } from '../../shared/document-index/search.js';
 import { headline, tsqueryLexemes } from '../../shared/document-index/headline.js';
 import {
@@ -306,6 +308,31 @@ describe('SEARCH: the first search of an index in a process', () => {
     expect(first[0]!.filepath).toBe(warm[0]!.filepath);
     expect(first[0]).toMatchObject({ lexical_rank: 1, vector_rank: 1 });
     for (const h of first) expect(pathsOf(warm)).toContain(h.filepath);
+  });
+});
+
+describe('SEARCH: its phases, traced for the benchmark', () => {
+  it('reports each search of the cached path in order to the sink while one is set, and nothing once unset', async () => {
+    const index = await corpusIndex('phases');
+    const backend = new ExactVectorBackend(64 * MB);
+    const phases: SearchPhases[] = [];
+    tracePhases((p) => phases.push(p));
+    try {
+      await search(backend, index, 'night incidents'); // ranked among the matches while the set loads: not traced
+      expect(phases).toEqual([]);
+      await backend.settled();
+      const hits = await search(backend, index, 'night incidents');
+      expect(hits.length).toBeGreaterThan(0);
+      expect(phases).toHaveLength(1);
+      const order = ['start', 'built', 'sent', 'embedded', 'scanned', 'written', 'answered', 'done'] as const;
+      const times = order.map((k) => phases[0]![k]);
+      for (const t of times) expect(t).toBeTypeOf('number');
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
+    } finally {
+      tracePhases(null);
+    }
+    await search(backend, index, 'paid holidays');
+    expect(phases).toHaveLength(1);
   });
 });
 
