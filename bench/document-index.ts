@@ -471,8 +471,7 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       { label: 'plain full-text query', op: async (i) => void (await plainTop10(i)) },
       searches,
       1,
-    );
-    tracePhases(null);
+    ).finally(() => tracePhases(null));
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
     out.push(phasesReport(phases));
     // The CPU this process spends on one operation, alternating (untimed queries of the goal pair's stream

@@ -269,11 +269,12 @@ export async function hybridSearch(
   backend: VectorBackend,
 ): Promise<SearchHit[]> {
   if (!indexes.length || !query.trim()) return [];
-  const trace: Partial<SearchPhases> | null = phaseSink && { start: performance.now() };
+  const sink = phaseSink; // the sink as the search began: a later `tracePhases` does not change where it reports
+  const trace: Partial<SearchPhases> | null = sink && { start: performance.now() };
   const ids = indexes.map((i) => i.id);
   const search = { tenant, indexIds: ids, collection: embedder.collection, k: CANDIDATES };
   const rows = await fusedRows(em, backend, search, queryVector(embedder, query), query, topN, trace);
-  if (trace?.sent !== undefined && trace.done !== undefined) phaseSink?.(trace as SearchPhases);
+  if (sink && trace?.sent !== undefined && trace.done !== undefined) sink(trace as SearchPhases);
   return rows.map(hitOf);
 }
 
@@ -283,9 +284,12 @@ export async function hybridSearch(
  */
 export interface SearchPhases {
   start: number;
-  /** The statement built: the cached sets found, their generations read. */
+  /**
+   * The statement built: the cached sets found, their generations read (and a provider's embedding awaited,
+   * when the embedder is not synchronous: `embedded` then follows `sent` at once).
+   */
   built: number;
-  /** The statement written to the connection: PostgreSQL runs it from here. */
+  /** A pooled connection acquired and the statement written to it: PostgreSQL runs it from here. */
   sent: number;
   /** This process's work while PostgreSQL runs it: the query embedded, the sets scanned, the early snippets written. */
   embedded: number;
@@ -293,7 +297,10 @@ export interface SearchPhases {
   written: number;
   /** The answer read. */
   answered: number;
-  /** The rows ready: fused, read from the cache, the other snippets written. */
+  /**
+   * The rows ready: fused, read from the cache, the other snippets written (and, after another process's write,
+   * any catch-up the answer's changes needed, or a second statement for rows the cache does not hold).
+   */
   done: number;
 }
 
@@ -595,7 +602,10 @@ async function cachedSearch(
     const gone = rowsKept && ids.some((id) => !(id in gens));
     const live = gone ? hits.filter((h) => (rowOf(h.id)?.indexId ?? '') in gens) : hits;
     const ranked = fuse(row?.lex ?? [], live);
-    if (!ranked.length) return [];
+    if (!ranked.length) {
+      mark(trace, 'done');
+      return [];
+    }
     const byId = new Map(ranked.map((r) => [r.id, r]));
     const best = ranked.slice(0, topN);
     if (withRows && queryWords(query).length) earlyRows.learn(scanned, best, topN);

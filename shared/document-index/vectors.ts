@@ -313,10 +313,10 @@ export class ExactVectorBackend {
   }
 
   /**
-   * `CachedSets.apply`'s bookkeeping, for a set still this backend's: applied (counted, and kept in the budget at
-   * its size now), or failed half-written (dropped: the next search loads it again).
+   * `CachedSets.apply`'s bookkeeping (for it alone): a set applied (counted, and kept in the budget at its size now
+   * while it is still this backend's), or failed half-written (dropped while it is: the next search loads it again).
    */
-  appliedFromAnswer(key: string, set: VectorSet, failed: boolean): void {
+  settleAnswerApply(key: string, set: VectorSet, failed: boolean): void {
     const current = this.entries.get(key) === set;
     if (failed) {
       if (current) this.forget(key);
@@ -626,11 +626,11 @@ export class CachedSets {
       applyChanges(set, changes);
     } catch (err) {
       // A set left half-written is no longer the index's: dropped, the next search loads it again.
-      this.backend.appliedFromAnswer(key, set, true);
+      this.backend.settleAnswerApply(key, set, true);
       throw err;
     }
     set.generation = generation;
-    this.backend.appliedFromAnswer(key, set, false);
+    this.backend.settleAnswerApply(key, set, false);
     return true;
   }
 }

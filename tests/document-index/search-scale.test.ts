@@ -316,12 +316,13 @@ describe('SEARCH: its phases, traced for the benchmark', () => {
     const index = await corpusIndex('phases');
     const backend = new ExactVectorBackend(64 * MB);
     const phases: SearchPhases[] = [];
+    let hits: SearchHit[] | undefined;
     tracePhases((p) => phases.push(p));
     try {
       await search(backend, index, 'night incidents'); // ranked among the matches while the set loads: not traced
       expect(phases).toEqual([]);
       await backend.settled();
-      const hits = await search(backend, index, 'night incidents');
+      hits = await search(backend, index, 'night incidents');
       expect(hits.length).toBeGreaterThan(0);
       expect(phases).toHaveLength(1);
       const order = ['start', 'built', 'sent', 'embedded', 'scanned', 'written', 'answered', 'done'] as const;
@@ -331,7 +332,11 @@ describe('SEARCH: its phases, traced for the benchmark', () => {
     } finally {
       tracePhases(null);
     }
-    await search(backend, index, 'paid holidays');
+    // Untraced, the same search answers the same rows, and nothing is reported.
+    const again = await search(backend, index, 'night incidents');
+    expect(again.map((h) => [h.chunk_id, h.score, h.snippet])).toEqual(
+      hits!.map((h) => [h.chunk_id, h.score, h.snippet]),
+    );
     expect(phases).toHaveLength(1);
   });
 });
