@@ -16,12 +16,14 @@
  * (SEARCH's OR tier) beside the plain OR ranking, `BENCH_DOCIDX_DEFAULT_CHUNKS` (default 5000, 0: not measured) the
  * chunks of an index created as a user creates one (no chunk parameters: chunks of about 3,700 characters), its
  * SEARCH beside the plain query. Each size also reports this process's CPU per SEARCH and per plain query, and
- * where the timed searches spent their time, phase by phase (`phasesReport`). Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
+ * where the timed searches spent their time, phase by phase (`phasesReport`), and what the machine's CPUs did meanwhile
+ * (`cpuWindow`: this process, PostgreSQL, any other process, steal and idle time); `BENCH_DOCIDX_PROFILE` adds a CPU
+ * profile of more searches. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { defaultVectorCacheMb } from '../shared/config.js';
 import { chunkText, NO_CHUNK_CONFIG } from '../shared/document-index/chunking.js';
@@ -51,6 +53,7 @@ import { vectorIndexBuildWorkflowId } from '../workflows/vector-index-build-defi
 import { RECHUNK_BATCH } from '../shared/document-index/rechunk-service.js';
 import { pgArray } from '../shared/document-index/pages.js';
 import { measure, measurePair, report } from './lib/measure.js';
+import { cpuProfile, cpuWindow } from './lib/cpu-window.js';
 import type { BenchStack } from './lib/stack.js';
 import { spawnApiProcess } from '../tests/helpers/api-process.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -109,6 +112,12 @@ function rng(seed: number) {
  */
 const DEFAULT_CHUNKS = Number(process.env.BENCH_DOCIDX_DEFAULT_CHUNKS ?? 5000);
 const DEFAULT_SEARCHES = 1000;
+
+/**
+ * `BENCH_DOCIDX_PROFILE=/path/prefix`: after each size's measures, a CPU profile (`node:inspector`, sampled every
+ * 25 µs) of 3,000 more searches, written to `<prefix>-<chunks>.cpuprofile` (Chrome DevTools opens it). Unset: none.
+ */
+const PROFILE = process.env.BENCH_DOCIDX_PROFILE;
 
 /** Operations of each kind whose CPU in this process is measured (SEARCH and the plain query, alternating). */
 const CPU_OPS = 1000;
@@ -460,6 +469,7 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       await plainQuery(text);
     }
     const phases: SearchPhases[] = [];
+    const window = cpuWindow(os.cpus().length);
     tracePhases((p) => phases.push(p));
     const [hybrid, plain] = await measurePair(
       {
@@ -472,8 +482,10 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       searches,
       1,
     ).finally(() => tracePhases(null));
+    const during = window?.().line;
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
     out.push(phasesReport(phases));
+    if (during) out.push(`the machine's CPUs during the timed SEARCH and plain queries: ${during}`, '');
     // The CPU this process spends on one operation, alternating (untimed queries of the goal pair's stream
     // after its own, so the snippet writer meets new texts as the goal pair's searches did): on 2 cores a
     // search's CPU is what its p95 pays when PostgreSQL's backend shares the API's core.
@@ -487,6 +499,15 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
         cpuOf[k]! += c.user + c.system;
       }
     const [searchCpu, plainCpu] = cpuOf.map((us) => us / CPU_OPS) as [number, number];
+    if (PROFILE) {
+      const file = `${PROFILE}-${stored}.cpuprofile`;
+      const more = sentencesOf(0, searches + CPU_OPS + 3000).slice(searches + CPU_OPS);
+      const profile = await cpuProfile(async () => {
+        for (const q of more) await searchText(q);
+      });
+      writeFileSync(file, JSON.stringify(profile));
+      out.push(`CPU profile of 3000 more searches (one after another): ${file}`, '');
+    }
     if (backend.kind === 'pgvector')
       out.push(await hnswAgreement(backend, em, tenant, index.id, embedder, queries), '');
     out.push(

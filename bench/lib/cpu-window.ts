@@ -1,0 +1,136 @@
+/**
+ * What the machine's CPUs did over a window of a benchmark (Linux `/proc`): this process's share, PostgreSQL's
+ * processes', every other process's (kernel threads included), the time the hypervisor gave to other machines
+ * (steal) and the idle time. A load average is a minute's mean; a measure of two seconds is shaped by what ran
+ * during those two seconds alone, which this tells.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Clock ticks per second of `/proc`'s CPU times (`USER_HZ`, 100 on Linux). */
+const TICKS = 100;
+
+interface Reading {
+  /** Ticks of user and system time by process id, with its name. */
+  procs: Map<string, { name: string; ticks: number }>;
+  /** The machine's ticks: busy, idle (and I/O wait), steal. */
+  busy: number;
+  idle: number;
+  steal: number;
+  at: number;
+}
+
+function read(): Reading | null {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null; // not Linux
+  }
+  // cpu user nice system idle iowait irq softirq steal ...
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = stat
+    .split('\n')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const procs = new Map<string, { name: string; ticks: number }>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = s.lastIndexOf(')');
+      const fields = s.slice(close + 2).split(' ');
+      // utime and stime are the 14th and 15th fields; the two before `close` are the pid and the name.
+      procs.set(pid, { name: s.slice(s.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return {
+    procs,
+    busy: user! + nice! + system! + irq! + softirq!,
+    idle: idle! + iowait!,
+    steal: steal ?? 0,
+    at: performance.now(),
+  };
+}
+
+/** What the CPUs did over a window: ticks (`/proc`'s, 10 ms each), and the window described in one line. */
+export interface CpuWindowReading {
+  seconds: number;
+  /** This process's ticks. */
+  own: number;
+  /** Ticks of PostgreSQL's processes (named `postgres`), and of the busiest of them. */
+  postgres: number;
+  busiestPostgres: number;
+  /** Every other process that ran, by name, busiest first (kernel threads included). */
+  others: Array<[string, number]>;
+  /** The machine's ticks given to other machines by the hypervisor, idle (and waiting on I/O), and in all. */
+  steal: number;
+  idle: number;
+  machine: number;
+  /** E.g. "2.31 s: this process 78% of a core, PostgreSQL 47% (its busiest process 46%), others 1% (temporal 1%); steal 0%, idle 37% of the 2 cores". */
+  line: string;
+}
+
+/** Starts a window; the function returned ends it. Null off Linux. */
+export function cpuWindow(cores: number): (() => CpuWindowReading) | null {
+  const start = read();
+  if (!start) return null;
+  return () => {
+    const end = read()!;
+    const seconds = (end.at - start.at) / 1000;
+    const pct = (ticks: number) => `${Math.round((100 * ticks) / TICKS / seconds)}%`;
+    let own = 0;
+    let postgres = 0;
+    let busiestPostgres = 0;
+    const byName = new Map<string, number>();
+    for (const [pid, p] of end.procs) {
+      const ticks = p.ticks - (start.procs.get(pid)?.ticks ?? 0);
+      if (ticks <= 0) continue;
+      if (pid === String(process.pid)) own += ticks;
+      else if (p.name === 'postgres') {
+        postgres += ticks;
+        busiestPostgres = Math.max(busiestPostgres, ticks);
+      } else byName.set(p.name, (byName.get(p.name) ?? 0) + ticks);
+    }
+    const others = [...byName].sort((a, b) => b[1] - a[1]);
+    const otherTicks = others.reduce((n, [, t]) => n + t, 0);
+    const steal = end.steal - start.steal;
+    const idle = end.idle - start.idle;
+    const machine = end.busy - start.busy + idle + steal || 1;
+    const share = (ticks: number) => `${Math.round((100 * ticks) / machine)}%`;
+    const line =
+      `${seconds.toFixed(2)} s: this process ${pct(own)} of a core, PostgreSQL ${pct(postgres)} ` +
+      `(its busiest process ${pct(busiestPostgres)}), others ${pct(otherTicks)}` +
+      (others.length
+        ? ` (${others
+            .slice(0, 3)
+            .map(([name, t]) => `${name} ${pct(t)}`)
+            .join(', ')})`
+        : '') +
+      `; steal ${share(steal)}, idle ${share(idle)} of the ${cores} cores`;
+    return { seconds, own, postgres, busiestPostgres, others, steal, idle, machine, line };
+  };
+}
+
+/** A CPU profile of this process while `work` runs (`node:inspector`, a sample every `intervalUs` µs). */
+export async function cpuProfile(work: () => Promise<void>, intervalUs = 25): Promise<unknown> {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: intervalUs });
+    await session.post('Profiler.start');
+    try {
+      await work();
+    } catch (err) {
+      await session.post('Profiler.stop');
+      throw err;
+    }
+    return (await session.post('Profiler.stop')).profile;
+  } finally {
+    session.disconnect();
+  }
+}
