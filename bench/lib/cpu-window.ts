@@ -12,11 +12,22 @@ const TICKS = 100;
 interface Reading {
   /** Ticks of user and system time by process id, with its name. */
   procs: Map<string, { name: string; ticks: number }>;
+  /** This process's main thread's ticks (the others: V8's collector and compilers, libuv's pool, Temporal's). */
+  main: number;
   /** The machine's ticks: busy, idle (and I/O wait), steal. */
   busy: number;
   idle: number;
   steal: number;
   at: number;
+}
+
+/** A process's or thread's name and its user and system ticks so far, from its `stat` file. */
+function statOf(file: string): { name: string; ticks: number } {
+  const s = readFileSync(file, 'utf8');
+  const close = s.lastIndexOf(')');
+  const fields = s.slice(close + 2).split(' ');
+  // utime and stime are the 14th and 15th fields; the two before `close` are the id and the name.
+  return { name: s.slice(s.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) };
 }
 
 function read(): Reading | null {
@@ -37,17 +48,14 @@ function read(): Reading | null {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = s.lastIndexOf(')');
-      const fields = s.slice(close + 2).split(' ');
-      // utime and stime are the 14th and 15th fields; the two before `close` are the pid and the name.
-      procs.set(pid, { name: s.slice(s.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) });
+      procs.set(pid, statOf(`/proc/${pid}/stat`));
     } catch {
       // ended meanwhile
     }
   }
   return {
     procs,
+    main: statOf(`/proc/${process.pid}/task/${process.pid}/stat`).ticks,
     busy: user! + nice! + system! + irq! + softirq!,
     idle: idle! + iowait!,
     steal: steal ?? 0,
@@ -58,8 +66,9 @@ function read(): Reading | null {
 /** What the CPUs did over a window: ticks (`/proc`'s, 10 ms each), and the window described in one line. */
 export interface CpuWindowReading {
   seconds: number;
-  /** This process's ticks. */
+  /** This process's ticks, and its main thread's. */
   own: number;
+  main: number;
   /** Ticks of PostgreSQL's processes (named `postgres`), and of the busiest of them. */
   postgres: number;
   busiestPostgres: number;
@@ -69,7 +78,7 @@ export interface CpuWindowReading {
   steal: number;
   idle: number;
   machine: number;
-  /** E.g. "2.31 s: this process 78% of a core, PostgreSQL 47% (its busiest process 46%), others 1% (temporal 1%); steal 0%, idle 37% of the 2 cores". */
+  /** E.g. "2.31 s: this process 78% of a core (its main thread 75%), PostgreSQL 47% (its busiest process 46%), others 1% (temporal 1%); steal 0%, idle 37% of the 2 cores". */
   line: string;
 }
 
@@ -100,8 +109,9 @@ export function cpuWindow(cores: number): (() => CpuWindowReading) | null {
     const idle = end.idle - start.idle;
     const machine = end.busy - start.busy + idle + steal || 1;
     const share = (ticks: number) => `${Math.round((100 * ticks) / machine)}%`;
+    const main = end.main - start.main;
     const line =
-      `${seconds.toFixed(2)} s: this process ${pct(own)} of a core, PostgreSQL ${pct(postgres)} ` +
+      `${seconds.toFixed(2)} s: this process ${pct(own)} of a core (its main thread ${pct(main)}), PostgreSQL ${pct(postgres)} ` +
       `(its busiest process ${pct(busiestPostgres)}), others ${pct(otherTicks)}` +
       (others.length
         ? ` (${others
@@ -110,7 +120,7 @@ export function cpuWindow(cores: number): (() => CpuWindowReading) | null {
             .join(', ')})`
         : '') +
       `; steal ${share(steal)}, idle ${share(idle)} of the ${cores} cores`;
-    return { seconds, own, postgres, busiestPostgres, others, steal, idle, machine, line };
+    return { seconds, own, main, postgres, busiestPostgres, others, steal, idle, machine, line };
   };
 }
 

@@ -38,11 +38,13 @@ describe.runIf(process.platform === 'linux')('cpuWindow', () => {
     burn(20);
     const reading = window();
     expect(reading.own).toBeGreaterThanOrEqual(20);
+    expect(reading.main).toBeGreaterThanOrEqual(20); // the burn ran on the main thread
+    expect(reading.main).toBeLessThanOrEqual(reading.own);
     // The shell's ticks, under its name (its last ones may have come after the kill's reading: at least most).
     expect(new Map(reading.others).get('sh') ?? 0).toBeGreaterThanOrEqual(15);
     expect(reading.machine).toBeGreaterThanOrEqual(reading.own + 15);
     expect(reading.line).toMatch(
-      /^\d+\.\d\d s: this process \d+% of a core, PostgreSQL \d+% \(its busiest process \d+%\), others \d+%/,
+      /^\d+\.\d\d s: this process \d+% of a core \(its main thread \d+%\), PostgreSQL \d+% \(its busiest process \d+%\), others \d+%/,
     );
     expect(reading.line).toMatch(new RegExp(`; steal \\d+%, idle \\d+% of the ${os.cpus().length} cores$`));
   });
