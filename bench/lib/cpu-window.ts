@@ -12,8 +12,8 @@ const TICKS = 100;
 interface Reading {
   /** Ticks of user and system time by process id, with its name. */
   procs: Map<string, { name: string; ticks: number }>;
-  /** This process's main thread's ticks (the others: V8's collector and compilers, libuv's pool, Temporal's). */
-  main: number;
+  /** This process's threads' ticks by thread id, with the thread's name. */
+  threads: Map<string, { name: string; ticks: number }>;
   /** The machine's ticks: busy, idle (and I/O wait), steal. */
   busy: number;
   idle: number;
@@ -30,6 +30,30 @@ function statOf(file: string): { name: string; ticks: number } {
   return { name: s.slice(s.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) };
 }
 
+/** The name and ticks of each process (or thread) listed in `dir` (`/proc`, or a process's `task` folder), by id. */
+function statsOf(dir: string): Map<string, { name: string; ticks: number }> {
+  const found = new Map<string, { name: string; ticks: number }>();
+  for (const id of readdirSync(dir)) {
+    if (!/^\d+$/.test(id)) continue;
+    try {
+      found.set(id, statOf(`${dir}/${id}/stat`));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return found;
+}
+
+/**
+ * Which of this process's threads a thread is: its main thread (JavaScript), Temporal's (the SDK's Rust core:
+ * `tokio-runtime-w`, `temporal-real-s`, `workflow-proces`), or another (V8's collector and compilers, libuv's
+ * pool, which Node does not name).
+ */
+function threadKind(tid: string, name: string): 'main' | 'temporal' | 'other' {
+  if (tid === String(process.pid)) return 'main';
+  return /^(tokio|temporal|workflow)/.test(name) ? 'temporal' : 'other';
+}
+
 function read(): Reading | null {
   let stat: string;
   try {
@@ -44,18 +68,9 @@ function read(): Reading | null {
     .split(/\s+/)
     .slice(1)
     .map(Number);
-  const procs = new Map<string, { name: string; ticks: number }>();
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      procs.set(pid, statOf(`/proc/${pid}/stat`));
-    } catch {
-      // ended meanwhile
-    }
-  }
   return {
-    procs,
-    main: statOf(`/proc/${process.pid}/task/${process.pid}/stat`).ticks,
+    procs: statsOf('/proc'),
+    threads: statsOf(`/proc/${process.pid}/task`),
     busy: user! + nice! + system! + irq! + softirq!,
     idle: idle! + iowait!,
     steal: steal ?? 0,
@@ -66,19 +81,23 @@ function read(): Reading | null {
 /** What the CPUs did over a window: ticks (`/proc`'s, 10 ms each), and the window described in one line. */
 export interface CpuWindowReading {
   seconds: number;
-  /** This process's ticks, and its main thread's. */
+  /** This process's ticks, and its threads': the main one's, Temporal's and the others' (V8's, libuv's). */
   own: number;
   main: number;
+  temporalThreads: number;
+  otherThreads: number;
   /** Ticks of PostgreSQL's processes (named `postgres`), and of the busiest of them. */
   postgres: number;
   busiestPostgres: number;
   /** Every other process that ran, by name, busiest first (kernel threads included). */
   others: Array<[string, number]>;
+  /** Busy ticks no process still running accounts for: processes ended within the window, the kernel's interrupts. */
+  unaccounted: number;
   /** The machine's ticks given to other machines by the hypervisor, idle (and waiting on I/O), and in all. */
   steal: number;
   idle: number;
   machine: number;
-  /** E.g. "2.31 s: this process 78% of a core (its main thread 75%), PostgreSQL 47% (its busiest process 46%), others 1% (temporal 1%); steal 0%, idle 37% of the 2 cores". */
+  /** E.g. "2.31 s: this process 78% of a core (its main thread 70%, Temporal's 1%, the others 7%), PostgreSQL 47% (its busiest process 46%), others 1% (temporal 1%), ended meanwhile or the kernel's 0%; steal 0%, idle 37% of the 2 cores". */
   line: string;
 }
 
@@ -107,11 +126,19 @@ export function cpuWindow(cores: number): (() => CpuWindowReading) | null {
     const otherTicks = others.reduce((n, [, t]) => n + t, 0);
     const steal = end.steal - start.steal;
     const idle = end.idle - start.idle;
-    const machine = end.busy - start.busy + idle + steal || 1;
+    const busy = end.busy - start.busy;
+    const machine = busy + idle + steal || 1;
+    // Busy time no running process accounts for: processes that ended within the window (a compiler run, say),
+    // and the kernel's interrupt work. Ticks are rounded per process, so a few are noise.
+    const unaccounted = Math.max(0, busy - own - postgres - otherTicks);
     const share = (ticks: number) => `${Math.round((100 * ticks) / machine)}%`;
-    const main = end.main - start.main;
+    const byKind = { main: 0, temporal: 0, other: 0 };
+    for (const [tid, t] of end.threads)
+      byKind[threadKind(tid, t.name)] += t.ticks - (start.threads.get(tid)?.ticks ?? 0);
+    const main = byKind.main;
     const line =
-      `${seconds.toFixed(2)} s: this process ${pct(own)} of a core (its main thread ${pct(main)}), PostgreSQL ${pct(postgres)} ` +
+      `${seconds.toFixed(2)} s: this process ${pct(own)} of a core (its main thread ${pct(main)}, Temporal's ${pct(byKind.temporal)}, ` +
+      `the others ${pct(byKind.other)}), PostgreSQL ${pct(postgres)} ` +
       `(its busiest process ${pct(busiestPostgres)}), others ${pct(otherTicks)}` +
       (others.length
         ? ` (${others
@@ -119,8 +146,22 @@ export function cpuWindow(cores: number): (() => CpuWindowReading) | null {
             .map(([name, t]) => `${name} ${pct(t)}`)
             .join(', ')})`
         : '') +
-      `; steal ${share(steal)}, idle ${share(idle)} of the ${cores} cores`;
-    return { seconds, own, main, postgres, busiestPostgres, others, steal, idle, machine, line };
+      `, ended meanwhile or the kernel's ${pct(unaccounted)}; steal ${share(steal)}, idle ${share(idle)} of the ${cores} cores`;
+    return {
+      seconds,
+      own,
+      main,
+      temporalThreads: byKind.temporal,
+      otherThreads: byKind.other,
+      postgres,
+      busiestPostgres,
+      others,
+      unaccounted,
+      steal,
+      idle,
+      machine,
+      line,
+    };
   };
 }
 

@@ -4,6 +4,7 @@
  * idle shares are given.
  */
 import { spawn } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
@@ -25,28 +26,62 @@ function burn(ticks: number): void {
 }
 
 describe.runIf(process.platform === 'linux')('cpuWindow', () => {
-  it("names this process's share, another process's by name, and the machine's steal and idle", async () => {
+  it("names this process's threads, another process by name, what ended meanwhile, and the machine's steal and idle", async () => {
     const window = cpuWindow(os.cpus().length)!;
     expect(window).not.toBeNull();
-    // Another process busy meanwhile: a shell spinning until it has had 20 ticks, then killed.
-    const spinner = spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' });
+    const spin = () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' });
+    // A process that ends within the window, after 15 ticks: gone from /proc when the window is read.
+    const ended = spin();
+    try {
+      await expect.poll(() => ticksOf(ended.pid!), { timeout: 30_000 }).toBeGreaterThanOrEqual(15);
+    } finally {
+      ended.kill('SIGKILL');
+    }
+    await new Promise((resolve) =>
+      ended.exitCode !== null || ended.signalCode !== null ? resolve(null) : ended.once('exit', resolve),
+    );
+    // Another process busy until it has had 20 ticks, still running when the window is read.
+    const spinner = spin();
+    // A thread of this process other than the main one, busy until it has had 10 ticks, then idle (alive: an
+    // ended thread's ticks leave its task folder) until the window is read.
+    const worker = new Worker(
+      `const { readFileSync } = require('node:fs');
+       const ticks = () => { const s = readFileSync('/proc/thread-self/stat', 'utf8'); const f = s.slice(s.lastIndexOf(')') + 2).split(' '); return Number(f[11]) + Number(f[12]); };
+       const until = ticks() + 10; let x = 0;
+       while (ticks() < until) for (let i = 0; i < 100000; i++) x += Math.sqrt(i);
+       const { parentPort } = require('node:worker_threads');
+       parentPort.once('message', () => {}); // alive until terminated
+       parentPort.postMessage(x);`,
+      { eval: true },
+    );
+    const burnt = new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
     try {
       await expect.poll(() => ticksOf(spinner.pid!), { timeout: 30_000 }).toBeGreaterThanOrEqual(20);
+      await burnt;
+      burn(20);
+      const reading = window();
+      expect(reading.own).toBeGreaterThanOrEqual(20);
+      expect(reading.main).toBeGreaterThanOrEqual(20); // the burn ran on the main thread
+      expect(reading.otherThreads).toBeGreaterThanOrEqual(10); // the worker thread's
+      expect(new Map(reading.others).get('sh') ?? 0).toBeGreaterThanOrEqual(20);
+      // The ended shell's ticks (ticks are rounded per process and per CPU: most of them).
+      expect(reading.unaccounted).toBeGreaterThanOrEqual(10);
+      expect(reading.machine).toBeGreaterThanOrEqual(reading.own + 20);
+      expect(reading.line).toMatch(
+        /^\d+\.\d\d s: this process \d+% of a core \(its main thread \d+%, Temporal's \d+%, the others \d+%\), PostgreSQL \d+% \(its busiest process \d+%\), others \d+% \(.*\bsh \d+%/,
+      );
+      expect(reading.line).toMatch(
+        new RegExp(
+          `, ended meanwhile or the kernel's \\d+%; steal \\d+%, idle \\d+% of the ${os.cpus().length} cores$`,
+        ),
+      );
     } finally {
       spinner.kill('SIGKILL');
+      await worker.terminate();
     }
-    burn(20);
-    const reading = window();
-    expect(reading.own).toBeGreaterThanOrEqual(20);
-    expect(reading.main).toBeGreaterThanOrEqual(20); // the burn ran on the main thread
-    expect(reading.main).toBeLessThanOrEqual(reading.own);
-    // The shell's ticks, under its name (its last ones may have come after the kill's reading: at least most).
-    expect(new Map(reading.others).get('sh') ?? 0).toBeGreaterThanOrEqual(15);
-    expect(reading.machine).toBeGreaterThanOrEqual(reading.own + 15);
-    expect(reading.line).toMatch(
-      /^\d+\.\d\d s: this process \d+% of a core \(its main thread \d+%\), PostgreSQL \d+% \(its busiest process \d+%\), others \d+%/,
-    );
-    expect(reading.line).toMatch(new RegExp(`; steal \\d+%, idle \\d+% of the ${os.cpus().length} cores$`));
   });
 
   it('profiles the work given: its functions are in the profile', async () => {
