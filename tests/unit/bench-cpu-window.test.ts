@@ -3,11 +3,11 @@
  * from /proc. This process's work and another process's are told apart, each named, and the machine's steal and
  * idle shares are given.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { cpuProfile, cpuWindow } from '../../bench/lib/cpu-window.js';
 
 /** User and system ticks of a process so far (`/proc/<pid>/stat`). */
@@ -26,10 +26,20 @@ function burn(ticks: number): void {
 }
 
 describe.runIf(process.platform === 'linux')('cpuWindow', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
+
   it("names this process's threads, another process by name, what ended meanwhile, and the machine's steal and idle", async () => {
     const window = cpuWindow(os.cpus().length)!;
     expect(window).not.toBeNull();
-    const spin = () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' });
+    // A shell spinning while this process lives (never left behind, even by a test that timed out).
+    const spin = () => {
+      const child = spawn('sh', ['-c', 'while kill -0 $PPID 2>/dev/null; do :; done'], { stdio: 'ignore' });
+      children.push(child);
+      return child;
+    };
     // A process that ends within the window, after 15 ticks: gone from /proc when the window is read.
     const ended = spin();
     try {
