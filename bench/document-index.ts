@@ -482,7 +482,7 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       searches,
       1,
     ).finally(() => tracePhases(null));
-    const during = window?.().line;
+    const during = (await window?.())?.line;
     out.push(report(`SEARCH at ${stored} chunks`, hybrid, plain));
     out.push(phasesReport(phases));
     if (during) out.push(`the machine's CPUs during the timed SEARCH and plain queries: ${during}`, '');

@@ -31,7 +31,7 @@ describe.runIf(process.platform === 'linux')('cpuWindow', () => {
     for (const child of children.splice(0)) child.kill('SIGKILL');
   });
 
-  it("names this process's threads, another process by name, what ended meanwhile, and the machine's steal and idle", async () => {
+  it("names this process's threads and collections, another process by name, what ended meanwhile, and the machine's steal and idle", async () => {
     const window = cpuWindow(os.cpus().length)!;
     expect(window).not.toBeNull();
     // A shell spinning while this process lives (never left behind, even by a test that timed out).
@@ -72,7 +72,14 @@ describe.runIf(process.platform === 'linux')('cpuWindow', () => {
       await expect.poll(() => ticksOf(spinner.pid!), { timeout: 30_000 }).toBeGreaterThanOrEqual(20);
       await burnt;
       burn(20);
-      const reading = window();
+      // Garbage enough for the young generation to be collected (it holds 16 MB at most by default).
+      let kept: number[][] = [];
+      for (let i = 0; i < 200_000; i++) {
+        kept.push(new Array<number>(64).fill(i));
+        if (kept.length > 1000) kept = [];
+      }
+      expect(kept.length).toBeLessThanOrEqual(1001);
+      const reading = await window();
       expect(reading.own).toBeGreaterThanOrEqual(20);
       expect(reading.main).toBeGreaterThanOrEqual(20); // the burn ran on the main thread
       expect(reading.otherThreads).toBeGreaterThanOrEqual(10); // the worker thread's
@@ -83,9 +90,13 @@ describe.runIf(process.platform === 'linux')('cpuWindow', () => {
       expect(reading.line).toMatch(
         /^\d+\.\d\d s: this process \d+% of a core \(its main thread \d+%, Temporal's \d+%, the others \d+%\), PostgreSQL \d+% \(its busiest process \d+%\), others \d+% \(.*\bsh \d+%/,
       );
+      expect(reading.gc.minor).toBeGreaterThanOrEqual(1);
+      expect(reading.gc.minorMs).toBeGreaterThan(0);
       expect(reading.line).toMatch(
         new RegExp(
-          `, ended meanwhile or the kernel's \\d+%; steal \\d+%, idle \\d+% of the ${os.cpus().length} cores$`,
+          `, ended meanwhile or the kernel's \\d+%; steal \\d+%, idle \\d+% of the ${os.cpus().length} cores; ` +
+            `this process's collector paused it ${reading.gc.minor} times for the young generation \\(\\d+\\.\\d ms in all\\) ` +
+            `and ${reading.gc.major} for the whole heap \\(\\d+\\.\\d ms\\)$`,
         ),
       );
     } finally {
