@@ -23,7 +23,7 @@
  * loaded machine. The exact path's vector cache line gives the cached set's layout and bytes.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { defaultVectorCacheMb } from '../shared/config.js';
 import { chunkText, NO_CHUNK_CONFIG } from '../shared/document-index/chunking.js';
@@ -53,7 +53,7 @@ import { vectorIndexBuildWorkflowId } from '../workflows/vector-index-build-defi
 import { RECHUNK_BATCH } from '../shared/document-index/rechunk-service.js';
 import { pgArray } from '../shared/document-index/pages.js';
 import { measure, measurePair, report } from './lib/measure.js';
-import { cpuProfile, cpuWindow } from './lib/cpu-window.js';
+import { cpuProfile, cpuWindow, statOf } from './lib/cpu-window.js';
 import type { BenchStack } from './lib/stack.js';
 import { spawnApiProcess } from '../tests/helpers/api-process.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -177,8 +177,7 @@ async function serverCpu(em: () => EntityManager): Promise<Map<number, number>> 
   const tick = 1000 / 100; // USER_HZ, 100 on Linux
   for (const { pid } of rows) {
     try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, (Number(f[11]) + Number(f[12])) * tick);
+      out.set(pid, statOf(`/proc/${pid}/stat`).ticks * tick);
     } catch {
       // Not on this machine (a remote server) or gone.
     }

@@ -23,8 +23,8 @@ interface Reading {
   at: number;
 }
 
-/** A process's or thread's name and its user and system ticks so far, from its `stat` file. */
-function statOf(file: string): { name: string; ticks: number } {
+/** A process's or thread's name and its user and system ticks so far, from its `stat` file (e.g. `/proc/<pid>/stat`). */
+export function statOf(file: string): { name: string; ticks: number } {
   const s = readFileSync(file, 'utf8');
   const close = s.lastIndexOf(')');
   const fields = s.slice(close + 2).split(' ');

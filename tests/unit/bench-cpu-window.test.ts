@@ -4,19 +4,12 @@
  * apart, the collections of this process counted, and the machine's steal and idle shares given.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cpuProfile, cpuWindow } from '../../bench/lib/cpu-window.js';
+import { cpuProfile, cpuWindow, statOf } from '../../bench/lib/cpu-window.js';
 
-/** User and system ticks so far of a process or thread (its `stat` file). */
-function ticksIn(statFile: string): number {
-  const s = readFileSync(statFile, 'utf8');
-  const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
+const ticksIn = (statFile: string) => statOf(statFile).ticks;
 const ticksOf = (pid: number) => ticksIn(`/proc/${pid}/stat`);
 
 /** Spends `ticks` of the main thread's CPU (10 ms each), however long the machine takes to give them. */
