@@ -5,6 +5,8 @@ export interface Measurement {
   throughput: number;
   p50: number;
   p95: number;
+  /** Every operation's latency (ms), ascending. */
+  latencies: readonly number[];
 }
 
 /** Runs operations `from`..`to - 1` with `concurrency` workers; answers the wall time and each latency. */
@@ -28,7 +30,27 @@ async function runBatch(from: number, to: number, concurrency: number, op: (i: n
 function summarise(label: string, count: number, ms: number, latencies: number[]): Measurement {
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!;
-  return { label, count, seconds: ms / 1000, throughput: count / (ms / 1000), p50: pct(0.5), p95: pct(0.95) };
+  return {
+    label,
+    count,
+    seconds: ms / 1000,
+    throughput: count / (ms / 1000),
+    p50: pct(0.5),
+    p95: pct(0.95),
+    latencies,
+  };
+}
+
+/** Measurements of one path taken apart, as one: their operations, times and latencies together. */
+export function pooled(measurements: readonly Measurement[]): Measurement {
+  const count = measurements.reduce((n, m) => n + m.count, 0);
+  const ms = measurements.reduce((t, m) => t + m.seconds * 1000, 0);
+  return summarise(
+    measurements[0]!.label,
+    count,
+    ms,
+    measurements.flatMap((m) => m.latencies),
+  );
 }
 
 /** Runs `count` operations with `concurrency` workers, timing each; no assertion, just figures. */
