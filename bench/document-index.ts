@@ -5,18 +5,20 @@
  * from the change log) apart, rechunk time and its growth between sizes, and memory, at each size of
  * `BENCH_DOCIDX_CHUNKS` (default `10000,100000` chunks; `1000000` is the opt-in large size); and search
  * quality (recall@10, MRR) of lexical only, vector only and fused rankings on a small labelled corpus.
- * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only,
- * what makes the 1M size a matter of minutes), `BENCH_DOCIDX_SEARCHES` (default 2000 per timed pair, `BENCH_DOCIDX_PAIRS` of them (default 3), each a different query: a p95 of 2,000 samples is the
- * 100th-worst, where one of 300 was the 15th, a few stalls of the machine) the SEARCH and plain query operations measured per size, `BENCH_DOCIDX_WRITES`
- * (default 5) the writes of each kind (another process's: ADD_TEXT through a second API process; this API's
- * ADD_TEXT) each followed by a timed SEARCH and by two controls (the same write to another index, then a timed
- * SEARCH, and again, then a timed plain query): the goal compares the first search after a write with a warm
- * one after the same pause (after 1000 untimed searches and plain queries of other queries and 5 untimed writes:
- * a running process's figures), `BENCH_DOCIDX_OR_SEARCHES` (default 300) the searches of queries no chunk holds in full
- * (SEARCH's OR tier) beside the plain OR ranking, `BENCH_DOCIDX_DEFAULT_CHUNKS` (default 5000, 0: not measured) the
- * chunks of an index created as a user creates one (no chunk parameters: chunks of about 3,700 characters), its
- * SEARCH beside the plain query. Each size also reports this process's CPU per SEARCH and per plain query, and
- * where the timed searches spent their time, phase by phase (`phasesReport`), and what the machine's CPUs did meanwhile
+ * Local hashing embeddings. Knobs: `BENCH_DOCIDX_RECHUNK=0` skips the rechunks (ingest and search only, what makes
+ * the 1M size a matter of minutes); `BENCH_DOCIDX_SEARCHES` (default 2000) the SEARCH and plain query operations of
+ * each timed pair, each a different query (a p95 of 2,000 samples is the 100th-worst, where one of 300 was the 15th,
+ * a few stalls of the machine), `BENCH_DOCIDX_PAIRS` (default 3) the timed pairs per size, after
+ * `BENCH_DOCIDX_WARMUP` (default 4000) untimed ones; `BENCH_DOCIDX_WRITES` (default 5) the writes of each kind
+ * (another process's: ADD_TEXT through a second API process; this API's ADD_TEXT) each followed by a timed SEARCH and
+ * by two controls (the same write to another index, then a timed SEARCH, and again, then a timed plain query): the
+ * goal compares the first search after a write with a warm one after the same pause (after the warm-up's untimed
+ * searches and plain queries of other queries and 5 untimed writes: a running process's figures);
+ * `BENCH_DOCIDX_OR_SEARCHES` (default 300) the searches of queries no chunk holds in full (SEARCH's OR tier) beside
+ * the plain OR ranking; `BENCH_DOCIDX_DEFAULT_CHUNKS` (default 5000, 0: not measured) the chunks of an index created
+ * as a user creates one (no chunk parameters: chunks of about 3,700 characters), its SEARCH beside the plain query.
+ * Each size also reports this process's CPU per SEARCH and per plain query, where the timed searches spent their
+ * time, phase by phase (`phasesReport`), and what the machine's CPUs did during each timed pair
  * (`cpuWindow`: this process, PostgreSQL, any other process, steal and idle time); `BENCH_DOCIDX_PROFILE` adds a CPU
  * profile of more searches. Ingest also reports its CPU per chunk, of this process (API, worker and benchmark) and of the
  * PostgreSQL server's processes (read from /proc when the server is local), which say more than the rate on a
@@ -183,9 +185,12 @@ export function benchVectorCacheMb(env: NodeJS.ProcessEnv = process.env): string
  * figures are a running process's: with 50, V8 was still compiling the search's code during the timed
  * operations (`--trace-opt`: `hybridSearch` first optimized after about a hundred searches, its compile
  * 20 ms), and those compiles run on V8's worker threads, which on 2 cores take a core from PostgreSQL's
- * backend or the main thread (`perf sched`: stalls of 3 to 5 ms in about 3% of the searches).
+ * backend or the main thread (`perf sched`: stalls of 3 to 5 ms in about 3% of the searches). With 1,000 (and
+ * untraced) the first of three timed pairs was still its run's slowest in seven runs of nine, this process's other
+ * threads (V8's compilers) taking 12% to 15% of a core during it against 2% to 6% in the next; with 4,000, traced
+ * as the timed ones are, 5% and the three pairs alike (1.13x, 1.12x, 1.11x at 10k). `BENCH_DOCIDX_WARMUP` sets it.
  */
-const WARMUP_SEARCHES = 1000;
+const WARMUP_SEARCHES = Number(process.env.BENCH_DOCIDX_WARMUP ?? 4000);
 /** Untimed writes, each followed by a search, before the timed ones. */
 const WARMUP_WRITES = 5;
 
@@ -481,36 +486,55 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
     const cache = cacheOf?.usage().sets.find((c) => c.key.startsWith(`${index.id}|`));
     const plainQuery = (text: string) => plainFullText(em(), index.id, text);
     const plainTop10 = (i: number) => plainQuery(queries[i % queries.length]!);
+    // The timed searches report their phases (`tracePhases`): one sink throughout, its reports kept once `timed`.
+    const phases: SearchPhases[] = [];
+    let timed = false;
+    tracePhases((p) => {
+      if (timed) phases.push(p);
+    });
     // Warm-up, untimed: searches and plain queries of other queries (another seed), so the timed figures are a
     // running process's (both paths' code compiled by the JIT; see WARMUP_SEARCHES), not its first minute's, and
-    // the timed queries' chunks are new to the snippet writer's memo of chunks seen before.
+    // the timed queries' chunks are new to the snippet writer's memo of chunks seen before. Taken as the timed
+    // pairs are (the same measure, SEARCH traced): warmed untraced, the first timed pair paid V8's recompiling of
+    // the search's traced branches on its other threads (see WARMUP_SEARCHES).
     const other = sentenceMaker(chunks * 10 + 1);
-    for (let i = 0; i < WARMUP_SEARCHES; i++) {
-      const text = other().split(' ').slice(0, 3).join(' ');
-      await hybridSearch(em(), tenant, [{ id: index.id, name }], text, 10, embedder, backend);
-      await plainQuery(text);
+    const warmQueries = Array.from({ length: WARMUP_SEARCHES }, () => other().split(' ').slice(0, 3).join(' '));
+    try {
+      await measurePair(
+        { label: 'SEARCH (warm-up)', op: async (i) => void (await searchText(warmQueries[i]!)) },
+        { label: 'plain (warm-up)', op: async (i) => void (await plainQuery(warmQueries[i]!)) },
+        WARMUP_SEARCHES,
+        1,
+      );
+    } catch (err) {
+      tracePhases(null);
+      throw err;
     }
-    const phases: SearchPhases[] = [];
-    const window = cpuWindow(os.cpus().length);
-    tracePhases((p) => phases.push(p));
+    timed = true;
     const pairs: Array<[Measurement, Measurement]> = [];
-    let during: string | undefined;
+    /** What the machine's CPUs did during each pair (none where /proc is not Linux's). */
+    const windows: string[] = [];
     try {
       for (let pair = 0; pair < PAIRS; pair++) {
         const texts = pair === 0 ? queries : pairQueries(sentencesOf(0, searches), pair);
-        pairs.push(
-          await measurePair(
-            { label: 'SEARCH (hybrid)', op: async (i) => void (await searchText(texts[i]!)) },
-            { label: 'plain full-text query', op: async (i) => void (await plainQuery(texts[i]!)) },
-            searches,
-            1,
-          ),
-        );
+        const window = cpuWindow(os.cpus().length);
+        try {
+          pairs.push(
+            await measurePair(
+              { label: 'SEARCH (hybrid)', op: async (i) => void (await searchText(texts[i]!)) },
+              { label: 'plain full-text query', op: async (i) => void (await plainQuery(texts[i]!)) },
+              searches,
+              1,
+            ),
+          );
+        } finally {
+          // Ended even when a measure throws: the window observes this process's collections until then.
+          const during = (await window?.())?.line;
+          if (during) windows.push(during);
+        }
       }
     } finally {
       tracePhases(null);
-      // Ended even when a measure throws: the window observes this process's collections until then.
-      during = (await window?.())?.line;
     }
     const [hybrid, plain] = [pooled(pairs.map(([h]) => h)), pooled(pairs.map(([, p]) => p))];
     const ratios = pairs.map(([h, p]) => h.p95 / p.p95);
@@ -532,7 +556,11 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
       ),
     );
     out.push(phasesReport(phases));
-    if (during) out.push(`the machine's CPUs during the timed SEARCH and plain queries: ${during}`, '');
+    for (const [k, during] of windows.entries())
+      out.push(
+        `the machine's CPUs during the timed SEARCH and plain queries${PAIRS > 1 ? ` of pair ${k + 1}` : ''}: ${during}`,
+      );
+    if (windows.length) out.push('');
     // The CPU this process spends on one operation, alternating (untimed queries of the goal pair's stream
     // after its own, so the snippet writer meets new texts as the goal pair's searches did): on 2 cores a
     // search's CPU is what its p95 pays when PostgreSQL's backend shares the API's core.
