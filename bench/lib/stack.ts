@@ -58,7 +58,9 @@ export async function startBenchStack(
   // (`BENCH_PGVECTOR_SHARED_BUFFERS`, default 1GB) hold a 100k-chunk index's HNSW graph (about 200 MB), as
   // pgvector's documentation asks of a server that searches it (with the default 128 MB every search reads it
   // from the OS cache).
-  const [pg, temporal]: [Pick<RunningPostgres, 'url' | 'stop'>, DevServer] = await Promise.all([
+  const temporalPort = await freePort();
+  const cli = await resolveTemporalCli();
+  const [pg, started]: [Pick<RunningPostgres, 'url' | 'stop'>, DevServer] = await Promise.all([
     process.env.BENCH_PGVECTOR === '1'
       ? startPgvectorPostgres(undefined, {
           shared_buffers: process.env.BENCH_PGVECTOR_SHARED_BUFFERS ?? '1GB',
@@ -66,10 +68,9 @@ export async function startBenchStack(
       : freePort().then((port) =>
           startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, database: 'platform', persistent: false }),
         ),
-    Promise.all([resolveTemporalCli(), freePort()]).then(([cli, port]) =>
-      startTemporalDevServer({ cliPath: cli, port, uiPort: null }),
-    ),
+    startTemporalDevServer({ cliPath: cli, port: temporalPort, uiPort: null }),
   ]);
+  let temporal = started;
   const orm = await initOrm({ clientUrl: pg.url });
   await migrate(orm);
   await orm.close();
@@ -90,6 +91,15 @@ export async function startBenchStack(
   const exporter = process.env.BENCH_TRACING === '1' ? new CountingExporter() : undefined;
   const tracing = exporter ? startTracing({ serviceName: 'bench', exporter }) : undefined;
   const api = await startApi(config, log, tracing ? await buildDeps(config, log, { tracing }) : undefined);
+  if (!temporal.running) {
+    // It answered, then ended before its first client (once in a CI run: the worker's connection refused). Its
+    // output says why; one more start on the same address, which the API's client reconnects to.
+    process.stderr.write(
+      `[bench stack] the Temporal dev server at ${temporal.address} ended after start-up (${await temporal.exited}); ` +
+        `its last output:\n${temporal.recentOutput()}\n[bench stack] starting it again\n`,
+    );
+    temporal = await startTemporalDevServer({ cliPath: cli, port: temporalPort, uiPort: null });
+  }
   const inProcess =
     options.worker === false ? undefined : await startInProcessWorker(config, temporal.address, api, log, tracing);
   const bareConnection = await Connection.connect({ address: temporal.address });

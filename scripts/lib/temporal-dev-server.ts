@@ -27,8 +27,15 @@ export interface DevServer {
   process: ChildProcess;
   /** Resolves, once the server process has ended, with how (`SIGKILL`, `code 1`). */
   exited: Promise<string>;
+  /** Whether the server process is still running. */
+  readonly running: boolean;
+  /** The server's last output (up to `OUTPUT_TAIL` characters) when it goes to no log file; else ''. */
+  recentOutput(): string;
   stop(): Promise<void>;
 }
+
+/** Characters of the server's output kept in memory when it is not written to a log file. */
+const OUTPUT_TAIL = 8_192;
 
 /** Waits until a Temporal frontend answers GetSystemInfo. */
 export async function waitForTemporal(
@@ -82,24 +89,31 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   args.push(...(await searchAttributeFlags()), ...(await dynamicConfigFlags()));
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
   if (options.logFile) {
     await mkdir(path.dirname(options.logFile), { recursive: true });
     const out = createWriteStream(options.logFile, { flags: 'a' });
     child.stdout?.pipe(out);
     child.stderr?.pipe(out);
   } else {
-    child.stdout?.resume();
-    child.stderr?.resume();
+    // Kept, not written anywhere: the reason for an exit the caller did not ask for.
+    const keep = (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
   }
   let exited = false;
   const exitedPromise = new Promise<string>((resolve) =>
     child.once('exit', (code, signal) => ((exited = true), resolve(signal ?? `code ${code}`))),
   );
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const address = `${ip}:${options.port}`;
   try {
     await waitForTemporal(address, options.readyTimeoutMs ?? 90_000, () => exited);
   } catch (err) {
     child.kill('SIGKILL');
+    // Its output is read until its pipes close, which may come after its exit: a second at most.
+    await Promise.race([closed, sleep(1_000)]);
+    if (tail && err instanceof Error) err.message += `; its last output:\n${tail}`;
     throw err;
   }
   return {
@@ -107,6 +121,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     uiUrl: options.uiPort === null ? undefined : `http://${ip === '0.0.0.0' ? '127.0.0.1' : ip}:${options.uiPort}`,
     process: child,
     exited: exitedPromise,
+    get running() {
+      return !exited;
+    },
+    recentOutput: () => tail,
     async stop() {
       if (exited) return;
       child.kill('SIGTERM');
