@@ -15,24 +15,23 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-/** An executable script standing in for the `temporal` CLI. */
-async function fakeCli(body: string): Promise<string> {
+/** The error `startTemporalDevServer` fails with for a stand-in CLI (a shell script of `body`); null if it started. */
+async function startFailure(body: string): Promise<Error | null> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fake-temporal-'));
   dirs.push(dir);
-  const file = path.join(dir, 'temporal');
-  await writeFile(file, `#!/bin/sh\n${body}\n`);
-  await chmod(file, 0o755);
-  return file;
+  const cli = path.join(dir, 'temporal');
+  await writeFile(cli, `#!/bin/sh\n${body}\n`);
+  await chmod(cli, 0o755);
+  return startTemporalDevServer({ cliPath: cli, port: await freePort(), uiPort: null }).then(
+    () => null,
+    (err: Error) => err,
+  );
 }
 
 describe.runIf(process.platform !== 'win32')('startTemporalDevServer', () => {
   it('reports a server that ends during start-up with its exit and its last output', async () => {
-    const cli = await fakeCli(
+    const error = await startFailure(
       'echo "starting the frontend"\necho "listen tcp 127.0.0.1:7234: bind: address already in use" >&2\nexit 1',
-    );
-    const error = await startTemporalDevServer({ cliPath: cli, port: await freePort(), uiPort: null }).then(
-      () => null,
-      (err: Error) => err,
     );
     expect(error?.message).toContain('the Temporal dev server exited during start-up');
     expect(error?.message).toContain('starting the frontend');
@@ -41,12 +40,8 @@ describe.runIf(process.platform !== 'win32')('startTemporalDevServer', () => {
 
   it('keeps only the end of a long output', async () => {
     // About 20 KB of lines, then the reason: the message holds the reason and at most the kept tail.
-    const cli = await fakeCli(
+    const error = await startFailure(
       'i=0\nwhile [ $i -lt 400 ]; do echo "line $i of the server\'s chatty output padding"; i=$((i+1)); done\necho "the reason" >&2\nexit 3',
-    );
-    const error = await startTemporalDevServer({ cliPath: cli, port: await freePort(), uiPort: null }).then(
-      () => null,
-      (err: Error) => err,
     );
     expect(error?.message).toContain('the reason');
     expect(error?.message).not.toContain('line 0 of');
