@@ -499,6 +499,10 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
     // the search's traced branches on its other threads (see WARMUP_SEARCHES).
     const other = sentenceMaker(chunks * 10 + 1);
     const warmQueries = Array.from({ length: WARMUP_SEARCHES }, () => other().split(' ').slice(0, 3).join(' '));
+    const pairs: Array<[Measurement, Measurement]> = [];
+    /** What the machine's CPUs did during each pair (none where /proc is not Linux's). */
+    const windows: string[] = [];
+    const goalSentences = sentencesOf(0, searches);
     try {
       await measurePair(
         { label: 'SEARCH (warm-up)', op: async (i) => void (await searchText(warmQueries[i]!)) },
@@ -506,17 +510,9 @@ async function benchIndexSizes(stack: BenchStack, replicaOnce: () => Promise<Rep
         WARMUP_SEARCHES,
         1,
       );
-    } catch (err) {
-      tracePhases(null);
-      throw err;
-    }
-    timed = true;
-    const pairs: Array<[Measurement, Measurement]> = [];
-    /** What the machine's CPUs did during each pair (none where /proc is not Linux's). */
-    const windows: string[] = [];
-    try {
+      timed = true;
       for (let pair = 0; pair < PAIRS; pair++) {
-        const texts = pair === 0 ? queries : pairQueries(sentencesOf(0, searches), pair);
+        const texts = pair === 0 ? queries : pairQueries(goalSentences, pair);
         const window = cpuWindow(os.cpus().length);
         try {
           pairs.push(
